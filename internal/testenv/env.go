@@ -1,0 +1,252 @@
+package testenv
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BinDirEnv names the environment variable that points at a folder holding
+// etcd and kube-apiserver, skipping the build script.
+const BinDirEnv = "CROWSNEST_KUBE_BIN"
+
+// startTimeout bounds how long the control plane may take to come up; the
+// apiserver serves /readyz in about 4 s here, CI machines may be slower.
+const startTimeout = 90 * time.Second
+
+//go:embed crds/*.yaml
+var crdFiles embed.FS
+
+// Resources the CRDs serve, for tests and for waiting on discovery.
+var (
+	ApplicationsGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	AppProjectsGVR  = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "appprojects"}
+	crdGVR          = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// Env is a running etcd + kube-apiserver pair.
+type Env struct {
+	// Config is an admin rest.Config for the apiserver.
+	Config *rest.Config
+	// Dir holds certificates, data and the process logs.
+	Dir string
+
+	etcd      *process
+	apiserver *process
+}
+
+// BinDir returns the folder with the etcd and kube-apiserver binaries,
+// building them first if they are not cached yet.
+func BinDir() (string, error) {
+	if dir := os.Getenv(BinDirEnv); dir != "" {
+		return dir, nil
+	}
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("locating hack/kube/build.sh: no caller information")
+	}
+	script := filepath.Join(filepath.Dir(file), "..", "..", "hack", "kube", "build.sh")
+	out, err := exec.Command("bash", script).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("building kube binaries with %s: %w\n%s", script, err, ee.Stderr)
+		}
+		return "", fmt.Errorf("building kube binaries with %s: %w", script, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], nil
+}
+
+// Start runs etcd and kube-apiserver under dir and installs the CRDs.
+func Start(ctx context.Context, dir string) (*Env, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	p, err := writePKI(dir)
+	if err != nil {
+		return nil, err
+	}
+	ports := make([]int, 3)
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	etcdURL := "http://" + hostPort(ports[0])
+	peerURL := "http://" + hostPort(ports[1])
+	e := &Env{Dir: dir}
+	e.etcd = &process{
+		name:    "etcd",
+		path:    filepath.Join(bin, "etcd"),
+		logPath: filepath.Join(dir, "etcd.log"),
+		args: []string{
+			"--name=default",
+			"--data-dir=" + filepath.Join(dir, "etcd"),
+			"--listen-client-urls=" + etcdURL,
+			"--advertise-client-urls=" + etcdURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=default=" + peerURL,
+			"--unsafe-no-fsync=true", // test data is thrown away; fsync only costs time
+			"--log-level=warn",
+		},
+	}
+	e.apiserver = &process{
+		name:    "kube-apiserver",
+		path:    filepath.Join(bin, "kube-apiserver"),
+		logPath: filepath.Join(dir, "kube-apiserver.log"),
+		args: []string{
+			"--etcd-servers=" + etcdURL,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", ports[2]),
+			"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
+			"--tls-cert-file=" + p.servingCert,
+			"--tls-private-key-file=" + p.servingKey,
+			"--token-auth-file=" + p.tokenAuthFile,
+			"--authorization-mode=RBAC",
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + p.saPublicKey,
+			"--service-account-signing-key-file=" + p.saPrivateKey,
+			"--service-cluster-ip-range=10.0.0.0/24",
+			"--enable-priority-and-fairness=false",
+			"--profiling=false",
+			"-v=0",
+		},
+	}
+	e.Config = &rest.Config{
+		Host:            "https://" + hostPort(ports[2]),
+		BearerToken:     p.adminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: p.caPEM},
+		QPS:             200,
+		Burst:           400,
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := e.etcd.start(); err != nil {
+		return nil, err
+	}
+	if err := e.etcd.waitReady(ctx, httpOK(http.DefaultClient, etcdURL+"/health")); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	if err := e.startAPIServer(ctx); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	if err := e.installCRDs(ctx); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Stop ends both processes. It is safe to call more than once.
+func (e *Env) Stop() {
+	_ = e.apiserver.stop()
+	_ = e.etcd.stop()
+}
+
+// StopAPIServer ends the kube-apiserver process and leaves etcd running, to
+// test clients surviving an apiserver restart.
+func (e *Env) StopAPIServer() error {
+	return e.apiserver.stop()
+}
+
+// StartAPIServer starts the kube-apiserver again on the same address and
+// waits until it is ready.
+func (e *Env) StartAPIServer(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	return e.startAPIServer(ctx)
+}
+
+func (e *Env) startAPIServer(ctx context.Context) error {
+	if err := e.apiserver.start(); err != nil {
+		return err
+	}
+	client, err := rest.HTTPClientFor(e.Config)
+	if err != nil {
+		return fmt.Errorf("building apiserver client: %w", err)
+	}
+	return e.apiserver.waitReady(ctx, httpOK(client, e.Config.Host+"/readyz"))
+}
+
+// APIServerLog returns the tail of the kube-apiserver log, for failing tests.
+func (e *Env) APIServerLog() string { return e.apiserver.logTail() }
+
+func (e *Env) installCRDs(ctx context.Context) error {
+	dyn, err := dynamic.NewForConfig(e.Config)
+	if err != nil {
+		return fmt.Errorf("building dynamic client: %w", err)
+	}
+	entries, err := crdFiles.ReadDir("crds")
+	if err != nil {
+		return fmt.Errorf("reading embedded CRDs: %w", err)
+	}
+	for _, entry := range entries {
+		data, err := crdFiles.ReadFile("crds/" + entry.Name())
+		if err != nil {
+			return fmt.Errorf("reading CRD %s: %w", entry.Name(), err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+			return fmt.Errorf("parsing CRD %s: %w", entry.Name(), err)
+		}
+		if _, err := dyn.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating CRD %s: %w", obj.GetName(), err)
+		}
+	}
+	// A CRD is usable once its resource is served; list until it is.
+	for _, gvr := range []schema.GroupVersionResource{ApplicationsGVR, AppProjectsGVR} {
+		for {
+			_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for %s to be served: %w (last error: %v)", gvr.Resource, ctx.Err(), err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func httpOK(client *http.Client, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}
+}

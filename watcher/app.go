@@ -1,0 +1,165 @@
+package watcher
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// App is crowsnest's own small view of an Argo CD Application: the fields the
+// engine decides on, parsed once per observed change. Object keeps the
+// trimmed raw object for what the view does not name (notification templates
+// read arbitrary fields).
+type App struct {
+	Namespace       string
+	Name            string
+	UID             string
+	ResourceVersion string
+	Labels          map[string]string
+	Annotations     map[string]string
+	Deleting        bool
+
+	Project     string
+	Sources     []Source
+	MultiSource bool
+	Destination Destination
+
+	// Images is status.summary.images: what Argo CD reports as running.
+	Images         []string
+	SyncStatus     string
+	SyncRevision   string
+	HealthStatus   string
+	OperationPhase string
+	// OperationPending is true while a sync was requested through the
+	// Application's operation field and Argo CD has not picked it up yet.
+	OperationPending bool
+
+	Object *unstructured.Unstructured
+}
+
+// Key returns the Application's work-queue key, "namespace/name".
+func (a *App) Key() string { return a.Namespace + "/" + a.Name }
+
+// Source is one entry of spec.source or spec.sources.
+type Source struct {
+	RepoURL        string           `json:"repoURL,omitempty"`
+	Path           string           `json:"path,omitempty"`
+	TargetRevision string           `json:"targetRevision,omitempty"`
+	Chart          string           `json:"chart,omitempty"`
+	Ref            string           `json:"ref,omitempty"`
+	Kustomize      *KustomizeSource `json:"kustomize,omitempty"`
+	Helm           *HelmSource      `json:"helm,omitempty"`
+}
+
+// KustomizeSource holds the kustomize overrides crowsnest writes.
+type KustomizeSource struct {
+	Images []string `json:"images,omitempty"`
+}
+
+// HelmSource holds the Helm overrides crowsnest writes and reads.
+type HelmSource struct {
+	Parameters []HelmParameter `json:"parameters,omitempty"`
+	ValueFiles []string        `json:"valueFiles,omitempty"`
+}
+
+// HelmParameter is one Helm --set override.
+type HelmParameter struct {
+	Name        string `json:"name,omitempty"`
+	Value       string `json:"value,omitempty"`
+	ForceString bool   `json:"forceString,omitempty"`
+}
+
+// Destination is where Argo CD deploys the Application.
+type Destination struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// appShape mirrors the parts of the Application schema the view reads; the
+// converter reports a field of the wrong type instead of guessing.
+type appShape struct {
+	Spec struct {
+		Project     string      `json:"project,omitempty"`
+		Source      *Source     `json:"source,omitempty"`
+		Sources     []Source    `json:"sources,omitempty"`
+		Destination Destination `json:"destination"`
+	} `json:"spec"`
+	Operation map[string]any `json:"operation,omitempty"`
+	Status    struct {
+		Sync struct {
+			Status   string `json:"status,omitempty"`
+			Revision string `json:"revision,omitempty"`
+		} `json:"sync"`
+		Health struct {
+			Status string `json:"status,omitempty"`
+		} `json:"health"`
+		OperationState struct {
+			Phase string `json:"phase,omitempty"`
+		} `json:"operationState"`
+		Summary struct {
+			Images []string `json:"images,omitempty"`
+		} `json:"summary"`
+	} `json:"status"`
+}
+
+// AppFromObject builds the view of an Application object. The object should
+// already be trimmed (TrimApplication); the view keeps a reference to it.
+func AppFromObject(u *unstructured.Unstructured) (*App, error) {
+	var shape appShape
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &shape); err != nil {
+		return nil, fmt.Errorf("reading Application %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	a := &App{
+		Namespace:        u.GetNamespace(),
+		Name:             u.GetName(),
+		UID:              string(u.GetUID()),
+		ResourceVersion:  u.GetResourceVersion(),
+		Labels:           u.GetLabels(),
+		Annotations:      u.GetAnnotations(),
+		Deleting:         u.GetDeletionTimestamp() != nil,
+		Project:          shape.Spec.Project,
+		Destination:      shape.Spec.Destination,
+		Images:           shape.Status.Summary.Images,
+		SyncStatus:       shape.Status.Sync.Status,
+		SyncRevision:     shape.Status.Sync.Revision,
+		HealthStatus:     shape.Status.Health.Status,
+		OperationPhase:   shape.Status.OperationState.Phase,
+		OperationPending: len(shape.Operation) > 0,
+		Object:           u,
+	}
+	switch {
+	case len(shape.Spec.Sources) > 0:
+		a.Sources = shape.Spec.Sources
+		a.MultiSource = true
+	case shape.Spec.Source != nil:
+		a.Sources = []Source{*shape.Spec.Source}
+	}
+	return a, nil
+}
+
+// Project is crowsnest's view of an Argo CD AppProject. Sync windows and
+// notification subscriptions are read from Object by the packages that own
+// them.
+type Project struct {
+	Namespace       string
+	Name            string
+	ResourceVersion string
+	Annotations     map[string]string
+	Object          *unstructured.Unstructured
+}
+
+// Key returns the AppProject's key, "namespace/name".
+func (p *Project) Key() string { return p.Namespace + "/" + p.Name }
+
+// ProjectFromObject builds the view of an AppProject object.
+func ProjectFromObject(u *unstructured.Unstructured) *Project {
+	return &Project{
+		Namespace:       u.GetNamespace(),
+		Name:            u.GetName(),
+		ResourceVersion: u.GetResourceVersion(),
+		Annotations:     u.GetAnnotations(),
+		Object:          u,
+	}
+}

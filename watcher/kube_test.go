@@ -1,0 +1,202 @@
+package watcher_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// startSource runs src until the test ends and waits for its caches.
+func startSource(t *testing.T, src interface {
+	Start(context.Context, watcher.Handler) error
+	Synced() bool
+}, h watcher.Handler,
+) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := src.Start(ctx, h); err != nil {
+			t.Errorf("source stopped with error: %v", err)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	deadline := time.Now().Add(waitTimeout)
+	for !src.Synced() {
+		if time.Now().After(deadline) {
+			t.Fatal("source did not sync")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestKubeSourceEvents(t *testing.T) {
+	ns1 := env.CreateNamespace(t, "watch-a")
+	ns2 := env.CreateNamespace(t, "watch-b")
+	outside := env.CreateNamespace(t, "unwatched")
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := dyn.Resource(watcher.ApplicationsResource)
+
+	reg := prometheus.NewRegistry()
+	rec := newRecorder()
+	startSource(t, &watcher.KubeSource{Client: dyn, Namespaces: []string{ns1, ns2}, Metrics: watcher.NewMetrics(reg)}, rec)
+
+	createApp(t, apps, outside, "ignored", nil)
+	a := createApp(t, apps, ns1, "one", nil)
+	createApp(t, apps, ns2, "two", nil)
+	key1 := ns1 + "/one"
+	added, _ := rec.waitApp(t, 0, isEvent(watcher.Added, key1))
+	rec.waitApp(t, 0, isEvent(watcher.Added, ns2+"/two"))
+
+	if got := added.New.Object.GetManagedFields(); len(got) != 0 {
+		t.Errorf("managedFields not trimmed: %v", got)
+	}
+	if diff := cmp.Diff([]string{"registry.example/guestbook:1.0.0"}, added.New.Sources[0].Kustomize.Images); diff != "" {
+		t.Errorf("kustomize images (-want +got):\n%s", diff)
+	}
+
+	// Argo CD's churn: a status write to fields crowsnest does not read.
+	a.Object["status"] = map[string]any{
+		"reconciledAt": "2026-11-22T10:00:00Z",
+		"resources":    []any{map[string]any{"kind": "Deployment", "name": "web", "status": "Synced"}},
+	}
+	a, err = apps.Namespace(ns1).UpdateStatus(t.Context(), a, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A status write crowsnest reads.
+	if err := unstructured.SetNestedField(a.Object, "Degraded", "status", "health", "status"); err != nil {
+		t.Fatal(err)
+	}
+	a, err = apps.Namespace(ns1).UpdateStatus(t.Context(), a, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A spec change.
+	if err := unstructured.SetNestedStringSlice(a.Object, []string{"registry.example/guestbook:1.1.0"}, "spec", "source", "kustomize", "images"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apps.Namespace(ns1).Update(t.Context(), a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apps.Namespace(ns1).Delete(t.Context(), "one", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitApp(t, 0, isEvent(watcher.Deleted, key1))
+
+	var got []string
+	for _, ev := range rec.eventsFor(key1) {
+		desc := string(ev.Type)
+		switch ev.Type {
+		case watcher.Updated:
+			desc += " health=" + ev.New.HealthStatus + " image=" + ev.New.Sources[0].Kustomize.Images[0]
+		case watcher.Deleted:
+			desc += " last-health=" + ev.Old.HealthStatus
+		}
+		got = append(got, desc)
+	}
+	want := []string{
+		"added",
+		"updated health=Degraded image=registry.example/guestbook:1.0.0",
+		"updated health=Degraded image=registry.example/guestbook:1.1.0",
+		"deleted last-health=Degraded",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events for %s (-want +got):\n%s", key1, diff)
+	}
+	for _, ev := range rec.appEvents() {
+		if strings.HasPrefix(ev.Key(), outside+"/") {
+			t.Errorf("event from unwatched namespace: %s %s", ev.Type, ev.Key())
+		}
+	}
+	if got := metricSum(t, reg, "crowsnest_watch_events_filtered_total"); got < 1 {
+		t.Errorf("filtered events metric = %v, want >= 1", got)
+	}
+}
+
+func TestKubeSourceLabelSelector(t *testing.T) {
+	ns := env.CreateNamespace(t, "selector")
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := dyn.Resource(watcher.ApplicationsResource)
+	rec := newRecorder()
+	startSource(t, &watcher.KubeSource{Client: dyn, Namespaces: []string{ns}, Selector: "team=payments"}, rec)
+
+	createApp(t, apps, ns, "other-team", map[string]string{"team": "search"})
+	createApp(t, apps, ns, "unlabelled", nil)
+	createApp(t, apps, ns, "ours", map[string]string{"team": "payments"})
+	rec.waitApp(t, 0, isEvent(watcher.Added, ns+"/ours"))
+	// The three creates were sequential; once the last is seen, the first two
+	// would have been delivered before it had they matched.
+	for _, ev := range rec.appEvents() {
+		if ev.Key() != ns+"/ours" {
+			t.Errorf("event for an application the selector excludes: %s", ev.Key())
+		}
+	}
+}
+
+func TestKubeSourceSurvivesAPIServerRestart(t *testing.T) {
+	e := testenv.New(t)
+	dyn, err := dynamic.NewForConfig(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := dyn.Resource(watcher.ApplicationsResource)
+	ns := e.CreateNamespace(t, "restart")
+	rec := newRecorder()
+	startSource(t, &watcher.KubeSource{Client: dyn, Projects: true}, rec)
+
+	createApp(t, apps, ns, "before", nil)
+	rec.waitApp(t, 0, isEvent(watcher.Added, ns+"/before"))
+
+	if err := e.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.StartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	createApp(t, apps, ns, "after", nil)
+	rec.waitApp(t, 0, isEvent(watcher.Added, ns+"/after"))
+	// A relist after the restart may replay an unchanged object as a resync,
+	// never as a change.
+	for i, ev := range rec.eventsFor(ns + "/before") {
+		if i > 0 && ev.Type != watcher.Resync {
+			t.Errorf("application created before the restart replayed as %q after the relist", ev.Type)
+		}
+	}
+}
+
+// metricSum adds up every series of a counter in reg.
+func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}

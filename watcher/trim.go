@@ -1,0 +1,154 @@
+package watcher
+
+import (
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// lastAppliedAnnotation is written by `kubectl apply` and holds a copy of the
+// whole object; crowsnest never reads it and it can be the largest field.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// keptMetadata lists the metadata fields crowsnest reads. Everything else
+// (managedFields first of all) is dropped before the object is cached.
+var keptMetadata = []string{
+	"name", "namespace", "uid", "resourceVersion", "generation",
+	"creationTimestamp", "deletionTimestamp", "labels", "annotations",
+}
+
+// keptAppStatus lists the status fields of an Application that crowsnest or
+// its notification triggers and templates read. status.resources,
+// status.history and status.reconciledAt, the bulk of Argo CD's churn, are
+// not among them.
+var keptAppStatus = []string{
+	"sync", "health", "operationState", "summary", "conditions", "sourceType", "sourceTypes",
+}
+
+// TrimApplication reduces an Application to the fields crowsnest reads. It is
+// idempotent, as an informer transform must be, and leaves values it does not
+// recognise untouched.
+func TrimApplication(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	out := map[string]any{
+		"apiVersion": u.Object["apiVersion"],
+		"kind":       u.Object["kind"],
+		"metadata":   trimMetadata(u.Object["metadata"]),
+	}
+	copyKeys(out, u.Object, "spec", "operation")
+	if status, ok := u.Object["status"].(map[string]any); ok {
+		kept := map[string]any{}
+		copyKeys(kept, status, keptAppStatus...)
+		if op, ok := kept["operationState"].(map[string]any); ok {
+			kept["operationState"] = trimOperationState(op)
+		}
+		if len(kept) > 0 {
+			out["status"] = kept
+		}
+	}
+	u.Object = out
+	return u, nil
+}
+
+// TrimProject reduces an AppProject to its metadata and spec (sync windows,
+// roles, destinations); its status is never read.
+func TrimProject(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	out := map[string]any{
+		"apiVersion": u.Object["apiVersion"],
+		"kind":       u.Object["kind"],
+		"metadata":   trimMetadata(u.Object["metadata"]),
+	}
+	copyKeys(out, u.Object, "spec")
+	u.Object = out
+	return u, nil
+}
+
+func trimMetadata(v any) any {
+	md, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := map[string]any{}
+	copyKeys(out, md, keptMetadata...)
+	if ann, ok := out["annotations"].(map[string]any); ok {
+		if _, has := ann[lastAppliedAnnotation]; has {
+			trimmed := make(map[string]any, len(ann)-1)
+			for k, v := range ann {
+				if k != lastAppliedAnnotation {
+					trimmed[k] = v
+				}
+			}
+			out["annotations"] = trimmed
+		}
+	}
+	return out
+}
+
+// trimOperationState drops the per-resource results of the last sync, which
+// grow with the size of the application and are read by no trigger.
+func trimOperationState(op map[string]any) map[string]any {
+	sr, ok := op["syncResult"].(map[string]any)
+	if !ok {
+		return op
+	}
+	if _, has := sr["resources"]; !has {
+		return op
+	}
+	out := make(map[string]any, len(op))
+	for k, v := range op {
+		out[k] = v
+	}
+	keptResult := make(map[string]any, len(sr))
+	for k, v := range sr {
+		if k != "resources" {
+			keptResult[k] = v
+		}
+	}
+	out["syncResult"] = keptResult
+	return out
+}
+
+func copyKeys(dst, src map[string]any, keys ...string) {
+	for _, k := range keys {
+		if v, ok := src[k]; ok {
+			dst[k] = v
+		}
+	}
+}
+
+// Changed reports whether two versions of a trimmed object differ in any
+// field crowsnest keeps, ignoring bookkeeping that changes on every write
+// (resourceVersion, generation). It is the predicate that keeps Argo CD's
+// status churn out of the work queue.
+func Changed(old, cur *unstructured.Unstructured) bool {
+	if old == nil || cur == nil {
+		return old != cur
+	}
+	for k, v := range cur.Object {
+		if k == "metadata" {
+			continue
+		}
+		if !equality.Semantic.DeepEqual(old.Object[k], v) {
+			return true
+		}
+	}
+	for k := range old.Object {
+		if _, ok := cur.Object[k]; !ok {
+			return true
+		}
+	}
+	om, _ := old.Object["metadata"].(map[string]any)
+	cm, _ := cur.Object["metadata"].(map[string]any)
+	for _, k := range []string{"name", "namespace", "uid", "labels", "annotations", "deletionTimestamp"} {
+		if !equality.Semantic.DeepEqual(om[k], cm[k]) {
+			return true
+		}
+	}
+	return false
+}
