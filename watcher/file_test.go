@@ -89,7 +89,7 @@ func TestFileSourceMatchesInformer(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := ns + "/shop"
-	kubeEv, _ := kubeRec.waitApp(t, 0, func(ev watcher.AppEvent) bool {
+	kubeEv := kubeRec.waitApp(t, func(ev watcher.AppEvent) bool {
 		return ev.Key() == key && ev.New != nil && ev.New.HealthStatus == "Healthy"
 	})
 
@@ -100,7 +100,7 @@ func TestFileSourceMatchesInformer(t *testing.T) {
 	}
 	fileRec := newRecorder()
 	startSource(t, &watcher.FileSource{Dir: dir, Namespace: ns}, fileRec)
-	fileEv, _ := fileRec.waitApp(t, 0, isEvent(watcher.Added, key))
+	fileEv := fileRec.waitApp(t, isEvent(watcher.Added, key))
 
 	if diff := cmp.Diff(normalize(kubeEv.New), normalize(fileEv.New)); diff != "" {
 		t.Errorf("file view differs from informer view (-kube +file):\n%s", diff)
@@ -139,8 +139,8 @@ func TestFileSourceChanges(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rec := newRecorder()
 	startSource(t, &watcher.FileSource{Dir: dir, Metrics: watcher.NewMetrics(reg)}, rec)
-	rec.waitApp(t, 0, isEvent(watcher.Added, "argocd/guestbook"))
-	rec.waitApp(t, 0, isEvent(watcher.Added, "argocd/second"))
+	rec.waitApp(t, isEvent(watcher.Added, "argocd/guestbook"))
+	rec.waitApp(t, isEvent(watcher.Added, "argocd/second"))
 
 	// A broken edit keeps the last good objects: no delete, an invalid count.
 	write("apps.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: [broken\n")
@@ -149,15 +149,15 @@ func TestFileSourceChanges(t *testing.T) {
 	})
 	// Then a real change to one of them, and the other removed.
 	write("apps.yaml", strings.Replace(appYAML, "guestbook:1.0.0", "guestbook:1.1.0", 1))
-	ev, _ := rec.waitApp(t, 0, isEvent(watcher.Updated, "argocd/guestbook"))
+	ev := rec.waitApp(t, isEvent(watcher.Updated, "argocd/guestbook"))
 	if got := ev.New.Sources[0].Kustomize.Images[0]; got != "registry.example/guestbook:1.1.0" {
 		t.Errorf("updated image = %q", got)
 	}
-	rec.waitApp(t, 0, isEvent(watcher.Deleted, "argocd/second"))
+	rec.waitApp(t, isEvent(watcher.Deleted, "argocd/second"))
 	if err := os.Remove(filepath.Join(dir, "apps.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	rec.waitApp(t, 0, isEvent(watcher.Deleted, "argocd/guestbook"))
+	rec.waitApp(t, isEvent(watcher.Deleted, "argocd/guestbook"))
 
 	var got []string
 	for _, ev := range rec.appEvents() {

@@ -11,7 +11,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -56,15 +55,15 @@ func (r *recorder) appEvents() []watcher.AppEvent {
 	return append([]watcher.AppEvent(nil), r.apps...)
 }
 
-// waitApp waits for the first app event after index from that matches.
-func (r *recorder) waitApp(t *testing.T, from int, match func(watcher.AppEvent) bool) (watcher.AppEvent, int) {
+// waitApp waits for the first app event that matches.
+func (r *recorder) waitApp(t *testing.T, match func(watcher.AppEvent) bool) watcher.AppEvent {
 	t.Helper()
 	deadline := time.After(waitTimeout)
 	for {
 		evs := r.appEvents()
-		for i := from; i < len(evs); i++ {
-			if match(evs[i]) {
-				return evs[i], i
+		for _, ev := range evs {
+			if match(ev) {
+				return ev
 			}
 		}
 		select {
@@ -97,15 +96,6 @@ func mustParse(t *testing.T, doc string) *unstructured.Unstructured {
 		t.Fatalf("parsing fixture: %v", err)
 	}
 	return u
-}
-
-func appClient(t *testing.T, e *testenv.Env) dynamic.NamespaceableResourceInterface {
-	t.Helper()
-	dyn, err := dynamic.NewForConfig(e.Config)
-	if err != nil {
-		t.Fatalf("dynamic client: %v", err)
-	}
-	return dyn.Resource(watcher.ApplicationsResource)
 }
 
 func createApp(t *testing.T, c dynamic.NamespaceableResourceInterface, ns, name string, labels map[string]string) *unstructured.Unstructured {

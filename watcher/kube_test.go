@@ -60,8 +60,8 @@ func TestKubeSourceEvents(t *testing.T) {
 	a := createApp(t, apps, ns1, "one", nil)
 	createApp(t, apps, ns2, "two", nil)
 	key1 := ns1 + "/one"
-	added, _ := rec.waitApp(t, 0, isEvent(watcher.Added, key1))
-	rec.waitApp(t, 0, isEvent(watcher.Added, ns2+"/two"))
+	added := rec.waitApp(t, isEvent(watcher.Added, key1))
+	rec.waitApp(t, isEvent(watcher.Added, ns2+"/two"))
 
 	if got := added.New.Object.GetManagedFields(); len(got) != 0 {
 		t.Errorf("managedFields not trimmed: %v", got)
@@ -97,7 +97,7 @@ func TestKubeSourceEvents(t *testing.T) {
 	if err := apps.Namespace(ns1).Delete(t.Context(), "one", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rec.waitApp(t, 0, isEvent(watcher.Deleted, key1))
+	rec.waitApp(t, isEvent(watcher.Deleted, key1))
 
 	var got []string
 	for _, ev := range rec.eventsFor(key1) {
@@ -142,7 +142,7 @@ func TestKubeSourceLabelSelector(t *testing.T) {
 	createApp(t, apps, ns, "other-team", map[string]string{"team": "search"})
 	createApp(t, apps, ns, "unlabelled", nil)
 	createApp(t, apps, ns, "ours", map[string]string{"team": "payments"})
-	rec.waitApp(t, 0, isEvent(watcher.Added, ns+"/ours"))
+	rec.waitApp(t, isEvent(watcher.Added, ns+"/ours"))
 	// The three creates were sequential; once the last is seen, the first two
 	// would have been delivered before it had they matched.
 	for _, ev := range rec.appEvents() {
@@ -164,7 +164,7 @@ func TestKubeSourceSurvivesAPIServerRestart(t *testing.T) {
 	startSource(t, &watcher.KubeSource{Client: dyn, Projects: true}, rec)
 
 	createApp(t, apps, ns, "before", nil)
-	rec.waitApp(t, 0, isEvent(watcher.Added, ns+"/before"))
+	rec.waitApp(t, isEvent(watcher.Added, ns+"/before"))
 
 	if err := e.StopAPIServer(); err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestKubeSourceSurvivesAPIServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	createApp(t, apps, ns, "after", nil)
-	rec.waitApp(t, 0, isEvent(watcher.Added, ns+"/after"))
+	rec.waitApp(t, isEvent(watcher.Added, ns+"/after"))
 	// A relist after the restart may replay an unchanged object as a resync,
 	// never as a change.
 	for i, ev := range rec.eventsFor(ns + "/before") {

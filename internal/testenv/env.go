@@ -225,7 +225,7 @@ func (e *Env) installCRDs(ctx context.Context) error {
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("waiting for %s to be served: %w (last error: %v)", gvr.Resource, ctx.Err(), err)
+				return fmt.Errorf("waiting for %s to be served: %w (last error: %w)", gvr.Resource, ctx.Err(), err)
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

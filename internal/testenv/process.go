@@ -91,9 +91,9 @@ func (p *process) waitReady(ctx context.Context, check func(context.Context) err
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready (%v); log tail:\n%s", p.name, p.err, p.logTail())
+			return fmt.Errorf("%s exited before it was ready (%w); log tail:\n%s", p.name, p.err, p.logTail())
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w (last check: %v); log tail:\n%s", p.name, ctx.Err(), last, p.logTail())
+			return fmt.Errorf("%s not ready: %w (last check: %w); log tail:\n%s", p.name, ctx.Err(), last, p.logTail())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

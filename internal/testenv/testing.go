@@ -12,13 +12,13 @@ import (
 )
 
 // New starts a control plane for one test and stops it when the test ends.
-func New(t testing.TB) *Env {
-	t.Helper()
-	e, err := Start(t.Context(), t.TempDir())
+func New(tb testing.TB) *Env {
+	tb.Helper()
+	e, err := Start(tb.Context(), tb.TempDir())
 	if err != nil {
-		t.Fatalf("starting test control plane: %v", err)
+		tb.Fatalf("starting test control plane: %v", err)
 	}
-	t.Cleanup(e.Stop)
+	tb.Cleanup(e.Stop)
 	return e
 }
 
@@ -44,17 +44,17 @@ func RunMain(m *testing.M, env **Env) int {
 
 // CreateNamespace creates a namespace with a name derived from prefix and
 // returns the generated name.
-func (e *Env) CreateNamespace(t testing.TB, prefix string) string {
-	t.Helper()
+func (e *Env) CreateNamespace(tb testing.TB, prefix string) string {
+	tb.Helper()
 	cs, err := kubernetes.NewForConfig(e.Config)
 	if err != nil {
-		t.Fatalf("building clientset: %v", err)
+		tb.Fatalf("building clientset: %v", err)
 	}
-	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
+	ns, err := cs.CoreV1().Namespaces().Create(tb.Context(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating namespace: %v", err)
+		tb.Fatalf("creating namespace: %v", err)
 	}
 	return ns.Name
 }
