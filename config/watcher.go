@@ -1,0 +1,132 @@
+package config
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+const (
+	// reloadDebounce groups the burst of events one edit causes (write,
+	// chmod, rename; kubelet's symlink swap is several) into one reload.
+	reloadDebounce = 100 * time.Millisecond
+	// recheckInterval re-reads the file without an event, in case one was
+	// missed (some volume types send none).
+	recheckInterval = 30 * time.Second
+)
+
+// Watcher keeps the current config of one file and reloads it when the file
+// changes. It watches the file's folder, which catches in-place writes,
+// editors' rename-over and the `..data` symlink swap of a mounted ConfigMap.
+type Watcher struct {
+	Path string
+	Log  *slog.Logger
+	// OnChange is called after a reload that accepted different content.
+	OnChange func(old, cur *Config)
+	Metrics  *Metrics
+
+	current  atomic.Pointer[Config]
+	lastHash [sha256.Size]byte
+	badHash  [sha256.Size]byte
+}
+
+// Load reads the file for the first time; call it before Start.
+func (w *Watcher) Load() (*Config, error) {
+	data, err := os.ReadFile(w.Path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s:\n%w", w.Path, err)
+	}
+	w.lastHash = sha256.Sum256(data)
+	w.current.Store(c)
+	return c, nil
+}
+
+// Current returns the config in force.
+func (w *Watcher) Current() *Config { return w.current.Load() }
+
+// Start watches the file until ctx is cancelled.
+func (w *Watcher) Start(ctx context.Context) error {
+	if w.current.Load() == nil {
+		return errors.New("config watcher: Load must succeed before Start")
+	}
+	if w.Log == nil {
+		w.Log = slog.Default()
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watching config: %w", err)
+	}
+	defer fw.Close()
+	if err := fw.Add(filepath.Dir(w.Path)); err != nil {
+		return fmt.Errorf("watching config folder %s: %w", filepath.Dir(w.Path), err)
+	}
+	// A change between Load and the watch being set up sends no event.
+	w.reload()
+	ticker := time.NewTicker(recheckInterval)
+	defer ticker.Stop()
+	var debounce <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-fw.Events:
+			if !ok {
+				return nil
+			}
+			if debounce == nil {
+				debounce = time.After(reloadDebounce)
+			}
+		case err, ok := <-fw.Errors:
+			if !ok {
+				return nil
+			}
+			w.Log.Warn("config watch error", "path", w.Path, "error", err)
+		case <-debounce:
+			debounce = nil
+			w.reload()
+		case <-ticker.C:
+			w.reload()
+		}
+	}
+}
+
+// reload re-reads the file and applies it if it changed and is valid.
+func (w *Watcher) reload() {
+	data, err := os.ReadFile(w.Path)
+	if err != nil {
+		// A ConfigMap swap removes the file for an instant; a later event
+		// or the recheck brings it back. Keep the config in force.
+		w.Log.Warn("config file unreadable; keeping the current config", "path", w.Path, "error", err)
+		return
+	}
+	hash := sha256.Sum256(data)
+	if hash == w.lastHash || hash == w.badHash {
+		return
+	}
+	c, err := Parse(data)
+	if err != nil {
+		w.badHash = hash
+		w.Metrics.loaded(false)
+		w.Log.Error("config reload rejected", "path", w.Path, "error", err)
+		return
+	}
+	w.lastHash = hash
+	w.badHash = [sha256.Size]byte{}
+	old := w.current.Swap(c)
+	w.Metrics.loaded(true)
+	if w.OnChange != nil {
+		w.OnChange(old, c)
+	}
+}

@@ -1,0 +1,172 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const waitTimeout = 30 * time.Second
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// watchFile starts a Watcher on path until the test ends and counts
+// OnChange calls.
+func watchFile(t *testing.T, path string) (*Watcher, *prometheus.Registry, func() int) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	var mu sync.Mutex
+	changes := 0
+	w := &Watcher{Path: path, Metrics: NewMetrics(reg), OnChange: func(old, cur *Config) {
+		if old == nil || cur == nil || old == cur {
+			t.Errorf("OnChange(%p, %p): want two different configs", old, cur)
+		}
+		mu.Lock()
+		changes++
+		mu.Unlock()
+	}}
+	if _, err := w.Load(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start() = %v", err)
+		}
+	})
+	return w, reg, func() int { mu.Lock(); defer mu.Unlock(); return changes }
+}
+
+func counterValue(t *testing.T, reg *prometheus.Registry, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "crowsnest_config_reloads_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no reload counter for %q", result)
+	return 0
+}
+
+func writeAtomically(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path+".tmp", []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWatcherReloadsRejectsAndRecovers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crowsnest.yaml")
+	writeAtomically(t, path, header+"log: {level: info}\n")
+	w, reg, changes := watchFile(t, path)
+
+	// In-place write (not a rename): picked up.
+	if err := os.WriteFile(path, []byte(header+"log: {level: debug}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the debug level", func() bool { return w.Current().Log.Level == "debug" })
+
+	// A broken version is rejected and the old one stays.
+	writeAtomically(t, path, header+"log: {level: debug}\ncontroller: {workers: many}\n")
+	waitFor(t, "the rejection to be counted", func() bool { return counterValue(t, reg, "error") == 1 })
+	if got := w.Current().Log.Level; got != "debug" {
+		t.Errorf("after a rejected reload level = %q, want the old debug", got)
+	}
+
+	// The same content again (touch) is not a change.
+	writeAtomically(t, path, header+"log: {level: debug}\ncontroller: {workers: many}\n")
+	// A fixed version is accepted.
+	writeAtomically(t, path, header+"log: {level: warn}\n")
+	waitFor(t, "the warn level", func() bool { return w.Current().Log.Level == "warn" })
+	writeAtomically(t, path, header+"log: {level: warn}\n")
+	// One more distinct change proves the identical write above was handled.
+	writeAtomically(t, path, header+"log: {level: error}\n")
+	waitFor(t, "the error level", func() bool { return w.Current().Log.Level == "error" })
+
+	if got := changes(); got != 3 {
+		t.Errorf("OnChange called %d times, want 3 (debug, warn, error)", got)
+	}
+	if got := counterValue(t, reg, "error"); got != 1 {
+		t.Errorf("rejected reloads = %v, want 1 (the same bad bytes are not re-counted)", got)
+	}
+	if got := counterValue(t, reg, "success"); got != 3 {
+		t.Errorf("successful reloads = %v, want 3", got)
+	}
+}
+
+// TestWatcherFollowsConfigMapSymlinkSwap builds the layout kubelet gives a
+// mounted ConfigMap and updates it the way kubelet does.
+func TestWatcherFollowsConfigMapSymlinkSwap(t *testing.T) {
+	dir := t.TempDir()
+	version := func(name, content string) {
+		t.Helper()
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "crowsnest.yaml"), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(dir, "..data_tmp")
+		if err := os.Symlink(name, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version("..2026_11_22_10_00_00.1", header+"log: {level: info}\n")
+	if err := os.Symlink(filepath.Join("..data", "crowsnest.yaml"), filepath.Join(dir, "crowsnest.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	w, _, changes := watchFile(t, filepath.Join(dir, "crowsnest.yaml"))
+
+	version("..2026_11_22_10_05_00.2", header+"log: {level: debug}\n")
+	if err := os.RemoveAll(filepath.Join(dir, "..2026_11_22_10_00_00.1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the swapped-in version", func() bool { return w.Current().Log.Level == "debug" })
+	if got := changes(); got != 1 {
+		t.Errorf("OnChange called %d times, want 1", got)
+	}
+}
+
+func TestWatcherStartNeedsLoad(t *testing.T) {
+	if err := (&Watcher{Path: "x"}).Start(t.Context()); err == nil {
+		t.Error("Start without Load succeeded")
+	}
+	if _, err := (&Watcher{Path: filepath.Join(t.TempDir(), "missing.yaml")}).Load(); err == nil {
+		t.Error("Load of a missing file succeeded")
+	}
+}
