@@ -241,4 +241,3 @@ func levenshtein(a, b string) int {
 	}
 	return prev[len(b)]
 }
-

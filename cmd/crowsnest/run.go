@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
+	"github.com/crowsnest-dev/crowsnest/internal/logging"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// inClusterNamespaceFile holds the pod's namespace; it is the default
+// namespace of the leader-election Lease in a cluster.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// runOptions are the flags of `crowsnest run`. Flags that are set win over
+// the config file; the rest come from the file or its defaults.
+type runOptions struct {
+	configPath              string
+	kubeconfig              string
+	namespace               []string
+	namespaces              []string
+	selector                string
+	appsDir                 string
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	leaderElectionID        string
+	logLevel                string
+	logFormat               string
+	workers                 int
+	kubeQPS                 float64
+	kubeBurst               int
+}
+
+func newRunCommand() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the crowsnest daemon",
+		Long: `Run watches Argo CD Applications (in a cluster, or in a folder with --apps-dir)
+and reconciles each one on the sync engine. Metrics are served on
+--metrics-bind-address (/metrics), probes on --health-probe-bind-address
+(/healthz, /readyz). The config file given with --config is reloaded when it
+changes; an invalid new version is rejected and the old one stays in force.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.configPath, "config", "", "crowsnest config file (YAML, apiVersion crowsnest.dev/v1alpha1); defaults apply without one")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster config or $KUBECONFIG when empty")
+	f.StringSliceVarP(&o.namespace, "namespace", "n", nil, "namespace to watch Applications in (repeatable); all namespaces when none")
+	f.StringSliceVar(&o.namespaces, "namespaces", nil, "comma-separated namespaces to watch (same as repeating --namespace)")
+	f.StringVarP(&o.selector, "selector", "l", "", "label selector for Applications, e.g. team=payments,tier!=dev")
+	f.StringVar(&o.appsDir, "apps-dir", "", "read Applications from YAML files in this folder instead of a cluster (local mode)")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" disables it`)
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader with a Lease so only one replica reconciles")
+	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease; the pod's namespace in a cluster")
+	f.StringVar(&o.leaderElectionID, "leader-election-id", "", `name of the Lease (default "crowsnest")`)
+	f.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info)")
+	f.StringVar(&o.logFormat, "log-format", "", "text or json (default text)")
+	f.IntVar(&o.workers, "workers", 0, "concurrent reconciles (default 4)")
+	f.Float64Var(&o.kubeQPS, "kube-api-qps", 0, "sustained requests per second to the kube-apiserver (default 50)")
+	f.IntVar(&o.kubeBurst, "kube-api-burst", 0, "burst of requests to the kube-apiserver (default 100)")
+	return cmd
+}
+
+// effective merges the flags that were set over cfg and validates the result.
+func (o *runOptions) effective(cmd *cobra.Command, cfg *config.Config) (*config.Config, error) {
+	c := *cfg
+	f := cmd.Flags()
+	if f.Changed("namespace") || f.Changed("namespaces") {
+		c.Watch.Namespaces = append(append([]string(nil), o.namespace...), o.namespaces...)
+	}
+	if f.Changed("selector") {
+		c.Watch.Selector = o.selector
+	}
+	if f.Changed("leader-elect") {
+		c.LeaderElection.Enabled = o.leaderElect
+	}
+	if f.Changed("leader-election-namespace") {
+		c.LeaderElection.LeaseNamespace = o.leaderElectionNamespace
+	}
+	if c.LeaderElection.Enabled && c.LeaderElection.LeaseNamespace == "" {
+		if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+			c.LeaderElection.LeaseNamespace = strings.TrimSpace(string(data))
+		}
+	}
+	if f.Changed("leader-election-id") {
+		c.LeaderElection.LeaseName = o.leaderElectionID
+	}
+	if f.Changed("log-level") {
+		c.Log.Level = o.logLevel
+	}
+	if f.Changed("log-format") {
+		c.Log.Format = o.logFormat
+	}
+	if f.Changed("workers") {
+		c.Controller.Workers = o.workers
+	}
+	if f.Changed("kube-api-qps") {
+		c.Controller.KubeQPS = o.kubeQPS
+	}
+	if f.Changed("kube-api-burst") {
+		c.Controller.KubeBurst = o.kubeBurst
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("flags and config together are invalid (flags name the same fields):\n%w", err)
+	}
+	return &c, nil
+}
+
+func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
+	var (
+		cfgWatcher *config.Watcher
+		fileCfg    = config.Default()
+		reg        = prometheus.NewRegistry()
+	)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.configPath != "" {
+		cfgWatcher = &config.Watcher{Path: o.configPath, Metrics: config.NewMetrics(reg)}
+		c, err := cfgWatcher.Load()
+		if err != nil {
+			return err
+		}
+		fileCfg = c
+	}
+	cfg, err := o.effective(cmd, fileCfg)
+	if err != nil {
+		return err
+	}
+	level := &slog.LevelVar{}
+	lvl, err := logging.ParseLevel(cfg.Log.Level)
+	if err != nil {
+		return err
+	}
+	level.Set(lvl)
+	log, err := logging.New(cmd.ErrOrStderr(), cfg.Log.Format, level)
+	if err != nil {
+		return err
+	}
+	logging.RouteKlog(log)
+	if cfgWatcher != nil {
+		cfgWatcher.Log = log
+	}
+
+	// The effective config in force; reloads replace it.
+	var current sync.Mutex
+	effectiveCfg := cfg
+	engine := &controller.Engine{
+		Reconciler:     controller.ObserveReconciler{Log: log},
+		Workers:        cfg.Controller.Workers,
+		RetryBaseDelay: cfg.Controller.RetryBaseDelay.Duration,
+		RetryMaxDelay:  cfg.Controller.RetryMaxDelay.Duration,
+		Metrics:        controller.NewMetrics(reg),
+		Log:            log,
+		Config: func() *config.Config {
+			current.Lock()
+			defer current.Unlock()
+			return effectiveCfg
+		},
+	}
+	watchMetrics := watcher.NewMetrics(reg)
+
+	var restCfg *rest.Config
+	if o.appsDir == "" || cfg.LeaderElection.Enabled {
+		if restCfg, err = o.restConfig(cfg); err != nil {
+			return err
+		}
+	}
+	if o.appsDir != "" {
+		engine.Sources = []controller.Source{&watcher.FileSource{Dir: o.appsDir, Log: log, Metrics: watchMetrics}}
+	} else {
+		if _, err := labels.Parse(cfg.Watch.Selector); err != nil {
+			return fmt.Errorf("--selector: %w", err)
+		}
+		dyn, err := dynamic.NewForConfig(restCfg)
+		if err != nil {
+			return fmt.Errorf("building kube client: %w", err)
+		}
+		engine.Sources = []controller.Source{&watcher.KubeSource{
+			Client:       dyn,
+			Namespaces:   cfg.Watch.Namespaces,
+			Selector:     cfg.Watch.Selector,
+			ResyncPeriod: cfg.Watch.ResyncPeriod.Duration,
+			Projects:     cfg.Watch.WatchAppProjects(),
+			Log:          log,
+			Metrics:      watchMetrics,
+		}}
+	}
+	if cfg.LeaderElection.Enabled {
+		cs, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return fmt.Errorf("building kube client: %w", err)
+		}
+		engine.LeaderElection = &controller.LeaderElection{
+			Client:        cs,
+			Namespace:     cfg.LeaderElection.LeaseNamespace,
+			Name:          cfg.LeaderElection.LeaseName,
+			LeaseDuration: cfg.LeaderElection.LeaseDuration.Duration,
+			RenewDeadline: cfg.LeaderElection.RenewDeadline.Duration,
+			RetryPeriod:   cfg.LeaderElection.RetryPeriod.Duration,
+		}
+	}
+	if cfgWatcher != nil {
+		cfgWatcher.OnChange = func(_, next *config.Config) {
+			eff, err := o.effective(cmd, next)
+			if err != nil {
+				log.Error("config reload rejected", "path", o.configPath, "error", err)
+				return
+			}
+			if l, err := logging.ParseLevel(eff.Log.Level); err == nil {
+				level.Set(l)
+			}
+			current.Lock()
+			prev := effectiveCfg
+			effectiveCfg = eff
+			current.Unlock()
+			warnRestartOnly(log, prev, eff)
+			log.Info("config reloaded", "path", o.configPath)
+			engine.RequeueAll()
+		}
+	}
+
+	servers := []*httpserver.Server{
+		{Name: "metrics", Addr: o.metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Log: log},
+		{Name: "health", Addr: o.probeAddr, Handler: engine.HealthHandler(), Log: log},
+	}
+	for _, s := range servers {
+		if _, err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	log.Info("crowsnest starting", "version", version, "namespaces", strings.Join(cfg.Watch.Namespaces, ","),
+		"selector", cfg.Watch.Selector, "appsDir", o.appsDir, "leaderElect", cfg.LeaderElection.Enabled)
+
+	tasks := []func(context.Context) error{engine.Run}
+	for _, s := range servers {
+		tasks = append(tasks, s.Serve)
+	}
+	if cfgWatcher != nil {
+		tasks = append(tasks, cfgWatcher.Start)
+	}
+	err = runAll(ctx, tasks)
+	if errors.Is(err, controller.ErrLeadershipLost) {
+		log.Error("leadership lost; exiting so a fresh process can campaign again")
+	}
+	return err
+}
+
+// restConfig builds the kube client config from --kubeconfig, $KUBECONFIG or
+// the in-cluster service account, with the configured rate limits.
+func (o *runOptions) restConfig(cfg *config.Config) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kube config (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
+	}
+	rc.QPS = float32(cfg.Controller.KubeQPS)
+	rc.Burst = cfg.Controller.KubeBurst
+	rc.UserAgent = "crowsnest/" + version
+	return rc, nil
+}
+
+// warnRestartOnly logs settings that a reload cannot apply to a running
+// process: the informers, workers and lease are built once at start.
+func warnRestartOnly(log *slog.Logger, prev, next *config.Config) {
+	changed := func(field string, a, b any) {
+		if !reflect.DeepEqual(a, b) {
+			log.Warn("config change takes effect after a restart", "field", field)
+		}
+	}
+	changed("watch", prev.Watch, next.Watch)
+	changed("controller.workers", prev.Controller.Workers, next.Controller.Workers)
+	changed("controller.retryBaseDelay", prev.Controller.RetryBaseDelay, next.Controller.RetryBaseDelay)
+	changed("controller.retryMaxDelay", prev.Controller.RetryMaxDelay, next.Controller.RetryMaxDelay)
+	changed("controller.kubeQPS", prev.Controller.KubeQPS, next.Controller.KubeQPS)
+	changed("controller.kubeBurst", prev.Controller.KubeBurst, next.Controller.KubeBurst)
+	changed("leaderElection", prev.LeaderElection, next.LeaderElection)
+	changed("log.format", prev.Log.Format, next.Log.Format)
+}
+
+// runAll runs tasks until ctx ends or one fails; then it cancels the rest
+// and returns the first error.
+func runAll(ctx context.Context, tasks []func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for _, task := range tasks {
+		wg.Go(func() {
+			err := task(ctx)
+			if err != nil {
+				once.Do(func() { first = err })
+			}
+			// Any task ending (the engine losing its lease, a server failing)
+			// ends the process.
+			cancel()
+		})
+	}
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,280 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// Engine defaults; each can be set on the Engine.
+const (
+	// DefaultWorkers reconciles several Applications at once while keeping
+	// the load on registries and the apiserver modest.
+	DefaultWorkers = 4
+	// DefaultRetryBaseDelay and DefaultRetryMaxDelay bound the per-key
+	// exponential backoff after failed reconciles: quick first retries for
+	// blips, then at most one attempt every five minutes for a broken key.
+	DefaultRetryBaseDelay = time.Second
+	DefaultRetryMaxDelay  = 5 * time.Minute
+	// queueName labels the work-queue metrics.
+	queueName = "applications"
+)
+
+// ErrLeadershipLost is returned by Run when another replica took the lease
+// while this one was leading; the process should exit and be restarted.
+var ErrLeadershipLost = errors.New("leader election lost")
+
+// Source is where Application events come from (the watcher package).
+type Source interface {
+	Start(ctx context.Context, h watcher.Handler) error
+	Synced() bool
+}
+
+// Request is one unit of work: reconcile the Application with this key.
+type Request struct {
+	Key string
+	// App is the latest observed state, or nil when the Application was deleted.
+	App *watcher.App
+	// Config is the configuration in force when the reconcile started.
+	Config *config.Config
+}
+
+// Result tells the engine when to come back to a key that succeeded.
+type Result struct {
+	RequeueAfter time.Duration
+}
+
+// Reconciler decides and acts for one Application. The engine never calls it
+// concurrently for the same key.
+type Reconciler interface {
+	Reconcile(ctx context.Context, req Request) (Result, error)
+}
+
+// ReconcilerFunc lets a function be a Reconciler.
+type ReconcilerFunc func(ctx context.Context, req Request) (Result, error)
+
+// Reconcile calls f.
+func (f ReconcilerFunc) Reconcile(ctx context.Context, req Request) (Result, error) {
+	return f(ctx, req)
+}
+
+// Engine is the sync engine: sources feed a work queue, workers reconcile.
+// Set the exported fields, then call Run once.
+type Engine struct {
+	Sources    []Source
+	Reconciler Reconciler
+	// Config returns the configuration in force; nil means config.Default().
+	Config func() *config.Config
+	// Workers is the number of concurrent reconciles; DefaultWorkers if 0.
+	Workers        int
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+	// LeaderElection, when set, makes only the lease holder reconcile.
+	LeaderElection *LeaderElection
+	Metrics        *Metrics
+	Log            *slog.Logger
+
+	initOnce sync.Once
+	queue    workqueue.TypedRateLimitingInterface[string]
+
+	mu       sync.RWMutex
+	apps     map[string]*watcher.App
+	projects map[string]*watcher.Project
+
+	synced  atomic.Bool
+	leading atomic.Bool
+	working atomic.Bool
+	health  func() error
+}
+
+var _ watcher.Handler = (*Engine)(nil)
+
+func (e *Engine) init() {
+	e.initOnce.Do(func() {
+		if e.Log == nil {
+			e.Log = slog.Default()
+		}
+		if e.Workers <= 0 {
+			e.Workers = DefaultWorkers
+		}
+		if e.RetryBaseDelay <= 0 {
+			e.RetryBaseDelay = DefaultRetryBaseDelay
+		}
+		if e.RetryMaxDelay <= 0 {
+			e.RetryMaxDelay = DefaultRetryMaxDelay
+		}
+		limiter := workqueue.NewTypedMaxOfRateLimiter(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](e.RetryBaseDelay, e.RetryMaxDelay),
+			// An overall bucket so a burst of failures cannot hot-loop the
+			// workers: 20 retries/s sustained, 200 at once.
+			&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(20), 200)},
+		)
+		cfg := workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName}
+		if e.Metrics != nil {
+			cfg.MetricsProvider = queueMetrics{e.Metrics}
+		}
+		e.queue = workqueue.NewTypedRateLimitingQueueWithConfig(limiter, cfg)
+		e.apps = map[string]*watcher.App{}
+		e.projects = map[string]*watcher.Project{}
+	})
+}
+
+// Run starts the sources, waits for their caches, and reconciles until ctx is
+// cancelled (nil) or leadership is lost (ErrLeadershipLost). In-flight
+// reconciles finish before Run returns.
+func (e *Engine) Run(ctx context.Context) error {
+	e.init()
+	if e.Reconciler == nil {
+		return errors.New("engine: no reconciler")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var sources sync.WaitGroup
+	srcErr := make(chan error, len(e.Sources))
+	for _, s := range e.Sources {
+		sources.Go(func() {
+			if err := s.Start(ctx, e); err != nil {
+				srcErr <- err
+				cancel()
+			}
+		})
+	}
+	defer sources.Wait()
+	defer e.queue.ShutDown()
+
+	if !e.waitSynced(ctx) {
+		select {
+		case err := <-srcErr:
+			return fmt.Errorf("starting sources: %w", err)
+		default:
+			return nil
+		}
+	}
+	e.synced.Store(true)
+	e.Log.Info("engine caches synced", "applications", e.AppCount())
+
+	var err error
+	if e.LeaderElection != nil {
+		err = e.runElected(ctx)
+	} else {
+		e.Metrics.setLeader(true)
+		e.runWorkers(ctx)
+		e.Metrics.setLeader(false)
+	}
+	select {
+	case serr := <-srcErr:
+		return fmt.Errorf("application source failed: %w", serr)
+	default:
+	}
+	return err
+}
+
+func (e *Engine) waitSynced(ctx context.Context) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		all := true
+		for _, s := range e.Sources {
+			all = all && s.Synced()
+		}
+		if all {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+// runWorkers reconciles until ctx is cancelled, then shuts the queue down
+// and waits for in-flight reconciles.
+func (e *Engine) runWorkers(ctx context.Context) {
+	e.working.Store(true)
+	defer e.working.Store(false)
+	var wg sync.WaitGroup
+	for range e.Workers {
+		wg.Go(func() {
+			for e.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	// Get blocks until an item or shutdown; shutting down with drain wakes
+	// idle workers and waits for the busy ones.
+	e.queue.ShutDownWithDrain()
+	wg.Wait()
+}
+
+func (e *Engine) processNext(ctx context.Context) bool {
+	key, quit := e.queue.Get()
+	if quit {
+		return false
+	}
+	defer e.queue.Done(key)
+	if ctx.Err() != nil {
+		// Shutting down: leave the key for the next leader or run.
+		return false
+	}
+	req := Request{Key: key, App: e.App(key), Config: e.currentConfig()}
+	start := time.Now()
+	res, err := e.reconcileSafely(ctx, req)
+	result := e.handleResult(ctx, key, res, err)
+	e.Metrics.reconciled(result, time.Since(start).Seconds())
+	return true
+}
+
+func (e *Engine) reconcileSafely(ctx context.Context, req Request) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("reconciler panicked: %v", r)
+		}
+	}()
+	return e.Reconciler.Reconcile(ctx, req)
+}
+
+// handleResult applies the work-loop contract and returns the metric label.
+func (e *Engine) handleResult(ctx context.Context, key string, res Result, err error) string {
+	switch {
+	case err == nil && res.RequeueAfter > 0:
+		e.queue.Forget(key)
+		e.queue.AddAfter(key, res.RequeueAfter)
+		return ResultRequeue
+	case err == nil:
+		e.queue.Forget(key)
+		return ResultSuccess
+	case IsTerminal(err):
+		e.queue.Forget(key)
+		e.Log.Error("reconcile failed; not retrying until the application changes", "app", key, "error", err)
+		return ResultTerminal
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// Cancelled by shutdown or lost leadership: retry on the next run.
+		e.queue.AddRateLimited(key)
+		return ResultError
+	default:
+		e.queue.AddRateLimited(key)
+		e.Log.Warn("reconcile failed; will retry", "app", key, "error", err, "retries", e.queue.NumRequeues(key))
+		return ResultError
+	}
+}
+
+func (e *Engine) currentConfig() *config.Config {
+	if e.Config != nil {
+		if c := e.Config(); c != nil {
+			return c
+		}
+	}
+	return config.Default()
+}

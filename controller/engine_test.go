@@ -1,0 +1,218 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+func TestEngineReconcilesApplicationEvents(t *testing.T) {
+	ns1 := env.CreateNamespace(t, "engine-a")
+	ns2 := env.CreateNamespace(t, "engine-b")
+	outside := env.CreateNamespace(t, "engine-outside")
+	rec := &recorder{}
+	reg := prometheus.NewRegistry()
+	e := &controller.Engine{
+		Sources:    []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns1, ns2}}},
+		Reconciler: rec,
+		// One worker keeps the queue's FIFO order observable below.
+		Workers: 1,
+		Metrics: controller.NewMetrics(reg),
+	}
+	runEngine(t, e)
+
+	createApp(t, outside, "ignored")
+	first := createApp(t, ns1, "first")
+	createApp(t, ns2, "second")
+	waitFor(t, "both applications reconciled", func() bool {
+		return rec.count(ns1+"/first") == 1 && rec.count(ns2+"/second") == 1
+	})
+
+	// Status churn on "first", then a real change on "marker" in the same
+	// namespace: the informer delivers them in order and the single worker
+	// reconciles in queue order, so once "marker" is done, a reconcile
+	// caused by the churn would already have happened.
+	first.Object["status"] = map[string]any{"reconciledAt": "2026-11-22T10:00:00Z", "resources": []any{}}
+	if _, err := apps(t).Namespace(ns1).UpdateStatus(t.Context(), first, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createApp(t, ns1, "marker")
+	waitFor(t, "marker reconciled", func() bool { return rec.count(ns1+"/marker") == 1 })
+	if n := rec.count(ns1 + "/first"); n != 1 {
+		t.Errorf("status churn caused a reconcile: %d reconciles of first, want 1", n)
+	}
+
+	// A spec change and a delete each reach the engine.
+	cur, err := apps(t).Namespace(ns1).Get(t.Context(), "first", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(cur.Object, "v2", "spec", "source", "targetRevision"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apps(t).Namespace(ns1).Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "update reconciled", func() bool { return rec.count(ns1+"/first") == 2 })
+	if err := apps(t).Namespace(ns1).Delete(t.Context(), "first", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "delete reconciled", func() bool { return rec.count(ns1+"/first") == 3 })
+
+	var got []string
+	for _, r := range rec.requests() {
+		if r.Key != ns1+"/first" {
+			continue
+		}
+		if r.App == nil {
+			got = append(got, "deleted")
+		} else {
+			got = append(got, "revision="+r.App.Sources[0].TargetRevision)
+		}
+	}
+	if diff := cmp.Diff([]string{"revision=main", "revision=v2", "deleted"}, got); diff != "" {
+		t.Errorf("requests for first (-want +got):\n%s", diff)
+	}
+	for _, r := range rec.requests() {
+		if strings.HasPrefix(r.Key, outside+"/") {
+			t.Errorf("reconciled an application outside the watched namespaces: %s", r.Key)
+		}
+		if r.Config == nil {
+			t.Errorf("request for %s carries no config", r.Key)
+		}
+	}
+	if got := counter(t, reg, "crowsnest_reconcile_total", map[string]string{"result": "success"}); got != float64(len(rec.requests())) {
+		t.Errorf("crowsnest_reconcile_total{result=success} = %v, want %d", got, len(rec.requests()))
+	}
+	if got := counter(t, reg, "crowsnest_applications", nil); got != 2 {
+		t.Errorf("crowsnest_applications = %v, want 2 (second and marker)", got)
+	}
+}
+
+// fileSource returns a file source over a folder holding the named apps.
+func fileSource(t *testing.T, names ...string) *watcher.FileSource {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		doc := strings.Replace(appYAML, "name: placeholder", "name: "+n, 1)
+		if err := os.WriteFile(filepath.Join(dir, n+".yaml"), []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &watcher.FileSource{Dir: dir}
+}
+
+func TestEngineRetriesAndTerminalErrors(t *testing.T) {
+	var flaky, broken, requeued atomic.Int32
+	reg := prometheus.NewRegistry()
+	e := &controller.Engine{
+		Sources:        []controller.Source{fileSource(t, "flaky", "broken", "requeued")},
+		RetryBaseDelay: 5 * time.Millisecond,
+		RetryMaxDelay:  50 * time.Millisecond,
+		Metrics:        controller.NewMetrics(reg),
+		Reconciler: controller.ReconcilerFunc(func(_ context.Context, req controller.Request) (controller.Result, error) {
+			switch req.Key {
+			case "argocd/flaky":
+				if flaky.Add(1) <= 2 {
+					return controller.Result{}, errors.New("registry unavailable")
+				}
+			case "argocd/broken":
+				broken.Add(1)
+				return controller.Result{}, controller.Terminal(errors.New("malformed annotation"))
+			case "argocd/requeued":
+				if requeued.Add(1) == 1 {
+					return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+				}
+			}
+			return controller.Result{}, nil
+		}),
+	}
+	runEngine(t, e)
+	waitFor(t, "flaky to succeed on its third attempt", func() bool { return flaky.Load() == 3 })
+	waitFor(t, "requeued to come back", func() bool { return requeued.Load() == 2 })
+	waitFor(t, "metrics to settle", func() bool {
+		return counter(t, reg, "crowsnest_reconcile_total", map[string]string{"result": "success"}) == 2
+	})
+
+	if got := broken.Load(); got != 1 {
+		t.Errorf("terminal error retried: %d attempts, want 1", got)
+	}
+	want := map[string]float64{"error": 2, "terminal": 1, "requeue": 1, "success": 2}
+	for result, n := range want {
+		if got := counter(t, reg, "crowsnest_reconcile_total", map[string]string{"result": result}); got != n {
+			t.Errorf("crowsnest_reconcile_total{result=%q} = %v, want %v", result, got, n)
+		}
+	}
+	// The queue counts every delayed re-add: two backoffs and one RequeueAfter.
+	if got := counter(t, reg, "crowsnest_workqueue_retries_total", nil); got != 3 {
+		t.Errorf("crowsnest_workqueue_retries_total = %v, want 3", got)
+	}
+	if got := counter(t, reg, "crowsnest_reconcile_duration_seconds", nil); got != 6 {
+		t.Errorf("reconcile duration observations = %v, want 6", got)
+	}
+}
+
+func TestEngineRecoversFromPanics(t *testing.T) {
+	var calls atomic.Int32
+	reg := prometheus.NewRegistry()
+	e := &controller.Engine{
+		Sources:        []controller.Source{fileSource(t, "panicky")},
+		RetryBaseDelay: 5 * time.Millisecond,
+		Metrics:        controller.NewMetrics(reg),
+		Reconciler: controller.ReconcilerFunc(func(context.Context, controller.Request) (controller.Result, error) {
+			if calls.Add(1) == 1 {
+				panic("bug")
+			}
+			return controller.Result{}, nil
+		}),
+	}
+	runEngine(t, e)
+	waitFor(t, "a retry after the panic", func() bool { return calls.Load() == 2 })
+	if got := counter(t, reg, "crowsnest_reconcile_total", map[string]string{"result": "error"}); got != 1 {
+		t.Errorf("panic not counted as an error: %v", got)
+	}
+}
+
+func TestEngineRunsOneReconcilePerKeyAtATime(t *testing.T) {
+	var inFlight, maxInFlight, calls atomic.Int32
+	e := &controller.Engine{
+		Sources: []controller.Source{fileSource(t, "busy")},
+		Workers: 8,
+		Reconciler: controller.ReconcilerFunc(func(context.Context, controller.Request) (controller.Result, error) {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for {
+				m := maxInFlight.Load()
+				if n <= m || maxInFlight.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+			calls.Add(1)
+			return controller.Result{}, nil
+		}),
+	}
+	runEngine(t, e)
+	waitFor(t, "first reconcile", func() bool { return calls.Load() >= 1 })
+	for range 200 {
+		e.Enqueue("argocd/busy")
+	}
+	waitFor(t, "queued reconciles", func() bool { return calls.Load() >= 2 })
+	if got := maxInFlight.Load(); got != 1 {
+		t.Errorf("one key reconciled %d times at once, want 1", got)
+	}
+}

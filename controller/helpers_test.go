@@ -1,0 +1,162 @@
+package controller_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// waitTimeout bounds every wait in these tests; the engine reacts in
+// milliseconds, leader failover takes a retry period.
+const waitTimeout = 60 * time.Second
+
+// recorder is a Reconciler that keeps every request in order.
+type recorder struct {
+	mu   sync.Mutex
+	reqs []controller.Request
+}
+
+func (r *recorder) Reconcile(_ context.Context, req controller.Request) (controller.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, req)
+	return controller.Result{}, nil
+}
+
+func (r *recorder) requests() []controller.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]controller.Request(nil), r.reqs...)
+}
+
+func (r *recorder) count(key string) int {
+	n := 0
+	for _, q := range r.requests() {
+		if q.Key == key {
+			n++
+		}
+	}
+	return n
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runEngine runs e until the test ends (or cancel is called) and returns
+// the channel that receives Run's result.
+func runEngine(t *testing.T, e *controller.Engine) (cancel func(), done <-chan error) {
+	t.Helper()
+	ctx, cancelFn := context.WithCancel(t.Context())
+	ch := make(chan error, 1)
+	go func() { ch <- e.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancelFn()
+			select {
+			case err := <-ch:
+				if err != nil {
+					t.Errorf("engine Run returned %v", err)
+				}
+			case <-time.After(waitTimeout):
+				t.Error("engine did not stop after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop, ch
+}
+
+func apps(t *testing.T) dynamic.NamespaceableResourceInterface {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn.Resource(watcher.ApplicationsResource)
+}
+
+func dynClient(t *testing.T) dynamic.Interface {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn
+}
+
+const appYAML = `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: placeholder
+spec:
+  project: default
+  source: {repoURL: "https://git.example/apps.git", path: web, targetRevision: main}
+  destination: {server: "https://kubernetes.default.svc", namespace: web}
+`
+
+func createApp(t *testing.T, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(appYAML), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	out, err := apps(t).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating %s/%s: %v", ns, name, err)
+	}
+	return out
+}
+
+// counter returns the value of one counter series in reg, or 0.
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
