@@ -38,7 +38,7 @@ func Parse(data []byte) (*Config, error) {
 	errs := &fieldErrors{}
 	decodeStrict(data, c, errs)
 	decodeErrs := len(errs.list)
-	if decodeErrs > 0 && (len(errs.list[0].Path) == 0) {
+	if decodeErrs > 0 && errs.list[0].Path == "" {
 		return nil, errs.err() // not a YAML mapping: nothing to validate
 	}
 	c.setDefaults()

@@ -61,9 +61,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// runEngine runs e until the test ends (or cancel is called) and returns
-// the channel that receives Run's result.
-func runEngine(t *testing.T, e *controller.Engine) (cancel func(), done <-chan error) {
+// runEngine runs e until the test ends or the returned stop is called;
+// stop waits for Run to return and checks it returned nil.
+func runEngine(t *testing.T, e *controller.Engine) func() {
 	t.Helper()
 	ctx, cancelFn := context.WithCancel(t.Context())
 	ch := make(chan error, 1)
@@ -83,7 +83,7 @@ func runEngine(t *testing.T, e *controller.Engine) (cancel func(), done <-chan e
 		})
 	}
 	t.Cleanup(stop)
-	return stop, ch
+	return stop
 }
 
 func apps(t *testing.T) dynamic.NamespaceableResourceInterface {

@@ -37,8 +37,8 @@ func TestLeaderElectionOneReconcilerAndFailover(t *testing.T) {
 	}
 	recA, recB := &recorder{}, &recorder{}
 	engA, engB := newEngine("a", recA), newEngine("b", recB)
-	stopA, _ := runEngine(t, engA)
-	stopB, _ := runEngine(t, engB)
+	stopA := runEngine(t, engA)
+	stopB := runEngine(t, engB)
 
 	createApp(t, ns, "one")
 	waitFor(t, "one engine to reconcile", func() bool {

@@ -63,8 +63,9 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 	}()
 	t.Cleanup(func() {
 		_ = d.cmd.Process.Kill()
-		<-d.done
+		exit := <-d.done
 		if t.Failed() {
+			t.Logf("crowsnest exit: %v", exit)
 			t.Logf("crowsnest log:\n%s", strings.Join(d.lines(), "\n"))
 		}
 	})
