@@ -216,3 +216,38 @@ func TestEngineRunsOneReconcilePerKeyAtATime(t *testing.T) {
 		t.Errorf("one key reconciled %d times at once, want 1", got)
 	}
 }
+
+func TestProjectChangeRequeuesItsApplications(t *testing.T) {
+	src := fileSource(t, "in-project", "elsewhere")
+	// "in-project" belongs to project payments; "elsewhere" stays in default.
+	path := filepath.Join(src.Dir, "in-project.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), "project: default", "project: payments", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	project := "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: payments}\nspec: {description: v1}\n"
+	projectPath := filepath.Join(src.Dir, "project.yaml")
+	if err := os.WriteFile(projectPath, []byte(project), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	e := &controller.Engine{Sources: []controller.Source{src}, Reconciler: rec}
+	runEngine(t, e)
+	waitFor(t, "initial reconciles", func() bool {
+		return rec.count("argocd/in-project") >= 1 && rec.count("argocd/elsewhere") == 1
+	})
+	if e.Project("argocd/payments") == nil {
+		t.Fatal("engine does not know the project")
+	}
+	before := rec.count("argocd/in-project")
+	if err := os.WriteFile(projectPath, []byte(strings.Replace(project, "v1", "v2", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the project's application to be requeued", func() bool { return rec.count("argocd/in-project") > before })
+	if n := rec.count("argocd/elsewhere"); n != 1 {
+		t.Errorf("an application of another project was reconciled %d times, want 1", n)
+	}
+}

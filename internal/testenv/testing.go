@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -37,9 +39,29 @@ func RunMain(m *testing.M, env **Env) int {
 		fmt.Fprintln(os.Stderr, "testenv: starting test control plane:", err)
 		return 1
 	}
-	defer e.Stop()
 	*env = e
-	return m.Run()
+	code := m.Run()
+	e.Stop()
+	if code == 0 {
+		if err := goleak.Find(LeakOptions()...); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak after the tests:", err)
+			return 1
+		}
+	}
+	return code
+}
+
+// LeakOptions are the goroutines goleak may find after tests that used
+// client-go: idle keep-alive connections of its shared transports and
+// klog's flush daemon are process-wide by design. Everything crowsnest
+// starts (engines, informers, leader electors, servers) must be gone.
+func LeakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+	}
 }
 
 // CreateNamespace creates a namespace with a name derived from prefix and
