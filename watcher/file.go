@@ -224,6 +224,11 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	if len(data) > maxObjectFileSize {
 		return nil, fmt.Errorf("file larger than %d bytes", maxObjectFileSize)
 	}
+	return parseObjects(data)
+}
+
+// parseObjects reads the Argo CD objects of a YAML or JSON stream.
+func parseObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
 	for i := 0; ; i++ {

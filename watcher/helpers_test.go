@@ -74,6 +74,20 @@ func (r *recorder) waitApp(t *testing.T, match func(watcher.AppEvent) bool) watc
 	}
 }
 
+func (r *recorder) projectEvents() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, ev := range r.projects {
+		p := ev.New
+		if p == nil {
+			p = ev.Old
+		}
+		out = append(out, string(ev.Type)+" "+p.Key())
+	}
+	return out
+}
+
 // eventsFor returns the events of one key, in order.
 func (r *recorder) eventsFor(key string) []watcher.AppEvent {
 	var out []watcher.AppEvent

@@ -200,3 +200,44 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return sum
 }
+
+func TestKubeSourceAppProjects(t *testing.T) {
+	ns := env.CreateNamespace(t, "projects")
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	projects := dyn.Resource(watcher.AppProjectsResource).Namespace(ns)
+	rec := newRecorder()
+	startSource(t, &watcher.KubeSource{Client: dyn, Namespaces: []string{ns}, Projects: true}, rec)
+
+	p := mustParse(t, "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: payments}\nspec:\n  syncWindows:\n  - {kind: deny, schedule: '0 22 * * *', duration: 8h}\n")
+	p, err = projects.Create(t.Context(), p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Object["status"] = map[string]any{"jwtTokensByRole": map[string]any{}}
+	if _, err := projects.UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := projects.Get(t.Context(), "payments", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(cur.Object, "manual", "spec", "description"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := projects.Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := projects.Delete(t.Context(), "payments", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	key := ns + "/payments"
+	want := []string{"added " + key, "updated " + key, "deleted " + key}
+	waitFor(t, "three project events", func() bool { return len(rec.projectEvents()) >= 3 })
+	// The status write (never read) is filtered: exactly the three changes.
+	if diff := cmp.Diff(want, rec.projectEvents()); diff != "" {
+		t.Errorf("project events (-want +got):\n%s", diff)
+	}
+}
