@@ -1,0 +1,300 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sync/singleflight"
+)
+
+// Authorizer supplies credentials per registry host. Authenticator may
+// return the same value until it expires; it must return comparable values
+// (pointers), so the client notices new credentials. Invalidate drops
+// cached credentials after the registry refused them.
+type Authorizer interface {
+	Authenticator(ctx context.Context, host string) (authn.Authenticator, error)
+	Invalidate(host string)
+}
+
+// Client defaults: a tag list is reused for one poll interval's worth of
+// time (the poller refreshes it sooner when a webhook says so); metadata
+// is immutable per digest, and 10,000 entries of a few hundred bytes is a
+// few MB for thousands of repositories; two minutes covers four attempts
+// with backoff.
+const (
+	DefaultTagTTL            = 2 * time.Minute
+	DefaultMetadataCacheSize = 10000
+	DefaultRequestTimeout    = 2 * time.Minute
+	userAgent                = "crowsnest"
+)
+
+// Client reads tags and metadata from registries. It is safe for
+// concurrent use; the zero value works (anonymous, defaults everywhere).
+type Client struct {
+	// Hosts returns settings for a registry host; nil uses defaults.
+	Hosts func(host string) HostConfig
+	// Auth supplies credentials; nil means anonymous.
+	Auth Authorizer
+	// TagTTL is how long a tag list serves every caller.
+	TagTTL time.Duration
+	// MetadataCacheSize bounds the digest-keyed metadata cache.
+	MetadataCacheSize int
+	// RequestTimeout bounds one operation, retries included.
+	RequestTimeout time.Duration
+	Metrics        *Metrics
+	Log            *slog.Logger
+	// Now is the clock for cache ages; nil is time.Now.
+	Now func() time.Time
+
+	initOnce sync.Once
+	mu       sync.Mutex
+	hosts    map[string]*hostState
+	tags     map[string]*tagEntry
+	digests  map[string]*digestEntry
+	flight   singleflight.Group
+	meta     *lru
+}
+
+type hostState struct {
+	transport *hostTransport
+	auth      authn.Authenticator
+	puller    *remote.Puller
+}
+
+type tagEntry struct {
+	tags    []string
+	fetched time.Time
+	stale   bool
+}
+
+type digestEntry struct {
+	digest  string
+	fetched time.Time
+}
+
+func (c *Client) init() {
+	c.initOnce.Do(func() {
+		if c.TagTTL <= 0 {
+			c.TagTTL = DefaultTagTTL
+		}
+		if c.MetadataCacheSize <= 0 {
+			c.MetadataCacheSize = DefaultMetadataCacheSize
+		}
+		if c.RequestTimeout <= 0 {
+			c.RequestTimeout = DefaultRequestTimeout
+		}
+		if c.Log == nil {
+			c.Log = slog.New(slog.DiscardHandler)
+		}
+		if c.Now == nil {
+			c.Now = time.Now
+		}
+		c.hosts = map[string]*hostState{}
+		c.tags = map[string]*tagEntry{}
+		c.digests = map[string]*digestEntry{}
+		c.meta = newLRU(c.MetadataCacheSize)
+	})
+}
+
+// puller returns the host's puller, making a new one when credentials
+// changed. A Puller reuses token exchanges per repository.
+func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller, error) {
+	host := reg.RegistryStr()
+	auth := authn.Anonymous
+	if c.Auth != nil {
+		a, err := c.Auth.Authenticator(ctx, Host(reg))
+		if err != nil {
+			return nil, fmt.Errorf("credentials for %s: %w", Host(reg), err)
+		}
+		if a != nil {
+			auth = a
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hs := c.hosts[host]
+	if hs != nil && hs.auth == auth {
+		return hs.puller, nil
+	}
+	var tr *hostTransport
+	if hs != nil {
+		tr = hs.transport // keep pacing state across credential changes
+	} else {
+		var cfg HostConfig
+		if c.Hosts != nil {
+			cfg = c.Hosts(Host(reg))
+		}
+		var err error
+		if tr, err = newHostTransport(host, cfg, c.Metrics); err != nil {
+			return nil, err
+		}
+	}
+	p, err := remote.NewPuller(
+		remote.WithTransport(tr),
+		remote.WithAuth(auth),
+		// Retries live in hostTransport, which knows Retry-After and
+		// counts them; go-containerregistry's own would multiply them.
+		remote.WithRetryPredicate(func(error) bool { return false }),
+		remote.WithRetryStatusCodes(),
+		remote.WithUserAgent(userAgent),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("registry %s: %w", Host(reg), err)
+	}
+	c.hosts[host] = &hostState{transport: tr, auth: auth, puller: p}
+	return p, nil
+}
+
+// do runs op with a puller for reg under the request timeout. When the
+// registry refuses the credentials (401/403) and they come from an
+// Authorizer, it retries once with fresh ones.
+func (c *Client) do(ctx context.Context, reg name.Registry, op func(ctx context.Context, p *remote.Puller) error) error {
+	c.init()
+	ctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
+	defer cancel()
+	for try := 0; ; try++ {
+		p, err := c.puller(ctx, reg)
+		if err != nil {
+			return err
+		}
+		err = op(ctx, p)
+		if err == nil || try > 0 || c.Auth == nil || !isAuthError(err) {
+			return err
+		}
+		c.Log.Debug("registry refused credentials, refreshing them", "registry", Host(reg))
+		c.Metrics.retry(Host(reg), "auth")
+		c.Auth.Invalidate(Host(reg))
+		c.mu.Lock()
+		if hs := c.hosts[reg.RegistryStr()]; hs != nil {
+			hs.auth = nil // forces a new puller
+		}
+		c.mu.Unlock()
+	}
+}
+
+func isAuthError(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden)
+}
+
+// ListTags lists every tag of a repository now, following pagination.
+func (c *Client) ListTags(ctx context.Context, repo name.Repository) ([]string, error) {
+	var tags []string
+	err := c.do(ctx, repo.Registry, func(ctx context.Context, p *remote.Puller) error {
+		var err error
+		tags, err = p.List(ctx, repo)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing tags of %s: %w", RepoKey(repo), err)
+	}
+	return tags, nil
+}
+
+// Tags returns a repository's tags, listing them at most once per TagTTL
+// (or maxAge, when positive) however many callers ask; callers asking
+// while a list is in flight share it. A negative maxAge always lists (the
+// poller's refresh). The result must not be modified.
+func (c *Client) Tags(ctx context.Context, repo name.Repository, maxAge time.Duration) ([]string, error) {
+	c.init()
+	if maxAge == 0 {
+		maxAge = c.TagTTL
+	}
+	key := RepoKey(repo)
+	c.mu.Lock()
+	e := c.tags[key]
+	if e != nil && !e.stale && maxAge > 0 && c.Now().Sub(e.fetched) < maxAge {
+		c.mu.Unlock()
+		c.Metrics.cacheResult("tags", "hit")
+		return e.tags, nil
+	}
+	c.mu.Unlock()
+	v, err, shared := c.flight.Do("tags\x00"+key, func() (any, error) {
+		tags, err := c.ListTags(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.tags[key] = &tagEntry{tags: tags, fetched: c.Now()}
+		c.mu.Unlock()
+		return tags, nil
+	})
+	if shared {
+		c.Metrics.cacheResult("tags", "shared")
+	} else {
+		c.Metrics.cacheResult("tags", "miss")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.([]string), nil
+}
+
+// MarkStale makes the next Tags call for repo list again, for webhooks.
+func (c *Client) MarkStale(repo string) {
+	c.init()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.tags[repo]; e != nil {
+		e.stale = true
+	}
+	for k, d := range c.digests {
+		if len(k) > len(repo) && k[:len(repo)] == repo && k[len(repo)] == ':' {
+			d.fetched = time.Time{}
+		}
+	}
+}
+
+// Digest returns the digest a tag points to, with a HEAD request (which
+// Docker Hub does not count as a pull), reused for TagTTL (or maxAge when
+// positive; negative always asks).
+func (c *Client) Digest(ctx context.Context, repo name.Repository, tag string, maxAge time.Duration) (string, error) {
+	c.init()
+	if maxAge == 0 {
+		maxAge = c.TagTTL
+	}
+	key := RepoKey(repo) + ":" + tag
+	c.mu.Lock()
+	if e := c.digests[key]; e != nil && maxAge > 0 && c.Now().Sub(e.fetched) < maxAge {
+		c.mu.Unlock()
+		c.Metrics.cacheResult("digest", "hit")
+		return e.digest, nil
+	}
+	c.mu.Unlock()
+	v, err, shared := c.flight.Do("digest\x00"+key, func() (any, error) {
+		var digest string
+		err := c.do(ctx, repo.Registry, func(ctx context.Context, p *remote.Puller) error {
+			d, err := p.Head(ctx, repo.Tag(tag))
+			if err != nil {
+				return err
+			}
+			digest = d.Digest.String()
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading digest of %s:%s: %w", RepoKey(repo), tag, err)
+		}
+		c.mu.Lock()
+		c.digests[key] = &digestEntry{digest: digest, fetched: c.Now()}
+		c.mu.Unlock()
+		return digest, nil
+	})
+	if shared {
+		c.Metrics.cacheResult("digest", "shared")
+	} else {
+		c.Metrics.cacheResult("digest", "miss")
+	}
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}

@@ -1,0 +1,106 @@
+package registry
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics is the registry client's Prometheus instrumentation: every
+// request to a registry, cache use, rate-limit waits and retries. A nil
+// *Metrics records nothing.
+type Metrics struct {
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	cache     *prometheus.CounterVec
+	waits     *prometheus.CounterVec
+	waitTime  *prometheus.CounterVec
+	retries   *prometheus.CounterVec
+	pollsVec  *prometheus.CounterVec
+	changeVec *prometheus.CounterVec
+}
+
+// NewMetrics creates the registry metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_registry_requests_total",
+			Help: "HTTP requests to registries by registry, kind (ping, token, list, head, manifest, blob) and status code (\"error\" when no response).",
+		}, []string{"registry", "kind", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "crowsnest_registry_request_duration_seconds",
+			Help:    "Latency of registry HTTP requests until response headers, by registry and kind.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"registry", "kind"}),
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_registry_cache_requests_total",
+			Help: "Cache lookups by cache (tags, digest, manifest, config) and result (hit, miss, shared: joined an in-flight fetch).",
+		}, []string{"cache", "result"}),
+		waits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_registry_rate_limit_waits_total",
+			Help: "Requests that waited for a registry's rate limit, concurrency limit or Retry-After, by registry and reason.",
+		}, []string{"registry", "reason"}),
+		waitTime: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_registry_rate_limit_wait_seconds_total",
+			Help: "Time requests spent waiting for a registry's limits, by registry.",
+		}, []string{"registry"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_registry_retries_total",
+			Help: "Registry requests retried, by registry and reason (429, 5xx, timeout, network, auth).",
+		}, []string{"registry", "reason"}),
+		pollsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_registry_polls_total",
+			Help: "Repository polls by result (unchanged, changed, error).",
+		}, []string{"result"}),
+		changeVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_registry_refresh_requests_total",
+			Help: "Immediate repository refreshes asked for, by source (webhook, manual).",
+		}, []string{"source"}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.cache, m.waits, m.waitTime, m.retries, m.pollsVec, m.changeVec)
+	return m
+}
+
+func (m *Metrics) request(host, kind string, code int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	c := "error"
+	if code > 0 {
+		c = strconv.Itoa(code)
+	}
+	m.requests.WithLabelValues(host, kind, c).Inc()
+	m.latency.WithLabelValues(host, kind).Observe(d.Seconds())
+}
+
+func (m *Metrics) cacheResult(cache, result string) {
+	if m != nil {
+		m.cache.WithLabelValues(cache, result).Inc()
+	}
+}
+
+func (m *Metrics) waited(host, reason string, d time.Duration) {
+	if m != nil {
+		m.waits.WithLabelValues(host, reason).Inc()
+		m.waitTime.WithLabelValues(host).Add(d.Seconds())
+	}
+}
+
+func (m *Metrics) retry(host, reason string) {
+	if m != nil {
+		m.retries.WithLabelValues(host, reason).Inc()
+	}
+}
+
+func (m *Metrics) poll(result string) {
+	if m != nil {
+		m.pollsVec.WithLabelValues(result).Inc()
+	}
+}
+
+func (m *Metrics) refresh(source string) {
+	if m != nil {
+		m.changeVec.WithLabelValues(source).Inc()
+	}
+}

@@ -1,0 +1,104 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// Image is a parsed image reference with Docker Hub's defaults applied:
+// "nginx" is docker.io/library/nginx:latest.
+type Image struct {
+	// Repository is the repository the tags belong to.
+	Repository name.Repository
+	// Tag is the tag written in the reference ("latest" when none and no
+	// digest was given).
+	Tag string
+	// Digest is the digest written in the reference, if any.
+	Digest string
+}
+
+// dockerHub is how users and Argo CD write Docker Hub's host;
+// go-containerregistry says index.docker.io. Keys and messages use the
+// users' spelling.
+const (
+	dockerHub     = "docker.io"
+	ggcrDockerHub = name.DefaultRegistry
+)
+
+// ParseImage parses an image reference: registries with ports, nested
+// paths, tags and digests ("host:5000/a/b/c:1.2@sha256:...").
+func ParseImage(s string) (Image, error) {
+	if strings.TrimSpace(s) != s || s == "" {
+		return Image{}, fmt.Errorf("invalid image reference %q: empty or surrounded by spaces", s)
+	}
+	repoPart, digest, hasDigest := strings.Cut(s, "@")
+	tag := ""
+	// A colon after the last slash separates the tag; one before it is
+	// a registry port.
+	if i := strings.LastIndex(repoPart, ":"); i > strings.LastIndex(repoPart, "/") {
+		repoPart, tag = repoPart[:i], repoPart[i+1:]
+	}
+	repo, err := name.NewRepository(repoPart)
+	if err != nil {
+		return Image{}, fmt.Errorf("invalid image reference %q: %w", s, err)
+	}
+	img := Image{Repository: repo}
+	if tag != "" {
+		t, err := name.NewTag(repoPart + ":" + tag)
+		if err != nil {
+			return Image{}, fmt.Errorf("invalid image reference %q: %w", s, err)
+		}
+		img.Tag = t.TagStr()
+	}
+	if hasDigest {
+		d, err := name.NewDigest(repoPart + "@" + digest)
+		if err != nil {
+			return Image{}, fmt.Errorf("invalid image reference %q: %w", s, err)
+		}
+		img.Digest = d.DigestStr()
+	}
+	if img.Tag == "" && img.Digest == "" {
+		img.Tag = "latest"
+	}
+	return img, nil
+}
+
+// RepoKey names a repository the way users write it, with Docker Hub as
+// docker.io: the key of caches, metrics and poller state.
+func RepoKey(r name.Repository) string {
+	return Host(r.Registry) + "/" + r.RepositoryStr()
+}
+
+// Host names a registry the way users write it.
+func Host(r name.Registry) string {
+	if h := r.RegistryStr(); h != ggcrDockerHub {
+		return h
+	}
+	return dockerHub
+}
+
+// Repo returns the repository key ("docker.io/library/nginx").
+func (i Image) Repo() string { return RepoKey(i.Repository) }
+
+// String writes the reference back in canonical form.
+func (i Image) String() string {
+	s := i.Repo()
+	if i.Tag != "" {
+		s += ":" + i.Tag
+	}
+	if i.Digest != "" {
+		s += "@" + i.Digest
+	}
+	return s
+}
+
+// ParseRepo parses a repository key or any reference naming one.
+func ParseRepo(s string) (name.Repository, error) {
+	img, err := ParseImage(s)
+	if err != nil {
+		return name.Repository{}, err
+	}
+	return img.Repository, nil
+}

@@ -1,0 +1,393 @@
+package registry
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// HostConfig tunes how crowsnest talks to one registry. Zero fields take
+// the defaults below.
+type HostConfig struct {
+	// RateLimit is the most requests per second sent to the registry;
+	// negative means unlimited.
+	RateLimit float64
+	// Burst is how many requests may go at once before RateLimit paces them.
+	Burst int
+	// MaxConcurrency bounds requests in flight to the registry.
+	MaxConcurrency int
+	// APIURL, when set, is where requests for this registry really go
+	// ("https://registry-1.docker.io" for docker.io).
+	APIURL string
+	// Insecure allows plain HTTP and skips TLS verification.
+	Insecure bool
+	// TLS carries a custom CA pool; nil uses the system roots.
+	TLS *tls.Config
+	// MaxAttempts bounds tries of one request on 429, 5xx and timeouts.
+	MaxAttempts int
+	// RetryBaseDelay and RetryMaxDelay bound exponential backoff.
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+	// MaxRetryAfter is the longest Retry-After crowsnest waits out; a
+	// registry asking for more fails the request at once.
+	MaxRetryAfter time.Duration
+	// AttemptTimeout bounds one request, body included.
+	AttemptTimeout time.Duration
+}
+
+// Host defaults. Docker Hub allows roughly 100-200 manifest pulls per six
+// hours but does not count HEAD or tag lists; 20 req/s with 8 in flight
+// keeps a busy crowsnest far below what registries throttle, while a poll
+// of hundreds of repositories still finishes in seconds. Four attempts with
+// 0.5s..30s backoff ride out a registry restart without hammering it.
+const (
+	DefaultRateLimit      = 20
+	DefaultBurst          = 10
+	DefaultMaxConcurrency = 8
+	DefaultMaxAttempts    = 4
+	DefaultRetryBaseDelay = 500 * time.Millisecond
+	DefaultRetryMaxDelay  = 30 * time.Second
+	DefaultMaxRetryAfter  = 10 * time.Minute
+	DefaultAttemptTimeout = 30 * time.Second
+)
+
+func (c HostConfig) withDefaults() HostConfig {
+	if c.RateLimit == 0 {
+		c.RateLimit = DefaultRateLimit
+	}
+	if c.Burst <= 0 {
+		c.Burst = DefaultBurst
+	}
+	if c.MaxConcurrency <= 0 {
+		c.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.RetryBaseDelay <= 0 {
+		c.RetryBaseDelay = DefaultRetryBaseDelay
+	}
+	if c.RetryMaxDelay <= 0 {
+		c.RetryMaxDelay = DefaultRetryMaxDelay
+	}
+	if c.MaxRetryAfter <= 0 {
+		c.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if c.AttemptTimeout <= 0 {
+		c.AttemptTimeout = DefaultAttemptTimeout
+	}
+	return c
+}
+
+// ErrRateLimited is returned when a registry asks crowsnest to wait longer
+// than it may (MaxRetryAfter or the caller's deadline).
+var ErrRateLimited = errors.New("rate limited by registry")
+
+// RetryError says a request failed every attempt.
+type RetryError struct {
+	Host     string
+	Attempts int
+	// Last is the last failure: a status line or a transport error.
+	Last error
+}
+
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("registry %s: giving up after %d attempts: %v", e.Host, e.Attempts, e.Last)
+}
+
+func (e *RetryError) Unwrap() error { return e.Last }
+
+// StatusError is an HTTP status that ended a retried request.
+type StatusError struct{ Status string }
+
+func (e *StatusError) Error() string { return e.Status }
+
+// hostTransport is the per-registry request pipeline under
+// go-containerregistry's auth: pacing, a concurrency bound, Retry-After,
+// retries with backoff and jitter, per-attempt timeouts and metrics.
+type hostTransport struct {
+	host    string
+	cfg     HostConfig
+	base    http.RoundTripper
+	api     *url.URL
+	limiter *rate.Limiter
+	sem     chan struct{}
+	metrics *Metrics
+	now     func() time.Time
+	sleep   func(ctx context.Context, d time.Duration) error
+
+	mu           sync.Mutex
+	blockedUntil time.Time // set by 429 Retry-After; every request waits
+}
+
+func newHostTransport(host string, cfg HostConfig, m *Metrics) (*hostTransport, error) {
+	cfg = cfg.withDefaults()
+	t := &hostTransport{host: host, cfg: cfg, metrics: m, now: time.Now, sleep: sleepCtx}
+	if cfg.APIURL != "" {
+		u, err := url.Parse(cfg.APIURL)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, fmt.Errorf("registry %s: invalid api URL %q", host, cfg.APIURL)
+		}
+		t.api = u
+	}
+	lim := rate.Limit(cfg.RateLimit)
+	if cfg.RateLimit < 0 {
+		lim = rate.Inf
+	}
+	t.limiter = rate.NewLimiter(lim, cfg.Burst)
+	t.sem = make(chan struct{}, cfg.MaxConcurrency)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = cfg.MaxConcurrency
+	switch {
+	case cfg.TLS != nil:
+		tr.TLSClientConfig = cfg.TLS.Clone()
+	case cfg.Insecure:
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user asked for it per registry
+	}
+	if cfg.Insecure && tr.TLSClientConfig != nil {
+		tr.TLSClientConfig.InsecureSkipVerify = true
+	}
+	t.base = tr
+	return t, nil
+}
+
+func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	kind := requestKind(req)
+	var last error
+	for attempt := 1; ; attempt++ {
+		if err := t.wait(ctx); err != nil {
+			return nil, err
+		}
+		resp, release, err := t.attempt(req, kind, attempt)
+		delay, reason, retry := t.classify(ctx, resp, err, attempt)
+		if !retry {
+			if err != nil {
+				release()
+				return nil, err
+			}
+			resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+			return resp, nil
+		}
+		if err != nil {
+			last = err
+		} else {
+			last = &StatusError{Status: resp.Status}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+		}
+		release()
+		if attempt >= t.cfg.MaxAttempts {
+			return nil, &RetryError{Host: t.host, Attempts: attempt, Last: last}
+		}
+		if reason == "429" {
+			if err := t.block(ctx, delay); err != nil {
+				return nil, err
+			}
+			delay = 0 // wait() honours the block, for every request
+		}
+		t.metrics.retry(t.host, reason)
+		if err := t.sleep(ctx, delay); err != nil {
+			return nil, err
+		}
+		if req.Body != nil && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			req = req.Clone(ctx)
+			req.Body = body
+		}
+	}
+}
+
+// attempt sends one try with its own timeout. release frees the
+// concurrency slot and the timeout; for a returned response it runs when
+// the body is closed (or the timeout fires, should a caller never close).
+func (t *hostTransport) attempt(req *http.Request, kind string, n int) (*http.Response, func(), error) {
+	actx, cancel := context.WithTimeout(req.Context(), t.cfg.AttemptTimeout)
+	var once sync.Once
+	free := func() { once.Do(func() { <-t.sem }) }
+	stop := context.AfterFunc(actx, free)
+	release := func() { stop(); cancel(); free() }
+	r := req.Clone(actx)
+	if n > 1 && req.Body != nil && req.GetBody == nil {
+		release()
+		return nil, func() {}, fmt.Errorf("registry %s: cannot retry a request whose body cannot be replayed", t.host)
+	}
+	if t.api != nil && r.URL.Host == t.host {
+		r.URL.Scheme, r.URL.Host = t.api.Scheme, t.api.Host
+		r.Host = ""
+	}
+	start := t.now()
+	resp, err := t.base.RoundTrip(r)
+	code := 0
+	if resp != nil {
+		code = resp.StatusCode
+	}
+	t.metrics.request(t.host, kind, code, t.now().Sub(start))
+	return resp, release, err
+}
+
+// classify decides whether a try is retried, after how long and why.
+func (t *hostTransport) classify(ctx context.Context, resp *http.Response, err error, attempt int) (time.Duration, string, bool) {
+	if ctx.Err() != nil {
+		return 0, "", false // the caller gave up: no retry
+	}
+	backoff := t.backoff(attempt)
+	if err != nil {
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			return backoff, "timeout", true
+		}
+		return backoff, "network", true
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		if d, ok := retryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
+			return d, "429", true
+		}
+		return backoff, "429", true
+	case resp.StatusCode == http.StatusInternalServerError, resp.StatusCode == http.StatusBadGateway,
+		resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout,
+		resp.StatusCode == http.StatusRequestTimeout:
+		return backoff, "5xx", true
+	}
+	return 0, "", false
+}
+
+// backoff is exponential with full jitter in its upper half, so clients
+// that failed together do not retry together.
+func (t *hostTransport) backoff(attempt int) time.Duration {
+	d := t.cfg.RetryBaseDelay << min(attempt-1, 20)
+	if d > t.cfg.RetryMaxDelay || d <= 0 {
+		d = t.cfg.RetryMaxDelay
+	}
+	return d/2 + rand.N(d/2+1) //nolint:gosec // jitter, not security
+}
+
+// block makes every request to the host wait d, as a 429 asks.
+func (t *hostTransport) block(ctx context.Context, d time.Duration) error {
+	if d > t.cfg.MaxRetryAfter {
+		return fmt.Errorf("%w: %s asks to wait %s (more than the %s crowsnest waits)", ErrRateLimited, t.host, d, t.cfg.MaxRetryAfter)
+	}
+	until := t.now().Add(d)
+	if dl, ok := ctx.Deadline(); ok && until.After(dl) {
+		return fmt.Errorf("%w: %s asks to wait %s, past this request's deadline", ErrRateLimited, t.host, d)
+	}
+	t.mu.Lock()
+	if until.After(t.blockedUntil) {
+		t.blockedUntil = until
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// wait holds a request until Retry-After has passed, the rate limiter
+// allows it and a concurrency slot is free.
+func (t *hostTransport) wait(ctx context.Context) error {
+	t.mu.Lock()
+	until := t.blockedUntil
+	t.mu.Unlock()
+	if d := until.Sub(t.now()); d > 0 {
+		t.metrics.waited(t.host, "retry-after", d)
+		if err := t.sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+	if r := t.limiter.Reserve(); r.OK() {
+		if d := r.Delay(); d > 0 {
+			t.metrics.waited(t.host, "rate", d)
+			if err := t.sleep(ctx, d); err != nil {
+				r.Cancel()
+				return err
+			}
+		}
+	}
+	select {
+	case t.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	start := t.now()
+	select {
+	case t.sem <- struct{}{}:
+		t.metrics.waited(t.host, "concurrency", t.now().Sub(start))
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retryAfter parses a Retry-After header: delta seconds or an HTTP date.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+// requestKind names a registry request for metrics.
+func requestKind(r *http.Request) string {
+	p := r.URL.Path
+	switch {
+	case p == "/v2/" || p == "/v2":
+		return "ping"
+	case strings.HasSuffix(p, "/tags/list"):
+		return "list"
+	case strings.Contains(p, "/manifests/") && r.Method == http.MethodHead:
+		return "head"
+	case strings.Contains(p, "/manifests/"):
+		return "manifest"
+	case strings.Contains(p, "/blobs/"):
+		return "blob"
+	case !strings.HasPrefix(p, "/v2/"):
+		return "token"
+	default:
+		return "other"
+	}
+}
