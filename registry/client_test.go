@@ -345,7 +345,7 @@ func TestRegistryFaults(t *testing.T) {
 
 	t.Run("timeouts retry then give up", func(t *testing.T) {
 		var n atomic.Int32
-		reg.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
+		reg.SetFault(func(_ http.ResponseWriter, r *http.Request) bool {
 			if r.URL.Path == "/v2/" {
 				return false
 			}

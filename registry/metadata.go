@@ -119,7 +119,8 @@ func fetchManifest(ctx context.Context, p *remote.Puller, ref name.Digest) (mani
 			return manifestInfo{}, fmt.Errorf("parsing index %s: %w", ref.DigestStr(), err)
 		}
 		info := manifestInfo{index: true}
-		for _, m := range im.Manifests {
+		for i := range im.Manifests {
+			m := &im.Manifests[i]
 			if m.Platform == nil || m.Platform.OS == unknownPlatform || !m.MediaType.IsImage() {
 				continue
 			}

@@ -254,15 +254,14 @@ func (t *hostTransport) classify(ctx context.Context, resp *http.Response, err e
 		}
 		return backoff, "network", true
 	}
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests:
 		if d, ok := retryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
 			return d, "429", true
 		}
 		return backoff, "429", true
-	case resp.StatusCode == http.StatusInternalServerError, resp.StatusCode == http.StatusBadGateway,
-		resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout,
-		resp.StatusCode == http.StatusRequestTimeout:
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
+		http.StatusGatewayTimeout, http.StatusRequestTimeout:
 		return backoff, "5xx", true
 	}
 	return 0, "", false
