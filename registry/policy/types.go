@@ -2,7 +2,11 @@ package policy
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // Platform is an image platform as written in policies and manifests:
@@ -34,3 +38,65 @@ type Metadata struct {
 // only when a policy needs metadata (newest-build, digest, platforms), and
 // only for the candidates it must inspect.
 type MetadataFunc func(ctx context.Context, tag string) (Metadata, error)
+
+// String writes the platform the way policies do: "os/arch[/variant]".
+func (p Platform) String() string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// ParsePlatform reads "os/arch[/variant]" as written in policies and
+// --platform flags. Values are lower-cased, as OCI writes them.
+func ParsePlatform(s string) (Platform, error) {
+	parts := strings.Split(strings.ToLower(s), "/")
+	if len(parts) < 2 || len(parts) > 3 {
+		return Platform{}, fmt.Errorf("invalid platform %q: want os/arch[/variant]", s)
+	}
+	for _, part := range parts {
+		if part == "" || strings.ContainsFunc(part, unicode.IsSpace) {
+			return Platform{}, fmt.Errorf("invalid platform %q: empty or blank part", s)
+		}
+	}
+	p := Platform{OS: parts[0], Architecture: parts[1]}
+	if len(parts) == 3 {
+		p.Variant = parts[2]
+	}
+	return p, nil
+}
+
+// runsOn reports whether an image built for have runs where want asks; a
+// want without variant accepts every variant ("linux/arm64" takes v8).
+func runsOn(want, have Platform) bool {
+	return want.OS == have.OS && want.Architecture == have.Architecture &&
+		(want.Variant == "" || want.Variant == have.Variant)
+}
+
+// builtForAll reports whether md lists a platform for every wanted one.
+// Unknown platforms (none listed) never qualify: crowsnest does not deploy
+// an image it cannot show runs where it must.
+func builtForAll(want []Platform, md Metadata) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(md.Platforms, func(h Platform) bool { return runsOn(w, h) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// createdFor is md's created time counting only index children built for
+// a wanted platform; a single manifest's own time otherwise.
+func createdFor(want []Platform, md Metadata) time.Time {
+	if len(want) == 0 || len(md.CreatedByPlatform) == 0 {
+		return md.Created
+	}
+	var newest time.Time
+	for p, t := range md.CreatedByPlatform {
+		if t.After(newest) && slices.ContainsFunc(want, func(w Platform) bool { return runsOn(w, p) }) {
+			newest = t
+		}
+	}
+	return newest
+}
