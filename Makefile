@@ -24,6 +24,7 @@ build: ## Build bin/crowsnest
 deps: ## Build/install what the tests need (kube binaries, linters); cached, idempotent
 	bash hack/kube/build.sh >/dev/null
 	bash hack/tools.sh >/dev/null
+	bash hack/apt.sh >/dev/null
 
 .PHONY: test
 test: deps fmt-check vet lint unit fuzz-smoke ## The whole suite: setup, format, vet, lint, race tests (unit + e2e), fuzz smoke

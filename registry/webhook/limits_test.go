@@ -1,0 +1,140 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
+)
+
+func TestReceiverBodyLimit(t *testing.T) {
+	const limit = 64
+	tests := []struct {
+		name       string
+		size       int
+		wantCode   int
+		wantResult string
+	}{
+		// At the limit the body is read whole and reaches authentication.
+		{"at limit", limit, http.StatusUnauthorized, ResultUnauthorized},
+		{"one byte over", limit + 1, http.StatusRequestEntityTooLarge, ResultTooLarge},
+		{"far over", 10 * limit, http.StatusRequestEntityTooLarge, ResultTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, Config{Sources: allSources(), MaxBodyBytes: limit})
+			rec := f.post(t, "/webhooks/registry/generic", bytes.Repeat([]byte(" "), tt.size), nil)
+			if rec.Code != tt.wantCode {
+				t.Errorf("status = %d, want %d", rec.Code, tt.wantCode)
+			}
+			if got := f.metrics.count(t, "generic", tt.wantResult); got != 1 {
+				t.Errorf("requests_total{result=%q} = %v, want 1", tt.wantResult, got)
+			}
+		})
+	}
+}
+
+func TestReceiverRateLimit(t *testing.T) {
+	// One token an hour and a burst of two: the third request in a row
+	// is refused whatever the machine's speed.
+	f := newFixture(t, Config{Sources: allSources(), RateLimit: rate.Every(time.Hour), Burst: 2})
+	body := readTestdata(t, "dockerhub.json")
+	var codes []int
+	for range 3 {
+		codes = append(codes, f.post(t, "/webhooks/registry/dockerhub?secret="+secret, body, nil).Code)
+	}
+	rec := f.post(t, "/webhooks/registry/dockerhub?secret="+secret, body, nil)
+	// Buckets are per source: another source is unaffected.
+	other := f.post(t, "/webhooks/registry/quay?secret="+secret, readTestdata(t, "quay.json"), nil)
+	codes = append(codes, rec.Code, other.Code)
+	want := []int{202, 202, 429, 429, 202}
+	if diff := cmp.Diff(want, codes); diff != "" {
+		t.Errorf("status codes (-want +got):\n%s", diff)
+	}
+	retry, err := strconv.Atoi(rec.Header().Get("Retry-After"))
+	if err != nil || retry < 3000 || retry > 3600 {
+		t.Errorf("Retry-After = %q, want about an hour in seconds", rec.Header().Get("Retry-After"))
+	}
+	if got := f.metrics.count(t, "dockerhub", ResultRateLimited); got != 2 {
+		t.Errorf("rate_limited count = %v, want 2", got)
+	}
+	if got := len(f.pushes.got()); got != 3 {
+		t.Errorf("OnPush calls = %d, want 3", got)
+	}
+}
+
+func TestReceiverRouting(t *testing.T) {
+	f := newFixture(t, Config{Sources: allSources()})
+	rec := f.post(t, "/webhooks/registry/nexus", []byte("{}"), nil)
+	if rec.Code != http.StatusNotFound || f.metrics.count(t, "unknown", ResultUnknownSource) != 1 {
+		t.Errorf("unknown source: status %d, metric %v; want 404 counted as unknown", rec.Code, f.metrics.count(t, "unknown", ResultUnknownSource))
+	}
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/webhooks/registry/quay", nil)
+	rec = httptest.NewRecorder()
+	f.mux.ServeHTTP(rec, req)
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != http.MethodPost {
+		t.Errorf("GET: status %d, Allow %q; want 405 and POST", rec.Code, rec.Header().Get("Allow"))
+	}
+
+	// Without a {source} pattern the last path segment names the source.
+	var got []PushEvent
+	rv, err := NewReceiver(Config{Sources: allSources(), OnPush: func(_ context.Context, ev PushEvent) { got = append(got, ev) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.StripPrefix("/hooks", rv)
+	req = httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/hooks/quay?secret="+secret, bytes.NewReader(readTestdata(t, "quay.json")))
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusAccepted || len(got) != 1 {
+		t.Errorf("prefix-stripped mount: status %d, %d events; want 202 and 1", rec.Code, len(got))
+	}
+}
+
+func TestNewReceiverErrors(t *testing.T) {
+	onPush := func(context.Context, PushEvent) {}
+	key := []byte("k")
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{"no OnPush", Config{}, "webhook receiver: OnPush is required"},
+		{"missing secret", Config{OnPush: onPush, Sources: []Source{{Type: Quay}}},
+			`webhook source 0 ("quay"): secret is required (AllowUnauthenticated accepts unauthenticated requests)`},
+		{"unknown type", Config{OnPush: onPush, Sources: []Source{{Type: "nexus", Secret: key}}},
+			`webhook source 0 ("nexus"): unknown type "nexus" (want dockerhub, ghcr, harbor, quay, distribution or generic)`},
+		{"duplicate", Config{OnPush: onPush, Sources: []Source{{Type: Harbor, Secret: key}, {Name: "harbor", Type: Harbor, Secret: key}}},
+			`webhook source 1 ("harbor"): duplicate name`},
+		{"bad name", Config{OnPush: onPush, Sources: []Source{{Name: "Harbor Prod", Type: Harbor, Secret: key}}},
+			`webhook source 0 ("Harbor Prod"): name must be lower-case letters, digits, '.', '_' or '-'`},
+		{"bad registry", Config{OnPush: onPush, Sources: []Source{{Type: Harbor, Secret: key, Registry: "bad host/x"}}},
+			`webhook source 0 ("harbor"): registry: `},
+		{"negative limit", Config{OnPush: onPush, MaxBodyBytes: -1},
+			"webhook receiver: MaxBodyBytes, RateLimit and Burst must not be negative"},
+		{"valid", Config{OnPush: onPush, Sources: allSources()}, ""},
+		{"unauthenticated allowed", Config{OnPush: onPush, AllowUnauthenticated: true, Sources: []Source{{Type: Quay}}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewReceiver(tt.cfg)
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if strings.HasSuffix(tt.wantErr, ": ") && strings.HasPrefix(got, tt.wantErr) {
+					got = tt.wantErr // library detail after the stable prefix
+				}
+			}
+			if diff := cmp.Diff(tt.wantErr, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,39 @@
+package webhook
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Request results, the "result" label of
+// crowsnest_registry_webhook_requests_total.
+const (
+	ResultAccepted         = "accepted"
+	ResultIgnored          = "ignored"
+	ResultUnauthorized     = "unauthorized"
+	ResultBadRequest       = "bad_request"
+	ResultTooLarge         = "too_large"
+	ResultRateLimited      = "rate_limited"
+	ResultUnknownSource    = "unknown_source"
+	ResultMethodNotAllowed = "method_not_allowed"
+)
+
+// Metrics counts webhook requests. A nil *Metrics counts nothing.
+type Metrics struct {
+	requests *prometheus.CounterVec
+}
+
+// NewMetrics creates the webhook metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_registry_webhook_requests_total",
+			Help: "Registry webhook requests by source name (\"unknown\" for unconfigured paths) and result (accepted, ignored, unauthorized, bad_request, too_large, rate_limited, unknown_source, method_not_allowed).",
+		}, []string{"source", "result"}),
+	}
+	reg.MustRegister(m.requests)
+	return m
+}
+
+func (m *Metrics) request(source, result string) {
+	if m != nil {
+		m.requests.WithLabelValues(source, result).Inc()
+	}
+}
