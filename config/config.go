@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -22,6 +21,9 @@ type Config struct {
 	Controller     Controller     `yaml:"controller"`
 	LeaderElection LeaderElection `yaml:"leaderElection"`
 	Log            Log            `yaml:"log"`
+	Registries     Registries     `yaml:"registries"`
+	// Windows are sync windows that gate write-backs and can start syncs.
+	Windows []SyncWindow `yaml:"syncWindows"`
 }
 
 // Default returns a config with every default filled in.
@@ -43,16 +45,7 @@ func Parse(data []byte) (*Config, error) {
 	}
 	c.setDefaults()
 	c.validate(errs)
-	// Validation runs even after decode errors, so every problem shows in
-	// one pass; but a field that failed to decode holds a zero value, and
-	// a complaint about that value would only mislead.
-	kept := errs.list[:decodeErrs]
-	for _, fe := range errs.list[decodeErrs:] {
-		if !decodedBadly(fe.Path, errs.list[:decodeErrs]) {
-			kept = append(kept, fe)
-		}
-	}
-	errs.list = kept
+	errs.dropAfterDecode(decodeErrs)
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
@@ -85,6 +78,7 @@ func (c *Config) setDefaults() {
 	c.Controller.setDefaults()
 	c.LeaderElection.setDefaults()
 	c.Log.setDefaults()
+	c.Registries.setDefaults()
 }
 
 func (c *Config) validate(errs *fieldErrors) {
@@ -106,6 +100,8 @@ func (c *Config) validate(errs *fieldErrors) {
 	c.Controller.validate("controller", errs)
 	c.LeaderElection.validate("leaderElection", errs)
 	c.Log.validate("log", errs)
+	c.Registries.validate("registries", errs)
+	validateWindows("syncWindows", c.Windows, errs)
 }
 
 // orDefault fills a zero duration.
@@ -116,11 +112,3 @@ func (d *Duration) orDefault(def time.Duration) {
 }
 
 // decodedBadly reports whether path, or a field it belongs to, failed to decode.
-func decodedBadly(path string, decodeErrs []FieldError) bool {
-	for _, fe := range decodeErrs {
-		if path == fe.Path || strings.HasPrefix(path, fe.Path+".") || strings.HasPrefix(path, fe.Path+"[") {
-			return true
-		}
-	}
-	return false
-}

@@ -84,3 +84,28 @@ func join(parent, field string) string {
 }
 
 func index(parent string, i int) string { return fmt.Sprintf("%s[%d]", parent, i) }
+
+// dropAfterDecode drops the validation errors (those after the first
+// decodeErrs) about fields that failed to decode. Validation runs even after
+// decode errors, so every problem shows in one pass; but a field that failed
+// to decode holds a zero value, and a complaint about that value would only
+// mislead.
+func (fe *fieldErrors) dropAfterDecode(decodeErrs int) {
+	bad := fe.list[:decodeErrs]
+	kept := fe.list[:decodeErrs:decodeErrs]
+	for _, e := range fe.list[decodeErrs:] {
+		if !decodedBadly(e.Path, bad) {
+			kept = append(kept, e)
+		}
+	}
+	fe.list = kept
+}
+
+func decodedBadly(path string, decodeErrs []FieldError) bool {
+	for _, fe := range decodeErrs {
+		if path == fe.Path || strings.HasPrefix(path, fe.Path+".") || strings.HasPrefix(path, fe.Path+"[") {
+			return true
+		}
+	}
+	return false
+}

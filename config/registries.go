@@ -1,0 +1,348 @@
+package config
+
+import (
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Registries configures how crowsnest talks to container registries: the
+// poll cadence and caches shared by every registry, per-registry settings
+// (list, optionally merged with an argocd-image-updater registries.conf)
+// and the webhook senders that trigger an immediate refresh.
+type Registries struct {
+	// ConfFile is an argocd-image-updater registries.conf, read unchanged;
+	// relative paths start at the config file's folder. Entries of List
+	// replace its entries with the same prefix.
+	ConfFile string `yaml:"confFile"`
+	// PollInterval is the default time between tag-list polls of one
+	// repository.
+	PollInterval Duration `yaml:"pollInterval"`
+	// TagCacheTTL is how long one tag list serves every Application that
+	// uses the repository; 0 means PollInterval.
+	TagCacheTTL Duration `yaml:"tagCacheTTL"`
+	// MetadataCacheSize bounds the digest-keyed metadata cache (entries).
+	MetadataCacheSize int `yaml:"metadataCacheSize"`
+	// RequestTimeout bounds one registry operation, retries included.
+	RequestTimeout Duration `yaml:"requestTimeout"`
+	// List holds per-registry settings.
+	List RegistryList `yaml:"list"`
+	// Webhook configures the push-notification receiver.
+	Webhook RegistryWebhook `yaml:"webhook"`
+}
+
+// Registries defaults. Two minutes is argocd-image-updater's cycle and the
+// registry client's tag TTL; polls below 5s would only burn registries'
+// rate limits (webhooks exist for immediacy). 10,000 metadata entries of a
+// few hundred bytes is a few MB. Two minutes per operation covers the
+// client's four attempts with backoff.
+const (
+	DefaultPollInterval      = 2 * time.Minute
+	MinPollInterval          = 5 * time.Second
+	DefaultMetadataCacheSize = 10000
+	MaxMetadataCacheSize     = 10_000_000
+	DefaultRequestTimeout    = 2 * time.Minute
+)
+
+func (r *Registries) setDefaults() {
+	r.PollInterval.orDefault(DefaultPollInterval)
+	if r.MetadataCacheSize == 0 {
+		r.MetadataCacheSize = DefaultMetadataCacheSize
+	}
+	r.RequestTimeout.orDefault(DefaultRequestTimeout)
+	for i := range r.List {
+		r.List[i].setDefaults()
+	}
+}
+
+// TagTTL returns the tag cache lifetime in force: TagCacheTTL, or
+// PollInterval when it is zero.
+func (r *Registries) TagTTL() time.Duration {
+	if r.TagCacheTTL.Duration > 0 {
+		return r.TagCacheTTL.Duration
+	}
+	return r.PollInterval.Duration
+}
+
+func (r *Registries) validate(path string, errs *fieldErrors) {
+	if r.PollInterval.Duration < MinPollInterval {
+		errs.invalid(join(path, "pollInterval"), "must be at least %s, got %s", MinPollInterval, r.PollInterval)
+	}
+	switch ttl := r.TagCacheTTL.Duration; {
+	case ttl < 0:
+		errs.invalid(join(path, "tagCacheTTL"), "must not be negative, got %s", r.TagCacheTTL)
+	case ttl > r.PollInterval.Duration:
+		errs.invalid(join(path, "tagCacheTTL"), "must not exceed pollInterval (%s), or polls would read stale tag lists; got %s",
+			r.PollInterval, r.TagCacheTTL)
+	}
+	if r.MetadataCacheSize < 1 || r.MetadataCacheSize > MaxMetadataCacheSize {
+		errs.invalid(join(path, "metadataCacheSize"), "must be between 1 and %d, got %d", MaxMetadataCacheSize, r.MetadataCacheSize)
+	}
+	if r.RequestTimeout.Duration <= 0 {
+		errs.invalid(join(path, "requestTimeout"), "must be positive, got %s", r.RequestTimeout)
+	}
+	r.List.validate(join(path, "list"), crowsnestKeys, errs)
+	r.Webhook.validate(join(path, "webhook"), errs)
+}
+
+// Registry is the settings of one registry, from the list or a
+// registries.conf.
+type Registry struct {
+	// Name is for people and logs; empty means the prefix.
+	Name string `yaml:"name"`
+	// Prefix selects the images this entry applies to: a registry host
+	// ("ghcr.io", "registry.local:5000") optionally followed by a path
+	// ("ghcr.io/my-org"); the longest matching prefix wins.
+	Prefix string `yaml:"prefix"`
+	// APIURL is where the registry API really lives, without /v2
+	// ("https://registry-1.docker.io"); empty means https://<host>.
+	APIURL string `yaml:"apiURL"`
+	// Credentials used for this registry's images unless the image names
+	// its own; empty means anonymous.
+	Credentials CredentialRef `yaml:"credentials"`
+	// CredsExpire re-reads the credentials after this long; 0 keeps them
+	// until the registry refuses them.
+	CredsExpire Duration `yaml:"credsExpire"`
+	// Insecure skips TLS verification and allows plain HTTP; CAFile and
+	// CAData are then ignored.
+	Insecure bool `yaml:"insecure"`
+	// CAFile and CAData add PEM CA certificates to the system roots.
+	CAFile string `yaml:"caFile"`
+	CAData string `yaml:"caData"`
+	// DefaultNamespace completes one-segment image names ("nginx" ->
+	// "library/nginx" on Docker Hub).
+	DefaultNamespace string `yaml:"defaultNamespace"`
+	// RateLimit is the most requests per second sent to the registry.
+	RateLimit float64 `yaml:"rateLimit"`
+	// MaxConcurrency bounds requests in flight to the registry.
+	MaxConcurrency int `yaml:"maxConcurrency"`
+	// Default makes this the registry of unqualified image names
+	// ("nginx"), instead of docker.io. At most one entry may set it.
+	Default bool `yaml:"default"`
+}
+
+// Per-registry defaults: argocd-image-updater's 20 requests per second,
+// and the registry client's 8 requests in flight, which keep a busy
+// crowsnest far below what registries throttle.
+const (
+	DefaultRegistryRateLimit      = 20
+	DefaultRegistryMaxConcurrency = 8
+	MaxRegistryConcurrency        = 1000
+)
+
+func (r *Registry) setDefaults() {
+	if r.RateLimit == 0 {
+		r.RateLimit = DefaultRegistryRateLimit
+	}
+	if r.MaxConcurrency == 0 {
+		r.MaxConcurrency = DefaultRegistryMaxConcurrency
+	}
+}
+
+// registryKeys names Registry's fields in one file format, so validation
+// errors use the keys the user wrote.
+type registryKeys struct {
+	prefix, apiURL, credsExpire, caData, defaultNamespace, rateLimit, maxConcurrency, isDefault string
+}
+
+var crowsnestKeys = registryKeys{
+	prefix: "prefix", apiURL: "apiURL", credsExpire: "credsExpire", caData: "caData",
+	defaultNamespace: "defaultNamespace", rateLimit: "rateLimit", maxConcurrency: "maxConcurrency", isDefault: "default",
+}
+
+var (
+	hostRE          = regexp.MustCompile(`^(?i)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*(?::[0-9]{1,5})?$`)
+	pathComponentRE = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
+)
+
+func (r *Registry) validate(path string, keys registryKeys, errs *fieldErrors) {
+	if err := checkPrefix(r.Prefix); err != nil {
+		errs.invalid(join(path, keys.prefix), "%v", err)
+	}
+	if err := checkAPIURL(r.APIURL); err != nil {
+		errs.invalid(join(path, keys.apiURL), "%v", err)
+	}
+	if r.CredsExpire.Duration < 0 {
+		errs.invalid(join(path, keys.credsExpire), "must not be negative, got %s", r.CredsExpire)
+	}
+	if r.CAData != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(r.CAData)) {
+		errs.invalid(join(path, keys.caData), "no PEM certificate found")
+	}
+	if r.DefaultNamespace != "" && !pathComponentRE.MatchString(r.DefaultNamespace) {
+		errs.invalid(join(path, keys.defaultNamespace), "invalid repository path component %q", r.DefaultNamespace)
+	}
+	if r.RateLimit < 0 {
+		errs.invalid(join(path, keys.rateLimit), "must be positive (requests per second), got %v", r.RateLimit)
+	}
+	if r.MaxConcurrency < 1 || r.MaxConcurrency > MaxRegistryConcurrency {
+		errs.invalid(join(path, keys.maxConcurrency), "must be between 1 and %d, got %d", MaxRegistryConcurrency, r.MaxConcurrency)
+	}
+}
+
+// checkPrefix accepts host[:port][/path...].
+func checkPrefix(p string) error {
+	if p == "" {
+		return fmt.Errorf("required: a registry host, optionally with a path, e.g. ghcr.io or ghcr.io/my-org")
+	}
+	host, rest, _ := strings.Cut(p, "/")
+	if !hostRE.MatchString(host) {
+		return fmt.Errorf("invalid registry host %q in %q (want e.g. ghcr.io or registry.local:5000, no scheme)", host, p)
+	}
+	if !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return fmt.Errorf("invalid registry host %q: no dot or port, so image references read it as a Docker Hub namespace", host)
+	}
+	if rest == "" && strings.HasSuffix(p, "/") {
+		return fmt.Errorf("invalid prefix %q: trailing slash", p)
+	}
+	for c := range strings.SplitSeq(rest, "/") {
+		if rest != "" && !pathComponentRE.MatchString(c) {
+			return fmt.Errorf("invalid repository path component %q in %q", c, p)
+		}
+	}
+	return nil
+}
+
+// checkAPIURL accepts http(s)://host[:port] with an optional trailing
+// slash. Errors print the URL redacted: it might carry a password.
+func checkAPIURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("invalid URL: %s", strings.ReplaceAll(err.Error(), s, "<url>"))
+	}
+	switch {
+	case u.User != nil:
+		return fmt.Errorf("must not carry credentials (%s); use credentials instead", u.Redacted())
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("want an http:// or https:// URL, got %q", u.Redacted())
+	case u.Host == "" || !hostRE.MatchString(u.Host):
+		return fmt.Errorf("invalid host in %q", u.Redacted())
+	case u.Path != "" && u.Path != "/":
+		return fmt.Errorf("must not have a path (got %q): crowsnest calls <apiURL>/v2/", u.Path)
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("must not have a query or fragment: %q", u.Redacted())
+	}
+	return nil
+}
+
+// RegistryHost returns the canonical form of a registry host as written in
+// an image reference, URL or Docker config key: lower case, without scheme
+// or path, with Docker Hub's aliases folded into docker.io.
+func RegistryHost(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if _, rest, ok := strings.Cut(s, "://"); ok {
+		s = rest
+	}
+	s, _, _ = strings.Cut(s, "/")
+	switch s {
+	case "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com":
+		return "docker.io"
+	}
+	return s
+}
+
+// RegistryList is the registries in force, in file order.
+type RegistryList []Registry
+
+func (l RegistryList) validate(path string, keys registryKeys, errs *fieldErrors) {
+	prefixes := map[string]int{}
+	def := -1
+	for i := range l {
+		p := index(path, i)
+		l[i].validate(p, keys, errs)
+		if l[i].Prefix != "" {
+			key := canonicalPrefix(l[i].Prefix)
+			if j, dup := prefixes[key]; dup {
+				errs.invalid(join(p, keys.prefix), "duplicate prefix %q (also %s)", l[i].Prefix, index(path, j))
+			} else {
+				prefixes[key] = i
+			}
+		}
+		if l[i].Default {
+			if def >= 0 {
+				errs.invalid(join(p, keys.isDefault), "only one registry may be the default (%s is)", index(path, def))
+			} else {
+				def = i
+			}
+		}
+	}
+}
+
+// canonicalPrefix folds a prefix's host like RegistryHost and keeps its path.
+func canonicalPrefix(p string) string {
+	host, rest, ok := strings.Cut(p, "/")
+	if !ok {
+		return RegistryHost(host)
+	}
+	return RegistryHost(host) + "/" + rest
+}
+
+// Default returns the registry of unqualified image names, or nil when
+// none is configured (Docker Hub then).
+func (l RegistryList) Default() *Registry {
+	for i := range l {
+		if l[i].Default {
+			return &l[i]
+		}
+	}
+	return nil
+}
+
+// Match returns the settings for an image or repository ("ghcr.io/org/app",
+// "nginx:1.27", "registry.local:5000/team/app@sha256:..."), or nil when no
+// entry applies. The longest prefix wins, matched on whole path segments
+// after folding Docker Hub's aliases. An unqualified name ("nginx",
+// "argoproj/argocd") belongs to the default registry, else docker.io. An
+// image of another host never falls back to the default: that would send
+// one registry's credentials to another.
+func (l RegistryList) Match(image string) *Registry {
+	repo, _, _ := strings.Cut(image, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i] // a tag, not a port
+	}
+	first, rest, hasPath := strings.Cut(repo, "/")
+	if !strings.ContainsAny(first, ".:") && first != "localhost" {
+		if d := l.Default(); d != nil {
+			return d
+		}
+		first, rest, hasPath = "docker.io", repo, true
+		if !strings.Contains(repo, "/") {
+			rest = "library/" + repo
+		}
+	}
+	repo = RegistryHost(first)
+	if hasPath {
+		repo += "/" + rest
+	}
+	return l.longestPrefix(repo)
+}
+
+// MatchHost returns the settings for a registry host ("ghcr.io",
+// "registry.local:5000"), or nil. Only entries whose prefix is the whole
+// host apply: one with a path covers only some of the host's images.
+func (l RegistryList) MatchHost(host string) *Registry {
+	host = RegistryHost(host)
+	for i := range l {
+		if canonicalPrefix(l[i].Prefix) == host {
+			return &l[i]
+		}
+	}
+	return nil
+}
+
+func (l RegistryList) longestPrefix(repo string) *Registry {
+	var best *Registry
+	bestLen := -1
+	for i := range l {
+		p := canonicalPrefix(l[i].Prefix)
+		if (repo == p || strings.HasPrefix(repo, p+"/")) && len(p) > bestLen {
+			best, bestLen = &l[i], len(p)
+		}
+	}
+	return best
+}
