@@ -107,13 +107,13 @@ func (c *Client) init() {
 
 // puller returns the host's puller, making a new one when credentials
 // changed. A Puller reuses token exchanges per repository.
-func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller, error) {
+func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller, *hostTransport, error) {
 	host := reg.RegistryStr()
 	auth := authn.Anonymous
 	if c.Auth != nil {
 		a, err := c.Auth.Authenticator(ctx, Host(reg))
 		if err != nil {
-			return nil, fmt.Errorf("credentials for %s: %w", Host(reg), err)
+			return nil, nil, fmt.Errorf("credentials for %s: %w", Host(reg), err)
 		}
 		if a != nil {
 			auth = a
@@ -123,7 +123,7 @@ func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller,
 	defer c.mu.Unlock()
 	hs := c.hosts[host]
 	if hs != nil && hs.auth == auth {
-		return hs.puller, nil
+		return hs.puller, hs.transport, nil
 	}
 	var tr *hostTransport
 	if hs != nil {
@@ -135,10 +135,10 @@ func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller,
 		}
 		var err error
 		if tr, err = newHostTransport(host, cfg, c.Metrics); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	p, err := remote.NewPuller(
+	opts := []remote.Option{
 		remote.WithTransport(tr),
 		remote.WithAuth(auth),
 		// Retries live in hostTransport, which knows Retry-After and
@@ -146,27 +146,39 @@ func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller,
 		remote.WithRetryPredicate(func(error) bool { return false }),
 		remote.WithRetryStatusCodes(),
 		remote.WithUserAgent(userAgent),
-	)
+	}
+	if tr.cfg.PageSize > 0 {
+		opts = append(opts, remote.WithPageSize(tr.cfg.PageSize))
+	}
+	p, err := remote.NewPuller(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("registry %s: %w", Host(reg), err)
+		return nil, nil, fmt.Errorf("registry %s: %w", Host(reg), err)
 	}
 	c.hosts[host] = &hostState{transport: tr, auth: auth, puller: p}
-	return p, nil
+	return p, tr, nil
 }
 
-// do runs op with a puller for reg under the request timeout. When the
-// registry refuses the credentials (401/403) and they come from an
-// Authorizer, it retries once with fresh ones.
-func (c *Client) do(ctx context.Context, reg name.Registry, op func(ctx context.Context, p *remote.Puller) error) error {
+// do runs op with a puller for repo's registry under the request timeout.
+// op gets repo back, marked for plain HTTP when the registry is configured
+// insecure. When the registry refuses the credentials (401/403) and they
+// come from an Authorizer, it retries once with fresh ones.
+func (c *Client) do(ctx context.Context, repo name.Repository, op func(ctx context.Context, p *remote.Puller, repo name.Repository) error) error {
 	c.init()
 	ctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
 	defer cancel()
+	reg := repo.Registry
 	for try := 0; ; try++ {
-		p, err := c.puller(ctx, reg)
+		p, tr, err := c.puller(ctx, reg)
 		if err != nil {
 			return err
 		}
-		err = op(ctx, p)
+		r := repo
+		if tr.cfg.Insecure {
+			if r, err = name.NewRepository(repo.Name(), name.Insecure); err != nil {
+				return err
+			}
+		}
+		err = op(ctx, p, r)
 		if err == nil || try > 0 || c.Auth == nil || !isAuthError(err) {
 			return err
 		}
@@ -189,7 +201,7 @@ func isAuthError(err error) bool {
 // ListTags lists every tag of a repository now, following pagination.
 func (c *Client) ListTags(ctx context.Context, repo name.Repository) ([]string, error) {
 	var tags []string
-	err := c.do(ctx, repo.Registry, func(ctx context.Context, p *remote.Puller) error {
+	err := c.do(ctx, repo, func(ctx context.Context, p *remote.Puller, repo name.Repository) error {
 		var err error
 		tags, err = p.List(ctx, repo)
 		return err
@@ -239,6 +251,15 @@ func (c *Client) Tags(ctx context.Context, repo name.Repository, maxAge time.Dur
 	return v.([]string), nil
 }
 
+// ResetHosts makes the client ask Hosts again for every registry, after
+// the registry settings changed. Caches and credentials stay.
+func (c *Client) ResetHosts() {
+	c.init()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.hosts)
+}
+
 // MarkStale makes the next Tags call for repo list again, for webhooks.
 func (c *Client) MarkStale(repo string) {
 	c.init()
@@ -272,7 +293,7 @@ func (c *Client) Digest(ctx context.Context, repo name.Repository, tag string, m
 	c.mu.Unlock()
 	v, err, shared := c.flight.Do("digest\x00"+key, func() (any, error) {
 		var digest string
-		err := c.do(ctx, repo.Registry, func(ctx context.Context, p *remote.Puller) error {
+		err := c.do(ctx, repo, func(ctx context.Context, p *remote.Puller, repo name.Repository) error {
 			d, err := p.Head(ctx, repo.Tag(tag))
 			if err != nil {
 				return err

@@ -2,9 +2,12 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -411,3 +414,55 @@ func TestRateLimitPacesRequests(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A registry that pages tag lists with Link headers, as the distribution
+// spec describes (n and last): the client follows every page.
+func TestListTagsFollowsPages(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	var all []string
+	for i := range 23 {
+		all = append(all, fmt.Sprintf("v%02d", i))
+	}
+	var pages atomic.Int32
+	reg.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/tags/list") {
+			return false
+		}
+		pages.Add(1)
+		q := r.URL.Query()
+		n, err := strconv.Atoi(q.Get("n"))
+		if err != nil || n <= 0 {
+			n = len(all)
+		}
+		i, _ := slices.BinarySearch(all, q.Get("last"))
+		if q.Get("last") != "" && i < len(all) && all[i] == q.Get("last") {
+			i++
+		}
+		page := all[i:min(i+n, len(all))]
+		if i+n < len(all) {
+			w.Header().Set("Link", fmt.Sprintf(`<%s?n=%d&last=%s>; rel="next"`, r.URL.Path, n, page[len(page)-1]))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"name": "team/app", "tags": page})
+		return true
+	})
+	c := &Client{Hosts: func(string) HostConfig {
+		h := fastHosts("")
+		h.PageSize = 5
+		return h
+	}}
+	repo, err := ParseRepo(reg.Host() + "/team/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := c.ListTags(t.Context(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tags, all) {
+		t.Errorf("tags = %v, want %v", tags, all)
+	}
+	if got := pages.Load(); got != 5 {
+		t.Errorf("%d page requests, want 5 (23 tags in pages of 5)", got)
+	}
+}

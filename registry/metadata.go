@@ -86,7 +86,7 @@ func (c *Client) manifest(ctx context.Context, repo name.Repository, digest stri
 	}
 	v, err, shared := c.flight.Do("manifest\x00"+digest, func() (any, error) {
 		var info manifestInfo
-		err := c.do(ctx, repo.Registry, func(ctx context.Context, p *remote.Puller) error {
+		err := c.do(ctx, repo, func(ctx context.Context, p *remote.Puller, repo name.Repository) error {
 			var err error
 			info, err = fetchManifest(ctx, p, repo.Digest(digest))
 			return err

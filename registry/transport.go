@@ -45,6 +45,9 @@ type HostConfig struct {
 	MaxRetryAfter time.Duration
 	// AttemptTimeout bounds one request, body included.
 	AttemptTimeout time.Duration
+	// PageSize asks for tag lists in pages of this many (the n parameter);
+	// zero lets the registry choose. Pages are followed either way.
+	PageSize int
 }
 
 // Host defaults. Docker Hub allows roughly 100-200 manifest pulls per six

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -24,6 +25,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -42,6 +45,7 @@ type runOptions struct {
 	appsDir                 string
 	metricsAddr             string
 	probeAddr               string
+	webhookAddr             string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaderElectionID        string
@@ -76,6 +80,7 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringVar(&o.appsDir, "apps-dir", "", "read Applications from YAML files in this folder instead of a cluster (local mode)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" disables it`)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
+	f.StringVar(&o.webhookAddr, "webhook-bind-address", ":8082", `address of the registry webhook receiver (/webhooks/registry/<source>), served when registries.webhook.sources are configured; "0" disables it`)
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader with a Lease so only one replica reconciles")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease; the pod's namespace in a cluster")
 	f.StringVar(&o.leaderElectionID, "leader-election-id", "", `name of the Lease (default "crowsnest")`)
@@ -210,11 +215,31 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			Metrics:      watchMetrics,
 		}}
 	}
-	if cfg.LeaderElection.Enabled {
+	var (
+		clientset kubernetes.Interface
+		secrets   creds.SecretGetter
+	)
+	if restCfg != nil {
 		cs, err := kubernetes.NewForConfig(restCfg)
 		if err != nil {
 			return fmt.Errorf("building kube client: %w", err)
 		}
+		clientset, secrets = cs, creds.KubeSecrets{Client: cs}
+	}
+	baseDir := "."
+	if o.configPath != "" {
+		baseDir = filepath.Dir(o.configPath)
+	}
+	regs, err := newRegistries(cfg, baseDir, secrets, registry.NewMetrics(reg), log)
+	if err != nil {
+		return err
+	}
+	webhooks, err := newWebhookHandler(cfg.Registries.Webhook, regs.poller, reg, log)
+	if err != nil {
+		return err
+	}
+	if cfg.LeaderElection.Enabled {
+		cs := clientset
 		engine.LeaderElection = &controller.LeaderElection{
 			Client:        cs,
 			Namespace:     cfg.LeaderElection.LeaseNamespace,
@@ -238,6 +263,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			prev := effectiveCfg
 			effectiveCfg = eff
 			current.Unlock()
+			if err := regs.reload(eff, baseDir); err != nil {
+				log.Error("registries reload failed; the previous registry settings stay in force", "error", err)
+			}
 			warnRestartOnly(log, prev, eff)
 			log.Info("config reloaded", "path", o.configPath)
 			engine.RequeueAll()
@@ -248,6 +276,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		{Name: "metrics", Addr: o.metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Log: log},
 		{Name: "health", Addr: o.probeAddr, Handler: engine.HealthHandler(), Log: log},
 	}
+	if webhooks != nil {
+		servers = append(servers, &httpserver.Server{Name: "webhooks", Addr: o.webhookAddr, Handler: webhooks, Log: log})
+	}
 	for _, s := range servers {
 		if _, err := s.Listen(); err != nil {
 			return err
@@ -256,7 +287,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	log.Info("crowsnest starting", "version", version, "namespaces", strings.Join(cfg.Watch.Namespaces, ","),
 		"selector", cfg.Watch.Selector, "appsDir", o.appsDir, "leaderElect", cfg.LeaderElection.Enabled)
 
-	tasks := []func(context.Context) error{engine.Run}
+	tasks := []func(context.Context) error{engine.Run, regs.poller.Start}
 	for _, s := range servers {
 		tasks = append(tasks, s.Serve)
 	}
@@ -301,6 +332,11 @@ func warnRestartOnly(log *slog.Logger, prev, next *config.Config) {
 	changed("controller.kubeBurst", prev.Controller.KubeBurst, next.Controller.KubeBurst)
 	changed("leaderElection", prev.LeaderElection, next.LeaderElection)
 	changed("log.format", prev.Log.Format, next.Log.Format)
+	changed("registries.pollInterval", prev.Registries.PollInterval, next.Registries.PollInterval)
+	changed("registries.tagCacheTTL", prev.Registries.TagCacheTTL, next.Registries.TagCacheTTL)
+	changed("registries.metadataCacheSize", prev.Registries.MetadataCacheSize, next.Registries.MetadataCacheSize)
+	changed("registries.requestTimeout", prev.Registries.RequestTimeout, next.Registries.RequestTimeout)
+	changed("registries.webhook", prev.Registries.Webhook, next.Registries.Webhook)
 }
 
 // runAll runs tasks until ctx ends or one fails; then it cancels the rest

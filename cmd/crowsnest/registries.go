@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	"github.com/crowsnest-dev/crowsnest/registry/webhook"
+)
+
+// registries is the daemon's registry side, built from the config's
+// registries section: one client (shared tag and metadata caches, per-host
+// pacing), its credentials and the poller. A reload swaps the registry list
+// in place; caches survive it.
+type registries struct {
+	client   *registry.Client
+	poller   *registry.Poller
+	resolver *creds.Resolver
+	list     atomic.Pointer[config.RegistryList]
+	log      *slog.Logger
+}
+
+// newRegistries builds the client and poller. baseDir resolves a relative
+// registries.conf path (the config file's folder); secrets reads pull
+// secrets and may be nil (local mode without a cluster).
+func newRegistries(cfg *config.Config, baseDir string, secrets creds.SecretGetter, metrics *registry.Metrics, log *slog.Logger) (*registries, error) {
+	list, err := cfg.Registries.Resolved(baseDir)
+	if err != nil {
+		return nil, err
+	}
+	r := &registries{
+		resolver: &creds.Resolver{Secrets: secrets, Log: log},
+		log:      log,
+	}
+	r.list.Store(&list)
+	auth := &creds.HostAuth{Resolver: r.resolver, Lookup: func(host string) (creds.Ref, time.Duration) {
+		if e := r.list.Load().MatchHost(host); e != nil {
+			return e.Credentials, e.CredsExpire.Duration
+		}
+		return creds.Ref{}, 0
+	}}
+	r.client = &registry.Client{
+		Hosts:             r.hostConfig,
+		Auth:              auth,
+		TagTTL:            cfg.Registries.TagTTL(),
+		MetadataCacheSize: cfg.Registries.MetadataCacheSize,
+		RequestTimeout:    cfg.Registries.RequestTimeout.Duration,
+		Metrics:           metrics,
+		Log:               log,
+	}
+	r.poller = &registry.Poller{
+		Client:   r.client,
+		Interval: cfg.Registries.PollInterval.Duration,
+		Metrics:  metrics,
+		Log:      log,
+	}
+	return r, nil
+}
+
+// hostConfig is the client's view of one registry's settings.
+func (r *registries) hostConfig(host string) registry.HostConfig {
+	e := r.list.Load().MatchHost(host)
+	if e == nil {
+		return registry.HostConfig{}
+	}
+	hc := registry.HostConfig{
+		RateLimit:      e.RateLimit,
+		MaxConcurrency: e.MaxConcurrency,
+		APIURL:         e.APIURL,
+		Insecure:       e.Insecure,
+	}
+	tlsCfg, err := e.TLSConfig()
+	if err != nil {
+		// Validation read the CA already; a file that went bad since is
+		// logged and the system roots are used.
+		r.log.Error("registry CA unusable; using the system roots", "registry", host, "error", err)
+	} else {
+		hc.TLS = tlsCfg
+	}
+	return hc
+}
+
+// reload applies a new registries section: the list (and with it rate
+// limits, endpoints, TLS and credential references) takes effect for the
+// next request; cached credentials are dropped. Cache sizes, TTL and poll
+// interval need a restart.
+func (r *registries) reload(cfg *config.Config, baseDir string) error {
+	list, err := cfg.Registries.Resolved(baseDir)
+	if err != nil {
+		return err
+	}
+	r.list.Store(&list)
+	r.resolver.Reset()
+	r.client.ResetHosts()
+	return nil
+}
+
+// newWebhookHandler builds the registry webhook receiver for the configured
+// sources, or returns nil when none are configured. Pushes refresh the
+// repository at once.
+func newWebhookHandler(cfg config.RegistryWebhook, poller *registry.Poller, reg prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
+	if len(cfg.Sources) == 0 {
+		return nil, nil
+	}
+	sources := make([]webhook.Source, 0, len(cfg.Sources))
+	var errs []error
+	for i := range cfg.Sources {
+		s := &cfg.Sources[i]
+		secret, err := s.LoadSecret()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("registries.webhook.sources[%d]: %w", i, err))
+			continue
+		}
+		sources = append(sources, webhook.Source{Name: s.Name, Type: webhook.SourceType(s.Type), Secret: secret, Registry: s.Registry})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	recv, err := webhook.NewReceiver(webhook.Config{
+		Sources:              sources,
+		AllowUnauthenticated: cfg.AllowUnauthenticated,
+		OnPush: func(_ context.Context, ev webhook.PushEvent) {
+			if !poller.Refresh(ev.Repository) {
+				log.Debug("registry push for a repository nobody uses", "repository", ev.Repository, "source", ev.Source)
+			}
+		},
+		Metrics: webhook.NewMetrics(reg),
+		Log:     log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/registry/{source}", recv)
+	return mux, nil
+}

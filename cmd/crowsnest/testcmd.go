@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/logging"
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
+)
+
+// errNothingSelected makes `crowsnest test` exit non-zero when no tag
+// qualifies, so scripts can rely on the exit code.
+var errNothingSelected = errors.New("no tag qualifies")
+
+type testOptions struct {
+	strategy     string
+	constraint   string
+	allowTags    string
+	ignoreTags   []string
+	extract      string
+	extractOrder string
+	platforms    []string
+	credentials  string
+	configPath   string
+	regConf      string
+	insecure     bool
+	output       string
+	timeout      time.Duration
+	kubeconfig   string
+	logLevel     string
+}
+
+func newTestCommand() *cobra.Command {
+	o := &testOptions{}
+	cmd := &cobra.Command{
+		Use:   "test IMAGE",
+		Short: "Show which tag a policy would select for an image, and why",
+		Long: `Test lists an image's tags in its registry and runs version selection on
+them exactly as the daemon would, printing every candidate with the reason it
+was selected or skipped. IMAGE is a reference such as nginx, ghcr.io/org/app
+or registry.local:5000/team/app:1.2.0; a tag in IMAGE is shown as the current
+version (and is the tag to track with --strategy digest when --constraint is
+not given). The exit code is non-zero when no tag qualifies.
+
+Registry settings (endpoints, CAs, rate limits, credentials per registry) come
+from --config and --registries-conf; --credentials overrides the credentials
+for this image (pullsecret:ns/name, secret:ns/name#field, env:VAR, ext:/path,
+dockerconfig:/path). Kubernetes secrets are read with --kubeconfig.`,
+		Example: `  crowsnest test nginx --constraint '~1.27'
+  crowsnest test ghcr.io/org/app --strategy newest-build --platform linux/amd64 --platform linux/arm64
+  crowsnest test registry.local/app --allow-tags 'regexp:^build-' --extract 'build-(?P<version>\d+)' --extract-order numeric
+  crowsnest test nginx:stable --strategy digest -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), cmd, args[0])
+		},
+		SilenceUsage: true,
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.strategy, "strategy", "", "semver (default), newest-build, digest or alphabetical (argocd-image-updater's latest and name work too)")
+	f.StringVar(&o.strategy, "update-strategy", "", "same as --strategy (argocd-image-updater's name)")
+	f.StringVar(&o.constraint, "constraint", "", "semver range such as '~1.2' or '>=1.0 <2'; the tag to track with digest")
+	f.StringVar(&o.constraint, "semver-constraint", "", "same as --constraint (argocd-image-updater's name)")
+	f.StringVar(&o.allowTags, "allow-tags", "", "keep only these tags: 'regexp:<re>' or 'any'")
+	f.StringArrayVar(&o.ignoreTags, "ignore-tags", nil, "drop tags matching this glob or 'regexp:<re>' (repeatable)")
+	f.StringVar(&o.extract, "extract", "", "regexp with a (?P<version>...) group; the group's text is what gets ordered")
+	f.StringVar(&o.extractOrder, "extract-order", "", "how extracted values sort: semver, numeric or lexical")
+	f.StringSliceVar(&o.platforms, "platform", nil, "os/arch[/variant] the tag must be built for (repeatable or comma-separated)")
+	f.StringSliceVar(&o.platforms, "platforms", nil, "same as --platform")
+	f.StringVar(&o.credentials, "credentials", "", "credentials reference for this image's registry")
+	f.StringVar(&o.configPath, "config", "", "crowsnest config file whose registries section applies")
+	f.StringVar(&o.regConf, "registries-conf", "", "argocd-image-updater registries.conf to read")
+	f.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP and skip TLS verification for this image's registry")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	f.DurationVar(&o.timeout, "timeout", time.Minute, "give up after this long")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for pullsecret: and secret: credentials")
+	f.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	return cmd
+}
+
+// testReport is the JSON form of `crowsnest test`.
+type testReport struct {
+	Image      string             `json:"image"`
+	Current    string             `json:"current,omitempty"`
+	Strategy   string             `json:"strategy"`
+	Tags       int                `json:"tags"`
+	Selected   string             `json:"selected,omitempty"`
+	Digest     string             `json:"digest,omitempty"`
+	Ref        string             `json:"ref,omitempty"`
+	Update     bool               `json:"update"`
+	Error      string             `json:"error,omitempty"`
+	Candidates []policy.Candidate `json:"candidates"`
+}
+
+func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string) error {
+	if o.output != "text" && o.output != "json" {
+		return fmt.Errorf("--output: unsupported value %q, want text or json", o.output)
+	}
+	lvl, err := logging.ParseLevel(o.logLevel)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	var level slog.LevelVar
+	level.Set(lvl)
+	log, err := logging.New(cmd.ErrOrStderr(), "text", &level)
+	if err != nil {
+		return err
+	}
+	img, err := registry.ParseImage(image)
+	if err != nil {
+		return err
+	}
+	if !tagWritten(image) {
+		img.Tag = "" // ParseImage's "latest" is not a current version
+	}
+	spec := policy.Spec{
+		Strategy: o.strategy, Constraint: o.constraint, AllowTags: o.allowTags, IgnoreTags: o.ignoreTags,
+		Extract: o.extract, ExtractOrder: o.extractOrder, Platforms: o.platforms,
+	}
+	if spec.Constraint == "" && img.Tag != "" && isDigestStrategy(spec.Strategy) {
+		spec.Constraint = img.Tag
+	}
+	pol, err := policy.Compile(img.Repo(), spec)
+	if err != nil {
+		return err
+	}
+	cfg, baseDir, err := o.config(img)
+	if err != nil {
+		return err
+	}
+	var secrets creds.SecretGetter
+	if needsKube(cfg, o.credentials) {
+		if secrets, err = o.secrets(); err != nil {
+			return err
+		}
+	}
+	regs, err := newRegistries(cfg, baseDir, secrets, nil, log)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	repo := img.Repository
+	rep := testReport{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []policy.Candidate{}}
+	tags, err := regs.client.ListTags(ctx, repo)
+	if err != nil {
+		return err
+	}
+	rep.Tags = len(tags)
+	res, selErr := pol.Explain(ctx, tags, regs.client.MetadataFunc(repo, pol.Platforms()))
+	if res.Candidates != nil {
+		rep.Candidates = res.Candidates
+	}
+	switch {
+	case selErr == nil:
+		rep.Selected, rep.Digest, rep.Ref = res.Tag, res.Digest, res.Ref()
+		rep.Update = img.Tag != "" && (res.Tag != img.Tag || (res.Pinned && res.Digest != img.Digest))
+	case errors.Is(selErr, policy.ErrNoCandidate):
+		rep.Error = selErr.Error()
+	default:
+		return selErr
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else if err := printTestReport(cmd.OutOrStdout(), &rep); err != nil {
+		return err
+	}
+	if rep.Selected == "" {
+		return fmt.Errorf("%s: %w: %w", img.Repo(), errNothingSelected, selErr)
+	}
+	return nil
+}
+
+// tagWritten reports whether the reference names a tag: a colon in its
+// last path segment, before any digest.
+func tagWritten(ref string) bool {
+	ref, _, _ = strings.Cut(ref, "@")
+	return strings.Contains(ref[strings.LastIndexByte(ref, '/')+1:], ":")
+}
+
+func isDigestStrategy(s string) bool { return strings.EqualFold(s, string(policy.StrategyDigest)) }
+
+// config assembles the registries section: --config's, then
+// --registries-conf, then this image's --credentials and --insecure.
+func (o *testOptions) config(img registry.Image) (*config.Config, string, error) {
+	cfg := config.Default()
+	baseDir := "."
+	if o.configPath != "" {
+		c, err := config.Load(o.configPath)
+		if err != nil {
+			return nil, "", err
+		}
+		cfg, baseDir = c, filepath.Dir(o.configPath)
+	}
+	if o.regConf != "" {
+		abs, err := filepath.Abs(o.regConf)
+		if err != nil {
+			return nil, "", err
+		}
+		cfg.Registries.ConfFile = abs
+	}
+	if o.credentials == "" && !o.insecure {
+		return cfg, baseDir, nil
+	}
+	var ref creds.Ref
+	if o.credentials != "" {
+		var err error
+		if ref, err = creds.Parse(o.credentials); err != nil {
+			return nil, "", fmt.Errorf("--credentials: %w", err)
+		}
+	}
+	list, err := cfg.Registries.Resolved(baseDir)
+	if err != nil {
+		return nil, "", err
+	}
+	host := registry.Host(img.Repository.Registry)
+	entry := config.Registry{Prefix: host, RateLimit: config.DefaultRegistryRateLimit, MaxConcurrency: config.DefaultRegistryMaxConcurrency}
+	if e := list.MatchHost(host); e != nil {
+		entry = *e
+	}
+	if o.credentials != "" {
+		entry.Credentials = ref
+	}
+	entry.Insecure = entry.Insecure || o.insecure
+	cfg.Registries.List = append(cfg.Registries.List, entry)
+	if err := cfg.Validate(); err != nil {
+		return nil, "", err
+	}
+	return cfg, baseDir, nil
+}
+
+// needsKube reports whether any credentials in force read Kubernetes.
+func needsKube(cfg *config.Config, cred string) bool {
+	if strings.HasPrefix(cred, "pullsecret:") || strings.HasPrefix(cred, "secret:") {
+		return true
+	}
+	for i := range cfg.Registries.List {
+		if s := cfg.Registries.List[i].Credentials.String(); strings.HasPrefix(s, "pullsecret:") || strings.HasPrefix(s, "secret:") {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *testOptions) secrets() (creds.SecretGetter, error) {
+	ro := &runOptions{kubeconfig: o.kubeconfig}
+	rc, err := ro.restConfig(config.Default())
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building kube client: %w", err)
+	}
+	return creds.KubeSecrets{Client: cs}, nil
+}
+
+func printTestReport(w io.Writer, rep *testReport) error {
+	fmt.Fprintf(w, "image:    %s\n", rep.Image)
+	if rep.Current != "" {
+		fmt.Fprintf(w, "current:  %s\n", rep.Current)
+	}
+	fmt.Fprintf(w, "strategy: %s\n", rep.Strategy)
+	fmt.Fprintf(w, "tags:     %d\n\n", rep.Tags)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TAG\tVERSION\tCREATED\tRESULT")
+	for _, c := range rep.Candidates {
+		created := ""
+		if !c.Created.IsZero() {
+			created = c.Created.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable(c.Tag), printable(c.Version), created, c.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	switch {
+	case rep.Selected == "":
+		fmt.Fprintf(w, "selected: none (%s)\n", rep.Error)
+	case rep.Current == "":
+		fmt.Fprintf(w, "selected: %s\n", rep.Ref)
+	case rep.Update:
+		fmt.Fprintf(w, "selected: %s (update from %s)\n", rep.Ref, rep.Current)
+	default:
+		fmt.Fprintf(w, "selected: %s (up to date)\n", rep.Ref)
+	}
+	return nil
+}
+
+// printable quotes a tag with control characters so a hostile tag cannot
+// rewrite the terminal.
+func printable(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/windows"
+)
+
+type windowsOptions struct {
+	configPath string
+	appsDir    string
+	app        string
+	at         string
+	manual     bool
+	output     string
+}
+
+func newWindowsCommand() *cobra.Command {
+	o := &windowsOptions{}
+	cmd := &cobra.Command{
+		Use:   "windows",
+		Short: "List sync windows: which are open, when they open and close next, and what they decide",
+		Long: `Windows lists the sync windows of crowsnest's config (--config) and of the
+AppProjects under --apps-dir, each with whether it is active and when it opens
+and closes next. With --apps-dir, every Application gets the decision the
+windows make for it (Argo CD's table: an active deny wins, an active allow
+allows, inactive allow windows deny) and whether image write-backs are held;
+--app narrows that to one Application and lists its windows. --at evaluates
+at another time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00).`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.configPath, "config", "", "crowsnest config file whose syncWindows apply")
+	f.StringVar(&o.appsDir, "apps-dir", "", "folder of Application and AppProject files (as run --apps-dir reads)")
+	f.StringVar(&o.app, "app", "", "only this Application (name or namespace/name) from --apps-dir")
+	f.StringVar(&o.at, "at", "", "evaluate at this time instead of now (RFC 3339)")
+	f.BoolVar(&o.manual, "manual", false, "decide for a manual sync (windows with manualSync let it pass)")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+// windowRow is one window as `crowsnest windows` shows it.
+type windowRow struct {
+	Name        string     `json:"name"`
+	Kind        string     `json:"kind"`
+	Schedule    string     `json:"schedule"`
+	Duration    string     `json:"duration"`
+	TimeZone    string     `json:"timeZone"`
+	Active      bool       `json:"active"`
+	NextOpen    *time.Time `json:"nextOpen,omitempty"`
+	NextClose   *time.Time `json:"nextClose,omitempty"`
+	HoldsImages bool       `json:"holdImageUpdates"`
+	Description string     `json:"description,omitempty"`
+}
+
+// appDecision is one Application's window decision.
+type appDecision struct {
+	App           string   `json:"app"`
+	SyncAllowed   bool     `json:"syncAllowed"`
+	Reason        string   `json:"reason"`
+	UpdatesHeld   bool     `json:"imageUpdatesHeld"`
+	Windows       []string `json:"windows"`
+	ActiveWindows []string `json:"activeWindows"`
+}
+
+type windowsReport struct {
+	At       time.Time     `json:"at"`
+	Windows  []windowRow   `json:"windows"`
+	Apps     []appDecision `json:"applications,omitempty"`
+	Problems []string      `json:"problems,omitempty"`
+}
+
+func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
+	if o.output != "text" && o.output != "json" {
+		return fmt.Errorf("--output: unsupported value %q, want text or json", o.output)
+	}
+	if o.app != "" && o.appsDir == "" {
+		return errors.New("--app needs --apps-dir")
+	}
+	now := time.Now()
+	if o.at != "" {
+		t, err := time.Parse(time.RFC3339, o.at)
+		if err != nil {
+			return fmt.Errorf("--at: want RFC 3339 such as 2026-12-24T18:00:00Z: %w", err)
+		}
+		now = t
+	}
+	var set windows.Set
+	if o.configPath != "" {
+		cfg, err := config.Load(o.configPath)
+		if err != nil {
+			return err
+		}
+		if set, err = windows.FromConfig(cfg.Windows); err != nil {
+			return err
+		}
+	}
+	rep := windowsReport{At: now, Windows: []windowRow{}}
+	var apps []*watcher.App
+	if o.appsDir != "" {
+		objs, err := readAppsDir(ctx, o.appsDir)
+		if err != nil {
+			return err
+		}
+		for _, p := range objs.projects {
+			ps, err := windows.FromAppProject(p.Object.Object)
+			if err != nil {
+				// The rest of the project's windows still show; the
+				// daemon holds the project's write-backs meanwhile.
+				rep.Problems = append(rep.Problems, err.Error())
+			}
+			set = append(set, ps...)
+		}
+		apps = objs.apps
+		if o.app != "" {
+			apps = slices.DeleteFunc(apps, func(a *watcher.App) bool { return a.Name != o.app && a.Key() != o.app })
+			if len(apps) == 0 {
+				return fmt.Errorf("--app %s: no such Application under %s", o.app, o.appsDir)
+			}
+		}
+	}
+	shown := set
+	if o.app != "" {
+		shown = set.Matching(controller.WindowRef(apps[0]))
+	}
+	for _, w := range shown {
+		rep.Windows = append(rep.Windows, rowOf(w, now))
+	}
+	for _, a := range apps {
+		ref := controller.WindowRef(a)
+		d := set.Decide(ref, now, o.manual)
+		held := !set.HoldingUpdates().Decide(ref, now, false).Allowed
+		ad := appDecision{App: a.Key(), SyncAllowed: d.Allowed, Reason: string(d.Reason), UpdatesHeld: held,
+			Windows: names(d.Matching), ActiveWindows: names(d.Active)}
+		rep.Apps = append(rep.Apps, ad)
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return printWindows(out, &rep)
+}
+
+func rowOf(w *windows.Window, now time.Time) windowRow {
+	sp := w.Spec()
+	r := windowRow{
+		Name: w.Name(), Kind: string(w.Kind()), Schedule: sp.Schedule, Duration: w.Duration().String(),
+		TimeZone: w.Location().String(), Active: w.Active(now), HoldsImages: w.HoldsImageUpdates(),
+		Description: w.Description(),
+	}
+	if t, ok := w.NextOpen(now); ok {
+		r.NextOpen = &t
+	}
+	if t, ok := w.NextClose(now); ok {
+		r.NextClose = &t
+	}
+	return r
+}
+
+func names(s windows.Set) []string {
+	out := make([]string, 0, len(s))
+	for _, w := range s {
+		out = append(out, w.Name())
+	}
+	return out
+}
+
+func printWindows(out io.Writer, rep *windowsReport) error {
+	fmt.Fprintf(out, "at %s\n\n", rep.At.Format(time.RFC3339))
+	if len(rep.Windows) == 0 {
+		fmt.Fprintln(out, "no sync windows")
+	} else {
+		tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "WINDOW\tKIND\tSCHEDULE\tDURATION\tZONE\tACTIVE\tNEXT OPEN\tNEXT CLOSE\tDESCRIPTION")
+		for i := range rep.Windows {
+			r := &rep.Windows[i]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\n", r.Name, r.Kind, r.Schedule, r.Duration, r.TimeZone,
+				r.Active, inZone(r.NextOpen, r.TimeZone), inZone(r.NextClose, r.TimeZone), r.Description)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(rep.Apps) > 0 {
+		fmt.Fprintln(out)
+		tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "APPLICATION\tSYNC\tREASON\tIMAGE UPDATES\tACTIVE WINDOWS")
+		for _, a := range rep.Apps {
+			syncs, updates := "allowed", "written"
+			if !a.SyncAllowed {
+				syncs = "denied"
+			}
+			if a.UpdatesHeld {
+				updates = "held"
+			}
+			active := strings.Join(a.ActiveWindows, "; ")
+			if active == "" {
+				active = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.App, syncs, a.Reason, updates, active)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(out, "\nproblem: %s\n", p)
+	}
+	return nil
+}
+
+// inZone shows a time in the window's own zone, where its schedule lives.
+func inZone(t *time.Time, zone string) string {
+	if t == nil {
+		return "never"
+	}
+	if loc, err := time.LoadLocation(zone); err == nil {
+		return t.In(loc).Format("2006-01-02 15:04 MST")
+	}
+	return t.Format(time.RFC3339)
+}
+
+// appsDirObjects is what one read of an apps folder holds.
+type appsDirObjects struct {
+	mu       sync.Mutex
+	apps     []*watcher.App
+	projects []*watcher.Project
+}
+
+func (o *appsDirObjects) OnAppEvent(ev watcher.AppEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ev.New != nil {
+		o.apps = append(o.apps, ev.New)
+	}
+}
+
+func (o *appsDirObjects) OnProjectEvent(ev watcher.ProjectEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ev.New != nil {
+		o.projects = append(o.projects, ev.New)
+	}
+}
+
+// readAppsDir reads the folder once with the file source, the same code
+// `run --apps-dir` uses.
+func readAppsDir(ctx context.Context, dir string) (*appsDirObjects, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	objs := &appsDirObjects{}
+	src := &watcher.FileSource{Dir: dir, Log: slog.New(slog.DiscardHandler)}
+	done := make(chan error, 1)
+	go func() { done <- src.Start(ctx, objs) }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !src.Synced() {
+		select {
+		case err := <-done:
+			if err == nil {
+				err = ctx.Err()
+			}
+			return nil, err
+		case <-tick.C:
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return nil, err
+	}
+	objs.mu.Lock()
+	defer objs.mu.Unlock()
+	slices.SortFunc(objs.apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
+	return objs, nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const windowsApps = `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: shop, namespace: argocd, labels: {freeze: "yes"}}
+spec:
+  project: payments
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: blog, namespace: argocd}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: blog}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: payments, namespace: argocd}
+spec:
+  syncWindows:
+    - {kind: deny, schedule: "0 18 * * 5", duration: 60h, timeZone: Europe/Berlin, applications: ["*"], manualSync: true}
+    - {kind: allow, schedule: "0 0 30 2 *", duration: 1h, applications: ["*"]}
+`
+
+const windowsConfig = `apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+syncWindows:
+  - kind: allow
+    schedule: "0 22 * * *"
+    duration: 2h
+    timeZone: America/New_York
+    namespaces: ["blog"]
+    description: nightly
+`
+
+func TestWindowsCommandE2E(t *testing.T) {
+	dir := t.TempDir()
+	apps := filepath.Join(dir, "apps")
+	if err := os.Mkdir(apps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(apps, "apps.yaml"), []byte(windowsApps), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "crowsnest.yaml")
+	if err := os.WriteFile(cfg, []byte(windowsConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) windowsReport {
+		t.Helper()
+		out, err := exec.CommandContext(t.Context(), binary, append([]string{"windows", "--config", cfg, "--apps-dir", apps, "-o", "json"}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("crowsnest windows %v: %v", args, err)
+		}
+		var rep windowsReport
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("output is not JSON: %v\n%s", err, out)
+		}
+		return rep
+	}
+	decision := func(rep windowsReport, app string) appDecision {
+		t.Helper()
+		for _, a := range rep.Apps {
+			if a.App == app {
+				return a
+			}
+		}
+		t.Fatalf("no decision for %s in %+v", app, rep.Apps)
+		return appDecision{}
+	}
+
+	// Friday 19:00 in Berlin: the weekend freeze holds shop; blog is
+	// outside its nightly allow window (22:00 New York), so it is denied.
+	// The project's impossible window is reported, the rest still apply.
+	rep := run("--at", "2026-11-27T19:00:00+01:00")
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "spec.syncWindows[1]") {
+		t.Errorf("problems = %q, want the impossible Feb 30 window named", rep.Problems)
+	}
+	if len(rep.Windows) != 2 {
+		t.Errorf("windows = %+v, want the config's and the project's valid one", rep.Windows)
+	}
+	shop := decision(rep, "argocd/shop")
+	if shop.SyncAllowed || !shop.UpdatesHeld || shop.Reason != "DenyWindowActive" {
+		t.Errorf("shop on Friday evening = %+v, want denied and held", shop)
+	}
+	if manual := decision(run("--at", "2026-11-27T19:00:00+01:00", "--manual"), "argocd/shop"); !manual.SyncAllowed {
+		t.Errorf("manual sync of shop = %+v, want allowed (manualSync)", manual)
+	}
+	blog := decision(rep, "argocd/blog")
+	if blog.SyncAllowed {
+		t.Errorf("blog outside its allow window = %+v, want denied", blog)
+	}
+
+	// Wednesday 23:00 in New York: blog's window is open; shop is free.
+	rep = run("--at", "2026-11-25T23:00:00-05:00")
+	if blog := decision(rep, "argocd/blog"); !blog.SyncAllowed || blog.UpdatesHeld {
+		t.Errorf("blog inside its allow window = %+v, want allowed", blog)
+	}
+	if shop := decision(rep, "argocd/shop"); !shop.SyncAllowed || shop.UpdatesHeld {
+		t.Errorf("shop midweek = %+v, want allowed", shop)
+	}
+
+	// --app lists only that Application's windows, with next boundaries.
+	rep = run("--app", "shop", "--at", "2026-11-25T12:00:00Z")
+	if len(rep.Windows) != 1 || rep.Windows[0].NextOpen == nil || rep.Windows[0].NextOpen.UTC().Format("2006-01-02T15:04") != "2026-11-27T17:00" {
+		t.Errorf("shop's windows = %+v, want the freeze opening Friday 18:00 Berlin (17:00 UTC)", rep.Windows)
+	}
+}
