@@ -231,6 +231,14 @@ func (c *Client) Tags(ctx context.Context, repo name.Repository, maxAge time.Dur
 	}
 	c.mu.Unlock()
 	v, err, shared := c.flight.Do("tags\x00"+key, func() (any, error) {
+		// A flight that ended between our cache check and this one
+		// filled the cache: do not list again.
+		c.mu.Lock()
+		if e := c.tags[key]; e != nil && !e.stale && maxAge > 0 && c.Now().Sub(e.fetched) < maxAge {
+			c.mu.Unlock()
+			return e.tags, nil
+		}
+		c.mu.Unlock()
 		tags, err := c.ListTags(ctx, repo)
 		if err != nil {
 			return nil, err
@@ -292,6 +300,12 @@ func (c *Client) Digest(ctx context.Context, repo name.Repository, tag string, m
 	}
 	c.mu.Unlock()
 	v, err, shared := c.flight.Do("digest\x00"+key, func() (any, error) {
+		c.mu.Lock()
+		if e := c.digests[key]; e != nil && maxAge > 0 && c.Now().Sub(e.fetched) < maxAge {
+			c.mu.Unlock()
+			return e.digest, nil
+		}
+		c.mu.Unlock()
 		var digest string
 		err := c.do(ctx, repo, func(ctx context.Context, p *remote.Puller, repo name.Repository) error {
 			d, err := p.Head(ctx, repo.Tag(tag))

@@ -85,6 +85,11 @@ func (c *Client) manifest(ctx context.Context, repo name.Repository, digest stri
 		return info, nil
 	}
 	v, err, shared := c.flight.Do("manifest\x00"+digest, func() (any, error) {
+		// A flight that ended between our cache check and this one
+		// filled the cache: do not fetch again.
+		if info, ok := c.meta.get(digest); ok {
+			return info, nil
+		}
 		var info manifestInfo
 		err := c.do(ctx, repo, func(ctx context.Context, p *remote.Puller, repo name.Repository) error {
 			var err error
