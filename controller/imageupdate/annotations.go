@@ -1,0 +1,343 @@
+package imageupdate
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
+)
+
+// Prefix is argocd-image-updater's annotation prefix, read unchanged.
+const Prefix = "argocd-image-updater.argoproj.io/"
+
+// Annotation keys after Prefix. Per-image keys are "<alias>.<key>"; the
+// app-wide form of a per-image key applies to images without their own.
+const (
+	KeyImageList      = "image-list"
+	KeyStrategy       = "update-strategy"
+	KeyAllowTags      = "allow-tags"
+	KeyIgnoreTags     = "ignore-tags"
+	KeyPullSecret     = "pull-secret"
+	KeyPlatforms      = "platforms"
+	KeyForceUpdate    = "force-update"
+	KeyHelmImageName  = "helm.image-name"
+	KeyHelmImageTag   = "helm.image-tag"
+	KeyHelmImageSpec  = "helm.image-spec"
+	KeyKustomizeImage = "kustomize.image-name"
+	KeyWriteBack      = "write-back-method"
+	KeyWriteTarget    = "write-back-target"
+	KeyGitBranch      = "git-branch"
+	KeyGitRepository  = "git-repository"
+)
+
+// AnnotationError is one malformed annotation. Key is the full annotation
+// key, so an Event can name exactly what to fix.
+type AnnotationError struct {
+	Key string
+	Msg string
+	Err error
+}
+
+func (e *AnnotationError) Error() string { return "annotation " + e.Key + ": " + e.Msg }
+
+func (e *AnnotationError) Unwrap() error { return e.Err }
+
+// ErrNoImageList says an Application carries updater annotations but no
+// image-list, so nothing can be updated.
+var ErrNoImageList = errors.New("no " + Prefix + KeyImageList + " annotation")
+
+// aliasRE is what an alias may look like: it becomes part of annotation
+// keys ("<alias>.update-strategy").
+var aliasRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62})$`)
+
+// FromAnnotations reads an Application's argocd-image-updater annotations.
+// It returns nil and no errors when the Application has no image-list:
+// crowsnest does not manage it. Every malformed annotation is reported;
+// an image whose own settings are broken is left out and the others stay,
+// while a broken write-back setting leaves WriteBack.Method empty (nothing
+// can be written, selection may still be shown).
+func FromAnnotations(annotations map[string]string) (*Spec, []error) {
+	list, ok := annotations[Prefix+KeyImageList]
+	if !ok {
+		return nil, nil
+	}
+	var errs []error
+	fail := func(key string, err error, format string, args ...any) {
+		errs = append(errs, &AnnotationError{Key: Prefix + key, Msg: fmt.Sprintf(format, args...), Err: err})
+	}
+	spec := &Spec{Source: "annotations"}
+	seen := map[string]bool{}
+	for i, entry := range strings.Split(list, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			if strings.TrimSpace(list) == "" {
+				fail(KeyImageList, nil, "empty")
+				break
+			}
+			fail(KeyImageList, nil, "entry %d is empty", i+1)
+			continue
+		}
+		img, ok := readImage(entry, annotations, func(key string, err error, format string, args ...any) {
+			fail(key, err, format, args...)
+		})
+		if !ok {
+			continue
+		}
+		if seen[img.Alias] {
+			fail(KeyImageList, nil, "alias %q is used twice", img.Alias)
+			continue
+		}
+		seen[img.Alias] = true
+		spec.Images = append(spec.Images, img)
+	}
+	wb, wbErrs := readWriteBack(annotations)
+	errs = append(errs, wbErrs...)
+	spec.WriteBack = wb
+	for _, k := range unknownKeys(annotations, seen) {
+		fail(k, nil, "unknown key (not an argocd-image-updater annotation, or an alias not in image-list)")
+	}
+	return spec, errs
+}
+
+type failFunc func(key string, err error, format string, args ...any)
+
+// readImage reads one image-list entry and its per-image settings.
+func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool) {
+	alias, ref, hasAlias := strings.Cut(entry, "=")
+	if !hasAlias {
+		ref, alias = entry, ""
+	}
+	ref = strings.TrimSpace(ref)
+	alias = strings.TrimSpace(alias)
+	name, constraint := splitConstraint(ref)
+	parsed, err := registry.ParseImage(name)
+	if err != nil {
+		fail(KeyImageList, err, "image %q: %v", ref, err)
+		return Image{}, false
+	}
+	if hasAlias && !aliasRE.MatchString(alias) {
+		fail(KeyImageList, nil, "alias %q: want letters, digits, '-' or '_' (at most 63)", alias)
+		return Image{}, false
+	}
+	if alias == "" {
+		alias = name // the image as written, as argocd-image-updater keys it
+	}
+	img := Image{Alias: alias, Name: name, Ref: parsed}
+	img.Policy.Constraint = constraint
+
+	// get returns the per-image value, else the app-wide one.
+	get := func(key string) (string, string, bool) {
+		if hasAlias {
+			if v, ok := ann[Prefix+alias+"."+key]; ok {
+				return strings.TrimSpace(v), alias + "." + key, true
+			}
+		}
+		v, ok := ann[Prefix+key]
+		return strings.TrimSpace(v), key, ok
+	}
+	keyOf := map[string]string{"constraint": KeyImageList}
+	bad := false
+	if v, k, ok := get(KeyStrategy); ok {
+		img.Policy.Strategy, keyOf["strategy"] = v, k
+	}
+	if v, k, ok := get(KeyAllowTags); ok {
+		img.Policy.AllowTags, keyOf["allow-tags"] = v, k
+	}
+	if v, k, ok := get(KeyIgnoreTags); ok {
+		img.Policy.IgnoreTags, keyOf["ignore-tags"] = splitList(v), k
+	}
+	if v, k, ok := get(KeyPlatforms); ok {
+		img.Policy.Platforms, keyOf["platforms"] = splitList(v), k
+	}
+	if v, k, ok := get(KeyPullSecret); ok && v != "" {
+		if _, err := creds.Parse(v); err != nil {
+			fail(k, err, "%v", err)
+			bad = true
+		}
+		img.PullSecret = v
+	}
+	if v, k, ok := get(KeyForceUpdate); ok && v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			fail(k, nil, "%q is not true or false", v)
+			bad = true
+		}
+		img.ForceUpdate = b
+	}
+	if hasAlias {
+		img.Helm.ImageName = strings.TrimSpace(ann[Prefix+alias+"."+KeyHelmImageName])
+		img.Helm.ImageTag = strings.TrimSpace(ann[Prefix+alias+"."+KeyHelmImageTag])
+		img.Helm.ImageSpec = strings.TrimSpace(ann[Prefix+alias+"."+KeyHelmImageSpec])
+		img.KustomizeName = strings.TrimSpace(ann[Prefix+alias+"."+KeyKustomizeImage])
+		if img.Helm.ImageSpec != "" && (img.Helm.ImageName != "" || img.Helm.ImageTag != "") {
+			fail(alias+"."+KeyHelmImageSpec, nil, "set either helm.image-spec or helm.image-name/helm.image-tag, not both")
+			bad = true
+		}
+	}
+	if _, err := policy.Compile(parsed.Repo(), img.Policy); err != nil {
+		for _, e := range unjoin(err) {
+			var pe *policy.Error
+			if errors.As(e, &pe) {
+				field, _, _ := strings.Cut(pe.Field, "[")
+				key := keyOf[field]
+				if key == "" {
+					key = KeyImageList
+				}
+				fail(key, pe.Err, "image %q: %s: %s", parsed.Repo(), pe.Field, pe.Msg)
+			} else {
+				fail(KeyImageList, e, "image %q: %v", parsed.Repo(), e)
+			}
+		}
+		bad = true
+	}
+	return img, !bad
+}
+
+// splitConstraint cuts "repo[:constraint]": the constraint follows the
+// last colon after the last slash, so a registry port stays in the name.
+func splitConstraint(ref string) (name, constraint string) {
+	slash := strings.LastIndexByte(ref, '/')
+	if i := strings.IndexByte(ref[slash+1:], ':'); i >= 0 {
+		return ref[:slash+1+i], strings.TrimSpace(ref[slash+1+i+1:])
+	}
+	return ref, ""
+}
+
+func splitList(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// readWriteBack reads the write-back annotations; on any error the
+// returned Method is empty.
+func readWriteBack(ann map[string]string) (WriteBack, []error) {
+	var errs []error
+	fail := func(key, format string, args ...any) {
+		errs = append(errs, &AnnotationError{Key: Prefix + key, Msg: fmt.Sprintf(format, args...)})
+	}
+	wb := WriteBack{Method: MethodArgoCD}
+	switch m := strings.TrimSpace(ann[Prefix+KeyWriteBack]); {
+	case m == "" || m == "argocd":
+	case m == "git" || m == "git:repocreds":
+		wb.Method = MethodGit
+		if m == "git:repocreds" {
+			wb.GitCredentials = "repocreds"
+		}
+	case strings.HasPrefix(m, "git:secret:"):
+		wb.Method = MethodGit
+		ns, name, ok := strings.Cut(strings.TrimPrefix(m, "git:secret:"), "/")
+		if !ok || !dnsLabelRE.MatchString(ns) || !dnsSubdomainRE.MatchString(name) {
+			fail(KeyWriteBack, "%q: want git:secret:<namespace>/<name>", m)
+		}
+		wb.GitCredentials = "secret:" + ns + "/" + name
+	default:
+		fail(KeyWriteBack, "unknown method %q: want argocd, git, git:repocreds or git:secret:<namespace>/<name>", m)
+	}
+	wb.Target = Target{Kind: TargetArgoCDSource}
+	if t, ok := ann[Prefix+KeyWriteTarget]; ok {
+		kind, path, _ := strings.Cut(strings.TrimSpace(t), ":")
+		switch TargetKind(kind) {
+		case TargetKustomization, TargetHelmValues:
+			wb.Target = Target{Kind: TargetKind(kind), Path: strings.TrimSpace(path)}
+			if wb.Method != MethodGit && len(errs) == 0 {
+				fail(KeyWriteTarget, "%q needs write-back-method git", t)
+			}
+		default:
+			fail(KeyWriteTarget, "unknown target %q: want kustomization[:<path>] or helmvalues[:<path>]", t)
+		}
+	}
+	if b, ok := ann[Prefix+KeyGitBranch]; ok {
+		base, target, hasTarget := strings.Cut(strings.TrimSpace(b), ":")
+		wb.Branch = base
+		if hasTarget {
+			if target == "" {
+				fail(KeyGitBranch, "%q: the target branch after ':' is empty", b)
+			} else if _, err := template.New(KeyGitBranch).Option("missingkey=error").Parse(target); err != nil {
+				fail(KeyGitBranch, "target branch template: %v", err)
+			}
+			wb.PushBranch = target
+		}
+		if strings.ContainsAny(b, " \t\n~^?*[\\") && !strings.Contains(b, "{{") {
+			fail(KeyGitBranch, "%q is not a valid branch name", b)
+		}
+	}
+	if r, ok := ann[Prefix+KeyGitRepository]; ok {
+		wb.Repository = strings.TrimSpace(r)
+		if wb.Repository == "" || strings.ContainsAny(wb.Repository, " \t\n") {
+			fail(KeyGitRepository, "%q is not a repository URL", r)
+		}
+	}
+	if len(errs) > 0 {
+		wb.Method = ""
+	}
+	return wb, errs
+}
+
+var (
+	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
+
+// knownAppKeys are the keys valid without an alias.
+var knownAppKeys = map[string]bool{
+	KeyImageList: true, KeyStrategy: true, KeyAllowTags: true, KeyIgnoreTags: true, KeyPullSecret: true,
+	KeyPlatforms: true, KeyForceUpdate: true, KeyWriteBack: true, KeyWriteTarget: true,
+	KeyGitBranch: true, KeyGitRepository: true,
+}
+
+// knownImageKeys are the keys valid after "<alias>.".
+var knownImageKeys = map[string]bool{
+	KeyStrategy: true, KeyAllowTags: true, KeyIgnoreTags: true, KeyPullSecret: true, KeyPlatforms: true,
+	KeyForceUpdate: true, KeyHelmImageName: true, KeyHelmImageTag: true, KeyHelmImageSpec: true,
+	KeyKustomizeImage: true,
+}
+
+// unknownKeys returns the updater annotations that nothing reads: a typo
+// would otherwise be silently ignored. Settings of an alias that image-list
+// declares are known even when that entry failed to parse.
+func unknownKeys(ann map[string]string, aliases map[string]bool) []string {
+	var out []string
+	for _, full := range slices.Sorted(maps.Keys(ann)) {
+		key, ok := strings.CutPrefix(full, Prefix)
+		if !ok || knownAppKeys[key] {
+			continue
+		}
+		alias, rest, dotted := strings.Cut(key, ".")
+		if dotted && knownImageKeys[rest] && (aliases[alias] || listNames(ann[Prefix+KeyImageList], alias)) {
+			continue
+		}
+		out = append(out, key)
+	}
+	return out
+}
+
+// listNames reports whether image-list declares alias (even if that entry
+// failed to parse).
+func listNames(list, alias string) bool {
+	for e := range strings.SplitSeq(list, ",") {
+		if a, _, ok := strings.Cut(e, "="); ok && strings.TrimSpace(a) == alias {
+			return true
+		}
+	}
+	return false
+}

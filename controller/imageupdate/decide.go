@@ -1,0 +1,283 @@
+package imageupdate
+
+import (
+	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// Reason says why an image is not changed; tests and Events use these.
+type Reason string
+
+// Reasons an image is left alone.
+const (
+	ReasonUpToDate        Reason = "UpToDate"
+	ReasonNotDeployed     Reason = "NotDeployed"
+	ReasonSelectionFailed Reason = "SelectionFailed"
+	ReasonNoResult        Reason = "NoSelection"
+	ReasonNoWriteBack     Reason = "InvalidWriteBack"
+	ReasonNoSource        Reason = "NoSource"
+)
+
+// Selection is the outcome of version selection for one image.
+type Selection struct {
+	Result policy.Result
+	Err    error
+}
+
+// Hold is the window state for an Application's write-backs.
+type Hold struct {
+	Held   bool
+	Reason string
+}
+
+// Change is one image to write: what runs now and what it becomes.
+type Change struct {
+	Alias string
+	// Image is the image as written in the spec ("nginx").
+	Image string
+	// From is the current tag (or tag@digest); empty when the image is
+	// not deployed yet and force-update asked for it.
+	From string
+	// To is the new tag, tag@digest for pinned results.
+	To     string
+	Digest string
+	// SourceIndex is the index in spec.sources of a multi-source
+	// Application, -1 for spec.source.
+	SourceIndex int
+	// Kustomize, when set, is the kustomize images entry to write
+	// ("name=newName:tag" form when the kustomize name differs).
+	Kustomize string
+	// KustomizeName is the image name the entry replaces.
+	KustomizeName string
+	// Helm are the Helm parameters to set, in order.
+	Helm []watcher.HelmParameter
+}
+
+// Skip is an image left alone, with why.
+type Skip struct {
+	Alias  string
+	Reason Reason
+	Detail string
+}
+
+// Plan is what to do for one Application.
+type Plan struct {
+	Changes []Change
+	Skipped []Skip
+	// Held is true when a window holds write-backs now; Changes are then
+	// pending, to be written when it lifts.
+	Held       bool
+	HoldReason string
+}
+
+// Decide turns an Application, its spec, the selection results (by alias)
+// and the window state into a plan. It is a pure function: nothing is
+// written when every image is up to date.
+func Decide(app *watcher.App, spec *Spec, results map[string]Selection, hold Hold) Plan {
+	var p Plan
+	if spec.WriteBack.Method == "" {
+		for i := range spec.Images {
+			p.Skipped = append(p.Skipped, Skip{Alias: spec.Images[i].Alias, Reason: ReasonNoWriteBack, Detail: "the write-back annotations are invalid"})
+		}
+		return p
+	}
+	for i := range spec.Images {
+		img := &spec.Images[i]
+		sel, ok := results[img.Alias]
+		switch {
+		case !ok:
+			p.Skipped = append(p.Skipped, Skip{Alias: img.Alias, Reason: ReasonNoResult})
+			continue
+		case sel.Err != nil:
+			p.Skipped = append(p.Skipped, Skip{Alias: img.Alias, Reason: ReasonSelectionFailed, Detail: sel.Err.Error()})
+			continue
+		}
+		ch, skip := decideImage(app, img, sel.Result)
+		if skip != nil {
+			p.Skipped = append(p.Skipped, *skip)
+			continue
+		}
+		p.Changes = append(p.Changes, ch)
+	}
+	if len(p.Changes) > 0 && hold.Held {
+		p.Held, p.HoldReason = true, hold.Reason
+	}
+	return p
+}
+
+func decideImage(app *watcher.App, img *Image, res policy.Result) (Change, *Skip) {
+	to := res.Tag
+	if res.Pinned {
+		to = res.Ref()
+	}
+	idx, src := targetSource(app, img)
+	if src == nil && len(app.Sources) > 0 {
+		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonNoSource, Detail: "no source of the Application takes image overrides"}
+	}
+	ch := Change{Alias: img.Alias, Image: img.Name, To: to, Digest: res.Digest, SourceIndex: idx}
+	current, deployed := currentVersion(app, img, src)
+	if !deployed && !img.ForceUpdate {
+		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonNotDeployed,
+			Detail: "the image is neither in status.summary.images nor set in the spec (force-update not set)"}
+	}
+	if current == to {
+		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonUpToDate, Detail: to}
+	}
+	ch.From = current
+	if isHelm(img, src) {
+		ch.Helm = helmParams(img, to)
+	} else {
+		ch.KustomizeName = kustomizeName(img)
+		ch.Kustomize = img.Name + ":" + to
+		if ch.KustomizeName != img.Name {
+			ch.Kustomize = ch.KustomizeName + "=" + ch.Kustomize
+		}
+	}
+	return ch, nil
+}
+
+// targetSource picks the source that receives the overrides: spec.source,
+// or in a multi-source Application the first Helm source for Helm images
+// and the first other source with a path for kustomize ones (sources that
+// only provide $values refs are never written).
+func targetSource(app *watcher.App, img *Image) (int, *watcher.Source) {
+	if !app.MultiSource {
+		if len(app.Sources) == 0 {
+			return -1, nil
+		}
+		return -1, &app.Sources[0]
+	}
+	wantHelm := img.Helm != (HelmNames{})
+	for i := range app.Sources {
+		s := &app.Sources[i]
+		helm := s.Chart != "" || s.Helm != nil
+		switch {
+		case wantHelm && helm:
+			return i, s
+		case !wantHelm && s.Kustomize != nil:
+			return i, s
+		}
+	}
+	for i := range app.Sources {
+		s := &app.Sources[i]
+		if s.Ref == "" || s.Path != "" || s.Chart != "" {
+			return i, s
+		}
+	}
+	return -1, nil
+}
+
+func isHelm(img *Image, src *watcher.Source) bool {
+	if img.Helm != (HelmNames{}) {
+		return true
+	}
+	if img.KustomizeName != "" {
+		return false
+	}
+	return src != nil && (src.Chart != "" || src.Helm != nil) && src.Kustomize == nil
+}
+
+// Helm parameter names argocd-image-updater uses when none are given.
+const (
+	defaultHelmImageName = "image.name"
+	defaultHelmImageTag  = "image.tag"
+)
+
+func helmParams(img *Image, to string) []watcher.HelmParameter {
+	if img.Helm.ImageSpec != "" {
+		return []watcher.HelmParameter{{Name: img.Helm.ImageSpec, Value: img.Name + ":" + to, ForceString: true}}
+	}
+	name, tag := img.Helm.ImageName, img.Helm.ImageTag
+	if name == "" && tag == "" {
+		name, tag = defaultHelmImageName, defaultHelmImageTag
+	}
+	var out []watcher.HelmParameter
+	if name != "" {
+		out = append(out, watcher.HelmParameter{Name: name, Value: img.Name, ForceString: true})
+	}
+	if tag != "" {
+		out = append(out, watcher.HelmParameter{Name: tag, Value: to, ForceString: true})
+	}
+	return out
+}
+
+func kustomizeName(img *Image) string {
+	if img.KustomizeName != "" {
+		return img.KustomizeName
+	}
+	return img.Name
+}
+
+// currentVersion finds what the Application runs or is set to run: an
+// override in the spec wins (it is what the next sync deploys), else the
+// image as Argo CD reports it in status.summary.images.
+func currentVersion(app *watcher.App, img *Image, src *watcher.Source) (string, bool) {
+	if src != nil {
+		if v, ok := specVersion(img, src); ok {
+			return v, true
+		}
+	}
+	want := img.Ref.Repo()
+	for _, s := range app.Images {
+		ref, err := registry.ParseImage(s)
+		if err != nil || ref.Repo() != want {
+			continue
+		}
+		if ref.Digest != "" {
+			return ref.Tag + "@" + ref.Digest, true
+		}
+		return ref.Tag, true
+	}
+	return "", false
+}
+
+// specVersion reads the override crowsnest (or someone) already set.
+func specVersion(img *Image, src *watcher.Source) (string, bool) {
+	if src.Helm != nil {
+		tagParam := img.Helm.ImageTag
+		specParam := img.Helm.ImageSpec
+		if img.Helm == (HelmNames{}) {
+			tagParam = defaultHelmImageTag
+		}
+		for _, p := range src.Helm.Parameters {
+			switch {
+			case specParam != "" && p.Name == specParam:
+				if _, v, ok := strings.Cut(p.Value[strings.LastIndexByte(p.Value, '/')+1:], ":"); ok {
+					return v, true
+				}
+			case tagParam != "" && p.Name == tagParam:
+				return p.Value, true
+			}
+		}
+	}
+	if src.Kustomize != nil {
+		name := kustomizeName(img)
+		for _, e := range src.Kustomize.Images {
+			n, ref, hasEq := strings.Cut(e, "=")
+			if !hasEq {
+				ref = e
+				n, _ = splitConstraint(stripDigest(e))
+			}
+			if n != name {
+				continue
+			}
+			if at := strings.IndexByte(ref, '@'); at >= 0 {
+				_, tag := splitConstraint(ref[:at])
+				return tag + ref[at:], true
+			}
+			_, tag := splitConstraint(ref)
+			return tag, true
+		}
+	}
+	return "", false
+}
+
+func stripDigest(s string) string {
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,153 @@
+package imageupdate
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+func mustSpec(t *testing.T, kv ...string) *Spec {
+	t.Helper()
+	spec, errs := FromAnnotations(ann(kv...))
+	if len(errs) > 0 {
+		t.Fatal(errors.Join(errs...))
+	}
+	return spec
+}
+
+const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func TestDecide(t *testing.T) {
+	kustomizeApp := func(images []string, overrides ...string) *watcher.App {
+		src := watcher.Source{RepoURL: "https://git.example.com/a.git", Path: "app"}
+		if overrides != nil {
+			src.Kustomize = &watcher.KustomizeSource{Images: overrides}
+		}
+		return &watcher.App{Name: "a", Namespace: "argocd", Sources: []watcher.Source{src}, Images: images}
+	}
+	helmApp := &watcher.App{Name: "h", Sources: []watcher.Source{{RepoURL: "https://charts.example.com", Chart: "web",
+		Helm: &watcher.HelmSource{Parameters: []watcher.HelmParameter{{Name: "replicas", Value: "2"}}}}},
+		Images: []string{"ghcr.io/org/web:1.0.0"}}
+	multi := &watcher.App{Name: "m", MultiSource: true, Sources: []watcher.Source{
+		{RepoURL: "https://git.example.com/values.git", Ref: "values"},
+		{RepoURL: "https://charts.example.com", Chart: "web", Helm: &watcher.HelmSource{ValueFiles: []string{"$values/web.yaml"}}},
+	}, Images: []string{"ghcr.io/org/web:1.0.0"}}
+	sel := func(tag string) map[string]Selection {
+		return map[string]Selection{"nginx": {Result: policy.Result{Tag: tag}}, "web": {Result: policy.Result{Tag: tag}}}
+	}
+
+	tests := []struct {
+		name    string
+		app     *watcher.App
+		spec    *Spec
+		results map[string]Selection
+		hold    Hold
+		want    Plan
+	}{
+		{
+			name: "newer tag for a running kustomize image",
+			app:  kustomizeApp([]string{"nginx:1.0.0"}), spec: mustSpec(t, "image-list", "nginx"), results: sel("1.1.0"),
+			want: Plan{Changes: []Change{{Alias: "nginx", Image: "nginx", From: "1.0.0", To: "1.1.0", SourceIndex: -1, Kustomize: "nginx:1.1.0", KustomizeName: "nginx"}}},
+		},
+		{
+			name: "status written in Docker Hub's long form still matches",
+			app:  kustomizeApp([]string{"docker.io/library/nginx:1.0.0"}), spec: mustSpec(t, "image-list", "nginx"), results: sel("1.1.0"),
+			want: Plan{Changes: []Change{{Alias: "nginx", Image: "nginx", From: "1.0.0", To: "1.1.0", SourceIndex: -1, Kustomize: "nginx:1.1.0", KustomizeName: "nginx"}}},
+		},
+		{
+			name: "already up to date: nothing to write",
+			app:  kustomizeApp([]string{"nginx:1.1.0"}), spec: mustSpec(t, "image-list", "nginx"), results: sel("1.1.0"),
+			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonUpToDate, Detail: "1.1.0"}}},
+		},
+		{
+			name: "an override in the spec wins over the running image",
+			app:  kustomizeApp([]string{"nginx:1.0.0"}, "nginx:1.1.0"), spec: mustSpec(t, "image-list", "nginx"), results: sel("1.1.0"),
+			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonUpToDate, Detail: "1.1.0"}}},
+		},
+		{
+			name: "not deployed is left alone",
+			app:  kustomizeApp([]string{"redis:7"}), spec: mustSpec(t, "image-list", "nginx"), results: sel("1.1.0"),
+			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonNotDeployed,
+				Detail: "the image is neither in status.summary.images nor set in the spec (force-update not set)"}}},
+		},
+		{
+			name: "force-update writes an image that is not deployed",
+			app:  kustomizeApp(nil), spec: mustSpec(t, "image-list", "nginx", "force-update", "true"), results: sel("1.1.0"),
+			want: Plan{Changes: []Change{{Alias: "nginx", Image: "nginx", To: "1.1.0", SourceIndex: -1, Kustomize: "nginx:1.1.0", KustomizeName: "nginx"}}},
+		},
+		{
+			name: "a kustomize name that differs from the image",
+			app:  kustomizeApp([]string{"nginx:1.0.0"}), spec: mustSpec(t, "image-list", "web=nginx", "web.kustomize.image-name", "base/nginx"),
+			results: map[string]Selection{"web": {Result: policy.Result{Tag: "1.1.0"}}},
+			want:    Plan{Changes: []Change{{Alias: "web", Image: "nginx", From: "1.0.0", To: "1.1.0", SourceIndex: -1, Kustomize: "base/nginx=nginx:1.1.0", KustomizeName: "base/nginx"}}},
+		},
+		{
+			name: "a digest-pinned result",
+			app:  kustomizeApp([]string{"nginx:stable"}), spec: mustSpec(t, "image-list", "nginx:stable", "update-strategy", "digest"),
+			results: map[string]Selection{"nginx": {Result: policy.Result{Tag: "stable", Digest: digest, Pinned: true}}},
+			want: Plan{Changes: []Change{{Alias: "nginx", Image: "nginx", From: "stable", To: "stable@" + digest, Digest: digest, SourceIndex: -1,
+				Kustomize: "nginx:stable@" + digest, KustomizeName: "nginx"}}},
+		},
+		{
+			name: "the same digest is up to date",
+			app:  kustomizeApp([]string{"nginx:stable@" + digest}), spec: mustSpec(t, "image-list", "nginx:stable", "update-strategy", "digest"),
+			results: map[string]Selection{"nginx": {Result: policy.Result{Tag: "stable", Digest: digest, Pinned: true}}},
+			want:    Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonUpToDate, Detail: "stable@" + digest}}},
+		},
+		{
+			name: "a Helm chart with default parameter names",
+			app:  helmApp, spec: mustSpec(t, "image-list", "web=ghcr.io/org/web"), results: sel("1.2.0"),
+			want: Plan{Changes: []Change{{Alias: "web", Image: "ghcr.io/org/web", From: "1.0.0", To: "1.2.0", SourceIndex: -1,
+				Helm: []watcher.HelmParameter{{Name: "image.name", Value: "ghcr.io/org/web", ForceString: true}, {Name: "image.tag", Value: "1.2.0", ForceString: true}}}}},
+		},
+		{
+			name: "a Helm image-spec parameter",
+			app:  helmApp, spec: mustSpec(t, "image-list", "web=ghcr.io/org/web", "web.helm.image-spec", "web.image"), results: sel("1.2.0"),
+			want: Plan{Changes: []Change{{Alias: "web", Image: "ghcr.io/org/web", From: "1.0.0", To: "1.2.0", SourceIndex: -1,
+				Helm: []watcher.HelmParameter{{Name: "web.image", Value: "ghcr.io/org/web:1.2.0", ForceString: true}}}}},
+		},
+		{
+			name: "multi-source: the chart source gets the parameters, not the $values ref",
+			app:  multi, spec: mustSpec(t, "image-list", "web=ghcr.io/org/web", "web.helm.image-tag", "image.tag"), results: sel("1.2.0"),
+			want: Plan{Changes: []Change{{Alias: "web", Image: "ghcr.io/org/web", From: "1.0.0", To: "1.2.0", SourceIndex: 1,
+				Helm: []watcher.HelmParameter{{Name: "image.tag", Value: "1.2.0", ForceString: true}}}}},
+		},
+		{
+			name: "a window holds the write-back: the change is pending",
+			app:  kustomizeApp([]string{"nginx:1.0.0"}), spec: mustSpec(t, "image-list", "nginx"), results: sel("1.1.0"),
+			hold: Hold{Held: true, Reason: "weekend freeze"},
+			want: Plan{Held: true, HoldReason: "weekend freeze",
+				Changes: []Change{{Alias: "nginx", Image: "nginx", From: "1.0.0", To: "1.1.0", SourceIndex: -1, Kustomize: "nginx:1.1.0", KustomizeName: "nginx"}}},
+		},
+		{
+			name: "a hold with nothing to write is no hold",
+			app:  kustomizeApp([]string{"nginx:1.1.0"}), spec: mustSpec(t, "image-list", "nginx"), results: sel("1.1.0"),
+			hold: Hold{Held: true, Reason: "weekend freeze"},
+			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonUpToDate, Detail: "1.1.0"}}},
+		},
+		{
+			name: "selection failed and missing results are skips",
+			app:  kustomizeApp([]string{"nginx:1.0.0", "redis:7"}), spec: mustSpec(t, "image-list", "nginx, redis"),
+			results: map[string]Selection{"nginx": {Err: policy.ErrNoCandidate}},
+			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonSelectionFailed, Detail: policy.ErrNoCandidate.Error()},
+				{Alias: "redis", Reason: ReasonNoResult}}},
+		},
+		{
+			name: "a broken write-back writes nothing",
+			app:  kustomizeApp([]string{"nginx:1.0.0"}), spec: &Spec{Images: mustSpec(t, "image-list", "nginx").Images}, results: sel("1.1.0"),
+			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonNoWriteBack, Detail: "the write-back annotations are invalid"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Decide(tt.app, tt.spec, tt.results, tt.hold)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

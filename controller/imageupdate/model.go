@@ -1,0 +1,107 @@
+package imageupdate
+
+import (
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
+)
+
+// Spec is everything crowsnest updates in one Application and how, whether
+// it came from annotations or from crowsnest's image policies.
+type Spec struct {
+	// Images to keep up to date, in the order they were written.
+	Images []Image
+	// WriteBack says where changes go.
+	WriteBack WriteBack
+	// Source names where the spec came from, for logs and Events:
+	// "annotations" or "policy <name>".
+	Source string
+}
+
+// Image is one image to keep up to date.
+type Image struct {
+	// Alias names the image in per-image settings; it defaults to the
+	// image's repository path.
+	Alias string
+	// Name is the image as written, without the constraint ("nginx",
+	// "ghcr.io/org/app"); it is what Helm image-name parameters receive.
+	Name string
+	// Ref is the parsed image reference (the tag in it is ignored).
+	Ref registry.Image
+	// Policy picks the version; its Constraint holds the constraint
+	// written after the image name in image-list.
+	Policy policy.Spec
+	// PullSecret is a credentials reference for this image's registry;
+	// empty uses the registry's own.
+	PullSecret string
+	// ForceUpdate updates the image even when the Application does not
+	// run it yet.
+	ForceUpdate bool
+	// Helm names the Helm parameters that receive the image.
+	Helm HelmNames
+	// KustomizeName is the image name kustomize matches ("images:" name);
+	// empty means the image's repository.
+	KustomizeName string
+}
+
+// HelmNames are Helm parameter names (dotted value paths).
+type HelmNames struct {
+	// ImageName receives the repository, ImageTag the tag (or
+	// tag@digest); ImageSpec, when set, receives the whole reference
+	// instead of both.
+	ImageName string
+	ImageTag  string
+	ImageSpec string
+}
+
+// Method is how changes are written back.
+type Method string
+
+// Write-back methods.
+const (
+	// MethodArgoCD patches the Application's parameter overrides.
+	MethodArgoCD Method = "argocd"
+	// MethodGit commits to the Application's Git repository.
+	MethodGit Method = "git"
+)
+
+// TargetKind is the file a Git write-back edits.
+type TargetKind string
+
+// Git write-back targets.
+const (
+	// TargetArgoCDSource is .argocd-source-<app>.yaml, Argo CD's parameter
+	// override file, next to the Application's source path.
+	TargetArgoCDSource TargetKind = "argocd-source"
+	// TargetKustomization is a kustomization.yaml's images: list.
+	TargetKustomization TargetKind = "kustomization"
+	// TargetHelmValues is a Helm values file.
+	TargetHelmValues TargetKind = "helmvalues"
+)
+
+// WriteBack says where and how changes are written.
+type WriteBack struct {
+	Method Method
+	// GitCredentials is "" (the repository's Argo CD credentials),
+	// "repocreds" (the same, said explicitly) or "secret:<ns>/<name>".
+	GitCredentials string
+	// Target is the file to edit with MethodGit.
+	Target Target
+	// Branch is the branch to check out and commit on; empty is the
+	// Application's targetRevision.
+	Branch string
+	// PushBranch, when set, is a text/template for the branch to push to
+	// (argocd-image-updater's "base:target" form); the commit starts
+	// from Branch.
+	PushBranch string
+	// Repository overrides the Git repository URL.
+	Repository string
+}
+
+// Target is a file a Git write-back edits.
+type Target struct {
+	Kind TargetKind
+	// Path is the file's folder (kustomization) or file (helmvalues)
+	// relative to the Application's source path, or to the repository
+	// root when it starts with "/"; empty is the kind's default.
+	Path string
+}
