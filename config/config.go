@@ -24,6 +24,8 @@ type Config struct {
 	Registries     Registries     `yaml:"registries"`
 	// Windows are sync windows that gate write-backs and can start syncs.
 	Windows []SyncWindow `yaml:"syncWindows"`
+	// Notifications configures deployment notifications.
+	Notifications Notifications `yaml:"notifications"`
 }
 
 // Default returns a config with every default filled in.
@@ -79,6 +81,7 @@ func (c *Config) setDefaults() {
 	c.LeaderElection.setDefaults()
 	c.Log.setDefaults()
 	c.Registries.setDefaults()
+	c.Notifications.setDefaults()
 }
 
 func (c *Config) validate(errs *fieldErrors) {
@@ -102,6 +105,7 @@ func (c *Config) validate(errs *fieldErrors) {
 	c.Log.validate("log", errs)
 	c.Registries.validate("registries", errs)
 	validateWindows("syncWindows", c.Windows, errs)
+	c.Notifications.validate("notifications", errs)
 }
 
 // orDefault fills a zero duration.

@@ -15,6 +15,7 @@ func FuzzParse(f *testing.F) {
 		string(example), "", "a: [", "- a", header, header + "watch: {namespaces: [a, 1, {b: c}]}\n",
 		header + "controller: {workers: 0x10, retryBaseDelay: 1d}\n", header + "x: &a [*a]\n",
 		header + "leaderElection: {enabled: yes, leaseDuration: 99999999999d}\n",
+		notificationsDoc, header + "notifications: {services: {s: {webhook: {url: 'https://x', timeout: -1s}}}, triggers: {a: []}}\n",
 	} {
 		f.Add([]byte(seed))
 	}

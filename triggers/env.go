@@ -1,0 +1,192 @@
+package triggers
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Env is what a condition reads. App and Prev are Applications as
+// unstructured maps (Prev is nil on first sight); Event is a crowsnest
+// event (nil for Application updates); Context is the configured context.
+// The helpers are namespaces of functions, as in argocd-notifications.
+type Env struct {
+	App     map[string]any    `expr:"app"`
+	Prev    map[string]any    `expr:"prev"`
+	Event   map[string]any    `expr:"event"`
+	Context map[string]string `expr:"context"`
+	Time    TimeFuncs         `expr:"time"`
+	Strings StringFuncs       `expr:"strings"`
+	Repo    RepoFuncs         `expr:"repo"`
+}
+
+// TimeFuncs is `time` in conditions.
+type TimeFuncs struct {
+	// now is fixed per evaluation, so every condition sees the same
+	// instant and tests can pin it; zero means the wall clock.
+	now time.Time
+}
+
+// Now returns the evaluation's instant.
+func (t TimeFuncs) Now() time.Time {
+	if t.now.IsZero() {
+		return time.Now()
+	}
+	return t.now
+}
+
+// Parse reads an RFC 3339 timestamp (what Kubernetes writes). A missing or
+// malformed value is an evaluation error of that condition, never a panic.
+func (TimeFuncs) Parse(s any) (time.Time, error) {
+	str, ok := s.(string)
+	if !ok || str == "" {
+		return time.Time{}, fmt.Errorf("time.Parse: want an RFC 3339 timestamp, got %s", describeValue(s))
+	}
+	ts, err := time.Parse(time.RFC3339, str)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time.Parse: %w", err)
+	}
+	return ts, nil
+}
+
+// StringFuncs is `strings` in conditions. Arguments are any so that a
+// missing field (nil) reads as "" instead of failing the call.
+type StringFuncs struct{}
+
+// ToUpper is strings.ToUpper.
+func (StringFuncs) ToUpper(s any) string { return strings.ToUpper(str(s)) }
+
+// ToLower is strings.ToLower.
+func (StringFuncs) ToLower(s any) string { return strings.ToLower(str(s)) }
+
+// Contains is strings.Contains.
+func (StringFuncs) Contains(s, sub any) bool { return strings.Contains(str(s), str(sub)) }
+
+// HasPrefix is strings.HasPrefix.
+func (StringFuncs) HasPrefix(s, p any) bool { return strings.HasPrefix(str(s), str(p)) }
+
+// HasSuffix is strings.HasSuffix.
+func (StringFuncs) HasSuffix(s, p any) bool { return strings.HasSuffix(str(s), str(p)) }
+
+// Split is strings.Split.
+func (StringFuncs) Split(s, sep any) []string { return strings.Split(str(s), str(sep)) }
+
+// Join is strings.Join over any list.
+func (StringFuncs) Join(list []any, sep any) string {
+	parts := make([]string, len(list))
+	for i, v := range list {
+		parts[i] = str(v)
+	}
+	return strings.Join(parts, str(sep))
+}
+
+// TrimSpace is strings.TrimSpace.
+func (StringFuncs) TrimSpace(s any) string { return strings.TrimSpace(str(s)) }
+
+// TrimPrefix is strings.TrimPrefix.
+func (StringFuncs) TrimPrefix(s, p any) string { return strings.TrimPrefix(str(s), str(p)) }
+
+// TrimSuffix is strings.TrimSuffix.
+func (StringFuncs) TrimSuffix(s, p any) string { return strings.TrimSuffix(str(s), str(p)) }
+
+// Replace is strings.Replace.
+func (StringFuncs) Replace(s, old, repl any, n int) string {
+	return strings.Replace(str(s), str(old), str(repl), n)
+}
+
+// ReplaceAll is strings.ReplaceAll.
+func (StringFuncs) ReplaceAll(s, old, repl any) string {
+	return strings.ReplaceAll(str(s), str(old), str(repl))
+}
+
+// EqualFold is strings.EqualFold.
+func (StringFuncs) EqualFold(a, b any) bool { return strings.EqualFold(str(a), str(b)) }
+
+// Index is strings.Index.
+func (StringFuncs) Index(s, sub any) int { return strings.Index(str(s), str(sub)) }
+
+// Count is strings.Count.
+func (StringFuncs) Count(s, sub any) int { return strings.Count(str(s), str(sub)) }
+
+// Fields is strings.Fields.
+func (StringFuncs) Fields(s any) []string { return strings.Fields(str(s)) }
+
+// RepoFuncs is `repo` in conditions.
+type RepoFuncs struct{}
+
+// RepoURLToHTTPS turns a Git URL (git@host:org/repo.git, ssh://...,
+// http://...) into its https:// web address without ".git"; other values
+// are returned unchanged.
+func (RepoFuncs) RepoURLToHTTPS(u any) string { return RepoURLToHTTPS(str(u)) }
+
+// FullNameByRepoURL returns "org/repo" of a Git URL, or "".
+func (RepoFuncs) FullNameByRepoURL(u any) string { return FullNameByRepoURL(str(u)) }
+
+// RepoURLToHTTPS is the helper behind repo.RepoURLToHTTPS, for templates too.
+func RepoURLToHTTPS(s string) string {
+	host, path, ok := splitRepoURL(s)
+	if !ok {
+		return s
+	}
+	return "https://" + host + "/" + path
+}
+
+// FullNameByRepoURL is the helper behind repo.FullNameByRepoURL.
+func FullNameByRepoURL(s string) string {
+	_, path, ok := splitRepoURL(s)
+	if !ok {
+		return ""
+	}
+	return path
+}
+
+// splitRepoURL returns host (without user or port for ssh) and path
+// (without leading "/" and trailing ".git") of a Git URL.
+func splitRepoURL(s string) (host, path string, ok bool) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		// scp-like: [user@]host:path
+		at := strings.LastIndex(s, "@")
+		hostPath := s[at+1:]
+		h, p, found := strings.Cut(hostPath, ":")
+		if !found || h == "" || p == "" || strings.Contains(h, "/") {
+			return "", "", false
+		}
+		host, path = h, p
+	} else {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			return "", "", false
+		}
+		host, path = u.Host, u.Path
+		if u.Scheme == "ssh" || u.Scheme == "git" {
+			host = u.Hostname()
+		}
+	}
+	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
+	if path == "" {
+		return "", "", false
+	}
+	return host, path, true
+}
+
+// str reads a value as a string; nil (a missing field) is "".
+func str(v any) string {
+	switch s := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return s
+	case fmt.Stringer:
+		return s.String()
+	}
+	return fmt.Sprint(v)
+}
+
+func describeValue(v any) string {
+	if v == nil {
+		return "nil (a missing field?)"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,46 @@
+package triggers
+
+import "time"
+
+// Event types of crowsnest's own events, as `event.type` reads them.
+const (
+	EventImageUpdated      = "image-updated"
+	EventImageUpdateHeld   = "image-update-held"
+	EventImageUpdateFailed = "image-update-failed"
+	EventSyncWindowOpened  = "sync-window-opened"
+	EventSyncWindowClosed  = "sync-window-closed"
+)
+
+// Event is a crowsnest event as triggers and templates see it (`event`).
+// Fields that do not apply stay empty.
+type Event struct {
+	Type string
+	// ID is unique per event; the catalog's event triggers fire once per
+	// ID, so an event is never sent twice.
+	ID string
+	// Image is the image repository; From and To are the old and new
+	// tags or digests (image events).
+	Image, From, To string
+	// Reason is a named reason (why held, why failed); Message says it
+	// for people.
+	Reason, Message string
+	// Window describes the sync window (window events and held updates).
+	Window string
+	// Commit is the write-back commit SHA, when written to Git.
+	Commit string
+	Time   time.Time
+}
+
+// Map returns the event as the map conditions and templates read. Every
+// key is present, empty when it does not apply, so templates print ""
+// rather than "<no value>".
+func (e *Event) Map() map[string]any {
+	ts := ""
+	if !e.Time.IsZero() {
+		ts = e.Time.UTC().Format(time.RFC3339)
+	}
+	return map[string]any{
+		"type": e.Type, "id": e.ID, "image": e.Image, "from": e.From, "to": e.To, "reason": e.Reason,
+		"message": e.Message, "window": e.Window, "commit": e.Commit, "time": ts,
+	}
+}
