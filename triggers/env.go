@@ -2,9 +2,10 @@ package triggers
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/repourl"
 )
 
 // Env is what a condition reads. App and Prev are Applications as
@@ -118,58 +119,10 @@ type RepoFuncs struct{}
 // RepoURLToHTTPS turns a Git URL (git@host:org/repo.git, ssh://...,
 // http://...) into its https:// web address without ".git"; other values
 // are returned unchanged.
-func (RepoFuncs) RepoURLToHTTPS(u any) string { return RepoURLToHTTPS(str(u)) }
+func (RepoFuncs) RepoURLToHTTPS(u any) string { return repourl.ToHTTPS(str(u)) }
 
 // FullNameByRepoURL returns "org/repo" of a Git URL, or "".
-func (RepoFuncs) FullNameByRepoURL(u any) string { return FullNameByRepoURL(str(u)) }
-
-// RepoURLToHTTPS is the helper behind repo.RepoURLToHTTPS, for templates too.
-func RepoURLToHTTPS(s string) string {
-	host, path, ok := splitRepoURL(s)
-	if !ok {
-		return s
-	}
-	return "https://" + host + "/" + path
-}
-
-// FullNameByRepoURL is the helper behind repo.FullNameByRepoURL.
-func FullNameByRepoURL(s string) string {
-	_, path, ok := splitRepoURL(s)
-	if !ok {
-		return ""
-	}
-	return path
-}
-
-// splitRepoURL returns host (without user or port for ssh) and path
-// (without leading "/" and trailing ".git") of a Git URL.
-func splitRepoURL(s string) (host, path string, ok bool) {
-	s = strings.TrimSpace(s)
-	if !strings.Contains(s, "://") {
-		// scp-like: [user@]host:path
-		at := strings.LastIndex(s, "@")
-		hostPath := s[at+1:]
-		h, p, found := strings.Cut(hostPath, ":")
-		if !found || h == "" || p == "" || strings.Contains(h, "/") {
-			return "", "", false
-		}
-		host, path = h, p
-	} else {
-		u, err := url.Parse(s)
-		if err != nil || u.Host == "" {
-			return "", "", false
-		}
-		host, path = u.Host, u.Path
-		if u.Scheme == "ssh" || u.Scheme == "git" {
-			host = u.Hostname()
-		}
-	}
-	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
-	if path == "" {
-		return "", "", false
-	}
-	return host, path, true
-}
+func (RepoFuncs) FullNameByRepoURL(u any) string { return repourl.FullName(str(u)) }
 
 // str reads a value as a string; nil (a missing field) is "".
 func str(v any) string {

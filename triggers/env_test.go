@@ -22,7 +22,7 @@ func TestRepoHelpers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got := []string{RepoURLToHTTPS(tt.in), FullNameByRepoURL(tt.in)}
+			got := []string{RepoFuncs{}.RepoURLToHTTPS(tt.in), RepoFuncs{}.FullNameByRepoURL(tt.in)}
 			if diff := cmp.Diff([]string{tt.https, tt.fullName}, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

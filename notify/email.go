@@ -1,0 +1,313 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"mime"
+	"mime/quotedprintable"
+	"net"
+	"net/mail"
+	"net/smtp"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TLSMode is how the email service protects the SMTP connection.
+type TLSMode string
+
+// TLS modes. Credentials are never sent over a plain connection, so
+// TLSNone is only for relays that need no AUTH (localhost, a sidecar).
+const (
+	TLSStartTLS TLSMode = "starttls" // upgrade with STARTTLS (port 587)
+	TLSImplicit TLSMode = "tls"      // TLS from the first byte (port 465)
+	TLSNone     TLSMode = "none"
+)
+
+// DefaultEmailTimeout bounds one SMTP session, connect to QUIT.
+const DefaultEmailTimeout = 30 * time.Second
+
+// Email sends notifications over SMTP: the message is the body and
+// email.subject the subject.
+type Email struct {
+	name      string
+	addr      string
+	host      string
+	from      *mail.Address
+	mode      TLSMode
+	username  string
+	password  string
+	mechanism string
+	html      bool
+	tls       *tls.Config
+	timeout   time.Duration
+	now       func() time.Time
+}
+
+var _ Service = (*Email)(nil)
+
+// EmailOption configures an Email service.
+type EmailOption func(*Email) error
+
+// NewEmail builds the email service called name that sends through the
+// SMTP server at host:port from the from address, with STARTTLS unless an
+// option says otherwise.
+func NewEmail(name, host string, port int, from string, opts ...EmailOption) (*Email, error) {
+	if host == "" || port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("email %s: need host and port", name)
+	}
+	f, err := mail.ParseAddress(from)
+	if err != nil {
+		return nil, fmt.Errorf("email %s: from %q: %w", name, from, err)
+	}
+	e := &Email{name: name, host: host, addr: net.JoinHostPort(host, strconv.Itoa(port)), from: f,
+		mode: TLSStartTLS, timeout: DefaultEmailTimeout, now: time.Now}
+	e.tls = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	for _, opt := range opts {
+		if err := opt(e); err != nil {
+			return nil, fmt.Errorf("email %s: %w", name, err)
+		}
+	}
+	if e.username != "" && e.mode == TLSNone {
+		return nil, fmt.Errorf("email %s: refusing to send credentials without TLS", name)
+	}
+	return e, nil
+}
+
+// WithEmailTLS sets the TLS mode and, when given, the CA that signs the
+// server's certificate; insecure skips verification.
+func WithEmailTLS(mode TLSMode, insecureSkipVerify bool, caPEM []byte) EmailOption {
+	return func(e *Email) error {
+		switch mode {
+		case TLSStartTLS, TLSImplicit, TLSNone:
+		default:
+			return fmt.Errorf("tls mode %q is not starttls, tls or none", mode)
+		}
+		e.mode = mode
+		e.tls.InsecureSkipVerify = insecureSkipVerify //nolint:gosec // opt-in by config
+		if len(caPEM) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(caPEM) {
+				return errors.New("no certificate found in the CA bundle")
+			}
+			e.tls.RootCAs = pool
+		}
+		return nil
+	}
+}
+
+// WithEmailAuth authenticates with mechanism PLAIN or LOGIN (empty: PLAIN
+// unless the server only offers LOGIN).
+func WithEmailAuth(mechanism, username, password string) EmailOption {
+	return func(e *Email) error {
+		mechanism = strings.ToUpper(mechanism)
+		if mechanism != "" && mechanism != "PLAIN" && mechanism != "LOGIN" {
+			return fmt.Errorf("auth mechanism %q is not PLAIN or LOGIN", mechanism)
+		}
+		e.mechanism, e.username, e.password = mechanism, username, password
+		return nil
+	}
+}
+
+// WithHTML sends the body as text/html instead of text/plain.
+func WithHTML(html bool) EmailOption {
+	return func(e *Email) error { e.html = html; return nil }
+}
+
+// WithEmailTimeout bounds one SMTP session.
+func WithEmailTimeout(d time.Duration) EmailOption {
+	return func(e *Email) error {
+		if d <= 0 {
+			return fmt.Errorf("timeout %s must be positive", d)
+		}
+		e.timeout = d
+		return nil
+	}
+}
+
+// Send mails n to the comma-separated addresses in d.Recipient. A 5xx
+// reply is permanent.
+func (e *Email) Send(ctx context.Context, n Notification, d Destination) (Receipt, error) {
+	var to []*mail.Address
+	for _, r := range strings.Split(d.Recipient, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		a, err := mail.ParseAddress(r)
+		if err != nil {
+			return Receipt{}, Permanent(fmt.Errorf("email %s: recipient %q: %w", e.name, r, err))
+		}
+		to = append(to, a)
+	}
+	if len(to) == 0 {
+		return Receipt{}, Permanent(fmt.Errorf("email %s: no recipient", e.name))
+	}
+	subject := ""
+	if n.Email != nil {
+		subject = n.Email.Subject
+	}
+	msgID, msg := e.compose(to, subject, n.Message)
+	if err := e.deliver(ctx, to, msg); err != nil {
+		var te *textproto.Error
+		if errors.As(err, &te) && te.Code >= 500 {
+			return Receipt{}, Permanent(fmt.Errorf("email %s: %w", e.name, err))
+		}
+		return Receipt{}, fmt.Errorf("email %s: %w", e.name, err)
+	}
+	return Receipt{ID: msgID}, nil
+}
+
+func (e *Email) compose(to []*mail.Address, subject, body string) (string, []byte) {
+	var id [12]byte
+	_, _ = rand.Read(id[:])
+	domain := "crowsnest.local"
+	if at := strings.LastIndexByte(e.from.Address, '@'); at >= 0 {
+		domain = e.from.Address[at+1:]
+	}
+	msgID := "<" + hex.EncodeToString(id[:]) + "@" + domain + ">"
+	rcpt := make([]string, len(to))
+	for i, a := range to {
+		rcpt[i] = a.String()
+	}
+	ctype := "text/plain"
+	if e.html {
+		ctype = "text/html"
+	}
+	var b bytes.Buffer
+	header := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
+	header("From", e.from.String())
+	header("To", strings.Join(rcpt, ", "))
+	header("Subject", mime.QEncoding.Encode("utf-8", subject))
+	header("Date", e.now().Format(time.RFC1123Z))
+	header("Message-ID", msgID)
+	header("MIME-Version", "1.0")
+	header("Content-Type", ctype+"; charset=UTF-8")
+	header("Content-Transfer-Encoding", "quoted-printable")
+	b.WriteString("\r\n")
+	qp := quotedprintable.NewWriter(&b)
+	_, _ = qp.Write([]byte(strings.ReplaceAll(strings.ReplaceAll(body, "\r\n", "\n"), "\n", "\r\n")))
+	_ = qp.Close()
+	return msgID, b.Bytes()
+}
+
+func (e *Email) deliver(ctx context.Context, to []*mail.Address, msg []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	dialer := &net.Dialer{}
+	var conn net.Conn
+	var err error
+	if e.mode == TLSImplicit {
+		conn, err = (&tls.Dialer{NetDialer: dialer, Config: e.tls}).DialContext(ctx, "tcp", e.addr)
+	} else {
+		conn, err = dialer.DialContext(ctx, "tcp", e.addr)
+	}
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", e.addr, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() }) // net/smtp takes no context
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	c, err := smtp.NewClient(conn, e.host)
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("greeting from %s: %w", e.addr, err)
+	}
+	defer c.Close()
+	if err := c.Hello("crowsnest"); err != nil {
+		return fmt.Errorf("EHLO: %w", err)
+	}
+	if e.mode == TLSStartTLS {
+		if ok, _ := c.Extension("STARTTLS"); !ok {
+			return Permanent(fmt.Errorf("server %s does not offer STARTTLS", e.addr))
+		}
+		if err := c.StartTLS(e.tls); err != nil {
+			return fmt.Errorf("STARTTLS: %w", err)
+		}
+	}
+	if e.username != "" {
+		ok, mechs := c.Extension("AUTH")
+		if !ok {
+			return Permanent(fmt.Errorf("server %s does not offer AUTH", e.addr))
+		}
+		if err := c.Auth(e.auth(strings.Fields(mechs))); err != nil {
+			return fmt.Errorf("AUTH: %w", err)
+		}
+	}
+	if err := c.Mail(e.from.Address); err != nil {
+		return fmt.Errorf("MAIL FROM: %w", err)
+	}
+	for _, a := range to {
+		if err := c.Rcpt(a.Address); err != nil {
+			return fmt.Errorf("RCPT TO %s: %w", a.Address, err)
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return fmt.Errorf("DATA: %w", err)
+	}
+	if _, err := w.Write(msg); err != nil {
+		return fmt.Errorf("writing message: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("ending message: %w", err)
+	}
+	// The server accepted the message at the end of DATA; a failed QUIT
+	// changes nothing.
+	_ = c.Quit()
+	return nil
+}
+
+func (e *Email) auth(offered []string) smtp.Auth {
+	mech := e.mechanism
+	if mech == "" {
+		mech = "PLAIN"
+		hasPlain := false
+		for _, m := range offered {
+			hasPlain = hasPlain || strings.EqualFold(m, "PLAIN")
+		}
+		if !hasPlain {
+			for _, m := range offered {
+				if strings.EqualFold(m, "LOGIN") {
+					mech = "LOGIN"
+				}
+			}
+		}
+	}
+	if mech == "LOGIN" {
+		return &loginAuth{username: e.username, password: e.password}
+	}
+	return smtp.PlainAuth("", e.username, e.password, e.host)
+}
+
+// loginAuth is the LOGIN SASL mechanism (net/smtp has only PLAIN and
+// CRAM-MD5); it answers the server's Username:/Password: prompts.
+type loginAuth struct{ username, password string }
+
+func (a *loginAuth) Start(server *smtp.ServerInfo) (string, []byte, error) {
+	if !server.TLS {
+		return "", nil, errors.New("refusing LOGIN over an unencrypted connection")
+	}
+	return "LOGIN", nil, nil
+}
+
+func (a *loginAuth) Next(fromServer []byte, more bool) ([]byte, error) {
+	if !more {
+		return nil, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(string(fromServer))) {
+	case "username:", "user name", "username":
+		return []byte(a.username), nil
+	case "password:", "password":
+		return []byte(a.password), nil
+	}
+	return nil, fmt.Errorf("unexpected LOGIN challenge %q", fromServer)
+}

@@ -1,0 +1,53 @@
+package notify_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// FuzzRender feeds arbitrary template text through Compile and Render: no
+// panic, no "<no value>" leaking from a missing field, the size bound held.
+func FuzzRender(f *testing.F) {
+	for _, s := range []string{
+		"{{.app.metadata.name}}",
+		"{{.app.status.operationState.syncResult.revision}}",
+		`{{range $i, $img := .app.status.images}}{{$i}}={{$img | upper}} {{end}}`,
+		`{{if eq .app.status.sync.status "Synced"}}ok{{else if .x.y}}maybe{{end}}`,
+		`{{with .app.spec}}{{.source.repoURL | repoURLToHTTPS}}{{end}}`,
+		`{{define "x"}}{{.a.b}}{{end}}{{template "x" .app}}`,
+		`{{$v := .app.missing}}{{$v.deeper}}{{$.app.metadata.name}}`,
+		`{{call .repo.FullNameByRepoURL .app.spec.source.repoURL}}`,
+		`{{toJson .}}{{b64dec "!!"}}`,
+		`{{(.app).metadata}}{{printf "%v" .app.nope}}`,
+		`{{truncate 3 (default "x" .n)}}{{dict "a"}}`,
+	} {
+		f.Add(s)
+	}
+	vars := appVars()
+	clock := notify.WithClock(func() time.Time { return fixedNow })
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := notify.Compile(notify.Template{Name: "fuzz", Message: text, Email: &notify.EmailTemplate{Subject: text}}, clock)
+		if err != nil {
+			if !strings.Contains(err.Error(), `template "fuzz"`) {
+				t.Fatalf("compile error does not name the template: %v", err)
+			}
+			return
+		}
+		n, err := c.Render(vars)
+		if err != nil {
+			if !strings.Contains(err.Error(), `template "fuzz"`) {
+				t.Fatalf("render error does not name the template: %v", err)
+			}
+			return
+		}
+		if len(n.Message) > notify.MaxRenderedSize {
+			t.Fatalf("rendered %d bytes, over the %d limit", len(n.Message), notify.MaxRenderedSize)
+		}
+		if strings.Contains(n.Message, "<no value>") && !strings.Contains(text, "<no value>") && !strings.Contains(text, "printf") && !strings.Contains(text, "print") {
+			t.Fatalf("rendered %q from %q: a missing value leaked", n.Message, text)
+		}
+	})
+}

@@ -1,0 +1,196 @@
+package notify_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+func kubeStore(t *testing.T) (*notify.ConfigMapStore, kubernetes.Interface) {
+	t.Helper()
+	if env == nil {
+		t.Fatal("no control plane (TestMain did not start one)")
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &notify.ConfigMapStore{Client: cs, Namespace: env.CreateNamespace(t, "notify"), Shards: 2, Keep: 2}, cs
+}
+
+func record(key, app string, created time.Time) notify.Record {
+	return notify.Record{Delivery: notify.Delivery{ID: notify.DeliveryID(key), Key: key, App: app, Service: "slack", Recipient: "#c",
+		Notification: notify.Notification{Message: key}}, State: notify.StatePending, CreatedAt: created, UpdatedAt: created}
+}
+
+func TestConfigMapStore(t *testing.T) {
+	s, cs := kubeStore(t)
+	ctx := t.Context()
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		created, err := s.Create(ctx, record(fmt.Sprint("k", i), "argocd/a", t0.Add(time.Duration(i)*time.Second)))
+		if err != nil || !created {
+			t.Fatalf("Create k%d = %v, %v", i, created, err)
+		}
+	}
+	if created, err := s.Create(ctx, record("k0", "argocd/a", t0)); err != nil || created {
+		t.Fatalf("second Create k0 = %v, %v; want not created", created, err)
+	}
+	if _, err := s.Create(ctx, record("other", "argocd/b", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, record("missing", "argocd/a", t0)); !errors.Is(err, notify.ErrNotFound) {
+		t.Errorf("Update of a missing record = %v, want ErrNotFound", err)
+	}
+	// Finish four of a's five: only the newest Keep=2 finished stay; the
+	// pending one is never trimmed.
+	for i := range 4 {
+		r := record(fmt.Sprint("k", i), "argocd/a", t0.Add(time.Duration(i)*time.Second))
+		r.State, r.DoneAt, r.Attempts = notify.StateDelivered, t0.Add(time.Minute+time.Duration(i)*time.Second), 1
+		if err := s.Update(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.List(ctx, notify.ListOptions{App: "argocd/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range got {
+		keys = append(keys, r.Key+"="+string(r.State))
+	}
+	if diff := cmp.Diff([]string{"k2=delivered", "k3=delivered", "k4=pending"}, keys); diff != "" {
+		t.Errorf("records of argocd/a (-want +got):\n%s", diff)
+	}
+	pending, err := s.List(ctx, notify.ListOptions{State: notify.StatePending})
+	if err != nil || len(pending) != 2 {
+		t.Errorf("pending = %d records (%v), want 2", len(pending), err)
+	}
+	if r, err := s.Get(ctx, notify.DeliveryID("other")); err != nil || r.App != "argocd/b" || r.Notification.Message != "other" {
+		t.Errorf("Get(other) = %+v, %v", r, err)
+	}
+	if _, err := s.Get(ctx, notify.DeliveryID("k0")); !errors.Is(err, notify.ErrNotFound) {
+		t.Errorf("Get(trimmed k0) = %v, want ErrNotFound", err)
+	}
+
+	if err := s.SetThread(ctx, "slack-abc", "C1|1700000000.000001"); err != nil {
+		t.Fatal(err)
+	}
+	if ref, err := s.Thread(ctx, "slack-abc"); err != nil || ref != "C1|1700000000.000001" {
+		t.Errorf("Thread = %q, %v", ref, err)
+	}
+	if ref, err := s.Thread(ctx, "slack-none"); err != nil || ref != "" {
+		t.Errorf("Thread(unknown) = %q, %v", ref, err)
+	}
+	cms, err := cs.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		if cm.Name != "kube-root-ca.crt" && !strings.HasPrefix(cm.Name, "crowsnest-outbox-") {
+			t.Errorf("unexpected ConfigMap %s", cm.Name)
+		}
+	}
+}
+
+// Writers racing on one shard all land: updates are guarded by
+// resourceVersion and retried on conflict.
+func TestConfigMapStoreConcurrentWriters(t *testing.T) {
+	s, _ := kubeStore(t)
+	s.Shards = 1
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	for w := range 3 {
+		wg.Go(func() {
+			other := &notify.ConfigMapStore{Client: s.Client, Namespace: s.Namespace, Shards: 1}
+			for i := range 4 {
+				if _, err := other.Create(t.Context(), record(fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("ns/app%d", w), time.Now())); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	all, err := s.List(t.Context(), notify.ListOptions{})
+	if err != nil || len(all) != 12 {
+		t.Errorf("List = %d records (%v), want 12", len(all), err)
+	}
+}
+
+// A restarted outbox on the same ConfigMaps delivers pending deliveries
+// exactly once, does not redeliver completed ones, and keeps Slack
+// threads.
+func TestOutboxRestartOnConfigMapStore(t *testing.T) {
+	store, _ := kubeStore(t)
+	f := newFakeSlack(t)
+	hook := newFlakyWebhook(t, 0)
+	services := func() map[string]notify.Service {
+		return map[string]notify.Service{
+			"slack":        newSlack(t, f, notify.WithThreads(store)),
+			"webhook.hook": webhookService(t, "hook", hook.URL),
+		}
+	}
+	slackMsg := func(key, text string) notify.Delivery {
+		return notify.Delivery{Key: key, App: "argocd/guestbook", Trigger: "on-deployed", Service: "slack", Recipient: "#deploys",
+			Notification: notify.Notification{Message: text, Slack: &notify.SlackTemplate{GroupingKey: "guestbook"}}}
+	}
+
+	first := fastOutbox(store, services(), nil)
+	stop := runOutbox(t, first)
+	r1, _, err := first.Enqueue(t.Context(), slackMsg("s1", "started"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, _, err := first.Enqueue(t.Context(), hookDelivery("h1", "argocd/guestbook", "h1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, first, r1.ID, notify.StateDelivered)
+	waitState(t, first, h1.ID, notify.StateDelivered)
+	stop()
+
+	// Recorded while crowsnest is down (as if it crashed after recording).
+	for _, d := range []notify.Delivery{slackMsg("s2", "succeeded"), hookDelivery("h2", "argocd/guestbook", "h2")} {
+		if _, _, err := first.Enqueue(t.Context(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	second := fastOutbox(store, services(), nil)
+	runOutbox(t, second)
+	waitState(t, second, notify.DeliveryID("s2"), notify.StateDelivered)
+	waitState(t, second, notify.DeliveryID("h2"), notify.StateDelivered)
+	time.Sleep(100 * time.Millisecond)
+
+	type call struct{ Text, ThreadTS string }
+	var got []call
+	for _, c := range f.Calls() {
+		got = append(got, call{c.Form.Get("text"), c.Form.Get("thread_ts")})
+	}
+	if diff := cmp.Diff([]call{{"started", ""}, {"succeeded", "1700000000.000001"}}, got); diff != "" {
+		t.Errorf("Slack messages (-want +got):\n%s", diff)
+	}
+	if hook.delivered.Load() != 2 {
+		t.Errorf("webhook got %d deliveries, want 2 (h1 once, h2 once)", hook.delivered.Load())
+	}
+	log, err := second.Log(t.Context(), "argocd/guestbook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 2 { // Keep=2: the two newest finished entries
+		t.Errorf("log has %d entries, want 2", len(log))
+	}
+}

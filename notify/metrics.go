@@ -1,0 +1,76 @@
+package notify
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Delivery results, the result label of crowsnest_notify_deliveries_total:
+// one per attempt.
+const (
+	ResultDelivered   = "delivered"
+	ResultSkipped     = "skipped"      // the notification had nothing for the service
+	ResultFailed      = "failed"       // will be retried
+	ResultRateLimited = "rate_limited" // retried after the destination's Retry-After
+	ResultDead        = "dead"         // dead-lettered
+)
+
+// Metrics is the outbox's Prometheus instrumentation. A nil *Metrics
+// records nothing.
+type Metrics struct {
+	deliveries  *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	depth       prometheus.Gauge
+	retries     *prometheus.CounterVec
+	deadLetters *prometheus.CounterVec
+}
+
+// NewMetrics creates the notification metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_notify_deliveries_total",
+			Help: "Delivery attempts by service, trigger and result (delivered, skipped, failed, rate_limited, dead).",
+		}, []string{"service", "trigger", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "crowsnest_notify_delivery_duration_seconds",
+			Help:    "Time one delivery attempt took, by service.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"service"}),
+		depth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "crowsnest_notify_outbox_depth",
+			Help: "Deliveries recorded and not yet delivered or dead-lettered.",
+		}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_notify_retries_total",
+			Help: "Delivery attempts that will be retried (failures and rate limits), by service.",
+		}, []string{"service"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_notify_dead_letters_total",
+			Help: "Deliveries given up on, by service.",
+		}, []string{"service"}),
+	}
+	reg.MustRegister(m.deliveries, m.duration, m.depth, m.retries, m.deadLetters)
+	return m
+}
+
+func (m *Metrics) attempt(service, trigger, result string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.deliveries.WithLabelValues(service, trigger, result).Inc()
+	m.duration.WithLabelValues(service).Observe(d.Seconds())
+	switch result {
+	case ResultFailed, ResultRateLimited:
+		m.retries.WithLabelValues(service).Inc()
+	case ResultDead:
+		m.deadLetters.WithLabelValues(service).Inc()
+	}
+}
+
+func (m *Metrics) setDepth(n int) {
+	if m != nil {
+		m.depth.Set(float64(n))
+	}
+}

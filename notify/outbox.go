@@ -1,0 +1,434 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Outbox defaults. Five attempts with 2s..5m backoff ride out a
+// destination's restart or a short outage (about ten minutes in all)
+// without hammering it. Slack allows about one message per second per
+// channel with bursts; five per second per service with a burst of ten
+// keeps a deployment wave under every service's limits. A minute per
+// attempt covers the slowest SMTP relay; 32 sends in flight bound the
+// sockets a storm opens while one hanging destination holds only one.
+const (
+	DefaultMaxAttempts       = 5
+	DefaultRetryBaseDelay    = 2 * time.Second
+	DefaultRetryMaxDelay     = 5 * time.Minute
+	DefaultAttemptTimeout    = time.Minute
+	DefaultMaxInFlight       = 32
+	DefaultServiceRate       = 5
+	DefaultServiceBurst      = 10
+	DefaultMaxRetryAfter     = 10 * time.Minute
+	DefaultMaxRateLimitWaits = 10
+	storeWriteTimeout        = 10 * time.Second
+)
+
+// RateLimit paces sends to one service.
+type RateLimit struct {
+	// PerSecond is the sustained rate; negative means unlimited.
+	PerSecond float64
+	Burst     int
+}
+
+// Outbox records deliveries in a Store before sending them and delivers
+// them asynchronously: one worker per destination (service+recipient)
+// keeps each destination's messages in order, while a bounded number of
+// sends run at once across destinations. Failures are retried with
+// exponential backoff and jitter up to MaxAttempts, then dead-lettered.
+// Zero fields take the defaults above; Store and Services are required.
+type Outbox struct {
+	Store Store
+	// Services maps Delivery.Service to the service that sends it.
+	Services map[string]Service
+	// RateLimits by service name; others get DefaultServiceRate.
+	RateLimits     map[string]RateLimit
+	MaxAttempts    int
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+	AttemptTimeout time.Duration
+	MaxInFlight    int
+	// MaxRetryAfter is the longest Retry-After waited out; a longer one
+	// counts as a failed attempt.
+	MaxRetryAfter time.Duration
+	// MaxRateLimitWaits bounds Retry-After waits per delivery, which do not
+	// spend attempts.
+	MaxRateLimitWaits int
+	// OnDeadLetter is called (outside locks) for each delivery given up on,
+	// so the controller can emit an Event.
+	OnDeadLetter func(Record)
+	Metrics      *Metrics
+	Logger       *slog.Logger
+	// Now is the clock for record times; nil is time.Now.
+	Now func() time.Time
+
+	initOnce sync.Once
+	mu       sync.Mutex
+	ctx      context.Context
+	running  bool
+	stopping bool
+	// loading holds dispatches back while Start reads the pending records,
+	// so a delivery enqueued meanwhile is not sent twice.
+	loading  bool
+	deferred []Record
+	queues   map[string]*destQueue
+	queued   map[string]bool
+	limiters map[string]*rate.Limiter
+	sem      chan struct{}
+	wg       sync.WaitGroup
+}
+
+type destQueue struct {
+	items  []Record
+	active bool
+}
+
+func (o *Outbox) init() {
+	o.initOnce.Do(func() {
+		if o.MaxAttempts <= 0 {
+			o.MaxAttempts = DefaultMaxAttempts
+		}
+		if o.RetryBaseDelay <= 0 {
+			o.RetryBaseDelay = DefaultRetryBaseDelay
+		}
+		if o.RetryMaxDelay <= 0 {
+			o.RetryMaxDelay = DefaultRetryMaxDelay
+		}
+		if o.AttemptTimeout <= 0 {
+			o.AttemptTimeout = DefaultAttemptTimeout
+		}
+		if o.MaxInFlight <= 0 {
+			o.MaxInFlight = DefaultMaxInFlight
+		}
+		if o.MaxRetryAfter <= 0 {
+			o.MaxRetryAfter = DefaultMaxRetryAfter
+		}
+		if o.MaxRateLimitWaits <= 0 {
+			o.MaxRateLimitWaits = DefaultMaxRateLimitWaits
+		}
+		if o.Logger == nil {
+			o.Logger = slog.New(slog.DiscardHandler)
+		}
+		if o.Now == nil {
+			o.Now = time.Now
+		}
+		o.queues = map[string]*destQueue{}
+		o.queued = map[string]bool{}
+		o.limiters = map[string]*rate.Limiter{}
+		o.sem = make(chan struct{}, o.MaxInFlight)
+	})
+}
+
+// ErrRunning is returned by Start when the outbox already runs.
+var ErrRunning = errors.New("outbox already running")
+
+// Start delivers what the store holds as pending, then every delivery
+// enqueued, until ctx is cancelled; it returns once every worker stopped.
+// Deliveries interrupted by the stop stay pending for the next Start.
+func (o *Outbox) Start(ctx context.Context) error {
+	o.init()
+	if o.Store == nil {
+		return errors.New("outbox has no store")
+	}
+	o.mu.Lock()
+	if o.running {
+		o.mu.Unlock()
+		return ErrRunning
+	}
+	o.running, o.stopping, o.ctx, o.loading = true, false, ctx, true
+	o.mu.Unlock()
+	pending, err := o.Store.List(ctx, ListOptions{State: StatePending})
+	o.mu.Lock()
+	o.loading = false
+	pending = append(pending, o.deferred...)
+	o.deferred = nil
+	o.mu.Unlock()
+	if err == nil {
+		for i := range pending {
+			o.dispatch(pending[i])
+		}
+		<-ctx.Done()
+	}
+	o.mu.Lock()
+	o.stopping = true
+	o.mu.Unlock()
+	o.wg.Wait()
+	o.mu.Lock()
+	o.running, o.ctx = false, nil
+	o.queues = map[string]*destQueue{}
+	o.queued = map[string]bool{}
+	o.Metrics.setDepth(0)
+	o.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("loading pending deliveries: %w", err)
+	}
+	return nil
+}
+
+// Enqueue records d and hands it to its destination's worker. The ID comes
+// from d.Key: a key already recorded is not enqueued again (created is
+// false and the existing record returned). Before Start, the delivery waits
+// in the store.
+func (o *Outbox) Enqueue(ctx context.Context, d Delivery) (rec Record, created bool, err error) {
+	o.init()
+	if d.Key == "" || d.Service == "" {
+		return Record{}, false, errors.New("enqueue: a delivery needs a key and a service")
+	}
+	d.ID = DeliveryID(d.Key)
+	now := o.Now()
+	rec = Record{Delivery: d, State: StatePending, CreatedAt: now, UpdatedAt: now}
+	created, err = o.Store.Create(ctx, rec)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("recording delivery %s to %s: %w", d.ID, d.Destination(), err)
+	}
+	if !created {
+		existing, err := o.Store.Get(ctx, d.ID)
+		if err != nil {
+			return Record{}, false, fmt.Errorf("reading delivery %s: %w", d.ID, err)
+		}
+		return existing, false, nil
+	}
+	o.dispatch(rec)
+	return rec, true, nil
+}
+
+// Log returns the delivery log of app ("namespace/name"; empty for every
+// app), oldest first: what was sent where, when, the result and attempts.
+func (o *Outbox) Log(ctx context.Context, app string) ([]Record, error) {
+	o.init()
+	recs, err := o.Store.List(ctx, ListOptions{App: app})
+	if err != nil {
+		return nil, fmt.Errorf("reading the delivery log: %w", err)
+	}
+	return recs, nil
+}
+
+// ErrPending is returned by Redeliver for a delivery still in progress.
+var ErrPending = errors.New("delivery is still pending")
+
+// Redeliver sends a delivered or dead-lettered delivery again, with a
+// fresh attempt count.
+func (o *Outbox) Redeliver(ctx context.Context, id string) (Record, error) {
+	o.init()
+	rec, err := o.Store.Get(ctx, id)
+	if err != nil {
+		return Record{}, fmt.Errorf("redelivering %s: %w", id, err)
+	}
+	if rec.State == StatePending {
+		return rec, fmt.Errorf("redelivering %s: %w", id, ErrPending)
+	}
+	rec.State, rec.Attempts, rec.LastError = StatePending, 0, ""
+	rec.NextAttempt, rec.DoneAt, rec.Receipt = time.Time{}, time.Time{}, Receipt{}
+	rec.Redeliveries++
+	rec.UpdatedAt = o.Now()
+	if err := o.Store.Update(ctx, rec); err != nil {
+		return Record{}, fmt.Errorf("redelivering %s: %w", id, err)
+	}
+	o.dispatch(rec)
+	return rec, nil
+}
+
+// dispatch queues rec on its destination's worker, starting one if none
+// runs. Records already queued are ignored.
+func (o *Outbox) dispatch(rec Record) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.running || o.stopping || o.queued[rec.ID] {
+		return
+	}
+	if o.loading {
+		o.deferred = append(o.deferred, rec)
+		return
+	}
+	o.queued[rec.ID] = true
+	o.Metrics.setDepth(len(o.queued))
+	key := rec.Destination().String()
+	q := o.queues[key]
+	if q == nil {
+		q = &destQueue{}
+		o.queues[key] = q
+	}
+	q.items = append(q.items, rec)
+	if !q.active {
+		q.active = true
+		o.wg.Add(1)
+		go o.drain(o.ctx, key, q)
+	}
+}
+
+func (o *Outbox) drain(ctx context.Context, key string, q *destQueue) {
+	defer o.wg.Done()
+	for {
+		o.mu.Lock()
+		if len(q.items) == 0 || ctx.Err() != nil {
+			q.active = false
+			if len(q.items) == 0 {
+				delete(o.queues, key)
+			}
+			o.mu.Unlock()
+			return
+		}
+		rec := q.items[0]
+		q.items = q.items[1:]
+		o.mu.Unlock()
+		o.deliver(ctx, rec)
+	}
+}
+
+// deliver attempts rec until it is delivered, dead or the outbox stops.
+func (o *Outbox) deliver(ctx context.Context, rec Record) {
+	log := o.Logger.With("delivery", rec.ID, "app", rec.App, "trigger", rec.Trigger, "service", rec.Service, "recipient", rec.Recipient)
+	rateWaits := 0
+	for {
+		if wait := rec.NextAttempt.Sub(o.Now()); wait > 0 && !sleep(ctx, wait) {
+			return
+		}
+		if err := o.limiter(rec.Service).Wait(ctx); err != nil {
+			return
+		}
+		select {
+		case o.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		start := time.Now()
+		receipt, err := o.send(ctx, rec)
+		<-o.sem
+		took := time.Since(start)
+		if err != nil && ctx.Err() != nil {
+			return // stopping: the attempt does not count; the record stays pending
+		}
+		now := o.Now()
+		rec.UpdatedAt = now
+		if err == nil {
+			result := ResultDelivered
+			if receipt.Skipped {
+				result = ResultSkipped
+			}
+			rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
+			rec.Attempts++
+			rec.DoneAt, rec.NextAttempt = now, time.Time{}
+			o.finish(rec)
+			o.save(ctx, log, rec)
+			o.Metrics.attempt(rec.Service, rec.Trigger, result, took)
+			log.Debug("notification delivered", "attempts", rec.Attempts, "receipt", receipt.ID)
+			return
+		}
+		rec.LastError = err.Error()
+		var rl *RateLimitError
+		if errors.As(err, &rl) && rateWaits < o.MaxRateLimitWaits && rl.RetryAfter <= o.MaxRetryAfter {
+			rateWaits++
+			rec.NextAttempt = now.Add(max(rl.RetryAfter, o.RetryBaseDelay/2))
+			o.save(ctx, log, rec)
+			o.Metrics.attempt(rec.Service, rec.Trigger, ResultRateLimited, took)
+			log.Info("notification rate limited, waiting", "retryAfter", rl.RetryAfter)
+			continue
+		}
+		rec.Attempts++
+		if IsPermanent(err) || rec.Attempts >= o.MaxAttempts {
+			rec.State, rec.DoneAt, rec.NextAttempt = StateDead, now, time.Time{}
+			o.finish(rec)
+			o.save(ctx, log, rec)
+			o.Metrics.attempt(rec.Service, rec.Trigger, ResultDead, took)
+			log.Warn("notification dead-lettered", "attempts", rec.Attempts, "err", err)
+			if o.OnDeadLetter != nil {
+				o.OnDeadLetter(rec)
+			}
+			return
+		}
+		rec.NextAttempt = now.Add(o.backoff(rec.Attempts))
+		o.save(ctx, log, rec)
+		o.Metrics.attempt(rec.Service, rec.Trigger, ResultFailed, took)
+		log.Debug("notification failed, will retry", "attempts", rec.Attempts, "next", rec.NextAttempt, "err", err)
+	}
+}
+
+func (o *Outbox) send(ctx context.Context, rec Record) (Receipt, error) {
+	o.mu.Lock()
+	svc := o.Services[rec.Service]
+	o.mu.Unlock()
+	if svc == nil {
+		// Retried: a config reload may bring the service.
+		return Receipt{}, fmt.Errorf("no service %q configured", rec.Service)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
+	defer cancel()
+	return svc.Send(ctx, rec.Notification, rec.Destination())
+}
+
+// SetServices replaces the services (after a config reload).
+func (o *Outbox) SetServices(s map[string]Service) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.Services = s
+}
+
+// save persists rec even while stopping, so a finished delivery is not
+// sent again after a restart.
+func (o *Outbox) save(ctx context.Context, log *slog.Logger, rec Record) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
+	defer cancel()
+	if err := o.Store.Update(ctx, rec); err != nil {
+		log.Error("recording delivery state failed", "state", rec.State, "err", err)
+	}
+}
+
+// finish forgets a record that reached a terminal state; it runs before
+// the state is saved, so a Redeliver that reads the saved state can queue
+// the record again.
+func (o *Outbox) finish(rec Record) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.queued, rec.ID)
+	o.Metrics.setDepth(len(o.queued))
+}
+
+func (o *Outbox) limiter(service string) *rate.Limiter {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l := o.limiters[service]
+	if l == nil {
+		rl, ok := o.RateLimits[service]
+		if !ok {
+			rl = RateLimit{PerSecond: DefaultServiceRate, Burst: DefaultServiceBurst}
+		}
+		limit := rate.Limit(rl.PerSecond)
+		if rl.PerSecond < 0 {
+			limit = rate.Inf
+		}
+		l = rate.NewLimiter(limit, max(1, rl.Burst))
+		o.limiters[service] = l
+	}
+	return l
+}
+
+// backoff is RetryBaseDelay doubled per failed attempt, capped at
+// RetryMaxDelay, with jitter over its upper half.
+func (o *Outbox) backoff(attempts int) time.Duration {
+	d := o.RetryBaseDelay
+	for i := 1; i < attempts && d < o.RetryMaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, o.RetryMaxDelay)
+	half := d / 2
+	return half + rand.N(half+1) //nolint:gosec // jitter, not security
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

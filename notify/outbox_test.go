@@ -1,0 +1,378 @@
+package notify_test
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// flakyWebhook is a webhook endpoint failing its first failures requests
+// with 502; it counts the requests it accepted.
+type flakyWebhook struct {
+	*httptest.Server
+	failures  atomic.Int32
+	requests  atomic.Int32
+	delivered atomic.Int32
+	bodies    sync.Map
+}
+
+func newFlakyWebhook(t *testing.T, failures int32) *flakyWebhook {
+	t.Helper()
+	f := &flakyWebhook{}
+	f.failures.Store(failures)
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.requests.Add(1)
+		if f.failures.Add(-1) >= 0 {
+			http.Error(w, "upstream down", http.StatusBadGateway)
+			return
+		}
+		f.delivered.Add(1)
+		buf := make([]byte, 256)
+		n, _ := r.Body.Read(buf)
+		v, _ := f.bodies.LoadOrStore(string(buf[:n]), new(atomic.Int32))
+		v.(*atomic.Int32).Add(1)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func webhookService(t *testing.T, name, url string) *notify.Webhook {
+	t.Helper()
+	wh, err := notify.NewWebhook(name, url, notify.WithWebhookTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wh
+}
+
+func hookDelivery(key, app, body string) notify.Delivery {
+	return notify.Delivery{Key: key, App: app, Trigger: "on-deployed", Service: "webhook.hook",
+		Notification: notify.Notification{Webhook: map[string]notify.WebhookTemplate{"hook": {Body: body}}}}
+}
+
+func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
+	hook := newFlakyWebhook(t, 3)
+	reg := prometheus.NewRegistry()
+	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, notify.NewMetrics(reg))
+	runOutbox(t, o)
+	rec, created, err := o.Enqueue(t.Context(), hookDelivery("k1", "argocd/guestbook", `{"n":1}`))
+	if err != nil || !created {
+		t.Fatalf("Enqueue = %v, %v", created, err)
+	}
+	got := waitState(t, o, rec.ID, notify.StateDelivered)
+	if got.Attempts != 4 || hook.requests.Load() != 4 || hook.delivered.Load() != 1 {
+		t.Errorf("attempts %d, requests %d, delivered %d; want 4, 4, 1", got.Attempts, hook.requests.Load(), hook.delivered.Load())
+	}
+	svc := map[string]string{"service": "webhook.hook"}
+	// Metrics follow the durable state: wait for the last one.
+	waitFor(t, "the delivered metric", func() bool {
+		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": "delivered"}) == 1
+	})
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": "failed"}, 3},
+		{"crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": "delivered"}, 1},
+		{"crowsnest_notify_retries_total", svc, 3},
+		{"crowsnest_notify_delivery_duration_seconds", svc, 4},
+		{"crowsnest_notify_dead_letters_total", svc, 0},
+	} {
+		if got := metric(t, reg, m.name, m.labels); got != m.want {
+			t.Errorf("%s%v = %v, want %v", m.name, m.labels, got, m.want)
+		}
+	}
+	waitFor(t, "outbox depth 0", func() bool { return metric(t, reg, "crowsnest_notify_outbox_depth", map[string]string{}) == 0 })
+
+	// The same dedupe key again sends nothing.
+	again, created, err := o.Enqueue(t.Context(), hookDelivery("k1", "argocd/guestbook", `{"n":1}`))
+	if err != nil || created || again.State != notify.StateDelivered {
+		t.Fatalf("second Enqueue = %+v, %v, %v; want the delivered record, not created", again.State, created, err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if hook.requests.Load() != 4 {
+		t.Errorf("a duplicate key was sent again: %d requests", hook.requests.Load())
+	}
+}
+
+func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
+	hook := newFlakyWebhook(t, 1000)
+	reg := prometheus.NewRegistry()
+	var dead []notify.Record
+	var mu sync.Mutex
+	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, notify.NewMetrics(reg))
+	o.MaxAttempts = 3
+	o.OnDeadLetter = func(r notify.Record) { mu.Lock(); dead = append(dead, r); mu.Unlock() }
+	runOutbox(t, o)
+	rec, _, err := o.Enqueue(t.Context(), hookDelivery("k-dead", "argocd/app", "{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitState(t, o, rec.ID, notify.StateDead)
+	if got.Attempts != 3 || hook.requests.Load() != 3 {
+		t.Errorf("attempts %d, requests %d; want 3, 3", got.Attempts, hook.requests.Load())
+	}
+	if want := "webhook hook: POST http://127.0.0.1"; len(got.LastError) < len(want) || got.LastError[:len(want)] != want {
+		t.Errorf("last error = %q", got.LastError)
+	}
+	waitFor(t, "the dead-letter callback", func() bool { mu.Lock(); defer mu.Unlock(); return len(dead) > 0 })
+	mu.Lock()
+	if len(dead) != 1 || dead[0].ID != rec.ID {
+		t.Errorf("dead letters = %+v, want one for %s", dead, rec.ID)
+	}
+	mu.Unlock()
+	if n := metric(t, reg, "crowsnest_notify_dead_letters_total", map[string]string{"service": "webhook.hook"}); n != 1 {
+		t.Errorf("dead letters metric = %v, want 1", n)
+	}
+	if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": "dead"}); n != 1 {
+		t.Errorf("dead deliveries metric = %v, want 1", n)
+	}
+
+	// The destination recovers; redelivery sends it once more.
+	hook.failures.Store(0)
+	if _, err := o.Redeliver(t.Context(), rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	got = waitState(t, o, rec.ID, notify.StateDelivered)
+	if got.Redeliveries != 1 || got.Attempts != 1 || hook.delivered.Load() != 1 {
+		t.Errorf("after redeliver: %+v, delivered %d", got, hook.delivered.Load())
+	}
+	if _, err := o.Redeliver(t.Context(), "no-such-id"); !errors.Is(err, notify.ErrNotFound) {
+		t.Errorf("Redeliver(unknown) = %v, want ErrNotFound", err)
+	}
+
+	log, err := o.Log(t.Context(), "argocd/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || log[0].ID != rec.ID || log[0].Service != "webhook.hook" || log[0].State != notify.StateDelivered {
+		t.Errorf("log = %+v", log)
+	}
+	if other, _ := o.Log(t.Context(), "argocd/other"); len(other) != 0 {
+		t.Errorf("log of another app = %+v, want empty", other)
+	}
+}
+
+func TestOutboxPermanentErrorDeadLettersAtOnce(t *testing.T) {
+	srv := newWebhookRecorder(t, false)
+	srv.status = http.StatusUnprocessableEntity
+	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, nil)
+	runOutbox(t, o)
+	rec, _, err := o.Enqueue(t.Context(), hookDelivery("k-perm", "a/b", "{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitState(t, o, rec.ID, notify.StateDead); got.Attempts != 1 {
+		t.Errorf("attempts = %d, want 1 for a 422", got.Attempts)
+	}
+}
+
+// One hanging webhook (app A) must not delay a Slack message for app B.
+func TestOutboxHangingDestinationBlocksNothingElse(t *testing.T) {
+	release := make(chan struct{})
+	var hung atomic.Int32
+	hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		hung.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(release) })
+	slackSrv := newFakeSlack(t)
+	sl, err := notify.NewSlack("slack", "xoxb-token", notify.WithSlackAPIURL(slackSrv.APIURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sl.Close() })
+	reg := prometheus.NewRegistry()
+	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{
+		"webhook.hang": webhookService(t, "hang", hang.URL), "slack": sl,
+	}, notify.NewMetrics(reg))
+	o.AttemptTimeout = time.Minute
+	o.MaxInFlight = 2
+	stop := runOutbox(t, o)
+	for i := range 3 {
+		d := hookDelivery(fmt.Sprintf("hang-%d", i), "argocd/a", "{}")
+		d.Service = "webhook.hang"
+		d.Notification.Webhook = map[string]notify.WebhookTemplate{"hang": {Body: "{}"}}
+		if _, _, err := o.Enqueue(t.Context(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the webhook to hang", func() bool { return hung.Load() == 1 })
+	start := time.Now()
+	rec, _, err := o.Enqueue(t.Context(), notify.Delivery{Key: "slack-b", App: "argocd/b", Trigger: "on-deployed", Service: "slack", Recipient: "#deploys",
+		Notification: notify.Notification{Message: "b deployed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, o, rec.ID, notify.StateDelivered)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the Slack message took %s behind a hanging webhook", took)
+	}
+	waitFor(t, "outbox depth 3 (the hanging webhook's deliveries)", func() bool {
+		return metric(t, reg, "crowsnest_notify_outbox_depth", map[string]string{}) == 3
+	})
+	if hung.Load() != 1 {
+		t.Errorf("the hanging destination got %d requests at once, want 1 (in order)", hung.Load())
+	}
+	// Stopping interrupts the hanging attempt; it stays pending, unspent.
+	stop()
+	pending, err := o.Store.List(t.Context(), notify.ListOptions{App: "argocd/a", State: notify.StatePending})
+	if err != nil || len(pending) != 3 || pending[0].Attempts != 0 {
+		t.Errorf("after stop: %d pending (%v), first %+v", len(pending), err, pending)
+	}
+}
+
+func TestOutboxEnqueueBeforeStartAndRestart(t *testing.T) {
+	hook := newFlakyWebhook(t, 0)
+	store := &notify.MemoryStore{}
+	svcs := map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}
+	first := fastOutbox(store, svcs, nil)
+	stop := runOutbox(t, first)
+	done, _, err := first.Enqueue(t.Context(), hookDelivery("done", "a/b", "done"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, first, done.ID, notify.StateDelivered)
+	stop()
+	// Recorded while nothing runs: kept pending for the next Start.
+	for _, k := range []string{"p1", "p2"} {
+		if _, _, err := first.Enqueue(t.Context(), hookDelivery(k, "a/b", k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := fastOutbox(store, svcs, nil)
+	runOutbox(t, second)
+	waitFor(t, "both pending deliveries", func() bool { return hook.delivered.Load() == 3 })
+	time.Sleep(50 * time.Millisecond)
+	got := map[string]int32{}
+	hook.bodies.Range(func(k, v any) bool { got[k.(string)] = v.(*atomic.Int32).Load(); return true })
+	if diff := cmp.Diff(map[string]int32{"done": 1, "p1": 1, "p2": 1}, got); diff != "" {
+		t.Errorf("deliveries per body (-want +got):\n%s", diff)
+	}
+}
+
+func TestOutboxRateLimit(t *testing.T) {
+	hook := newFlakyWebhook(t, 0)
+	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
+	o.RateLimits = map[string]notify.RateLimit{"webhook.hook": {PerSecond: 20, Burst: 1}}
+	runOutbox(t, o)
+	start := time.Now()
+	for i := range 5 {
+		d := hookDelivery(fmt.Sprintf("r%d", i), "a/b", "{}")
+		d.Recipient = fmt.Sprint(i) // distinct destinations: only the service limit paces them
+		if _, _, err := o.Enqueue(t.Context(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "five deliveries", func() bool { return hook.delivered.Load() == 5 })
+	if took := time.Since(start); took < 180*time.Millisecond {
+		t.Errorf("5 sends at 20/s with burst 1 took %s, want at least 200ms", took)
+	}
+}
+
+func TestOutboxEnqueueValidation(t *testing.T) {
+	o := &notify.Outbox{Store: &notify.MemoryStore{}}
+	if _, _, err := o.Enqueue(t.Context(), notify.Delivery{Service: "slack"}); err == nil {
+		t.Error("Enqueue without a key: want an error")
+	}
+	if got, want := notify.DeliveryID("a"), notify.DeliveryID("a"); got != want || len(got) != 32 || got == notify.DeliveryID("b") {
+		t.Errorf("DeliveryID not deterministic and distinct: %q %q", got, want)
+	}
+}
+
+func TestOutboxUnknownServiceAndNoSecretsInLogs(t *testing.T) {
+	hook := newFlakyWebhook(t, 1000)
+	var buf safeBuffer
+	wh, err := notify.NewWebhook("hook", hook.URL+"/hooks/T000/secret-path-part", notify.WithBearerToken("bearer-value-123"), notify.WithHMAC([]byte("hmac-value-456"), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": wh}, nil)
+	o.MaxAttempts = 2
+	o.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	runOutbox(t, o)
+	a, _, err := o.Enqueue(t.Context(), hookDelivery("secret", "a/b", "{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := hookDelivery("unknown", "a/b", "{}")
+	d.Service = "webhook.nope"
+	b, _, err := o.Enqueue(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := waitState(t, o, a.ID, notify.StateDead)
+	if unknown := waitState(t, o, b.ID, notify.StateDead); unknown.LastError != `no service "webhook.nope" configured` || unknown.Attempts != 2 {
+		t.Errorf("unknown service record = %+v", unknown)
+	}
+	waitFor(t, "two dead-letter log lines", func() bool { return strings.Count(buf.String(), "notification dead-lettered") == 2 })
+	logs := buf.String()
+	for _, secret := range []string{"secret-path-part", "bearer-value-123", "hmac-value-456"} {
+		if strings.Contains(logs, secret) || strings.Contains(rec.LastError, secret) {
+			t.Errorf("%q leaked into logs or the record:\n%s\n%s", secret, logs, rec.LastError)
+		}
+	}
+}
+
+func TestMemoryStoreKeepsNewestFinishedPerApp(t *testing.T) {
+	s := &notify.MemoryStore{Keep: 1}
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for i, app := range []string{"a/x", "a/x", "a/x", "a/y"} {
+		r := record(fmt.Sprint("m", i), app, t0.Add(time.Duration(i)*time.Second))
+		if _, err := s.Create(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			continue // stays pending
+		}
+		r.State, r.DoneAt = notify.StateDelivered, t0.Add(time.Minute+time.Duration(i)*time.Second)
+		if err := s.Update(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.List(t.Context(), notify.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range all {
+		keys = append(keys, r.Key)
+	}
+	if diff := cmp.Diff([]string{"m1", "m2", "m3"}, keys); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+}
+
+type safeBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *safeBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *safeBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,89 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Destination is where one delivery goes: a configured service instance
+// ("slack", "webhook.github", "email") and a recipient in its terms (a
+// Slack channel, a webhook name's target, email addresses).
+type Destination struct {
+	Service   string `json:"service"`
+	Recipient string `json:"recipient,omitempty"`
+}
+
+// String is "service:recipient", the key deliveries are serialized on.
+func (d Destination) String() string { return d.Service + ":" + d.Recipient }
+
+// Receipt is what a service reports after a send, for the delivery log.
+type Receipt struct {
+	// ID identifies the sent message: a Slack ts, an SMTP Message-ID, an
+	// HTTP status line.
+	ID string `json:"id,omitempty"`
+	// Skipped says the notification had nothing for this service.
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// Service sends a rendered notification to one destination. Errors must
+// not carry secrets; wrap a terminal failure with Permanent so the outbox
+// dead-letters it at once.
+type Service interface {
+	Send(ctx context.Context, n Notification, d Destination) (Receipt, error)
+}
+
+// PermanentError marks a failure retrying cannot fix (a 4xx, a rejected
+// recipient, a bad payload).
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err as a PermanentError.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// IsPermanent reports whether err is marked Permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// RateLimitError says the destination asked crowsnest to wait: the outbox
+// tries again after RetryAfter without counting a failed attempt.
+type RateLimitError struct {
+	Service    string
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("%s: rate limited, retry after %s", e.Service, e.RetryAfter)
+}
+
+// redactURL keeps a URL's scheme and host: paths and queries of webhook
+// URLs often are the secret (Slack and Teams incoming webhooks).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "<url>"
+	}
+	return u.Scheme + "://" + u.Host + "/..."
+}
+
+// cleanURLError drops the URL net/http puts in its errors, keeping the
+// operation and cause.
+func cleanURLError(err error, raw string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s %s: %w", ue.Op, redactURL(raw), ue.Err)
+	}
+	return err
+}

@@ -1,0 +1,226 @@
+package notify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+)
+
+// State is where a delivery stands.
+type State string
+
+// Delivery states.
+const (
+	StatePending   State = "pending"
+	StateDelivered State = "delivered"
+	StateDead      State = "dead" // gave up: attempts spent or a permanent error
+)
+
+// Delivery is one notification to one destination, as the caller asks
+// for it.
+type Delivery struct {
+	// ID is derived from Key by Enqueue (DeliveryID); callers leave it empty.
+	ID string `json:"id"`
+	// Key is the caller's dedupe key (trigger, oncePer value, app,
+	// destination): enqueuing a key again is a no-op while its record is kept.
+	Key          string       `json:"key"`
+	App          string       `json:"app"` // namespace/name
+	Trigger      string       `json:"trigger,omitempty"`
+	Service      string       `json:"service"`
+	Recipient    string       `json:"recipient,omitempty"`
+	Notification Notification `json:"notification"`
+}
+
+// Destination is where the delivery goes.
+func (d Delivery) Destination() Destination {
+	return Destination{Service: d.Service, Recipient: d.Recipient}
+}
+
+// Record is a Delivery with its progress: the outbox entry and the
+// delivery log line.
+type Record struct {
+	Delivery
+	State        State     `json:"state"`
+	Attempts     int       `json:"attempts,omitempty"`
+	LastError    string    `json:"lastError,omitempty"`
+	Receipt      Receipt   `json:"receipt,omitzero"`
+	Redeliveries int       `json:"redeliveries,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+	NextAttempt  time.Time `json:"nextAttempt,omitzero"`
+	DoneAt       time.Time `json:"doneAt,omitzero"`
+}
+
+// Terminal reports whether the record needs no more attempts.
+func (r Record) Terminal() bool { return r.State == StateDelivered || r.State == StateDead }
+
+// DeliveryID derives a delivery's ID from its dedupe key.
+func DeliveryID(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:16])
+}
+
+// ErrNotFound is returned for an unknown delivery ID.
+var ErrNotFound = errors.New("delivery not found")
+
+// ListOptions filters Store.List; zero fields match everything.
+type ListOptions struct {
+	App   string
+	State State
+}
+
+// Store keeps outbox records and Slack threads. Implementations keep at
+// most a retention's worth of terminal records per app (dropping the
+// oldest) and never drop pending ones.
+type Store interface {
+	ThreadStore
+	// Create saves rec unless a record with its ID exists.
+	Create(ctx context.Context, rec Record) (created bool, err error)
+	// Update replaces the record with rec.ID.
+	Update(ctx context.Context, rec Record) error
+	Get(ctx context.Context, id string) (Record, error)
+	// List returns matching records, oldest first.
+	List(ctx context.Context, opts ListOptions) ([]Record, error)
+}
+
+// DefaultKeep is how many terminal records a store keeps per app: enough
+// for `notify log` to show a day of busy deployments, small enough that a
+// ConfigMap shard holds many apps.
+const DefaultKeep = 20
+
+// MemoryStore is a Store in process memory, for tests and `crowsnest demo`.
+type MemoryStore struct {
+	// Keep is the terminal records kept per app (DefaultKeep when zero).
+	Keep int
+
+	mu      sync.Mutex
+	records map[string]Record
+	threads map[string]string
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+func (m *MemoryStore) init() {
+	if m.records == nil {
+		m.records = map[string]Record{}
+		m.threads = map[string]string{}
+	}
+}
+
+// Create implements Store.
+func (m *MemoryStore) Create(_ context.Context, rec Record) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	if _, ok := m.records[rec.ID]; ok {
+		return false, nil
+	}
+	m.records[rec.ID] = rec
+	return true, nil
+}
+
+// Update implements Store.
+func (m *MemoryStore) Update(_ context.Context, rec Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	if _, ok := m.records[rec.ID]; !ok {
+		return ErrNotFound
+	}
+	m.records[rec.ID] = rec
+	if rec.Terminal() {
+		for _, id := range trimIDs(m.records, rec.App, keepOrDefault(m.Keep)) {
+			delete(m.records, id)
+		}
+	}
+	return nil
+}
+
+// Get implements Store.
+func (m *MemoryStore) Get(_ context.Context, id string) (Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.records[id]
+	if !ok {
+		return Record{}, ErrNotFound
+	}
+	return r, nil
+}
+
+// List implements Store.
+func (m *MemoryStore) List(_ context.Context, opts ListOptions) ([]Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Record
+	for id := range m.records {
+		if r := m.records[id]; opts.matches(r) {
+			out = append(out, r)
+		}
+	}
+	sortRecords(out)
+	return out, nil
+}
+
+// Thread implements ThreadStore.
+func (m *MemoryStore) Thread(_ context.Context, key string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.threads[key], nil
+}
+
+// SetThread implements ThreadStore.
+func (m *MemoryStore) SetThread(_ context.Context, key, ref string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	m.threads[key] = ref
+	return nil
+}
+
+func (o ListOptions) matches(r Record) bool {
+	return (o.App == "" || o.App == r.App) && (o.State == "" || o.State == r.State)
+}
+
+func sortRecords(rs []Record) {
+	sort.Slice(rs, func(i, j int) bool {
+		if !rs[i].CreatedAt.Equal(rs[j].CreatedAt) {
+			return rs[i].CreatedAt.Before(rs[j].CreatedAt)
+		}
+		return rs[i].ID < rs[j].ID
+	})
+}
+
+func keepOrDefault(k int) int {
+	if k <= 0 {
+		return DefaultKeep
+	}
+	return k
+}
+
+// trimIDs returns the IDs of app's terminal records beyond the newest keep.
+func trimIDs(records map[string]Record, app string, keep int) []string {
+	var done []Record
+	for id := range records {
+		if r := records[id]; r.App == app && r.Terminal() {
+			done = append(done, r)
+		}
+	}
+	if len(done) <= keep {
+		return nil
+	}
+	sort.Slice(done, func(i, j int) bool {
+		if !done[i].DoneAt.Equal(done[j].DoneAt) {
+			return done[i].DoneAt.After(done[j].DoneAt)
+		}
+		return done[i].ID > done[j].ID
+	})
+	ids := make([]string, 0, len(done)-keep)
+	for i := range done[keep:] {
+		ids = append(ids, done[keep+i].ID)
+	}
+	return ids
+}

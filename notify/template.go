@@ -1,0 +1,247 @@
+package notify
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// DeliveryPolicy says what a Slack message with a grouping key does when
+// the group already has a message: post a reply, or update the first one.
+type DeliveryPolicy string
+
+// Delivery policies, named as in argocd-notifications.
+const (
+	// PolicyPost posts every message (replies in the group's thread).
+	PolicyPost DeliveryPolicy = "Post"
+	// PolicyPostAndUpdate posts the group's first message and updates it after.
+	PolicyPostAndUpdate DeliveryPolicy = "PostAndUpdate"
+	// PolicyUpdate only updates the group's message; it posts nothing new.
+	PolicyUpdate DeliveryPolicy = "Update"
+)
+
+// Template is a message template as configured: every string is a
+// text/template. The same shape holds a rendered Notification.
+type Template struct {
+	Name    string                     `json:"name,omitempty"`
+	Message string                     `json:"message,omitempty"`
+	Slack   *SlackTemplate             `json:"slack,omitempty"`
+	Webhook map[string]WebhookTemplate `json:"webhook,omitempty"`
+	Email   *EmailTemplate             `json:"email,omitempty"`
+}
+
+// SlackTemplate is the Slack part of a template: Blocks and Attachments
+// are JSON arrays in Slack's format.
+type SlackTemplate struct {
+	Attachments     string         `json:"attachments,omitempty"`
+	Blocks          string         `json:"blocks,omitempty"`
+	GroupingKey     string         `json:"groupingKey,omitempty"`
+	NotifyBroadcast bool           `json:"notifyBroadcast,omitempty"`
+	DeliveryPolicy  DeliveryPolicy `json:"deliveryPolicy,omitempty"`
+}
+
+// WebhookTemplate is the request sent to the webhook service of the same
+// name as its key in Template.Webhook.
+type WebhookTemplate struct {
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Body   string `json:"body,omitempty"`
+}
+
+// EmailTemplate is the email part of a template; the body is the message.
+type EmailTemplate struct {
+	Subject string `json:"subject,omitempty"`
+}
+
+// Notification is a rendered template: what the outbox stores and the
+// services send.
+type Notification struct {
+	Message string                     `json:"message,omitempty"`
+	Slack   *SlackTemplate             `json:"slack,omitempty"`
+	Webhook map[string]WebhookTemplate `json:"webhook,omitempty"`
+	Email   *EmailTemplate             `json:"email,omitempty"`
+}
+
+// MaxRenderedSize bounds one rendered field (256 KiB), far above any
+// message a service accepts, so a runaway range cannot eat the memory.
+const MaxRenderedSize = 256 << 10
+
+// ErrTooLarge is returned when a rendered field exceeds MaxRenderedSize.
+var ErrTooLarge = errors.New("rendered text exceeds the size limit")
+
+// Compiled is a parsed Template, safe for concurrent Render calls.
+type Compiled struct {
+	name   string
+	src    Template
+	fields []compiledField
+}
+
+type compiledField struct {
+	path string // "message", "slack.blocks", "webhook.github.body", ...
+	tmpl *template.Template
+	set  func(n *Notification, s string)
+}
+
+// CompileOption tunes Compile.
+type CompileOption func(*compileOptions) error
+
+type compileOptions struct {
+	now func() time.Time
+}
+
+// WithClock makes the now, ago helpers read a fixed clock (tests, dry runs).
+func WithClock(now func() time.Time) CompileOption {
+	return func(o *compileOptions) error {
+		if now == nil {
+			return errors.New("WithClock: nil clock")
+		}
+		o.now = now
+		return nil
+	}
+}
+
+// Compile parses every field of t. Errors name the template and the field.
+func Compile(t Template, opts ...CompileOption) (*Compiled, error) {
+	var o compileOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	funcs := FuncMap(o.now)
+	c := &Compiled{name: t.Name, src: t}
+	add := func(path, text string, set func(*Notification, string)) error {
+		if text == "" {
+			return nil
+		}
+		tm, err := template.New(path).Funcs(funcs).Option("missingkey=zero").Parse(text)
+		if err != nil {
+			return fmt.Errorf("template %q: %s: %w", t.Name, path, err)
+		}
+		for _, d := range tm.Templates() {
+			if d.Tree != nil {
+				rewriteTree(d.Tree)
+			}
+		}
+		c.fields = append(c.fields, compiledField{path: path, tmpl: tm, set: set})
+		return nil
+	}
+	if err := add("message", t.Message, func(n *Notification, s string) { n.Message = s }); err != nil {
+		return nil, err
+	}
+	if s := t.Slack; s != nil {
+		switch s.DeliveryPolicy {
+		case "", PolicyPost, PolicyPostAndUpdate, PolicyUpdate:
+		default:
+			return nil, fmt.Errorf("template %q: slack.deliveryPolicy: %q is not Post, PostAndUpdate or Update", t.Name, s.DeliveryPolicy)
+		}
+		for _, f := range []struct {
+			path, text string
+			set        func(*SlackTemplate, string)
+		}{
+			{"slack.attachments", s.Attachments, func(st *SlackTemplate, v string) { st.Attachments = v }},
+			{"slack.blocks", s.Blocks, func(st *SlackTemplate, v string) { st.Blocks = v }},
+			{"slack.groupingKey", s.GroupingKey, func(st *SlackTemplate, v string) { st.GroupingKey = v }},
+		} {
+			set := f.set
+			if err := add(f.path, f.text, func(n *Notification, v string) { set(n.Slack, v) }); err != nil {
+				return nil, err
+			}
+		}
+	}
+	names := make([]string, 0, len(t.Webhook))
+	for name := range t.Webhook {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		w := t.Webhook[name]
+		for _, f := range []struct {
+			field, text string
+			set         func(*WebhookTemplate, string)
+		}{
+			{"method", w.Method, func(wt *WebhookTemplate, v string) { wt.Method = v }},
+			{"path", w.Path, func(wt *WebhookTemplate, v string) { wt.Path = v }},
+			{"body", w.Body, func(wt *WebhookTemplate, v string) { wt.Body = v }},
+		} {
+			name, set := name, f.set
+			if err := add("webhook."+name+"."+f.field, f.text, func(n *Notification, v string) {
+				wt := n.Webhook[name]
+				set(&wt, v)
+				n.Webhook[name] = wt
+			}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if t.Email != nil {
+		if err := add("email.subject", t.Email.Subject, func(n *Notification, v string) { n.Email.Subject = v }); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Name is the template's name.
+func (c *Compiled) Name() string { return c.name }
+
+// Render executes the template with vars (app, context, event, ...). A
+// missing field renders as empty. Errors name the template and the field,
+// whose first part is the service ("slack.blocks", "webhook.github.body").
+func (c *Compiled) Render(vars map[string]any) (Notification, error) {
+	var n Notification
+	if c.src.Slack != nil {
+		n.Slack = &SlackTemplate{NotifyBroadcast: c.src.Slack.NotifyBroadcast, DeliveryPolicy: c.src.Slack.DeliveryPolicy}
+	}
+	if c.src.Webhook != nil {
+		n.Webhook = make(map[string]WebhookTemplate, len(c.src.Webhook))
+		for name := range c.src.Webhook {
+			n.Webhook[name] = WebhookTemplate{}
+		}
+	}
+	if c.src.Email != nil {
+		n.Email = &EmailTemplate{}
+	}
+	var b strings.Builder
+	for _, f := range c.fields {
+		b.Reset()
+		if err := f.tmpl.Execute(&limitWriter{w: &b, n: MaxRenderedSize}, vars); err != nil {
+			return Notification{}, fmt.Errorf("rendering template %q: %s: %w", c.name, f.path, err)
+		}
+		f.set(&n, b.String())
+	}
+	if s := n.Slack; s != nil {
+		for _, j := range []struct{ path, text string }{{"slack.blocks", s.Blocks}, {"slack.attachments", s.Attachments}} {
+			if strings.TrimSpace(j.text) != "" && !json.Valid([]byte(j.text)) {
+				return Notification{}, fmt.Errorf("rendering template %q: %s: not valid JSON", c.name, j.path)
+			}
+		}
+	}
+	return n, nil
+}
+
+// Render compiles and renders t once, for dry runs.
+func Render(t Template, vars map[string]any, opts ...CompileOption) (Notification, error) {
+	c, err := Compile(t, opts...)
+	if err != nil {
+		return Notification{}, err
+	}
+	return c.Render(vars)
+}
+
+type limitWriter struct {
+	w interface{ Write([]byte) (int, error) }
+	n int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if len(p) > l.n {
+		return 0, ErrTooLarge
+	}
+	l.n -= len(p)
+	return l.w.Write(p)
+}

@@ -1,0 +1,100 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// DefaultMaxAttempts bounds tries when other writers keep changing the
+// Application between our read and our patch; each conflict means someone
+// else made progress, so a handful is plenty.
+const DefaultMaxAttempts = 5
+
+// Writer patches Applications.
+type Writer struct {
+	Client dynamic.Interface
+	// MaxAttempts bounds conflict retries; zero is DefaultMaxAttempts.
+	MaxAttempts int
+	Log         *slog.Logger
+
+	// beforePatch lets tests write in between read and patch.
+	beforePatch func()
+}
+
+// Result says what a write did.
+type Result struct {
+	// Patched is false when the Application already carried every value.
+	Patched bool
+	// ResourceVersion is the Application's version after the write.
+	ResourceVersion string
+	// Attempts counts reads and patches, 1 without conflicts.
+	Attempts int
+}
+
+// ErrConflicts says the Application kept changing under every attempt.
+var ErrConflicts = errors.New("the Application kept changing; giving up after repeated conflicts")
+
+// Apply writes overrides into the Application namespace/name.
+func (w *Writer) Apply(ctx context.Context, namespace, name string, overrides []Override) (Result, error) {
+	attempts := w.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultMaxAttempts
+	}
+	apps := w.Client.Resource(watcher.ApplicationsResource).Namespace(namespace)
+	var res Result
+	for res.Attempts < attempts {
+		res.Attempts++
+		obj, err := apps.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return res, fmt.Errorf("reading Application %s/%s: %w", namespace, name, err)
+		}
+		patch, err := buildPatch(obj, overrides)
+		if err != nil {
+			return res, fmt.Errorf("writing Application %s/%s: %w", namespace, name, err)
+		}
+		if patch == nil {
+			res.ResourceVersion = obj.GetResourceVersion()
+			return res, nil
+		}
+		if w.beforePatch != nil {
+			w.beforePatch()
+		}
+		out, err := apps.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "crowsnest"})
+		if apierrors.IsConflict(err) {
+			if w.Log != nil {
+				w.Log.Debug("Application changed while patching; reading it again", "app", namespace+"/"+name, "attempt", res.Attempts)
+			}
+			if err := sleepCtx(ctx, time.Duration(res.Attempts)*10*time.Millisecond); err != nil {
+				return res, err
+			}
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("patching Application %s/%s: %w", namespace, name, err)
+		}
+		res.Patched, res.ResourceVersion = true, out.GetResourceVersion()
+		return res, nil
+	}
+	return res, fmt.Errorf("patching Application %s/%s: %w", namespace, name, ErrConflicts)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
