@@ -149,3 +149,37 @@ func (q queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workq
 func (q queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return q.m.retries.WithLabelValues(name)
 }
+
+// ImageMetrics count image updates and annotation problems.
+type ImageMetrics struct {
+	updates            *prometheus.CounterVec
+	invalidAnnotations *prometheus.CounterVec
+}
+
+// NewImageMetrics creates the image update metrics and registers them.
+func NewImageMetrics(reg prometheus.Registerer) *ImageMetrics {
+	m := &ImageMetrics{
+		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_image_updates_total",
+			Help: "Image changes by write-back method and result (success, error, held, unavailable).",
+		}, []string{"method", "result"}),
+		invalidAnnotations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_invalid_annotations_total",
+			Help: "Malformed argocd-image-updater annotations seen, by key (without the image alias).",
+		}, []string{"key"}),
+	}
+	reg.MustRegister(m.updates, m.invalidAnnotations)
+	return m
+}
+
+func (m *ImageMetrics) update(method, result string, n int) {
+	if m != nil {
+		m.updates.WithLabelValues(method, result).Add(float64(n))
+	}
+}
+
+func (m *ImageMetrics) invalidAnnotation(key string) {
+	if m != nil {
+		m.invalidAnnotations.WithLabelValues(key).Inc()
+	}
+}

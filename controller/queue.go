@@ -109,6 +109,18 @@ func (e *Engine) Project(key string) *watcher.Project {
 	return e.projects[key]
 }
 
+// Projects returns every known AppProject.
+func (e *Engine) Projects() []*watcher.Project {
+	e.init()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]*watcher.Project, 0, len(e.projects))
+	for _, p := range e.projects {
+		out = append(out, p)
+	}
+	return out
+}
+
 // terminalError marks an error that retrying cannot fix.
 type terminalError struct{ err error }
 

@@ -15,11 +15,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
@@ -28,6 +32,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // inClusterNamespaceFile holds the pod's namespace; it is the default
@@ -46,6 +51,7 @@ type runOptions struct {
 	metricsAddr             string
 	probeAddr               string
 	webhookAddr             string
+	dryRun                  bool
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaderElectionID        string
@@ -80,6 +86,7 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringVar(&o.appsDir, "apps-dir", "", "read Applications from YAML files in this folder instead of a cluster (local mode)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" disables it`)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
+	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates, write nothing")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", ":8082", `address of the registry webhook receiver (/webhooks/registry/<source>), served when registries.webhook.sources are configured; "0" disables it`)
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader with a Lease so only one replica reconciles")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease; the pod's namespace in a cluster")
@@ -175,7 +182,6 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	var current sync.Mutex
 	effectiveCfg := cfg
 	engine := &controller.Engine{
-		Reconciler:     controller.ObserveReconciler{Log: log},
 		Workers:        cfg.Controller.Workers,
 		RetryBaseDelay: cfg.Controller.RetryBaseDelay.Duration,
 		RetryMaxDelay:  cfg.Controller.RetryMaxDelay.Duration,
@@ -195,16 +201,20 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			return err
 		}
 	}
+	// dyn is set in cluster mode only: Applications read from files are
+	// never written to a cluster.
+	var dyn dynamic.Interface
 	if o.appsDir != "" {
 		engine.Sources = []controller.Source{&watcher.FileSource{Dir: o.appsDir, Log: log, Metrics: watchMetrics}}
 	} else {
 		if _, err := labels.Parse(cfg.Watch.Selector); err != nil {
 			return fmt.Errorf("--selector: %w", err)
 		}
-		dyn, err := dynamic.NewForConfig(restCfg)
+		d, err := dynamic.NewForConfig(restCfg)
 		if err != nil {
 			return fmt.Errorf("building kube client: %w", err)
 		}
+		dyn = d
 		engine.Sources = []controller.Source{&watcher.KubeSource{
 			Client:       dyn,
 			Namespaces:   cfg.Watch.Namespaces,
@@ -237,6 +247,24 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	webhooks, err := newWebhookHandler(cfg.Registries.Webhook, regs.poller, reg, log)
 	if err != nil {
 		return err
+	}
+	images := &controller.ImageReconciler{
+		Registry: regs.client,
+		Poller:   regs.poller,
+		Windows:  (&controller.WindowSource{Engine: engine, Config: engine.Config, Log: log}).Set,
+		Enqueue:  engine.Enqueue,
+		DryRun:   o.dryRun || dyn == nil,
+		Metrics:  controller.NewImageMetrics(reg),
+		Log:      log,
+	}
+	regs.poller.OnChange = images.RepoChanged
+	engine.Reconciler = images
+	if dyn != nil {
+		images.Writer = &kube.Writer{Client: dyn, Log: log}
+		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
+		defer broadcaster.Shutdown()
+		images.Events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"})
 	}
 	if cfg.LeaderElection.Enabled {
 		cs := clientset

@@ -341,3 +341,17 @@ func listNames(list, alias string) bool {
 	}
 	return false
 }
+
+// KeyKind names an annotation key without its alias, for metric labels
+// whose values must stay few: "web.update-strategy" is "update-strategy";
+// anything unknown is "unknown".
+func KeyKind(full string) string {
+	key := strings.TrimPrefix(full, Prefix)
+	if knownAppKeys[key] {
+		return key
+	}
+	if _, rest, ok := strings.Cut(key, "."); ok && knownImageKeys[rest] {
+		return rest
+	}
+	return "unknown"
+}

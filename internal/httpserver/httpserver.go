@@ -51,9 +51,12 @@ func (s *Server) Listen() (net.Addr, error) {
 }
 
 // Serve answers requests until ctx is cancelled, then shuts down gracefully.
-// Listen must have been called; a disabled endpoint returns at once.
+// Listen must have been called. A disabled endpoint waits for ctx too:
+// the daemon ends when any of its tasks does, so returning early would stop
+// the whole process.
 func (s *Server) Serve(ctx context.Context) error {
 	if s.ln == nil {
+		<-ctx.Done()
 		return nil
 	}
 	srv := &http.Server{

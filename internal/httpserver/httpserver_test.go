@@ -51,7 +51,18 @@ func TestDisabledAndBadAddresses(t *testing.T) {
 		if err != nil || got != nil {
 			t.Errorf("Listen(%q) = %v, %v; want disabled", addr, got, err)
 		}
-		if err := s.Serve(t.Context()); err != nil {
+		// A disabled endpoint serves nothing but runs until cancelled, so
+		// it does not end the daemon (every task ending ends the process).
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Serve(ctx) }()
+		select {
+		case err := <-done:
+			t.Fatalf("Serve on a disabled endpoint returned before cancel: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		cancel()
+		if err := <-done; err != nil {
 			t.Errorf("Serve on a disabled endpoint = %v", err)
 		}
 	}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// An Application annotated for argocd-image-updater, running an old tag:
+// crowsnest patches it to the newest allowed tag (Kubernetes mode), records
+// an Event, then follows a tag pushed later; a malformed annotation on
+// another Application is an Event naming the key and breaks nothing.
+func TestE2EImageUpdateKubernetesMode(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	for i, tag := range []string{"1.0.0", "1.1.0", "2.0.0"} {
+		reg.Push(t, "team/web:"+tag, testreg.Image(t, t0.Add(time.Duration(i)*time.Hour), "linux/amd64"))
+	}
+	image := reg.Host() + "/team/web"
+
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ns := env.CreateNamespace(t, "e2e-img")
+	cfgPath := filepath.Join(dir, "crowsnest.yaml")
+	writeFile(t, cfgPath, "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\nregistries:\n  pollInterval: 5s\n")
+
+	dyn := dynamic.NewForConfigOrDie(env.Config)
+	apps := dyn.Resource(watcher.ApplicationsResource).Namespace(ns)
+	create := func(doc string) {
+		t.Helper()
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		u.SetNamespace(ns)
+		created, err := apps.Create(t.Context(), u, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Argo CD reports what runs in the status subresource.
+		if st, ok := obj["status"]; ok {
+			created.Object["status"] = st
+			if _, err := apps.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	create(fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  annotations:
+    argocd-image-updater.argoproj.io/image-list: web=%[1]s:~1
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+  source:
+    repoURL: https://git.example.com/web.git
+    path: deploy
+    kustomize: {namePrefix: prod-}
+status:
+  summary: {images: ["%[1]s:1.0.0", "redis:7.2"]}
+`, image))
+	create(fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: broken
+  annotations:
+    argocd-image-updater.argoproj.io/image-list: web=%[1]s
+    argocd-image-updater.argoproj.io/web.update-strategy: newest
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+  source: {repoURL: https://git.example.com/web.git, path: deploy}
+status:
+  summary: {images: ["%[1]s:1.0.0"]}
+`, image))
+
+	metricsAddr := freeAddr(t)
+	startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns,
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--log-format", "json")
+
+	kustomizeImages := func() []string {
+		u, err := apps.Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		images, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "source", "kustomize", "images")
+		return images
+	}
+	waitFor(t, "web to be patched to 1.1.0", func() bool {
+		images := kustomizeImages()
+		return len(images) == 1 && images[0] == image+":1.1.0"
+	})
+	u, err := apps.Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prefix, _, _ := unstructured.NestedString(u.Object, "spec", "source", "kustomize", "namePrefix"); prefix != "prod-" {
+		t.Errorf("namePrefix = %q: a field crowsnest does not own was lost", prefix)
+	}
+
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	events := func() []corev1.Event {
+		list, err := cs.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	hasEvent := func(obj, reason, text string) bool {
+		for _, e := range events() {
+			if e.InvolvedObject.Name == obj && e.Reason == reason && strings.Contains(e.Message, text) {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "an ImagesUpdated Event on web", func() bool {
+		return hasEvent("web", "ImagesUpdated", image+": 1.0.0 -> 1.1.0")
+	})
+	waitFor(t, "an InvalidAnnotation Event on broken naming the key", func() bool {
+		return hasEvent("broken", "InvalidAnnotation", "argocd-image-updater.argoproj.io/web.update-strategy")
+	})
+
+	// A newer allowed tag arrives: the poller sees it and web follows.
+	reg.Push(t, "team/web:1.2.0", testreg.Image(t, t0.Add(5*time.Hour), "linux/amd64"))
+	waitFor(t, "web to follow the pushed 1.2.0", func() bool {
+		images := kustomizeImages()
+		return len(images) == 1 && images[0] == image+":1.2.0"
+	})
+	waitFor(t, "the metrics to count both updates and the bad annotation", func() bool {
+		_, body := httpGet(t.Context(), "http://"+metricsAddr+"/metrics")
+		return strings.Contains(body, `crowsnest_image_updates_total{method="argocd",result="success"} 2`) &&
+			strings.Contains(body, `crowsnest_invalid_annotations_total{key="update-strategy"}`) &&
+			strings.Contains(body, `crowsnest_registry_polls_total`)
+	})
+	if code, _ := httpGet(t.Context(), "http://"+metricsAddr+"/metrics"); code != http.StatusOK {
+		t.Errorf("/metrics = %d", code)
+	}
+}

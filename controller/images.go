@@ -1,0 +1,315 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/windows"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
+)
+
+// Event reasons on Applications.
+const (
+	EventImagesUpdated      = "ImagesUpdated"
+	EventImageUpdateHeld    = "ImageUpdateHeld"
+	EventImageUpdateFailed  = "ImageUpdateFailed"
+	EventInvalidAnnotation  = "InvalidAnnotation"
+	EventWriteBackNotWired  = "WriteBackUnavailable"
+	eventTypeNormal         = corev1.EventTypeNormal
+	eventTypeWarning        = corev1.EventTypeWarning
+	defaultSelectionTimeout = 2 * time.Minute
+)
+
+// EventRecorder records Kubernetes Events on Applications; it is the one
+// method of client-go's record.EventRecorder crowsnest uses.
+type EventRecorder interface {
+	Event(object runtime.Object, eventType, reason, message string)
+}
+
+// ImageWriter writes image overrides into an Application (kube.Writer).
+type ImageWriter interface {
+	Apply(ctx context.Context, namespace, name string, overrides []kube.Override) (kube.Result, error)
+}
+
+// ImageReconciler keeps Applications' images up to date: it reads their
+// argocd-image-updater annotations, selects versions from the registry's
+// shared caches, decides (windows included) and writes back. It also tells
+// the poller which repositories are in use and enqueues the Applications of
+// a repository that changed.
+type ImageReconciler struct {
+	Registry *registry.Client
+	// Poller, when set, polls the repositories in use; wire its OnChange
+	// to RepoChanged.
+	Poller *registry.Poller
+	Writer ImageWriter
+	// Windows returns the sync windows in force (config and AppProjects).
+	Windows func() windows.Set
+	// Enqueue puts an Application key on the engine's queue.
+	Enqueue func(key string)
+	Events  EventRecorder
+	// DryRun decides and logs but writes nothing.
+	DryRun  bool
+	Metrics *ImageMetrics
+	Log     *slog.Logger
+	Now     func() time.Time
+
+	mu    sync.Mutex
+	repos map[string][]string // app key -> repositories it uses
+}
+
+var _ Reconciler = (*ImageReconciler)(nil)
+
+// Reconcile runs one pass for one Application.
+func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, error) {
+	if req.App == nil {
+		r.Log.Debug("application gone", "app", req.Key)
+		r.setRepos(req.Key, nil)
+		return Result{}, nil
+	}
+	app := req.App
+	r.Log.Debug("application observed", "app", req.Key, "project", app.Project,
+		"sources", len(app.Sources), "images", len(app.Images),
+		"sync", app.SyncStatus, "health", app.HealthStatus)
+	spec, errs := imageupdate.FromAnnotations(app.Annotations)
+	if spec == nil {
+		r.setRepos(req.Key, nil)
+		return Result{}, nil
+	}
+	for _, err := range errs {
+		r.Log.Warn("invalid annotation", "app", req.Key, "error", err)
+		r.Metrics.invalidAnnotation(annotationKey(err))
+		r.event(app, eventTypeWarning, EventInvalidAnnotation, err.Error())
+	}
+	repos := make([]string, 0, len(spec.Images))
+	for i := range spec.Images {
+		repos = append(repos, spec.Images[i].Ref.Repo())
+	}
+	r.setRepos(req.Key, repos)
+
+	results := r.selectAll(ctx, req.Key, spec)
+	hold := r.hold(app)
+	plan := imageupdate.Decide(app, spec, results, hold)
+	for _, s := range plan.Skipped {
+		if s.Reason == imageupdate.ReasonSelectionFailed {
+			r.Log.Warn("no version selected", "app", req.Key, "image", s.Alias, "error", s.Detail)
+			r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("image %s: %s", s.Alias, s.Detail))
+		}
+	}
+	if len(plan.Changes) == 0 {
+		return Result{}, nil
+	}
+	summary := describeChanges(plan.Changes)
+	if plan.Held {
+		r.Metrics.update(string(spec.WriteBack.Method), "held", len(plan.Changes))
+		r.Log.Info("image update held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
+		r.event(app, eventTypeNormal, EventImageUpdateHeld, fmt.Sprintf("%s held by %s", summary, plan.HoldReason))
+		if next, ok := r.nextBoundary(app); ok {
+			return Result{RequeueAfter: next}, nil
+		}
+		return Result{}, nil
+	}
+	if r.DryRun {
+		r.Log.Info("dry run: would update images", "app", req.Key, "changes", summary, "method", spec.WriteBack.Method)
+		return Result{}, nil
+	}
+	if spec.WriteBack.Method != imageupdate.MethodArgoCD {
+		// Git write-back lands with the writeback/git wiring; say so
+		// instead of pretending.
+		r.event(app, eventTypeWarning, EventWriteBackNotWired, "write-back-method git is not available in this build; nothing written")
+		r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(plan.Changes))
+		return Result{}, nil
+	}
+	res, err := r.Writer.Apply(ctx, app.Namespace, app.Name, overridesOf(plan.Changes))
+	if err != nil {
+		r.Metrics.update(string(imageupdate.MethodArgoCD), "error", len(plan.Changes))
+		r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("writing %s: %v", summary, err))
+		return Result{}, fmt.Errorf("updating images of %s: %w", req.Key, err)
+	}
+	r.Metrics.update(string(imageupdate.MethodArgoCD), "success", len(plan.Changes))
+	if res.Patched {
+		r.Log.Info("images updated", "app", req.Key, "changes", summary, "method", "argocd")
+		r.event(app, eventTypeNormal, EventImagesUpdated, summary+" (patched the Application)")
+	}
+	return Result{}, nil
+}
+
+// selectAll runs selection for every image; errors stay per image.
+func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *imageupdate.Spec) map[string]imageupdate.Selection {
+	ctx, cancel := context.WithTimeout(ctx, defaultSelectionTimeout)
+	defer cancel()
+	out := make(map[string]imageupdate.Selection, len(spec.Images))
+	for i := range spec.Images {
+		img := &spec.Images[i]
+		pol, err := policy.Compile(img.Ref.Repo(), img.Policy)
+		if err != nil {
+			out[img.Alias] = imageupdate.Selection{Err: err}
+			continue
+		}
+		tags, err := r.Registry.Tags(ctx, img.Ref.Repository, 0)
+		if err != nil {
+			out[img.Alias] = imageupdate.Selection{Err: err}
+			continue
+		}
+		res, err := pol.Select(ctx, tags, r.Registry.MetadataFunc(img.Ref.Repository, pol.Platforms()))
+		out[img.Alias] = imageupdate.Selection{Result: res, Err: err}
+		r.Log.Debug("version selected", "app", key, "image", img.Alias, "tag", res.Tag, "error", err)
+	}
+	return out
+}
+
+// hold asks the windows whether write-backs are held for app now.
+func (r *ImageReconciler) hold(app *watcher.App) imageupdate.Hold {
+	if r.Windows == nil {
+		return imageupdate.Hold{}
+	}
+	set := r.Windows().HoldingUpdates().Matching(WindowRef(app))
+	d := set.Decide(WindowRef(app), r.now(), false)
+	if d.Allowed {
+		return imageupdate.Hold{}
+	}
+	names := make([]string, 0, len(d.Active)+len(d.Matching))
+	for _, w := range d.Active {
+		names = append(names, w.Name())
+	}
+	if len(names) == 0 { // inactive allow windows deny
+		for _, w := range d.Matching {
+			names = append(names, w.Name())
+		}
+	}
+	return imageupdate.Hold{Held: true, Reason: fmt.Sprintf("%s (%s)", d.Reason, strings.Join(names, ", "))}
+}
+
+// nextBoundary is how long until a window matching app opens or closes.
+func (r *ImageReconciler) nextBoundary(app *watcher.App) (time.Duration, bool) {
+	if r.Windows == nil {
+		return 0, false
+	}
+	now := r.now()
+	t, ok := r.Windows().HoldingUpdates().Matching(WindowRef(app)).NextBoundary(now)
+	if !ok {
+		return 0, false
+	}
+	return t.Sub(now) + time.Second, true
+}
+
+func (r *ImageReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// setRepos records the repositories key uses and hands the union of all
+// to the poller.
+func (r *ImageReconciler) setRepos(key string, repos []string) {
+	r.mu.Lock()
+	if r.repos == nil {
+		r.repos = map[string][]string{}
+	}
+	old := r.repos[key]
+	if slices.Equal(old, repos) {
+		r.mu.Unlock()
+		return
+	}
+	if len(repos) == 0 {
+		delete(r.repos, key)
+	} else {
+		r.repos[key] = repos
+	}
+	interests := map[string]registry.Interest{}
+	for _, rs := range r.repos {
+		for _, repo := range rs {
+			interests[repo] = registry.Interest{}
+		}
+	}
+	r.mu.Unlock()
+	if r.Poller != nil {
+		r.Poller.SetInterests(interests)
+	}
+}
+
+// RepoChanged enqueues every Application that uses the repository; it is
+// the poller's OnChange.
+func (r *ImageReconciler) RepoChanged(_ context.Context, ch registry.RepoChange) {
+	r.mu.Lock()
+	var keys []string
+	for _, key := range slices.Sorted(maps.Keys(r.repos)) {
+		if slices.Contains(r.repos[key], ch.Repo) {
+			keys = append(keys, key)
+		}
+	}
+	r.mu.Unlock()
+	r.Log.Info("repository changed", "repository", ch.Repo, "added", ch.Added, "apps", len(keys))
+	for _, k := range keys {
+		r.Enqueue(k)
+	}
+}
+
+func (r *ImageReconciler) event(app *watcher.App, typ, reason, msg string) {
+	if r.Events == nil {
+		return
+	}
+	r.Events.Event(&corev1.ObjectReference{
+		APIVersion: "argoproj.io/v1alpha1", Kind: "Application",
+		Namespace: app.Namespace, Name: app.Name, UID: types.UID(app.UID), ResourceVersion: app.ResourceVersion,
+	}, typ, reason, msg)
+}
+
+func overridesOf(changes []imageupdate.Change) []kube.Override {
+	bySource := map[int]*kube.Override{}
+	var order []int
+	for i := range changes {
+		c := &changes[i]
+		o := bySource[c.SourceIndex]
+		if o == nil {
+			o = &kube.Override{SourceIndex: c.SourceIndex}
+			bySource[c.SourceIndex] = o
+			order = append(order, c.SourceIndex)
+		}
+		if c.Kustomize != "" {
+			o.KustomizeImages = append(o.KustomizeImages, kube.KustomizeImage{Name: c.KustomizeName, Entry: c.Kustomize})
+		}
+		o.HelmParameters = append(o.HelmParameters, c.Helm...)
+	}
+	out := make([]kube.Override, 0, len(order))
+	for _, i := range order {
+		out = append(out, *bySource[i])
+	}
+	return out
+}
+
+func describeChanges(changes []imageupdate.Change) string {
+	parts := make([]string, 0, len(changes))
+	for i := range changes {
+		c := &changes[i]
+		from := c.From
+		if from == "" {
+			from = "(not deployed)"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s -> %s", c.Image, from, c.To))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func annotationKey(err error) string {
+	var ae *imageupdate.AnnotationError
+	if errors.As(err, &ae) {
+		return imageupdate.KeyKind(ae.Key)
+	}
+	return "unknown"
+}

@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/windows"
+)
+
+// WindowSource assembles the sync windows in force: the config's, and
+// every AppProject's spec.syncWindows, each compiled once per version.
+type WindowSource struct {
+	Engine *Engine
+	Config func() *config.Config
+	Log    *slog.Logger
+
+	mu       sync.Mutex
+	cfg      *config.Config
+	cfgSet   windows.Set
+	projects map[string]compiledProject
+}
+
+type compiledProject struct {
+	rv  string
+	set windows.Set
+}
+
+// Set returns the windows in force now.
+func (s *WindowSource) Set() windows.Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cfg := s.Config(); cfg != s.cfg {
+		set, err := windows.FromConfig(cfg.Windows)
+		if err != nil {
+			// Validation compiled them already; keep the last good set.
+			s.Log.Error("sync windows of the config do not compile", "error", err)
+		} else {
+			s.cfg, s.cfgSet = cfg, set
+		}
+	}
+	out := append(windows.Set(nil), s.cfgSet...)
+	if s.projects == nil {
+		s.projects = map[string]compiledProject{}
+	}
+	projects := s.Engine.Projects()
+	sort.Slice(projects, func(i, j int) bool { return projects[i].Key() < projects[j].Key() })
+	seen := map[string]bool{}
+	for _, p := range projects {
+		key := p.Key()
+		seen[key] = true
+		c, ok := s.projects[key]
+		if !ok || c.rv != p.ResourceVersion {
+			set, err := windows.FromAppProject(p.Object.Object)
+			if err != nil {
+				s.Log.Warn("AppProject sync window invalid; it is left out", "project", key, "error", err)
+			}
+			c = compiledProject{rv: p.ResourceVersion, set: set}
+			s.projects[key] = c
+		}
+		out = append(out, c.set...)
+	}
+	for key := range s.projects {
+		if !seen[key] {
+			delete(s.projects, key)
+		}
+	}
+	return out
+}
