@@ -1,0 +1,388 @@
+package git
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+const remoteName = "origin"
+
+// session is one batch's work on its clone.
+type session struct {
+	w       *Writer
+	b       *batch
+	dir     string
+	creds   Credentials
+	repo    *gogit.Repository
+	fresh   bool // cloned in this attempt: no fetch needed
+	corrupt bool // re-clone on the next attempt
+	// fetchFailures counts fetches failed in a row; after two the clone
+	// itself is suspect and is made again.
+	fetchFailures int
+}
+
+// errTerminal marks errors retrying cannot fix.
+type errTerminal struct{ err error }
+
+func (e errTerminal) Error() string { return e.err.Error() }
+func (e errTerminal) Unwrap() error { return e.err }
+
+func terminal(err error) error { return errTerminal{err} }
+
+func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
+	res := Result{RepoURL: b.repoURL, Branch: b.target}
+	creds := b.creds
+	if w.Credentials != nil {
+		c, ok, err := w.Credentials.Credentials(ctx, b.repoURL)
+		if err != nil {
+			res.Err = fmt.Errorf("getting credentials: %w", err)
+			return res
+		}
+		if ok {
+			creds = c
+		}
+	}
+	if err := os.MkdirAll(w.CacheDir, 0o700); err != nil {
+		res.Err = fmt.Errorf("creating cache dir: %w", err)
+		return res
+	}
+	dir, release, err := w.cache().acquire(ctx, b.repoURL)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer release()
+
+	s := &session{w: w, b: b, dir: dir, creds: creds}
+	maxAttempts := cmp.Or(w.MaxAttempts, DefaultMaxAttempts)
+	for attempt := 1; ; attempt++ {
+		res.Attempts = attempt
+		err := s.attempt(ctx, &res)
+		if err == nil {
+			return res
+		}
+		err = redact(err, creds.Password)
+		var term errTerminal
+		if errors.As(err, &term) || ctx.Err() != nil {
+			res.Err = err
+			return res
+		}
+		if attempt >= maxAttempts {
+			res.Err = fmt.Errorf("%w (%d attempts): %w", ErrPushFailed, attempt, err)
+			return res
+		}
+		w.Metrics.retry()
+		w.log().Debug("git write-back retry", "repo", b.repoURL, "branch", b.target, "attempt", attempt, "err", err)
+		if err := sleep(ctx, w.backoff(attempt)); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+}
+
+// attempt brings the clone to the remote's head of the branch, applies the
+// batch, commits and pushes. Errors not wrapped in errTerminal are retried.
+func (s *session) attempt(ctx context.Context, res *Result) error {
+	if err := s.open(ctx); err != nil {
+		return err
+	}
+	if !s.fresh {
+		if err := s.fetch(ctx); err != nil {
+			s.fetchFailures++
+			s.corrupt = s.fetchFailures >= 2
+			return err
+		}
+	}
+	s.fresh, s.fetchFailures = false, 0
+	base, err := s.baseCommit(ctx)
+	res.Branch = s.b.target
+	if err != nil {
+		return err
+	}
+	wt, err := s.checkout(base)
+	if err != nil {
+		s.corrupt = true
+		return err
+	}
+	updates, files, failed, err := s.w.edit(s.dir, s.b.changes)
+	if err != nil {
+		s.corrupt = true
+		return err
+	}
+	res.Updates, res.FilesChanged, res.Failed = updates, files, failed
+	if len(files) == 0 {
+		if len(failed) == len(s.b.changes) {
+			errs := make([]error, len(failed))
+			for i, f := range failed {
+				errs[i] = f
+			}
+			return terminal(errors.Join(errs...))
+		}
+		// Nothing to commit; a target branch that does not exist yet is
+		// not created for nothing either.
+		res.NoOp, res.CommitSHA = true, ""
+		return nil
+	}
+	for _, f := range files {
+		if _, err := wt.Add(f); err != nil {
+			s.corrupt = true
+			return fmt.Errorf("staging %s: %w", f, err)
+		}
+	}
+	sha, err := s.commit(wt, updates)
+	if err != nil {
+		s.corrupt = true
+		return err
+	}
+	if err := s.push(ctx); err != nil {
+		return err
+	}
+	res.CommitSHA = sha
+	s.w.log().Info("git write-back pushed", "repo", s.b.repoURL, "branch", s.b.target, "commit", sha, "files", len(files), "updates", len(updates))
+	return nil
+}
+
+func (s *session) auth() transport.AuthMethod { return s.creds.auth() }
+
+func (s *session) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, cmp.Or(s.w.Timeout, DefaultTimeout))
+}
+
+// open uses the cached clone when it is sound and clones otherwise.
+func (s *session) open(ctx context.Context) error {
+	if s.repo != nil && !s.corrupt {
+		return nil
+	}
+	if !s.corrupt {
+		if repo, err := s.verify(); err == nil {
+			s.repo = repo
+			return nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			s.w.log().Warn("git cache unusable, cloning again", "repo", s.b.repoURL, "err", err)
+		}
+	}
+	s.repo, s.corrupt = nil, false
+	if err := os.RemoveAll(s.dir); err != nil {
+		return terminal(fmt.Errorf("removing broken clone: %w", err))
+	}
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	start := time.Now()
+	repo, err := gogit.PlainCloneContext(ctx, s.dir, false, &gogit.CloneOptions{
+		URL:        s.b.repoURL,
+		RemoteName: remoteName,
+		Auth:       s.auth(),
+		NoCheckout: true,
+		Tags:       gogit.NoTags,
+	})
+	s.w.Metrics.op(opClone, start, err)
+	if err != nil {
+		_ = os.RemoveAll(s.dir)
+		return classify("cloning", err)
+	}
+	s.repo, s.fresh = repo, true
+	return nil
+}
+
+// verify opens the clone in s.dir and checks it is a clone of the right
+// repository whose refs point at objects it has.
+func (s *session) verify() (*gogit.Repository, error) {
+	if _, err := os.Stat(s.dir); err != nil {
+		return nil, err
+	}
+	repo, err := gogit.PlainOpen(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	rem, err := repo.Remote(remoteName)
+	if err != nil {
+		return nil, err
+	}
+	if urls := rem.Config().URLs; len(urls) != 1 || urls[0] != s.b.repoURL {
+		return nil, fmt.Errorf("clone is of another repository")
+	}
+	refs, err := repo.References()
+	if err != nil {
+		return nil, err
+	}
+	defer refs.Close()
+	return repo, refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() != plumbing.HashReference || !r.Name().IsRemote() {
+			return nil
+		}
+		_, err := repo.CommitObject(r.Hash())
+		return err
+	})
+}
+
+func (s *session) fetch(ctx context.Context) error {
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	start := time.Now()
+	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{
+		RemoteName: remoteName,
+		RefSpecs:   []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"},
+		Auth:       s.auth(),
+		Prune:      true,
+		Tags:       gogit.NoTags,
+	})
+	if errors.Is(err, gogit.NoErrAlreadyUpToDate) {
+		err = nil
+	}
+	s.w.Metrics.op(opFetch, start, err)
+	return classify("fetching", err)
+}
+
+// baseCommit is the remote head the batch goes on: the target branch, or
+// the base branch when the target does not exist yet.
+func (s *session) baseCommit(ctx context.Context) (plumbing.Hash, error) {
+	if s.b.base == "HEAD" {
+		name, err := s.defaultBranch(ctx)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if s.b.target == "HEAD" {
+			s.b.target = name
+		}
+		s.b.base = name
+	}
+	for _, name := range []string{s.b.target, s.b.base} {
+		ref, err := s.repo.Reference(plumbing.NewRemoteReferenceName(remoteName, name), true)
+		if err == nil {
+			return ref.Hash(), nil
+		}
+	}
+	return plumbing.ZeroHash, terminal(fmt.Errorf("%w: %s", ErrBranchNotFound, s.b.base))
+}
+
+// defaultBranch asks the remote where its HEAD points.
+func (s *session) defaultBranch(ctx context.Context) (string, error) {
+	rem, err := s.repo.Remote(remoteName)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	refs, err := rem.ListContext(ctx, &gogit.ListOptions{Auth: s.auth()})
+	if err != nil {
+		return "", classify("listing remote refs", err)
+	}
+	for _, r := range refs {
+		if r.Name() == plumbing.HEAD && r.Type() == plumbing.SymbolicReference {
+			return r.Target().Short(), nil
+		}
+	}
+	return "", terminal(fmt.Errorf("%w: the remote has no default branch", ErrBranchNotFound))
+}
+
+// checkout points the local target branch at base and makes the work
+// tree exactly that commit (no leftovers from an earlier attempt).
+func (s *session) checkout(base plumbing.Hash) (*gogit.Worktree, error) {
+	wt, err := s.repo.Worktree()
+	if err != nil {
+		return nil, err
+	}
+	branch := plumbing.NewBranchReferenceName(s.b.target)
+	if err := s.repo.Storer.SetReference(plumbing.NewHashReference(branch, base)); err != nil {
+		return nil, err
+	}
+	if err := wt.Checkout(&gogit.CheckoutOptions{Branch: branch, Force: true}); err != nil {
+		return nil, fmt.Errorf("checking out %s: %w", s.b.target, err)
+	}
+	if err := wt.Clean(&gogit.CleanOptions{Dir: true}); err != nil {
+		return nil, fmt.Errorf("cleaning work tree: %w", err)
+	}
+	return wt, nil
+}
+
+func (s *session) commit(wt *gogit.Worktree, updates []Update) (string, error) {
+	apps := []string{}
+	for _, u := range updates {
+		if !slices.Contains(apps, u.App) {
+			apps = append(apps, u.App)
+		}
+	}
+	slices.Sort(apps)
+	msg, err := renderMessage(s.w.Message, MessageData{RepoURL: s.b.repoURL, Branch: s.b.target, Apps: apps, Updates: updates})
+	if err != nil {
+		return "", terminal(err)
+	}
+	sig := &object.Signature{
+		Name:  cmp.Or(s.w.AuthorName, DefaultAuthorName),
+		Email: cmp.Or(s.w.AuthorEmail, DefaultAuthorEmail),
+		When:  time.Now(),
+	}
+	start := time.Now()
+	h, err := wt.Commit(msg, &gogit.CommitOptions{Author: sig, Committer: sig, SignKey: s.w.SignKey})
+	s.w.Metrics.op(opCommit, start, err)
+	if err != nil {
+		return "", fmt.Errorf("committing: %w", err)
+	}
+	return h.String(), nil
+}
+
+func (s *session) push(ctx context.Context) error {
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	ref := plumbing.NewBranchReferenceName(s.b.target)
+	start := time.Now()
+	err := s.repo.PushContext(ctx, &gogit.PushOptions{
+		RemoteName: remoteName,
+		RefSpecs:   []config.RefSpec{config.RefSpec(ref + ":" + ref)},
+		Auth:       s.auth(),
+	})
+	if errors.Is(err, gogit.NoErrAlreadyUpToDate) {
+		err = nil
+	}
+	s.w.Metrics.op(opPush, start, err)
+	return classify("pushing", err)
+}
+
+// classify wraps err with what was being done and marks the errors
+// retrying cannot fix: refused credentials, a missing repository.
+func classify(doing string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return terminal(fmt.Errorf("%s: %w: %w", doing, ErrAuth, err))
+	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return terminal(fmt.Errorf("%s: %w", doing, err))
+	default:
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+}
+
+// resultOf names an operation's outcome for metrics.
+func resultOf(err error) string {
+	switch {
+	case err == nil:
+		return resultSuccess
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return resultAuth
+	case isRejected(err):
+		return resultRejected
+	default:
+		return resultError
+	}
+}
+
+// isRejected says whether a push lost a race: go-git's own fast-forward
+// check, or the server's refusal to move the ref.
+func isRejected(err error) bool {
+	msg := err.Error()
+	return errors.Is(err, gogit.ErrForceNeeded) || strings.Contains(msg, "non-fast-forward") ||
+		strings.Contains(msg, "command error on refs/")
+}

@@ -1,0 +1,145 @@
+package git
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ChangeError is a change of a batch that could not be applied (a bad
+// path, a file that is not YAML, a missing kustomization). The rest of its
+// batch is still committed: one broken Application does not hold back the
+// others in a monorepo.
+type ChangeError struct {
+	App string
+	Err error
+}
+
+func (e *ChangeError) Error() string { return e.App + ": " + e.Err.Error() }
+func (e *ChangeError) Unwrap() error { return e.Err }
+
+// edit applies every change of a batch in the work tree at dir and
+// returns the values changed, the files that changed (sorted) and the
+// changes that failed. A change is applied whole or not at all. err is a
+// failure to write the work tree.
+func (w *Writer) edit(dir string, changes []Change) (updates []Update, files []string, failed []*ChangeError, err error) {
+	changed := map[string]bool{}
+	for _, c := range changes {
+		rel, ups, out, cerr := editChange(dir, c)
+		if cerr != nil {
+			if !errors.Is(cerr, ErrInvalidChange) {
+				cerr = fmt.Errorf("%w: %w", ErrInvalidChange, cerr)
+			}
+			failed = append(failed, &ChangeError{App: c.App, Err: cerr})
+			continue
+		}
+		if out == nil {
+			continue
+		}
+		full := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return nil, nil, nil, err
+		}
+		if err := os.WriteFile(full, out, 0o644); err != nil {
+			return nil, nil, nil, fmt.Errorf("writing %s: %w", rel, err)
+		}
+		updates = append(updates, ups...)
+		changed[rel] = true
+	}
+	files = make([]string, 0, len(changed))
+	for f := range changed {
+		files = append(files, f)
+	}
+	slices.Sort(files)
+	return updates, files, failed, nil
+}
+
+// editChange computes one change's new file content; out is nil when the
+// file is already as asked.
+func editChange(dir string, c Change) (rel string, updates []Update, out []byte, err error) {
+	rel, create, err := targetFile(dir, c)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	content, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	switch {
+	case errors.Is(err, os.ErrNotExist) && create:
+		content = nil
+	case err != nil:
+		return "", nil, nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	out = content
+	for i := range c.Images {
+		im := &c.Images[i]
+		var from string
+		var ch bool
+		out, from, ch, err = editFile(out, c.Target.Kind, c.SourceType, *im)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		if ch {
+			updates = append(updates, Update{App: c.App, Image: im.Name, Alias: im.Alias, File: rel, From: from, To: im.shown()})
+		}
+	}
+	if bytes.Equal(out, content) {
+		return rel, nil, nil, nil
+	}
+	return rel, updates, out, nil
+}
+
+// targetFile resolves the file a change edits, relative to the repository
+// root, refusing paths that leave it (by "..", or by a symbolic link).
+// create says a missing file is created.
+func targetFile(dir string, c Change) (rel string, create bool, err error) {
+	join := func(p string) string {
+		if strings.HasPrefix(p, "/") {
+			return path.Clean(strings.TrimPrefix(p, "/"))
+		}
+		return path.Join(c.Path, p)
+	}
+	switch c.Target.Kind {
+	case TargetArgoCDSource:
+		if c.App == "" || strings.ContainsAny(c.App, `/\`) {
+			return "", false, fmt.Errorf("%w: application name %q", ErrInvalidChange, c.App)
+		}
+		rel, create = path.Join(c.Path, ".argocd-source-"+c.App+".yaml"), true
+	case TargetKustomization:
+		rel = join(c.Target.Path)
+		if ext := path.Ext(rel); ext != ".yaml" && ext != ".yml" {
+			rel = path.Join(rel, "kustomization.yaml")
+			for _, alt := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+				p := path.Join(path.Dir(rel), alt)
+				if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p))); err == nil {
+					rel = p
+					break
+				}
+			}
+		}
+	case TargetHelmValues:
+		rel = join(cmp.Or(c.Target.Path, "values.yaml"))
+	default:
+		return "", false, fmt.Errorf("%w: unknown target kind %d", ErrInvalidChange, c.Target.Kind)
+	}
+	rel = path.Clean(rel)
+	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) || strings.HasPrefix(rel, ".git/") || rel == ".git" {
+		return "", false, fmt.Errorf("%w: path %q is outside the repository", ErrInvalidChange, rel)
+	}
+	// No symbolic link on the way may lead out of the checkout.
+	resolved, err := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(path.Dir(rel))))
+	if err == nil {
+		root, rerr := filepath.EvalSymlinks(dir)
+		if rerr != nil || (resolved != root && !strings.HasPrefix(resolved, root+string(filepath.Separator))) {
+			return "", false, fmt.Errorf("%w: path %q leaves the repository through a link", ErrInvalidChange, rel)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return "", false, fmt.Errorf("%w: %q is a symbolic link", ErrInvalidChange, rel)
+	}
+	return rel, create, nil
+}

@@ -1,0 +1,232 @@
+package git
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+)
+
+// Writer defaults: a handful of clones covers the usual few GitOps
+// repositories; five attempts with backoff from 500ms ride out a busy
+// branch or a short server outage (about 7.5s of waiting in all) without
+// holding a batch for long; two minutes bounds one clone, fetch or push
+// of a large repository.
+const (
+	DefaultMaxRepos    = 16
+	DefaultMaxAttempts = 5
+	DefaultBackoff     = 500 * time.Millisecond
+	DefaultMaxBackoff  = 10 * time.Second
+	DefaultTimeout     = 2 * time.Minute
+	DefaultAuthorName  = "crowsnest"
+	DefaultAuthorEmail = "crowsnest@localhost"
+)
+
+// Sentinel errors for callers to classify results.
+var (
+	// ErrPushFailed means every attempt to push a batch failed with a
+	// retryable error; the controller may retry the batch later.
+	ErrPushFailed = errors.New("git push failed after all attempts")
+	// ErrAuth means the server refused the credentials; retrying with
+	// the same ones cannot help.
+	ErrAuth = errors.New("git server refused the credentials")
+	// ErrBranchNotFound means neither the target nor the base branch
+	// exists on the remote.
+	ErrBranchNotFound = errors.New("branch not found on the remote")
+	// ErrInvalidChange is a change that cannot be applied as given
+	// (bad path, bad branch template, missing file to edit).
+	ErrInvalidChange = errors.New("invalid change")
+)
+
+// Target is the file an Application's overrides are written to.
+type Target struct {
+	Kind TargetKind
+	// Path is where the file is: relative to Change.Path, or to the
+	// repository root when it starts with "/". For kustomization, a
+	// directory (kustomization.yaml is found in it) or a file; for
+	// helmvalues, the values file (default values.yaml). Unused for
+	// argocd-source, which is always .argocd-source-<app>.yaml in
+	// Change.Path.
+	Path string
+}
+
+// Change is what one Application needs written.
+type Change struct {
+	App     string
+	RepoURL string
+	// Branch is "branch", or "base:target" to commit on top of base and
+	// push to target (created from base when missing; target may be a
+	// text/template over BranchData with a sha256 function). "" or
+	// "HEAD" is the remote's default branch.
+	Branch     string
+	SourceType SourceType
+	// Path is the Application source's path in the repository.
+	Path   string
+	Target Target
+	Images []Image
+}
+
+// Result is what happened to one batch: one repository and branch.
+type Result struct {
+	RepoURL      string
+	Branch       string
+	CommitSHA    string
+	FilesChanged []string
+	Updates      []Update
+	// NoOp is true when every value was already as asked: nothing was
+	// committed or pushed.
+	NoOp bool
+	// Failed lists the changes left out because they cannot be applied;
+	// the others were committed. Err is set when all of them failed.
+	Failed []*ChangeError
+	// Attempts is how many times the batch was tried (1 without retries).
+	Attempts int
+	Err      error
+}
+
+// Writer writes changes to Git. The zero value needs only CacheDir; it is
+// safe for concurrent use (batches for the same repository wait for each
+// other).
+type Writer struct {
+	// CacheDir holds the clones; it is created if missing.
+	CacheDir string
+	// MaxRepos and MaxCacheBytes bound the cache (0: DefaultMaxRepos and
+	// no size bound; negative MaxRepos: unbounded).
+	MaxRepos      int
+	MaxCacheBytes int64
+	Credentials   CredentialsSource
+	AuthorName    string
+	AuthorEmail   string
+	// Message is the commit message template (ParseMessage); nil is
+	// DefaultMessage.
+	Message *template.Template
+	// SignKey signs commits with OpenPGP when set (ReadSignKey).
+	SignKey     *openpgp.Entity
+	MaxAttempts int
+	Backoff     time.Duration
+	MaxBackoff  time.Duration
+	// Timeout bounds each network operation.
+	Timeout time.Duration
+	Metrics *Metrics
+	Log     *slog.Logger
+
+	cacheOnce sync.Once
+	clones    *cache
+}
+
+func (w *Writer) cache() *cache {
+	w.cacheOnce.Do(func() {
+		maxRepos := w.MaxRepos
+		if maxRepos == 0 {
+			maxRepos = DefaultMaxRepos
+		}
+		w.clones = &cache{dir: w.CacheDir, maxRepos: maxRepos, maxBytes: w.MaxCacheBytes, metrics: w.Metrics}
+	})
+	return w.clones
+}
+
+// batch is the changes for one repository and target branch.
+type batch struct {
+	repoURL string
+	creds   Credentials // from the URL, if it had any
+	base    string
+	target  string
+	changes []Change
+}
+
+// Apply writes changes, grouped into one commit per repository and target
+// branch, and returns a result per group, sorted by repository and
+// branch. The error joins the groups' errors and the changes left out
+// (Result.Failed); each Result carries its own. A branch that cannot be
+// read or rendered fails the call before anything is written.
+func (w *Writer) Apply(ctx context.Context, changes []Change) ([]Result, error) {
+	batches, err := w.group(changes)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]Result, 0, len(batches))
+	var errs []error
+	for _, b := range batches {
+		r := w.applyBatch(ctx, b)
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", r.RepoURL, r.Branch, r.Err))
+		} else {
+			for _, f := range r.Failed {
+				errs = append(errs, fmt.Errorf("%s %s: %w", r.RepoURL, r.Branch, f))
+			}
+		}
+		results = append(results, r)
+	}
+	return results, errors.Join(errs...)
+}
+
+func (w *Writer) group(changes []Change) ([]*batch, error) {
+	if w.CacheDir == "" {
+		return nil, errors.New("git writer: CacheDir is not set")
+	}
+	byKey := map[string]*batch{}
+	var order []*batch
+	for i := range changes {
+		c := &changes[i]
+		clean, creds := splitURL(c.RepoURL)
+		spec := c.Branch
+		if spec == "" {
+			spec = "HEAD"
+		}
+		base, target, err := splitBranch(spec, c)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", c.App, ErrInvalidChange, redact(err, creds.Password))
+		}
+		k := clean + "\x00" + base + "\x00" + target
+		b := byKey[k]
+		if b == nil {
+			b = &batch{repoURL: clean, creds: creds, base: base, target: target}
+			byKey[k] = b
+			order = append(order, b)
+		}
+		c2 := *c
+		c2.RepoURL = clean
+		b.changes = append(b.changes, c2)
+	}
+	slices.SortStableFunc(order, func(a, b *batch) int {
+		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base))
+	})
+	return order, nil
+}
+
+func (w *Writer) log() *slog.Logger {
+	if w.Log != nil {
+		return w.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (w *Writer) backoff(attempt int) time.Duration {
+	d := cmp.Or(w.Backoff, DefaultBackoff)
+	maxD := cmp.Or(w.MaxBackoff, DefaultMaxBackoff)
+	for i := 1; i < attempt && d < maxD; i++ {
+		d *= 2
+	}
+	d = min(d, maxD)
+	// Jitter keeps two writers that lost the same race from meeting again.
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
