@@ -20,6 +20,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -62,6 +63,10 @@ type ImageReconciler struct {
 	// Enqueue puts an Application key on the engine's queue.
 	Enqueue func(key string)
 	Events  EventRecorder
+	// Git batches Git write-backs; GitCredentials learns the Secrets
+	// named by git:secret:<ns>/<name>.
+	Git            *GitBatcher
+	GitCredentials *ArgoRepoCredentials
 	// DryRun decides and logs but writes nothing.
 	DryRun  bool
 	Metrics *ImageMetrics
@@ -127,11 +132,22 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 		r.Log.Info("dry run: would update images", "app", req.Key, "changes", summary, "method", spec.WriteBack.Method)
 		return Result{}, nil
 	}
-	if spec.WriteBack.Method != imageupdate.MethodArgoCD {
-		// Git write-back lands with the writeback/git wiring; say so
-		// instead of pretending.
-		r.event(app, eventTypeWarning, EventWriteBackNotWired, "write-back-method git is not available in this build; nothing written")
-		r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(plan.Changes))
+	if spec.WriteBack.Method == imageupdate.MethodGit {
+		if r.Git == nil {
+			r.event(app, eventTypeWarning, EventWriteBackNotWired, "write-back-method git needs a cluster (or a Git writer); nothing written")
+			r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(plan.Changes))
+			return Result{}, nil
+		}
+		ch, err := gitChange(app, spec, plan.Changes)
+		if err != nil {
+			r.event(app, eventTypeWarning, EventImageUpdateFailed, err.Error())
+			return Result{}, Terminal(err)
+		}
+		if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok && r.GitCredentials != nil {
+			r.GitCredentials.Use(ch.RepoURL, secret)
+		}
+		r.Log.Debug("git write-back queued", "app", req.Key, "repo", ch.RepoURL, "changes", summary)
+		r.Git.Add(req.Key, ch)
 		return Result{}, nil
 	}
 	res, err := r.Writer.Apply(ctx, app.Namespace, app.Name, overridesOf(plan.Changes))
@@ -312,4 +328,56 @@ func annotationKey(err error) string {
 		return imageupdate.KeyKind(ae.Key)
 	}
 	return "unknown"
+}
+
+// gitChange turns a plan into the Git writer's change for app.
+func gitChange(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) (gitwb.Change, error) {
+	idx := changes[0].SourceIndex
+	var src *watcher.Source
+	switch {
+	case idx >= 0 && idx < len(app.Sources):
+		src = &app.Sources[idx]
+	case idx < 0 && len(app.Sources) > 0:
+		src = &app.Sources[0]
+	default:
+		return gitwb.Change{}, fmt.Errorf("git write-back: the Application has no source to write to")
+	}
+	ch := gitwb.Change{App: app.Name, RepoURL: src.RepoURL, Path: src.Path, SourceType: gitwb.SourceKustomize}
+	if spec.WriteBack.Repository != "" {
+		ch.RepoURL = spec.WriteBack.Repository
+	}
+	switch {
+	case spec.WriteBack.Branch != "":
+		ch.Branch = spec.WriteBack.Branch
+	case src.TargetRevision != "" && src.TargetRevision != "HEAD":
+		ch.Branch = src.TargetRevision
+	}
+	if spec.WriteBack.PushBranch != "" {
+		ch.Branch += ":" + spec.WriteBack.PushBranch
+	}
+	switch spec.WriteBack.Target.Kind {
+	case imageupdate.TargetKustomization:
+		ch.Target = gitwb.Target{Kind: gitwb.TargetKustomization, Path: spec.WriteBack.Target.Path}
+	case imageupdate.TargetHelmValues:
+		ch.Target = gitwb.Target{Kind: gitwb.TargetHelmValues, Path: spec.WriteBack.Target.Path}
+	default:
+		ch.Target = gitwb.Target{Kind: gitwb.TargetArgoCDSource}
+	}
+	for i := range changes {
+		c := &changes[i]
+		if len(c.Helm) > 0 {
+			ch.SourceType = gitwb.SourceHelm
+		}
+		img := gitwb.Image{Alias: c.Alias, Name: c.Image, KustomizeName: c.KustomizeName, NewTag: c.To, Digest: c.Digest}
+		if c.Digest != "" {
+			img.NewTag, _, _ = strings.Cut(c.To, "@")
+		}
+		for j := range spec.Images {
+			if si := &spec.Images[j]; si.Alias == c.Alias {
+				img.HelmImageName, img.HelmImageTag, img.HelmImageSpec = si.Helm.ImageName, si.Helm.ImageTag, si.Helm.ImageSpec
+			}
+		}
+		ch.Images = append(ch.Images, img)
+	}
+	return ch, nil
 }

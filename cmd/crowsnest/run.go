@@ -32,7 +32,15 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/watcher"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
+)
+
+// The commit author of Git write-backs; argocd-image-updater signs its
+// commits the same way, as a tool and not a person.
+const (
+	defaultGitAuthorName  = "crowsnest"
+	defaultGitAuthorEmail = "crowsnest@noreply.crowsnest.dev"
 )
 
 // inClusterNamespaceFile holds the pod's namespace; it is the default
@@ -52,6 +60,8 @@ type runOptions struct {
 	probeAddr               string
 	webhookAddr             string
 	dryRun                  bool
+	gitCacheDir             string
+	argocdNamespace         string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaderElectionID        string
@@ -87,6 +97,8 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" disables it`)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates, write nothing")
+	f.StringVar(&o.gitCacheDir, "git-cache-dir", filepath.Join(os.TempDir(), "crowsnest-git"), "where Git write-back keeps its clones")
+	f.StringVar(&o.argocdNamespace, "argocd-namespace", "argocd", "namespace of Argo CD's repository credential Secrets")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", ":8082", `address of the registry webhook receiver (/webhooks/registry/<source>), served when registries.webhook.sources are configured; "0" disables it`)
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader with a Lease so only one replica reconciles")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease; the pod's namespace in a cluster")
@@ -265,6 +277,21 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		images.Events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"})
+		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace}
+		images.Git = &controller.GitBatcher{
+			Writer: &gitwb.Writer{
+				CacheDir:    o.gitCacheDir,
+				Credentials: images.GitCredentials,
+				AuthorName:  defaultGitAuthorName,
+				AuthorEmail: defaultGitAuthorEmail,
+				Metrics:     gitwb.NewMetrics(reg),
+				Log:         log,
+			},
+			Enqueue: engine.EnqueueAfter,
+			Events:  images.Events,
+			Metrics: images.Metrics,
+			Log:     log,
+		}
 	}
 	if cfg.LeaderElection.Enabled {
 		cs := clientset
@@ -316,6 +343,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		"selector", cfg.Watch.Selector, "appsDir", o.appsDir, "leaderElect", cfg.LeaderElection.Enabled)
 
 	tasks := []func(context.Context) error{engine.Run, regs.poller.Start}
+	if images.Git != nil {
+		tasks = append(tasks, images.Git.Start)
+	}
 	for _, s := range servers {
 		tasks = append(tasks, s.Serve)
 	}

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
 
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
 // Prefix is argocd-image-updater's annotation prefix, read unchanged.
@@ -272,7 +272,7 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 		if hasTarget {
 			if target == "" {
 				fail(KeyGitBranch, "%q: the target branch after ':' is empty", b)
-			} else if _, err := template.New(KeyGitBranch).Option("missingkey=error").Parse(target); err != nil {
+			} else if _, err := gitwb.ParseBranchTemplate(target); err != nil {
 				fail(KeyGitBranch, "target branch template: %v", err)
 			}
 			wb.PushBranch = target

@@ -42,7 +42,8 @@ type Change struct {
 	// not deployed yet and force-update asked for it.
 	From string
 	// To is the new tag, tag@digest for pinned results.
-	To     string
+	To string
+	// Digest is set for pinned (digest strategy) results.
 	Digest string
 	// SourceIndex is the index in spec.sources of a multi-source
 	// Application, -1 for spec.source.
@@ -117,7 +118,10 @@ func decideImage(app *watcher.App, img *Image, res policy.Result) (Change, *Skip
 	if src == nil && len(app.Sources) > 0 {
 		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonNoSource, Detail: "no source of the Application takes image overrides"}
 	}
-	ch := Change{Alias: img.Alias, Image: img.Name, To: to, Digest: res.Digest, SourceIndex: idx}
+	ch := Change{Alias: img.Alias, Image: img.Name, To: to, SourceIndex: idx}
+	if res.Pinned {
+		ch.Digest = res.Digest // only the digest strategy deploys by digest
+	}
 	current, deployed := currentVersion(app, img, src)
 	if !deployed && !img.ForceUpdate {
 		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonNotDeployed,
