@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
 func newConfigCommand() *cobra.Command {
@@ -21,7 +22,11 @@ func newConfigCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
 			for _, path := range args {
-				if _, err := config.Load(path); err != nil {
+				c, err := config.Load(path)
+				if err == nil {
+					_, err = triggers.Compile(&c.Notifications)
+				}
+				if err != nil {
 					bad++
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: invalid\n", path)
 					var verr *config.ValidationError

@@ -36,6 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "missing required field", content: "kind: Config\n", wantErr: true, wantPath: "apiVersion"},
 		{name: "missing lease namespace", content: header + "leaderElection:\n  enabled: true\n", wantErr: true, wantPath: "leaderElection.leaseNamespace"},
 		{name: "invalid selector", content: header + "watch:\n  selector: 'team in (a'\n", wantErr: true, wantPath: "watch.selector"},
+		{name: "broken trigger expression", content: header + "notifications:\n  triggers:\n    on-x:\n      - when: app.status ==\n        send: [on-deployed]\n  catalog: true\n", wantErr: true, wantPath: "trigger on-x[0].when"},
 		{name: "invalid namespace in a list", content: header + "watch:\n  namespaces: [argocd, Not_A_Namespace]\n", wantErr: true, wantPath: "watch.namespaces[1]"},
 	}
 	for _, tt := range tests {

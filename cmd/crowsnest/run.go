@@ -31,6 +31,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -152,6 +153,11 @@ func (o *runOptions) effective(cmd *cobra.Command, cfg *config.Config) (*config.
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("flags and config together are invalid (flags name the same fields):\n%w", err)
+	}
+	// Notification conditions are compiled here too, so a broken one
+	// fails the start or the reload rather than the first evaluation.
+	if _, err := triggers.Compile(&c.Notifications); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
