@@ -51,6 +51,7 @@ func TestTestCommandE2E(t *testing.T) {
 
 	t.Run("semver with a constraint and a current tag", func(t *testing.T) {
 		out, errOut, code := runTest(t, nil, image+":1.0.0", "--constraint", "^1")
+		t.Logf("output:\n%s", out)
 		if code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
