@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -27,7 +28,24 @@ func New(tb testing.TB) *Env {
 // RunMain starts one control plane shared by every test of a package, runs
 // the tests and stops it: `func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m, &env)) }`.
 // Tests keep apart by using namespaces of their own (see CreateNamespace).
+//
+// A test binary that only lists tests or fuzzes (fuzz workers are the test
+// binary too) starts no control plane: fuzz targets do not use it, and a
+// control plane per fuzz worker would swamp the machine.
 func RunMain(m *testing.M, env **Env) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if flagSet("test.list") || flagSet("test.fuzz") || flagSet("test.fuzzworker") {
+		code := m.Run()
+		if code == 0 {
+			if err := goleak.Find(LeakOptions()...); err != nil {
+				fmt.Fprintln(os.Stderr, "goroutine leak after the tests:", err)
+				return 1
+			}
+		}
+		return code
+	}
 	dir, err := os.MkdirTemp("", "crowsnest-testenv-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
@@ -49,6 +67,11 @@ func RunMain(m *testing.M, env **Env) int {
 		}
 	}
 	return code
+}
+
+func flagSet(name string) bool {
+	f := flag.Lookup(name)
+	return f != nil && f.Value.String() != "" && f.Value.String() != "false"
 }
 
 // LeakOptions are the goroutines goleak may find after tests that used
