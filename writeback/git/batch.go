@@ -136,7 +136,10 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 		return nil
 	}
 	for _, f := range files {
-		if _, err := wt.Add(f); err != nil {
+		// Every path in files was just written by edit: skip the status
+		// check, which walks the whole worktree per call (quadratic over a
+		// batch of hundreds of files in a monorepo).
+		if err := wt.AddWithOptions(&gogit.AddOptions{Path: f, SkipStatus: true}); err != nil {
 			s.corrupt = true
 			return fmt.Errorf("staging %s: %w", f, err)
 		}
