@@ -73,8 +73,34 @@ type ImageReconciler struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 
+	// WindowMetrics, when set, gets the count of held updates.
+	WindowMetrics *WindowMetrics
+
 	mu    sync.Mutex
 	repos map[string][]string // app key -> repositories it uses
+	held  map[string]bool     // app keys with an update a window holds
+}
+
+// Pending reports whether a window holds an update of the Application.
+func (r *ImageReconciler) Pending(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held[key]
+}
+
+func (r *ImageReconciler) setHeld(key string, held bool) {
+	r.mu.Lock()
+	if r.held == nil {
+		r.held = map[string]bool{}
+	}
+	if held {
+		r.held[key] = true
+	} else {
+		delete(r.held, key)
+	}
+	n := len(r.held)
+	r.mu.Unlock()
+	r.WindowMetrics.setHeld(n)
 }
 
 var _ Reconciler = (*ImageReconciler)(nil)
@@ -84,6 +110,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 	if req.App == nil {
 		r.Log.Debug("application gone", "app", req.Key)
 		r.setRepos(req.Key, nil)
+		r.setHeld(req.Key, false)
 		return Result{}, nil
 	}
 	app := req.App
@@ -93,6 +120,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 	spec, errs := imageupdate.FromAnnotations(app.Annotations)
 	if spec == nil {
 		r.setRepos(req.Key, nil)
+		r.setHeld(req.Key, false)
 		return Result{}, nil
 	}
 	for _, err := range errs {
@@ -109,6 +137,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 	results := r.selectAll(ctx, req.Key, spec)
 	hold := r.hold(app)
 	plan := imageupdate.Decide(app, spec, results, hold)
+	r.setHeld(req.Key, plan.Held)
 	for _, s := range plan.Skipped {
 		if s.Reason == imageupdate.ReasonSelectionFailed {
 			r.Log.Warn("no version selected", "app", req.Key, "image", s.Alias, "error", s.Detail)

@@ -183,3 +183,48 @@ func (m *ImageMetrics) invalidAnnotation(key string) {
 		m.invalidAnnotations.WithLabelValues(key).Inc()
 	}
 }
+
+// WindowMetrics report sync windows and what they hold.
+type WindowMetrics struct {
+	active *prometheus.GaugeVec
+	held   prometheus.Gauge
+	syncs  prometheus.Counter
+}
+
+// NewWindowMetrics creates the sync window metrics and registers them.
+func NewWindowMetrics(reg prometheus.Registerer) *WindowMetrics {
+	m := &WindowMetrics{
+		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "crowsnest_sync_windows_active",
+			Help: "Sync windows open now.",
+		}, nil),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "crowsnest_image_updates_held",
+			Help: "Applications with an image update a sync window holds.",
+		}),
+		syncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crowsnest_window_syncs_requested_total",
+			Help: "Argo CD syncs requested because an allow window with syncOnOpen opened.",
+		}),
+	}
+	reg.MustRegister(m.active, m.held, m.syncs)
+	return m
+}
+
+func (m *WindowMetrics) setActive(n int) {
+	if m != nil {
+		m.active.WithLabelValues().Set(float64(n))
+	}
+}
+
+func (m *WindowMetrics) setHeld(n int) {
+	if m != nil {
+		m.held.Set(float64(n))
+	}
+}
+
+func (m *WindowMetrics) syncRequested() {
+	if m != nil {
+		m.syncs.Inc()
+	}
+}

@@ -275,6 +275,12 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		Metrics:  controller.NewImageMetrics(reg),
 		Log:      log,
 	}
+	winMetrics := controller.NewWindowMetrics(reg)
+	images.WindowMetrics = winMetrics
+	timer := &controller.WindowTimer{Windows: images.Windows, Engine: engine, Pending: images.Pending, Metrics: winMetrics, Log: log}
+	if dyn != nil && !o.dryRun {
+		timer.Apps = dyn
+	}
 	regs.poller.OnChange = images.RepoChanged
 	engine.Reconciler = images
 	if dyn != nil {
@@ -327,6 +333,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			if err := regs.reload(eff, baseDir); err != nil {
 				log.Error("registries reload failed; the previous registry settings stay in force", "error", err)
 			}
+			timer.Wake()
 			warnRestartOnly(log, prev, eff)
 			log.Info("config reloaded", "path", o.configPath)
 			engine.RequeueAll()
@@ -348,7 +355,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	log.Info("crowsnest starting", "version", version, "namespaces", strings.Join(cfg.Watch.Namespaces, ","),
 		"selector", cfg.Watch.Selector, "appsDir", o.appsDir, "leaderElect", cfg.LeaderElection.Enabled)
 
-	tasks := []func(context.Context) error{engine.Run, regs.poller.Start}
+	tasks := []func(context.Context) error{engine.Run, regs.poller.Start, timer.Start}
 	if images.Git != nil {
 		tasks = append(tasks, images.Git.Start)
 	}

@@ -1,0 +1,220 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/windows"
+)
+
+// windowRecheck bounds how long the timer sleeps without a boundary in
+// sight, so windows added by a config reload or an AppProject change are
+// picked up even if nobody calls Wake.
+const windowRecheck = time.Minute
+
+// syncUser is the username Argo CD shows for syncs crowsnest requests.
+const syncUser = "crowsnest"
+
+// WindowTimer wakes at the next boundary of every window in use, instead
+// of finding out when some Application happens to reconcile. At each
+// boundary it enqueues the Applications of the windows that changed (so an
+// update a window held is written at once), requests a sync for
+// Applications of an allow window with syncOnOpen that just opened, and
+// reports openings and closings.
+type WindowTimer struct {
+	Windows func() windows.Set
+	Engine  *Engine
+	// Apps patches Applications' operation field for syncOnOpen; nil
+	// disables sync requests (local mode).
+	Apps dynamic.Interface
+	// Pending reports whether an Application has an update a window held.
+	Pending func(key string) bool
+	// OnChange receives every window that opened or closed.
+	OnChange func(w *windows.Window, opened bool, at time.Time)
+	Metrics  *WindowMetrics
+	Log      *slog.Logger
+	// Now is the clock; nil is time.Now. Waiting uses real timers for
+	// the distance Now reports.
+	Now func() time.Time
+
+	wakeOnce sync.Once
+	wake     chan struct{}
+}
+
+func (t *WindowTimer) wakeCh() chan struct{} {
+	t.wakeOnce.Do(func() { t.wake = make(chan struct{}, 1) })
+	return t.wake
+}
+
+// Wake makes the timer look at the windows again now (config reloaded,
+// an AppProject changed).
+func (t *WindowTimer) Wake() {
+	select {
+	case t.wakeCh() <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs until ctx ends.
+func (t *WindowTimer) Start(ctx context.Context) error {
+	wake := t.wakeCh()
+	active := map[string]bool{}
+	first := true
+	for {
+		now := t.now()
+		set := t.Windows()
+		t.check(ctx, set, now, active, first)
+		first = false
+		wait := windowRecheck
+		if next, ok := set.NextBoundary(now); ok && next.Sub(now) < wait {
+			// A hair past the boundary, so the window reads as changed.
+			wait = next.Sub(now) + 10*time.Millisecond
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// check compares each window's state with the last seen and acts on
+// changes. The first pass only records (nothing "opened" at start-up).
+func (t *WindowTimer) check(ctx context.Context, set windows.Set, now time.Time, active map[string]bool, first bool) {
+	seen := make(map[string]bool, len(set))
+	open := 0
+	for _, w := range set {
+		name := w.Name()
+		seen[name] = true
+		is := w.Active(now)
+		if is {
+			open++
+		}
+		was, known := active[name]
+		active[name] = is
+		if first || !known || was == is {
+			continue
+		}
+		t.changed(ctx, w, is, now)
+	}
+	for name := range active {
+		if !seen[name] {
+			delete(active, name)
+		}
+	}
+	t.Metrics.setActive(open)
+}
+
+func (t *WindowTimer) changed(ctx context.Context, w *windows.Window, opened bool, now time.Time) {
+	verb := "closed"
+	if opened {
+		verb = "opened"
+	}
+	t.Log.Info("sync window "+verb, "window", w.Name(), "kind", w.Kind(), "description", w.Description())
+	if t.OnChange != nil {
+		t.OnChange(w, opened, now)
+	}
+	for _, key := range t.Engine.AppKeys() {
+		app := t.Engine.App(key)
+		if app == nil || !w.Matches(WindowRef(app)) {
+			continue
+		}
+		if w.HoldsImageUpdates() {
+			t.Engine.Enqueue(key) // held updates go out now
+		}
+		if opened && w.Kind() == windows.Allow && w.SyncOnOpen() {
+			t.syncOnOpen(ctx, w, key, app)
+		}
+	}
+}
+
+// syncOnOpen requests an Argo CD sync for an Application that is OutOfSync
+// or has a held update, unless an operation is already under way.
+func (t *WindowTimer) syncOnOpen(ctx context.Context, w *windows.Window, key string, app *watcher.App) {
+	pending := t.Pending != nil && t.Pending(key)
+	if app.SyncStatus != "OutOfSync" && !pending {
+		return
+	}
+	if app.OperationPending || app.OperationPhase == "Running" {
+		t.Log.Debug("sync already under way; not requesting another", "app", key, "window", w.Name())
+		return
+	}
+	if t.Apps == nil {
+		t.Log.Info("would request a sync (no cluster)", "app", key, "window", w.Name())
+		return
+	}
+	err := RequestSync(ctx, t.Apps, app.Namespace, app.Name, "sync window "+w.Name()+" opened")
+	switch {
+	case errors.Is(err, ErrOperationRunning):
+		t.Log.Debug("sync already under way; not requesting another", "app", key, "window", w.Name())
+		return
+	case err != nil:
+		t.Log.Warn("requesting a sync failed", "app", key, "window", w.Name(), "error", err)
+		return
+	}
+	t.Metrics.syncRequested()
+	t.Log.Info("sync requested", "app", key, "window", w.Name())
+}
+
+// ErrOperationRunning says an Application already has a sync requested or
+// running, so crowsnest leaves it alone.
+var ErrOperationRunning = errors.New("an operation is already requested or running")
+
+// RequestSync asks Argo CD to sync the Application as an automated sync by
+// crowsnest: it sets the operation field, pinned to the version just read,
+// unless an operation is requested or running; a sync someone else starts
+// in between is never overwritten (the patch then conflicts).
+func RequestSync(ctx context.Context, client dynamic.Interface, namespace, name, reason string) error {
+	apps := client.Resource(watcher.ApplicationsResource).Namespace(namespace)
+	obj, err := apps.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading Application %s/%s: %w", namespace, name, err)
+	}
+	phase, _, _ := unstructured.NestedString(obj.Object, "status", "operationState", "phase")
+	if _, requested := obj.Object["operation"]; requested || phase == "Running" {
+		return ErrOperationRunning
+	}
+	operation := map[string]any{
+		"initiatedBy": map[string]any{"username": syncUser, "automated": true},
+		"sync":        map[string]any{},
+		"info":        []any{map[string]any{"name": "Reason", "value": reason}},
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "replace", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
+		{"op": "add", "path": "/operation", "value": operation},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = apps.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "crowsnest"})
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("the Application %s/%s changed while requesting a sync; not retried: %w", namespace, name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("requesting a sync of %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+func (t *WindowTimer) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
