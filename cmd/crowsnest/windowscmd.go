@@ -26,7 +26,6 @@ type windowsOptions struct {
 	appsDir    string
 	app        string
 	at         string
-	manual     bool
 	output     string
 }
 
@@ -40,7 +39,9 @@ AppProjects under --apps-dir, each with whether it is active and when it opens
 and closes next. With --apps-dir, every Application gets the decision the
 windows make for it (Argo CD's table: an active deny wins, an active allow
 allows, inactive allow windows deny) and whether image write-backs are held;
---app narrows that to one Application and lists its windows. --at evaluates
+--app narrows that to one Application and lists its windows. Both the
+decision for automated syncs and for manual ones (windows with manualSync
+let those through) are shown. --at evaluates
 at another time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00).`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
@@ -53,7 +54,6 @@ at another time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00).`,
 	f.StringVar(&o.appsDir, "apps-dir", "", "folder of Application and AppProject files (as run --apps-dir reads)")
 	f.StringVar(&o.app, "app", "", "only this Application (name or namespace/name) from --apps-dir")
 	f.StringVar(&o.at, "at", "", "evaluate at this time instead of now (RFC 3339)")
-	f.BoolVar(&o.manual, "manual", false, "decide for a manual sync (windows with manualSync let it pass)")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	return cmd
 }
@@ -77,6 +77,8 @@ type appDecision struct {
 	App           string   `json:"app"`
 	SyncAllowed   bool     `json:"syncAllowed"`
 	Reason        string   `json:"reason"`
+	ManualAllowed bool     `json:"manualSyncAllowed"`
+	ManualReason  string   `json:"manualReason"`
 	UpdatesHeld   bool     `json:"imageUpdatesHeld"`
 	Windows       []string `json:"windows"`
 	ActiveWindows []string `json:"activeWindows"`
@@ -147,9 +149,11 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 	}
 	for _, a := range apps {
 		ref := controller.WindowRef(a)
-		d := set.Decide(ref, now, o.manual)
+		d := set.Decide(ref, now, false)
+		m := set.Decide(ref, now, true)
 		held := !set.HoldingUpdates().Decide(ref, now, false).Allowed
-		ad := appDecision{App: a.Key(), SyncAllowed: d.Allowed, Reason: string(d.Reason), UpdatesHeld: held,
+		ad := appDecision{App: a.Key(), SyncAllowed: d.Allowed, Reason: string(d.Reason),
+			ManualAllowed: m.Allowed, ManualReason: string(m.Reason), UpdatesHeld: held,
 			Windows: names(d.Matching), ActiveWindows: names(d.Active)}
 		rep.Apps = append(rep.Apps, ad)
 	}
@@ -204,11 +208,14 @@ func printWindows(out io.Writer, rep *windowsReport) error {
 	if len(rep.Apps) > 0 {
 		fmt.Fprintln(out)
 		tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "APPLICATION\tSYNC\tREASON\tIMAGE UPDATES\tACTIVE WINDOWS")
+		fmt.Fprintln(tw, "APPLICATION\tAUTO SYNC\tMANUAL SYNC\tREASON\tIMAGE UPDATES\tACTIVE WINDOWS")
 		for _, a := range rep.Apps {
-			syncs, updates := "allowed", "written"
+			syncs, manual, updates := "allowed", "allowed", "written"
 			if !a.SyncAllowed {
 				syncs = "denied"
+			}
+			if !a.ManualAllowed {
+				manual = "denied"
 			}
 			if a.UpdatesHeld {
 				updates = "held"
@@ -217,7 +224,7 @@ func printWindows(out io.Writer, rep *windowsReport) error {
 			if active == "" {
 				active = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.App, syncs, a.Reason, updates, active)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.App, syncs, manual, a.Reason, updates, active)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -234,10 +241,11 @@ func inZone(t *time.Time, zone string) string {
 	if t == nil {
 		return "never"
 	}
-	if loc, err := time.LoadLocation(zone); err == nil {
-		return t.In(loc).Format("2006-01-02 15:04 MST")
+	utc := t.UTC().Format("15:04Z")
+	if loc, err := time.LoadLocation(zone); err == nil && loc != time.UTC {
+		return t.In(loc).Format("2006-01-02 15:04 MST") + " (" + utc + ")"
 	}
-	return t.Format(time.RFC3339)
+	return t.UTC().Format("2006-01-02 15:04Z")
 }
 
 // appsDirObjects is what one read of an apps folder holds.

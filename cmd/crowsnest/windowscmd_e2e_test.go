@@ -93,8 +93,11 @@ func TestWindowsCommandE2E(t *testing.T) {
 	if shop.SyncAllowed || !shop.UpdatesHeld || shop.Reason != "DenyWindowActive" {
 		t.Errorf("shop on Friday evening = %+v, want denied and held", shop)
 	}
-	if manual := decision(run("--at", "2026-11-27T19:00:00+01:00", "--manual"), "argocd/shop"); !manual.SyncAllowed {
-		t.Errorf("manual sync of shop = %+v, want allowed (manualSync)", manual)
+	if !shop.ManualAllowed {
+		t.Errorf("manual sync of shop = %+v, want allowed (manualSync)", shop)
+	}
+	if blog := decision(rep, "argocd/blog"); blog.ManualAllowed {
+		t.Errorf("manual sync of blog outside its allow window = %+v, want denied (no manualSync)", blog)
 	}
 	blog := decision(rep, "argocd/blog")
 	if blog.SyncAllowed {
