@@ -26,6 +26,9 @@ type Config struct {
 	Windows []SyncWindow `yaml:"syncWindows"`
 	// Notifications configures deployment notifications.
 	Notifications Notifications `yaml:"notifications"`
+	// ImagePolicies say what to update in the Applications they match,
+	// for Applications without argocd-image-updater annotations.
+	ImagePolicies []ImagePolicy `yaml:"imagePolicies"`
 }
 
 // Default returns a config with every default filled in.
@@ -106,6 +109,7 @@ func (c *Config) validate(errs *fieldErrors) {
 	c.Registries.validate("registries", errs)
 	validateWindows("syncWindows", c.Windows, errs)
 	c.Notifications.validate("notifications", errs)
+	validateImagePolicies("imagePolicies", c.ImagePolicies, errs)
 }
 
 // orDefault fills a zero duration.

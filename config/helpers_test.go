@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -22,4 +23,33 @@ func gotFieldErrors(t *testing.T, err error, want []FieldError) []FieldError {
 		}
 	}
 	return got
+}
+
+// commentedExample returns the example config's commented-out block that
+// starts with "# <key>:", uncommented, for tests that check it loads.
+func commentedExample(t *testing.T, key string) string {
+	t.Helper()
+	data, err := os.ReadFile("../examples/config/crowsnest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block []string
+	lines := strings.Split(string(data), "\n")
+	for i, line := range lines {
+		if line != "# "+key+":" {
+			continue
+		}
+		block = append(block, key+":")
+		for _, l := range lines[i+1:] {
+			if !strings.HasPrefix(l, "#  ") {
+				break
+			}
+			block = append(block, strings.TrimPrefix(l, "#"))
+		}
+		break
+	}
+	if len(block) == 0 {
+		t.Fatalf("the example config has no commented %q block", key)
+	}
+	return strings.Join(block, "\n")
 }

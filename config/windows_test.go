@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -107,28 +105,10 @@ func TestSyncWindowErrorsNameTheField(t *testing.T) {
 // The example config documents sync windows in a commented block (there are
 // none by default); uncommented, the block must load.
 func TestExampleSyncWindowsLoad(t *testing.T) {
-	data, err := os.ReadFile("../examples/config/crowsnest.yaml")
+	block := commentedExample(t, "syncWindows")
+	c, err := Parse([]byte(header + block))
 	if err != nil {
-		t.Fatal(err)
-	}
-	var block []string
-	lines := strings.Split(string(data), "\n")
-	for i, line := range lines {
-		if line != "# syncWindows:" {
-			continue
-		}
-		block = append(block, "syncWindows:")
-		for _, l := range lines[i+1:] {
-			if !strings.HasPrefix(l, "#  ") {
-				break
-			}
-			block = append(block, strings.TrimPrefix(l, "#"))
-		}
-		break
-	}
-	c, err := Parse([]byte(header + strings.Join(block, "\n")))
-	if err != nil {
-		t.Fatalf("example sync windows:\n%s\n%v", strings.Join(block, "\n"), err)
+		t.Fatalf("example sync windows:\n%s\n%v", block, err)
 	}
 	var got []string
 	for _, w := range c.Windows {

@@ -60,6 +60,9 @@ type ImageReconciler struct {
 	Writer ImageWriter
 	// Windows returns the sync windows in force (config and AppProjects).
 	Windows func() windows.Set
+	// Policies returns crowsnest's image policies in force; nil means
+	// annotations only.
+	Policies func() *imageupdate.Policies
 	// Enqueue puts an Application key on the engine's queue.
 	Enqueue func(key string)
 	Events  EventRecorder
@@ -118,6 +121,15 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 		"sources", len(app.Sources), "images", len(app.Images),
 		"sync", app.SyncStatus, "health", app.HealthStatus)
 	spec, errs := imageupdate.FromAnnotations(app.Annotations)
+	if r.Policies != nil {
+		// The Application's own annotations win over crowsnest's
+		// policies: they are the owner's explicit word on this object.
+		if ps, name := r.Policies().Match(app); ps != nil && spec == nil {
+			spec = ps
+		} else if ps != nil {
+			r.Log.Debug("annotations win over a matching image policy", "app", req.Key, "policy", name)
+		}
+	}
 	if spec == nil {
 		r.setRepos(req.Key, nil)
 		r.setHeld(req.Key, false)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -25,6 +26,9 @@ func newConfigCommand() *cobra.Command {
 				c, err := config.Load(path)
 				if err == nil {
 					_, err = triggers.Compile(&c.Notifications)
+				}
+				if err == nil {
+					_, err = imageupdate.CompilePolicies(c.ImagePolicies)
 				}
 				if err != nil {
 					bad++

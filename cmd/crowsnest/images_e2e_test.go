@@ -38,7 +38,15 @@ func TestE2EImageUpdateKubernetesMode(t *testing.T) {
 	}
 	ns := env.CreateNamespace(t, "e2e-img")
 	cfgPath := filepath.Join(dir, "crowsnest.yaml")
-	writeFile(t, cfgPath, "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\nregistries:\n  pollInterval: 5s\n")
+	writeFile(t, cfgPath, fmt.Sprintf(`apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+registries:
+  pollInterval: 5s
+imagePolicies:
+  - name: auto
+    match: {labelSelector: crowsnest.dev/auto=true}
+    images: [{image: %s, constraint: "~1"}]
+`, image))
 
 	dyn := dynamic.NewForConfigOrDie(env.Config)
 	apps := dyn.Resource(watcher.ApplicationsResource).Namespace(ns)
@@ -95,6 +103,21 @@ status:
   summary: {images: ["%[1]s:1.0.0"]}
 `, image))
 
+	// No annotations: crowsnest's image policy selects it by label.
+	create(fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: policied
+  labels: {crowsnest.dev/auto: "true"}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+  source: {repoURL: https://git.example.com/web.git, path: deploy}
+status:
+  summary: {images: ["%[1]s:1.0.0"]}
+`, image))
+
 	metricsAddr := freeAddr(t)
 	startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--log-format", "json")
@@ -109,6 +132,14 @@ status:
 	}
 	waitFor(t, "web to be patched to 1.1.0", func() bool {
 		images := kustomizeImages()
+		return len(images) == 1 && images[0] == image+":1.1.0"
+	})
+	waitFor(t, "the policy-matched Application to be patched to 1.1.0", func() bool {
+		u, err := apps.Get(t.Context(), "policied", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		images, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "source", "kustomize", "images")
 		return len(images) == 1 && images[0] == image+":1.1.0"
 	})
 	u, err := apps.Get(t.Context(), "web", metav1.GetOptions{})
@@ -150,7 +181,7 @@ status:
 	})
 	waitFor(t, "the metrics to count both updates and the bad annotation", func() bool {
 		_, body := httpGet(t.Context(), "http://"+metricsAddr+"/metrics")
-		return strings.Contains(body, `crowsnest_image_updates_total{method="argocd",result="success"} 2`) &&
+		return strings.Contains(body, `crowsnest_image_updates_total{method="argocd",result="success"} 4`) &&
 			strings.Contains(body, `crowsnest_invalid_annotations_total{key="update-strategy"}`) &&
 			strings.Contains(body, `crowsnest_registry_polls_total`)
 	})

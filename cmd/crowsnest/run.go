@@ -27,6 +27,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -159,6 +160,9 @@ func (o *runOptions) effective(cmd *cobra.Command, cfg *config.Config) (*config.
 	if _, err := triggers.Compile(&c.Notifications); err != nil {
 		return nil, err
 	}
+	if _, err := imageupdate.CompilePolicies(c.ImagePolicies); err != nil {
+		return nil, err
+	}
 	return &c, nil
 }
 
@@ -270,6 +274,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		Registry: regs.client,
 		Poller:   regs.poller,
 		Windows:  (&controller.WindowSource{Engine: engine, Config: engine.Config, Log: log}).Set,
+		Policies: (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
 		Enqueue:  engine.Enqueue,
 		DryRun:   o.dryRun || dyn == nil,
 		Metrics:  controller.NewImageMetrics(reg),

@@ -1,0 +1,133 @@
+package config
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/crowsnest-dev/crowsnest/windows/spec"
+)
+
+// ImagePolicy is crowsnest's own way to say what to update, without
+// annotations on every Application: the images of the Applications it
+// matches, and where to write them. The controller translates it into the
+// same model as argocd-image-updater's annotations; an Application's own
+// annotations win over any policy, and among policies the first match in
+// file order wins.
+type ImagePolicy struct {
+	// Name identifies the policy in logs and Events.
+	Name string `yaml:"name"`
+	// Match selects Applications; every selector that is set must match.
+	Match PolicyMatch `yaml:"match"`
+	// Images to keep up to date.
+	Images []PolicyImage `yaml:"images"`
+	// WriteBack says where changes go; the default patches the Application.
+	WriteBack PolicyWriteBack `yaml:"writeBack"`
+}
+
+// PolicyMatch selects Applications. At least one selector is required.
+type PolicyMatch struct {
+	// Applications are globs on metadata.name ("shop-*", "{web,api}").
+	Applications []string `yaml:"applications"`
+	// Projects are globs on spec.project.
+	Projects []string `yaml:"projects"`
+	// LabelSelector is a Kubernetes label selector on the Application.
+	LabelSelector string `yaml:"labelSelector"`
+}
+
+// PolicyImage is one image and how to pick its version; the fields mean
+// what the argocd-image-updater annotations of the same name mean.
+type PolicyImage struct {
+	Alias        string   `yaml:"alias"`
+	Image        string   `yaml:"image"`
+	Strategy     string   `yaml:"strategy"`
+	Constraint   string   `yaml:"constraint"`
+	AllowTags    string   `yaml:"allowTags"`
+	IgnoreTags   []string `yaml:"ignoreTags"`
+	Extract      string   `yaml:"extract"`
+	ExtractOrder string   `yaml:"extractOrder"`
+	Platforms    []string `yaml:"platforms"`
+	PullSecret   string   `yaml:"pullSecret"`
+	ForceUpdate  bool     `yaml:"forceUpdate"`
+	Helm         struct {
+		ImageName string `yaml:"imageName"`
+		ImageTag  string `yaml:"imageTag"`
+		ImageSpec string `yaml:"imageSpec"`
+	} `yaml:"helm"`
+	KustomizeImageName string `yaml:"kustomizeImageName"`
+}
+
+// PolicyWriteBack mirrors the write-back annotations.
+type PolicyWriteBack struct {
+	// Method is argocd (default), git, git:repocreds or
+	// git:secret:<namespace>/<name>.
+	Method string `yaml:"method"`
+	// Target is kustomization[:<path>] or helmvalues[:<path>] (git only);
+	// empty is .argocd-source-<app>.yaml.
+	Target string `yaml:"target"`
+	// Branch is <branch> or <base>:<target template>.
+	Branch     string `yaml:"branch"`
+	Repository string `yaml:"repository"`
+}
+
+// validateImagePolicies checks what can be checked without the registry
+// packages (dependencies point down to config): names, selectors, that
+// every image is named once. Image references and version policies are
+// compiled by the controller at start, reload and `config validate`, with
+// errors naming the same field paths.
+func validateImagePolicies(path string, ps []ImagePolicy, errs *fieldErrors) {
+	seen := map[string]bool{}
+	for i := range ps {
+		p := &ps[i]
+		pp := index(path, i)
+		switch {
+		case p.Name == "":
+			errs.invalid(join(pp, "name"), "required")
+		case seen[p.Name]:
+			errs.invalid(join(pp, "name"), "%q is used by another policy", p.Name)
+		}
+		seen[p.Name] = true
+		m := &p.Match
+		if len(m.Applications) == 0 && len(m.Projects) == 0 && m.LabelSelector == "" {
+			errs.invalid(join(pp, "match"), "set at least one of applications, projects or labelSelector")
+		}
+		for _, list := range []struct {
+			name string
+			vals []string
+		}{{"applications", m.Applications}, {"projects", m.Projects}} {
+			for j, g := range list.vals {
+				if _, err := spec.CompileGlob(g); err != nil {
+					errs.invalid(index(join(join(pp, "match"), list.name), j), "%v", err)
+				}
+			}
+		}
+		if m.LabelSelector != "" {
+			if _, err := labels.Parse(m.LabelSelector); err != nil {
+				errs.invalid(join(join(pp, "match"), "labelSelector"), "invalid label selector %q: %v", m.LabelSelector, err)
+			}
+		}
+		if len(p.Images) == 0 {
+			errs.invalid(join(pp, "images"), "required: at least one image")
+		}
+		aliases := map[string]bool{}
+		for j := range p.Images {
+			img := &p.Images[j]
+			ip := index(join(pp, "images"), j)
+			if img.Image == "" {
+				errs.invalid(join(ip, "image"), "required")
+			}
+			alias := img.Alias
+			if alias == "" {
+				alias = img.Image
+			}
+			if aliases[alias] {
+				errs.invalid(join(ip, "alias"), "%q names two images of the policy", alias)
+			}
+			aliases[alias] = true
+		}
+		if m := p.WriteBack.Method; m != "" && !slices.Contains([]string{"argocd", "git", "git:repocreds"}, m) && !strings.HasPrefix(m, "git:secret:") {
+			errs.invalid(join(join(pp, "writeBack"), "method"), "unsupported value %q, want argocd, git, git:repocreds or git:secret:<namespace>/<name>", m)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package imageupdate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+func TestPoliciesMatchAndPrecedence(t *testing.T) {
+	ps, err := CompilePolicies([]config.ImagePolicy{
+		{Name: "payments-web", Match: config.PolicyMatch{Applications: []string{"shop-*"}, Projects: []string{"payments"}},
+			Images:    []config.PolicyImage{{Alias: "web", Image: "ghcr.io/org/web", Constraint: "~1.2"}},
+			WriteBack: config.PolicyWriteBack{Method: "git", Target: "kustomization"}},
+		{Name: "labelled", Match: config.PolicyMatch{LabelSelector: "crowsnest.dev/auto=true"},
+			Images: []config.PolicyImage{{Image: "nginx", Strategy: "alphabetical", AllowTags: "regexp:^build-", Extract: `build-(?P<version>\d+)`, ExtractOrder: "numeric"}}},
+		{Name: "shadowed", Match: config.PolicyMatch{Applications: []string{"shop-eu"}},
+			Images: []config.PolicyImage{{Image: "redis"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		app        watcher.App
+		wantPolicy string
+		wantImages []string
+	}{
+		{"name and project must both match", watcher.App{Name: "shop-eu", Project: "payments"}, "payments-web", []string{"web"}},
+		{"first match in file order wins", watcher.App{Name: "shop-eu", Project: "payments", Labels: map[string]string{"crowsnest.dev/auto": "true"}}, "payments-web", []string{"web"}},
+		{"label selector", watcher.App{Name: "blog", Labels: map[string]string{"crowsnest.dev/auto": "true"}}, "labelled", []string{"nginx"}},
+		{"a later policy when the first does not match", watcher.App{Name: "shop-eu", Project: "default"}, "shadowed", []string{"redis"}},
+		{"nothing matches", watcher.App{Name: "blog"}, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, name := ps.Match(&tt.app)
+			if name != tt.wantPolicy {
+				t.Fatalf("policy = %q, want %q", name, tt.wantPolicy)
+			}
+			var aliases []string
+			if spec != nil {
+				for i := range spec.Images {
+					aliases = append(aliases, spec.Images[i].Alias)
+				}
+			}
+			if diff := cmp.Diff(tt.wantImages, aliases); diff != "" {
+				t.Errorf("images (-want +got):\n%s", diff)
+			}
+		})
+	}
+	spec, _ := ps.Match(&watcher.App{Name: "shop-x", Project: "payments"})
+	if spec.WriteBack.Method != MethodGit || spec.WriteBack.Target.Kind != TargetKustomization || spec.Source != "image policy payments-web" {
+		t.Errorf("write-back = %+v, source %q", spec.WriteBack, spec.Source)
+	}
+}
+
+func TestPolicyErrorsNameTheField(t *testing.T) {
+	_, err := CompilePolicies([]config.ImagePolicy{{
+		Name:  "bad",
+		Match: config.PolicyMatch{Applications: []string{"*"}},
+		Images: []config.PolicyImage{
+			{Image: "nginx", Constraint: ">>1"},
+			{Image: "redis:7", AllowTags: "regexp:("},
+			{Image: "UPPER/Case"},
+			{Image: "busybox", PullSecret: "vault:x", IgnoreTags: []string{"ok", "regexp:["}},
+		},
+		WriteBack: config.PolicyWriteBack{Method: "git", Target: "jsonnet"},
+	}})
+	if err == nil {
+		t.Fatal("a broken policy compiled")
+	}
+	for _, want := range []string{
+		"imagePolicies[0].images[0].constraint:",
+		"imagePolicies[0].images[1].image: \"redis:7\": name the repository only",
+		"imagePolicies[0].images[1].allowTags:",
+		"imagePolicies[0].images[2].image:",
+		"imagePolicies[0].images[3].pullSecret:",
+		"imagePolicies[0].images[3].ignoreTags[1]",
+		"imagePolicies[0].writeBack.target: unknown target",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
