@@ -54,6 +54,9 @@ type ImageWriter interface {
 // a repository that changed.
 type ImageReconciler struct {
 	Registry *registry.Client
+	// RegistryFor returns the client for images that name their own
+	// credentials (pull-secret); nil uses Registry for every image.
+	RegistryFor func(pullSecret string) *registry.Client
 	// Poller, when set, polls the repositories in use; wire its OnChange
 	// to RepoChanged.
 	Poller *registry.Poller
@@ -217,12 +220,16 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 			out[img.Alias] = imageupdate.Selection{Err: err}
 			continue
 		}
-		tags, err := r.Registry.Tags(ctx, img.Ref.Repository, 0)
+		client := r.Registry
+		if img.PullSecret != "" && r.RegistryFor != nil {
+			client = r.RegistryFor(img.PullSecret)
+		}
+		tags, err := client.Tags(ctx, img.Ref.Repository, 0)
 		if err != nil {
 			out[img.Alias] = imageupdate.Selection{Err: err}
 			continue
 		}
-		res, err := pol.Select(ctx, tags, r.Registry.MetadataFunc(img.Ref.Repository, pol.Platforms()))
+		res, err := pol.Select(ctx, tags, client.MetadataFunc(img.Ref.Repository, pol.Platforms()))
 		out[img.Alias] = imageupdate.Selection{Result: res, Err: err}
 		r.Log.Debug("version selected", "app", key, "image", img.Alias, "tag", res.Tag, "error", err)
 	}

@@ -189,3 +189,70 @@ status:
 		t.Errorf("/metrics = %d", code)
 	}
 }
+
+// An image in a private registry, reachable only with the credentials its
+// pull-secret annotation names (a Kubernetes Secret): crowsnest lists it
+// with those and updates the Application; the password never shows.
+func TestE2EImagePullSecret(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{Auth: testreg.AuthBasic, Username: "robot", Password: "pull-s3cret"})
+	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	reg.Push(t, "team/private:1.0.0", testreg.Image(t, t0, "linux/amd64"))
+	reg.Push(t, "team/private:1.3.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
+	image := reg.Host() + "/team/private"
+
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ns := env.CreateNamespace(t, "e2e-pull")
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "regcreds"},
+		Data:       map[string][]byte{"creds": []byte("robot:pull-s3cret")},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	apps := dynamic.NewForConfigOrDie(env.Config).Resource(watcher.ApplicationsResource).Namespace(ns)
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: private
+  annotations:
+    argocd-image-updater.argoproj.io/image-list: p=%[1]s
+    argocd-image-updater.argoproj.io/p.pull-secret: secret:%[2]s/regcreds#creds
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+  source: {repoURL: https://git.example.com/web.git, path: deploy}
+`, image, ns)), &obj); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetNamespace(ns)
+	created, err := apps.Create(t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Object["status"] = map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}}
+	if _, err := apps.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "--kubeconfig", kubeconfig, "--namespace", ns, "--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0", "--log-format", "json")
+	waitFor(t, "the private image to be updated to 1.3.0", func() bool {
+		got, err := apps.Get(t.Context(), "private", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		images, _, _ := unstructured.NestedStringSlice(got.Object, "spec", "source", "kustomize", "images")
+		return len(images) == 1 && images[0] == image+":1.3.0"
+	})
+	for _, l := range d.lines() {
+		if strings.Contains(l, "pull-s3cret") {
+			t.Fatalf("the registry password appears in the log: %s", l)
+		}
+	}
+}

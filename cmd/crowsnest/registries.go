@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crowsnest-dev/crowsnest/config"
@@ -27,7 +29,58 @@ type registries struct {
 	resolver *creds.Resolver
 	list     atomic.Pointer[config.RegistryList]
 	log      *slog.Logger
+	metrics  *registry.Metrics
+
+	mu       sync.Mutex
+	bySecret map[string]*registry.Client // per pull-secret reference
 }
+
+// forPullSecret returns the client for images that name their own
+// credentials (the pull-secret annotation): same registry settings, its own
+// caches, since other credentials may see other tags. "" is the shared
+// client.
+func (r *registries) forPullSecret(ref string) *registry.Client {
+	if ref == "" {
+		return r.client
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.bySecret[ref]; c != nil {
+		return c
+	}
+	parsed, err := creds.Parse(ref)
+	if err != nil {
+		// Annotations are validated before this; be safe anyway.
+		r.log.Error("invalid pull secret reference; using the registry's credentials", "error", err)
+		return r.client
+	}
+	if r.bySecret == nil {
+		r.bySecret = map[string]*registry.Client{}
+	}
+	c := &registry.Client{
+		Hosts:             r.client.Hosts,
+		Auth:              refAuth{resolver: r.resolver, ref: parsed},
+		TagTTL:            r.client.TagTTL,
+		MetadataCacheSize: r.client.MetadataCacheSize,
+		RequestTimeout:    r.client.RequestTimeout,
+		Metrics:           r.metrics,
+		Log:               r.log,
+	}
+	r.bySecret[ref] = c
+	return c
+}
+
+// refAuth authenticates every registry with one credentials reference.
+type refAuth struct {
+	resolver *creds.Resolver
+	ref      creds.Ref
+}
+
+func (a refAuth) Authenticator(ctx context.Context, host string) (authn.Authenticator, error) {
+	return a.resolver.Authenticator(ctx, a.ref, host, 0)
+}
+
+func (a refAuth) Invalidate(host string) { a.resolver.Invalidate(a.ref, host) }
 
 // newRegistries builds the client and poller. baseDir resolves a relative
 // registries.conf path (the config file's folder); secrets reads pull
@@ -40,6 +93,7 @@ func newRegistries(cfg *config.Config, baseDir string, secrets creds.SecretGette
 	r := &registries{
 		resolver: &creds.Resolver{Secrets: secrets, Log: log},
 		log:      log,
+		metrics:  metrics,
 	}
 	r.list.Store(&list)
 	auth := &creds.HostAuth{Resolver: r.resolver, Lookup: func(host string) (creds.Ref, time.Duration) {
@@ -101,6 +155,11 @@ func (r *registries) reload(cfg *config.Config, baseDir string) error {
 	r.list.Store(&list)
 	r.resolver.Reset()
 	r.client.ResetHosts()
+	r.mu.Lock()
+	for _, c := range r.bySecret {
+		c.ResetHosts()
+	}
+	r.mu.Unlock()
 	return nil
 }
 

@@ -271,14 +271,15 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return err
 	}
 	images := &controller.ImageReconciler{
-		Registry: regs.client,
-		Poller:   regs.poller,
-		Windows:  (&controller.WindowSource{Engine: engine, Config: engine.Config, Log: log}).Set,
-		Policies: (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
-		Enqueue:  engine.Enqueue,
-		DryRun:   o.dryRun || dyn == nil,
-		Metrics:  controller.NewImageMetrics(reg),
-		Log:      log,
+		Registry:    regs.client,
+		RegistryFor: regs.forPullSecret,
+		Poller:      regs.poller,
+		Windows:     (&controller.WindowSource{Engine: engine, Config: engine.Config, Log: log}).Set,
+		Policies:    (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
+		Enqueue:     engine.Enqueue,
+		DryRun:      o.dryRun || dyn == nil,
+		Metrics:     controller.NewImageMetrics(reg),
+		Log:         log,
 	}
 	winMetrics := controller.NewWindowMetrics(reg)
 	images.WindowMetrics = winMetrics
