@@ -83,6 +83,10 @@ type Engine struct {
 	LeaderElection *LeaderElection
 	Metrics        *Metrics
 	Log            *slog.Logger
+	// Transitions, when set, sees every Application event in the order the
+	// sources observed it, before the queue coalesces them (notifications
+	// evaluate each transition). It must return quickly.
+	Transitions func(ev watcher.AppEvent)
 
 	initOnce sync.Once
 	queue    workqueue.TypedRateLimitingInterface[string]

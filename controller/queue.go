@@ -11,6 +11,9 @@ import (
 // OnAppEvent records the Application's latest state and queues its key.
 // Sources call it in the order they observe changes.
 func (e *Engine) OnAppEvent(ev watcher.AppEvent) {
+	if e.Transitions != nil {
+		e.Transitions(ev)
+	}
 	e.init()
 	key := ev.Key()
 	e.mu.Lock()

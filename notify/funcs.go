@@ -22,6 +22,7 @@ import (
 var FuncNames = []string{
 	"upper", "lower", "title", "trim", "trimPrefix", "trimSuffix", "replace",
 	"contains", "hasPrefix", "hasSuffix", "split", "join", "repeat", "truncate",
+	"trunc", // sprig's name for truncate, which the catalog's templates use
 	"default", "empty", "coalesce", "ternary", "toString", "toJson",
 	"toPrettyJson", "quote", "squote", "indent", "nindent", "now", "date",
 	"dateRFC3339", "unixEpoch", "toDate", "ago", "b64enc", "b64dec",
@@ -50,6 +51,7 @@ func FuncMap(now func() time.Time) template.FuncMap {
 		"join":           join,
 		"repeat":         repeat,
 		"truncate":       truncate,
+		"trunc":          truncate,
 		"default":        func(def, v any) any { return ternary(v, def, !isEmpty(v)) },
 		"empty":          isEmpty,
 		"coalesce":       coalesce,

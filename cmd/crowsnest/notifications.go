@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// newNotifications builds the Notifier and its Outbox from cfg: services
+// with their secrets resolved, the argocd-notifications-cm merged in when
+// the config names it, and state and outbox in ConfigMaps of namespace
+// (crowsnest's own) in a cluster, in memory otherwise. The config is
+// applied once here; call Notifier.Apply on reload.
+func newNotifications(_ context.Context, cfg *config.Config, clientset kubernetes.Interface, namespace string,
+	reg prometheus.Registerer, log *slog.Logger) (*controller.Notifier, *notify.Outbox, error) {
+	out := &notify.Outbox{Metrics: notify.NewMetrics(reg), Logger: log}
+	n := &controller.Notifier{
+		Outbox: out, Log: log, Metrics: controller.NewNotifierMetrics(reg),
+		Prepare: prepareNotifications(clientset, namespace),
+	}
+	if clientset != nil {
+		store := &notify.ConfigMapStore{Client: clientset, Namespace: namespace}
+		out.Store = store
+		n.State = &controller.ConfigMapNotifyState{Client: clientset, Namespace: namespace}
+	} else {
+		out.Store = &notify.MemoryStore{}
+		n.State = &controller.MemoryNotifyState{}
+	}
+	out.OnDeadLetter = func(r notify.Record) {
+		log.Error("notification given up", "app", r.App, "trigger", r.Trigger, "service", r.Service, "attempts", r.Attempts, "error", r.LastError)
+	}
+	n.Services = func(nc *config.Notifications) (map[string]notify.Service, error) {
+		return buildServices(nc, out.Store)
+	}
+	if err := n.Apply(cfg); err != nil {
+		return nil, nil, err
+	}
+	return n, out, nil
+}
+
+// prepareNotifications returns the Notifier's Prepare: it merges the
+// argocd-notifications-cm the config names under the config's own entries
+// and resolves `$key` references from its Secret. It never changes the
+// config it is given.
+func prepareNotifications(clientset kubernetes.Interface, namespace string) func(context.Context, *config.Notifications) (*config.Notifications, error) {
+	return func(ctx context.Context, in *config.Notifications) (*config.Notifications, error) {
+		n := *in
+		n.Services = maps.Clone(in.Services)
+		for name, s := range n.Services {
+			n.Services[name] = cloneService(s)
+		}
+		ref := n.ArgoCDConfigMap
+		var secret map[string][]byte
+		if ref.Name != "" {
+			if clientset == nil {
+				return nil, fmt.Errorf("argocdConfigMap %s: reading it needs a cluster", ref.Name)
+			}
+			ns := ref.Namespace
+			if ns == "" {
+				ns = namespace
+			}
+			if ref.Secret != "" {
+				s, err := clientset.CoreV1().Secrets(ns).Get(ctx, ref.Secret, metav1.GetOptions{})
+				switch {
+				case apierrors.IsNotFound(err):
+					// No Secret: only `$key` references fail, below.
+				case err != nil:
+					return nil, fmt.Errorf("reading Secret %s/%s: %w", ns, ref.Secret, err)
+				default:
+					secret = s.Data
+				}
+			}
+			cm, err := clientset.CoreV1().ConfigMaps(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, ref.Name, err)
+			}
+			parsed, err := config.ParseArgoCDConfigMap(cm.Data, secret)
+			if err != nil {
+				return nil, err
+			}
+			n.Merge(parsed)
+		}
+		if err := n.ResolveSecrets(secret); err != nil {
+			return nil, err
+		}
+		return &n, nil
+	}
+}
+
+// cloneService copies the blocks ResolveSecrets writes to.
+func cloneService(s config.Service) config.Service {
+	if s.Slack != nil {
+		c := *s.Slack
+		s.Slack = &c
+	}
+	if s.Webhook != nil {
+		c := *s.Webhook
+		c.Headers = append([]config.Header(nil), c.Headers...)
+		if c.BasicAuth != nil {
+			b := *c.BasicAuth
+			c.BasicAuth = &b
+		}
+		s.Webhook = &c
+	}
+	if s.Email != nil {
+		c := *s.Email
+		s.Email = &c
+	}
+	return s
+}
+
+// buildServices builds a sender per configured service. Errors name the
+// service and the setting, never a secret.
+func buildServices(n *config.Notifications, threads notify.ThreadStore) (map[string]notify.Service, error) {
+	out := map[string]notify.Service{}
+	var errs []error
+	for name, s := range n.Services {
+		svc, err := buildService(name, s, threads)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("service %s: %w", name, err))
+			continue
+		}
+		out[name] = svc
+	}
+	return out, errors.Join(errs...)
+}
+
+func buildService(name string, s config.Service, threads notify.ThreadStore) (notify.Service, error) {
+	switch {
+	case s.Slack != nil:
+		c := s.Slack
+		token, err := c.Token.Value()
+		if err != nil {
+			return nil, fmt.Errorf("token: %w", err)
+		}
+		opts := []notify.SlackOption{notify.WithThreads(threads)}
+		if c.APIURL != "" {
+			opts = append(opts, notify.WithSlackAPIURL(c.APIURL))
+		}
+		if c.Username != "" {
+			opts = append(opts, notify.WithSlackUsername(c.Username))
+		}
+		if c.Icon != "" {
+			opts = append(opts, notify.WithSlackIcon(c.Icon))
+		}
+		return notify.NewSlack(name, token, opts...)
+	case s.Webhook != nil:
+		c := s.Webhook
+		opts := []notify.WebhookOption{notify.WithWebhookMethod(c.Method), notify.WithWebhookTLS(c.InsecureSkipVerify, nil)}
+		if c.Timeout.Duration > 0 {
+			opts = append(opts, notify.WithWebhookTimeout(c.Timeout.Duration))
+		}
+		for _, h := range c.Headers {
+			opts = append(opts, notify.WithHeader(h.Name, h.Value))
+		}
+		if c.BasicAuth != nil {
+			pw, err := c.BasicAuth.Password.Value()
+			if err != nil {
+				return nil, fmt.Errorf("basicAuth.password: %w", err)
+			}
+			opts = append(opts, notify.WithBasicAuth(c.BasicAuth.Username, pw))
+		}
+		if !c.Bearer.IsZero() {
+			tok, err := c.Bearer.Value()
+			if err != nil {
+				return nil, fmt.Errorf("bearer: %w", err)
+			}
+			opts = append(opts, notify.WithBearerToken(tok))
+		}
+		if !c.HMACSecret.IsZero() {
+			sec, err := c.HMACSecret.Value()
+			if err != nil {
+				return nil, fmt.Errorf("hmacSecret: %w", err)
+			}
+			opts = append(opts, notify.WithHMAC([]byte(sec), c.HMACHeader))
+		}
+		return notify.NewWebhook(name, c.URL, opts...)
+	case s.Email != nil:
+		return buildEmail(name, s.Email)
+	}
+	return nil, errors.New("no slack, webhook or email block")
+}
+
+// emailService sends a body that starts with '<' as HTML and anything
+// else as text, as the email template's body is documented to.
+type emailService struct{ text, html notify.Service }
+
+var _ notify.Service = emailService{}
+
+// Send implements notify.Service.
+func (e emailService) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
+	if strings.HasPrefix(strings.TrimSpace(n.Message), "<") {
+		return e.html.Send(ctx, n, d)
+	}
+	return e.text.Send(ctx, n, d)
+}
+
+func buildEmail(name string, c *config.EmailService) (notify.Service, error) {
+	opts := []notify.EmailOption{notify.WithEmailTLS(notify.TLSMode(c.TLS), c.InsecureSkipVerify, nil)}
+	if c.Timeout.Duration > 0 {
+		opts = append(opts, notify.WithEmailTimeout(c.Timeout.Duration))
+	}
+	if c.Username != "" {
+		pw, err := c.Password.Value()
+		if err != nil {
+			return nil, fmt.Errorf("password: %w", err)
+		}
+		opts = append(opts, notify.WithEmailAuth("", c.Username, pw))
+	}
+	text, err := notify.NewEmail(name, c.Host, c.Port, c.From, append(slices.Clone(opts), notify.WithHTML(false))...)
+	if err != nil {
+		return nil, err
+	}
+	html, err := notify.NewEmail(name, c.Host, c.Port, c.From, append(slices.Clone(opts), notify.WithHTML(true))...)
+	if err != nil {
+		return nil, err
+	}
+	return emailService{text: text, html: html}, nil
+}

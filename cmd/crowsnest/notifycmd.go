@@ -1,0 +1,279 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+)
+
+// notifyOptions are the flags the notify dry runs share.
+type notifyOptions struct {
+	configPath string
+	cmPath     string
+	appPath    string
+	prevPath   string
+	service    string
+	eventType  string
+}
+
+func newNotifyCommand() *cobra.Command {
+	o := &notifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "notify",
+		Short: "Dry-run notification triggers and templates; read the delivery log",
+		Long: `The trigger and template commands evaluate triggers and render templates
+offline, with the notifications of --config (the default catalog when no
+config is given) and, with --notifications-cm, an argocd-notifications-cm read
+from a file. Secrets are not resolved: nothing is sent. The log command reads
+the daemon's delivery log from its ConfigMaps in the cluster.`,
+	}
+	dryRunFlags := func(c *cobra.Command) {
+		pf := c.PersistentFlags()
+		pf.StringVar(&o.configPath, "config", "", "crowsnest config file whose notifications apply; the default catalog when empty")
+		pf.StringVar(&o.cmPath, "notifications-cm", "", "an argocd-notifications-cm manifest (YAML) to merge under the config")
+		pf.StringVar(&o.appPath, "app", "", "the Application (YAML or JSON file)")
+		pf.StringVar(&o.eventType, "event", "", "a crowsnest event type (image-updated, ...) for triggers that read event")
+	}
+
+	trigger := &cobra.Command{Use: "trigger", Short: "Dry-run triggers"}
+	dryRunFlags(trigger)
+	run := &cobra.Command{
+		Use:   "run NAME",
+		Short: "Evaluate a trigger: each condition's result, oncePer value and whether it would send",
+		Long: `Run evaluates every condition of trigger NAME on --app (and --prev, the
+previously observed Application) and prints its result, its oncePer value and
+whether a message would be sent, assuming a fresh state with no baseline: the
+daemon also skips conditions it already sent and, on first sight of an
+Application, records instead of sending.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.runTrigger(cmd.OutOrStdout(), args[0]) },
+	}
+	run.Flags().StringVar(&o.prevPath, "prev", "", "the previously observed Application (YAML or JSON file)")
+	trigger.AddCommand(run)
+
+	template := &cobra.Command{Use: "template", Short: "Dry-run templates"}
+	dryRunFlags(template)
+	render := &cobra.Command{
+		Use:   "render NAME",
+		Short: "Render a template for one service and print the payload",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.renderTemplate(cmd.OutOrStdout(), args[0])
+		},
+	}
+	render.Flags().StringVar(&o.service, "service", "", "slack, webhook or email, or the name of a configured service")
+	template.AddCommand(render)
+
+	cmd.AddCommand(trigger, template, newNotifyLogCommand())
+	return cmd
+}
+
+// notifications returns the configured notifications, compiled.
+func (o *notifyOptions) notifications() (*triggers.Set, error) {
+	n := &config.Notifications{Catalog: true}
+	if o.configPath != "" {
+		c, err := config.Load(o.configPath)
+		if err != nil {
+			return nil, err
+		}
+		n = &c.Notifications
+	}
+	if o.cmPath != "" {
+		var cm struct {
+			Data map[string]string `json:"data"`
+		}
+		if err := readManifest(o.cmPath, &cm); err != nil {
+			return nil, err
+		}
+		parsed, err := config.ParseArgoCDConfigMap(cm.Data, nil)
+		if err != nil {
+			return nil, err
+		}
+		n.Merge(parsed)
+	}
+	return triggers.Compile(n)
+}
+
+func readManifest(path string, out any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := yaml.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func readApp(path string) (map[string]any, error) {
+	var app map[string]any
+	if err := readManifest(path, &app); err != nil {
+		return nil, err
+	}
+	if md, _ := app["metadata"].(map[string]any); md == nil || md["name"] == nil {
+		return nil, fmt.Errorf("%s: not an Application (no metadata.name)", path)
+	}
+	return app, nil
+}
+
+func (o *notifyOptions) event() map[string]any {
+	if o.eventType == "" {
+		return nil
+	}
+	return (&triggers.Event{Type: o.eventType, ID: "dry-run", Time: time.Now()}).Map()
+}
+
+func (o *notifyOptions) runTrigger(w io.Writer, name string) error {
+	if o.appPath == "" {
+		return fmt.Errorf("--app is required")
+	}
+	set, err := o.notifications()
+	if err != nil {
+		return err
+	}
+	tr := set.Triggers[name]
+	if tr == nil {
+		return fmt.Errorf("no trigger %q (known: %s)", name, strings.Join(sortedNames(set.Triggers), ", "))
+	}
+	app, err := readApp(o.appPath)
+	if err != nil {
+		return err
+	}
+	var prev map[string]any
+	if o.prevPath != "" {
+		if prev, err = readApp(o.prevPath); err != nil {
+			return err
+		}
+	}
+	results := triggers.Evaluate(tr, triggers.NewEnv(app, prev, o.event(), set.Config.Context, time.Time{}))
+	_, sends := triggers.Step(triggers.State{Seen: true}, results, triggers.StepOptions{App: "dry-run", Event: tr.OnEvent})
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONDITION\tRESULT\tONCEPER\tSEND\tTEMPLATES\tWHEN")
+	for i, r := range results {
+		result := fmt.Sprint(r.Triggered)
+		if r.Err != nil {
+			result = "error: " + r.Err.Error()
+		}
+		send := "no"
+		if slices.ContainsFunc(sends, func(s triggers.Send) bool { return s.Condition == r.Condition }) {
+			send = "yes"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i, result, orDash(r.OncePer), send,
+			strings.Join(r.Send, ","), tr.Conditions[i].When)
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// renderTemplate prints what the service would send: Slack's message
+// fields as JSON, the webhook request, the email's subject and body.
+func (o *notifyOptions) renderTemplate(w io.Writer, name string) error {
+	if o.appPath == "" || o.service == "" {
+		return fmt.Errorf("--app and --service are required")
+	}
+	set, err := o.notifications()
+	if err != nil {
+		return err
+	}
+	t, ok := set.Config.Templates[name]
+	if !ok {
+		return fmt.Errorf("no template %q (known: %s)", name, strings.Join(sortedNames(set.Config.Templates), ", "))
+	}
+	svcName, typ := o.service, o.service
+	if s, ok := set.Config.Services[o.service]; ok {
+		typ = s.Type()
+	} else if !slices.Contains([]string{config.ServiceSlack, config.ServiceWebhook, config.ServiceEmail}, typ) {
+		return fmt.Errorf("--service %q: want slack, webhook, email or a configured service (%s)", o.service, strings.Join(sortedNames(set.Config.Services), ", "))
+	}
+	app, err := readApp(o.appPath)
+	if err != nil {
+		return err
+	}
+	n, err := notify.Render(controller.ServiceTemplate(name, t, svcName, typ),
+		controller.TemplateVars(app, o.event(), set.Config.Context, typ))
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case config.ServiceSlack:
+		msg := map[string]any{"text": n.Message}
+		if s := n.Slack; s != nil {
+			for field, raw := range map[string]string{"attachments": s.Attachments, "blocks": s.Blocks} {
+				if raw == "" {
+					continue
+				}
+				var v any
+				if err := json.Unmarshal([]byte(raw), &v); err != nil {
+					return fmt.Errorf("template %s: slack.%s is not JSON: %w", name, field, err)
+				}
+				msg[field] = v
+			}
+			if s.GroupingKey != "" {
+				msg["groupingKey"] = s.GroupingKey
+			}
+			if s.DeliveryPolicy != "" {
+				msg["deliveryPolicy"] = s.DeliveryPolicy
+			}
+		}
+		b, err := json.MarshalIndent(msg, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	case config.ServiceWebhook:
+		req, ok := n.Webhook[svcName]
+		if !ok {
+			_, err := fmt.Fprintf(w, "template %s has no webhook request: nothing is sent\n", name)
+			return err
+		}
+		method := req.Method
+		if method == "" {
+			method = config.DefaultWebhookMethod
+		}
+		_, err := fmt.Fprintf(w, "%s %s\n\n%s\n", strings.ToUpper(method), orSlash(req.Path), strings.TrimRight(req.Body, "\n"))
+		return err
+	default:
+		subject := ""
+		if n.Email != nil {
+			subject = n.Email.Subject
+		}
+		_, err := fmt.Fprintf(w, "Subject: %s\n\n%s\n", subject, strings.TrimRight(n.Message, "\n"))
+		return err
+	}
+}
+
+func orSlash(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}

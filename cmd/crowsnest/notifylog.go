@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+type notifyLogOptions struct {
+	kubeconfig string
+	namespace  string
+	app        string
+	output     string
+}
+
+func newNotifyLogCommand() *cobra.Command {
+	o := &notifyLogOptions{}
+	cmd := &cobra.Command{
+		Use:   "log",
+		Short: "Print the delivery log: what was sent where, when, and the result",
+		Long: `Log reads the delivery log the daemon keeps in ConfigMaps (crowsnest-outbox-*)
+in its namespace, oldest first: pending deliveries and the last records of
+each Application.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = o.kubeconfig
+			cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+			rc, err := cc.ClientConfig()
+			if err != nil {
+				return fmt.Errorf("loading kube config (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
+			}
+			ns := o.namespace
+			if ns == "" {
+				if ns, _, err = cc.Namespace(); err != nil {
+					return err
+				}
+			}
+			cs, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return fmt.Errorf("building kube client: %w", err)
+			}
+			out := &notify.Outbox{Store: &notify.ConfigMapStore{Client: cs, Namespace: ns}}
+			recs, err := out.Log(cmd.Context(), o.app)
+			if err != nil {
+				return err
+			}
+			return printDeliveryLog(cmd.OutOrStdout(), recs, o.output)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster config or $KUBECONFIG when empty")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "crowsnest's namespace, where the outbox ConfigMaps are; the kubeconfig's when empty")
+	f.StringVar(&o.app, "app", "", "only this Application (namespace/name)")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func printDeliveryLog(w io.Writer, recs []notify.Record, output string) error {
+	switch output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(recs)
+	case "text", "":
+	default:
+		return fmt.Errorf("--output %q: want text or json", output)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CREATED\tAPP\tTRIGGER\tDESTINATION\tSTATE\tATTEMPTS\tID\tDETAIL")
+	for i := range recs {
+		r := &recs[i]
+		detail := r.LastError
+		if detail == "" {
+			detail = r.Receipt.ID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.CreatedAt.UTC().Format(time.RFC3339), r.App,
+			orDash(r.Trigger), r.Destination(), r.State, r.Attempts, r.ID, orDash(detail))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,497 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// Notifier defaults. Four workers evaluate different Applications at once
+// (evaluation is microseconds; the store write dominates). 64 keys per
+// Application hold every level condition of the catalog and the last few
+// dozen deployed revisions, about 1.3 KB of state. A minute bounds the
+// reads of argocd-notifications-cm during a reload.
+const (
+	DefaultNotifyWorkers = 4
+	// DefaultNotifyPruneAfter leaves an informer time to deliver the end of
+	// its initial list before states of unseen Applications are dropped.
+	DefaultNotifyPruneAfter = time.Minute
+	DefaultNotifyMaxKeys    = 64
+	notifyApplyTimeout      = time.Minute
+)
+
+// ErrNotifierNotConfigured is returned by Start before a successful Apply.
+var ErrNotifierNotConfigured = errors.New("notifier: no config applied")
+
+// Notifier turns observed Application transitions and crowsnest's own
+// events into notifications. The engine hands it every transition in the
+// order the sources observed it (Engine.Transitions); it queues them per
+// Application and returns at once. Its workers evaluate the triggers on
+// each transition in order, step the Application's persisted trigger
+// state, resolve subscriptions, render templates and enqueue deliveries in
+// the outbox under their dedupe key, so that a restart replays nothing
+// twice. State is saved after the deliveries are recorded.
+type Notifier struct {
+	Outbox *notify.Outbox
+	// State persists trigger state; a MemoryNotifyState when nil.
+	State NotifyStateStore
+	// Project returns the AppProject of an Application (its subscription
+	// annotations apply), nil when unknown.
+	Project func(app *watcher.App) *watcher.Project
+	// Synced reports whether the sources delivered their initial list.
+	// Applications added before are a baseline (recorded, not sent);
+	// without it, MarkSynced says so.
+	Synced func() bool
+	// Prepare completes a config's notifications before they are compiled
+	// (reads argocd-notifications-cm, resolves secret references); nil
+	// takes the section as it is.
+	Prepare func(ctx context.Context, n *config.Notifications) (*config.Notifications, error)
+	// Services builds the senders of a prepared config for the outbox; nil
+	// leaves the outbox's services alone.
+	Services func(n *config.Notifications) (map[string]notify.Service, error)
+	Metrics  *NotifierMetrics
+	// PruneAfter is how long after the sources synced the state of
+	// Applications not seen since start is deleted.
+	PruneAfter time.Duration
+	Workers    int
+	MaxKeys    int
+	Now        func() time.Time
+	Log        *slog.Logger
+
+	initOnce sync.Once
+	queue    workqueue.TypedRateLimitingInterface[string]
+	started  time.Time
+	synced   atomic.Bool
+
+	cfgMu sync.RWMutex
+	cfg   *notifyConfig
+
+	mu      sync.Mutex
+	pending map[string][]notifyItem
+	states  map[string]NotifyState
+	// seen holds the IDs of Applications observed since start, so that
+	// the state of those deleted while crowsnest was down can be pruned.
+	seen    map[string]bool
+	running bool
+}
+
+// notifyItem is one observation of one Application, in order.
+type notifyItem struct {
+	app, prev *watcher.App
+	deleted   bool
+	// initial marks an Application from the sources' initial list (or
+	// created before start): not new, so a baseline on first sight.
+	initial bool
+	event   *triggers.Event
+}
+
+func (n *Notifier) init() {
+	n.initOnce.Do(func() {
+		if n.Log == nil {
+			n.Log = slog.Default()
+		}
+		if n.State == nil {
+			n.State = &MemoryNotifyState{}
+		}
+		if n.Workers <= 0 {
+			n.Workers = DefaultNotifyWorkers
+		}
+		if n.MaxKeys <= 0 {
+			n.MaxKeys = DefaultNotifyMaxKeys
+		}
+		if n.Now == nil {
+			n.Now = time.Now
+		}
+		n.started = n.Now().Truncate(time.Second)
+		n.pending = map[string][]notifyItem{}
+		n.seen = map[string]bool{}
+		if n.PruneAfter <= 0 {
+			n.PruneAfter = DefaultNotifyPruneAfter
+		}
+		limiter := workqueue.NewTypedMaxOfRateLimiter(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
+			&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+		)
+		n.queue = workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: "notifications"})
+	})
+}
+
+// MarkSynced says the sources delivered their initial list: Applications
+// added from now on are new and get on-created.
+func (n *Notifier) MarkSynced() { n.synced.Store(true) }
+
+func (n *Notifier) isSynced() bool {
+	if n.Synced != nil {
+		return n.Synced()
+	}
+	return n.synced.Load()
+}
+
+// Apply compiles cfg's notifications and puts them in force; a config
+// that does not compile is rejected and the previous one stays.
+func (n *Notifier) Apply(cfg *config.Config) error {
+	n.init()
+	ctx, cancel := context.WithTimeout(context.Background(), notifyApplyTimeout)
+	defer cancel()
+	nc := &cfg.Notifications
+	if n.Prepare != nil {
+		p, err := n.Prepare(ctx, nc)
+		if err != nil {
+			return fmt.Errorf("notifications: %w", err)
+		}
+		nc = p
+	}
+	c, err := compileNotifications(nc)
+	if err != nil {
+		return fmt.Errorf("notifications: %w", err)
+	}
+	if n.Services != nil && n.Outbox != nil {
+		svcs, err := n.Services(&c.set.Config)
+		if err != nil {
+			return fmt.Errorf("notifications: %w", err)
+		}
+		n.Outbox.SetServices(svcs)
+	}
+	n.cfgMu.Lock()
+	n.cfg = c
+	n.cfgMu.Unlock()
+	for _, ig := range nc.Ignored {
+		n.Log.Debug("notification setting not used", "key", ig)
+	}
+	return nil
+}
+
+func (n *Notifier) config() *notifyConfig {
+	n.cfgMu.RLock()
+	defer n.cfgMu.RUnlock()
+	return n.cfg
+}
+
+// OnTransition queues one observed change of an Application; it returns at
+// once. Engine.Transitions calls it in the sources' order.
+func (n *Notifier) OnTransition(old, cur *watcher.App) {
+	n.init()
+	it := notifyItem{app: cur, prev: old}
+	if cur == nil {
+		it.app, it.prev, it.deleted = old, nil, true
+	}
+	if it.app == nil {
+		return
+	}
+	if old == nil && cur != nil {
+		it.initial = !n.isSynced() || n.createdBefore(cur)
+	}
+	n.push(it)
+}
+
+// OnAppEvent adapts OnTransition to Engine.Transitions.
+func (n *Notifier) OnAppEvent(ev watcher.AppEvent) {
+	if ev.Type == watcher.Resync {
+		return // an unchanged object: no transition
+	}
+	n.OnTransition(ev.Old, ev.New)
+}
+
+// OnEvent queues one of crowsnest's own events about app; the triggers
+// that read `event` evaluate it.
+func (n *Notifier) OnEvent(app *watcher.App, ev triggers.Event) {
+	n.init()
+	if app == nil {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = n.Now()
+	}
+	n.push(notifyItem{app: app, event: &ev})
+}
+
+// createdBefore reports whether the Application was created before the
+// second this Notifier started in (creationTimestamp has no finer grain):
+// an informer may deliver part of its initial list after reporting synced,
+// and such an Application is not new.
+func (n *Notifier) createdBefore(a *watcher.App) bool {
+	if a.Object == nil {
+		return false
+	}
+	ts := a.Object.GetCreationTimestamp()
+	return !ts.IsZero() && ts.Time.Before(n.started)
+}
+
+func (n *Notifier) push(it notifyItem) {
+	key := it.app.Key()
+	n.mu.Lock()
+	if n.seen != nil && !it.deleted {
+		n.seen[appID(it.app)] = true
+	}
+	added := 1
+	if q := n.pending[key]; !n.running && len(q) > 0 && it.event == nil && q[len(q)-1].event == nil {
+		// Not started yet (loading state, or a standby waiting for the
+		// lease): keep only the latest state, evaluated as a restart
+		// would, so a standby holds one item per Application and never
+		// replays transitions the leader already announced.
+		last := q[len(q)-1]
+		it.prev, it.initial = nil, last.initial || it.initial
+		q[len(q)-1], added = it, 0
+	} else {
+		n.pending[key] = append(q, it)
+	}
+	n.mu.Unlock()
+	n.Metrics.addPending(added)
+	n.queue.Add(key)
+}
+
+// Started reports whether Start loaded the saved state and works the
+// queue.
+func (n *Notifier) Started() bool {
+	n.init()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.running
+}
+
+// Start loads the saved state and works the queue until ctx is cancelled.
+func (n *Notifier) Start(ctx context.Context) error {
+	n.init()
+	// ShutDown also stops the queue's delay loop.
+	defer n.queue.ShutDown()
+	if n.config() == nil {
+		return ErrNotifierNotConfigured
+	}
+	if err := n.loadStates(ctx); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.running = true
+	n.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { n.pruneLater(ctx) })
+	for range n.Workers {
+		wg.Go(func() {
+			for n.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	// Drain wakes idle workers and waits for busy ones.
+	n.queue.ShutDownWithDrain()
+	wg.Wait()
+	return nil
+}
+
+func (n *Notifier) loadStates(ctx context.Context) error {
+	var err error
+	for attempt := 0; ; attempt++ {
+		var states map[string]NotifyState
+		if states, err = n.State.LoadAll(ctx); err == nil {
+			n.mu.Lock()
+			n.states = states
+			n.mu.Unlock()
+			return nil
+		}
+		n.Log.Warn("loading notification state failed; retrying", "error", err, "attempt", attempt+1)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(min(time.Duration(1<<attempt)*time.Second, 30*time.Second)):
+		}
+	}
+}
+
+func (n *Notifier) processNext(ctx context.Context) bool {
+	key, quit := n.queue.Get()
+	if quit {
+		return false
+	}
+	defer n.queue.Done(key)
+	if ctx.Err() != nil {
+		return false
+	}
+	n.mu.Lock()
+	items := n.pending[key]
+	delete(n.pending, key)
+	n.mu.Unlock()
+	n.Metrics.addPending(-len(items))
+	for i, it := range items {
+		err := n.process(ctx, it)
+		if err == nil {
+			continue
+		}
+		// Keep this and later items, in order, ahead of newer ones.
+		n.mu.Lock()
+		n.pending[key] = append(slices.Clone(items[i:]), n.pending[key]...)
+		n.mu.Unlock()
+		n.Metrics.addPending(len(items) - i)
+		n.Log.Warn("notification processing failed; will retry", "app", key, "error", err)
+		n.queue.AddRateLimited(key)
+		return true
+	}
+	n.queue.Forget(key)
+	return true
+}
+
+// appID identifies an Application in state and dedupe keys: its UID, so a
+// re-created Application starts afresh, or namespace/name without one.
+func appID(a *watcher.App) string {
+	if a.UID != "" {
+		return a.UID
+	}
+	return a.Key()
+}
+
+// process evaluates one observation and records its deliveries, then its
+// state. An error leaves the state unchanged: the retry yields the same
+// dedupe keys, which the outbox has already recorded.
+func (n *Notifier) process(ctx context.Context, it notifyItem) error {
+	c := n.config()
+	if len(c.appTriggers)+len(c.eventTriggers) == 0 {
+		return nil // notifications off: no state to keep either
+	}
+	id := appID(it.app)
+	n.mu.Lock()
+	st := n.states[id]
+	n.mu.Unlock()
+
+	obj := it.app.Object
+	if obj == nil {
+		obj = &unstructured.Unstructured{Object: map[string]any{}}
+	}
+	appMap := obj.Object
+	if it.deleted && obj.GetDeletionTimestamp() == nil {
+		// Gone without a finalizer: let on-deleted see it as deleting.
+		appMap = obj.DeepCopy().Object
+		meta, _ := appMap["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			appMap["metadata"] = meta
+		}
+		meta["deletionTimestamp"] = n.Now().UTC().Format(time.RFC3339)
+	}
+	var prevMap, eventMap map[string]any
+	if it.prev != nil && it.prev.Object != nil {
+		prevMap = it.prev.Object.Object
+	}
+	names := c.appTriggers
+	if it.event != nil {
+		eventMap = it.event.Map()
+		names = c.eventTriggers
+	}
+	env := triggers.NewEnv(appMap, prevMap, eventMap, c.set.Config.Context, n.Now())
+	var results []triggers.Result
+	for _, name := range names {
+		results = triggers.EvaluateAppend(results, c.set.Triggers[name], env)
+	}
+	n.Metrics.evaluated(results)
+	for _, r := range results {
+		if r.Err != nil {
+			n.Log.Debug("trigger condition failed to evaluate", "app", it.app.Key(), "trigger", r.Trigger, "condition", r.Condition, "error", r.Err)
+		}
+	}
+	next, sends := triggers.Step(st.State, results, triggers.StepOptions{
+		App: id, Baseline: c.baseline && !isNew(it), Event: it.event != nil, MaxKeys: n.MaxKeys,
+	})
+	ns := NotifyState{State: next, Seq: st.Seq}
+	for _, s := range sends {
+		if s.OncePer == "" {
+			ns.Seq = st.Seq + 1
+		}
+	}
+	if len(sends) > 0 {
+		if err := n.deliver(ctx, c, it, appMap, eventMap, sends, ns.Seq); err != nil {
+			return err
+		}
+	}
+	if it.deleted {
+		ns = NotifyState{}
+	}
+	if statesEqual(st, ns) {
+		return nil
+	}
+	if err := n.State.Save(ctx, id, ns); err != nil {
+		return fmt.Errorf("saving notification state: %w", err)
+	}
+	n.mu.Lock()
+	if it.deleted {
+		delete(n.states, id)
+	} else {
+		if n.states == nil {
+			n.states = map[string]NotifyState{}
+		}
+		n.states[id] = ns
+	}
+	n.mu.Unlock()
+	return nil
+}
+
+// isNew reports whether the observation is an Application created while
+// crowsnest watched: its conditions are news even on first sight. Any
+// other first sight (the initial list, notifications just turned on, a
+// state that was lost) is a baseline.
+func isNew(it notifyItem) bool {
+	return it.prev == nil && !it.initial && !it.deleted && it.event == nil
+}
+
+func statesEqual(a, b NotifyState) bool {
+	return a.Seen == b.Seen && a.Seq == b.Seq && slices.Equal(a.Fired, b.Fired)
+}
+
+// deliver resolves the destinations of each send and enqueues one
+// delivery per destination.
+func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it notifyItem, appMap, eventMap map[string]any, sends []triggers.Send, seq uint64) error {
+	app := it.app
+	var projAnn map[string]string
+	if n.Project != nil {
+		if p := n.Project(app); p != nil {
+			projAnn = p.Annotations
+		}
+	}
+	for _, s := range sends {
+		dests, err := c.resolver.DestinationsFor(s.Trigger, app.Labels, app.Annotations, projAnn)
+		if err != nil {
+			n.Log.Warn("malformed notification subscription skipped", "app", app.Key(), "error", err)
+		}
+		if len(dests) == 0 {
+			n.Log.Debug("trigger fired without subscribers", "app", app.Key(), "trigger", s.Trigger)
+		}
+		for _, d := range dests {
+			typ := c.serviceType(d.Service)
+			if typ == "" {
+				n.Log.Warn("subscription names an unknown notification service", "app", app.Key(), "trigger", s.Trigger, "service", d.Service)
+				continue
+			}
+			msg, err := c.render(s.Templates, d.Service, TemplateVars(appMap, eventMap, c.set.Config.Context, typ))
+			if err != nil {
+				// A template that fails on this Application will fail on
+				// every retry: report it and move on.
+				n.Log.Error("rendering notification failed", "app", app.Key(), "trigger", s.Trigger, "service", d.Service, "error", err)
+				continue
+			}
+			for _, r := range c.recipients(d) {
+				_, created, err := n.Outbox.Enqueue(ctx, notify.Delivery{
+					Key: deliveryKey(s, seq, d.Service, r), App: app.Key(), Trigger: s.Trigger,
+					Service: d.Service, Recipient: r, Notification: msg,
+				})
+				if err != nil {
+					return fmt.Errorf("enqueuing %s notification for %s: %w", s.Trigger, d.Service, err)
+				}
+				if created {
+					n.Log.Info("notification queued", "app", app.Key(), "trigger", s.Trigger, "service", d.Service, "recipient", r)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,331 @@
+package controller_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// hookSink is a webhook receiver that records the "event" and "app" of
+// every JSON body the catalog's templates send.
+type hookSink struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []string
+}
+
+func newHookSink(t *testing.T) *hookSink {
+	t.Helper()
+	s := &hookSink{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var body struct{ Event, App string }
+		if err := json.Unmarshal(b, &body); err != nil {
+			t.Errorf("webhook body is not JSON: %v\n%s", err, b)
+		}
+		s.mu.Lock()
+		s.got = append(s.got, body.App+":"+body.Event)
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *hookSink) messages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+// waitLast waits until the last message is want, then returns them all.
+// Each Application's transitions and each destination's deliveries keep
+// their order, so nothing sent before want can still arrive after it.
+func (s *hookSink) waitLast(t *testing.T, want string) []string {
+	t.Helper()
+	waitFor(t, "webhook message "+want, func() bool {
+		m := s.messages()
+		return len(m) > 0 && m[len(m)-1] == want
+	})
+	return s.messages()
+}
+
+// notifyConfig turns the catalog on with one webhook service "hook".
+func notifyConfig(url string) *config.Config {
+	cfg := config.Default()
+	cfg.Notifications = config.Notifications{
+		Catalog:  true,
+		Services: map[string]config.Service{"hook": {Webhook: &config.WebhookService{URL: url, Method: "POST", Timeout: config.Duration{Duration: 5 * time.Second}}}},
+	}
+	return cfg
+}
+
+// hookServices builds the "hook" webhook service of notifyConfig.
+func hookServices(nc *config.Notifications) (map[string]notify.Service, error) {
+	wh, err := notify.NewWebhook("hook", nc.Services["hook"].Webhook.URL)
+	return map[string]notify.Service{"hook": wh}, err
+}
+
+// subscribeAll subscribes the "hook" service to every catalog trigger.
+func subscribeAll() map[string]string {
+	ann := map[string]string{}
+	for _, tr := range triggers.CatalogTriggers() {
+		ann[triggers.SubscribePrefix+tr+".hook"] = ""
+	}
+	return ann
+}
+
+// testApp builds an Application view with the given operation phase,
+// health and revision ("" leaves a field out).
+func testApp(t *testing.T, name, uid, phase, health, revision string) *watcher.App {
+	t.Helper()
+	status := map[string]any{"sync": map[string]any{"status": "Synced", "revision": revision}}
+	if health != "" {
+		status["health"] = map[string]any{"status": health}
+	}
+	if phase != "" {
+		status["operationState"] = map[string]any{"phase": phase, "syncResult": map[string]any{"revision": revision}}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name, "namespace": "argocd", "uid": uid},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": "https://git.example/apps.git", "path": name, "targetRevision": "main"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": name},
+		},
+		"status": status,
+	}}
+	ann := subscribeAll()
+	anyAnn := map[string]any{}
+	for k, v := range ann {
+		anyAnn[k] = v
+	}
+	u.Object["metadata"].(map[string]any)["annotations"] = anyAnn
+	a, err := watcher.AppFromObject(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+type notifyHarness struct {
+	sink     *hookSink
+	store    *notify.MemoryStore
+	state    *controller.MemoryNotifyState
+	synced   atomic.Bool
+	notifier *controller.Notifier
+	reg      *prometheus.Registry
+	stop     func()
+}
+
+// start runs a fresh Notifier and Outbox over the harness's stores.
+func (h *notifyHarness) start(t *testing.T) {
+	t.Helper()
+	out := &notify.Outbox{Store: h.store, RetryBaseDelay: 10 * time.Millisecond}
+	h.reg = prometheus.NewRegistry()
+	n := &controller.Notifier{
+		Outbox:   out,
+		State:    h.state,
+		Synced:   h.synced.Load,
+		Metrics:  controller.NewNotifierMetrics(h.reg),
+		Services: hookServices,
+	}
+	if err := n.Apply(notifyConfig(h.sink.srv.URL)); err != nil {
+		t.Fatal(err)
+	}
+	h.stop = runTasks(t, out.Start, n.Start)
+	h.notifier = n
+	waitFor(t, "notifier started", n.Started)
+}
+
+// runTasks runs each task until the test ends or stop is called; stop
+// waits for them and reports their errors.
+func runTasks(t *testing.T, tasks ...func(context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for _, run := range tasks {
+		wg.Go(func() {
+			if err := run(ctx); err != nil {
+				t.Errorf("task: %v", err)
+			}
+		})
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func newNotifyHarness(t *testing.T) *notifyHarness {
+	t.Helper()
+	h := &notifyHarness{sink: newHookSink(t), store: &notify.MemoryStore{}, state: &controller.MemoryNotifyState{}}
+	h.start(t)
+	return h
+}
+
+func TestNotifierSendsOncePerTransitionAfterBaseline(t *testing.T) {
+	h := newNotifyHarness(t)
+	n := h.notifier
+
+	// Seen in the initial list, already deployed and healthy: a baseline.
+	v0 := testApp(t, "web", "u1", "Succeeded", "Healthy", "r0")
+	n.OnTransition(nil, v0)
+	h.synced.Store(true)
+
+	steps := []*watcher.App{
+		testApp(t, "web", "u1", "Running", "Healthy", "r1"),
+		testApp(t, "web", "u1", "Succeeded", "Progressing", "r1"),
+		testApp(t, "web", "u1", "Succeeded", "Healthy", "r1"),
+		testApp(t, "web", "u1", "Succeeded", "Degraded", "r1"),
+		testApp(t, "web", "u1", "Succeeded", "Healthy", "r1"),
+		testApp(t, "web", "u1", "Succeeded", "Degraded", "r1"),
+	}
+	prev := v0
+	for _, s := range steps {
+		n.OnTransition(prev, s)
+		prev = s
+	}
+	got := h.sink.waitLast(t, "web:app-health-degraded")
+	want := []string{
+		"web:app-sync-running", "web:app-sync-succeeded", "web:app-deployed",
+		"web:app-health-degraded", "web:app-health-degraded",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	// A new Application gets on-created (and nothing else here).
+	n.OnTransition(nil, testApp(t, "api", "u2", "", "", ""))
+	want = append(want, "api:app-created")
+	if diff := cmp.Diff(want, h.sink.waitLast(t, "api:app-created")); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+
+	if got := counter(t, h.reg, "crowsnest_notify_trigger_evaluations_total", map[string]string{"trigger": "on-sync-running", "result": controller.EvalTriggered}); got != 1 {
+		t.Errorf("on-sync-running evaluated true %v times, want 1", got)
+	}
+	if got := counter(t, h.reg, "crowsnest_notify_trigger_evaluations_total", map[string]string{"trigger": "on-health-degraded", "result": controller.EvalTriggered}); got != 2 {
+		t.Errorf("on-health-degraded evaluated true %v times, want 2", got)
+	}
+	if got := counter(t, h.reg, "crowsnest_notify_pending_transitions", nil); got != 0 {
+		t.Errorf("pending transitions = %v after all were processed, want 0", got)
+	}
+
+	// Restart: a new Notifier over the same stores replays the initial
+	// list and sends nothing; a later transition still sends once.
+	h.stop()
+	h.synced.Store(false)
+	h.start(t)
+	h.notifier.OnTransition(nil, prev)
+	h.synced.Store(true)
+	next := testApp(t, "web", "u1", "Running", "Degraded", "r2")
+	h.notifier.OnTransition(prev, next)
+	got = h.sink.waitLast(t, "web:app-sync-running")
+	if len(got) != len(want)+1 {
+		t.Errorf("after restart: %d messages, want %d: %v", len(got), len(want)+1, got)
+	}
+}
+
+func TestNotifierEventsAndDeletes(t *testing.T) {
+	h := newNotifyHarness(t)
+	n := h.notifier
+	app := testApp(t, "web", "u1", "Succeeded", "Healthy", "r1")
+	n.OnTransition(nil, app)
+	h.synced.Store(true)
+	ev := triggers.Event{Type: triggers.EventImageUpdated, ID: "ev-1", Image: "ghcr.io/x/web", From: "1.0", To: "1.1"}
+	n.OnEvent(app, ev)
+	n.OnEvent(app, ev) // the same event again: sent once
+	n.OnTransition(app, nil)
+	got := h.sink.waitLast(t, "web:app-deleted")
+	if diff := cmp.Diff([]string{"web:image-updated", "web:app-deleted"}, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	st, err := h.state.LoadAll(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st["u1"]; ok {
+		t.Errorf("state of a deleted Application kept: %v", st)
+	}
+}
+
+func TestNotifierApplyRejectsBrokenConfig(t *testing.T) {
+	h := newNotifyHarness(t)
+	h.synced.Store(true)
+	bad := notifyConfig(h.sink.srv.URL)
+	bad.Notifications.Triggers = map[string][]config.Condition{"on-x": {{When: "app.status ==", Send: []string{"app-deployed"}}}}
+	if err := h.notifier.Apply(bad); err == nil {
+		t.Fatal("Apply accepted a broken trigger")
+	}
+	// The previous config is still in force.
+	h.notifier.OnTransition(nil, testApp(t, "api", "u2", "", "", ""))
+	h.sink.waitLast(t, "api:app-created")
+}
+
+func TestNotifierBeforeStartKeepsLatestStateAndPrunes(t *testing.T) {
+	sink := newHookSink(t)
+	state := &controller.MemoryNotifyState{}
+	if err := state.Save(t.Context(), "gone", controller.NotifyState{Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	out := &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond}
+	var synced atomic.Bool
+	n := &controller.Notifier{
+		Outbox: out, State: state, Synced: synced.Load, PruneAfter: 10 * time.Millisecond,
+		Services: hookServices,
+	}
+	if err := n.Apply(notifyConfig(sink.srv.URL)); err != nil {
+		t.Fatal(err)
+	}
+	// A standby (not started) sees a whole deployment: it keeps only the
+	// latest state, a baseline on first sight.
+	v := []*watcher.App{
+		testApp(t, "web", "u1", "Running", "Healthy", "r1"),
+		testApp(t, "web", "u1", "Succeeded", "Progressing", "r1"),
+		testApp(t, "web", "u1", "Succeeded", "Healthy", "r1"),
+	}
+	n.OnTransition(nil, v[0])
+	synced.Store(true)
+	n.OnTransition(v[0], v[1])
+	n.OnTransition(v[1], v[2])
+	runTasks(t, out.Start, n.Start)
+	waitFor(t, "notifier started", n.Started)
+	n.OnTransition(v[2], testApp(t, "web", "u1", "Succeeded", "Degraded", "r1"))
+	if diff := cmp.Diff([]string{"web:app-health-degraded"}, sink.waitLast(t, "web:app-health-degraded")); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	waitFor(t, "state of the unseen application pruned", func() bool {
+		st, err := state.LoadAll(t.Context())
+		_, stale := st["gone"]
+		return err == nil && !stale && st["u1"].Seen
+	})
+}
+
+// An Application first seen through an update (notifications just turned
+// on, or its state lost) is a baseline: only what changes after is sent.
+func TestNotifierFirstSightOnUpdateIsBaseline(t *testing.T) {
+	h := newNotifyHarness(t)
+	h.synced.Store(true)
+	v1 := testApp(t, "db", "u3", "Succeeded", "Degraded", "r1")
+	h.notifier.OnTransition(testApp(t, "db", "u3", "Succeeded", "Healthy", "r1"), v1)
+	h.notifier.OnTransition(v1, testApp(t, "db", "u3", "Running", "Degraded", "r2"))
+	if diff := cmp.Diff([]string{"db:app-sync-running"}, h.sink.waitLast(t, "db:app-sync-running")); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,242 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+)
+
+// notifyConfig is one compiled notifications config: triggers, the
+// subscription resolver and every template compiled for every service
+// (a template's blocks depend on the service's type and name).
+type notifyConfig struct {
+	set      *triggers.Set
+	resolver *triggers.Resolver
+	// templates[template][service]
+	templates map[string]map[string]*notify.Compiled
+	baseline  bool
+	// appTriggers and eventTriggers are sorted names, so evaluation order
+	// (and so the order of sends) is stable.
+	appTriggers, eventTriggers []string
+}
+
+// compileNotifications compiles n (catalog merged when on) into what the
+// Notifier evaluates and renders; a broken trigger or template fails with
+// its name.
+func compileNotifications(n *config.Notifications, opts ...notify.CompileOption) (*notifyConfig, error) {
+	set, err := triggers.Compile(n)
+	if err != nil {
+		return nil, err
+	}
+	res, err := triggers.NewResolver(&set.Config)
+	if err != nil {
+		return nil, err
+	}
+	c := &notifyConfig{set: set, resolver: res, templates: map[string]map[string]*notify.Compiled{}, baseline: n.BaselineEnabled()}
+	var errs []error
+	for name, t := range set.Config.Templates {
+		per := map[string]*notify.Compiled{}
+		for svcName, svc := range set.Config.Services {
+			ct, err := notify.Compile(ServiceTemplate(name, t, svcName, svc.Type()), opts...)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			per[svcName] = ct
+		}
+		c.templates[name] = per
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for name, t := range set.Triggers {
+		if t.OnEvent {
+			c.eventTriggers = append(c.eventTriggers, name)
+		} else {
+			c.appTriggers = append(c.appTriggers, name)
+		}
+	}
+	sort.Strings(c.appTriggers)
+	sort.Strings(c.eventTriggers)
+	return c, nil
+}
+
+// ServiceTemplate is the part of a configured template that the service
+// svcName of type typ sends: the message (email's body when set), and
+// only that service's block. A webhook takes its own entry, else the
+// catalog's "*" entry; email's subject falls back to the title.
+func ServiceTemplate(name string, t config.Template, svcName, typ string) notify.Template {
+	out := notify.Template{Name: name, Message: t.Message}
+	switch typ {
+	case config.ServiceSlack:
+		if s := t.Slack; s != nil {
+			out.Slack = &notify.SlackTemplate{
+				Attachments: s.Attachments, Blocks: s.Blocks, GroupingKey: s.GroupingKey,
+				NotifyBroadcast: s.NotifyBroadcast, DeliveryPolicy: notify.DeliveryPolicy(s.DeliveryPolicy),
+			}
+		}
+	case config.ServiceWebhook:
+		w, ok := t.Webhook[svcName]
+		if !ok {
+			w, ok = t.Webhook[config.AnyWebhook]
+		}
+		if ok {
+			out.Webhook = map[string]notify.WebhookTemplate{svcName: {Method: w.Method, Path: w.Path, Body: w.Body}}
+		}
+	case config.ServiceEmail:
+		subject := t.Title
+		if t.Email != nil {
+			if t.Email.Subject != "" {
+				subject = t.Email.Subject
+			}
+			if t.Email.Body != "" {
+				out.Message = t.Email.Body
+			}
+		}
+		if subject != "" {
+			out.Email = &notify.EmailTemplate{Subject: subject}
+		}
+	}
+	return out
+}
+
+// TemplateVars are the variables templates read: the Application, the
+// configured context, the crowsnest event (nil for Application
+// transitions), the service type and Argo CD's repo helpers.
+func TemplateVars(app, event map[string]any, context map[string]string, serviceType string) map[string]any {
+	return map[string]any{
+		"app": app, "context": context, "event": event,
+		"serviceType": serviceType, "repo": notify.RepoHelpers(),
+	}
+}
+
+// render renders the templates of one send for one service and merges
+// them as argocd-notifications does: a later template's non-empty parts
+// win.
+func (c *notifyConfig) render(templates []string, service string, vars map[string]any) (notify.Notification, error) {
+	var out notify.Notification
+	for _, name := range templates {
+		ct := c.templates[name][service]
+		if ct == nil {
+			return out, fmt.Errorf("template %q for service %q not compiled", name, service)
+		}
+		n, err := ct.Render(vars)
+		if err != nil {
+			return out, err
+		}
+		mergeNotification(&out, n)
+	}
+	return out, nil
+}
+
+func mergeNotification(dst *notify.Notification, n notify.Notification) {
+	if n.Message != "" {
+		dst.Message = n.Message
+	}
+	if n.Slack != nil {
+		dst.Slack = n.Slack
+	}
+	if n.Email != nil {
+		dst.Email = n.Email
+	}
+	for k, w := range n.Webhook {
+		if dst.Webhook == nil {
+			dst.Webhook = map[string]notify.WebhookTemplate{}
+		}
+		dst.Webhook[k] = w
+	}
+}
+
+// recipients expands a destination: a Slack subscription that names no
+// channel goes to the service's default channels.
+func (c *notifyConfig) recipients(d triggers.Destination) []string {
+	if d.Recipient != "" {
+		return []string{d.Recipient}
+	}
+	svc, ok := c.set.Config.Services[d.Service]
+	if ok && svc.Slack != nil && len(svc.Slack.Channels) > 0 {
+		return svc.Slack.Channels
+	}
+	return []string{""}
+}
+
+// serviceType returns the type of a configured service, "" when unknown.
+func (c *notifyConfig) serviceType(name string) string {
+	svc, ok := c.set.Config.Services[name]
+	if !ok {
+		return ""
+	}
+	return svc.Type()
+}
+
+// deliveryKey is a delivery's idempotency key: the firing's dedupe key,
+// the level-firing counter when the condition has no oncePer value, and
+// the destination.
+func deliveryKey(s triggers.Send, seq uint64, service, recipient string) string {
+	var b strings.Builder
+	b.WriteString(s.Key)
+	if s.OncePer == "" {
+		fmt.Fprintf(&b, "#%d", seq)
+	}
+	b.WriteString("|" + service + "|" + recipient)
+	return b.String()
+}
+
+// NotifierMetrics count trigger evaluations and what they led to.
+type NotifierMetrics struct {
+	evaluations *prometheus.CounterVec
+	pending     prometheus.Gauge
+}
+
+// Trigger evaluation results, the result label of
+// crowsnest_notify_trigger_evaluations_total.
+const (
+	EvalTriggered = "triggered" // the condition is true
+	EvalFalse     = "false"
+	EvalError     = "error" // the condition failed to evaluate
+)
+
+// NewNotifierMetrics creates the trigger metrics and registers them.
+func NewNotifierMetrics(reg prometheus.Registerer) *NotifierMetrics {
+	m := &NotifierMetrics{
+		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_notify_trigger_evaluations_total",
+			Help: "Trigger condition evaluations by trigger and result (triggered, false, error).",
+		}, []string{"trigger", "result"}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "crowsnest_notify_pending_transitions",
+			Help: "Observed Application transitions waiting for trigger evaluation.",
+		}),
+	}
+	reg.MustRegister(m.evaluations, m.pending)
+	return m
+}
+
+func (m *NotifierMetrics) evaluated(results []triggers.Result) {
+	if m == nil {
+		return
+	}
+	for _, r := range results {
+		res := EvalFalse
+		switch {
+		case r.Err != nil:
+			res = EvalError
+		case r.Triggered:
+			res = EvalTriggered
+		}
+		m.evaluations.WithLabelValues(r.Trigger, res).Inc()
+	}
+}
+
+func (m *NotifierMetrics) addPending(n int) {
+	if m != nil {
+		m.pending.Add(float64(n))
+	}
+}
