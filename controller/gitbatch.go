@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
@@ -39,6 +41,10 @@ type GitBatcher struct {
 	Delay   time.Duration
 	Enqueue func(key string, after time.Duration)
 	Events  EventRecorder
+	// Notify, when set, receives an image-updated event per change
+	// written; App looks the Application up by key for it.
+	Notify  func(app *watcher.App, ev triggers.Event)
+	App     func(key string) *watcher.App
 	Metrics *ImageMetrics
 	Log     *slog.Logger
 
@@ -158,6 +164,7 @@ func (b *GitBatcher) report(res *gitwb.Result, pending map[string]gitwb.Change) 
 			msg := fmt.Sprintf("%s (commit %s on %s of %s)", strings.Join(byApp[name], "; "), short(res.CommitSHA), res.Branch, res.RepoURL)
 			b.Log.Info("images updated", "app", k, "method", "git", "commit", res.CommitSHA, "branch", res.Branch)
 			b.event(k, corev1.EventTypeNormal, EventImagesUpdated, msg)
+			b.notify(k, res)
 		}
 	}
 }
@@ -191,4 +198,23 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// notify hands one image-updated event per written change to the notifier.
+func (b *GitBatcher) notify(key string, res *gitwb.Result) {
+	if b.Notify == nil || b.App == nil {
+		return
+	}
+	app := b.App(key)
+	if app == nil {
+		return
+	}
+	for _, u := range res.Updates {
+		if u.App != app.Name {
+			continue
+		}
+		b.Notify(app, triggers.Event{Type: triggers.EventImageUpdated, Image: u.Image, From: u.From, To: u.To,
+			Commit: res.CommitSHA, Time: time.Now(),
+			ID: strings.Join([]string{triggers.EventImageUpdated, key, u.Image, u.From, u.To, res.CommitSHA}, "|")})
+	}
 }

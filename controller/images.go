@@ -18,6 +18,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
+	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
@@ -73,6 +74,9 @@ type ImageReconciler struct {
 	// named by git:secret:<ns>/<name>.
 	Git            *GitBatcher
 	GitCredentials *ArgoRepoCredentials
+	// Notify, when set, receives crowsnest's own events (image updated,
+	// held, failed) for notification triggers.
+	Notify func(app *watcher.App, ev triggers.Event)
 	// DryRun decides and logs but writes nothing.
 	DryRun  bool
 	Metrics *ImageMetrics
@@ -167,6 +171,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 		r.Metrics.update(string(spec.WriteBack.Method), "held", len(plan.Changes))
 		r.Log.Info("image update held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
 		r.event(app, eventTypeNormal, EventImageUpdateHeld, fmt.Sprintf("%s held by %s", summary, plan.HoldReason))
+		r.notifyChanges(app, triggers.EventImageUpdateHeld, plan.Changes, "", plan.HoldReason)
 		if next, ok := r.nextBoundary(app); ok {
 			return Result{RequeueAfter: next}, nil
 		}
@@ -198,12 +203,14 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 	if err != nil {
 		r.Metrics.update(string(imageupdate.MethodArgoCD), "error", len(plan.Changes))
 		r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("writing %s: %v", summary, err))
+		r.notifyChanges(app, triggers.EventImageUpdateFailed, plan.Changes, "", err.Error())
 		return Result{}, fmt.Errorf("updating images of %s: %w", req.Key, err)
 	}
 	r.Metrics.update(string(imageupdate.MethodArgoCD), "success", len(plan.Changes))
 	if res.Patched {
 		r.Log.Info("images updated", "app", req.Key, "changes", summary, "method", "argocd")
 		r.event(app, eventTypeNormal, EventImagesUpdated, summary+" (patched the Application)")
+		r.notifyChanges(app, triggers.EventImageUpdated, plan.Changes, "", "")
 	}
 	return Result{}, nil
 }
@@ -428,4 +435,25 @@ func gitChange(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.C
 		ch.Images = append(ch.Images, img)
 	}
 	return ch, nil
+}
+
+// notifyChanges hands one event per changed image to the notifier. IDs
+// are stable for the same change, so a repeated reconcile never sends
+// twice (the catalog's event triggers fire once per ID).
+func (r *ImageReconciler) notifyChanges(app *watcher.App, typ string, changes []imageupdate.Change, commit, why string) {
+	if r.Notify == nil {
+		return
+	}
+	for i := range changes {
+		c := &changes[i]
+		ev := triggers.Event{Type: typ, Image: c.Image, From: c.From, To: c.To, Commit: commit, Time: r.now()}
+		ev.ID = strings.Join([]string{typ, app.Namespace, app.Name, c.Image, c.From, c.To}, "|")
+		if typ == triggers.EventImageUpdateHeld {
+			ev.Window, ev.Reason = why, "SyncWindow"
+		} else if why != "" {
+			ev.Reason, ev.Message = "WriteFailed", why
+			ev.ID += "|" + r.now().Format(time.RFC3339) // each failure is news
+		}
+		r.Notify(app, ev)
+	}
 }

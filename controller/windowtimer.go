@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 )
@@ -43,8 +44,11 @@ type WindowTimer struct {
 	Pending func(key string) bool
 	// OnChange receives every window that opened or closed.
 	OnChange func(w *windows.Window, opened bool, at time.Time)
-	Metrics  *WindowMetrics
-	Log      *slog.Logger
+	// Notify, when set, receives a window opened/closed event for each
+	// Application the window matches.
+	Notify  func(app *watcher.App, ev triggers.Event)
+	Metrics *WindowMetrics
+	Log     *slog.Logger
 	// Now is the clock; nil is time.Now. Waiting uses real timers for
 	// the distance Now reports.
 	Now func() time.Time
@@ -137,6 +141,14 @@ func (t *WindowTimer) changed(ctx context.Context, w *windows.Window, opened boo
 		}
 		if w.HoldsImageUpdates() {
 			t.Engine.Enqueue(key) // held updates go out now
+		}
+		if t.Notify != nil {
+			typ := triggers.EventSyncWindowClosed
+			if opened {
+				typ = triggers.EventSyncWindowOpened
+			}
+			t.Notify(app, triggers.Event{Type: typ, Window: w.Name(), Message: w.Description(), Time: now,
+				ID: typ + "|" + w.Name() + "|" + now.UTC().Truncate(time.Second).Format(time.RFC3339) + "|" + key})
 		}
 		if opened && w.Kind() == windows.Allow && w.SyncOnOpen() {
 			t.syncOnOpen(ctx, w, key, app)

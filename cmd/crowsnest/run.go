@@ -311,6 +311,23 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			Log:     log,
 		}
 	}
+	// Notifications: every observed transition goes to the notifier in
+	// order; only the leader evaluates and delivers.
+	var notifyClient kubernetes.Interface
+	if dyn != nil {
+		notifyClient = clientset
+	}
+	notifier, outbox, err := newNotifications(ctx, cfg, notifyClient, o.ownNamespace(cfg), reg, log)
+	if err != nil {
+		return err
+	}
+	notifier.Synced = controller.SourcesSynced(engine.Sources)
+	notifier.Project = controller.EngineProject(engine)
+	engine.Transitions = notifier.OnAppEvent
+	images.Notify, timer.Notify = notifier.OnEvent, notifier.OnEvent
+	if images.Git != nil {
+		images.Git.Notify, images.Git.App = notifier.OnEvent, engine.App
+	}
 	if cfg.LeaderElection.Enabled {
 		cs := clientset
 		engine.LeaderElection = &controller.LeaderElection{
@@ -339,6 +356,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			if err := regs.reload(eff, baseDir); err != nil {
 				log.Error("registries reload failed; the previous registry settings stay in force", "error", err)
 			}
+			if err := notifier.Apply(eff); err != nil {
+				log.Error("notifications reload rejected; the previous notifications stay in force", "error", err)
+			}
 			timer.Wake()
 			warnRestartOnly(log, prev, eff)
 			log.Info("config reloaded", "path", o.configPath)
@@ -361,7 +381,8 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	log.Info("crowsnest starting", "version", version, "namespaces", strings.Join(cfg.Watch.Namespaces, ","),
 		"selector", cfg.Watch.Selector, "appsDir", o.appsDir, "leaderElect", cfg.LeaderElection.Enabled)
 
-	tasks := []func(context.Context) error{engine.Run, regs.poller.Start, timer.Start}
+	tasks := []func(context.Context) error{engine.Run, regs.poller.Start, timer.Start,
+		controller.WhenLeading(engine, outbox.Start), controller.WhenLeading(engine, notifier.Start)}
 	if images.Git != nil {
 		tasks = append(tasks, images.Git.Start)
 	}
@@ -439,4 +460,19 @@ func runAll(ctx context.Context, tasks []func(context.Context) error) error {
 	}
 	wg.Wait()
 	return first
+}
+
+// ownNamespace is where crowsnest keeps its state (notification outbox and
+// trigger state ConfigMaps): the lease namespace, else the pod's namespace,
+// else the Argo CD namespace.
+func (o *runOptions) ownNamespace(cfg *config.Config) string {
+	if cfg.LeaderElection.LeaseNamespace != "" {
+		return cfg.LeaderElection.LeaseNamespace
+	}
+	if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(data)); ns != "" {
+			return ns
+		}
+	}
+	return o.argocdNamespace
 }
