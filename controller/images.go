@@ -64,6 +64,9 @@ type ImageReconciler struct {
 	Writer ImageWriter
 	// Windows returns the sync windows in force (config and AppProjects).
 	Windows func() windows.Set
+	// BrokenProject, when set, says why an AppProject's sync windows do
+	// not compile; its Applications' write-backs are then held.
+	BrokenProject func(project string) error
 	// Policies returns crowsnest's image policies in force; nil means
 	// annotations only.
 	Policies func() *imageupdate.Policies
@@ -248,7 +251,13 @@ func (r *ImageReconciler) hold(app *watcher.App) imageupdate.Hold {
 	if r.Windows == nil {
 		return imageupdate.Hold{}
 	}
-	set := r.Windows().HoldingUpdates().Matching(WindowRef(app))
+	all := r.Windows()
+	if r.BrokenProject != nil {
+		if err := r.BrokenProject(app.Project); err != nil {
+			return imageupdate.Hold{Held: true, Reason: "AppProject " + app.Project + " has invalid sync windows: " + err.Error()}
+		}
+	}
+	set := all.HoldingUpdates().Matching(WindowRef(app))
 	d := set.Decide(WindowRef(app), r.now(), false)
 	if d.Allowed {
 		return imageupdate.Hold{}

@@ -141,3 +141,73 @@ func (m *msgEvents) has(key, reason, text string) bool {
 	}
 	return false
 }
+
+// An AppProject whose sync window cannot compile (Feb 30 never comes) holds
+// its Applications' write-backs, as Argo CD refuses their syncs, instead of
+// acting on a partial set; fixing the project releases them.
+func TestBrokenAppProjectWindowHoldsWriteBacks(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
+	reg.Push(t, "team/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
+	image := reg.Host() + "/team/app"
+
+	ns := env.CreateNamespace(t, "projbroken")
+	var proj map[string]any
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: payments}
+spec:
+  syncWindows:
+    - {kind: deny, schedule: "0 0 30 2 *", duration: 1h, applications: ["*"]}
+`), &proj); err != nil {
+		t.Fatal(err)
+	}
+	projects := dynClient(t).Resource(testenv.AppProjectsGVR).Namespace(ns)
+	if _, err := projects.Create(t.Context(), &unstructured.Unstructured{Object: proj}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u := createApp(t, ns, "shop")
+	u.SetAnnotations(map[string]string{"argocd-image-updater.argoproj.io/image-list": image})
+	if err := unstructured.SetNestedField(u.Object, "payments", "spec", "project"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apps(t).Namespace(ns).Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, ns, "shop", map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}})
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	events := &msgEvents{}
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Writer: &kube.Writer{Client: dynClient(t)}, Events: events, Log: log}
+	engine := &controller.Engine{
+		Sources:    []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}, Projects: true, Log: log}},
+		Reconciler: images,
+		Log:        log,
+	}
+	ws := &controller.WindowSource{Engine: engine, Config: config.Default, Log: log}
+	images.Enqueue, images.Windows, images.BrokenProject = engine.Enqueue, ws.Set, ws.Broken
+	runEngine(t, engine)
+
+	waitFor(t, "shop to be held", func() bool { return images.Pending(ns + "/shop") })
+	if !events.has(ns+"/shop", controller.EventImageUpdateHeld, "invalid sync windows") {
+		t.Errorf("no ImageUpdateHeld Event naming the broken project; events: %v", events.all())
+	}
+	cur, err := projects.Get(t.Context(), "payments", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(cur.Object, "spec", "syncWindows")
+	if _, err := projects.Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "shop to be written once the project is fixed", func() bool {
+		got, err := apps(t).Namespace(ns).Get(t.Context(), "shop", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs, _, _ := unstructured.NestedStringSlice(got.Object, "spec", "source", "kustomize", "images")
+		return len(imgs) == 1
+	})
+}

@@ -23,8 +23,10 @@ type WindowSource struct {
 }
 
 type compiledProject struct {
-	rv  string
-	set windows.Set
+	rv   string
+	name string
+	set  windows.Set
+	err  error
 }
 
 // Set returns the windows in force now.
@@ -56,7 +58,7 @@ func (s *WindowSource) Set() windows.Set {
 			if err != nil {
 				s.Log.Warn("AppProject sync window invalid; it is left out", "project", key, "error", err)
 			}
-			c = compiledProject{rv: p.ResourceVersion, set: set}
+			c = compiledProject{rv: p.ResourceVersion, name: p.Name, set: set, err: err}
 			s.projects[key] = c
 		}
 		out = append(out, c.set...)
@@ -67,4 +69,19 @@ func (s *WindowSource) Set() windows.Set {
 		}
 	}
 	return out
+}
+
+// Broken returns why the AppProject named project has sync windows that do
+// not compile, or nil. Argo CD refuses syncs for such a project; crowsnest
+// likewise holds the project's write-backs until the windows are fixed,
+// rather than act on a partial set.
+func (s *WindowSource) Broken(project string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.projects {
+		if c.name == project && c.err != nil {
+			return c.err
+		}
+	}
+	return nil
 }

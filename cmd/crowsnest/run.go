@@ -270,16 +270,18 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	windowSource := &controller.WindowSource{Engine: engine, Config: engine.Config, Log: log}
 	images := &controller.ImageReconciler{
-		Registry:    regs.client,
-		RegistryFor: regs.forPullSecret,
-		Poller:      regs.poller,
-		Windows:     (&controller.WindowSource{Engine: engine, Config: engine.Config, Log: log}).Set,
-		Policies:    (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
-		Enqueue:     engine.Enqueue,
-		DryRun:      o.dryRun || dyn == nil,
-		Metrics:     controller.NewImageMetrics(reg),
-		Log:         log,
+		Registry:      regs.client,
+		RegistryFor:   regs.forPullSecret,
+		Poller:        regs.poller,
+		Windows:       windowSource.Set,
+		BrokenProject: windowSource.Broken,
+		Policies:      (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
+		Enqueue:       engine.Enqueue,
+		DryRun:        o.dryRun || dyn == nil,
+		Metrics:       controller.NewImageMetrics(reg),
+		Log:           log,
 	}
 	winMetrics := controller.NewWindowMetrics(reg)
 	images.WindowMetrics = winMetrics
