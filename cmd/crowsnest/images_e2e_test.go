@@ -11,12 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
-	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
 // An Application annotated for argocd-image-updater, running an old tag:
@@ -25,18 +23,8 @@ import (
 // another Application is an Event naming the key and breaks nothing.
 func TestE2EImageUpdateKubernetesMode(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
-	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	for i, tag := range []string{"1.0.0", "1.1.0", "2.0.0"} {
-		reg.Push(t, "team/web:"+tag, testreg.Image(t, t0.Add(time.Duration(i)*time.Hour), "linux/amd64"))
-	}
-	image := reg.Host() + "/team/web"
-
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := env.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	ns := env.CreateNamespace(t, "e2e-img")
+	image := pushTags(t, reg, "team/web", "1.0.0", "1.1.0", "2.0.0")
+	kubeconfig, ns, dir := e2eCluster(t, "e2e-img")
 	cfgPath := filepath.Join(dir, "crowsnest.yaml")
 	writeFile(t, cfgPath, fmt.Sprintf(`apiVersion: crowsnest.dev/v1alpha1
 kind: Config
@@ -48,27 +36,20 @@ imagePolicies:
     images: [{image: %s, constraint: "~1"}]
 `, image))
 
-	dyn := dynamic.NewForConfigOrDie(env.Config)
-	apps := dyn.Resource(watcher.ApplicationsResource).Namespace(ns)
+	apps := appsIn(ns)
+	// create reads status from doc, as Argo CD reports it in the status
+	// subresource.
 	create := func(doc string) {
 		t.Helper()
-		var obj map[string]any
+		var obj struct {
+			Status struct {
+				Summary struct{ Images []string } `json:"summary"`
+			} `json:"status"`
+		}
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			t.Fatal(err)
 		}
-		u := &unstructured.Unstructured{Object: obj}
-		u.SetNamespace(ns)
-		created, err := apps.Create(t.Context(), u, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Argo CD reports what runs in the status subresource.
-		if st, ok := obj["status"]; ok {
-			created.Object["status"] = st
-			if _, err := apps.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createApp(t, ns, doc, obj.Status.Summary.Images...)
 	}
 	create(fmt.Sprintf(`
 apiVersion: argoproj.io/v1alpha1
@@ -122,16 +103,8 @@ status:
 	startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--log-format", "json")
 
-	kustomizeImages := func() []string {
-		u, err := apps.Get(t.Context(), "web", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		images, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "source", "kustomize", "images")
-		return images
-	}
 	waitFor(t, "web to be patched to 1.1.0", func() bool {
-		images := kustomizeImages()
+		images := kustomizeImages(t, ns, "web")
 		return len(images) == 1 && images[0] == image+":1.1.0"
 	})
 	waitFor(t, "the policy-matched Application to be patched to 1.1.0", func() bool {
@@ -174,9 +147,9 @@ status:
 	})
 
 	// A newer allowed tag arrives: the poller sees it and web follows.
-	reg.Push(t, "team/web:1.2.0", testreg.Image(t, t0.Add(5*time.Hour), "linux/amd64"))
+	reg.Push(t, "team/web:1.2.0", testreg.Image(t, time.Date(2026, 5, 2, 0, 0, 0, 0, time.UTC), "linux/amd64"))
 	waitFor(t, "web to follow the pushed 1.2.0", func() bool {
-		images := kustomizeImages()
+		images := kustomizeImages(t, ns, "web")
 		return len(images) == 1 && images[0] == image+":1.2.0"
 	})
 	waitFor(t, "the metrics to count both updates and the bad annotation", func() bool {
@@ -195,17 +168,8 @@ status:
 // with those and updates the Application; the password never shows.
 func TestE2EImagePullSecret(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{Auth: testreg.AuthBasic, Username: "robot", Password: "pull-s3cret"})
-	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	reg.Push(t, "team/private:1.0.0", testreg.Image(t, t0, "linux/amd64"))
-	reg.Push(t, "team/private:1.3.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
-	image := reg.Host() + "/team/private"
-
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := env.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	ns := env.CreateNamespace(t, "e2e-pull")
+	image := pushTags(t, reg, "team/private", "1.0.0", "1.3.0")
+	kubeconfig, ns, _ := e2eCluster(t, "e2e-pull")
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "regcreds"},
@@ -213,41 +177,13 @@ func TestE2EImagePullSecret(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	apps := dynamic.NewForConfigOrDie(env.Config).Resource(watcher.ApplicationsResource).Namespace(ns)
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(fmt.Sprintf(`
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: private
-  annotations:
-    argocd-image-updater.argoproj.io/image-list: p=%[1]s
-    argocd-image-updater.argoproj.io/p.pull-secret: secret:%[2]s/regcreds#creds
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: web}
-  source: {repoURL: https://git.example.com/web.git, path: deploy}
-`, image, ns)), &obj); err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetNamespace(ns)
-	created, err := apps.Create(t.Context(), u, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Object["status"] = map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}}
-	if _, err := apps.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createApp(t, ns, annotatedApp("private", fmt.Sprintf(
+		"    argocd-image-updater.argoproj.io/image-list: p=%s\n    argocd-image-updater.argoproj.io/p.pull-secret: secret:%s/regcreds#creds",
+		image, ns)), image+":1.0.0")
 	d := startDaemon(t, "--kubeconfig", kubeconfig, "--namespace", ns, "--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0", "--log-format", "json")
 	waitFor(t, "the private image to be updated to 1.3.0", func() bool {
-		got, err := apps.Get(t.Context(), "private", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		images, _, _ := unstructured.NestedStringSlice(got.Object, "spec", "source", "kustomize", "images")
+		images := kustomizeImages(t, ns, "private")
 		return len(images) == 1 && images[0] == image+":1.3.0"
 	})
 	for _, l := range d.lines() {

@@ -11,13 +11,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
-
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
-	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
 // The daemon announces its own work: an Application subscribed to the
@@ -42,17 +36,8 @@ func TestE2ENotifiesImageUpdates(t *testing.T) {
 	}
 
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
-	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	reg.Push(t, "team/web:1.0.0", testreg.Image(t, t0, "linux/amd64"))
-	reg.Push(t, "team/web:1.5.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
-	image := reg.Host() + "/team/web"
-
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := env.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	ns := env.CreateNamespace(t, "e2e-notify")
+	image := pushTags(t, reg, "team/web", "1.0.0", "1.5.0")
+	kubeconfig, ns, dir := e2eCluster(t, "e2e-notify")
 	cfgPath := filepath.Join(dir, "crowsnest.yaml")
 	writeFile(t, cfgPath, fmt.Sprintf(`apiVersion: crowsnest.dev/v1alpha1
 kind: Config
@@ -67,34 +52,9 @@ notifications:
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json")
 	d.waitLog(t, `"msg":"engine caches synced"`)
 
-	apps := dynamic.NewForConfigOrDie(env.Config).Resource(watcher.ApplicationsResource).Namespace(ns)
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(fmt.Sprintf(`
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: web
-  annotations:
-    argocd-image-updater.argoproj.io/image-list: %s
+	createApp(t, ns, annotatedApp("web", fmt.Sprintf(`    argocd-image-updater.argoproj.io/image-list: %s
     notifications.argoproj.io/subscribe.on-image-updated.hook: ""
-    notifications.argoproj.io/subscribe.on-created.hook: ""
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: web}
-  source: {repoURL: https://git.example.com/web.git, path: deploy}
-`, image)), &obj); err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetNamespace(ns)
-	created, err := apps.Create(t.Context(), u, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Object["status"] = map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}}
-	if _, err := apps.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+    notifications.argoproj.io/subscribe.on-created.hook: ""`, image)), image+":1.0.0")
 	waitFor(t, "a created and an image-updated message", func() bool {
 		var createdMsg, updated int
 		for _, b := range received() {
