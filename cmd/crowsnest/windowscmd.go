@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
@@ -24,6 +26,9 @@ import (
 type windowsOptions struct {
 	configPath string
 	appsDir    string
+	kubeconfig string
+	namespace  string
+	cluster    bool
 	app        string
 	at         string
 	output     string
@@ -52,6 +57,9 @@ at another time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00).`,
 	f := cmd.Flags()
 	f.StringVar(&o.configPath, "config", "", "crowsnest config file whose syncWindows apply")
 	f.StringVar(&o.appsDir, "apps-dir", "", "folder of Application and AppProject files (as run --apps-dir reads)")
+	f.BoolVar(&o.cluster, "cluster", false, "read Applications and AppProjects from the cluster (--kubeconfig, $KUBECONFIG or in-cluster)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "with --cluster, only Applications in this namespace (AppProjects are read from every namespace)")
 	f.StringVar(&o.app, "app", "", "only this Application (name or namespace/name) from --apps-dir")
 	f.StringVar(&o.at, "at", "", "evaluate at this time instead of now (RFC 3339)")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
@@ -95,8 +103,11 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("--output: unsupported value %q, want text or json", o.output)
 	}
-	if o.app != "" && o.appsDir == "" {
-		return errors.New("--app needs --apps-dir")
+	if o.app != "" && o.appsDir == "" && !o.cluster {
+		return errors.New("--app needs --apps-dir or --cluster")
+	}
+	if o.appsDir != "" && o.cluster {
+		return errors.New("--apps-dir and --cluster exclude each other")
 	}
 	now := time.Now()
 	if o.at != "" {
@@ -118,8 +129,14 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 	}
 	rep := windowsReport{At: now, Windows: []windowRow{}}
 	var apps []*watcher.App
-	if o.appsDir != "" {
-		objs, err := readAppsDir(ctx, o.appsDir)
+	if o.appsDir != "" || o.cluster {
+		var objs *appsDirObjects
+		var err error
+		if o.cluster {
+			objs, err = o.readCluster(ctx)
+		} else {
+			objs, err = readAppsDir(ctx, o.appsDir)
+		}
 		if err != nil {
 			return err
 		}
@@ -136,7 +153,7 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 		if o.app != "" {
 			apps = slices.DeleteFunc(apps, func(a *watcher.App) bool { return a.Name != o.app && a.Key() != o.app })
 			if len(apps) == 0 {
-				return fmt.Errorf("--app %s: no such Application under %s", o.app, o.appsDir)
+				return fmt.Errorf("--app %s: no such Application", o.app)
 			}
 		}
 	}
@@ -298,6 +315,40 @@ func readAppsDir(ctx context.Context, dir string) (*appsDirObjects, error) {
 	}
 	objs.mu.Lock()
 	defer objs.mu.Unlock()
+	slices.SortFunc(objs.apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
+	return objs, nil
+}
+
+// readCluster lists Applications and AppProjects with the same typed views
+// the daemon uses.
+func (o *windowsOptions) readCluster(ctx context.Context) (*appsDirObjects, error) {
+	rc, err := (&runOptions{kubeconfig: o.kubeconfig}).restConfig(config.Default())
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building kube client: %w", err)
+	}
+	objs := &appsDirObjects{}
+	list, err := dyn.Resource(watcher.ApplicationsResource).Namespace(o.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Applications: %w", err)
+	}
+	for i := range list.Items {
+		a, err := watcher.AppFromObject(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		objs.apps = append(objs.apps, a)
+	}
+	projects, err := dyn.Resource(watcher.AppProjectsResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing AppProjects: %w", err)
+	}
+	for i := range projects.Items {
+		objs.projects = append(objs.projects, watcher.ProjectFromObject(&projects.Items[i]))
+	}
 	slices.SortFunc(objs.apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
 	return objs, nil
 }

@@ -7,6 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/watcher"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
 )
 
 const windowsApps = `apiVersion: argoproj.io/v1alpha1
@@ -117,5 +123,51 @@ func TestWindowsCommandE2E(t *testing.T) {
 	rep = run("--app", "shop", "--at", "2026-11-25T12:00:00Z")
 	if len(rep.Windows) != 1 || rep.Windows[0].NextOpen == nil || rep.Windows[0].NextOpen.UTC().Format("2006-01-02T15:04") != "2026-11-27T17:00" {
 		t.Errorf("shop's windows = %+v, want the freeze opening Friday 18:00 Berlin (17:00 UTC)", rep.Windows)
+	}
+}
+
+// The same decisions from the cluster: Applications and AppProjects are
+// read from the apiserver.
+func TestWindowsCommandClusterE2E(t *testing.T) {
+	kubeconfig, ns, _ := e2eCluster(t, "e2e-win")
+	var proj map[string]any
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: payments}
+spec:
+  syncWindows:
+    - {kind: deny, schedule: "0 18 * * 5", duration: 60h, timeZone: Europe/Berlin, applications: ["*"], manualSync: true}
+`), &proj); err != nil {
+		t.Fatal(err)
+	}
+	pu := &unstructured.Unstructured{Object: proj}
+	if _, err := dynamic.NewForConfigOrDie(env.Config).Resource(watcher.AppProjectsResource).Namespace(ns).
+		Create(t.Context(), pu, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createApp(t, ns, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: shop}
+spec:
+  project: payments
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source: {repoURL: https://git.example.com/shop.git, path: deploy}
+`)
+	out, err := exec.CommandContext(t.Context(), binary, "windows", "--cluster", "--kubeconfig", kubeconfig, "-n", ns,
+		"--app", ns+"/shop", "--at", "2026-11-27T19:00:00+01:00", "-o", "json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep windowsReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Apps) != 1 || rep.Apps[0].SyncAllowed || !rep.Apps[0].ManualAllowed || !rep.Apps[0].UpdatesHeld {
+		t.Errorf("decision = %+v, want automated denied, manual allowed, updates held", rep.Apps)
+	}
+	if len(rep.Windows) != 1 || !rep.Windows[0].Active {
+		t.Errorf("windows = %+v, want the project's active freeze", rep.Windows)
 	}
 }
