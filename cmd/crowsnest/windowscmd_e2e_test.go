@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crowsnest-dev/crowsnest/watcher"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
 const windowsApps = `apiVersion: argoproj.io/v1alpha1
