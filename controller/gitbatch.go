@@ -49,20 +49,21 @@ type GitBatcher struct {
 	Log     *slog.Logger
 
 	mu      sync.Mutex
-	pending map[string]gitwb.Change // by Application key; the latest wins
+	pending map[string][]gitwb.Change // by Application key; the latest wins
 	wake    chan struct{}
 }
 
-// Add queues an Application's change for the next batch.
-func (b *GitBatcher) Add(key string, ch gitwb.Change) {
+// Add queues an Application's changes (one per repository, branch and
+// source it writes) for the next batch, replacing what it had queued.
+func (b *GitBatcher) Add(key string, chs ...gitwb.Change) {
 	b.mu.Lock()
 	if b.pending == nil {
-		b.pending = map[string]gitwb.Change{}
+		b.pending = map[string][]gitwb.Change{}
 	}
 	if b.wake == nil {
 		b.wake = make(chan struct{}, 1)
 	}
-	b.pending[key] = ch
+	b.pending[key] = chs
 	b.mu.Unlock()
 	select {
 	case b.wake <- struct{}{}:
@@ -115,7 +116,7 @@ func (b *GitBatcher) flush(ctx context.Context) {
 	keys := slices.Sorted(maps.Keys(pending))
 	changes := make([]gitwb.Change, 0, len(keys))
 	for _, k := range keys {
-		changes = append(changes, pending[k])
+		changes = append(changes, pending[k]...)
 	}
 	results, err := b.Writer.Apply(ctx, changes)
 	if err != nil {
@@ -132,7 +133,7 @@ func (b *GitBatcher) flush(ctx context.Context) {
 	}
 }
 
-func (b *GitBatcher) report(res *gitwb.Result, pending map[string]gitwb.Change) {
+func (b *GitBatcher) report(res *gitwb.Result, pending map[string][]gitwb.Change) {
 	// The writer names Applications by name (Change.App), the engine by
 	// namespace/name.
 	failed := map[string]error{}
@@ -146,14 +147,17 @@ func (b *GitBatcher) report(res *gitwb.Result, pending map[string]gitwb.Change) 
 	// Applications of this batch: those whose change went to this
 	// repository, or that it names.
 	var apps []string
-	for k, ch := range pending {
-		if ch.RepoURL == res.RepoURL || failed[ch.App] != nil || byApp[ch.App] != nil {
-			apps = append(apps, k)
+	for k, chs := range pending {
+		for _, ch := range chs {
+			if ch.RepoURL == res.RepoURL || failed[ch.App] != nil || byApp[ch.App] != nil {
+				apps = append(apps, k)
+				break
+			}
 		}
 	}
 	slices.Sort(apps)
 	for _, k := range apps {
-		name := pending[k].App
+		name := pending[k][0].App
 		switch {
 		case res.Err != nil:
 			b.fail(k, res.Err)

@@ -190,16 +190,18 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 			r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(plan.Changes))
 			return Result{}, nil
 		}
-		ch, err := gitChange(app, spec, plan.Changes)
+		chs, err := gitChanges(app, spec, plan.Changes)
 		if err != nil {
 			r.event(app, eventTypeWarning, EventImageUpdateFailed, err.Error())
 			return Result{}, Terminal(err)
 		}
-		if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok && r.GitCredentials != nil {
-			r.GitCredentials.Use(ch.RepoURL, secret)
+		for _, ch := range chs {
+			if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok && r.GitCredentials != nil {
+				r.GitCredentials.Use(ch.RepoURL, secret)
+			}
+			r.Log.Debug("git write-back queued", "app", req.Key, "repo", ch.RepoURL, "changes", summary)
 		}
-		r.Log.Debug("git write-back queued", "app", req.Key, "repo", ch.RepoURL, "changes", summary)
-		r.Git.Add(req.Key, ch)
+		r.Git.Add(req.Key, chs...)
 		return Result{}, nil
 	}
 	res, err := r.Writer.Apply(ctx, app.Namespace, app.Name, overridesOf(plan.Changes))
@@ -394,9 +396,33 @@ func annotationKey(err error) string {
 	return "unknown"
 }
 
-// gitChange turns a plan into the Git writer's change for app.
-func gitChange(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) (gitwb.Change, error) {
-	idx := changes[0].SourceIndex
+// gitChanges turns a plan into the Git writer's changes for app: one per
+// source written (a multi-source Application's images may live in
+// different sources). A helmvalues target path that starts with $<ref>/
+// names the file in the source with that ref, as Argo CD's valueFiles do:
+// the values repository of a chart from a Helm repository.
+func gitChanges(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]gitwb.Change, error) {
+	var order []int
+	groups := map[int][]imageupdate.Change{}
+	for _, c := range changes {
+		if _, ok := groups[c.SourceIndex]; !ok {
+			order = append(order, c.SourceIndex)
+		}
+		groups[c.SourceIndex] = append(groups[c.SourceIndex], c)
+	}
+	out := make([]gitwb.Change, 0, len(order))
+	for _, idx := range order {
+		ch, err := gitChange(app, spec, idx, groups[idx])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+// gitChange is the Git writer's change for the images of one source.
+func gitChange(app *watcher.App, spec *imageupdate.Spec, idx int, changes []imageupdate.Change) (gitwb.Change, error) {
 	var src *watcher.Source
 	switch {
 	case idx >= 0 && idx < len(app.Sources):
@@ -407,32 +433,50 @@ func gitChange(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.C
 		return gitwb.Change{}, fmt.Errorf("git write-back: the Application has no source to write to")
 	}
 	ch := gitwb.Change{App: app.Name, RepoURL: src.RepoURL, Path: src.Path, SourceType: gitwb.SourceKustomize}
-	if spec.WriteBack.Repository != "" {
-		ch.RepoURL = spec.WriteBack.Repository
-	}
-	switch {
-	case spec.WriteBack.Branch != "":
-		ch.Branch = spec.WriteBack.Branch
-	case src.TargetRevision != "" && src.TargetRevision != "HEAD":
-		ch.Branch = src.TargetRevision
-	}
-	if spec.WriteBack.PushBranch != "" {
-		ch.Branch += ":" + spec.WriteBack.PushBranch
-	}
+	branchOf := src
 	switch spec.WriteBack.Target.Kind {
 	case imageupdate.TargetKustomization:
 		ch.Target = gitwb.Target{Kind: gitwb.TargetKustomization, Path: spec.WriteBack.Target.Path}
 	case imageupdate.TargetHelmValues:
 		ch.Target = gitwb.Target{Kind: gitwb.TargetHelmValues, Path: spec.WriteBack.Target.Path}
+		if p, ok := strings.CutPrefix(spec.WriteBack.Target.Path, "$"); ok {
+			ref, rest, _ := strings.Cut(p, "/")
+			refSrc := refSource(app, ref)
+			switch {
+			case refSrc == nil:
+				return gitwb.Change{}, fmt.Errorf("git write-back: write-back-target helmvalues:%s: no source has ref %q", spec.WriteBack.Target.Path, ref)
+			case rest == "":
+				return gitwb.Change{}, fmt.Errorf("git write-back: write-back-target helmvalues:%s: want $%s/<path to the values file>", spec.WriteBack.Target.Path, ref)
+			}
+			ch.RepoURL, ch.Path, ch.Target.Path, branchOf = refSrc.RepoURL, "", "/"+rest, refSrc
+		}
 	default:
 		ch.Target = gitwb.Target{Kind: gitwb.TargetArgoCDSource}
+	}
+	if spec.WriteBack.Repository != "" {
+		ch.RepoURL = spec.WriteBack.Repository
+	} else if branchOf.Chart != "" {
+		return gitwb.Change{}, fmt.Errorf("git write-back: source %s is chart %q from a Helm repository, not Git; "+
+			"name the values file with write-back-target helmvalues:$<ref>/<path> or set git-repository", branchOf.RepoURL, branchOf.Chart)
+	}
+	switch {
+	case spec.WriteBack.Branch != "":
+		ch.Branch = spec.WriteBack.Branch
+	case branchOf.TargetRevision != "" && branchOf.TargetRevision != "HEAD":
+		ch.Branch = branchOf.TargetRevision
+	}
+	if spec.WriteBack.PushBranch != "" {
+		ch.Branch += ":" + spec.WriteBack.PushBranch
 	}
 	for i := range changes {
 		c := &changes[i]
 		if len(c.Helm) > 0 {
 			ch.SourceType = gitwb.SourceHelm
 		}
-		img := gitwb.Image{Alias: c.Alias, Name: c.Image, KustomizeName: c.KustomizeName, NewTag: c.To, Digest: c.Digest}
+		img := gitwb.Image{Alias: c.Alias, Name: c.Image, NewTag: c.To, Digest: c.Digest}
+		if c.KustomizeName != c.Image {
+			img.KustomizeName = c.KustomizeName // "" and the image itself mean the same: no name= prefix
+		}
 		if c.Digest != "" {
 			img.NewTag, _, _ = strings.Cut(c.To, "@")
 		}
@@ -444,6 +488,16 @@ func gitChange(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.C
 		ch.Images = append(ch.Images, img)
 	}
 	return ch, nil
+}
+
+// refSource is the source with ref name, or nil.
+func refSource(app *watcher.App, name string) *watcher.Source {
+	for i := range app.Sources {
+		if app.Sources[i].Ref == name {
+			return &app.Sources[i]
+		}
+	}
+	return nil
 }
 
 // notifyChanges hands one event per changed image to the notifier. IDs
