@@ -190,10 +190,10 @@ spec:
 	images.Enqueue, images.Windows, images.BrokenProject = engine.Enqueue, ws.Set, ws.Broken
 	runEngine(t, engine)
 
-	waitFor(t, "shop to be held", func() bool { return images.Pending(ns + "/shop") })
-	if !events.has(ns+"/shop", controller.EventImageUpdateHeld, "invalid sync windows") {
-		t.Errorf("no ImageUpdateHeld Event naming the broken project; events: %v", events.all())
-	}
+	// Pending turns true just before the Event is recorded: wait for both.
+	waitFor(t, "shop to be held, with an ImageUpdateHeld Event naming the broken project", func() bool {
+		return images.Pending(ns+"/shop") && events.has(ns+"/shop", controller.EventImageUpdateHeld, "invalid sync windows")
+	})
 	cur, err := projects.Get(t.Context(), "payments", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
