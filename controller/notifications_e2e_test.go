@@ -100,12 +100,21 @@ func TestNotificationsEndToEnd(t *testing.T) {
 	ns := env.CreateNamespace(t, "notify-e2e")
 	sink := newHookSink(t)
 
-	// Applications that exist before crowsnest starts, deployed and
-	// healthy: a baseline, nothing sent.
-	for i := range 10 {
+	// 100 Applications that exist before crowsnest starts, deployed and
+	// healthy, degraded or mid-sync, so that on-deployed,
+	// on-health-degraded and on-sync-running are already true: a
+	// baseline, nothing sent (the final message list has none of them).
+	for i := range 100 {
 		name := fmt.Sprintf("old-%d", i)
 		createSubscribedApp(t, ns, name)
-		setAppStatus(t, ns, name, "Succeeded", "Healthy", "r0")
+		switch i % 3 {
+		case 0:
+			setAppStatus(t, ns, name, "Succeeded", "Healthy", "r0")
+		case 1:
+			setAppStatus(t, ns, name, "Succeeded", "Degraded", "r0")
+		default:
+			setAppStatus(t, ns, name, "Running", "Progressing", "r0")
+		}
 	}
 	// Start in a later second than they were created in, so that their
 	// creationTimestamp also marks them as older than the Notifier.
