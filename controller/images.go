@@ -90,7 +90,7 @@ type ImageReconciler struct {
 	WindowMetrics *WindowMetrics
 
 	mu    sync.Mutex
-	repos map[string][]string // app key -> repositories it uses
+	repos map[string]map[string]registry.Interest // app key -> repositories it uses -> how to poll them
 	held  map[string]bool     // app keys with an update a window holds
 }
 
@@ -150,11 +150,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 		r.Metrics.invalidAnnotation(annotationKey(err))
 		r.event(app, eventTypeWarning, EventInvalidAnnotation, err.Error())
 	}
-	repos := make([]string, 0, len(spec.Images))
-	for i := range spec.Images {
-		repos = append(repos, spec.Images[i].Ref.Repo())
-	}
-	r.setRepos(req.Key, repos)
+	r.setRepos(req.Key, r.interests(spec))
 
 	results := r.selectAll(ctx, req.Key, spec)
 	hold := r.hold(app)
@@ -296,15 +292,36 @@ func (r *ImageReconciler) now() time.Time {
 	return time.Now()
 }
 
-// setRepos records the repositories key uses and hands the union of all
-// to the poller.
-func (r *ImageReconciler) setRepos(key string, repos []string) {
+// interests says how the poller watches spec's repositories: with the
+// image's pull-secret client when it names one (else the poll could not
+// see what the selection sees), and tracking the mutable tag's digest for
+// the digest strategy.
+func (r *ImageReconciler) interests(spec *imageupdate.Spec) map[string]registry.Interest {
+	out := make(map[string]registry.Interest, len(spec.Images))
+	for i := range spec.Images {
+		img := &spec.Images[i]
+		in := out[img.Ref.Repo()]
+		if img.PullSecret != "" && r.RegistryFor != nil && in.Client == nil {
+			in.Client = r.RegistryFor(img.PullSecret)
+		}
+		if policy.Strategy(img.Policy.Strategy) == policy.StrategyDigest && img.Policy.Constraint != "" &&
+			!slices.Contains(in.TrackDigests, img.Policy.Constraint) {
+			in.TrackDigests = append(in.TrackDigests, img.Policy.Constraint)
+			slices.Sort(in.TrackDigests)
+		}
+		out[img.Ref.Repo()] = in
+	}
+	return out
+}
+
+// setRepos records the repositories key uses, and how to poll them, and
+// hands the union of all to the poller.
+func (r *ImageReconciler) setRepos(key string, repos map[string]registry.Interest) {
 	r.mu.Lock()
 	if r.repos == nil {
-		r.repos = map[string][]string{}
+		r.repos = map[string]map[string]registry.Interest{}
 	}
-	old := r.repos[key]
-	if slices.Equal(old, repos) {
+	if maps.EqualFunc(r.repos[key], repos, sameInterest) {
 		r.mu.Unlock()
 		return
 	}
@@ -314,9 +331,12 @@ func (r *ImageReconciler) setRepos(key string, repos []string) {
 		r.repos[key] = repos
 	}
 	interests := map[string]registry.Interest{}
-	for _, rs := range r.repos {
-		for _, repo := range rs {
-			interests[repo] = registry.Interest{}
+	for _, k := range slices.Sorted(maps.Keys(r.repos)) { // sorted: the same merge every time
+		for repo, in := range r.repos[k] {
+			if old, ok := interests[repo]; ok {
+				in = old.Merge(in)
+			}
+			interests[repo] = in
 		}
 	}
 	r.mu.Unlock()
@@ -325,13 +345,17 @@ func (r *ImageReconciler) setRepos(key string, repos []string) {
 	}
 }
 
+func sameInterest(a, b registry.Interest) bool {
+	return a.Interval == b.Interval && a.Client == b.Client && slices.Equal(a.TrackDigests, b.TrackDigests)
+}
+
 // RepoChanged enqueues every Application that uses the repository; it is
 // the poller's OnChange.
 func (r *ImageReconciler) RepoChanged(_ context.Context, ch registry.RepoChange) {
 	r.mu.Lock()
 	var keys []string
 	for _, key := range slices.Sorted(maps.Keys(r.repos)) {
-		if slices.Contains(r.repos[key], ch.Repo) {
+		if _, ok := r.repos[key][ch.Repo]; ok {
 			keys = append(keys, key)
 		}
 	}

@@ -19,6 +19,10 @@ type Interest struct {
 	// TrackDigests lists mutable tags whose digest matters (the digest
 	// strategy); a new digest is a change even when the tag set is not.
 	TrackDigests []string
+	// Client polls the repository when it needs its own credentials (an
+	// image's pull secret); nil is the poller's Client. Sharing the
+	// client the selection uses keeps one cache of tags and digests.
+	Client *Client
 }
 
 // RepoChange is a repository whose tags or tracked digests changed.
@@ -110,7 +114,7 @@ func (p *Poller) SetInterests(interests map[string]Interest) {
 		}
 		key := RepoKey(repo)
 		if old, ok := want[key]; ok { // two spellings of one repository
-			in = mergeInterest(old, in)
+			in = old.Merge(in)
 		}
 		want[key], parsed[key] = in, repo
 	}
@@ -138,13 +142,19 @@ func (p *Poller) SetInterests(interests map[string]Interest) {
 	p.signal()
 }
 
-func mergeInterest(a, b Interest) Interest {
+// Merge joins two interests in one repository (two Applications, or two
+// spellings of its name): the shorter interval, every tracked digest, the
+// first pull-secret client.
+func (a Interest) Merge(b Interest) Interest {
 	if b.Interval > 0 && (a.Interval == 0 || b.Interval < a.Interval) {
 		a.Interval = b.Interval
 	}
 	tags := append(slices.Clone(a.TrackDigests), b.TrackDigests...)
 	slices.Sort(tags)
 	a.TrackDigests = slices.Compact(tags)
+	if a.Client == nil {
+		a.Client = b.Client
+	}
 	return a
 }
 
@@ -307,7 +317,11 @@ func (p *Poller) record(ctx context.Context, key string, r *polledRepo, tags []s
 }
 
 func (p *Poller) fetch(ctx context.Context, repo name.Repository, in Interest) ([]string, map[string]string, error) {
-	tags, err := p.Client.Tags(ctx, repo, -1)
+	client := p.Client
+	if in.Client != nil {
+		client = in.Client
+	}
+	tags, err := client.Tags(ctx, repo, -1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -318,7 +332,7 @@ func (p *Poller) fetch(ctx context.Context, repo name.Repository, in Interest) (
 		if _, ok := slices.BinarySearch(tags, tag); !ok {
 			continue // not there (yet): the tag set change says so
 		}
-		d, err := p.Client.Digest(ctx, repo, tag, -1)
+		d, err := client.Digest(ctx, repo, tag, -1)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,13 +164,34 @@ status:
 	}
 }
 
-// An image in a private registry, reachable only with the credentials its
-// pull-secret annotation names (a Kubernetes Secret): crowsnest lists it
-// with those and updates the Application; the password never shows.
+// Images in a private registry, reachable only with the credentials their
+// pull-secret annotation names (a Kubernetes Secret): crowsnest lists them
+// with those and updates the Application; later pushes are found by the
+// poller with the same credentials (the resync is off, so nothing else
+// could find them): a newer semver tag, and a new digest of the mutable
+// tag the digest strategy tracks. The password never shows.
 func TestE2EImagePullSecret(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{Auth: testreg.AuthBasic, Username: "robot", Password: "pull-s3cret"})
 	image := pushTags(t, reg, "team/private", "1.0.0", "1.3.0")
-	kubeconfig, ns, _ := e2eCluster(t, "e2e-pull")
+	pinned := reg.Host() + "/team/pinned"
+	pushPinned := func(created time.Time) string {
+		t.Helper()
+		img := testreg.Image(t, created, "linux/amd64")
+		reg.Push(t, "team/pinned:stable", img)
+		dg, err := img.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dg.String()
+	}
+	firstDigest := pushPinned(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	kubeconfig, ns, dir := e2eCluster(t, "e2e-pull")
+	cfgPath := filepath.Join(dir, "crowsnest.yaml")
+	writeFile(t, cfgPath, `apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+watch: {resyncPeriod: 0s}
+registries: {pollInterval: 5s}
+`)
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "regcreds"},
@@ -178,13 +200,32 @@ func TestE2EImagePullSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	createApp(t, ns, annotatedApp("private", fmt.Sprintf(
-		"    argocd-image-updater.argoproj.io/image-list: p=%s\n    argocd-image-updater.argoproj.io/p.pull-secret: secret:%s/regcreds#creds",
-		image, ns)), image+":1.0.0")
-	d := startDaemon(t, "--kubeconfig", kubeconfig, "--namespace", ns, "--metrics-bind-address", "0",
+		"    argocd-image-updater.argoproj.io/image-list: p=%[1]s,d=%[2]s:stable\n"+
+			"    argocd-image-updater.argoproj.io/p.pull-secret: secret:%[3]s/regcreds#creds\n"+
+			"    argocd-image-updater.argoproj.io/d.pull-secret: secret:%[3]s/regcreds#creds\n"+
+			"    argocd-image-updater.argoproj.io/d.update-strategy: digest",
+		image, pinned, ns)), image+":1.0.0", pinned+":stable")
+	d := startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns, "--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0", "--log-format", "json")
-	waitFor(t, "the private image to be updated to 1.3.0", func() bool {
-		images := kustomizeImages(t, ns, "private")
-		return len(images) == 1 && images[0] == image+":1.3.0"
+	want := func(tag, digest string) []string {
+		return []string{image + ":" + tag, pinned + ":stable@" + digest}
+	}
+	first := want("1.3.0", firstDigest)
+	waitFor(t, fmt.Sprintf("the private images to be updated to %v", first), func() bool {
+		got := kustomizeImages(t, ns, "private")
+		slices.Sort(got)
+		return slices.Equal(got, first)
+	})
+
+	reg.Push(t, "team/private:1.4.0", testreg.Image(t, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), "linux/amd64"))
+	second := want("1.4.0", pushPinned(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)))
+	if slices.Equal(first, second) {
+		t.Fatal("the re-pushed tag kept its digest")
+	}
+	waitFor(t, fmt.Sprintf("the poller to find %v", second), func() bool {
+		got := kustomizeImages(t, ns, "private")
+		slices.Sort(got)
+		return slices.Equal(got, second)
 	})
 	for _, l := range d.lines() {
 		if strings.Contains(l, "pull-s3cret") {
