@@ -91,7 +91,7 @@ type ImageReconciler struct {
 
 	mu    sync.Mutex
 	repos map[string]map[string]registry.Interest // app key -> repositories it uses -> how to poll them
-	held  map[string]bool     // app keys with an update a window holds
+	held  map[string]bool                         // app keys with an update a window holds
 }
 
 // Pending reports whether a window holds an update of the Application.

@@ -208,7 +208,7 @@ registries: {pollInterval: 5s}
 	d := startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns, "--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0", "--log-format", "json")
 	want := func(tag, digest string) []string {
-		return []string{image + ":" + tag, pinned + ":stable@" + digest}
+		return []string{pinned + ":stable@" + digest, image + ":" + tag} // sorted
 	}
 	first := want("1.3.0", firstDigest)
 	waitFor(t, fmt.Sprintf("the private images to be updated to %v", first), func() bool {
