@@ -21,13 +21,15 @@ const remoteName = "origin"
 
 // session is one batch's work on its clone.
 type session struct {
-	w       *Writer
-	b       *batch
-	dir     string
-	creds   Credentials
-	repo    *gogit.Repository
-	fresh   bool // cloned in this attempt: no fetch needed
-	corrupt bool // re-clone on the next attempt
+	w     *Writer
+	b     *batch
+	dir   string
+	creds Credentials
+	// authMethod is chosen once per batch from creds and the URL.
+	authMethod transport.AuthMethod
+	repo       *gogit.Repository
+	fresh      bool // cloned in this attempt: no fetch needed
+	corrupt    bool // re-clone on the next attempt
 	// fetchFailures counts fetches failed in a row; after two the clone
 	// itself is suspect and is made again.
 	fetchFailures int
@@ -65,7 +67,12 @@ func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 	}
 	defer release()
 
-	s := &session{w: w, b: b, dir: dir, creds: creds}
+	auth, err := creds.authFor(b.repoURL, cmp.Or(w.Timeout, DefaultTimeout))
+	if err != nil {
+		res.Err = redact(err, creds.secrets()...)
+		return res
+	}
+	s := &session{w: w, b: b, dir: dir, creds: creds, authMethod: auth}
 	maxAttempts := cmp.Or(w.MaxAttempts, DefaultMaxAttempts)
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
@@ -73,7 +80,7 @@ func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 		if err == nil {
 			return res
 		}
-		err = redact(err, creds.Password)
+		err = redact(err, creds.secrets()...)
 		var term errTerminal
 		if errors.As(err, &term) || ctx.Err() != nil {
 			res.Err = err
@@ -157,7 +164,7 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 	return nil
 }
 
-func (s *session) auth() transport.AuthMethod { return s.creds.auth() }
+func (s *session) auth() transport.AuthMethod { return s.authMethod }
 
 func (s *session) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, cmp.Or(s.w.Timeout, DefaultTimeout))
@@ -359,7 +366,7 @@ func classify(doing string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed), sshAuthRefused(err):
 		return terminal(fmt.Errorf("%s: %w: %w", doing, ErrAuth, err))
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return terminal(fmt.Errorf("%s: %w", doing, err))
@@ -373,7 +380,7 @@ func resultOf(err error) string {
 	switch {
 	case err == nil:
 		return resultSuccess
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed), sshAuthRefused(err):
 		return resultAuth
 	case isRejected(err):
 		return resultRejected

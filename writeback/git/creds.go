@@ -5,16 +5,25 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
-// Credentials authenticate to a Git server over HTTPS. A token is a
-// Password with an empty or arbitrary Username.
+// Credentials authenticate to a Git server: over HTTPS with Username and
+// Password (a token is a Password with an empty or arbitrary Username),
+// over SSH (ssh:// and scp-like URLs) with SSHPrivateKey, checking the
+// server's host key against SSHKnownHosts.
 type Credentials struct {
 	Username string
 	Password string
+	// SSHPrivateKey is a PEM private key (OpenSSH, PKCS#1, PKCS#8 or
+	// SEC 1) without a passphrase, as in Argo CD's sshPrivateKey field.
+	SSHPrivateKey string
+	// SSHKnownHosts is known_hosts text: an SSH server whose host key it
+	// does not list is refused, never trusted on first use.
+	SSHKnownHosts string
 }
 
 // tokenUser is sent with a token when no user name is given: GitHub wants
@@ -35,8 +44,21 @@ var _ CredentialsSource = StaticCredentials{}
 
 // Credentials implements CredentialsSource.
 func (s StaticCredentials) Credentials(context.Context, string) (Credentials, bool, error) {
-	return Credentials(s), s.Password != "", nil
+	return Credentials(s), s.Password != "" || s.SSHPrivateKey != "", nil
 }
+
+// authFor picks the auth method for repoURL: SSH public-key auth for SSH
+// URLs, basic auth (or anonymous) otherwise. timeout bounds an SSH
+// connection's TCP dial.
+func (c Credentials) authFor(repoURL string, timeout time.Duration) (transport.AuthMethod, error) {
+	if isSSHURL(repoURL) {
+		return c.newSSHAuth(repoURL, timeout)
+	}
+	return c.auth(), nil
+}
+
+// secrets lists what must never be shown, for redact.
+func (c Credentials) secrets() []string { return []string{c.Password, c.SSHPrivateKey} }
 
 func (c Credentials) auth() transport.AuthMethod {
 	if c.Password == "" {
@@ -51,10 +73,14 @@ func (c Credentials) auth() transport.AuthMethod {
 
 // splitURL removes user information from a repository URL, returning it
 // as credentials: a URL with a password in it still works, and the
-// password is never part of a cache key, log line or error.
+// password is never part of a cache key, log line or error. The user of
+// an SSH URL without a password stays: it is the SSH login, not a secret.
 func splitURL(raw string) (clean string, c Credentials) {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
+		return raw, Credentials{}
+	}
+	if _, hasPassword := u.User.Password(); !hasPassword && isSSHURL(raw) {
 		return raw, Credentials{}
 	}
 	c.Username = u.User.Username()
@@ -75,13 +101,19 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redact returns err with user information in URLs and every given
-// secret replaced by "***".
+// redact returns err with user information in URLs (but an SSH URL's
+// login name) and every given secret replaced by "***".
 func redact(err error, secrets ...string) error {
 	if err == nil {
 		return nil
 	}
-	msg := userinfoRE.ReplaceAllString(err.Error(), "${1}***@")
+	msg := userinfoRE.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		scheme, userinfo, _ := strings.Cut(m, "://")
+		if isSSHURL(scheme+"://") && !strings.Contains(userinfo, ":") {
+			return m // an SSH login name, not a secret
+		}
+		return scheme + "://***@"
+	})
 	for _, s := range secrets {
 		if s != "" {
 			msg = strings.ReplaceAll(msg, s, "***")
