@@ -3,30 +3,45 @@ package controller
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
-// Argo CD's labels for repository credentials.
+// Argo CD's labels for repository credentials, and where it keeps the
+// SSH host keys it trusts.
 const (
 	argoSecretTypeLabel = "argocd.argoproj.io/secret-type"
 	argoRepository      = "repository"
 	argoRepoCreds       = "repo-creds"
+	// ArgoKnownHostsConfigMap and ArgoKnownHostsKey hold Argo CD's SSH
+	// known_hosts, in its namespace.
+	ArgoKnownHostsConfigMap = "argocd-ssh-known-hosts-cm"
+	ArgoKnownHostsKey       = "ssh_known_hosts"
 )
 
 // ArgoRepoCredentials finds Git credentials the way Argo CD does: a
 // `repository` Secret whose url equals the repository's, else the
 // `repo-creds` Secret with the longest url prefix, in Namespace (Argo CD's).
 // An Application's write-back-method git:secret:<ns>/<name> names a Secret
-// (username and password) that wins for its repository.
+// that wins for its repository. Secrets give username and password
+// (HTTPS) or sshPrivateKey (SSH); for SSH the host keys trusted are Argo
+// CD's argocd-ssh-known-hosts-cm plus KnownHostsFile.
 type ArgoRepoCredentials struct {
 	Client    kubernetes.Interface
 	Namespace string
+	// KnownHostsFile is a known_hosts file (--git-ssh-known-hosts) whose
+	// hosts are trusted besides those in Argo CD's ConfigMap. It is read
+	// at each use, so an edit needs no restart.
+	KnownHostsFile string
 
 	mu        sync.Mutex
 	overrides map[string]string // repository URL -> "ns/name"
@@ -47,6 +62,15 @@ func (a *ArgoRepoCredentials) Use(repoURL, secret string) {
 // Credentials implements gitwb.CredentialsSource.
 func (a *ArgoRepoCredentials) Credentials(ctx context.Context, repoURL string) (gitwb.Credentials, bool, error) {
 	want := normalizeRepoURL(repoURL)
+	c, ok, err := a.find(ctx, want)
+	if err != nil || !ok || c.SSHPrivateKey == "" || !strings.HasPrefix(want, "ssh://") {
+		return c, ok, err
+	}
+	c.SSHKnownHosts, err = a.knownHosts(ctx)
+	return c, ok, err
+}
+
+func (a *ArgoRepoCredentials) find(ctx context.Context, want string) (gitwb.Credentials, bool, error) {
 	a.mu.Lock()
 	named := a.overrides[want]
 	a.mu.Unlock()
@@ -56,7 +80,7 @@ func (a *ArgoRepoCredentials) Credentials(ctx context.Context, repoURL string) (
 		if err != nil {
 			return gitwb.Credentials{}, false, fmt.Errorf("reading git credentials secret %s: %w", named, err)
 		}
-		return gitwb.Credentials{Username: string(s.Data["username"]), Password: string(s.Data["password"])}, true, nil
+		return credentialsOf(s), true, nil
 	}
 	list, err := a.Client.CoreV1().Secrets(a.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: argoSecretTypeLabel + " in (" + argoRepository + "," + argoRepoCreds + ")",
@@ -72,25 +96,92 @@ func (a *ArgoRepoCredentials) Credentials(ctx context.Context, repoURL string) (
 		if u == "" {
 			continue
 		}
-		c := gitwb.Credentials{Username: string(s.Data["username"]), Password: string(s.Data["password"])}
 		switch s.Labels[argoSecretTypeLabel] {
 		case argoRepository:
 			if u == want {
-				return c, true, nil
+				return credentialsOf(s), true, nil
 			}
 		case argoRepoCreds:
 			if strings.HasPrefix(want, u) && len(u) > bestLen {
-				best, bestLen = c, len(u)
+				best, bestLen = credentialsOf(s), len(u)
 			}
 		}
 	}
 	return best, bestLen >= 0, nil
 }
 
+// credentialsOf reads the fields Argo CD's repository Secrets use.
+func credentialsOf(s *corev1.Secret) gitwb.Credentials {
+	return gitwb.Credentials{
+		Username:      string(s.Data["username"]),
+		Password:      string(s.Data["password"]),
+		SSHPrivateKey: string(s.Data["sshPrivateKey"]),
+	}
+}
+
+// knownHosts joins Argo CD's known hosts ConfigMap (none is no hosts) and
+// KnownHostsFile, each checked so a bad line is reported where it is.
+func (a *ArgoRepoCredentials) knownHosts(ctx context.Context) (string, error) {
+	var parts []string
+	cm, err := a.Client.CoreV1().ConfigMaps(a.Namespace).Get(ctx, ArgoKnownHostsConfigMap, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return "", fmt.Errorf("reading SSH known hosts ConfigMap %s/%s: %w", a.Namespace, ArgoKnownHostsConfigMap, err)
+	default:
+		text := cm.Data[ArgoKnownHostsKey]
+		if err := gitwb.CheckKnownHosts("ConfigMap "+a.Namespace+"/"+ArgoKnownHostsConfigMap+" "+ArgoKnownHostsKey, text); err != nil {
+			return "", err
+		}
+		parts = append(parts, text)
+	}
+	if a.KnownHostsFile != "" {
+		text, err := ReadKnownHostsFile(a.KnownHostsFile)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, text)
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
+// ReadKnownHostsFile reads and checks a known_hosts file; errors name the
+// file and line.
+func ReadKnownHostsFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading SSH known hosts: %w", err)
+	}
+	if err := gitwb.CheckKnownHosts(path, string(b)); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// scpLikeURL is Git's scp-like address: [user@]host:path.
+var scpLikeURL = regexp.MustCompile(`^([\w.-]+@)?([\w.-]+):/*([^/].*)?$`)
+
 // normalizeRepoURL compares repository URLs as Argo CD does, ignoring case
-// and a trailing ".git" or "/".
+// and a trailing ".git" or "/". An scp-like address (and git+ssh://)
+// becomes the ssh:// URL it stands for and SSH's default port is dropped, so git@host:org/repo,
+// ssh://git@host/org/repo and ssh://git@host:22/org/repo match each
+// other, also as repo-creds prefixes.
 func normalizeRepoURL(u string) string {
 	u = strings.ToLower(strings.TrimSpace(u))
+	if !strings.Contains(u, "://") {
+		if m := scpLikeURL.FindStringSubmatch(u); m != nil {
+			u = "ssh://" + m[1] + m[2] + "/" + m[3]
+		}
+	}
+	for _, scheme := range []string{"git+ssh://", "ssh+git://"} {
+		if rest, ok := strings.CutPrefix(u, scheme); ok {
+			u = "ssh://" + rest
+		}
+	}
+	if rest, ok := strings.CutPrefix(u, "ssh://"); ok {
+		host, path, _ := strings.Cut(rest, "/")
+		u = "ssh://" + strings.TrimSuffix(host, ":22") + "/" + path
+	}
 	u = strings.TrimSuffix(u, "/")
 	return strings.TrimSuffix(u, ".git")
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -30,6 +31,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
+	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -64,6 +66,7 @@ type runOptions struct {
 	dryRun                  bool
 	gitCacheDir             string
 	argocdNamespace         string
+	gitSSHKnownHosts        string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaderElectionID        string
@@ -72,6 +75,22 @@ type runOptions struct {
 	workers                 int
 	kubeQPS                 float64
 	kubeBurst               int
+	once                    bool
+
+	// For `crowsnest demo`, which runs this same code: onEvent sees each
+	// local-mode Event, started gets the parts once they are built.
+	onEvent func(AppEvent)
+	started func(*runParts)
+}
+
+// runParts are the pieces of a running daemon that the demo drives and
+// reports on.
+type runParts struct {
+	engine *controller.Engine
+	poller *registry.Poller
+	local  *localApps
+	outbox *notify.Outbox
+	wait   *passWaiter
 }
 
 func newRunCommand() *cobra.Command {
@@ -95,12 +114,14 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringSliceVarP(&o.namespace, "namespace", "n", nil, "namespace to watch Applications in (repeatable); all namespaces when none")
 	f.StringSliceVar(&o.namespaces, "namespaces", nil, "comma-separated namespaces to watch (same as repeating --namespace)")
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector for Applications, e.g. team=payments,tier!=dev")
-	f.StringVar(&o.appsDir, "apps-dir", "", "read Applications from YAML files in this folder instead of a cluster (local mode)")
+	f.StringVar(&o.appsDir, "apps-dir", "", "read Applications from YAML files in this folder instead of a cluster (local mode: Git write-backs are real, Kubernetes-mode ones patch an in-memory copy)")
+	f.BoolVar(&o.once, "once", false, "with --apps-dir: one full pass (decide, write, notify), then exit; non-zero if anything failed")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" disables it`)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates, write nothing")
 	f.StringVar(&o.gitCacheDir, "git-cache-dir", filepath.Join(os.TempDir(), "crowsnest-git"), "where Git write-back keeps its clones")
 	f.StringVar(&o.argocdNamespace, "argocd-namespace", "argocd", "namespace of Argo CD's repository credential Secrets")
+	f.StringVar(&o.gitSSHKnownHosts, "git-ssh-known-hosts", "", "known_hosts file of SSH Git servers to trust besides Argo CD's argocd-ssh-known-hosts-cm")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", ":8082", `address of the registry webhook receiver (/webhooks/registry/<source>), served when registries.webhook.sources are configured; "0" disables it`)
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader with a Lease so only one replica reconciles")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease; the pod's namespace in a cluster")
@@ -185,6 +206,11 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if o.gitSSHKnownHosts != "" {
+		if _, err := controller.ReadKnownHostsFile(o.gitSSHKnownHosts); err != nil {
+			return fmt.Errorf("--git-ssh-known-hosts: %w", err)
+		}
+	}
 	level := &slog.LevelVar{}
 	lvl, err := logging.ParseLevel(cfg.Log.Level)
 	if err != nil {
@@ -225,9 +251,16 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	// dyn is set in cluster mode only: Applications read from files are
 	// never written to a cluster.
-	var dyn dynamic.Interface
+	var (
+		dyn   dynamic.Interface
+		files *watcher.FileSource
+	)
+	if o.once && o.appsDir == "" {
+		return errors.New("--once needs --apps-dir (local mode)")
+	}
 	if o.appsDir != "" {
-		engine.Sources = []controller.Source{&watcher.FileSource{Dir: o.appsDir, Log: log, Metrics: watchMetrics}}
+		files = &watcher.FileSource{Dir: o.appsDir, Log: log, Metrics: watchMetrics}
+		engine.Sources = []controller.Source{files}
 	} else {
 		if _, err := labels.Parse(cfg.Watch.Selector); err != nil {
 			return fmt.Errorf("--selector: %w", err)
@@ -279,7 +312,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		BrokenProject: windowSource.Broken,
 		Policies:      (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
 		Enqueue:       engine.Enqueue,
-		DryRun:        o.dryRun || dyn == nil,
+		DryRun:        o.dryRun,
 		Metrics:       controller.NewImageMetrics(reg),
 		Log:           log,
 	}
@@ -291,13 +324,36 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	regs.poller.OnChange = images.RepoChanged
 	engine.Reconciler = images
+	var (
+		local     *localApps
+		localLogs *logEvents
+	)
+	if files != nil {
+		local = newLocalApps(files, log)
+		localLogs = &logEvents{log: log, onEvent: o.onEvent}
+		images.Writer, images.Events = local, localLogs
+		images.Git = &controller.GitBatcher{
+			Writer: &gitwb.Writer{
+				CacheDir:    o.gitCacheDir,
+				Credentials: envGitCredentials(),
+				AuthorName:  defaultGitAuthorName,
+				AuthorEmail: defaultGitAuthorEmail,
+				Metrics:     gitwb.NewMetrics(reg),
+				Log:         log,
+			},
+			Enqueue: engine.EnqueueAfter,
+			Events:  images.Events,
+			Metrics: images.Metrics,
+			Log:     log,
+		}
+	}
 	if dyn != nil {
 		images.Writer = &kube.Writer{Client: dyn, Log: log}
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		images.Events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"})
-		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace}
+		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts}
 		images.Git = &controller.GitBatcher{
 			Writer: &gitwb.Writer{
 				CacheDir:    o.gitCacheDir,
@@ -385,6 +441,23 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 
 	tasks := []func(context.Context) error{engine.Run, regs.poller.Start, timer.Start,
 		controller.WhenLeading(engine, outbox.Start), controller.WhenLeading(engine, notifier.Start)}
+	waiter := &passWaiter{engine: engine, git: images.Git, outbox: outbox, settle: 500 * time.Millisecond}
+	if o.once {
+		tasks = append(tasks, func(ctx context.Context) error {
+			if err := waiter.wait(ctx); err != nil {
+				return nil // stopped from outside
+			}
+			failed := localLogs.Warnings() + deadLetters(ctx, outbox)
+			if failed > 0 {
+				return fmt.Errorf("one pass finished with %d failure(s); see the warnings above", failed)
+			}
+			log.Info("one pass finished", "applications", engine.AppCount())
+			return nil
+		})
+	}
+	if o.started != nil {
+		o.started(&runParts{engine: engine, poller: regs.poller, local: local, outbox: outbox, wait: waiter})
+	}
 	if images.Git != nil {
 		tasks = append(tasks, images.Git.Start)
 	}
