@@ -168,27 +168,70 @@ func (s *ConfigMapStore) Update(ctx context.Context, rec Record) error {
 	if err != nil {
 		return fmt.Errorf("encoding delivery %s: %w", rec.ID, err)
 	}
-	keep := keepOrDefault(s.Keep)
 	return s.mutate(ctx, s.shardOf(rec.App), func(data map[string]string) (bool, error) {
 		if _, ok := data[recordKeyPrefix+rec.ID]; !ok {
 			return false, ErrNotFound
 		}
-		data[recordKeyPrefix+rec.ID] = string(b)
-		if rec.Terminal() {
-			recs := map[string]Record{}
-			for k, v := range data {
-				if id, ok := strings.CutPrefix(k, recordKeyPrefix); ok {
-					if r, err := decodeRecord(v); err == nil && r.App == rec.App {
-						recs[id] = r
-					}
-				}
-			}
-			for _, id := range trimIDs(recs, rec.App, keep) {
-				delete(data, recordKeyPrefix+id)
-			}
-		}
+		s.put(data, rec, b)
 		return true, nil
 	})
+}
+
+// Modify implements Store. It finds the record's shard by reading every
+// shard, then changes it under that shard's resourceVersion.
+func (s *ConfigMapStore) Modify(ctx context.Context, id string, fn func(*Record) error) (Record, error) {
+	found, err := s.Get(ctx, id)
+	if err != nil {
+		return Record{}, err
+	}
+	var cur, next Record
+	err = s.mutate(ctx, s.shardOf(found.App), func(data map[string]string) (bool, error) {
+		v, ok := data[recordKeyPrefix+id]
+		if !ok {
+			return false, ErrNotFound
+		}
+		var err error
+		if cur, err = decodeRecord(v); err != nil {
+			return false, fmt.Errorf("decoding delivery %s: %w", id, err)
+		}
+		next = cur
+		if err := fn(&next); err != nil {
+			return false, err
+		}
+		if next.ID != cur.ID || next.App != cur.App {
+			return false, ErrChangedIdentity
+		}
+		b, err := json.Marshal(next)
+		if err != nil {
+			return false, fmt.Errorf("encoding delivery %s: %w", id, err)
+		}
+		s.put(data, next, b)
+		return true, nil
+	})
+	if err != nil {
+		return cur, err
+	}
+	return next, nil
+}
+
+// put writes rec (encoded as b) into a shard's data and trims its app's
+// finished records past Keep.
+func (s *ConfigMapStore) put(data map[string]string, rec Record, b []byte) {
+	data[recordKeyPrefix+rec.ID] = string(b)
+	if !rec.Terminal() {
+		return
+	}
+	recs := map[string]Record{}
+	for k, v := range data {
+		if id, ok := strings.CutPrefix(k, recordKeyPrefix); ok {
+			if r, err := decodeRecord(v); err == nil && r.App == rec.App {
+				recs[id] = r
+			}
+		}
+	}
+	for _, id := range trimIDs(recs, rec.App, keepOrDefault(s.Keep)) {
+		delete(data, recordKeyPrefix+id)
+	}
 }
 
 // Get implements Store. An ID does not say its app's shard, so it reads

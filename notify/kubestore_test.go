@@ -3,6 +3,10 @@ package notify_test
 import (
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -192,5 +196,125 @@ func TestOutboxRestartOnConfigMapStore(t *testing.T) {
 	}
 	if len(log) != 2 { // Keep=2: the two newest finished entries
 		t.Errorf("log has %d entries, want 2", len(log))
+	}
+}
+
+// hookRecorder is a webhook endpoint that counts requests per body, takes
+// a while to answer (so rescans run while a delivery is in flight) and
+// refuses the bodies in refuse with 422.
+type hookRecorder struct {
+	*httptest.Server
+	mu       sync.Mutex
+	accepted map[string]int
+	refused  map[string]int
+	refuse   map[string]bool
+}
+
+func newHookRecorder(t *testing.T, delay time.Duration) *hookRecorder {
+	t.Helper()
+	h := &hookRecorder{accepted: map[string]int{}, refused: map[string]int{}, refuse: map[string]bool{}}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<10))
+		time.Sleep(delay)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.refuse[string(b)] {
+			h.refused[string(b)]++
+			http.Error(w, "no", http.StatusUnprocessableEntity)
+			return
+		}
+		h.accepted[string(b)]++
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hookRecorder) counts() (accepted, refused map[string]int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.accepted), maps.Clone(h.refused)
+}
+
+// `crowsnest notify redeliver` is a second process with its own store on
+// the same ConfigMaps: what it marks pending, the running outbox delivers
+// exactly once, a delivered message and a dead-lettered one alike, even
+// with rescans running while the redelivery is in flight.
+func TestOutboxDeliversRedeliveryMarkedByAnotherProcess(t *testing.T) {
+	store, _ := kubeStore(t)
+	hook := newHookRecorder(t, 150*time.Millisecond)
+	hook.refuse["dead"] = true
+	daemon := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
+	daemon.RescanInterval = 20 * time.Millisecond
+	runOutbox(t, daemon)
+	ok, _, err := daemon.Enqueue(t.Context(), hookDelivery("ok", "argocd/a", "ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, _, err := daemon.Enqueue(t.Context(), hookDelivery("dead", "argocd/b", "dead"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, daemon, ok.ID, notify.StateDelivered)
+	waitState(t, daemon, dead.ID, notify.StateDead)
+
+	hook.mu.Lock()
+	hook.refuse["dead"] = false // the destination was fixed
+	hook.mu.Unlock()
+	cli := &notify.Outbox{Store: &notify.ConfigMapStore{Client: store.Client, Namespace: store.Namespace, Shards: store.Shards, Keep: store.Keep}}
+	for _, id := range []string{ok.ID, dead.ID} {
+		found, err := cli.Find(t.Context(), id[:8])
+		if err != nil || found.ID != id {
+			t.Fatalf("Find(%s) = %s, %v", id[:8], found.ID, err)
+		}
+		if _, err := cli.Redeliver(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{ok.ID, dead.ID} {
+		waitFor(t, "delivery "+id+" to be redelivered", func() bool {
+			r, err := store.Get(t.Context(), id)
+			return err == nil && r.State == notify.StateDelivered && r.Redeliveries == 1
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // ten more rescans
+	accepted, refused := hook.counts()
+	if diff := cmp.Diff(map[string]int{"ok": 2, "dead": 1}, accepted); diff != "" {
+		t.Errorf("accepted requests per body (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"dead": 1}, refused); diff != "" {
+		t.Errorf("refused requests per body (-want +got):\n%s", diff)
+	}
+	if r, err := cli.Redeliver(t.Context(), "ffff0000000000000000000000000000"); !errors.Is(err, notify.ErrNotFound) {
+		t.Errorf("Redeliver(unknown) = %+v, %v; want ErrNotFound", r, err)
+	}
+}
+
+func TestConfigMapStoreModify(t *testing.T) {
+	s, _ := kubeStore(t)
+	ctx := t.Context()
+	r := record("m", "argocd/m", time.Now())
+	if _, err := s.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Modify(ctx, r.ID, func(rec *notify.Record) error { rec.Redeliveries = 7; return nil })
+	if err != nil || got.Redeliveries != 7 {
+		t.Fatalf("Modify = %+v, %v", got, err)
+	}
+	if stored, _ := s.Get(ctx, r.ID); stored.Redeliveries != 7 {
+		t.Errorf("stored after Modify = %+v", stored)
+	}
+	refuse := errors.New("refused")
+	got, err = s.Modify(ctx, r.ID, func(rec *notify.Record) error { rec.Redeliveries = 9; return refuse })
+	if !errors.Is(err, refuse) || got.Redeliveries != 7 {
+		t.Errorf("Modify refused by fn = %+v, %v; want the record as read and fn's error", got, err)
+	}
+	if _, err := s.Modify(ctx, r.ID, func(rec *notify.Record) error { rec.App = "argocd/other"; return nil }); !errors.Is(err, notify.ErrChangedIdentity) {
+		t.Errorf("Modify moving the app = %v, want ErrChangedIdentity", err)
+	}
+	if _, err := s.Modify(ctx, "ffff0000000000000000000000000000", func(*notify.Record) error { return nil }); !errors.Is(err, notify.ErrNotFound) {
+		t.Errorf("Modify(unknown) = %v, want ErrNotFound", err)
+	}
+	if stored, _ := s.Get(ctx, r.ID); stored.Redeliveries != 7 || stored.App != "argocd/m" {
+		t.Errorf("a refused Modify changed the record: %+v", stored)
 	}
 }

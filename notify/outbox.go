@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 // keeps a deployment wave under every service's limits. A minute per
 // attempt covers the slowest SMTP relay; 32 sends in flight bound the
 // sockets a storm opens while one hanging destination holds only one.
+// Rescanning every five seconds lets `crowsnest notify redeliver` answer
+// within moments at the cost of one read per outbox ConfigMap.
 const (
 	DefaultMaxAttempts       = 5
 	DefaultRetryBaseDelay    = 2 * time.Second
@@ -29,6 +32,7 @@ const (
 	DefaultServiceBurst      = 10
 	DefaultMaxRetryAfter     = 10 * time.Minute
 	DefaultMaxRateLimitWaits = 10
+	DefaultRescanInterval    = 5 * time.Second
 	storeWriteTimeout        = 10 * time.Second
 )
 
@@ -62,6 +66,11 @@ type Outbox struct {
 	// MaxRateLimitWaits bounds Retry-After waits per delivery, which do not
 	// spend attempts.
 	MaxRateLimitWaits int
+	// RescanInterval is how often the running outbox looks in the store for
+	// pending deliveries it does not hold yet: those `crowsnest notify
+	// redeliver` or another process marked pending. Negative turns the
+	// rescans off (pending records are then read only at Start).
+	RescanInterval time.Duration
 	// OnDeadLetter is called (outside locks) for each delivery given up on,
 	// so the controller can emit an Event.
 	OnDeadLetter func(Record)
@@ -80,7 +89,16 @@ type Outbox struct {
 	loading  bool
 	deferred []Record
 	queues   map[string]*destQueue
-	queued   map[string]bool
+	// queued holds the IDs handed to a worker until their final state is
+	// saved: the store may say pending until then, and a rescan must not
+	// take that for a delivery nobody holds.
+	queued map[string]bool
+	// again holds redeliveries asked for while the previous delivery of the
+	// same ID was still being settled; they are queued once it is.
+	again map[string]Record
+	// settled collects the IDs settled while a rescan reads the store, whose
+	// list may show them pending from before.
+	settled  map[string]bool
 	limiters map[string]*rate.Limiter
 	sem      chan struct{}
 	wg       sync.WaitGroup
@@ -114,6 +132,9 @@ func (o *Outbox) init() {
 		if o.MaxRateLimitWaits <= 0 {
 			o.MaxRateLimitWaits = DefaultMaxRateLimitWaits
 		}
+		if o.RescanInterval == 0 {
+			o.RescanInterval = DefaultRescanInterval
+		}
 		if o.Logger == nil {
 			o.Logger = slog.New(slog.DiscardHandler)
 		}
@@ -122,6 +143,7 @@ func (o *Outbox) init() {
 		}
 		o.queues = map[string]*destQueue{}
 		o.queued = map[string]bool{}
+		o.again = map[string]Record{}
 		o.limiters = map[string]*rate.Limiter{}
 		o.sem = make(chan struct{}, o.MaxInFlight)
 	})
@@ -131,8 +153,10 @@ func (o *Outbox) init() {
 var ErrRunning = errors.New("outbox already running")
 
 // Start delivers what the store holds as pending, then every delivery
-// enqueued, until ctx is cancelled; it returns once every worker stopped.
-// Deliveries interrupted by the stop stay pending for the next Start.
+// enqueued and, every RescanInterval, every pending one that appeared in
+// the store meanwhile, until ctx is cancelled; it returns once every
+// worker stopped. Deliveries interrupted by the stop stay pending for the
+// next Start.
 func (o *Outbox) Start(ctx context.Context) error {
 	o.init()
 	if o.Store == nil {
@@ -148,14 +172,20 @@ func (o *Outbox) Start(ctx context.Context) error {
 	pending, err := o.Store.List(ctx, ListOptions{State: StatePending})
 	o.mu.Lock()
 	o.loading = false
-	pending = append(pending, o.deferred...)
+	if err == nil {
+		// One critical section: no worker can settle a record between two
+		// dispatches of it (one listed, one enqueued meanwhile).
+		for i := range pending {
+			o.dispatchLocked(pending[i])
+		}
+		for i := range o.deferred {
+			o.dispatchLocked(o.deferred[i])
+		}
+	}
 	o.deferred = nil
 	o.mu.Unlock()
 	if err == nil {
-		for i := range pending {
-			o.dispatch(pending[i])
-		}
-		<-ctx.Done()
+		o.rescanEvery(ctx)
 	}
 	o.mu.Lock()
 	o.stopping = true
@@ -165,6 +195,8 @@ func (o *Outbox) Start(ctx context.Context) error {
 	o.running, o.ctx = false, nil
 	o.queues = map[string]*destQueue{}
 	o.queued = map[string]bool{}
+	o.again = map[string]Record{}
+	o.settled = nil
 	o.Metrics.setDepth(0)
 	o.mu.Unlock()
 	if err != nil {
@@ -215,25 +247,84 @@ func (o *Outbox) Log(ctx context.Context, app string) ([]Record, error) {
 var ErrPending = errors.New("delivery is still pending")
 
 // Redeliver sends a delivered or dead-lettered delivery again, with a
-// fresh attempt count.
+// fresh attempt count. The record is marked pending in the store in one
+// atomic change, so a delivery still pending is refused (ErrPending, with
+// the record) even when another process works on it. An outbox that is
+// not running (the CLI's) only marks it: the running one picks it up at
+// its next rescan.
 func (o *Outbox) Redeliver(ctx context.Context, id string) (Record, error) {
 	o.init()
-	rec, err := o.Store.Get(ctx, id)
-	if err != nil {
-		return Record{}, fmt.Errorf("redelivering %s: %w", id, err)
-	}
-	if rec.State == StatePending {
+	rec, err := o.Store.Modify(ctx, id, func(r *Record) error {
+		if r.State == StatePending {
+			return ErrPending
+		}
+		r.State, r.Attempts, r.LastError = StatePending, 0, ""
+		r.NextAttempt, r.DoneAt, r.Receipt = time.Time{}, time.Time{}, Receipt{}
+		r.Redeliveries++
+		r.UpdatedAt = o.Now()
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrPending):
 		return rec, fmt.Errorf("redelivering %s: %w", id, ErrPending)
-	}
-	rec.State, rec.Attempts, rec.LastError = StatePending, 0, ""
-	rec.NextAttempt, rec.DoneAt, rec.Receipt = time.Time{}, time.Time{}, Receipt{}
-	rec.Redeliveries++
-	rec.UpdatedAt = o.Now()
-	if err := o.Store.Update(ctx, rec); err != nil {
+	case err != nil:
 		return Record{}, fmt.Errorf("redelivering %s: %w", id, err)
 	}
-	o.dispatch(rec)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.queued[rec.ID] {
+		// The previous delivery is saved as finished but not settled yet.
+		o.again[rec.ID] = rec
+		return rec, nil
+	}
+	o.dispatchLocked(rec)
 	return rec, nil
+}
+
+// MinIDPrefix is the shortest delivery ID prefix Find accepts: shorter
+// ones match too much to be worth typing.
+const MinIDPrefix = 4
+
+// ErrAmbiguousID is returned by Find for a prefix of several IDs.
+var ErrAmbiguousID = errors.New("delivery ID prefix is ambiguous")
+
+// Find returns the record whose ID is idOrPrefix or starts with it, as a
+// person copies it from the delivery log. No match is ErrNotFound; a
+// prefix of several IDs is ErrAmbiguousID, naming them.
+func (o *Outbox) Find(ctx context.Context, idOrPrefix string) (Record, error) {
+	o.init()
+	p := strings.ToLower(strings.TrimSpace(idOrPrefix))
+	if len(p) < MinIDPrefix || len(p) > 2*idBytes || strings.Trim(p, "0123456789abcdef") != "" {
+		return Record{}, fmt.Errorf("delivery ID %q: want %d to %d hexadecimal digits, the ID or its start", idOrPrefix, MinIDPrefix, 2*idBytes)
+	}
+	if len(p) == 2*idBytes {
+		rec, err := o.Store.Get(ctx, p)
+		if err != nil {
+			return Record{}, fmt.Errorf("delivery %s: %w", p, err)
+		}
+		return rec, nil
+	}
+	all, err := o.Store.List(ctx, ListOptions{})
+	if err != nil {
+		return Record{}, fmt.Errorf("reading the delivery log: %w", err)
+	}
+	var found []Record
+	for i := range all {
+		if strings.HasPrefix(all[i].ID, p) {
+			found = append(found, all[i])
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Record{}, fmt.Errorf("delivery %s: %w", idOrPrefix, ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	ids := make([]string, len(found))
+	for i := range found {
+		ids[i] = found[i].ID
+	}
+	return Record{}, fmt.Errorf("%w: %s matches %s", ErrAmbiguousID, idOrPrefix, strings.Join(ids, ", "))
 }
 
 // dispatch queues rec on its destination's worker, starting one if none
@@ -241,6 +332,11 @@ func (o *Outbox) Redeliver(ctx context.Context, id string) (Record, error) {
 func (o *Outbox) dispatch(rec Record) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.dispatchLocked(rec)
+}
+
+// dispatchLocked is dispatch with o.mu held.
+func (o *Outbox) dispatchLocked(rec Record) {
 	if !o.running || o.stopping || o.queued[rec.ID] {
 		return
 	}
@@ -316,8 +412,8 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 			rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
 			rec.Attempts++
 			rec.DoneAt, rec.NextAttempt = now, time.Time{}
-			o.finish(rec)
 			o.save(ctx, log, rec)
+			o.settle(rec)
 			o.Metrics.attempt(rec.Service, rec.Trigger, result, took)
 			log.Debug("notification delivered", "attempts", rec.Attempts, "receipt", receipt.ID)
 			return
@@ -335,8 +431,8 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 		rec.Attempts++
 		if IsPermanent(err) || rec.Attempts >= o.MaxAttempts {
 			rec.State, rec.DoneAt, rec.NextAttempt = StateDead, now, time.Time{}
-			o.finish(rec)
 			o.save(ctx, log, rec)
+			o.settle(rec)
 			o.Metrics.attempt(rec.Service, rec.Trigger, ResultDead, took)
 			log.Warn("notification dead-lettered", "attempts", rec.Attempts, "err", err)
 			if o.OnDeadLetter != nil {
@@ -381,14 +477,70 @@ func (o *Outbox) save(ctx context.Context, log *slog.Logger, rec Record) {
 	}
 }
 
-// finish forgets a record that reached a terminal state; it runs before
-// the state is saved, so a Redeliver that reads the saved state can queue
-// the record again.
-func (o *Outbox) finish(rec Record) {
+// settle forgets a record whose terminal state is saved, and queues the
+// redelivery asked for meanwhile. It runs after the save: until then the
+// store says pending, and a rescan must see the record as held.
+func (o *Outbox) settle(rec Record) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.queued, rec.ID)
+	if o.settled != nil {
+		o.settled[rec.ID] = true
+	}
 	o.Metrics.setDepth(len(o.queued))
+	if next, ok := o.again[rec.ID]; ok {
+		delete(o.again, rec.ID)
+		o.dispatchLocked(next)
+	}
+}
+
+// rescanEvery rescans the store every RescanInterval until ctx ends.
+func (o *Outbox) rescanEvery(ctx context.Context) {
+	if o.RescanInterval < 0 {
+		<-ctx.Done()
+		return
+	}
+	tick := time.NewTicker(o.RescanInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			o.rescan(ctx)
+		}
+	}
+}
+
+// rescan queues the store's pending records that no worker holds. A
+// record settled while the list was read may be listed as pending from
+// before its final save: it is skipped, as are queued ones, so nothing is
+// sent twice.
+func (o *Outbox) rescan(ctx context.Context) {
+	o.mu.Lock()
+	o.settled = map[string]bool{}
+	o.mu.Unlock()
+	pending, err := o.Store.List(ctx, ListOptions{State: StatePending})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	settled := o.settled
+	o.settled = nil
+	if err != nil {
+		if ctx.Err() == nil {
+			o.Logger.Warn("reading pending deliveries failed; trying again at the next rescan", "err", err)
+		}
+		return
+	}
+	picked := 0
+	for i := range pending {
+		if id := pending[i].ID; !settled[id] && !o.queued[id] {
+			o.dispatchLocked(pending[i])
+			picked++
+		}
+	}
+	if picked > 0 {
+		o.Logger.Info("pending deliveries picked up from the store", "count", picked)
+	}
 }
 
 func (o *Outbox) limiter(service string) *rate.Limiter {

@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -375,4 +376,273 @@ func (b *safeBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// hookedStore is a MemoryStore whose List and Update let a test hold the
+// outbox at the moments where a rescan could send a delivery twice.
+type hookedStore struct {
+	*notify.MemoryStore
+	lists atomic.Int32
+	mu    sync.Mutex
+	// afterList, when set, runs once after a List read the records and
+	// before it returns them.
+	afterList func()
+	// aroundUpdate, when set, runs instead of each Update; write performs it.
+	aroundUpdate func(rec notify.Record, write func() error) error
+}
+
+func (s *hookedStore) List(ctx context.Context, opts notify.ListOptions) ([]notify.Record, error) {
+	recs, err := s.MemoryStore.List(ctx, opts)
+	s.mu.Lock()
+	h := s.afterList
+	s.afterList = nil
+	s.mu.Unlock()
+	if h != nil {
+		h()
+	}
+	s.lists.Add(1)
+	return recs, err
+}
+
+func (s *hookedStore) Update(ctx context.Context, rec notify.Record) error {
+	s.mu.Lock()
+	h := s.aroundUpdate
+	s.mu.Unlock()
+	if h == nil {
+		return s.MemoryStore.Update(ctx, rec)
+	}
+	return h(rec, func() error { return s.MemoryStore.Update(ctx, rec) })
+}
+
+// waitRescans waits until the outbox listed the store n more times.
+func waitRescans(t *testing.T, s *hookedStore, n int32) {
+	t.Helper()
+	from := s.lists.Load()
+	waitFor(t, fmt.Sprintf("%d rescans", n), func() bool { return s.lists.Load() >= from+n })
+}
+
+// gate is a channel closed once, by the test or at its end, so a held
+// goroutine never outlives the test.
+func gate(t *testing.T) (wait <-chan struct{}, open func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(open)
+	return ch, open
+}
+
+func receive(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// A record another process marks pending is picked up by the running
+// outbox at its next rescan and sent once.
+func TestOutboxRescanPicksUpRedeliveryFromAnotherOutbox(t *testing.T) {
+	hook := newFlakyWebhook(t, 0)
+	store := &notify.MemoryStore{}
+	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
+	o.RescanInterval = 10 * time.Millisecond
+	runOutbox(t, o)
+	rec, _, err := o.Enqueue(t.Context(), hookDelivery("again", "a/b", "again"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, o, rec.ID, notify.StateDelivered)
+
+	cli := &notify.Outbox{Store: store} // not started, like the CLI's
+	marked, err := cli.Redeliver(t.Context(), rec.ID)
+	if err != nil || marked.State != notify.StatePending || marked.Redeliveries != 1 {
+		t.Fatalf("Redeliver = %+v, %v; want pending with 1 redelivery", marked, err)
+	}
+	waitFor(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
+	got := waitState(t, o, rec.ID, notify.StateDelivered)
+	time.Sleep(100 * time.Millisecond) // ten rescans
+	if hook.delivered.Load() != 2 || got.Attempts != 1 || got.Redeliveries != 1 {
+		t.Errorf("delivered %d times, record %+v; want 2 deliveries, 1 attempt, 1 redelivery", hook.delivered.Load(), got)
+	}
+}
+
+// While the final state of a sent delivery is being saved, the store
+// still says pending: rescans meanwhile must not send it again.
+func TestOutboxRescanSkipsDeliveryBeingSaved(t *testing.T) {
+	hook := newFlakyWebhook(t, 0)
+	store := &hookedStore{MemoryStore: &notify.MemoryStore{}}
+	saving, startedSaving := gate(t)
+	release, releaseSave := gate(t)
+	store.aroundUpdate = func(rec notify.Record, write func() error) error {
+		if rec.Terminal() {
+			startedSaving()
+			<-release
+		}
+		return write()
+	}
+	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
+	o.RescanInterval = 5 * time.Millisecond
+	runOutbox(t, o)
+	rec, _, err := o.Enqueue(t.Context(), hookDelivery("saving", "a/b", "saving"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive(t, saving, "the final save")
+	waitRescans(t, store, 3)
+	releaseSave()
+	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitRescans(t, store, 3)
+	if n := hook.delivered.Load(); n != 1 {
+		t.Errorf("delivered %d times, want 1", n)
+	}
+}
+
+// A rescan that read the store before a delivery's final save must not
+// send it again when its list comes back.
+func TestOutboxRescanSkipsDeliverySettledDuringList(t *testing.T) {
+	var requests atomic.Int32
+	sending, sent := gate(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		select {
+		case <-sending:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	store := &hookedStore{MemoryStore: &notify.MemoryStore{}}
+	reg := prometheus.NewRegistry()
+	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, notify.NewMetrics(reg))
+	o.RescanInterval = 5 * time.Millisecond
+	runOutbox(t, o)
+	rec, _, err := o.Enqueue(t.Context(), hookDelivery("settling", "a/b", "settling"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the request to arrive", func() bool { return requests.Load() == 1 })
+
+	listed, hasListed := gate(t)
+	resume, resumeList := gate(t)
+	store.mu.Lock()
+	store.afterList = func() { hasListed(); <-resume }
+	store.mu.Unlock()
+	receive(t, listed, "a rescan to read the store")
+	sent() // the delivery completes and settles while the list is out
+	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitFor(t, "outbox depth 0", func() bool { return metric(t, reg, "crowsnest_notify_outbox_depth", map[string]string{}) == 0 })
+	resumeList()
+	waitRescans(t, store, 3)
+	if n := requests.Load(); n != 1 {
+		t.Errorf("sent %d times, want 1", n)
+	}
+}
+
+// A redelivery asked for between a delivery's final save and its settling
+// is queued once it settles, not dropped.
+func TestOutboxRedeliverWhileSettling(t *testing.T) {
+	hook := newFlakyWebhook(t, 0)
+	store := &hookedStore{MemoryStore: &notify.MemoryStore{}}
+	saved, hasSaved := gate(t)
+	release, releaseSave := gate(t)
+	var first atomic.Bool
+	store.aroundUpdate = func(rec notify.Record, write func() error) error {
+		err := write()
+		if rec.Terminal() && first.CompareAndSwap(false, true) {
+			hasSaved()
+			<-release
+		}
+		return err
+	}
+	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
+	o.RescanInterval = -1 // only the in-process path can deliver it
+	runOutbox(t, o)
+	rec, _, err := o.Enqueue(t.Context(), hookDelivery("twice", "a/b", "twice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive(t, saved, "the final save")
+	if _, err := o.Redeliver(t.Context(), rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	releaseSave()
+	waitFor(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
+	got := waitState(t, o, rec.ID, notify.StateDelivered)
+	time.Sleep(50 * time.Millisecond)
+	if hook.delivered.Load() != 2 || got.Redeliveries != 1 {
+		t.Errorf("delivered %d times, record %+v; want 2 and 1 redelivery", hook.delivered.Load(), got)
+	}
+}
+
+func TestOutboxRedeliverRefusesPending(t *testing.T) {
+	store := &notify.MemoryStore{}
+	o := &notify.Outbox{Store: store} // never started: the delivery stays pending
+	rec, _, err := o.Enqueue(t.Context(), hookDelivery("p", "a/b", "{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := o.Redeliver(t.Context(), rec.ID)
+	if !errors.Is(err, notify.ErrPending) || got.ID != rec.ID || got.State != notify.StatePending {
+		t.Errorf("Redeliver(pending) = %+v, %v; want the pending record and ErrPending", got, err)
+	}
+	if after, _ := store.Get(t.Context(), rec.ID); after.Redeliveries != 0 {
+		t.Errorf("a refused redelivery was counted: %+v", after)
+	}
+}
+
+func TestOutboxFind(t *testing.T) {
+	store := &notify.MemoryStore{}
+	ids := []string{
+		"abcd1111111111111111111111111111",
+		"abcd2222222222222222222222222222",
+		"ef01333333333333333333333333333f",
+	}
+	for _, id := range ids {
+		r := record(id, "a/b", time.Now())
+		r.ID = id
+		if _, err := store.Create(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := &notify.Outbox{Store: store}
+	tests := []struct {
+		name    string
+		in      string
+		want    string
+		wantErr error
+		errHas  []string
+	}{
+		{name: "full ID", in: ids[0], want: ids[0]},
+		{name: "unique prefix", in: "abcd2", want: ids[1]},
+		{name: "upper case and spaces", in: " EF01 ", want: ids[2]},
+		{name: "ambiguous", in: "abcd", wantErr: notify.ErrAmbiguousID, errHas: ids[:2]},
+		{name: "unknown prefix", in: "ffff", wantErr: notify.ErrNotFound},
+		{name: "unknown full ID", in: "ffff0000000000000000000000000000", wantErr: notify.ErrNotFound},
+		{name: "too short", in: "abc", errHas: []string{`"abc"`, "4 to 32 hexadecimal digits"}},
+		{name: "not hex", in: "abcz", errHas: []string{`"abcz"`, "hexadecimal"}},
+		{name: "too long", in: ids[0] + "0", errHas: []string{"4 to 32"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := o.Find(t.Context(), tt.in)
+			if tt.want != "" {
+				if err != nil || got.ID != tt.want {
+					t.Fatalf("Find(%q) = %s, %v; want %s", tt.in, got.ID, err, tt.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Find(%q) = %s; want an error", tt.in, got.ID)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("Find(%q) = %v; want %v", tt.in, err, tt.wantErr)
+			}
+			for _, s := range tt.errHas {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("Find(%q) error %q lacks %q", tt.in, err, s)
+				}
+			}
+		})
+	}
 }

@@ -58,10 +58,14 @@ type Record struct {
 // Terminal reports whether the record needs no more attempts.
 func (r Record) Terminal() bool { return r.State == StateDelivered || r.State == StateDead }
 
+// idBytes is the length of a delivery ID before hex encoding: 128 bits
+// keep IDs unique without making them hard to copy.
+const idBytes = 16
+
 // DeliveryID derives a delivery's ID from its dedupe key.
 func DeliveryID(key string) string {
 	h := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(h[:16])
+	return hex.EncodeToString(h[:idBytes])
 }
 
 // ErrNotFound is returned for an unknown delivery ID.
@@ -85,7 +89,16 @@ type Store interface {
 	Get(ctx context.Context, id string) (Record, error)
 	// List returns matching records, oldest first.
 	List(ctx context.Context, opts ListOptions) ([]Record, error)
+	// Modify saves what fn makes of the record with id, atomically against
+	// other writers: fn gets the current record and may run again after a
+	// conflict; it must keep the record's ID and app. An error from fn
+	// aborts the change and is returned with the record as read.
+	Modify(ctx context.Context, id string, fn func(*Record) error) (Record, error)
 }
+
+// ErrChangedIdentity is returned by Store.Modify when fn changed the
+// record's ID or app, which place it in the store.
+var ErrChangedIdentity = errors.New("a record's ID and app cannot change")
 
 // DefaultKeep is how many terminal records a store keeps per app: enough
 // for `notify log` to show a day of busy deployments, small enough that a
@@ -131,13 +144,37 @@ func (m *MemoryStore) Update(_ context.Context, rec Record) error {
 	if _, ok := m.records[rec.ID]; !ok {
 		return ErrNotFound
 	}
+	m.put(rec)
+	return nil
+}
+
+// Modify implements Store.
+func (m *MemoryStore) Modify(_ context.Context, id string, fn func(*Record) error) (Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.records[id]
+	if !ok {
+		return Record{}, ErrNotFound
+	}
+	next := cur
+	if err := fn(&next); err != nil {
+		return cur, err
+	}
+	if next.ID != cur.ID || next.App != cur.App {
+		return cur, ErrChangedIdentity
+	}
+	m.put(next)
+	return next, nil
+}
+
+// put saves rec and trims its app's finished records; m.mu is held.
+func (m *MemoryStore) put(rec Record) {
 	m.records[rec.ID] = rec
 	if rec.Terminal() {
 		for _, id := range trimIDs(m.records, rec.App, keepOrDefault(m.Keep)) {
 			delete(m.records, id)
 		}
 	}
-	return nil
 }
 
 // Get implements Store.
