@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,7 +14,30 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
+
+// startNotifyingDaemon runs the daemon on a fresh namespace with the
+// catalog and a webhook service "hook" posting to sinkURL, until its
+// caches synced.
+func startNotifyingDaemon(t *testing.T, prefix, sinkURL string) (kubeconfig, ns string, d *daemon) {
+	t.Helper()
+	kubeconfig, ns, dir := e2eCluster(t, prefix)
+	cfgPath := filepath.Join(dir, "crowsnest.yaml")
+	writeFile(t, cfgPath, fmt.Sprintf(`apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+leaderElection: {leaseNamespace: %s}
+notifications:
+  catalog: true
+  services:
+    hook:
+      webhook: {url: %s/notify}
+`, ns, sinkURL))
+	d = startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json")
+	d.waitLog(t, `"msg":"engine caches synced"`)
+	return kubeconfig, ns, d
+}
 
 // The daemon announces its own work: an Application subscribed to the
 // catalog's on-image-updated and on-created triggers gets exactly one
@@ -37,20 +62,7 @@ func TestE2ENotifiesImageUpdates(t *testing.T) {
 
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	image := pushTags(t, reg, "team/web", "1.0.0", "1.5.0")
-	kubeconfig, ns, dir := e2eCluster(t, "e2e-notify")
-	cfgPath := filepath.Join(dir, "crowsnest.yaml")
-	writeFile(t, cfgPath, fmt.Sprintf(`apiVersion: crowsnest.dev/v1alpha1
-kind: Config
-leaderElection: {leaseNamespace: %s}
-notifications:
-  catalog: true
-  services:
-    hook:
-      webhook: {url: %s/notify}
-`, ns, sink.URL))
-	d := startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json")
-	d.waitLog(t, `"msg":"engine caches synced"`)
+	_, ns, _ := startNotifyingDaemon(t, "e2e-notify", sink.URL)
 
 	createApp(t, ns, annotatedApp("web", fmt.Sprintf(`    argocd-image-updater.argoproj.io/image-list: %s
     notifications.argoproj.io/subscribe.on-image-updated.hook: ""
@@ -76,5 +88,74 @@ notifications:
 	}
 	if updated != 1 || len(received()) != 2 {
 		t.Errorf("messages = %q, want exactly one for the creation and one for the update", received())
+	}
+}
+
+// A message the destination refused is dead-lettered; once the
+// destination is fixed, `crowsnest notify redeliver` (another process,
+// with an ID prefix from `notify log`) has the running daemon send it
+// exactly once more.
+func TestE2ERedeliverDeadLetter(t *testing.T) {
+	var (
+		mu                sync.Mutex
+		refuse            = true
+		accepted, refused int
+	)
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse {
+			refused++
+			http.Error(w, "schema mismatch", http.StatusUnprocessableEntity)
+			return
+		}
+		accepted++
+	}))
+	t.Cleanup(sink.Close)
+	counts := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return accepted, refused
+	}
+
+	kubeconfig, ns, d := startNotifyingDaemon(t, "e2e-redeliver", sink.URL)
+	createApp(t, ns, annotatedApp("web", `    notifications.argoproj.io/subscribe.on-created.hook: ""`))
+	d.waitLog(t, `"msg":"notification given up"`, `"trigger":"on-created"`) // a 422 is not retried
+
+	cli := func(args ...string) string {
+		t.Helper()
+		out, err := exec.CommandContext(t.Context(), binary, append(args, "--kubeconfig", kubeconfig, "-n", ns)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("crowsnest %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	deliveries := func() []notify.Record {
+		t.Helper()
+		var recs []notify.Record
+		if err := json.Unmarshal([]byte(cli("notify", "log", "--app", ns+"/web", "-o", "json")), &recs); err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	recs := deliveries()
+	if len(recs) != 1 || recs[0].State != notify.StateDead {
+		t.Fatalf("delivery log = %+v, want one dead delivery", recs)
+	}
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	if out := cli("notify", "redeliver", recs[0].ID[:8]); !strings.Contains(out, "delivery "+recs[0].ID+" marked pending") {
+		t.Errorf("redeliver output:\n%s", out)
+	}
+	waitFor(t, "the redelivered message", func() bool { a, _ := counts(); return a == 1 })
+	waitFor(t, "the delivery log to show it delivered", func() bool {
+		r := deliveries()
+		return len(r) == 1 && r[0].State == notify.StateDelivered && r[0].Redeliveries == 1
+	})
+	time.Sleep(notify.DefaultRescanInterval + time.Second) // a full rescan for a duplicate to show up
+	if a, r := counts(); a != 1 || r != 1 {
+		t.Errorf("destination got %d accepted and %d refused requests, want 1 and 1", a, r)
 	}
 }

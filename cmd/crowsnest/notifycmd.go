@@ -77,7 +77,7 @@ Application, records instead of sending.`,
 	render.Flags().StringVar(&o.service, "service", "", "slack, webhook or email, or the name of a configured service")
 	template.AddCommand(render)
 
-	cmd.AddCommand(trigger, template, newNotifyLogCommand())
+	cmd.AddCommand(trigger, template, newNotifyLogCommand(), newNotifyRedeliverCommand())
 	return cmd
 }
 

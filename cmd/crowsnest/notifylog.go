@@ -28,27 +28,14 @@ func newNotifyLogCommand() *cobra.Command {
 		Short: "Print the delivery log: what was sent where, when, and the result",
 		Long: `Log reads the delivery log the daemon keeps in ConfigMaps (crowsnest-outbox-*)
 in its namespace, oldest first: pending deliveries and the last records of
-each Application.`,
+each Application. The ID column is what "crowsnest notify redeliver" takes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = o.kubeconfig
-			cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-			rc, err := cc.ClientConfig()
+			store, err := outboxStore(o.kubeconfig, o.namespace)
 			if err != nil {
-				return fmt.Errorf("loading kube config (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
+				return err
 			}
-			ns := o.namespace
-			if ns == "" {
-				if ns, _, err = cc.Namespace(); err != nil {
-					return err
-				}
-			}
-			cs, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return fmt.Errorf("building kube client: %w", err)
-			}
-			out := &notify.Outbox{Store: &notify.ConfigMapStore{Client: cs, Namespace: ns}}
+			out := &notify.Outbox{Store: store}
 			recs, err := out.Log(cmd.Context(), o.app)
 			if err != nil {
 				return err
@@ -62,6 +49,28 @@ each Application.`,
 	f.StringVar(&o.app, "app", "", "only this Application (namespace/name)")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	return cmd
+}
+
+// outboxStore is the daemon's outbox in the cluster: the ConfigMaps in
+// namespace (the kubeconfig context's when empty).
+func outboxStore(kubeconfig, namespace string) (*notify.ConfigMapStore, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kube config (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
+	}
+	if namespace == "" {
+		if namespace, _, err = cc.Namespace(); err != nil {
+			return nil, fmt.Errorf("reading the kubeconfig's namespace: %w", err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building kube client: %w", err)
+	}
+	return &notify.ConfigMapStore{Client: cs, Namespace: namespace}, nil
 }
 
 func printDeliveryLog(w io.Writer, recs []notify.Record, output string) error {

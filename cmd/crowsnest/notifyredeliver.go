@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+type notifyRedeliverOptions struct {
+	kubeconfig string
+	namespace  string
+	output     string
+}
+
+func newNotifyRedeliverCommand() *cobra.Command {
+	o := &notifyRedeliverOptions{}
+	cmd := &cobra.Command{
+		Use:   "redeliver ID",
+		Short: "Send a delivered or dead-lettered notification again",
+		Long: fmt.Sprintf(`Redeliver marks delivery ID pending again in the outbox ConfigMaps
+(crowsnest-outbox-*), with a fresh attempt count, and counts the redelivery.
+The running crowsnest (its leader) looks for such deliveries every %s and
+sends it; if crowsnest is not running, it is sent at the next start. Follow
+the result with "crowsnest notify log".
+
+ID is the ID column of "crowsnest notify log", or a unique start of it of at
+least %d characters. A delivery still pending cannot be redelivered:
+crowsnest is still working on it.`, notify.DefaultRescanInterval, notify.MinIDPrefix),
+		Example: `  crowsnest notify log --app argocd/guestbook
+  crowsnest notify redeliver 3f9a0c1e -n crowsnest`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.output != "text" && o.output != "json" {
+				return fmt.Errorf("--output %q: want text or json", o.output)
+			}
+			store, err := outboxStore(o.kubeconfig, o.namespace)
+			if err != nil {
+				return err
+			}
+			return redeliver(cmd, &notify.Outbox{Store: store}, store.Namespace, args[0], o.output)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster config or $KUBECONFIG when empty")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "crowsnest's namespace, where the outbox ConfigMaps are; the kubeconfig's when empty")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json (the record as marked)")
+	return cmd
+}
+
+func redeliver(cmd *cobra.Command, out *notify.Outbox, namespace, id, output string) error {
+	ctx := cmd.Context()
+	before, err := out.Find(ctx, id)
+	switch {
+	case errors.Is(err, notify.ErrNotFound):
+		return fmt.Errorf("no delivery %s in the outbox of namespace %s; list delivery IDs with \"crowsnest notify log\"", id, namespace)
+	case errors.Is(err, notify.ErrAmbiguousID):
+		return fmt.Errorf("%w; give more characters of the ID", err)
+	case err != nil:
+		return err
+	}
+	rec, err := out.Redeliver(ctx, before.ID)
+	switch {
+	case errors.Is(err, notify.ErrPending):
+		return fmt.Errorf("delivery %s (%s to %s) is still pending%s: crowsnest is still delivering it; only delivered or dead deliveries can be redelivered",
+			rec.ID, rec.App, rec.Destination(), progress(rec))
+	case errors.Is(err, notify.ErrNotFound):
+		return fmt.Errorf("delivery %s is gone from the outbox of namespace %s (trimmed from the log meanwhile)", before.ID, namespace)
+	case err != nil:
+		return err
+	}
+	if output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(rec)
+	}
+	return printRedelivery(cmd.OutOrStdout(), before, rec)
+}
+
+// progress says how far a pending delivery got, for the error above.
+func progress(r notify.Record) string {
+	if r.Attempts == 0 {
+		return ""
+	}
+	s := fmt.Sprintf(" after %d failed attempt(s)", r.Attempts)
+	if !r.NextAttempt.IsZero() {
+		s += ", next at " + r.NextAttempt.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+func printRedelivery(w io.Writer, before, after notify.Record) error {
+	was := fmt.Sprintf("%s after %d attempt(s)", before.State, before.Attempts)
+	if before.LastError != "" {
+		was += ": " + before.LastError
+	} else if before.Receipt.ID != "" {
+		was += ": " + before.Receipt.ID
+	}
+	_, err := fmt.Fprintf(w, `delivery %s marked pending for redelivery
+  app:           %s
+  trigger:       %s
+  destination:   %s
+  was:           %s
+  redeliveries:  %d
+The running crowsnest leader sends it within about %s (at its next start if
+none runs); see "crowsnest notify log --app %s".
+`, after.ID, after.App, orDash(after.Trigger), after.Destination(), was, after.Redeliveries, notify.DefaultRescanInterval, after.App)
+	return err
+}
