@@ -310,27 +310,38 @@ func (t *Template) validate(path string, errs *fieldErrors) {
 
 var httpMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
 
-// TemplateFuncNames are the functions notification templates may call,
-// besides text/template's builtins. Config checks template syntax against
-// these names; package notify must provide every one (hermetic: no
-// environment or file access), and its tests check it does.
+// TemplateFuncNames is the one list of the functions notification
+// templates may call besides text/template's builtins (print, printf and
+// println are in it because notify replaces them with size-bounded
+// versions). Config checks templates against these names at load; package
+// notify implements exactly this set (its tests compare both ways), with
+// sprig's names, argument order (the piped value comes last) and meaning,
+// and hermetic: no environment, file or network access.
 var TemplateFuncNames = []string{
 	// strings
-	"upper", "lower", "title", "trim", "trimPrefix", "trimSuffix", "trimAll", "trunc", "abbrev",
-	"replace", "contains", "hasPrefix", "hasSuffix", "quote", "squote", "indent", "nindent",
-	"repeat", "substr", "split", "splitList", "join", "regexMatch", "regexReplaceAll",
-	"regexFind", "b64enc", "b64dec", "sha256sum", "cat", "nospace", "plural", "toString",
-	// defaults and logic
-	"default", "empty", "coalesce", "ternary", "required", "fail",
-	// lists and maps
-	"list", "first", "last", "rest", "initial", "has", "uniq", "sortAlpha", "dict", "get",
-	"set", "keys", "hasKey", "pluck", "dig", "until", "seq",
+	"upper", "lower", "title", "trim", "trimAll", "trimPrefix", "trimSuffix", "trunc", "truncate",
+	"abbrev", "substr", "nospace", "replace", "contains", "hasPrefix", "hasSuffix", "repeat",
+	"cat", "quote", "squote", "indent", "nindent", "plural", "split", "splitList", "join",
+	"toString", "toStrings", "print", "printf", "println",
+	// regular expressions (Go RE2 syntax)
+	"regexMatch", "regexFind", "regexFindAll", "regexReplaceAll", "regexSplit", "regexQuoteMeta",
+	// defaults and flow
+	"default", "empty", "coalesce", "ternary", "required", "fail", "orEmpty",
+	// lists
+	"list", "first", "last", "rest", "initial", "append", "prepend", "concat", "reverse",
+	"compact", "without", "has", "uniq", "sortAlpha", "until", "untilStep", "seq",
+	// dicts
+	"dict", "get", "set", "unset", "hasKey", "keys", "values", "pluck", "pick", "omit", "dig",
 	// numbers
-	"add", "sub", "mul", "div", "mod", "max", "min", "atoi", "int", "int64", "float64",
+	"add", "add1", "sub", "mul", "div", "mod", "max", "min", "atoi", "int", "int64", "float64",
 	// encoding
-	"toJson", "toPrettyJson", "toRawJson", "fromJson", "toYaml", "urlquery",
+	"toJson", "toPrettyJson", "toRawJson", "fromJson", "toYaml", "b64enc", "b64dec",
+	"sha256sum", "urlquery",
 	// time
-	"now", "date", "dateInZone", "toDate", "unixEpoch", "ago", "duration", "durationRound",
+	"now", "date", "dateInZone", "dateRFC3339", "toDate", "unixEpoch", "ago", "duration",
+	"durationRound",
+	// repository URLs
+	"repoURLToHTTPS", "repoFullName",
 }
 
 // templateStubs maps every name in TemplateFuncNames to a stub, enough to

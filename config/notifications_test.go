@@ -136,6 +136,43 @@ func TestNotificationsErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// TestCheckTemplateFunctions: load accepts exactly the functions notify
+// renders (notify's TestFuncNamesMatchFuncMap keeps the lists equal), and
+// an unknown one fails the load naming it.
+func TestCheckTemplateFunctions(t *testing.T) {
+	tests := []struct {
+		text    string
+		wantErr string
+	}{
+		{text: "{{.app.spec.source.repoURL | repoURLToHTTPS}}/commit/{{.app.status.sync.revision | truncate 7}}"},
+		{text: `{{repoFullName .app.spec.source.repoURL}} {{dateRFC3339 .app.metadata.creationTimestamp}} {{orEmpty .x}}`},
+		{text: `{{if regexMatch "^v[0-9]+" .tag}}{{splitList "/" .repo | last}}{{end}} {{toYaml (dict "a" (until 3))}}`},
+		{text: `{{ shuffle "abc" }}`, wantErr: `invalid template: line 1: function "shuffle" not defined`},
+		{text: "ok\n{{ env \"HOME\" }}", wantErr: `invalid template: line 2: function "env" not defined`},
+		{text: `{{ expandenv "$HOME" }}`, wantErr: `function "expandenv" not defined`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			err := CheckTemplate(tt.text)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("CheckTemplate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+	doc := header + "notifications:\n  templates:\n    t: {message: '{{.app.spec.source.repoURL | repoURLToHTTPS}}', webhook: {h: {body: '{{ readFile \"/etc/passwd\" }}'}}}\n"
+	_, err := Parse([]byte(doc))
+	want := []FieldError{{Path: "notifications.templates[t].webhook.h.body", Line: 5, Msg: `function "readFile" not defined`}}
+	if diff := cmp.Diff(want, gotFieldErrors(t, err, want)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s\nfull error:\n%v", diff, err)
+	}
+}
+
 func TestSecretRef(t *testing.T) {
 	t.Setenv("CROWSNEST_TEST_SECRET", "from-env")
 	file := t.TempDir() + "/s"

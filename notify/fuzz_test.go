@@ -23,6 +23,15 @@ func FuzzRender(f *testing.F) {
 		`{{toJson .}}{{b64dec "!!"}}`,
 		`{{(.app).metadata}}{{printf "%v" .app.nope}}`,
 		`{{truncate 3 (default "x" .n)}}{{dict "a"}}`,
+		// sprig-style helpers, including the bounded and error paths
+		`{{$d := dict "a" 1}}{{$_ := set $d "b" (list 1 2)}}{{toYaml $d}}{{dig "b" "x" $d}}`,
+		`{{regexReplaceAll "(o+)" .app.metadata.name "<$1>"}}{{regexMatch "[" "x"}}`,
+		`{{range until 3}}{{seq 1 2 5}}{{end}}{{untilStep 0 9 4}}{{repeat 3 "ab"}}`,
+		`{{(split "-" "a-b")._1}}{{splitList "/" .app.spec.source.repoURL | last}}`,
+		`{{$j := fromJson "{\"a\":[1,{\"b\":2}]}"}}{{$j.a}}{{pluck "b" $j}}{{keys $j | sortAlpha}}`,
+		`{{add 1 2.5 "3"}}{{div 7 .app.nope}}{{max 1 2}}{{int64 "9"}}`,
+		`{{dateInZone "15:04" now "Asia/Tokyo"}}{{durationRound "49h"}}{{ago .app.metadata.creationTimestamp}}`,
+		`{{abbrev 6 (cat "a" "bcdefgh")}}{{substr 1 3 "hello"}}{{plural "x" "xs" 2}}{{required "r" ""}}`,
 	} {
 		f.Add(s)
 	}

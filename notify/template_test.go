@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -51,7 +52,7 @@ func TestRender(t *testing.T) {
 		{name: "template with missing", text: `{{define "t"}}<{{.name}}>{{end}}{{template "t" .app.nope}}{{template "t" .app.metadata}}`, want: "<><guestbook>"},
 		{name: "with", text: `{{with .app.status.health}}{{.status}}{{end}}`, want: "Healthy"},
 		{name: "root var", text: `{{range .app.status.images}}{{$.app.metadata.name}} {{end}}`, want: "guestbook guestbook "},
-		{name: "string helpers", text: `{{lower "AB"}} {{title "hello world"}} {{trim "  x "}} {{replace "-" "_" "a-b"}} {{join "," (split "/" "a/b/c")}}`, want: "ab Hello World x a_b a,b,c"},
+		{name: "string helpers", text: `{{lower "AB"}} {{title "hello world"}} {{trim "  x "}} {{replace "-" "_" "a-b"}} {{join "," (splitList "/" "a/b/c")}}`, want: "ab Hello World x a_b a,b,c"},
 		{name: "truncate", text: `{{truncate 5 "abcdefgh"}} {{truncate -2 "abcdefgh"}}`, want: "abcde gh"},
 		{name: "toJson", text: `{{toJson .app.status.health}} {{quote "a\"b"}}`, want: `{"status":"Healthy"} "a\"b"`},
 		{name: "b64 and sha", text: `{{b64enc "hi"}} {{sha256sum "hi" | truncate 8}}`, want: "aGk= 8f434346"},
@@ -64,19 +65,7 @@ func TestRender(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n, err := notify.Render(notify.Template{Name: "t", Message: tt.text}, appVars(), notify.WithClock(func() time.Time { return fixedNow }))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, n.Message); diff != "" {
-				t.Errorf("message (-want +got):\n%s", diff)
-			}
+			checkRender(t, tt.text, appVars(), tt.want, tt.wantErr)
 		})
 	}
 }
@@ -140,14 +129,26 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
+// TestFuncNamesMatchFuncMap: config checks templates against
+// config.TemplateFuncNames and FuncMap renders them, so the two must be the
+// same set, both ways: a name config accepts that notify lacks would fail
+// only at render, and one notify has that config lacks would be rejected
+// at load.
 func TestFuncNamesMatchFuncMap(t *testing.T) {
 	fm := notify.FuncMap(nil)
 	var names []string
 	for n := range fm {
 		names = append(names, n)
 	}
-	if diff := cmp.Diff(sortedCopy(notify.FuncNames), sortedCopy(names)); diff != "" {
-		t.Errorf("FuncNames vs FuncMap (-names +map):\n%s", diff)
+	if diff := cmp.Diff(sortedCopy(config.TemplateFuncNames), sortedCopy(names)); diff != "" {
+		t.Errorf("config.TemplateFuncNames vs FuncMap (-config +notify):\n%s", diff)
+	}
+	seen := map[string]bool{}
+	for _, n := range config.TemplateFuncNames {
+		if seen[n] {
+			t.Errorf("config.TemplateFuncNames lists %q twice", n)
+		}
+		seen[n] = true
 	}
 	if _, err := template.New("x").Funcs(fm).Parse("{{upper .}}"); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,302 @@
+package notify
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"text/template"
+)
+
+// templateDict is a dict a template made (dict, pick, omit, fromJson). Only
+// these may be changed by set and unset: the Application and the other
+// variables are shared with the informer's cache and with concurrent
+// renders, and must never be written.
+type templateDict map[string]any
+
+// Dicts are sprig's: string keys, any values. Functions that read a dict
+// take any map with string keys (an Application's fields are plain
+// maps); nil reads as an empty dict.
+func dictFuncs() template.FuncMap {
+	return template.FuncMap{
+		"dict":   newDict,
+		"get":    get,
+		"set":    set,
+		"unset":  unset,
+		"hasKey": func(m any, key string) bool { _, ok := lookup(m, key); return ok },
+		"keys":   keys,
+		"values": values,
+		"pluck":  pluck,
+		"pick":   func(m any, keys ...string) (templateDict, error) { return filterDict("pick", m, keys, true) },
+		"omit":   func(m any, keys ...string) (templateDict, error) { return filterDict("omit", m, keys, false) },
+		"dig":    dig,
+	}
+}
+
+// newDict pairs keys (printed as strings) with values; a key without a
+// value gets "", as in sprig.
+func newDict(kv ...any) templateDict {
+	d := make(templateDict, (len(kv)+1)/2)
+	for i := 0; i < len(kv); i += 2 {
+		var v any = ""
+		if i+1 < len(kv) {
+			v = kv[i+1]
+		}
+		d[toString(kv[i])] = v
+	}
+	return d
+}
+
+// lookup reads key from a map with string keys; ok is false when the key
+// is missing or m is not such a map.
+func lookup(m any, key string) (any, bool) {
+	switch d := m.(type) {
+	case nil:
+		return nil, false
+	case map[string]any:
+		v, ok := d[key]
+		return v, ok
+	case templateDict:
+		v, ok := d[key]
+		return v, ok
+	}
+	rv := reflect.ValueOf(m)
+	for rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface {
+		if rv.IsNil() {
+			return nil, false
+		}
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Map || rv.Type().Key().Kind() != reflect.String {
+		return nil, false
+	}
+	x := rv.MapIndex(reflect.ValueOf(key).Convert(rv.Type().Key()))
+	if !x.IsValid() {
+		return nil, false
+	}
+	return x.Interface(), true
+}
+
+// entries returns a copy of a string-keyed map's entries; ok is false
+// when m is not one (nil is an empty one).
+func entries(m any) (map[string]any, bool) {
+	switch d := m.(type) {
+	case nil:
+		return map[string]any{}, true
+	case map[string]any:
+		return d, true
+	case templateDict:
+		return d, true
+	}
+	rv := reflect.ValueOf(m)
+	if rv.Kind() != reflect.Map || rv.Type().Key().Kind() != reflect.String {
+		return nil, false
+	}
+	out := make(map[string]any, rv.Len())
+	it := rv.MapRange()
+	for it.Next() {
+		out[it.Key().String()] = it.Value().Interface()
+	}
+	return out, true
+}
+
+func dictOf(fn string, m any) (map[string]any, error) {
+	d, ok := entries(m)
+	if !ok {
+		return nil, fmt.Errorf("%s: want a dict, got %T", fn, m)
+	}
+	return d, nil
+}
+
+// get is the value at key, or "" when it is missing, as in sprig.
+func get(m any, key string) any {
+	if v, ok := lookup(m, key); ok {
+		return v
+	}
+	return ""
+}
+
+// set stores value at key in a dict the template made and returns it.
+func set(m any, key string, value any) (templateDict, error) {
+	d, ok := m.(templateDict)
+	if !ok {
+		return nil, fmt.Errorf("set: can only change a dict made in the template (dict, pick, omit, fromJson), got %T", m)
+	}
+	if reaches(value, d) {
+		return nil, fmt.Errorf("set: the value of %q contains the dict itself", key)
+	}
+	d[key] = value
+	return d, nil
+}
+
+// unset deletes key from a dict the template made and returns it.
+func unset(m any, key string) (templateDict, error) {
+	d, ok := m.(templateDict)
+	if !ok {
+		return nil, fmt.Errorf("unset: can only change a dict made in the template (dict, pick, omit, fromJson), got %T", m)
+	}
+	delete(d, key)
+	return d, nil
+}
+
+// reaches reports whether v is, or holds, the dict d: set refuses such a
+// value, since printing a dict that holds itself would never end.
+func reaches(v any, d templateDict) bool {
+	switch x := v.(type) {
+	case templateDict:
+		if reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(d).UnsafePointer() {
+			return true
+		}
+		for _, e := range x {
+			if reaches(e, d) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if reaches(e, d) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if reaches(e, d) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keys lists the keys of one or more dicts, sorted (duplicates kept, as in
+// sprig: pipe to uniq).
+func keys(dicts ...any) ([]string, error) {
+	var out []string
+	for _, m := range dicts {
+		d, err := dictOf("keys", m)
+		if err != nil {
+			return nil, err
+		}
+		for k := range d {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// values lists a dict's values, in the order of their sorted keys.
+func values(m any) ([]any, error) {
+	ks, err := keys(m)
+	if err != nil {
+		return nil, err
+	}
+	d, _ := entries(m)
+	out := make([]any, len(ks))
+	for i, k := range ks {
+		out[i] = d[k]
+	}
+	return out, nil
+}
+
+// pluck is the value at key in each dict that has it.
+func pluck(key string, dicts ...any) []any {
+	out := []any{}
+	for _, m := range dicts {
+		if v, ok := lookup(m, key); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// filterDict is a new dict of m's entries whose key is in keys (keep) or
+// is not (!keep).
+func filterDict(fn string, m any, keys []string, keep bool) (templateDict, error) {
+	d, err := dictOf(fn, m)
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	out := templateDict{}
+	for k, v := range d {
+		if want[k] == keep {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// dig has two forms. sprig's: dig KEY... DEFAULT DICT walks nested dicts
+// and gives DEFAULT when a key is missing. The field form, dig VALUE
+// KEY..., is what Compile rewrites a field chain (.app.status.x) into: it
+// walks maps and exported struct fields and gives nil for anything
+// missing, so a missing field renders as empty instead of failing on a nil
+// intermediate. The forms differ in their last argument: a key (a string)
+// in the field form, a dict (or nil) in sprig's.
+func dig(args ...any) (any, error) {
+	if n := len(args); n >= 2 {
+		if _, ok := args[n-1].(string); ok {
+			return digField(args[0], args[1:])
+		}
+	}
+	if len(args) < 3 {
+		return nil, fmt.Errorf("dig: want KEY... DEFAULT DICT, got %d arguments", len(args))
+	}
+	def, v := args[len(args)-2], args[len(args)-1]
+	for _, k := range args[:len(args)-2] {
+		key, ok := k.(string)
+		if !ok {
+			return nil, fmt.Errorf("dig: keys must be strings, got %T", k)
+		}
+		if v, ok = lookup(v, key); !ok {
+			return def, nil
+		}
+	}
+	return v, nil
+}
+
+func digField(v any, path []any) (any, error) {
+	for _, p := range path {
+		k, ok := p.(string)
+		if !ok {
+			return nil, fmt.Errorf("dig: keys must be strings, got %T", p)
+		}
+		if v == nil {
+			return nil, nil
+		}
+		if m, ok := v.(map[string]any); ok {
+			v = m[k]
+			continue
+		}
+		v = reflectField(reflect.ValueOf(v), k)
+	}
+	return v, nil
+}
+
+func reflectField(rv reflect.Value, k string) any {
+	for rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface {
+		if rv.IsNil() {
+			return nil
+		}
+		rv = rv.Elem()
+	}
+	switch rv.Kind() {
+	case reflect.Map:
+		v, _ := lookup(rv.Interface(), k)
+		return v
+	case reflect.Struct:
+		f, ok := rv.Type().FieldByName(k)
+		if !ok || !f.IsExported() {
+			return nil
+		}
+		x, err := rv.FieldByIndexErr(f.Index)
+		if err != nil {
+			return nil
+		}
+		return x.Interface()
+	}
+	return nil
+}
