@@ -95,10 +95,20 @@ type Engine struct {
 	apps     map[string]*watcher.App
 	projects map[string]*watcher.Project
 
-	synced  atomic.Bool
-	leading atomic.Bool
-	working atomic.Bool
-	health  func() error
+	synced   atomic.Bool
+	leading  atomic.Bool
+	working  atomic.Bool
+	inFlight atomic.Int64
+	health   func() error
+}
+
+// Idle reports whether the engine has synced and has nothing to do now:
+// no key queued and no reconcile running. Keys waiting for a later retry
+// or requeue (a window's next boundary) do not count. Local mode's --once
+// waits for this.
+func (e *Engine) Idle() bool {
+	e.init()
+	return e.synced.Load() && e.queue.Len() == 0 && e.inFlight.Load() == 0
 }
 
 var _ watcher.Handler = (*Engine)(nil)
@@ -227,6 +237,8 @@ func (e *Engine) processNext(ctx context.Context) bool {
 	if quit {
 		return false
 	}
+	e.inFlight.Add(1)
+	defer e.inFlight.Add(-1)
 	defer e.queue.Done(key)
 	if ctx.Err() != nil {
 		// Shutting down: leave the key for the next leader or run.

@@ -48,9 +48,17 @@ type GitBatcher struct {
 	Metrics *ImageMetrics
 	Log     *slog.Logger
 
-	mu      sync.Mutex
-	pending map[string][]gitwb.Change // by Application key; the latest wins
-	wake    chan struct{}
+	mu       sync.Mutex
+	pending  map[string][]gitwb.Change // by Application key; the latest wins
+	flushing bool
+	wake     chan struct{}
+}
+
+// Idle reports whether nothing is queued or being written.
+func (b *GitBatcher) Idle() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending) == 0 && !b.flushing
 }
 
 // Add queues an Application's changes (one per repository, branch and
@@ -109,10 +117,16 @@ func (b *GitBatcher) flush(ctx context.Context) {
 	b.mu.Lock()
 	pending := b.pending
 	b.pending = nil
+	b.flushing = len(pending) > 0
 	b.mu.Unlock()
 	if len(pending) == 0 {
 		return
 	}
+	defer func() {
+		b.mu.Lock()
+		b.flushing = false
+		b.mu.Unlock()
+	}()
 	keys := slices.Sorted(maps.Keys(pending))
 	changes := make([]gitwb.Change, 0, len(keys))
 	for _, k := range keys {

@@ -428,11 +428,12 @@ func annotationKey(err error) string {
 func gitChanges(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]gitwb.Change, error) {
 	var order []int
 	groups := map[int][]imageupdate.Change{}
-	for _, c := range changes {
-		if _, ok := groups[c.SourceIndex]; !ok {
-			order = append(order, c.SourceIndex)
+	for i := range changes {
+		idx := changes[i].SourceIndex
+		if _, ok := groups[idx]; !ok {
+			order = append(order, idx)
 		}
-		groups[c.SourceIndex] = append(groups[c.SourceIndex], c)
+		groups[idx] = append(groups[idx], changes[i])
 	}
 	out := make([]gitwb.Change, 0, len(order))
 	for _, idx := range order {

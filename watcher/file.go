@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,8 +51,21 @@ type FileSource struct {
 	// byFile keeps the last readable objects of each file, so a file that
 	// turns unreadable keeps its previous objects instead of deleting them.
 	byFile map[string][]*unstructured.Unstructured
+	mu     sync.Mutex // guards apps and projs for readers other than Start
 	apps   map[string]*unstructured.Unstructured
 	projs  map[string]*unstructured.Unstructured
+}
+
+// Application returns a copy of the Application key ("namespace/name") as
+// last read from the files, or false.
+func (s *FileSource) Application(key string) (*unstructured.Unstructured, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.apps[key]
+	if !ok {
+		return nil, false
+	}
+	return u.DeepCopy(), true
 }
 
 // Start reads the folder, emits an Added event per object, then watches the
@@ -74,8 +88,10 @@ func (s *FileSource) Start(ctx context.Context, h Handler) error {
 
 	d := &dispatcher{handler: h, log: s.Log, metrics: s.Metrics}
 	s.byFile = map[string][]*unstructured.Unstructured{}
+	s.mu.Lock()
 	s.apps = map[string]*unstructured.Unstructured{}
 	s.projs = map[string]*unstructured.Unstructured{}
+	s.mu.Unlock()
 	s.scan(d, w)
 	s.synced.Store(true)
 
@@ -178,7 +194,9 @@ func (s *FileSource) scan(d *dispatcher, w *fsnotify.Watcher) {
 	}
 	diff(s.apps, apps, TrimApplication, d.app)
 	diff(s.projs, projs, TrimProject, d.project)
+	s.mu.Lock()
 	s.apps, s.projs = apps, projs
+	s.mu.Unlock()
 }
 
 // diff emits events that turn the old set into the new one, in key order.

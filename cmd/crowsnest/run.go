@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -30,6 +31,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
+	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -73,10 +75,29 @@ type runOptions struct {
 	workers                 int
 	kubeQPS                 float64
 	kubeBurst               int
+	once                    bool
+
+	// For `crowsnest demo`, which runs this same code: onEvent sees each
+	// local-mode Event, started gets the parts once they are built.
+	onEvent func(AppEvent)
+	started func(*runParts)
 }
 
-func newRunCommand() *cobra.Command {
-	o := &runOptions{}
+// runParts are the pieces of a running daemon that the demo drives and
+// reports on.
+type runParts struct {
+	engine *controller.Engine
+	poller *registry.Poller
+	local  *localApps
+	outbox *notify.Outbox
+	wait   *passWaiter
+}
+
+func newRunCommand() *cobra.Command { return newRunCommandWith(&runOptions{}) }
+
+// newRunCommandWith is `crowsnest run` filling o; the demo runs it with
+// its hooks set.
+func newRunCommandWith(o *runOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the crowsnest daemon",
@@ -96,7 +117,8 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringSliceVarP(&o.namespace, "namespace", "n", nil, "namespace to watch Applications in (repeatable); all namespaces when none")
 	f.StringSliceVar(&o.namespaces, "namespaces", nil, "comma-separated namespaces to watch (same as repeating --namespace)")
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector for Applications, e.g. team=payments,tier!=dev")
-	f.StringVar(&o.appsDir, "apps-dir", "", "read Applications from YAML files in this folder instead of a cluster (local mode)")
+	f.StringVar(&o.appsDir, "apps-dir", "", "read Applications from YAML files in this folder instead of a cluster (local mode: Git write-backs are real, Kubernetes-mode ones patch an in-memory copy)")
+	f.BoolVar(&o.once, "once", false, "with --apps-dir: one full pass (decide, write, notify), then exit; non-zero if anything failed")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" disables it`)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates, write nothing")
@@ -232,9 +254,16 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	// dyn is set in cluster mode only: Applications read from files are
 	// never written to a cluster.
-	var dyn dynamic.Interface
+	var (
+		dyn   dynamic.Interface
+		files *watcher.FileSource
+	)
+	if o.once && o.appsDir == "" {
+		return errors.New("--once needs --apps-dir (local mode)")
+	}
 	if o.appsDir != "" {
-		engine.Sources = []controller.Source{&watcher.FileSource{Dir: o.appsDir, Log: log, Metrics: watchMetrics}}
+		files = &watcher.FileSource{Dir: o.appsDir, Log: log, Metrics: watchMetrics}
+		engine.Sources = []controller.Source{files}
 	} else {
 		if _, err := labels.Parse(cfg.Watch.Selector); err != nil {
 			return fmt.Errorf("--selector: %w", err)
@@ -286,7 +315,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		BrokenProject: windowSource.Broken,
 		Policies:      (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
 		Enqueue:       engine.Enqueue,
-		DryRun:        o.dryRun || dyn == nil,
+		DryRun:        o.dryRun,
 		Metrics:       controller.NewImageMetrics(reg),
 		Log:           log,
 	}
@@ -298,6 +327,29 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	regs.poller.OnChange = images.RepoChanged
 	engine.Reconciler = images
+	var (
+		local     *localApps
+		localLogs *logEvents
+	)
+	if files != nil {
+		local = newLocalApps(files, log)
+		localLogs = &logEvents{log: log, onEvent: o.onEvent}
+		images.Writer, images.Events = local, localLogs
+		images.Git = &controller.GitBatcher{
+			Writer: &gitwb.Writer{
+				CacheDir:    o.gitCacheDir,
+				Credentials: envGitCredentials(),
+				AuthorName:  defaultGitAuthorName,
+				AuthorEmail: defaultGitAuthorEmail,
+				Metrics:     gitwb.NewMetrics(reg),
+				Log:         log,
+			},
+			Enqueue: engine.EnqueueAfter,
+			Events:  images.Events,
+			Metrics: images.Metrics,
+			Log:     log,
+		}
+	}
 	if dyn != nil {
 		images.Writer = &kube.Writer{Client: dyn, Log: log}
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
@@ -392,6 +444,23 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 
 	tasks := []func(context.Context) error{engine.Run, regs.poller.Start, timer.Start,
 		controller.WhenLeading(engine, outbox.Start), controller.WhenLeading(engine, notifier.Start)}
+	waiter := &passWaiter{engine: engine, git: images.Git, outbox: outbox, settle: 500 * time.Millisecond}
+	if o.once {
+		tasks = append(tasks, func(ctx context.Context) error {
+			if waiter.wait(ctx) != nil {
+				return ctx.Err() // stopped from outside before the pass ended
+			}
+			failed := localLogs.Warnings() + deadLetters(ctx, outbox)
+			if failed > 0 {
+				return fmt.Errorf("one pass finished with %d failure(s); see the warnings above", failed)
+			}
+			log.Info("one pass finished", "applications", engine.AppCount())
+			return nil
+		})
+	}
+	if o.started != nil {
+		o.started(&runParts{engine: engine, poller: regs.poller, local: local, outbox: outbox, wait: waiter})
+	}
 	if images.Git != nil {
 		tasks = append(tasks, images.Git.Start)
 	}
