@@ -191,6 +191,9 @@ func (o *runOptions) effective(cmd *cobra.Command, cfg *config.Config) (*config.
 }
 
 func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
+	if o.once && o.appsDir == "" {
+		return errors.New("--once needs --apps-dir (local mode)")
+	}
 	var (
 		cfgWatcher *config.Watcher
 		fileCfg    = config.Default()
@@ -258,9 +261,6 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		dyn   dynamic.Interface
 		files *watcher.FileSource
 	)
-	if o.once && o.appsDir == "" {
-		return errors.New("--once needs --apps-dir (local mode)")
-	}
 	if o.appsDir != "" {
 		files = &watcher.FileSource{Dir: o.appsDir, Log: log, Metrics: watchMetrics}
 		engine.Sources = []controller.Source{files}
