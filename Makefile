@@ -20,6 +20,11 @@ help: ## List the targets
 build: ## Build bin/crowsnest
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/crowsnest
 
+.PHONY: image
+image: ## Build the container image (linux/amd64+arm64, non-root) into bin/image, an OCI layout; no Docker. IMAGE_FLAGS='-push REF' pushes too
+	$(GO) run ./hack/image -out bin/image -version '$(VERSION)' -revision "$$(git rev-parse HEAD 2>/dev/null || true)" \
+	  -created "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)}" $(IMAGE_FLAGS)
+
 .PHONY: deps
 deps: ## Build/install what the tests need (kube binaries, linters); cached, idempotent
 	bash hack/kube/build.sh >/dev/null
