@@ -5,6 +5,10 @@
 set -euo pipefail
 
 GOLANGCI_LINT_VERSION=v2.15.0
+# The Helm CLI for charts/crowsnest's lint and render tests. It builds from
+# the module proxy on its own (go install pkg@version ignores crowsnest's
+# go.mod); the first build takes a few minutes.
+HELM_VERSION=v3.22.0
 
 bin="${XDG_CACHE_HOME:-$HOME/.cache}/crowsnest/tools/bin"
 mkdir -p "$bin"
@@ -22,4 +26,5 @@ install() { # install NAME MODULE@VERSION
 }
 
 install golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 echo "$bin"
