@@ -44,23 +44,24 @@ var configChecks = map[string]func(t *testing.T, c *config.Config){
 	},
 	"registries.yaml": func(t *testing.T, c *config.Config) {
 		t.Helper()
-		for image, want := range map[string]string{
-			"nginx":                          "Harbor", // the default registry takes unqualified names
-			"docker.io/library/nginx":        "Docker Hub",
-			"ghcr.io/my-org/api":             "GitHub packages",
-			"ghcr.io/other-org/api":          "",
-			"harbor.internal.example.com/ui": "Harbor",
-			"123456789012.dkr.ecr.eu-central-1.amazonaws.com/app": "ECR",
+		// The daemon applies an entry to the registry host it names.
+		for host, want := range map[string]string{
+			"docker.io":                   "Docker Hub",
+			"index.docker.io":             "Docker Hub",
+			"ghcr.io":                     "GitHub packages",
+			"harbor.internal.example.com": "Harbor",
+			"quay.io":                     "",
+			"123456789012.dkr.ecr.eu-central-1.amazonaws.com": "ECR",
 		} {
 			got := ""
-			if r := c.Registries.List.Match(image); r != nil {
+			if r := c.Registries.List.MatchHost(host); r != nil {
 				got = r.Name
 				if r.Credentials.IsZero() {
 					t.Errorf("registry %s has no credentials reference", r.Name)
 				}
 			}
 			if got != want {
-				t.Errorf("%s matches registry %q, want %q", image, got, want)
+				t.Errorf("host %s has the settings of %q, want %q", host, got, want)
 			}
 		}
 		var sources []string
