@@ -29,6 +29,8 @@ type Config struct {
 	// ImagePolicies say what to update in the Applications they match,
 	// for Applications without argocd-image-updater annotations.
 	ImagePolicies []ImagePolicy `yaml:"imagePolicies"`
+	// Git configures Git write-back commits.
+	Git Git `yaml:"git"`
 }
 
 // Default returns a config with every default filled in.
@@ -85,6 +87,7 @@ func (c *Config) setDefaults() {
 	c.Log.setDefaults()
 	c.Registries.setDefaults()
 	c.Notifications.setDefaults()
+	c.Git.setDefaults()
 }
 
 func (c *Config) validate(errs *fieldErrors) {
@@ -110,6 +113,7 @@ func (c *Config) validate(errs *fieldErrors) {
 	validateWindows("syncWindows", c.Windows, errs)
 	c.Notifications.validate("notifications", errs)
 	validateImagePolicies("imagePolicies", c.ImagePolicies, errs)
+	c.Git.validate("git", errs)
 }
 
 // orDefault fills a zero duration.

@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
@@ -112,4 +119,84 @@ func runOnceWithout(t *testing.T) (string, error) {
 	t.Helper()
 	out, err := exec.CommandContext(t.Context(), binary, "run", "--once").CombinedOutput()
 	return string(out), err
+}
+
+// The config's git section shapes the commits: author, message template
+// and an OpenPGP signature that verifies with the public key.
+func TestE2EGitCommitSettings(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	web := pushTags(t, reg, "team/web", "1.0.0", "1.3.0")
+	gitSrv := testgit.Start(t, testgit.Options{})
+	gitSrv.CreateRepo(t, "deploy")
+	gitSrv.Seed(t, "deploy", "main", map[string]string{"apps/web/kustomization.yaml": fmt.Sprintf("images:\n- name: %s\n  newTag: 1.0.0\n", web)}, "initial")
+
+	entity, err := openpgp.NewEntity("Crow Bot", "", "bot@example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var priv, pub bytes.Buffer
+	for _, k := range []struct {
+		buf       *bytes.Buffer
+		typ       string
+		serialize func(io.Writer) error
+	}{
+		{&priv, openpgp.PrivateKeyType, func(w io.Writer) error { return entity.SerializePrivate(w, nil) }},
+		{&pub, openpgp.PublicKeyType, entity.Serialize},
+	} {
+		aw, err := armor.Encode(k.buf, k.typ, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.serialize(aw); err != nil {
+			t.Fatal(err)
+		}
+		if err := aw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key.asc")
+	writeFile(t, keyFile, priv.String())
+	cfg := filepath.Join(dir, "crowsnest.yaml")
+	writeFile(t, cfg, fmt.Sprintf(`apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+git:
+  author: {name: Release Bot, email: release-bot@example.com}
+  commitMessage: "deploy({{range .Apps}}{{.}}{{end}}): {{range .Updates}}{{.From}} -> {{.To}}{{end}}"
+  signingKey: file:%s
+`, keyFile))
+	apps := filepath.Join(dir, "apps")
+	if err := os.Mkdir(apps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(apps, "web.yaml"), localApp("web", web,
+		"    argocd-image-updater.argoproj.io/write-back-method: git\n    argocd-image-updater.argoproj.io/write-back-target: kustomization",
+		fmt.Sprintf("{repoURL: %s, path: apps/web, targetRevision: main}", gitSrv.RepoURL("deploy"))))
+
+	cmd := exec.CommandContext(t.Context(), binary, "run", "--apps-dir", apps, "--once", "--config", cfg,
+		"--git-cache-dir", filepath.Join(dir, "git"), "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", "0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("run --once: %v\n%s", err, out)
+	}
+	repo, err := gogit.PlainOpen(filepath.Join(gitSrv.Root, "deploy.git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Reference(plumbing.NewBranchReferenceName("main"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := repo.CommitObject(head.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Author.Name != "Release Bot" || c.Author.Email != "release-bot@example.com" {
+		t.Errorf("author %s <%s>", c.Author.Name, c.Author.Email)
+	}
+	if want := "deploy(web): 1.0.0 -> 1.3.0\n"; c.Message != want {
+		t.Errorf("message %q, want %q", c.Message, want)
+	}
+	if _, err := c.Verify(pub.String()); err != nil {
+		t.Errorf("signature does not verify: %v (signature %q)", err, c.PGPSignature)
+	}
 }

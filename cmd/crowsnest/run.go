@@ -40,13 +40,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
-// The commit author of Git write-backs; argocd-image-updater signs its
-// commits the same way, as a tool and not a person.
-const (
-	defaultGitAuthorName  = "crowsnest"
-	defaultGitAuthorEmail = "crowsnest@noreply.crowsnest.dev"
-)
-
 // inClusterNamespaceFile holds the pod's namespace; it is the default
 // namespace of the leader-election Lease in a cluster.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -328,22 +321,20 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	regs.poller.OnChange = images.RepoChanged
 	engine.Reconciler = images
 	var (
-		local     *localApps
-		localLogs *logEvents
+		local      *localApps
+		localLogs  *logEvents
+		gitMetrics = gitwb.NewMetrics(reg)
 	)
 	if files != nil {
 		local = newLocalApps(files, log)
 		localLogs = &logEvents{log: log, onEvent: o.onEvent}
 		images.Writer, images.Events = local, localLogs
+		gw, err := newGitWriter(cfg, o.gitCacheDir, envGitCredentials(), gitMetrics, log)
+		if err != nil {
+			return err
+		}
 		images.Git = &controller.GitBatcher{
-			Writer: &gitwb.Writer{
-				CacheDir:    o.gitCacheDir,
-				Credentials: envGitCredentials(),
-				AuthorName:  defaultGitAuthorName,
-				AuthorEmail: defaultGitAuthorEmail,
-				Metrics:     gitwb.NewMetrics(reg),
-				Log:         log,
-			},
+			Writer:  gw,
 			Enqueue: engine.EnqueueAfter,
 			Events:  images.Events,
 			Metrics: images.Metrics,
@@ -357,15 +348,12 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		defer broadcaster.Shutdown()
 		images.Events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"})
 		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts}
+		gw, err := newGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log)
+		if err != nil {
+			return err
+		}
 		images.Git = &controller.GitBatcher{
-			Writer: &gitwb.Writer{
-				CacheDir:    o.gitCacheDir,
-				Credentials: images.GitCredentials,
-				AuthorName:  defaultGitAuthorName,
-				AuthorEmail: defaultGitAuthorEmail,
-				Metrics:     gitwb.NewMetrics(reg),
-				Log:         log,
-			},
+			Writer:  gw,
 			Enqueue: engine.EnqueueAfter,
 			Events:  images.Events,
 			Metrics: images.Metrics,
@@ -507,6 +495,7 @@ func warnRestartOnly(log *slog.Logger, prev, next *config.Config) {
 	changed("controller.kubeQPS", prev.Controller.KubeQPS, next.Controller.KubeQPS)
 	changed("controller.kubeBurst", prev.Controller.KubeBurst, next.Controller.KubeBurst)
 	changed("leaderElection", prev.LeaderElection, next.LeaderElection)
+	changed("git", prev.Git, next.Git)
 	changed("log.format", prev.Log.Format, next.Log.Format)
 	changed("registries.pollInterval", prev.Registries.PollInterval, next.Registries.PollInterval)
 	changed("registries.tagCacheTTL", prev.Registries.TagCacheTTL, next.Registries.TagCacheTTL)
