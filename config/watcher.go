@@ -31,7 +31,11 @@ type Watcher struct {
 	Log  *slog.Logger
 	// OnChange is called after a reload that accepted different content.
 	OnChange func(old, cur *Config)
-	Metrics  *Metrics
+	// Accept, when set, checks a parsed new version further (what needs
+	// packages above config: trigger expressions, image policies); an
+	// error rejects it like a parse error, and the old one stays.
+	Accept  func(cur *Config) error
+	Metrics *Metrics
 
 	current  atomic.Pointer[Config]
 	lastHash [sha256.Size]byte
@@ -116,6 +120,9 @@ func (w *Watcher) reload() {
 		return
 	}
 	c, err := Parse(data)
+	if err == nil && w.Accept != nil {
+		err = w.Accept(c)
+	}
 	if err != nil {
 		w.badHash = hash
 		w.Metrics.loaded(false)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -168,5 +169,42 @@ func TestWatcherStartNeedsLoad(t *testing.T) {
 	}
 	if _, err := (&Watcher{Path: filepath.Join(t.TempDir(), "missing.yaml")}).Load(); err == nil {
 		t.Error("Load of a missing file succeeded")
+	}
+}
+
+// A version that parses but that Accept refuses (in the daemon: a trigger
+// expression or image policy that does not compile) is rejected, counted
+// as an error, and the old one stays.
+func TestWatcherAcceptRejects(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crowsnest.yaml")
+	writeAtomically(t, path, header+"log: {level: info}\n")
+	reg := prometheus.NewRegistry()
+	w := &Watcher{Path: path, Metrics: NewMetrics(reg), Accept: func(c *Config) error {
+		if c.Log.Level == "warn" {
+			return errors.New("warn is refused here")
+		}
+		return nil
+	}}
+	if _, err := w.Load(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start() = %v", err)
+		}
+	}()
+	writeAtomically(t, path, header+"log: {level: warn}\n")
+	waitFor(t, "the rejection to be counted", func() bool { return counterValue(t, reg, "error") == 1 })
+	if got := w.Current().Log.Level; got != "info" {
+		t.Errorf("after a refused reload level = %q, want the old info", got)
+	}
+	writeAtomically(t, path, header+"log: {level: debug}\n")
+	waitFor(t, "the debug level", func() bool { return w.Current().Log.Level == "debug" })
+	if got := counterValue(t, reg, "success"); got != 1 {
+		t.Errorf("successful reloads = %v, want 1", got)
 	}
 }

@@ -389,6 +389,12 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		}
 	}
 	if cfgWatcher != nil {
+		// Compiling triggers and policies is part of accepting a version,
+		// so one that does not compile is counted and logged as rejected.
+		cfgWatcher.Accept = func(next *config.Config) error {
+			_, err := o.effective(cmd, next)
+			return err
+		}
 		cfgWatcher.OnChange = func(_, next *config.Config) {
 			eff, err := o.effective(cmd, next)
 			if err != nil {
