@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -84,7 +85,7 @@ func ParseCredentialRef(s string) (CredentialRef, error) {
 		}
 	case CredsEnv:
 		if !envNameRE.MatchString(rest) {
-			return CredentialRef{}, fmt.Errorf("env: invalid variable name %q", rest)
+			return CredentialRef{}, errors.New("env: " + envNameWanted)
 		}
 		ref.Env = rest
 	case CredsExt, CredsDockerConfig:

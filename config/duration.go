@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,10 @@ import (
 // and retention are naturally counted in days.
 type Duration struct{ time.Duration }
 
+// maxDays is the most whole days a time.Duration holds (about 292
+// years); more would wrap around to a negative or a wrong value.
+const maxDays = uint64(math.MaxInt64 / int64(24*time.Hour))
+
 // ParseDuration reads a Duration.
 func ParseDuration(s string) (Duration, error) {
 	orig := s
@@ -23,6 +28,9 @@ func ParseDuration(s string) (Duration, error) {
 		n, err := strconv.ParseUint(s[:i], 10, 32)
 		if err != nil {
 			return Duration{}, fmt.Errorf("invalid duration %q: days must be a whole number", orig)
+		}
+		if n > maxDays {
+			return Duration{}, fmt.Errorf("invalid duration %q: at most %dd", orig, maxDays)
 		}
 		days = time.Duration(n) * 24 * time.Hour
 		s = s[i+1:]
@@ -36,6 +44,9 @@ func ParseDuration(s string) (Duration, error) {
 	}
 	if days > 0 && d < 0 {
 		return Duration{}, fmt.Errorf("invalid duration %q: mixed signs", orig)
+	}
+	if d > math.MaxInt64-days {
+		return Duration{}, fmt.Errorf("invalid duration %q: longer than %s", orig, time.Duration(math.MaxInt64))
 	}
 	return Duration{days + d}, nil
 }

@@ -276,7 +276,7 @@ func ParseSecretRef(s string) (SecretRef, error) {
 		return SecretRef{Key: k}, nil
 	case strings.HasPrefix(s, "env:"):
 		if !envNameRE.MatchString(s[4:]) {
-			return SecretRef{}, fmt.Errorf("env: invalid variable name %q", s[4:])
+			return SecretRef{}, errors.New("env: " + envNameWanted)
 		}
 		return SecretRef{Env: s[4:]}, nil
 	case strings.HasPrefix(s, "file:"):

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -120,6 +121,7 @@ func ParseArgoCDConfigMap(data map[string]string, secret map[string][]byte) (*No
 	errs.dropAfterDecode(decodeErrs)
 	for i := range errs.list {
 		errs.list[i].Line = 0 // lines count inside one data value, not the ConfigMap
+		redactSecrets(&errs.list[i], data, secret)
 	}
 	if err := errs.err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", DefaultArgoCDNotificationsConfigMap, err)
@@ -159,6 +161,34 @@ func decodeCMNode(node *yaml.Node, out any, path string, n *Notifications, errs 
 			continue
 		}
 		errs.list = append(errs.list, e)
+	}
+}
+
+// redactSecrets replaces, in an error about a service block, the values
+// its `$key` references read from the Secret by the references: a value
+// that fails validation ("invalid header name ...") is still a secret.
+func redactSecrets(e *FieldError, data map[string]string, secret map[string][]byte) {
+	key := ""
+	for k := range data {
+		if strings.HasPrefix(k, "service.") && len(k) > len(key) &&
+			(e.Path == k || strings.HasPrefix(e.Path, k+".") || strings.HasPrefix(e.Path, k+"[")) {
+			key = k
+		}
+	}
+	if key == "" {
+		return
+	}
+	refs := secretTokenRE.FindAllString(data[key], -1)
+	// Longest values first, so one that contains another is replaced whole.
+	slices.SortFunc(refs, func(a, b string) int { return len(secret[b[1:]]) - len(secret[a[1:]]) })
+	for _, ref := range refs {
+		v := string(secret[ref[1:]])
+		if v == "" {
+			continue
+		}
+		quoted := strconv.Quote(v)
+		e.Msg = strings.ReplaceAll(e.Msg, quoted[1:len(quoted)-1], ref)
+		e.Msg = strings.ReplaceAll(e.Msg, v, ref)
 	}
 }
 

@@ -44,6 +44,10 @@ var (
 	envNameRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
+// envNameWanted explains a bad environment variable name without
+// repeating it: a user may have pasted the secret itself.
+const envNameWanted = "invalid variable name: want letters, digits and '_', not starting with a digit (a secret itself never goes here)"
+
 func (w *RegistryWebhook) validate(path string, errs *fieldErrors) {
 	names := map[string]int{}
 	for i, s := range w.Sources {
@@ -69,7 +73,7 @@ func (w *RegistryWebhook) validate(path string, errs *fieldErrors) {
 		case s.SecretEnv == "" && s.SecretFile == "" && !w.AllowUnauthenticated:
 			errs.invalid(join(p, "secretEnv"), "a secret is required: set secretEnv or secretFile (or webhook.allowUnauthenticated)")
 		case s.SecretEnv != "" && !envNameRE.MatchString(s.SecretEnv):
-			errs.invalid(join(p, "secretEnv"), "invalid environment variable name %q", s.SecretEnv)
+			errs.invalid(join(p, "secretEnv"), "%s", envNameWanted)
 		}
 	}
 }
