@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -141,4 +142,68 @@ func checkWinner(t *testing.T, p *Policy, tags []string, got Result) {
 			t.Fatalf("%q outranks the winner %q", tag, got.Tag)
 		}
 	}
+}
+
+// ociTag is the OCI distribution spec's tag grammar, written apart from
+// validTag as an oracle.
+var ociTag = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+
+// FuzzSelectHostileTags lists tags a hostile or broken registry might
+// return ("../x", newlines, YAML and JSON metacharacters, 1 KB names)
+// among good ones, NUL-separated so any byte can be in a tag: whatever the
+// policy, the winner is a valid OCI tag, and every invalid tag is skipped
+// as such.
+func FuzzSelectHostileTags(f *testing.F) {
+	long := strings.Repeat("9", 1024)
+	for i, list := range []string{
+		"1.0.0\x00../x\x002.0.0\nimage: evil\x00zzz\"}",
+		"v1\x00" + long + "\x00" + "1." + long + "\x00a: b\x00{x}\x00[y]",
+		"latest\x00-1\x00.hidden\x00_ok\x00x/y\x00x\\y\x00\u00e9\x00 1.2.3",
+		"10-a\x0099-b:c\x00#9-c\x00&9-d\x00*9-e\x00|9-f\x00>9-g\x00'9-h'",
+		"b\x00a\x00\x00zz\r\x00zz\t\x00zz\x7f",
+		"1.2.0-rc.1\x001.2.0+meta\x001.2.0\x00$(id)\x00`id`",
+	} {
+		f.Add(uint8(i), list)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, list string) {
+		tags := strings.Split(list, "\x00")
+		p := mustCompile(t, fuzzSpecs[int(which)%len(fuzzSpecs)])
+		res, err := p.Explain(t.Context(), tags, fakeMetadata)
+		if err != nil && !errors.Is(err, ErrNoCandidate) {
+			t.Fatalf("Explain: %v", err)
+		}
+		if err == nil && !ociTag.MatchString(res.Tag) {
+			t.Fatalf("selected %q, which is not an OCI tag", res.Tag)
+		}
+		for _, c := range res.Candidates {
+			if valid := ociTag.MatchString(c.Tag); valid == (c.Reason == ReasonInvalidTag) {
+				t.Fatalf("tag %q (valid %v) has reason %q", c.Tag, valid, c.Reason)
+			}
+		}
+		sel, err := p.Select(t.Context(), tags, fakeMetadata)
+		if err == nil && sel.Tag != res.Tag {
+			t.Fatalf("Select = %q, Explain = %q", sel.Tag, res.Tag)
+		}
+	})
+}
+
+// FuzzParsePlatform: what parses writes back as itself.
+func FuzzParsePlatform(f *testing.F) {
+	for _, s := range []string{"linux/amd64", "linux/arm64/v8", "Linux/ARM/v6", "windows/amd64/10.0.17763", "linux", "a/b/c/d",
+		"linux/ amd64", "/amd64", "linux//v8", "\u0130/x", "linux/arm64/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePlatform(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), "invalid platform") {
+				t.Fatalf("error %q does not say what is wrong", err)
+			}
+			return
+		}
+		again, err := ParsePlatform(p.String())
+		if err != nil || again != p {
+			t.Fatalf("round trip of %q via %q: %+v, %v", s, p.String(), again, err)
+		}
+	})
 }

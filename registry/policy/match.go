@@ -41,9 +41,14 @@ func (c *compiler) ignoreTag(field, pat string) (tagMatcher, bool) {
 	return tagMatcher{glob: pat, literal: !strings.ContainsAny(pat, `*?[\`)}, true
 }
 
-// filter returns why tag is skipped by allow-tags or ignore-tags, or
-// rcNone when it passes.
+// filter returns why tag is skipped: not a tag by the OCI grammar (a
+// registry listed "../x", a newline or a 1 KB name, which no file or
+// patch may receive), or by allow-tags or ignore-tags; rcNone when it
+// passes.
 func (p *Policy) filter(tag string) reasonCode {
+	if !validTag(tag) {
+		return rcInvalidTag
+	}
 	if p.allow != nil && !p.allow.MatchString(tag) {
 		return rcNotAllowed
 	}

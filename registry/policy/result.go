@@ -59,6 +59,7 @@ type Reason string
 const (
 	ReasonSelected       Reason = "selected"
 	ReasonOutranked      Reason = "ranked below the selected tag"
+	ReasonInvalidTag     Reason = "not a valid OCI tag"
 	ReasonNotAllowed     Reason = "not allowed by allow-tags"
 	ReasonIgnored        Reason = "ignored by ignore-tags"
 	ReasonNoExtractMatch Reason = "extract did not match"
@@ -77,6 +78,7 @@ const (
 	rcNone reasonCode = iota
 	rcSelected
 	rcOutranked
+	rcInvalidTag
 	rcNotAllowed
 	rcIgnored
 	rcNoExtractMatch
@@ -92,6 +94,7 @@ const (
 var reasons = [numReasons]Reason{
 	rcSelected:       ReasonSelected,
 	rcOutranked:      ReasonOutranked,
+	rcInvalidTag:     ReasonInvalidTag,
 	rcNotAllowed:     ReasonNotAllowed,
 	rcIgnored:        ReasonIgnored,
 	rcNoExtractMatch: ReasonNoExtractMatch,

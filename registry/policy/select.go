@@ -128,7 +128,7 @@ func (s *selection) candidate(e *entry, rc reasonCode) Candidate {
 	if e.md > 0 {
 		c.Created = s.inspected[e.md-1].created
 	}
-	if rc == rcNotSemver || rc == rcNotNumeric || rc == rcNoExtractMatch || rc == rcNotAllowed || rc == rcIgnored {
+	if rc == rcInvalidTag || rc == rcNotSemver || rc == rcNotNumeric || rc == rcNoExtractMatch || rc == rcNotAllowed || rc == rcIgnored {
 		return c
 	}
 	c.Version = s.p.display(e)

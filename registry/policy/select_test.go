@@ -106,8 +106,9 @@ func TestSelectSemver(t *testing.T) {
 		want: Result{Tag: "v1.2.3", Version: "1.2.3", Candidates: []Candidate{
 			cand("v1.2.3", "1.2.3", ReasonSelected),
 			cand("1.2.3", "1.2.3", ReasonOutranked),
-			cand("1.0.0+b", "1.0.0+b", ReasonOutranked),
-			cand("1.0.0+a", "1.0.0+a", ReasonOutranked),
+			// Build metadata needs '+', which OCI tags cannot hold.
+			cand("1.0.0+b", "", ReasonInvalidTag),
+			cand("1.0.0+a", "", ReasonInvalidTag),
 		}},
 	}, {
 		name: "short versions and leading v",
@@ -125,7 +126,7 @@ func TestSelectSemver(t *testing.T) {
 			cand("abc", "", ReasonNotSemver),
 			cand("V1.0.0", "", ReasonNotSemver),
 			cand("1.2.3.4", "", ReasonNotSemver),
-			cand("", "", ReasonNotSemver),
+			cand("", "", ReasonInvalidTag),
 		}},
 	}, {
 		name:    "no tags",
