@@ -139,7 +139,7 @@ func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller,
 		}
 	}
 	opts := []remote.Option{
-		remote.WithTransport(tr),
+		remote.WithTransport(capTagLists{tr}),
 		remote.WithAuth(auth),
 		// Retries live in hostTransport, which knows Retry-After and
 		// counts them; go-containerregistry's own would multiply them.
@@ -203,7 +203,7 @@ func (c *Client) ListTags(ctx context.Context, repo name.Repository) ([]string, 
 	var tags []string
 	err := c.do(ctx, repo, func(ctx context.Context, p *remote.Puller, repo name.Repository) error {
 		var err error
-		tags, err = p.List(ctx, repo)
+		tags, err = listTags(ctx, p, repo)
 		return err
 	})
 	if err != nil {

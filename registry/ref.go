@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -42,6 +43,9 @@ func ParseImage(s string) (Image, error) {
 	}
 	repo, err := name.NewRepository(repoPart)
 	if err != nil {
+		return Image{}, fmt.Errorf("invalid image reference %q: %w", s, err)
+	}
+	if err := checkGrammar(repo, tag); err != nil {
 		return Image{}, fmt.Errorf("invalid image reference %q: %w", s, err)
 	}
 	img := Image{Repository: repo}
@@ -101,4 +105,30 @@ func ParseRepo(s string) (name.Repository, error) {
 		return name.Repository{}, err
 	}
 	return img.Repository, nil
+}
+
+// The distribution spec's reference grammar, which go-containerregistry
+// checks only loosely: it lets "..", "." and empty path components, a host
+// like ".." and tags starting with '.' through. A reference that slipped
+// by would reach registry URLs, files and patches.
+var (
+	hostRE      = regexp.MustCompile(`^(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?$`)
+	componentRE = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
+	tagRE       = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+)
+
+// checkGrammar holds a parsed repository and tag to the grammar.
+func checkGrammar(repo name.Repository, tag string) error {
+	if h := repo.RegistryStr(); !hostRE.MatchString(h) {
+		return fmt.Errorf("registry host %q: want a host name or IP address with an optional port", h)
+	}
+	for _, c := range strings.Split(repo.RepositoryStr(), "/") {
+		if !componentRE.MatchString(c) {
+			return fmt.Errorf("path component %q: want lower-case letters and digits separated by '.', '_', '__' or '-'", c)
+		}
+	}
+	if tag != "" && !tagRE.MatchString(tag) {
+		return fmt.Errorf("tag %q: want letters, digits, '_', '.' or '-', not starting with '.' or '-', at most 128", tag)
+	}
+	return nil
 }

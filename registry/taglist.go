@@ -1,0 +1,82 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Tag-list bounds: a repository's list, all pages together, holds at most
+// MaxTagListBytes of tag names, and no one response may be larger, so a
+// broken or hostile registry (an endless page, endless next links) cannot
+// take the daemon's memory. 32 MiB is over a million typical tags, ten
+// times the largest real repositories; 10,000 pages of even 100 tags hold
+// a million.
+const (
+	MaxTagListBytes = 32 << 20
+	maxTagPages     = 10_000
+)
+
+// ErrTagListTooLarge is returned when a repository's tag list exceeds
+// MaxTagListBytes or its pages never end.
+var ErrTagListTooLarge = errors.New("tag list too large")
+
+// listTags lists every tag of repo, page by page, within the bounds. The
+// result is never nil: nil tells selection the list is unknown.
+func listTags(ctx context.Context, p *remote.Puller, repo name.Repository) ([]string, error) {
+	lister, err := p.Lister(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	tags, size := []string{}, 0
+	for pages := 0; lister.HasNext(); pages++ {
+		page, err := lister.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range page.Tags {
+			size += len(t)
+		}
+		if size > MaxTagListBytes || pages >= maxTagPages {
+			return nil, fmt.Errorf("%w: more than %d MiB of tags or %d pages", ErrTagListTooLarge, MaxTagListBytes>>20, maxTagPages)
+		}
+		tags = append(tags, page.Tags...)
+	}
+	return tags, nil
+}
+
+// capTagLists bounds the body of every tag-list response.
+type capTagLists struct{ http.RoundTripper }
+
+func (c capTagLists) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.RoundTripper.RoundTrip(req)
+	if err == nil && strings.HasSuffix(req.URL.Path, "/tags/list") {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxTagListBytes}
+	}
+	return resp, err
+}
+
+// cappedBody fails a read past its limit with ErrTagListTooLarge, so one
+// endless response costs at most the limit.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("%w: a response larger than %d MiB", ErrTagListTooLarge, MaxTagListBytes>>20)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}

@@ -1,0 +1,83 @@
+package registry
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+)
+
+// A registry on 127.0.0.1 with a self-signed certificate is refused by
+// default, with a certificate error and no plain-HTTP fallback; a CA pool
+// holding its certificate, or Insecure for that host only, lets it
+// through, and another host keeps verifying.
+func TestRegistryVerifiesTLSByDefault(t *testing.T) {
+	srv := httptest.NewTLSServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	ref, err := name.ParseReference(host + "/team/web:1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, testreg.Image(t, t0, "linux/amd64"), remote.WithTransport(srv.Client().Transport)); err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	repo, err := ParseRepo(host + "/team/web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		hosts  func(string) HostConfig
+		wantOK bool
+	}{
+		{"default", fastHosts, false},
+		{"insecure for another host", func(h string) HostConfig {
+			c := fastHosts(h)
+			c.Insecure = h != host
+			return c
+		}, false},
+		{"a CA pool without the certificate", func(h string) HostConfig {
+			c := fastHosts(h)
+			c.TLS = &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}
+			return c
+		}, false},
+		{"a CA pool with the certificate", func(h string) HostConfig {
+			c := fastHosts(h)
+			c.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+			return c
+		}, true},
+		{"insecure for this host", func(h string) HostConfig {
+			c := fastHosts(h)
+			c.Insecure = h == host
+			return c
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Client{Hosts: tt.hosts}
+			tags, err := c.ListTags(t.Context(), repo)
+			if tt.wantOK {
+				if err != nil || !slices.Equal(tags, []string{"1.0.0"}) {
+					t.Fatalf("tags %v, %v; want [1.0.0]", tags, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "certificate") {
+				t.Fatalf("tags %v, err %v; want a certificate error", tags, err)
+			}
+		})
+	}
+}
