@@ -130,13 +130,22 @@ func targetFile(dir string, c Change) (rel string, create bool, err error) {
 	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) || strings.HasPrefix(rel, ".git/") || rel == ".git" {
 		return "", false, fmt.Errorf("%w: path %q is outside the repository", ErrInvalidChange, rel)
 	}
-	// No symbolic link on the way may lead out of the checkout.
-	resolved, err := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(path.Dir(rel))))
-	if err == nil {
-		root, rerr := filepath.EvalSymlinks(dir)
-		if rerr != nil || (resolved != root && !strings.HasPrefix(resolved, root+string(filepath.Separator))) {
-			return "", false, fmt.Errorf("%w: path %q leaves the repository through a link", ErrInvalidChange, rel)
+	// No symbolic link on the way may lead out of the checkout or into
+	// .git. The deepest folder of the path that exists decides: the
+	// missing ones are created inside it.
+	existing := path.Dir(rel)
+	for existing != "." {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(existing))); err == nil {
+			break
 		}
+		existing = path.Dir(existing)
+	}
+	resolved, err := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(existing)))
+	root, rerr := filepath.EvalSymlinks(dir)
+	sep := string(filepath.Separator)
+	if err != nil || rerr != nil || (resolved != root && !strings.HasPrefix(resolved, root+sep)) ||
+		resolved == filepath.Join(root, ".git") || strings.HasPrefix(resolved, filepath.Join(root, ".git")+sep) {
+		return "", false, fmt.Errorf("%w: path %q leaves the repository through a link", ErrInvalidChange, rel)
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return "", false, fmt.Errorf("%w: %q is a symbolic link", ErrInvalidChange, rel)

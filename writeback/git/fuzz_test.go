@@ -1,8 +1,11 @@
 package git
 
 import (
+	"errors"
 	"os"
+	slashpath "path"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -106,6 +109,56 @@ func FuzzEditHelmValues(f *testing.F) {
 		got, ok := lookup(doc, path)
 		if !ok || got != value {
 			t.Fatalf("%s = %#v (found %v), want %q\n--- in\n%s\n--- out\n%s", key, got, ok, value, src, out)
+		}
+	})
+}
+
+// FuzzTargetFile resolves arbitrary source paths, targets and application
+// names in a checkout with links in and out of it: whatever it accepts is
+// a clean relative path whose every existing part resolves inside the
+// checkout and outside .git, and whose file is not a link.
+func FuzzTargetFile(f *testing.F) {
+	for _, seed := range [][4]string{
+		{"apps/web", "", "web", "0"}, {"apps/web", "values.yaml", "web", "2"}, {"../..", "", "a", "2"},
+		{"", "/../../values.yaml", "a", "2"}, {"out/new/deeper", "", "a", "0"}, {"apps/dangling/sub", "", "a", "0"},
+		{"apps/gitdir", "config", "a", "2"}, {"apps/web", "linked.yaml", "a", "2"}, {"/etc", "passwd", "a", "1"},
+		{"apps/alias", "", "a", "1"}, {"apps/x/../web", "/apps/web/values.yaml", "..", "2"}, {".", ".git/hooks/pre-commit", "a", "2"},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3][0]-'0')
+	}
+	root, _ := traversalRepo(f)
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		f.Fatal(err)
+	}
+	inside := func(p string) bool {
+		return (p == realRoot || strings.HasPrefix(p, realRoot+"/")) && p != realRoot+"/.git" && !strings.HasPrefix(p, realRoot+"/.git/")
+	}
+	f.Fuzz(func(t *testing.T, srcPath, target, app string, kind uint8) {
+		c := Change{App: app, Path: srcPath, Target: Target{Kind: TargetKind(kind % 3), Path: target}}
+		rel, _, err := targetFile(root, c)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidChange) {
+				t.Fatalf("error %v is not ErrInvalidChange", err)
+			}
+			return
+		}
+		if rel != slashpath.Clean(rel) || slashpath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+			t.Fatalf("accepted %q", rel)
+		}
+		parts := strings.Split(rel, "/")
+		for i := range parts {
+			p := filepath.Join(root, filepath.FromSlash(strings.Join(parts[:i+1], "/")))
+			fi, err := os.Lstat(p)
+			if err != nil {
+				break // missing from here on: created as plain folders
+			}
+			if i == len(parts)-1 && fi.Mode()&os.ModeSymlink != 0 {
+				t.Fatalf("accepted %q, a link", rel)
+			}
+			if resolved, err := filepath.EvalSymlinks(p); err != nil || !inside(resolved) {
+				t.Fatalf("accepted %q whose part %q resolves to %q (%v)", rel, strings.Join(parts[:i+1], "/"), resolved, err)
+			}
 		}
 	})
 }
