@@ -146,7 +146,7 @@ func buildService(name string, s config.Service, threads notify.ThreadStore) (no
 		if err != nil {
 			return nil, fmt.Errorf("token: %w", err)
 		}
-		opts := []notify.SlackOption{notify.WithThreads(threads)}
+		opts := []notify.SlackOption{notify.WithThreads(threads), notify.WithSlackTLS(c.InsecureSkipVerify)}
 		if c.APIURL != "" {
 			opts = append(opts, notify.WithSlackAPIURL(c.APIURL))
 		}
