@@ -10,7 +10,8 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 # Tests start a real etcd + kube-apiserver; with -race on two cores a
 # package can take minutes.
 TEST_FLAGS ?= -race -timeout 20m
-FUZZTIME  ?= 10s
+# Time per fuzz target: a short smoke in `make test`, a minute in `make fuzz`.
+FUZZTIME  ?= $(if $(filter fuzz,$(MAKECMDGOALS)),1m,10s)
 
 .PHONY: help
 help: ## List the targets
@@ -50,6 +51,23 @@ fuzz-smoke: ## Run every fuzz target briefly (FUZZTIME each)
 	    $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 1m), all of them, then list results; fails on any crash
+	@results=(); failed=0; \
+	for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    if $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; then \
+	      results+=("ok    $${pkg#github.com/crowsnest-dev/crowsnest/} $$f"); \
+	    else \
+	      results+=("FAIL  $${pkg#github.com/crowsnest-dev/crowsnest/} $$f"); failed=$$((failed + 1)); \
+	    fi; \
+	  done; \
+	done; \
+	printf '%s\n' "$${results[@]}"; \
+	echo "$${#results[@]} fuzz targets, $$failed failed (a crasher is saved under the package's testdata/fuzz)"; \
+	test $$failed -eq 0
 
 .PHONY: lint
 lint: ## golangci-lint (version pinned in hack/tools.sh)
