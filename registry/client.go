@@ -128,6 +128,7 @@ func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller,
 	var tr *hostTransport
 	if hs != nil {
 		tr = hs.transport // keep pacing state across credential changes
+		tr.forgetPings()
 	} else {
 		var cfg HostConfig
 		if c.Hosts != nil {

@@ -466,3 +466,32 @@ func TestListTagsFollowsPages(t *testing.T) {
 		t.Errorf("%d page requests, want 5 (23 tags in pages of 5)", got)
 	}
 }
+
+// The registry is pinged (GET /v2/) once, however many repositories are
+// opened, and once more after the credentials are refreshed; each
+// repository still gets its own token.
+func TestPingOncePerRegistryAndCredentials(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{Auth: testreg.AuthBearer, Username: "robot", Password: "old"})
+	repos := []string{"team/a", "team/b", "team/c"}
+	for _, r := range repos {
+		reg.Push(t, r+":1", testreg.Image(t, t0, ""))
+	}
+	auth := &staticAuth{user: "robot", pass: "old"}
+	c := &Client{Hosts: fastHosts, Auth: auth}
+	for _, r := range repos {
+		if _, err := c.ListTags(t.Context(), repoOf(t, reg, r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pings, tokens := reg.Count("ping", ""), reg.Count("token", ""); pings != 1 || tokens != len(repos) {
+		t.Errorf("%d pings and %d token requests for %d repositories, want 1 and %d", pings, tokens, len(repos), len(repos))
+	}
+	reg.SetCredentials("robot", "new")
+	auth.set("robot", "new")
+	if _, err := c.ListTags(t.Context(), repoOf(t, reg, "team/a")); err != nil {
+		t.Fatalf("after rotation: %v", err)
+	}
+	if pings := reg.Count("ping", ""); pings != 2 {
+		t.Errorf("%d pings after a credential refresh, want 2", pings)
+	}
+}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 )
 
@@ -133,6 +135,57 @@ type hostTransport struct {
 
 	mu           sync.Mutex
 	blockedUntil time.Time // set by 429 Retry-After; every request waits
+	// pings holds the registry's answer to GET /v2/ by scheme and host.
+	// go-containerregistry pings once per repository it opens, but the
+	// answer (anonymous, or which auth challenge) is the registry's, so it
+	// is asked once per set of credentials (forgetPings on a change).
+	pings      map[string]cachedPing
+	pingFlight singleflight.Group
+}
+
+// maxPingBody bounds the ping response body kept; registries send an
+// empty or tiny JSON body.
+const maxPingBody = 4 << 10
+
+type cachedPing struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (p cachedPing) response(req *http.Request) *http.Response {
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", p.status, http.StatusText(p.status)), StatusCode: p.status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: p.header.Clone(),
+		Body: io.NopCloser(bytes.NewReader(p.body)), ContentLength: int64(len(p.body)), Request: req,
+	}
+}
+
+func pingKey(req *http.Request) string { return req.URL.Scheme + "://" + req.URL.Host }
+
+// rememberPing reads a ping's answer and keeps it when it is one a client
+// acts on (200 anonymous access, 401 with the auth challenge).
+func (t *hostTransport) rememberPing(req *http.Request, resp *http.Response) cachedPing {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPingBody))
+	_ = resp.Body.Close()
+	p := cachedPing{status: resp.StatusCode, header: resp.Header.Clone(), body: body}
+	if err == nil && (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized) {
+		t.mu.Lock()
+		if t.pings == nil {
+			t.pings = map[string]cachedPing{}
+		}
+		t.pings[pingKey(req)] = p
+		t.mu.Unlock()
+	}
+	return p
+}
+
+// forgetPings makes the next ping ask the registry, when credentials
+// change.
+func (t *hostTransport) forgetPings() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pings = nil
 }
 
 func newHostTransport(host string, cfg HostConfig, m *Metrics) (*hostTransport, error) {
@@ -167,8 +220,39 @@ func newHostTransport(host string, cfg HostConfig, m *Metrics) (*hostTransport, 
 }
 
 func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
 	kind := requestKind(req)
+	if kind == "ping" && req.Method == http.MethodGet {
+		return t.ping(req)
+	}
+	return t.send(req, kind)
+}
+
+// ping answers GET /v2/ from the cache, or asks the registry once for all
+// callers asking at the same time.
+func (t *hostTransport) ping(req *http.Request) (*http.Response, error) {
+	key := pingKey(req)
+	t.mu.Lock()
+	p, ok := t.pings[key]
+	t.mu.Unlock()
+	if ok {
+		return p.response(req), nil
+	}
+	v, err, _ := t.pingFlight.Do(key, func() (any, error) {
+		resp, err := t.send(req, "ping")
+		if err != nil {
+			return nil, err
+		}
+		return t.rememberPing(req, resp), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(cachedPing).response(req), nil
+}
+
+// send runs a request through pacing, retries and metrics.
+func (t *hostTransport) send(req *http.Request, kind string) (*http.Response, error) {
+	ctx := req.Context()
 	var last error
 	for attempt := 1; ; attempt++ {
 		if err := t.wait(ctx); err != nil {
