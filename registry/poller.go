@@ -267,9 +267,17 @@ func (p *Poller) poll(ctx context.Context, key string) {
 	}
 	repo, in, refreshed := r.repo, r.interest, r.refreshed
 	r.refreshed = false
+	// The first poll only records a baseline: it takes the tag list the
+	// client cached for the reconciles that just selected from it (one list
+	// per repository on a cold start, and no tag slips in between their view
+	// and the baseline). Later polls always ask the registry.
+	maxAge := time.Duration(-1)
+	if !r.polled {
+		maxAge = 0
+	}
 	p.mu.Unlock()
 
-	tags, digests, err := p.fetch(ctx, repo, in)
+	tags, digests, err := p.fetch(ctx, repo, in, maxAge)
 	ch, changed := p.record(ctx, key, r, tags, digests, err)
 	ch.Refreshed = refreshed
 	if changed && p.OnChange != nil {
@@ -316,12 +324,12 @@ func (p *Poller) record(ctx context.Context, key string, r *polledRepo, tags []s
 	return ch, true
 }
 
-func (p *Poller) fetch(ctx context.Context, repo name.Repository, in Interest) ([]string, map[string]string, error) {
+func (p *Poller) fetch(ctx context.Context, repo name.Repository, in Interest, maxAge time.Duration) ([]string, map[string]string, error) {
 	client := p.Client
 	if in.Client != nil {
 		client = in.Client
 	}
-	tags, err := client.Tags(ctx, repo, -1)
+	tags, err := client.Tags(ctx, repo, maxAge)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -332,7 +340,7 @@ func (p *Poller) fetch(ctx context.Context, repo name.Repository, in Interest) (
 		if _, ok := slices.BinarySearch(tags, tag); !ok {
 			continue // not there (yet): the tag set change says so
 		}
-		d, err := client.Digest(ctx, repo, tag, -1)
+		d, err := client.Digest(ctx, repo, tag, maxAge)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -244,3 +244,37 @@ func TestDiffSorted(t *testing.T) {
 		}
 	}
 }
+
+// A cold start lists each repository once: the reconciles' selection
+// lists it, and the poller's first poll (a baseline) takes that cached
+// list instead of listing again. Later polls always ask the registry.
+func TestPollerBaselineSharesTheReconcilesList(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	reg.Push(t, "a:1.0", testreg.Image(t, t0, ""))
+	clock := &fakeClock{now: t0}
+	c := &Client{Hosts: fastHosts, Now: clock.Now, TagTTL: time.Minute}
+	log := &changeLog{}
+	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, OnChange: log.on}
+	a := reg.Host() + "/a"
+
+	if _, err := c.Tags(t.Context(), repoOf(t, reg, "a"), 0); err != nil { // a reconcile selects
+		t.Fatal(err)
+	}
+	p.SetInterests(map[string]Interest{a: {}})
+	cycle(t.Context(), p)
+	if n := reg.Count("list", ""); n != 1 {
+		t.Errorf("%d tag lists after a reconcile and the baseline poll, want 1", n)
+	}
+
+	reg.Push(t, "a:1.1", testreg.Image(t, t0.Add(time.Hour), ""))
+	clock.Add(30 * time.Second) // the cached list is still fresh
+	p.Refresh(a)
+	cycle(t.Context(), p)
+	if n := reg.Count("list", ""); n != 1 {
+		t.Errorf("%d tag lists for the refresh after the baseline, want 1", n)
+	}
+	want := []RepoChange{{Repo: a, Added: []string{"1.1"}, Tags: []string{"1.0", "1.1"}, Refreshed: true}}
+	if diff := cmp.Diff(want, log.take()); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
