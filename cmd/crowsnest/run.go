@@ -56,6 +56,7 @@ type runOptions struct {
 	metricsAddr             string
 	probeAddr               string
 	webhookAddr             string
+	pprofAddr               string
 	dryRun                  bool
 	gitCacheDir             string
 	argocdNamespace         string
@@ -114,6 +115,7 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.BoolVar(&o.once, "once", false, "with --apps-dir: one full pass (decide, write, notify), then exit; non-zero if anything failed")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" disables it`)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
+	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof/ profiles (for profiling, e.g. 127.0.0.1:6060); "0" disables it`)
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates, write nothing")
 	f.StringVar(&o.gitCacheDir, "git-cache-dir", filepath.Join(os.TempDir(), "crowsnest-git"), "where Git write-back keeps its clones")
 	f.StringVar(&o.argocdNamespace, "argocd-namespace", "argocd", "namespace of Argo CD's repository credential Secrets")
@@ -247,6 +249,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		if restCfg, err = o.restConfig(cfg); err != nil {
 			return err
 		}
+		restCfg.Wrap(newKubeRequestMetrics(reg).wrap)
 	}
 	// dyn is set in cluster mode only: Applications read from files are
 	// never written to a cluster.
@@ -424,6 +427,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	servers := []*httpserver.Server{
 		{Name: "metrics", Addr: o.metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Log: log},
 		{Name: "health", Addr: o.probeAddr, Handler: engine.HealthHandler(), Log: log},
+		{Name: "pprof", Addr: o.pprofAddr, Handler: pprofHandler(), Log: log},
 	}
 	if webhooks != nil {
 		servers = append(servers, &httpserver.Server{Name: "webhooks", Addr: o.webhookAddr, Handler: webhooks, Log: log})
