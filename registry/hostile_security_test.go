@@ -222,7 +222,13 @@ func TestEndlessTagListsAreCutOff(t *testing.T) {
 			reg.Push(t, "team/ok:1.0.0", testreg.Image(t, t0, "linux/amd64"))
 			e := &endless{}
 			reg.SetFault(e.page)
-			c := &Client{Hosts: fastHosts}
+			// Reading 32 MiB takes a while under the race detector: no
+			// timeout may cut the read short before the bound does.
+			c := &Client{RequestTimeout: 10 * time.Minute, Hosts: func(h string) HostConfig {
+				hc := fastHosts(h)
+				hc.AttemptTimeout = 10 * time.Minute
+				return hc
+			}}
 			_, err := c.Tags(t.Context(), repoOf(t, reg, path), 0)
 			if !errors.Is(err, ErrTagListTooLarge) || !strings.Contains(err.Error(), "listing tags of "+reg.Host()+"/"+path) {
 				t.Fatalf("err = %v, want ErrTagListTooLarge naming the repository", err)

@@ -39,7 +39,10 @@ func TestE2EHostileTagsNeverReachWriteBack(t *testing.T) {
 	before := gitSrv.Seed(t, "deploy", "main", map[string]string{"apps/web/kustomization.yaml": kustomization}, "initial")
 
 	kubeconfig, ns, dir := e2eCluster(t, "e2e-hostile")
-	d := startDaemon(t, "--kubeconfig", kubeconfig, "--namespace", ns, "--log-format", "json", "--metrics-bind-address", "0",
+	cfgPath := filepath.Join(dir, "crowsnest.yaml")
+	// crowsnest keeps its state in the namespace of its Lease.
+	writeFile(t, cfgPath, "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\nleaderElection: {leaseNamespace: "+ns+"}\n")
+	d := startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns, "--log-format", "json", "--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0", "--webhook-bind-address", "0", "--git-cache-dir", filepath.Join(dir, "git"))
 	d.waitLog(t, `"msg":"engine caches synced"`)
 	strategy := "    argocd-image-updater.argoproj.io/app.update-strategy: alphabetical"
