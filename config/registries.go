@@ -95,12 +95,15 @@ type Registry struct {
 	Name string `yaml:"name"`
 	// Prefix selects the images this entry applies to: a registry host
 	// ("ghcr.io", "registry.local:5000") optionally followed by a path
-	// ("ghcr.io/my-org"); the longest matching prefix wins.
+	// ("ghcr.io/my-org"); the longest matching prefix wins, on whole path
+	// segments. Connection settings (APIURL, Insecure, CAFile, CAData,
+	// RateLimit, MaxConcurrency) belong to the host, not the prefix: see
+	// MatchHost.
 	Prefix string `yaml:"prefix"`
 	// APIURL is where the registry API really lives, without /v2
 	// ("https://registry-1.docker.io"); empty means https://<host>.
 	APIURL string `yaml:"apiURL"`
-	// Credentials used for this registry's images unless the image names
+	// Credentials used for the images under Prefix unless the image names
 	// its own; empty means anonymous.
 	Credentials CredentialRef `yaml:"credentials"`
 	// CredsExpire re-reads the credentials after this long; 0 keeps them
@@ -112,15 +115,18 @@ type Registry struct {
 	// CAFile and CAData add PEM CA certificates to the system roots.
 	CAFile string `yaml:"caFile"`
 	CAData string `yaml:"caData"`
-	// DefaultNamespace completes one-segment image names ("nginx" ->
-	// "library/nginx" on Docker Hub).
+	// DefaultNamespace completes image names with one path segment
+	// ("nginx" -> "library/nginx" on Docker Hub, "registry.local/app" ->
+	// "registry.local/<ns>/app"). Only an entry for a whole host, or the
+	// default entry, may set it (see Qualify).
 	DefaultNamespace string `yaml:"defaultNamespace"`
 	// RateLimit is the most requests per second sent to the registry.
 	RateLimit float64 `yaml:"rateLimit"`
 	// MaxConcurrency bounds requests in flight to the registry.
 	MaxConcurrency int `yaml:"maxConcurrency"`
-	// Default makes this the registry of unqualified image names
-	// ("nginx"), instead of docker.io. At most one entry may set it.
+	// Default makes this the registry of image names without a registry
+	// host ("nginx", "team/app"), instead of docker.io: they are read as
+	// written under Prefix. At most one entry may set it.
 	Default bool `yaml:"default"`
 }
 
@@ -145,11 +151,11 @@ func (r *Registry) setDefaults() {
 // registryKeys names Registry's fields in one file format, so validation
 // errors use the keys the user wrote.
 type registryKeys struct {
-	prefix, apiURL, credsExpire, caData, defaultNamespace, rateLimit, maxConcurrency, isDefault string
+	prefix, apiURL, credsExpire, caFile, caData, defaultNamespace, rateLimit, maxConcurrency, isDefault string
 }
 
 var crowsnestKeys = registryKeys{
-	prefix: "prefix", apiURL: "apiURL", credsExpire: "credsExpire", caData: "caData",
+	prefix: "prefix", apiURL: "apiURL", credsExpire: "credsExpire", caFile: "caFile", caData: "caData",
 	defaultNamespace: "defaultNamespace", rateLimit: "rateLimit", maxConcurrency: "maxConcurrency", isDefault: "default",
 }
 
@@ -171,8 +177,13 @@ func (r *Registry) validate(path string, keys registryKeys, errs *fieldErrors) {
 	if r.CAData != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(r.CAData)) {
 		errs.invalid(join(path, keys.caData), "no PEM certificate found")
 	}
-	if r.DefaultNamespace != "" && !pathComponentRE.MatchString(r.DefaultNamespace) {
+	switch {
+	case r.DefaultNamespace == "":
+	case !pathComponentRE.MatchString(r.DefaultNamespace):
 		errs.invalid(join(path, keys.defaultNamespace), "invalid repository path component %q", r.DefaultNamespace)
+	case strings.Contains(r.Prefix, "/") && !r.Default:
+		errs.invalid(join(path, keys.defaultNamespace), "only for an entry whose prefix is a registry host, or the default entry: "+
+			"names under %q already have more than one path segment", r.Prefix)
 	}
 	if r.RateLimit < 0 {
 		errs.invalid(join(path, keys.rateLimit), "must be positive (requests per second), got %v", r.RateLimit)
@@ -256,7 +267,7 @@ func (l RegistryList) validate(path string, keys registryKeys, errs *fieldErrors
 		p := index(path, i)
 		l[i].validate(p, keys, errs)
 		if l[i].Prefix != "" {
-			key := canonicalPrefix(l[i].Prefix)
+			key := CanonicalPrefix(l[i].Prefix)
 			if j, dup := prefixes[key]; dup {
 				errs.invalid(join(p, keys.prefix), "duplicate prefix %q (also %s)", l[i].Prefix, index(path, j))
 			} else {
@@ -271,10 +282,24 @@ func (l RegistryList) validate(path string, keys registryKeys, errs *fieldErrors
 			}
 		}
 	}
+	name := func(i int) string { return fmt.Sprintf("%s (prefix %s)", index(path, i), l[i].Prefix) }
+	for _, c := range l.hostConflicts() {
+		errs.invalid(join(index(path, c.entry), c.field(keys)), "%s", c.message(l, name))
+	}
 }
 
-// canonicalPrefix folds a prefix's host like RegistryHost and keeps its path.
-func canonicalPrefix(p string) string {
+// Validate checks a list assembled in code, such as the registries in
+// force with command-line overrides; errors name entries "registries[i]".
+// The error is a *ValidationError.
+func (l RegistryList) Validate() error {
+	errs := &fieldErrors{}
+	l.validate("registries", crowsnestKeys, errs)
+	return errs.err()
+}
+
+// CanonicalPrefix folds a prefix's host like RegistryHost and keeps its
+// path: two entries with the same canonical prefix are duplicates.
+func CanonicalPrefix(p string) string {
 	host, rest, ok := strings.Cut(p, "/")
 	if !ok {
 		return RegistryHost(host)
@@ -293,42 +318,119 @@ func (l RegistryList) Default() *Registry {
 	return nil
 }
 
-// Match returns the settings for an image or repository ("ghcr.io/org/app",
-// "nginx:1.27", "registry.local:5000/team/app@sha256:..."), or nil when no
-// entry applies. The longest prefix wins, matched on whole path segments
-// after folding Docker Hub's aliases. An unqualified name ("nginx",
-// "argoproj/argocd") belongs to the default registry, else docker.io. An
-// image of another host never falls back to the default: that would send
-// one registry's credentials to another.
-func (l RegistryList) Match(image string) *Registry {
-	repo, _, _ := strings.Cut(image, "@")
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i] // a tag, not a port
-	}
-	first, rest, hasPath := strings.Cut(repo, "/")
-	if !strings.ContainsAny(first, ".:") && first != "localhost" {
-		if d := l.Default(); d != nil {
-			return d
+// Qualify completes an image reference the way the registries read it,
+// for registry lookups (what is written back stays as the user wrote it):
+//
+//   - a name without a registry host ("nginx", "team/app:1.0") is under the
+//     default entry's prefix, when there is one, else on docker.io;
+//   - a repository path of one segment ("nginx", "registry.local/app") gets
+//     the defaultNamespace of the default entry (for names without a host)
+//     or of the entry for the whole host, when set: "nginx" is
+//     "registry.local/library/nginx" with a default entry
+//     {prefix: registry.local, defaultNamespace: library}.
+//
+// The tag and digest are kept. A reference nothing applies to comes back
+// unchanged, so without a default entry "nginx" stays "nginx", which image
+// parsing reads as docker.io/library/nginx.
+func (l RegistryList) Qualify(image string) string {
+	repo, suffix := splitRef(image)
+	host, path, ok := strings.Cut(repo, "/")
+	if ok && isHost(host) {
+		if e := l.wholeHost(host); e != nil && e.DefaultNamespace != "" && !strings.Contains(path, "/") {
+			return host + "/" + e.DefaultNamespace + "/" + path + suffix
 		}
-		first, rest, hasPath = "docker.io", repo, true
-		if !strings.Contains(repo, "/") {
-			rest = "library/" + repo
+		return image
+	}
+	var e *Registry
+	if e = l.Default(); e == nil {
+		if e = l.wholeHost(dockerHub); e == nil || e.DefaultNamespace == "" {
+			return image
 		}
 	}
-	repo = RegistryHost(first)
-	if hasPath {
-		repo += "/" + rest
+	if e.DefaultNamespace != "" && !ok {
+		repo = e.DefaultNamespace + "/" + repo
 	}
-	return l.longestPrefix(repo)
+	return CanonicalPrefix(e.Prefix) + "/" + repo + suffix
 }
 
-// MatchHost returns the settings for a registry host ("ghcr.io",
-// "registry.local:5000"), or nil. Only entries whose prefix is the whole
-// host apply: one with a path covers only some of the host's images.
+const dockerHub = "docker.io"
+
+// splitRef cuts an image reference into its repository and what follows
+// it (":tag", "@digest", ":tag@digest" or ""). A colon after the last
+// slash starts a tag; one before it is a registry port.
+func splitRef(image string) (repo, suffix string) {
+	repo, digest, hasDigest := strings.Cut(image, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo, suffix = repo[:i], repo[i:]
+	}
+	if hasDigest {
+		suffix += "@" + digest
+	}
+	return repo, suffix
+}
+
+// isHost reports whether the first segment of an image name is a registry
+// host, by the rule image references use: a dot, a port or "localhost".
+func isHost(s string) bool {
+	return strings.ContainsAny(s, ".:") || s == "localhost"
+}
+
+// repoKey returns the repository an image names, fully qualified and
+// folded ("docker.io/library/nginx", "ghcr.io/org/app"), after Qualify.
+func (l RegistryList) repoKey(image string) string {
+	repo, _ := splitRef(l.Qualify(image))
+	host, path, ok := strings.Cut(repo, "/")
+	if !ok || !isHost(host) {
+		host, path = dockerHub, repo
+	}
+	host = RegistryHost(host)
+	if host == dockerHub && !strings.Contains(path, "/") {
+		path = "library/" + path
+	}
+	return host + "/" + path
+}
+
+// Match returns the entry for an image or repository ("ghcr.io/org/app",
+// "nginx:1.27", "registry.local:5000/team/app@sha256:..."), whose
+// credentials apply to it, or nil when no entry does. The name is read as
+// Qualify reads it, then the longest prefix wins, matched on whole path
+// segments after folding Docker Hub's aliases. An image of another host
+// never falls back to the default: that would send one registry's
+// credentials to another.
+func (l RegistryList) Match(image string) *Registry {
+	return l.longestPrefix(l.repoKey(image))
+}
+
+// MatchHost returns the entry whose connection settings (APIURL,
+// Insecure, CAFile, CAData, RateLimit, MaxConcurrency) apply to a
+// registry host ("ghcr.io", "registry.local:5000"), or nil: the entry for
+// the whole host, else the one with the shortest prefix on the host (the
+// first in order among equals). Validation makes the other entries of the
+// host agree with it.
 func (l RegistryList) MatchHost(host string) *Registry {
+	if i := l.hostEntry(RegistryHost(host)); i >= 0 {
+		return &l[i]
+	}
+	return nil
+}
+
+// hostEntry is MatchHost's index; host is folded.
+func (l RegistryList) hostEntry(host string) int {
+	best := -1
+	for i := range l {
+		p := CanonicalPrefix(l[i].Prefix)
+		if (p == host || strings.HasPrefix(p, host+"/")) && (best < 0 || len(p) < len(CanonicalPrefix(l[best].Prefix))) {
+			best = i
+		}
+	}
+	return best
+}
+
+// wholeHost returns the entry whose prefix is the host alone, or nil.
+func (l RegistryList) wholeHost(host string) *Registry {
 	host = RegistryHost(host)
 	for i := range l {
-		if canonicalPrefix(l[i].Prefix) == host {
+		if CanonicalPrefix(l[i].Prefix) == host {
 			return &l[i]
 		}
 	}
@@ -339,7 +441,7 @@ func (l RegistryList) longestPrefix(repo string) *Registry {
 	var best *Registry
 	bestLen := -1
 	for i := range l {
-		p := canonicalPrefix(l[i].Prefix)
+		p := CanonicalPrefix(l[i].Prefix)
 		if (repo == p || strings.HasPrefix(repo, p+"/")) && len(p) > bestLen {
 			best, bestLen = &l[i], len(p)
 		}

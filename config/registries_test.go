@@ -86,6 +86,22 @@ func TestRegistriesErrorsNameTheField(t *testing.T) {
 			want: []FieldError{{Path: "registries.list[2].prefix", Line: 7, Msg: `duplicate prefix "index.docker.io" (also registries.list[0])`}}},
 		{name: "two defaults", doc: reg + "  list:\n    - {prefix: a.io, default: true}\n    - {prefix: b.io, default: true}\n",
 			want: []FieldError{{Path: "registries.list[1].default", Line: 6, Msg: "only one registry may be the default (registries.list[0] is)"}}},
+		{name: "default namespace on a path prefix", doc: reg + "  list:\n    - {prefix: ghcr.io/org, defaultNamespace: base}\n",
+			want: []FieldError{{Path: "registries.list[0].defaultNamespace", Line: 5, Msg: "only for an entry whose prefix is a registry host, or the default entry"}}},
+		{name: "a path entry's CA differs from the host's", doc: reg + "  list:\n    - {prefix: ghcr.io, caFile: /a.pem}\n    - {prefix: ghcr.io/team-b, caFile: /b.pem}\n",
+			want: []FieldError{{Path: "registries.list[1].caFile", Line: 6,
+				Msg: "differs from registries.list[0] (prefix ghcr.io), whose connection settings apply to every image on ghcr.io"}}},
+		{name: "without a host entry the shortest prefix speaks for the host",
+			doc: reg + "  list:\n    - {prefix: ghcr.io/team-a/sub, insecure: true}\n    - {prefix: ghcr.io/team-a, apiURL: 'https://x.io'}\n    - {prefix: ghcr.io/team-b, apiURL: 'https://y.io'}\n",
+			want: []FieldError{
+				{Path: "registries.list[0].insecure", Line: 5, Msg: "differs from registries.list[1] (prefix ghcr.io/team-a)"},
+				{Path: "registries.list[2].apiURL", Line: 7, Msg: "differs from registries.list[1] (prefix ghcr.io/team-a)"},
+			}},
+		{name: "a path entry's rate limit differs from the host's", doc: reg + "  list:\n    - {prefix: ghcr.io, rateLimit: 5}\n    - {prefix: ghcr.io/org, rateLimit: 10, maxConcurrency: 3}\n",
+			want: []FieldError{
+				{Path: "registries.list[1].rateLimit", Line: 6, Msg: "differs from registries.list[0] (prefix ghcr.io)"},
+				{Path: "registries.list[1].maxConcurrency", Line: 6, Msg: "differs from registries.list[0] (prefix ghcr.io)"},
+			}},
 		{name: "webhook type", doc: reg + "  webhook:\n    sources:\n      - {type: gitlab, secretEnv: S}\n",
 			want: []FieldError{{Path: "registries.webhook.sources[0].type", Line: 6, Msg: `unsupported value "gitlab"`}}},
 		{name: "webhook secret required", doc: reg + "  webhook:\n    sources:\n      - type: harbor\n",
@@ -176,15 +192,23 @@ func TestRegistryListMatch(t *testing.T) {
 		{Name: "hub-team", Prefix: "docker.io/team"},
 		{Name: "ghcr", Prefix: "ghcr.io"},
 		{Name: "ghcr-org", Prefix: "ghcr.io/org"},
-		{Name: "local", Prefix: "registry.local:5000"},
+		{Name: "ghcr-team-a", Prefix: "ghcr.io/org/team-a"},
+		{Name: "local", Prefix: "registry.local:5000", DefaultNamespace: "base"},
 	}
 	withDefault := append(RegistryList{{Name: "quay", Prefix: "quay.io", Default: true}}, list...)
+	mirror := RegistryList{
+		{Name: "mirror", Prefix: "harbor.local/hub", Default: true, DefaultNamespace: "library"},
+		{Name: "mirror-library", Prefix: "harbor.local/hub/library"},
+		{Name: "harbor", Prefix: "harbor.local"},
+	}
 	tests := []struct {
 		list  RegistryList
 		image string
 		want  string // Name, "" for no match
 	}{
 		{list: list, image: "ghcr.io/org/app:1.0", want: "ghcr-org"},
+		{list: list, image: "ghcr.io/org/team-a/app", want: "ghcr-team-a"},
+		{list: list, image: "ghcr.io/org/team-ab/app", want: "ghcr-org"},
 		{list: list, image: "ghcr.io/organ/app", want: "ghcr"},
 		{list: list, image: "ghcr.io/org", want: "ghcr-org"},
 		{list: list, image: "GHCR.io/other/app@sha256:abc", want: "ghcr"},
@@ -194,6 +218,7 @@ func TestRegistryListMatch(t *testing.T) {
 		{list: list, image: "index.docker.io/team/app", want: "hub-team"},
 		{list: list, image: "registry-1.docker.io/library/nginx", want: "hub"},
 		{list: list, image: "registry.local:5000/a/b:tag", want: "local"},
+		{list: list, image: "registry.local:5000/app", want: "local"},
 		{list: list, image: "registry.local/a/b", want: ""},
 		{list: list, image: "quay.io/a/b", want: ""},
 		{list: list, image: "localhost/a", want: ""},
@@ -201,6 +226,9 @@ func TestRegistryListMatch(t *testing.T) {
 		{list: withDefault, image: "argoproj/argocd:v2", want: "quay"},
 		{list: withDefault, image: "docker.io/team/app", want: "hub-team"},
 		{list: withDefault, image: "example.com/app", want: ""},
+		{list: mirror, image: "nginx", want: "mirror-library"},
+		{list: mirror, image: "bitnami/redis", want: "mirror"},
+		{list: mirror, image: "harbor.local/other/app", want: "harbor"},
 		{list: nil, image: "nginx", want: ""},
 	}
 	for _, tt := range tests {
@@ -216,10 +244,54 @@ func TestRegistryListMatch(t *testing.T) {
 	}
 }
 
+func TestRegistryListQualify(t *testing.T) {
+	hub := Registry{Prefix: "docker.io", DefaultNamespace: "library"}
+	local := Registry{Prefix: "registry.local:5000", DefaultNamespace: "library", Default: true}
+	tests := []struct {
+		name  string
+		list  RegistryList
+		image string
+		want  string
+	}{
+		{name: "no config keeps Docker Hub's reading", image: "nginx:1.27", want: "nginx:1.27"},
+		{name: "docker hub's own namespace", list: RegistryList{hub}, image: "nginx:1.27", want: "docker.io/library/nginx:1.27"},
+		{name: "docker hub without a namespace", list: RegistryList{{Prefix: "docker.io"}}, image: "nginx", want: "nginx"},
+		{name: "docker hub namespace leaves two segments", list: RegistryList{hub}, image: "bitnami/redis", want: "docker.io/bitnami/redis"},
+		{name: "default registry, one segment", list: RegistryList{hub, local}, image: "nginx", want: "registry.local:5000/library/nginx"},
+		{name: "default registry keeps tag and digest", list: RegistryList{local}, image: "nginx:1.2@sha256:abc",
+			want: "registry.local:5000/library/nginx:1.2@sha256:abc"},
+		{name: "default registry, two segments", list: RegistryList{local}, image: "team/app:1", want: "registry.local:5000/team/app:1"},
+		{name: "default without namespace", list: RegistryList{{Prefix: "registry.local:5000", Default: true}}, image: "nginx",
+			want: "registry.local:5000/nginx"},
+		{name: "default with a path prefix", list: RegistryList{{Prefix: "harbor.local/hub", Default: true, DefaultNamespace: "library"}},
+			image: "nginx", want: "harbor.local/hub/library/nginx"},
+		{name: "default prefix is folded", list: RegistryList{{Prefix: "Index.Docker.io", Default: true}}, image: "team/app",
+			want: "docker.io/team/app"},
+		{name: "a named host is never the default's", list: RegistryList{local}, image: "docker.io/nginx", want: "docker.io/nginx"},
+		{name: "a named host's namespace", list: RegistryList{local}, image: "registry.local:5000/app:2", want: "registry.local:5000/library/app:2"},
+		{name: "a named host with two segments", list: RegistryList{local}, image: "registry.local:5000/a/b", want: "registry.local:5000/a/b"},
+		{name: "docker hub alias with a namespace", list: RegistryList{{Prefix: "docker.io", DefaultNamespace: "mirror"}},
+			image: "index.docker.io/nginx", want: "index.docker.io/mirror/nginx"},
+		{name: "a port is not a tag", list: RegistryList{local}, image: "localhost:5000/app", want: "localhost:5000/app"},
+		{name: "localhost is a host", list: RegistryList{local}, image: "localhost/app", want: "localhost/app"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.list.Qualify(tt.image); got != tt.want {
+				t.Errorf("Qualify(%q) = %q, want %q", tt.image, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestRegistryListMatchHost(t *testing.T) {
-	list := RegistryList{{Name: "hub", Prefix: "docker.io"}, {Name: "org", Prefix: "ghcr.io/org"}, {Name: "local", Prefix: "registry.local:5000"}}
+	list := RegistryList{
+		{Name: "hub", Prefix: "docker.io"}, {Name: "hub-team", Prefix: "docker.io/team"},
+		{Name: "org-team", Prefix: "ghcr.io/org/team"}, {Name: "org", Prefix: "ghcr.io/org"}, {Name: "other", Prefix: "ghcr.io/other"},
+		{Name: "local", Prefix: "registry.local:5000"},
+	}
 	for host, want := range map[string]string{
-		"docker.io": "hub", "index.docker.io": "hub", "registry.local:5000": "local", "ghcr.io": "", "registry.local": "",
+		"docker.io": "hub", "index.docker.io": "hub", "registry.local:5000": "local", "ghcr.io": "org", "registry.local": "", "quay.io": "",
 	} {
 		got := ""
 		if r := list.MatchHost(host); r != nil {

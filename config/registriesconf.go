@@ -37,7 +37,7 @@ type confRegistry struct {
 }
 
 var confKeys = registryKeys{
-	prefix: "prefix", apiURL: "api_url", credsExpire: "credsexpire", caData: "ca_data",
+	prefix: "prefix", apiURL: "api_url", credsExpire: "credsexpire", caFile: "ca_file", caData: "ca_data",
 	defaultNamespace: "defaultns", rateLimit: "limit", maxConcurrency: "limit", isDefault: "default",
 }
 
@@ -156,14 +156,20 @@ func (r *Registries) Resolved(baseDir string) (RegistryList, error) {
 		}
 	}
 	for j := range own {
-		key := canonicalPrefix(own[j].Prefix)
-		if i := slices.IndexFunc(out, func(o Registry) bool { return canonicalPrefix(o.Prefix) == key }); i >= 0 {
+		key := CanonicalPrefix(own[j].Prefix)
+		if i := slices.IndexFunc(out, func(o Registry) bool { return CanonicalPrefix(o.Prefix) == key }); i >= 0 {
 			out[i] = own[j]
 		} else {
 			out = append(out, own[j])
 		}
 	}
 	var errs []error
+	// Each source was validated alone; the merged list must still agree
+	// on every host's connection settings.
+	name := func(i int) string { return "registry " + out[i].Prefix }
+	for _, c := range out.hostConflicts() {
+		errs = append(errs, fmt.Errorf("%s: %s %s", name(c.entry), c.field(crowsnestKeys), c.message(out, name)))
+	}
 	for i := range out {
 		if _, err := out[i].CertPool(); err != nil {
 			errs = append(errs, fmt.Errorf("registry %s: %w", out[i].Prefix, err))

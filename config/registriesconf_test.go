@@ -91,6 +91,8 @@ func TestParseRegistriesConfErrors(t *testing.T) {
 			want: []FieldError{{Path: "registries[0].ca_data", Line: 3, Msg: "no PEM certificate found"}}},
 		{name: "two defaults", doc: "registries:\n- {prefix: a.io, default: yes}\n- {prefix: b.io, default: true}\n",
 			want: []FieldError{{Path: "registries[1].default", Line: 3, Msg: "only one registry may be the default"}}},
+		{name: "path entry's CA named by the conf key", doc: "registries:\n- {prefix: a.io, ca_file: /a.pem}\n- {prefix: a.io/b, ca_file: /b.pem}\n",
+			want: []FieldError{{Path: "registries[1].ca_file", Line: 3, Msg: "differs from registries[0] (prefix a.io)"}}},
 		{name: "duplicate prefix", doc: "registries:\n- {prefix: a.io}\n- {prefix: A.io}\n",
 			want: []FieldError{{Path: "registries[1].prefix", Line: 3, Msg: `duplicate prefix "A.io"`}}},
 		{name: "credentials pasted as user:password", doc: "registries:\n- prefix: a.io\n  credentials: 'bob smith:hunter2'\n",
@@ -170,6 +172,7 @@ func TestRegistriesResolvedErrors(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "bad.conf"), "registries:\n- prefix: a.io\n  limt: 3\n")
 	writeFile(t, filepath.Join(dir, "notca.pem"), "hello\n")
+	writeFile(t, filepath.Join(dir, "ghcr.conf"), "registries:\n- {prefix: ghcr.io, credentials: 'env:GHCR'}\n")
 	tests := []struct {
 		name string
 		r    Registries
@@ -183,6 +186,9 @@ func TestRegistriesResolvedErrors(t *testing.T) {
 			want: []string{"registry a.io", "no PEM certificate found"}},
 		{name: "missing ca file", r: Registries{List: RegistryList{{Prefix: "a.io", CAFile: "missing.pem"}}},
 			want: []string{"registry a.io", "reading caFile"}},
+		{name: "a list entry's settings differ from the conf's entry for its host",
+			r:    Registries{ConfFile: filepath.Join(dir, "ghcr.conf"), List: RegistryList{{Prefix: "ghcr.io/team-b", Insecure: true, RateLimit: 20, MaxConcurrency: 8}}},
+			want: []string{"registry ghcr.io/team-b: insecure differs from registry ghcr.io", "per registry host"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
