@@ -16,13 +16,15 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Authorizer supplies credentials per registry host. Authenticator may
-// return the same value until it expires; it must return comparable values
-// (pointers), so the client notices new credentials. Invalidate drops
-// cached credentials after the registry refused them.
+// Authorizer supplies credentials per repository, named as RepoKey names
+// it ("ghcr.io/team-a/app"): repositories of one host may need different
+// ones. Authenticator may return the same value until it expires; it must
+// return comparable values (pointers), so the client notices new
+// credentials. Invalidate drops cached credentials after the registry
+// refused them.
 type Authorizer interface {
-	Authenticator(ctx context.Context, host string) (authn.Authenticator, error)
-	Invalidate(host string)
+	Authenticator(ctx context.Context, repo string) (authn.Authenticator, error)
+	Invalidate(repo string)
 }
 
 // Client defaults: a tag list is reused for one poll interval's worth of
@@ -64,10 +66,19 @@ type Client struct {
 	meta     *lru
 }
 
+// hostState is one registry host's transport (pacing, retries, TLS) and
+// a puller per repository, each made with the credentials its repository
+// uses. A repository's tags are cached under its key, and every request
+// for it carries its own credentials, so two repositories of one host
+// with different credentials never share a puller or a tag list.
 type hostState struct {
 	transport *hostTransport
-	auth      authn.Authenticator
-	puller    *remote.Puller
+	repos     map[string]repoPuller
+}
+
+type repoPuller struct {
+	auth   authn.Authenticator
+	puller *remote.Puller
 }
 
 type tagEntry struct {
@@ -105,15 +116,16 @@ func (c *Client) init() {
 	})
 }
 
-// puller returns the host's puller, making a new one when credentials
-// changed. A Puller reuses token exchanges per repository.
-func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller, *hostTransport, error) {
-	host := reg.RegistryStr()
+// puller returns the repository's puller, making a new one when its
+// credentials changed. A Puller reuses token exchanges per repository.
+func (c *Client) puller(ctx context.Context, repo name.Repository) (*remote.Puller, *hostTransport, error) {
+	reg := repo.Registry
+	host, key := reg.RegistryStr(), RepoKey(repo)
 	auth := authn.Anonymous
 	if c.Auth != nil {
-		a, err := c.Auth.Authenticator(ctx, Host(reg))
+		a, err := c.Auth.Authenticator(ctx, key)
 		if err != nil {
-			return nil, nil, fmt.Errorf("credentials for %s: %w", Host(reg), err)
+			return nil, nil, fmt.Errorf("credentials for %s: %w", key, err)
 		}
 		if a != nil {
 			auth = a
@@ -122,22 +134,25 @@ func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	hs := c.hosts[host]
-	if hs != nil && hs.auth == auth {
-		return hs.puller, hs.transport, nil
-	}
-	var tr *hostTransport
-	if hs != nil {
-		tr = hs.transport // keep pacing state across credential changes
-		tr.forgetPings()
-	} else {
+	if hs == nil {
 		var cfg HostConfig
 		if c.Hosts != nil {
 			cfg = c.Hosts(Host(reg))
 		}
-		var err error
-		if tr, err = newHostTransport(host, cfg, c.Metrics); err != nil {
+		tr, err := newHostTransport(host, cfg, c.Metrics)
+		if err != nil {
 			return nil, nil, err
 		}
+		hs = &hostState{transport: tr, repos: map[string]repoPuller{}}
+		c.hosts[host] = hs
+	}
+	tr := hs.transport // pacing state outlives credential changes
+	rp, known := hs.repos[key]
+	if known && rp.auth == auth {
+		return rp.puller, tr, nil
+	}
+	if known {
+		tr.forgetPings()
 	}
 	opts := []remote.Option{
 		remote.WithTransport(capTagLists{tr}),
@@ -155,7 +170,7 @@ func (c *Client) puller(ctx context.Context, reg name.Registry) (*remote.Puller,
 	if err != nil {
 		return nil, nil, fmt.Errorf("registry %s: %w", Host(reg), err)
 	}
-	c.hosts[host] = &hostState{transport: tr, auth: auth, puller: p}
+	hs.repos[key] = repoPuller{auth: auth, puller: p}
 	return p, tr, nil
 }
 
@@ -169,7 +184,7 @@ func (c *Client) do(ctx context.Context, repo name.Repository, op func(ctx conte
 	defer cancel()
 	reg := repo.Registry
 	for try := 0; ; try++ {
-		p, tr, err := c.puller(ctx, reg)
+		p, tr, err := c.puller(ctx, repo)
 		if err != nil {
 			return err
 		}
@@ -183,12 +198,16 @@ func (c *Client) do(ctx context.Context, repo name.Repository, op func(ctx conte
 		if err == nil || try > 0 || c.Auth == nil || !isAuthError(err) {
 			return err
 		}
-		c.Log.Debug("registry refused credentials, refreshing them", "registry", Host(reg))
+		key := RepoKey(repo)
+		c.Log.Debug("registry refused credentials, refreshing them", "registry", Host(reg), "repository", key)
 		c.Metrics.retry(Host(reg), "auth")
-		c.Auth.Invalidate(Host(reg))
+		c.Auth.Invalidate(key)
 		c.mu.Lock()
 		if hs := c.hosts[reg.RegistryStr()]; hs != nil {
-			hs.auth = nil // forces a new puller
+			if rp, ok := hs.repos[key]; ok {
+				rp.auth = nil // forces a new puller
+				hs.repos[key] = rp
+			}
 		}
 		c.mu.Unlock()
 	}

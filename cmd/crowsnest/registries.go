@@ -70,17 +70,17 @@ func (r *registries) forPullSecret(ref string) *registry.Client {
 	return c
 }
 
-// refAuth authenticates every registry with one credentials reference.
+// refAuth authenticates every repository with one credentials reference.
 type refAuth struct {
 	resolver *creds.Resolver
 	ref      creds.Ref
 }
 
-func (a refAuth) Authenticator(ctx context.Context, host string) (authn.Authenticator, error) {
-	return a.resolver.Authenticator(ctx, a.ref, host, 0)
+func (a refAuth) Authenticator(ctx context.Context, repo string) (authn.Authenticator, error) {
+	return a.resolver.Authenticator(ctx, a.ref, config.RegistryHost(repo), 0)
 }
 
-func (a refAuth) Invalidate(host string) { a.resolver.Invalidate(a.ref, host) }
+func (a refAuth) Invalidate(repo string) { a.resolver.Invalidate(a.ref, config.RegistryHost(repo)) }
 
 // newRegistries builds the client and poller. baseDir resolves a relative
 // registries.conf path (the config file's folder); secrets reads pull
@@ -90,14 +90,23 @@ func newRegistries(cfg *config.Config, baseDir string, secrets creds.SecretGette
 	if err != nil {
 		return nil, err
 	}
+	return newRegistriesFor(cfg, list, secrets, metrics, log), nil
+}
+
+// newRegistriesFor builds the client and poller for a resolved registry
+// list; cfg gives the caches and poll interval.
+func newRegistriesFor(cfg *config.Config, list config.RegistryList, secrets creds.SecretGetter, metrics *registry.Metrics, log *slog.Logger) *registries {
 	r := &registries{
 		resolver: &creds.Resolver{Secrets: secrets, Log: log},
 		log:      log,
 		metrics:  metrics,
 	}
 	r.list.Store(&list)
-	auth := &creds.HostAuth{Resolver: r.resolver, Lookup: func(host string) (creds.Ref, time.Duration) {
-		if e := r.list.Load().MatchHost(host); e != nil {
+	// Credentials follow the repository's entry (longest prefix), so
+	// ghcr.io/team-a and ghcr.io/team-b may use different ones; their
+	// tags are cached per repository, hence per credentials.
+	auth := &creds.RepoAuth{Resolver: r.resolver, Lookup: func(repo string) (creds.Ref, time.Duration) {
+		if e := r.list.Load().Match(repo); e != nil {
 			return e.Credentials, e.CredsExpire.Duration
 		}
 		return creds.Ref{}, 0
@@ -117,10 +126,17 @@ func newRegistries(cfg *config.Config, baseDir string, secrets creds.SecretGette
 		Metrics:  metrics,
 		Log:      log,
 	}
-	return r, nil
+	return r
 }
 
-// hostConfig is the client's view of one registry's settings.
+// qualify completes image names the way the registries in force read
+// them (default entry, defaultNamespace), for the ImageReconciler: it
+// reads the list at each call, so a reload applies at once.
+func (r *registries) qualify(image string) string { return r.list.Load().Qualify(image) }
+
+// hostConfig is the client's view of one registry's connection settings:
+// those of config.RegistryList.MatchHost's entry, which validation makes
+// the host's other entries agree with.
 func (r *registries) hostConfig(host string) registry.HostConfig {
 	e := r.list.Load().MatchHost(host)
 	if e == nil {
@@ -144,8 +160,9 @@ func (r *registries) hostConfig(host string) registry.HostConfig {
 }
 
 // reload applies a new registries section: the list (and with it rate
-// limits, endpoints, TLS and credential references) takes effect for the
-// next request; cached credentials are dropped. Cache sizes, TTL and poll
+// limits, endpoints, TLS, credential references, the default registry and
+// default namespaces) takes effect for the next request and reconcile;
+// cached credentials are dropped. Cache sizes, TTL and poll
 // interval need a restart.
 func (r *registries) reload(cfg *config.Config, baseDir string) error {
 	list, err := cfg.Registries.Resolved(baseDir)

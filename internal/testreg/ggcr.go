@@ -42,7 +42,15 @@ type OCIOptions struct {
 	Auth     AuthMode
 	Username string
 	Password string
+	// RepoCredentials gives the repositories under a path ("team-a"
+	// covers team-a/app) their own user name and password instead of
+	// Username and Password, the longest path winning, as registries
+	// with per-project robots do. AuthBasic only.
+	RepoCredentials map[string]Credentials
 }
+
+// Credentials are a user name and password.
+type Credentials struct{ Username, Password string }
 
 // Request is one request the registry saw, classified by Kind: "ping",
 // "token", "list", "head", "manifest", "blob" or "other".
@@ -97,7 +105,9 @@ func (o *OCI) SetCredentials(user, password string) {
 }
 
 // SetFault installs a hook that sees every request first; returning true
-// means it answered the request itself. nil removes it.
+// means it answered the request itself. nil removes it. The hook may take
+// the connection over with http.NewResponseController(w).Hijack() to drop
+// it or write a broken response.
 func (o *OCI) SetFault(f func(w http.ResponseWriter, r *http.Request) bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -162,13 +172,26 @@ func (o *OCI) authorized(r *http.Request) bool {
 	switch o.opts.Auth {
 	case AuthBasic:
 		u, p, ok := r.BasicAuth()
-		return ok && u == o.opts.Username && p == o.opts.Password
+		want := o.credentialsFor(strings.TrimPrefix(r.URL.Path, "/v2/"))
+		return ok && u == want.Username && p == want.Password
 	case AuthBearer:
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		return ok && o.tokens[tok]
 	default:
 		return true
 	}
+}
+
+// credentialsFor returns the credentials a repository path (with
+// anything after it) demands. The caller holds o.mu.
+func (o *OCI) credentialsFor(path string) Credentials {
+	best, bestLen := Credentials{Username: o.opts.Username, Password: o.opts.Password}, -1
+	for prefix, c := range o.opts.RepoCredentials {
+		if strings.HasPrefix(path, prefix+"/") && len(prefix) > bestLen {
+			best, bestLen = c, len(prefix)
+		}
+	}
+	return best
 }
 
 func (o *OCI) challenge(w http.ResponseWriter) {
@@ -232,6 +255,10 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap gives http.ResponseController the connection underneath, so a
+// fault hook can hijack it to reset it or cut a response short.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 // Ref parses "repo:tag" on this registry.
 func (o *OCI) Ref(tb testing.TB, repoTag string) name.Reference {
 	tb.Helper()
@@ -246,7 +273,14 @@ func (o *OCI) Ref(tb testing.TB, repoTag string) name.Reference {
 func (o *OCI) Push(tb testing.TB, repoTag string, img remote.Taggable) {
 	tb.Helper()
 	ref := o.Ref(tb, repoTag)
-	opts := []remote.Option{remote.WithAuth(o.Auth()), remote.WithContext(tb.Context())}
+	auth := o.Auth()
+	if o.opts.Auth == AuthBasic {
+		o.mu.Lock()
+		c := o.credentialsFor(repoTag)
+		o.mu.Unlock()
+		auth = &authn.Basic{Username: c.Username, Password: c.Password}
+	}
+	opts := []remote.Option{remote.WithAuth(auth), remote.WithContext(tb.Context())}
 	var err error
 	switch v := img.(type) {
 	case v1.ImageIndex:

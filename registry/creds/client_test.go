@@ -104,25 +104,86 @@ func TestRotatedPasswordIsReadAgain(t *testing.T) {
 	}
 }
 
-func TestForRegistriesMatchesWholeHostsOnly(t *testing.T) {
+// Two registries entries with path prefixes on one host, each with its
+// own credentials, against a registry that gives each path its own robot:
+// each repository is listed with its entry's credentials. The same
+// credentials for the whole host reach only one of them, so the registry
+// really tells them apart.
+func TestPathPrefixesGetTheirOwnCredentials(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{Auth: testreg.AuthBasic, Username: "admin", Password: "admin-pw",
+		RepoCredentials: map[string]testreg.Credentials{
+			"team-a": {Username: "robot-a", Password: "pw-a"},
+			"team-b": {Username: "robot-b", Password: "pw-b"},
+		}})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	reg.Push(t, "team-a/app:1.0", testreg.Image(t, t0, ""))
+	reg.Push(t, "team-b/app:2.0", testreg.Image(t, t0, ""))
+	reg.Push(t, "team-b/app:2.1", testreg.Image(t, t0, ""))
+	env := map[string]string{"TEAM_A": "robot-a:pw-a", "TEAM_B": "robot-b:pw-b"}
+	resolver := &creds.Resolver{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	tags := func(c *registry.Client, path string) ([]string, error) {
+		t.Helper()
+		repo, err := registry.ParseRepo(reg.Host() + "/" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Tags(t.Context(), repo, 0)
+	}
+
+	list := config.RegistryList{
+		{Prefix: reg.Host() + "/team-a", Credentials: mustParse(t, "env:TEAM_A")},
+		{Prefix: reg.Host() + "/team-b", Credentials: mustParse(t, "env:TEAM_B")},
+	}
+	c := &registry.Client{Auth: creds.ForRegistries(resolver, list)}
+	for path, want := range map[string][]string{"team-a/app": {"1.0"}, "team-b/app": {"2.0", "2.1"}} {
+		for range 2 { // the second time from the tag cache
+			got, err := tags(c, path)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if diff := gocmp.Diff(want, got); diff != "" {
+				t.Errorf("%s tags (-want +got):\n%s", path, diff)
+			}
+		}
+	}
+	if n := reg.Count("list", ""); n != 2 {
+		t.Errorf("%d tag-list requests, want 2 (one per repository, then its cache)", n)
+	}
+
+	hostWide := config.RegistryList{{Prefix: reg.Host(), Credentials: mustParse(t, "env:TEAM_A")}}
+	c = &registry.Client{Auth: creds.ForRegistries(resolver, hostWide)}
+	if _, err := tags(c, "team-a/app"); err != nil {
+		t.Errorf("team-a with team-a's credentials: %v", err)
+	}
+	if got, err := tags(c, "team-b/app"); err == nil || !strings.Contains(err.Error(), "UNAUTHORIZED") {
+		t.Errorf("team-b with team-a's credentials: tags %v, error %v; want UNAUTHORIZED", got, err)
+	}
+}
+
+func TestForRegistriesMatchesLongestPrefix(t *testing.T) {
 	list := config.RegistryList{
 		{Prefix: "docker.io", Credentials: mustParse(t, "env:HUB"), CredsExpire: config.Duration{Duration: time.Hour}},
-		{Prefix: "ghcr.io/org", Credentials: mustParse(t, "env:GHCR")},
+		{Prefix: "ghcr.io/org", Credentials: mustParse(t, "env:GHCR_ORG")},
+		{Prefix: "ghcr.io/org/team-a", Credentials: mustParse(t, "env:GHCR_A"), CredsExpire: config.Duration{Duration: time.Minute}},
 	}
-	ha := creds.ForRegistries(&creds.Resolver{}, list)
+	ra := creds.ForRegistries(&creds.Resolver{}, list)
 	tests := []struct {
-		host       string
+		repo       string
 		wantRef    string
 		wantExpire time.Duration
 	}{
-		{host: "index.docker.io", wantRef: "env:HUB", wantExpire: time.Hour},
-		{host: "ghcr.io", wantRef: ""},
-		{host: "quay.io", wantRef: ""},
+		{repo: "docker.io/library/nginx", wantRef: "env:HUB", wantExpire: time.Hour},
+		{repo: "index.docker.io/team/app", wantRef: "env:HUB", wantExpire: time.Hour},
+		{repo: "ghcr.io/org/app", wantRef: "env:GHCR_ORG"},
+		{repo: "ghcr.io/org/team-a/app", wantRef: "env:GHCR_A", wantExpire: time.Minute},
+		{repo: "ghcr.io/org/team-ab/app", wantRef: "env:GHCR_ORG"},
+		{repo: "ghcr.io/other/app", wantRef: ""},
+		{repo: "quay.io/org/app", wantRef: ""},
 	}
 	for _, tt := range tests {
-		ref, expire := ha.Lookup(tt.host)
+		ref, expire := ra.Lookup(tt.repo)
 		if ref.String() != tt.wantRef || expire != tt.wantExpire {
-			t.Errorf("Lookup(%q) = %q, %s; want %q, %s", tt.host, ref, expire, tt.wantRef, tt.wantExpire)
+			t.Errorf("Lookup(%q) = %q, %s; want %q, %s", tt.repo, ref, expire, tt.wantRef, tt.wantExpire)
 		}
 	}
 }
