@@ -58,6 +58,10 @@ type ImageReconciler struct {
 	// RegistryFor returns the client for images that name their own
 	// credentials (pull-secret); nil uses Registry for every image.
 	RegistryFor func(pullSecret string) *registry.Client
+	// Names completes image names written without a registry host as the
+	// registries config says (default entry, defaultNamespace), read at
+	// every reconcile; nil reads them as Docker Hub's.
+	Names func(image string) string
 	// Poller, when set, polls the repositories in use; wire its OnChange
 	// to RepoChanged.
 	Poller *registry.Poller
@@ -145,6 +149,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 		r.setHeld(req.Key, false)
 		return Result{}, nil
 	}
+	errs = append(errs, spec.Qualify(r.Names)...)
 	for _, err := range errs {
 		r.Log.Warn("invalid annotation", "app", req.Key, "error", err)
 		r.Metrics.invalidAnnotation(annotationKey(err))

@@ -306,6 +306,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	images := &controller.ImageReconciler{
 		Registry:      regs.client,
 		RegistryFor:   regs.forPullSecret,
+		Names:         regs.qualify,
 		Poller:        regs.poller,
 		Windows:       windowSource.Set,
 		BrokenProject: windowSource.Broken,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,10 +57,13 @@ or registry.local:5000/team/app:1.2.0; a tag in IMAGE is shown as the current
 version (and is the tag to track with --strategy digest when --constraint is
 not given). The exit code is non-zero when no tag qualifies.
 
-Registry settings (endpoints, CAs, rate limits, credentials per registry) come
-from --config and --registries-conf; --credentials overrides the credentials
-for this image (pullsecret:ns/name, secret:ns/name#field, env:VAR, ext:/path,
-dockerconfig:/path). Kubernetes secrets are read with --kubeconfig.`,
+Registry settings (endpoints, CAs, rate limits, credentials per prefix, the
+default registry for names like nginx and its default namespace) come from
+--config and --registries-conf, as the daemon applies them; --credentials
+overrides the credentials for this image (pullsecret:ns/name,
+secret:ns/name#field, env:VAR, ext:/path, dockerconfig:/path) and --insecure
+the TLS settings of its registry host. Kubernetes secrets are read with
+--kubeconfig.`,
 		Example: `  crowsnest test nginx --constraint '~1.27'
   crowsnest test ghcr.io/org/app --strategy newest-build --platform linux/amd64 --platform linux/arm64
   crowsnest test registry.local/app --allow-tags 'regexp:^build-' --extract 'build-(?P<version>\d+)' --extract-order numeric
@@ -120,7 +124,17 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 	if err != nil {
 		return err
 	}
-	img, err := registry.ParseImage(image)
+	cfg, baseDir, err := o.config()
+	if err != nil {
+		return err
+	}
+	list, err := cfg.Registries.Resolved(baseDir)
+	if err != nil {
+		return err
+	}
+	// The image is looked up where the daemon would look: a name without
+	// a registry goes to the default registry, with its namespace.
+	img, err := registry.ParseImage(list.Qualify(image))
 	if err != nil {
 		return err
 	}
@@ -138,20 +152,16 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 	if err != nil {
 		return err
 	}
-	cfg, baseDir, err := o.config(img)
-	if err != nil {
+	if list, err = o.override(list, img); err != nil {
 		return err
 	}
 	var secrets creds.SecretGetter
-	if needsKube(cfg, o.credentials) {
+	if needsKube(list) {
 		if secrets, err = o.secrets(); err != nil {
 			return err
 		}
 	}
-	regs, err := newRegistries(cfg, baseDir, secrets, nil, log)
-	if err != nil {
-		return err
-	}
+	regs := newRegistriesFor(cfg, list, secrets, nil, log)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	repo := img.Repository
@@ -198,9 +208,8 @@ func tagWritten(ref string) bool {
 
 func isDigestStrategy(s string) bool { return strings.EqualFold(s, string(policy.StrategyDigest)) }
 
-// config assembles the registries section: --config's, then
-// --registries-conf, then this image's --credentials and --insecure.
-func (o *testOptions) config(img registry.Image) (*config.Config, string, error) {
+// config reads --config, then --registries-conf.
+func (o *testOptions) config() (*config.Config, string, error) {
 	cfg := config.Default()
 	baseDir := "."
 	if o.configPath != "" {
@@ -217,43 +226,56 @@ func (o *testOptions) config(img registry.Image) (*config.Config, string, error)
 		}
 		cfg.Registries.ConfFile = abs
 	}
-	if o.credentials == "" && !o.insecure {
-		return cfg, baseDir, nil
-	}
-	var ref creds.Ref
-	if o.credentials != "" {
-		var err error
-		if ref, err = creds.Parse(o.credentials); err != nil {
-			return nil, "", fmt.Errorf("--credentials: %w", err)
-		}
-	}
-	list, err := cfg.Registries.Resolved(baseDir)
-	if err != nil {
-		return nil, "", err
-	}
-	host := registry.Host(img.Repository.Registry)
-	entry := config.Registry{Prefix: host, RateLimit: config.DefaultRegistryRateLimit, MaxConcurrency: config.DefaultRegistryMaxConcurrency}
-	if e := list.MatchHost(host); e != nil {
-		entry = *e
-	}
-	if o.credentials != "" {
-		entry.Credentials = ref
-	}
-	entry.Insecure = entry.Insecure || o.insecure
-	cfg.Registries.List = append(cfg.Registries.List, entry)
-	if err := cfg.Validate(); err != nil {
-		return nil, "", err
-	}
 	return cfg, baseDir, nil
 }
 
-// needsKube reports whether any credentials in force read Kubernetes.
-func needsKube(cfg *config.Config, cred string) bool {
-	if strings.HasPrefix(cred, "pullsecret:") || strings.HasPrefix(cred, "secret:") {
-		return true
+// override applies --insecure to the image's registry host (through the
+// entry MatchHost picks, or a new one for the host) and --credentials to
+// the image's repository (an entry for it, which wins as the longest
+// prefix and repeats the host's connection settings).
+func (o *testOptions) override(list config.RegistryList, img registry.Image) (config.RegistryList, error) {
+	if o.credentials == "" && !o.insecure {
+		return list, nil
 	}
-	for i := range cfg.Registries.List {
-		if s := cfg.Registries.List[i].Credentials.String(); strings.HasPrefix(s, "pullsecret:") || strings.HasPrefix(s, "secret:") {
+	list = slices.Clone(list)
+	host := registry.Host(img.Repository.Registry)
+	entry := func(prefix string) config.Registry {
+		return config.Registry{Prefix: prefix, RateLimit: config.DefaultRegistryRateLimit, MaxConcurrency: config.DefaultRegistryMaxConcurrency}
+	}
+	if o.insecure {
+		if e := list.MatchHost(host); e != nil {
+			e.Insecure = true
+		} else {
+			e := entry(host)
+			e.Insecure = true
+			list = append(list, e)
+		}
+	}
+	if o.credentials != "" {
+		ref, err := creds.Parse(o.credentials)
+		if err != nil {
+			return nil, fmt.Errorf("--credentials: %w", err)
+		}
+		repo := img.Repo()
+		e := entry(repo)
+		if m := list.Match(repo); m != nil {
+			e = *m // the settings in force, which agree with the host's
+			e.Prefix, e.Default, e.DefaultNamespace = repo, false, ""
+		}
+		e.Credentials, e.CredsExpire = ref, config.Duration{}
+		list = slices.DeleteFunc(list, func(r config.Registry) bool { return config.CanonicalPrefix(r.Prefix) == repo })
+		list = append(list, e)
+	}
+	if err := list.Validate(); err != nil {
+		return nil, fmt.Errorf("registries with --credentials and --insecure:\n%w", err)
+	}
+	return list, nil
+}
+
+// needsKube reports whether any credentials in force read Kubernetes.
+func needsKube(list config.RegistryList) bool {
+	for i := range list {
+		if src := list[i].Credentials.Source; src == config.CredsPullSecret || src == config.CredsSecret {
 			return true
 		}
 	}

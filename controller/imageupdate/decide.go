@@ -3,7 +3,6 @@ package imageupdate
 import (
 	"strings"
 
-	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -96,7 +95,7 @@ func Decide(app *watcher.App, spec *Spec, results map[string]Selection, hold Hol
 			p.Skipped = append(p.Skipped, Skip{Alias: img.Alias, Reason: ReasonSelectionFailed, Detail: sel.Err.Error()})
 			continue
 		}
-		ch, skip := decideImage(app, img, sel.Result)
+		ch, skip := decideImage(app, spec, img, sel.Result)
 		if skip != nil {
 			p.Skipped = append(p.Skipped, *skip)
 			continue
@@ -109,7 +108,7 @@ func Decide(app *watcher.App, spec *Spec, results map[string]Selection, hold Hol
 	return p
 }
 
-func decideImage(app *watcher.App, img *Image, res policy.Result) (Change, *Skip) {
+func decideImage(app *watcher.App, spec *Spec, img *Image, res policy.Result) (Change, *Skip) {
 	to := res.Tag
 	if res.Pinned {
 		to = res.Ref()
@@ -122,7 +121,7 @@ func decideImage(app *watcher.App, img *Image, res policy.Result) (Change, *Skip
 	if res.Pinned {
 		ch.Digest = res.Digest // only the digest strategy deploys by digest
 	}
-	current, deployed := currentVersion(app, img, src)
+	current, deployed := currentVersion(app, spec, img, src)
 	if !deployed && !img.ForceUpdate {
 		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonNotDeployed,
 			Detail: "the image is neither in status.summary.images nor set in the spec (force-update not set)"}
@@ -218,7 +217,7 @@ func kustomizeName(img *Image) string {
 // currentVersion finds what the Application runs or is set to run: an
 // override in the spec wins (it is what the next sync deploys), else the
 // image as Argo CD reports it in status.summary.images.
-func currentVersion(app *watcher.App, img *Image, src *watcher.Source) (string, bool) {
+func currentVersion(app *watcher.App, spec *Spec, img *Image, src *watcher.Source) (string, bool) {
 	if src != nil {
 		if v, ok := specVersion(img, src); ok {
 			return v, true
@@ -226,7 +225,7 @@ func currentVersion(app *watcher.App, img *Image, src *watcher.Source) (string, 
 	}
 	want := img.Ref.Repo()
 	for _, s := range app.Images {
-		ref, err := registry.ParseImage(s)
+		ref, err := spec.parseRunning(s)
 		if err != nil || ref.Repo() != want {
 			continue
 		}

@@ -15,6 +15,9 @@ type Spec struct {
 	// Source names where the spec came from, for logs and Events:
 	// "annotations" or "policy <name>".
 	Source string
+
+	// names completes image names for registry lookups (see Qualify).
+	names func(image string) string
 }
 
 // Image is one image to keep up to date.
