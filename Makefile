@@ -71,7 +71,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 1m), all of them, then
 
 .PHONY: lint
 lint: ## golangci-lint (version pinned in hack/tools.sh)
-	"$$(bash hack/tools.sh | tail -n1)/golangci-lint" run ./...
+	"$$(bash hack/tools.sh | tail -n1)/golangci-lint" run --allow-parallel-runners ./...
 
 .PHONY: vet
 vet: ## go vet
