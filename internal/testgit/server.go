@@ -62,6 +62,7 @@ type Server struct {
 	downMode    int
 	authFailure bool
 	beforePush  func()
+	dropPushAck int
 }
 
 // Start serves bare repositories from a fresh temporary directory until
@@ -135,6 +136,15 @@ func (s *Server) SetAuthFailure(on bool) {
 	s.authFailure = on
 }
 
+// DropPushAcks makes the next n pushes land and then drops their
+// connections before the answer: git has moved the branch, the client
+// sees a reset and cannot know its push succeeded.
+func (s *Server) DropPushAcks(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropPushAck = n
+}
+
 // BeforePush installs f to run (once) just before the next push reaches
 // git, after the client has read the refs: a commit made there races the
 // push, the way a concurrent pusher does. nil removes it.
@@ -165,28 +175,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	mode := s.downMode
 	authFailure := s.authFailure
 	var hook func()
-	reject := false
+	reject, dropAck := false, false
 	if kind == KindReceivePack && !down {
 		if s.rejectPush > 0 {
 			s.rejectPush--
 			reject = true
 		} else {
 			hook, s.beforePush = s.beforePush, nil
+			if s.dropPushAck > 0 && !authFailure && s.authorized(r) {
+				s.dropPushAck--
+				dropAck = true
+			}
 		}
 	}
 	s.mu.Unlock()
 
 	if down {
 		if mode == DownDrop {
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					if tc, ok := conn.(*net.TCPConn); ok {
-						_ = tc.SetLinger(0)
-					}
-					_ = conn.Close()
-					return
-				}
-			}
+			dropConn(w)
+			return
 		}
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 		return
@@ -203,7 +210,27 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if hook != nil {
 		hook()
 	}
+	if dropAck {
+		s.cgi.ServeHTTP(httptest.NewRecorder(), r) // the push lands; its answer goes nowhere
+		dropConn(w)
+		return
+	}
 	s.cgi.ServeHTTP(w, r)
+}
+
+// dropConn closes the request's connection with a reset, answering
+// nothing; without a hijackable connection it answers 503.
+func dropConn(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			_ = conn.Close()
+			return
+		}
+	}
+	http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 }
 
 func (s *Server) authorized(r *http.Request) bool {

@@ -119,6 +119,15 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("head = %q, want racer", got)
 	}
 
+	// A push whose answer is lost landed all the same.
+	s.DropPushAcks(1)
+	if err := s.PushFiles(t, "r", "main", map[string]string{"f": "4\n"}, "unacknowledged"); err == nil {
+		t.Fatal("push whose answer was dropped reported success")
+	}
+	if got := s.Log(t, "r", "main")[0].Subject; got != "unacknowledged" {
+		t.Fatalf("head = %q, want the unacknowledged push", got)
+	}
+
 	for _, mode := range []int{Down503, DownDrop} {
 		s.SetDown(time.Minute, mode)
 		resp, err := http.Get(s.RepoURL("r") + "/info/refs?service=git-upload-pack")

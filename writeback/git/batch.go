@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
@@ -33,7 +34,17 @@ type session struct {
 	// fetchFailures counts fetches failed in a row; after two the clone
 	// itself is suspect and is made again.
 	fetchFailures int
+	// unacked is the commit of a push that failed without being refused:
+	// the server may have taken it and lost only its answer. The next
+	// attempt looks for it on the remote before editing again, or the
+	// change would look already made and its result would be lost.
+	unacked plumbing.Hash
 }
+
+// maxLandedSearch bounds the commits walked from the remote head when
+// looking for a push whose answer was lost; other pushes since ours are
+// few, so ours is near the top if it landed.
+const maxLandedSearch = 1000
 
 // errTerminal marks errors retrying cannot fix.
 type errTerminal struct{ err error }
@@ -118,6 +129,16 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
+	if !s.unacked.IsZero() {
+		sha := s.unacked
+		s.unacked = plumbing.ZeroHash
+		if s.landed(base, sha) {
+			// res still holds the updates and files of that attempt.
+			res.CommitSHA = sha.String()
+			s.w.log().Info("git write-back pushed; the server's answer had been lost", "repo", s.b.repoURL, "branch", s.b.target, "commit", res.CommitSHA)
+			return nil
+		}
+	}
 	wt, err := s.checkout(base)
 	if err != nil {
 		s.corrupt = true
@@ -157,11 +178,37 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 		return err
 	}
 	if err := s.push(ctx); err != nil {
+		if !isRejected(err) {
+			s.unacked = plumbing.NewHash(sha)
+		}
 		return err
 	}
 	res.CommitSHA = sha
 	s.w.log().Info("git write-back pushed", "repo", s.b.repoURL, "branch", s.b.target, "commit", sha, "files", len(files), "updates", len(updates))
 	return nil
+}
+
+// landed reports whether commit sha is the remote head base or among its
+// recent ancestors.
+func (s *session) landed(base, sha plumbing.Hash) bool {
+	head, err := s.repo.CommitObject(base)
+	if err != nil {
+		return false
+	}
+	iter := object.NewCommitPreorderIter(head, nil, nil)
+	defer iter.Close()
+	found, walked := false, 0
+	_ = iter.ForEach(func(c *object.Commit) error {
+		walked++
+		if c.Hash == sha {
+			found = true
+		}
+		if found || walked >= maxLandedSearch {
+			return storer.ErrStop
+		}
+		return nil
+	})
+	return found
 }
 
 func (s *session) auth() transport.AuthMethod { return s.authMethod }
