@@ -34,6 +34,10 @@ const (
 	DefaultMaxRateLimitWaits = 10
 	DefaultRescanInterval    = 5 * time.Second
 	storeWriteTimeout        = 10 * time.Second
+	// A delivery's state is saved again after 50ms, doubling to 5s, until
+	// the store takes it.
+	saveRetryBaseDelay = 50 * time.Millisecond
+	saveRetryMaxDelay  = 5 * time.Second
 )
 
 // RateLimit paces sends to one service.
@@ -467,13 +471,29 @@ func (o *Outbox) SetServices(s map[string]Service) {
 	o.Services = s
 }
 
-// save persists rec even while stopping, so a finished delivery is not
-// sent again after a restart.
+// save persists rec, even while stopping, so a finished delivery is not
+// sent again. A failed write (a burst of conflicts on the store's
+// ConfigMap, an apiserver restart) is retried with backoff while the
+// record stays held: left pending in the store, a rescan would send it
+// again. It gives up only on a record the store no longer has, or when
+// the outbox stops and one more try fails; a sent delivery is then sent
+// again after the restart (the at-least-once window).
 func (o *Outbox) save(ctx context.Context, log *slog.Logger, rec Record) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
-	defer cancel()
-	if err := o.Store.Update(ctx, rec); err != nil {
-		log.Error("recording delivery state failed", "state", rec.State, "err", err)
+	delay := saveRetryBaseDelay
+	for {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
+		err := o.Store.Update(wctx, rec)
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, ErrNotFound) || ctx.Err() != nil:
+			log.Error("recording delivery state failed", "state", rec.State, "err", err)
+			return
+		}
+		log.Warn("recording delivery state failed; retrying", "state", rec.State, "err", err, "retryIn", delay)
+		sleep(ctx, delay) // cancelled: one more try above, then give up
+		delay = min(2*delay, saveRetryMaxDelay)
 	}
 }
 
