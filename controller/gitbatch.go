@@ -133,9 +133,11 @@ func (b *GitBatcher) flush(ctx context.Context) {
 		changes = append(changes, pending[k]...)
 	}
 	results, err := b.Writer.Apply(ctx, changes)
-	if err != nil {
+	if err != nil && len(results) == 0 {
 		// The whole call failed before writing (e.g. a bad branch):
-		// every Application in it tries again later.
+		// every Application in it tries again later. Otherwise each
+		// result carries its own error: one repository refusing the
+		// push must not fail (and re-announce) the others that landed.
 		b.Log.Error("git write-back failed", "apps", len(keys), "error", err)
 		for _, k := range keys {
 			b.fail(k, err)

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -379,16 +380,29 @@ notifications:
 	// Everything crowsnest showed anyone.
 	outputs := map[string]string{"daemon log": strings.Join(d.lines(), "\n")}
 	_, outputs["/metrics"] = httpGet(t.Context(), "http://"+metricsAddr+"/metrics")
-	events, err := cs.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// Events are recorded asynchronously: wait until the three kinds are
+	// there (or the wait times out, and the check below names what is
+	// missing).
+	wantEvents := []string{"ImagesUpdated: ", "ImageUpdateFailed: git write-back", "ImageUpdateFailed: image app"}
+	listEvents := func() string {
+		events, err := cs.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var evText []string
+		for _, e := range events.Items {
+			evText = append(evText, e.Reason+": "+e.Message)
+		}
+		return strings.Join(evText, "\n")
 	}
-	var evText []string
-	for _, e := range events.Items {
-		evText = append(evText, e.Reason+": "+e.Message)
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(100 * time.Millisecond) {
+		outputs["Events"] = listEvents()
+		missing := slices.ContainsFunc(wantEvents, func(want string) bool { return !strings.Contains(outputs["Events"], want) })
+		if !missing || time.Now().After(deadline) {
+			break
+		}
 	}
-	outputs["Events"] = strings.Join(evText, "\n")
-	for _, want := range []string{"ImagesUpdated: ", "ImageUpdateFailed: git write-back", "ImageUpdateFailed: image app"} {
+	for _, want := range wantEvents {
 		if !strings.Contains(outputs["Events"], want) {
 			t.Errorf("no Event %q among:\n%s", want, outputs["Events"])
 		}
