@@ -43,10 +43,14 @@ type GitBatcher struct {
 	Events  EventRecorder
 	// Notify, when set, receives an image-updated event per change
 	// written; App looks the Application up by key for it.
-	Notify  func(app *watcher.App, ev triggers.Event)
-	App     func(key string) *watcher.App
-	Metrics *ImageMetrics
-	Log     *slog.Logger
+	Notify func(app *watcher.App, ev triggers.Event)
+	App    func(key string) *watcher.App
+	// OnUnchanged, when set, hears of each Application whose changes a
+	// batch found already in the repository (ImageReconciler.GitUnchanged
+	// announces a write a crash kept from being announced).
+	OnUnchanged func(app *watcher.App)
+	Metrics     *ImageMetrics
+	Log         *slog.Logger
 
 	mu       sync.Mutex
 	pending  map[string][]gitwb.Change // by Application key; the latest wins
@@ -185,6 +189,10 @@ func (b *GitBatcher) report(res *gitwb.Result, pending map[string][]gitwb.Change
 			b.Log.Info("images updated", "app", k, "method", "git", "commit", res.CommitSHA, "branch", res.Branch)
 			b.event(k, corev1.EventTypeNormal, EventImagesUpdated, msg)
 			b.notify(k, res)
+		case b.OnUnchanged != nil && b.App != nil:
+			if app := b.App(k); app != nil {
+				b.OnUnchanged(app)
+			}
 		}
 	}
 }
@@ -233,8 +241,16 @@ func (b *GitBatcher) notify(key string, res *gitwb.Result) {
 		if u.App != app.Name {
 			continue
 		}
-		b.Notify(app, triggers.Event{Type: triggers.EventImageUpdated, Image: u.Image, From: u.From, To: u.To,
-			Commit: res.CommitSHA, Time: time.Now(),
-			ID: strings.Join([]string{triggers.EventImageUpdated, key, u.Image, u.From, u.To, res.CommitSHA}, "|")})
+		b.Notify(app, gitUpdatedEvent(key, u.Image, u.From, u.To, res.CommitSHA, time.Now()))
 	}
+}
+
+// gitUpdatedEvent is the image-updated event of a Git write-back. Its ID
+// names the Application, image and new value only: the same whether the
+// batch announces it or the write journal does after a crash (which knows
+// neither the commit nor the file's previous value), so the notifier
+// sends it once.
+func gitUpdatedEvent(key, image, from, to, commit string, at time.Time) triggers.Event {
+	return triggers.Event{Type: triggers.EventImageUpdated, Image: image, From: from, To: to, Commit: commit, Time: at,
+		ID: strings.Join([]string{triggers.EventImageUpdated, key, image, to}, "|")}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -84,6 +83,13 @@ type ImageReconciler struct {
 	// Notify, when set, receives crowsnest's own events (image updated,
 	// held, failed) for notification triggers.
 	Notify func(app *watcher.App, ev triggers.Event)
+	// Journal records each write before it is made, so that its
+	// announcement survives a crash between the write and the notifier
+	// recording it; nil turns that off (local mode).
+	Journal WriteJournal
+	// Announces, when set, says whether an image event can become a
+	// message now (Notifier.Announces); no intent is recorded when not.
+	Announces func() bool
 	// DryRun decides and logs but writes nothing.
 	DryRun  bool
 	Metrics *ImageMetrics
@@ -93,9 +99,10 @@ type ImageReconciler struct {
 	// WindowMetrics, when set, gets the count of held updates.
 	WindowMetrics *WindowMetrics
 
-	mu    sync.Mutex
-	repos map[string]map[string]registry.Interest // app key -> repositories it uses -> how to poll them
-	held  map[string]bool                         // app keys with an update a window holds
+	mu      sync.Mutex
+	repos   repoInterests   // app key -> repositories it uses -> how to poll them
+	held    map[string]bool // app keys with an update a window holds
+	intents intents
 }
 
 // Pending reports whether a window holds an update of the Application.
@@ -122,12 +129,20 @@ func (r *ImageReconciler) setHeld(key string, held bool) {
 
 var _ Reconciler = (*ImageReconciler)(nil)
 
-// Reconcile runs one pass for one Application.
-func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, error) {
+// Reconcile runs one pass for one Application. An image whose version
+// could not be selected because the registry failed (unreachable, 5xx,
+// rate limited past the client's retries) makes the reconcile fail after
+// the other images are handled, so the engine retries it with backoff:
+// the poller reports only changes of a tag set it has seen before, so
+// nothing else would come back to it until the informer's resync.
+func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Result, err error) {
 	if req.App == nil {
 		r.Log.Debug("application gone", "app", req.Key)
 		r.setRepos(req.Key, nil)
 		r.setHeld(req.Key, false)
+		if err := r.forgetIntent(ctx, req.Key); err != nil {
+			r.Log.Warn("forgetting the write intent failed", "app", req.Key, "error", err)
+		}
 		return Result{}, nil
 	}
 	app := req.App
@@ -158,9 +173,17 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 	r.setRepos(req.Key, r.interests(spec))
 
 	results := r.selectAll(ctx, req.Key, spec)
+	if selErr := retryableSelection(spec, results); selErr != nil {
+		defer func() {
+			if err == nil {
+				err = selErr
+			}
+		}()
+	}
 	hold := r.hold(app)
 	plan := imageupdate.Decide(app, spec, results, hold)
 	r.setHeld(req.Key, plan.Held)
+	r.recoverLanded(r.previousIntent(ctx, req.Key), app, spec, plan)
 	for _, s := range plan.Skipped {
 		if s.Reason == imageupdate.ReasonSelectionFailed {
 			r.Log.Warn("no version selected", "app", req.Key, "image", s.Alias, "error", s.Detail)
@@ -175,7 +198,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 		r.Metrics.update(string(spec.WriteBack.Method), "held", len(plan.Changes))
 		r.Log.Info("image update held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
 		r.event(app, eventTypeNormal, EventImageUpdateHeld, fmt.Sprintf("%s held by %s", summary, plan.HoldReason))
-		r.notifyChanges(app, triggers.EventImageUpdateHeld, plan.Changes, "", plan.HoldReason)
+		r.notifyChanges(app, triggers.EventImageUpdateHeld, plan.Changes, plan.HoldReason)
 		if next, ok := r.nextBoundary(app); ok {
 			return Result{RequeueAfter: next}, nil
 		}
@@ -202,23 +225,43 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (Result, e
 			}
 			r.Log.Debug("git write-back queued", "app", req.Key, "repo", ch.RepoURL, "changes", summary)
 		}
+		r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodGit, plan.Changes, r.now()))
 		r.Git.Add(req.Key, chs...)
 		return Result{}, nil
 	}
-	res, err := r.Writer.Apply(ctx, app.Namespace, app.Name, overridesOf(plan.Changes))
+	r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodArgoCD, plan.Changes, r.now()))
+	written, err := r.Writer.Apply(ctx, app.Namespace, app.Name, overridesOf(plan.Changes))
 	if err != nil {
 		r.Metrics.update(string(imageupdate.MethodArgoCD), "error", len(plan.Changes))
 		r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("writing %s: %v", summary, err))
-		r.notifyChanges(app, triggers.EventImageUpdateFailed, plan.Changes, "", err.Error())
+		r.notifyChanges(app, triggers.EventImageUpdateFailed, plan.Changes, err.Error())
 		return Result{}, fmt.Errorf("updating images of %s: %w", req.Key, err)
 	}
 	r.Metrics.update(string(imageupdate.MethodArgoCD), "success", len(plan.Changes))
-	if res.Patched {
+	if written.Patched {
 		r.Log.Info("images updated", "app", req.Key, "changes", summary, "method", "argocd")
 		r.event(app, eventTypeNormal, EventImagesUpdated, summary+" (patched the Application)")
-		r.notifyChanges(app, triggers.EventImageUpdated, plan.Changes, "", "")
+		r.notifyChanges(app, triggers.EventImageUpdated, plan.Changes, "")
 	}
 	return Result{}, nil
+}
+
+// retryableSelection joins the selection failures of spec's images that
+// a later attempt may not repeat. No qualifying tag, a tag list too large
+// and a policy that does not compile stay as they are until the registry
+// or the Application changes, which enqueues the Application anyway.
+func retryableSelection(spec *imageupdate.Spec, results map[string]imageupdate.Selection) error {
+	var errs []error
+	for i := range spec.Images {
+		alias := spec.Images[i].Alias
+		err := results[alias].Err
+		var compile *policy.Error
+		if err == nil || errors.Is(err, policy.ErrNoCandidate) || errors.Is(err, registry.ErrTagListTooLarge) || errors.As(err, &compile) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("image %s: no version selected: %w", alias, err))
+	}
+	return errors.Join(errs...)
 }
 
 // selectAll runs selection for every image; errors stay per image.
@@ -323,29 +366,9 @@ func (r *ImageReconciler) interests(spec *imageupdate.Spec) map[string]registry.
 // hands the union of all to the poller.
 func (r *ImageReconciler) setRepos(key string, repos map[string]registry.Interest) {
 	r.mu.Lock()
-	if r.repos == nil {
-		r.repos = map[string]map[string]registry.Interest{}
-	}
-	if maps.EqualFunc(r.repos[key], repos, sameInterest) {
-		r.mu.Unlock()
-		return
-	}
-	if len(repos) == 0 {
-		delete(r.repos, key)
-	} else {
-		r.repos[key] = repos
-	}
-	interests := map[string]registry.Interest{}
-	for _, k := range slices.Sorted(maps.Keys(r.repos)) { // sorted: the same merge every time
-		for repo, in := range r.repos[k] {
-			if old, ok := interests[repo]; ok {
-				in = old.Merge(in)
-			}
-			interests[repo] = in
-		}
-	}
+	interests, changed := r.repos.set(key, repos)
 	r.mu.Unlock()
-	if r.Poller != nil {
+	if changed && r.Poller != nil {
 		r.Poller.SetInterests(interests)
 	}
 }
@@ -358,12 +381,7 @@ func sameInterest(a, b registry.Interest) bool {
 // the poller's OnChange.
 func (r *ImageReconciler) RepoChanged(_ context.Context, ch registry.RepoChange) {
 	r.mu.Lock()
-	var keys []string
-	for _, key := range slices.Sorted(maps.Keys(r.repos)) {
-		if _, ok := r.repos[key][ch.Repo]; ok {
-			keys = append(keys, key)
-		}
-	}
+	keys := r.repos.keysOf(ch.Repo)
 	r.mu.Unlock()
 	r.Log.Info("repository changed", "repository", ch.Repo, "added", ch.Added, "apps", len(keys))
 	for _, k := range keys {
@@ -533,13 +551,13 @@ func refSource(app *watcher.App, name string) *watcher.Source {
 // notifyChanges hands one event per changed image to the notifier. IDs
 // are stable for the same change, so a repeated reconcile never sends
 // twice (the catalog's event triggers fire once per ID).
-func (r *ImageReconciler) notifyChanges(app *watcher.App, typ string, changes []imageupdate.Change, commit, why string) {
+func (r *ImageReconciler) notifyChanges(app *watcher.App, typ string, changes []imageupdate.Change, why string) {
 	if r.Notify == nil {
 		return
 	}
 	for i := range changes {
 		c := &changes[i]
-		ev := triggers.Event{Type: typ, Image: c.Image, From: c.From, To: c.To, Commit: commit, Time: r.now()}
+		ev := triggers.Event{Type: typ, Image: c.Image, From: c.From, To: c.To, Time: r.now()}
 		ev.ID = strings.Join([]string{typ, app.Namespace, app.Name, c.Image, c.From, c.To}, "|")
 		if typ == triggers.EventImageUpdateHeld {
 			ev.Window, ev.Reason = why, "SyncWindow"

@@ -175,6 +175,13 @@ func (n *Notifier) Apply(cfg *config.Config) error {
 	return nil
 }
 
+// Announces reports whether the notifications in force have a service to
+// send to: without one, no event can become a message.
+func (n *Notifier) Announces() bool {
+	c := n.config()
+	return c != nil && len(c.set.Config.Services) > 0
+}
+
 func (n *Notifier) config() *notifyConfig {
 	n.cfgMu.RLock()
 	defer n.cfgMu.RUnlock()

@@ -1,20 +1,14 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"hash/fnv"
 	"maps"
-	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
@@ -80,7 +74,6 @@ func (st NotifyState) isZero() bool { return !st.Seen && len(st.Fired) == 0 && s
 const (
 	DefaultNotifyStatePrefix = "crowsnest-notify-state"
 	DefaultNotifyStateShards = 8
-	maxNotifyStateShardBytes = 900 << 10
 )
 
 // ErrNotifyStateFull is returned when a state shard has no room left.
@@ -100,50 +93,26 @@ type ConfigMapNotifyState struct {
 	Shards int
 }
 
-func (s *ConfigMapNotifyState) shards() int {
-	if s.Shards > 0 {
-		return s.Shards
+func (s *ConfigMapNotifyState) kv() *configMapShards {
+	return &configMapShards{
+		Client: s.Client, Namespace: s.Namespace,
+		Prefix: cmp.Or(s.Prefix, DefaultNotifyStatePrefix), Shards: cmp.Or(s.Shards, DefaultNotifyStateShards),
+		Full: ErrNotifyStateFull,
 	}
-	return DefaultNotifyStateShards
 }
-
-func (s *ConfigMapNotifyState) name(shard int) string {
-	p := s.Prefix
-	if p == "" {
-		p = DefaultNotifyStatePrefix
-	}
-	return fmt.Sprintf("%s-%d", p, shard)
-}
-
-func (s *ConfigMapNotifyState) shardOf(app string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(app))
-	return int(h.Sum32() % uint32(s.shards()))
-}
-
-// dataKey turns an Application ID (a UID, or namespace/name) into a
-// ConfigMap data key: neither part holds '_'.
-func dataKey(app string) string { return strings.ReplaceAll(app, "/", "_") }
-
-func appOfKey(k string) string { return strings.Replace(k, "_", "/", 1) }
 
 // LoadAll implements NotifyStateStore. Undecodable entries are skipped:
 // the Application is then seen afresh.
 func (s *ConfigMapNotifyState) LoadAll(ctx context.Context) (map[string]NotifyState, error) {
-	out := map[string]NotifyState{}
-	for shard := range s.shards() {
-		cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, s.name(shard), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", s.Namespace, s.name(shard), err)
-		}
-		for k, v := range cm.Data {
-			var st NotifyState
-			if json.Unmarshal([]byte(v), &st) == nil {
-				out[appOfKey(k)] = st
-			}
+	data, err := s.kv().loadAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]NotifyState, len(data))
+	for app, v := range data {
+		var st NotifyState
+		if json.Unmarshal([]byte(v), &st) == nil {
+			out[app] = st
 		}
 	}
 	return out, nil
@@ -159,52 +128,5 @@ func (s *ConfigMapNotifyState) Save(ctx context.Context, app string, st NotifySt
 		}
 		val = string(b)
 	}
-	shard, key := s.shardOf(app), dataKey(app)
-	cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, s.name(shard), metav1.GetOptions{})
-		create := apierrors.IsNotFound(err)
-		switch {
-		case create && val == "":
-			return nil
-		case create:
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-				Name: s.name(shard), Namespace: s.Namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "crowsnest"},
-			}}
-		case err != nil:
-			return fmt.Errorf("reading ConfigMap %s/%s: %w", s.Namespace, s.name(shard), err)
-		}
-		if cur, ok := cm.Data[key]; ok == (val != "") && cur == val {
-			return nil
-		}
-		if val == "" {
-			delete(cm.Data, key)
-		} else {
-			size := 0
-			for k, v := range cm.Data {
-				size += len(k) + len(v)
-			}
-			if size+len(key)+len(val) > maxNotifyStateShardBytes {
-				return fmt.Errorf("%w: %s/%s", ErrNotifyStateFull, s.Namespace, s.name(shard))
-			}
-			if cm.Data == nil {
-				cm.Data = map[string]string{}
-			}
-			cm.Data[key] = val
-		}
-		if create {
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				// Another writer created it first: retry as a conflict.
-				return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, err)
-			}
-		} else {
-			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		}
-		if err != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("writing ConfigMap %s/%s: %w", s.Namespace, cm.Name, err)
-		}
-		return err
-	})
+	return s.kv().put(ctx, app, val)
 }

@@ -363,6 +363,8 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			Metrics: images.Metrics,
 			Log:     log,
 		}
+		images.Journal = &controller.ConfigMapWriteJournal{Client: clientset, Namespace: o.ownNamespace(cfg)}
+		images.Git.OnUnchanged = images.GitUnchanged
 	}
 	// Notifications: every observed transition goes to the notifier in
 	// order; only the leader evaluates and delivers.
@@ -378,6 +380,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	notifier.Project = controller.EngineProject(engine)
 	engine.Transitions = notifier.OnAppEvent
 	images.Notify, timer.Notify = notifier.OnEvent, notifier.OnEvent
+	images.Announces = notifier.Announces
 	if images.Git != nil {
 		images.Git.Notify, images.Git.App = notifier.OnEvent, engine.App
 	}

@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/registry"
+)
+
+// unionOf is the merge repoInterests must equal: every Application's
+// interests merged in key order.
+func unionOf(byKey map[string]map[string]registry.Interest) map[string]registry.Interest {
+	out := map[string]registry.Interest{}
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		for repo, in := range byKey[k] {
+			if old, ok := out[repo]; ok {
+				in = old.Merge(in)
+			}
+			out[repo] = in
+		}
+	}
+	return out
+}
+
+// Random Applications come, change and go; after each change the merged
+// interests equal a merge over every Application, the poller is told
+// exactly when they changed, and each repository lists its users.
+func TestRepoInterestsMatchAFullMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	clients := []*registry.Client{nil, nil, {}, {}}
+	intervals := []time.Duration{0, 0, time.Minute, 5 * time.Minute}
+	digests := [][]string{nil, nil, {"latest"}, {"main", "stable"}}
+	var ri repoInterests
+	want := map[string]map[string]registry.Interest{}
+	union := map[string]registry.Interest{}
+	for step := range 3000 {
+		key := fmt.Sprintf("ns/app-%02d", rng.IntN(40))
+		repos := map[string]registry.Interest{}
+		for range rng.IntN(3) { // none: the Application is gone or uses no image
+			repos[fmt.Sprintf("reg.example/r%d", rng.IntN(6))] = registry.Interest{
+				Client:       clients[rng.IntN(len(clients))],
+				Interval:     intervals[rng.IntN(len(intervals))],
+				TrackDigests: digests[rng.IntN(len(digests))],
+			}
+		}
+		if len(repos) == 0 {
+			delete(want, key)
+		} else {
+			want[key] = repos
+		}
+		next := unionOf(want)
+		got, changed := ri.set(key, repos)
+		if wantChanged := !maps.EqualFunc(union, next, sameInterest); changed != wantChanged {
+			t.Fatalf("step %d: set reported changed=%v, want %v", step, changed, wantChanged)
+		}
+		if changed && !maps.EqualFunc(got, next, sameInterest) {
+			t.Fatalf("step %d: union %v, want %v", step, got, next)
+		}
+		union = next
+		for repo := range next {
+			var users []string
+			for _, k := range slices.Sorted(maps.Keys(want)) {
+				if _, ok := want[k][repo]; ok {
+					users = append(users, k)
+				}
+			}
+			if diff := cmp.Diff(users, ri.keysOf(repo)); diff != "" {
+				t.Fatalf("step %d: users of %s (-want +got):\n%s", step, repo, diff)
+			}
+		}
+	}
+}
+
+// A cold start of many Applications on few repositories tells the poller
+// once per new repository, not once per Application.
+func TestRepoInterestsColdStartChangesOncePerRepository(t *testing.T) {
+	var ri repoInterests
+	changes := 0
+	for i := range 1000 {
+		repo := fmt.Sprintf("reg.example/r%d", i%10)
+		if _, changed := ri.set(fmt.Sprintf("ns/app-%04d", i), map[string]registry.Interest{repo: {}}); changed {
+			changes++
+		}
+	}
+	if changes != 10 {
+		t.Errorf("the union changed %d times, want 10 (once per repository)", changes)
+	}
+	if n := len(ri.keysOf("reg.example/r3")); n != 100 {
+		t.Errorf("%d users of r3, want 100", n)
+	}
+}

@@ -1,0 +1,308 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// The notifier hears of an image write from memory, after the write: a
+// crash (or a leader killed) between the write and the notifier recording
+// its deliveries would lose the announcement, and after the restart the
+// reconcile finds nothing left to do. So, before writing, the reconciler
+// records what it is about to write (a WriteIntent per Application, in
+// crowsnest's own ConfigMaps). The first reconcile of the Application in
+// the next process checks whether that write landed and, if so, announces
+// it again under the same event ID: the notifier, whose trigger state is
+// persisted, sends it only if it had not recorded it before the crash.
+
+// WriteIntent is the image write crowsnest is about to make for one
+// Application.
+type WriteIntent struct {
+	// Method is "argocd" (Kubernetes mode) or "git".
+	Method  string         `json:"method"`
+	Changes []IntentChange `json:"changes"`
+	At      time.Time      `json:"at"`
+}
+
+// IntentChange is one image of a WriteIntent.
+type IntentChange struct {
+	Image string `json:"image"`
+	From  string `json:"from,omitempty"`
+	To    string `json:"to"`
+}
+
+// WriteJournal persists the last WriteIntent of each Application key.
+type WriteJournal interface {
+	LoadAll(ctx context.Context) (map[string]WriteIntent, error)
+	// Save records in for key; nil deletes the key's intent.
+	Save(ctx context.Context, key string, in *WriteIntent) error
+}
+
+// Write journal defaults. An intent is recovered only within an hour of
+// its write: a crashed process is back long before, and older ones could
+// repeat an announcement the notifier state no longer remembers.
+const (
+	DefaultWriteJournalPrefix = "crowsnest-write-intents"
+	DefaultWriteJournalShards = 8
+	intentRecoveryWindow      = time.Hour
+)
+
+// ErrWriteJournalFull is returned when a journal shard has no room left.
+var ErrWriteJournalFull = errors.New("write journal ConfigMap is full")
+
+// ConfigMapWriteJournal keeps WriteIntents in ConfigMaps <Prefix>-<shard>
+// in Namespace (crowsnest's own), one data key per Application.
+type ConfigMapWriteJournal struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// Prefix names the ConfigMaps; DefaultWriteJournalPrefix when empty.
+	Prefix string
+	// Shards is the number of ConfigMaps; DefaultWriteJournalShards when
+	// zero. Keep it fixed for an installation.
+	Shards int
+}
+
+var _ WriteJournal = (*ConfigMapWriteJournal)(nil)
+
+func (j *ConfigMapWriteJournal) kv() *configMapShards {
+	return &configMapShards{
+		Client: j.Client, Namespace: j.Namespace,
+		Prefix: cmp.Or(j.Prefix, DefaultWriteJournalPrefix), Shards: cmp.Or(j.Shards, DefaultWriteJournalShards),
+		Full: ErrWriteJournalFull,
+	}
+}
+
+// LoadAll implements WriteJournal; undecodable entries are skipped.
+func (j *ConfigMapWriteJournal) LoadAll(ctx context.Context) (map[string]WriteIntent, error) {
+	data, err := j.kv().loadAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]WriteIntent, len(data))
+	for key, v := range data {
+		var in WriteIntent
+		if json.Unmarshal([]byte(v), &in) == nil {
+			out[key] = in
+		}
+	}
+	return out, nil
+}
+
+// Save implements WriteJournal.
+func (j *ConfigMapWriteJournal) Save(ctx context.Context, key string, in *WriteIntent) error {
+	var val string
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		val = string(b)
+	}
+	return j.kv().put(ctx, key, val)
+}
+
+// intents is the reconciler's view of its WriteJournal: loaded at the
+// first reconcile of the process (a standby reconciles only once it
+// leads, so it sees what the previous leader recorded), written through.
+type intents struct {
+	mu      sync.Mutex
+	loaded  bool
+	current map[string]WriteIntent
+	// checked holds the keys whose intent from before this process was
+	// looked at; recovering holds Git ones waiting for their batch.
+	checked    map[string]bool
+	recovering map[string]WriteIntent
+}
+
+func intentOf(method imageupdate.Method, changes []imageupdate.Change, now time.Time) WriteIntent {
+	in := WriteIntent{Method: string(method), At: now.UTC()}
+	for i := range changes {
+		in.Changes = append(in.Changes, IntentChange{Image: changes[i].Image, From: changes[i].From, To: changes[i].To})
+	}
+	return in
+}
+
+// sameWrite reports whether two intents write the same values.
+func sameWrite(a, b WriteIntent) bool {
+	return a.Method == b.Method && slices.Equal(a.Changes, b.Changes)
+}
+
+// load reads the journal once.
+func (r *ImageReconciler) loadIntents(ctx context.Context) error {
+	r.intents.mu.Lock()
+	defer r.intents.mu.Unlock()
+	if r.intents.loaded {
+		return nil
+	}
+	all, err := r.Journal.LoadAll(ctx)
+	if err != nil {
+		return err
+	}
+	r.intents.current, r.intents.loaded = all, true
+	r.intents.checked, r.intents.recovering = map[string]bool{}, map[string]WriteIntent{}
+	return nil
+}
+
+// previousIntent returns, at the first reconcile of key in this process,
+// the intent a previous process recorded within the recovery window. A
+// journal that cannot be read is looked at again at the next reconcile.
+func (r *ImageReconciler) previousIntent(ctx context.Context, key string) *WriteIntent {
+	if r.Journal == nil {
+		return nil
+	}
+	if err := r.loadIntents(ctx); err != nil {
+		r.Log.Warn("reading the write journal failed; announcements of writes before a crash are recovered later", "app", key, "error", err)
+		return nil
+	}
+	r.intents.mu.Lock()
+	defer r.intents.mu.Unlock()
+	if r.intents.checked[key] {
+		return nil
+	}
+	r.intents.checked[key] = true
+	in, ok := r.intents.current[key]
+	if !ok || r.now().Sub(in.At) > intentRecoveryWindow {
+		return nil
+	}
+	return &in
+}
+
+// recordIntent saves the intent before its write; an unchanged one (a
+// Git-mode Application decides the same change until Argo CD syncs) is
+// not written again. A journal that cannot be written (crowsnest's
+// namespace missing, no RBAC for ConfigMaps) does not hold the update
+// back: only its announcement is then not crash-safe. Without a
+// notification service configured nothing is recorded.
+func (r *ImageReconciler) recordIntent(ctx context.Context, key string, in WriteIntent) {
+	if r.Journal == nil || r.Notify == nil || (r.Announces != nil && !r.Announces()) {
+		return // nothing to announce: the write needs no record
+	}
+	err := r.loadIntents(ctx)
+	if err == nil {
+		r.intents.mu.Lock()
+		cur, ok := r.intents.current[key]
+		r.intents.mu.Unlock()
+		if ok && sameWrite(cur, in) {
+			return
+		}
+		err = r.Journal.Save(ctx, key, &in)
+	}
+	if err != nil {
+		r.Log.Warn("recording the write intent failed; writing anyway, its announcement would not survive a crash", "app", key, "error", err)
+		return
+	}
+	r.intents.mu.Lock()
+	r.intents.current[key] = in
+	if rec, ok := r.intents.recovering[key]; ok && !sameWrite(rec, in) {
+		delete(r.intents.recovering, key) // a new write supersedes it
+	}
+	r.intents.mu.Unlock()
+}
+
+// forgetIntent drops a deleted Application's intent.
+func (r *ImageReconciler) forgetIntent(ctx context.Context, key string) error {
+	if r.Journal == nil {
+		return nil
+	}
+	if err := r.loadIntents(ctx); err != nil {
+		return err
+	}
+	r.intents.mu.Lock()
+	_, ok := r.intents.current[key]
+	delete(r.intents.recovering, key)
+	r.intents.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := r.Journal.Save(ctx, key, nil); err != nil {
+		return err
+	}
+	r.intents.mu.Lock()
+	delete(r.intents.current, key)
+	r.intents.mu.Unlock()
+	return nil
+}
+
+// recoverLanded announces again a write of the previous process that
+// landed and is in force: every image of it is up to date at its new value
+// (Kubernetes mode: the spec carries it; Git mode: Argo CD deployed it).
+// A Git-mode write not deployed yet is held until the batch that writes
+// the same change again says whether it was committed (GitUnchanged).
+func (r *ImageReconciler) recoverLanded(in *WriteIntent, app *watcher.App, spec *imageupdate.Spec, plan imageupdate.Plan) {
+	if in == nil {
+		return
+	}
+	upToDate := map[string]string{} // image -> the value it is up to date at
+	for _, s := range plan.Skipped {
+		if s.Reason != imageupdate.ReasonUpToDate {
+			continue
+		}
+		for i := range spec.Images {
+			if spec.Images[i].Alias == s.Alias {
+				upToDate[spec.Images[i].Name] = s.Detail
+			}
+		}
+	}
+	landed := true
+	for _, c := range in.Changes {
+		landed = landed && upToDate[c.Image] == c.To
+	}
+	switch {
+	case landed:
+		r.announceRecovered(app, in)
+	case in.Method == string(imageupdate.MethodGit):
+		r.intents.mu.Lock()
+		r.intents.recovering[app.Key()] = *in
+		r.intents.mu.Unlock()
+	}
+	// A Kubernetes-mode write that did not land is written (and announced)
+	// by this reconcile, under a new intent.
+}
+
+// announceRecovered hands the intent's changes to the notifier with the
+// IDs the original announcement had.
+func (r *ImageReconciler) announceRecovered(app *watcher.App, in *WriteIntent) {
+	if r.Notify == nil {
+		return
+	}
+	changes := make([]imageupdate.Change, 0, len(in.Changes))
+	for _, c := range in.Changes {
+		changes = append(changes, imageupdate.Change{Image: c.Image, From: c.From, To: c.To})
+	}
+	r.Log.Info("image update of a previous run found written; announcing it unless it was", "app", app.Key(),
+		"changes", describeChanges(changes), "method", in.Method)
+	if in.Method == string(imageupdate.MethodGit) {
+		for _, c := range in.Changes {
+			r.Notify(app, gitUpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
+		}
+		return
+	}
+	r.notifyChanges(app, triggers.EventImageUpdated, changes, "")
+}
+
+// GitUnchanged is the GitBatcher's OnUnchanged: a batch found app's
+// changes already in the repository. If a previous process recorded that
+// write, it is announced now (the notifier drops it if it was already).
+func (r *ImageReconciler) GitUnchanged(app *watcher.App) {
+	if r.Journal == nil {
+		return
+	}
+	r.intents.mu.Lock()
+	in, ok := r.intents.recovering[app.Key()]
+	delete(r.intents.recovering, app.Key())
+	r.intents.mu.Unlock()
+	if ok {
+		r.announceRecovered(app, &in)
+	}
+}
