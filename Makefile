@@ -36,8 +36,18 @@ deps: ## Build/install what the tests need (kube binaries, linters); cached, ide
 test: deps fmt-check vet lint unit fuzz-smoke ## The whole suite: setup, format, vet, lint, race tests (unit + e2e), fuzz smoke
 
 .PHONY: unit
-unit: ## go test -race ./... (needs `make deps` once)
-	$(GO) test $(TEST_FLAGS) ./...
+unit: ## go test -race ./... (needs `make deps` once); includes the fault suite
+	FAULTS_REPORT='$(FAULTS_REPORT)' $(GO) test $(TEST_FLAGS) ./...
+
+# The fault-injection suite (test/faults) runs crowsnest as a subprocess
+# against the real apiserver, a registry, a Git server and webhook sinks
+# made to fail, and writes its table here. `go test ./...` (so `make test`)
+# runs it too: about 10 minutes on two cores.
+FAULTS_REPORT ?= $(CURDIR)/bin/faults.md
+
+.PHONY: faults
+faults: deps ## Fault-injection suite alone (test/faults); prints the fault table and writes it to FAULTS_REPORT (bin/faults.md). FAULTS_SEED repeats a crash schedule
+	FAULTS_REPORT='$(FAULTS_REPORT)' $(GO) test $(TEST_FLAGS) -count=1 -v ./test/faults/
 
 .PHONY: e2e
 e2e: deps ## Only the end-to-end tests of the crowsnest binary against the real apiserver

@@ -1,0 +1,74 @@
+package faults
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Crash scenario size: 200 image updates (half Kubernetes mode, half Git
+// mode) announced over 8 webhook services (the outbox paces each to
+// 5 messages/s), and SIGKILLs at random moments.
+const (
+	crashKubeApps = 100
+	crashGitApps  = 100
+	crashHooks    = 8
+	crashKills    = 5
+	// crashMaxGap bounds the time between a start's /readyz 200 and the
+	// SIGKILL that follows; the whole run takes about 15s without crashes.
+	crashMaxGap = 3 * time.Second
+)
+
+// seed returns $FAULTS_SEED, or a fresh seed; either way it is logged and
+// put in the report, so a failing run can be repeated.
+func seed(t *testing.T) uint64 {
+	t.Helper()
+	if s := os.Getenv("FAULTS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("FAULTS_SEED=%q: want an unsigned integer: %v", s, err)
+		}
+		return v
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// crowsnest is SIGKILLed at random moments (seeded) during a run of 200
+// image updates and their notifications, and started again each time, as
+// a kubelet restarts a crashed container.
+func TestCrashRestart(t *testing.T) {
+	w := newWorld(t, "crash", worldOptions{kubeApps: crashKubeApps, gitApps: crashGitApps, repos: 10, hooks: crashHooks})
+	s := seed(t)
+	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)) //nolint:gosec // reproducible test schedule, not security
+	t.Logf("seed %d (FAULTS_SEED=%d repeats this schedule)", s, s)
+	start := time.Now()
+	d := w.daemon(t, "crowsnest")
+	var kills []string
+	for i := range crashKills {
+		d.start(t)
+		// Counted from readiness, so that the kills land in the work
+		// however slow the machine is.
+		d.waitReady(t)
+		gap := time.Duration(rng.IntN(int(crashMaxGap/time.Millisecond))) * time.Millisecond
+		time.Sleep(gap)
+		d.kill(t)
+		tl := w.measure(t)
+		kills = append(kills, fmt.Sprintf("%.1fs", gap.Seconds()))
+		t.Logf("SIGKILL %d after %s: %d/%d updates landed, %d/%d notifications delivered so far",
+			i+1, gap.Round(time.Millisecond), tl.updLanded, tl.updIntended, tl.notDelivered, tl.notIntended)
+	}
+	d.start(t)
+	// The bound README documents: a crash may repeat a message whose send
+	// completed but whose delivery was not recorded yet, at most one per
+	// destination sending at that moment.
+	bound := crashKills * crashHooks
+	tl := finish(t, w, start, "crowsnest SIGKILLed and restarted", func() string {
+		return fmt.Sprintf("SIGKILL %d times, %s after each start was ready (seed %d), restarted each time", crashKills, strings.Join(kills, ", "), s)
+	}, bound, d)
+	note("SIGKILL scenario: seed %d (rerun with FAULTS_SEED=%d); %d duplicate notifications against a bound of %d (%d kills x %d destinations).",
+		s, s, tl.notDup, bound, crashKills, crashHooks)
+}
