@@ -54,6 +54,8 @@ type SlackService struct {
 	// APIURL replaces https://slack.com/api/ (tests, proxies).
 	APIURL             string `yaml:"apiURL"`
 	InsecureSkipVerify bool   `yaml:"insecureSkipVerify"`
+	// Timeout bounds one API call (DefaultSlackTimeout when zero).
+	Timeout Duration `yaml:"timeout"`
 }
 
 // WebhookService sends HTTP requests; templates give path and body.
@@ -103,8 +105,11 @@ type EmailService struct {
 // cadence; 587 is the SMTP submission port, where STARTTLS is the norm;
 // the signature header follows GitHub's X-Hub-Signature-256 convention.
 const (
-	DefaultWebhookMethod      = "POST"
-	DefaultNotifyTimeout      = 10 * time.Second
+	DefaultWebhookMethod = "POST"
+	DefaultNotifyTimeout = 10 * time.Second
+	// DefaultSlackTimeout bounds one Slack API call: chat.postMessage can
+	// take seconds when Slack is busy.
+	DefaultSlackTimeout       = 15 * time.Second
 	DefaultSMTPPort           = 587
 	DefaultHMACHeader         = "X-Crowsnest-Signature-256"
 	EmailTLSStartTLS          = "starttls"
@@ -120,6 +125,9 @@ const (
 var emailTLSModes = []string{EmailTLSStartTLS, EmailTLSImplicit, EmailTLSNone}
 
 func (s *Service) setDefaults() {
+	if sl := s.Slack; sl != nil {
+		sl.Timeout.orDefault(DefaultSlackTimeout)
+	}
 	if w := s.Webhook; w != nil {
 		if w.Method == "" {
 			w.Method = DefaultWebhookMethod
@@ -172,6 +180,7 @@ func (s *Service) validate(path string, blocks bool, errs *fieldErrors) {
 		if err := checkServiceURL(s.Slack.APIURL, true); err != nil {
 			errs.invalid(join(p, "apiURL"), "%v", err)
 		}
+		checkTimeout(join(p, "timeout"), s.Slack.Timeout, errs)
 	case s.Webhook != nil:
 		p, w := block(ServiceWebhook), s.Webhook
 		if w.URL == "" {

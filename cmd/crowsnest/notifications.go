@@ -156,6 +156,9 @@ func buildService(name string, s config.Service, threads notify.ThreadStore) (no
 		if c.Icon != "" {
 			opts = append(opts, notify.WithSlackIcon(c.Icon))
 		}
+		if c.Timeout.Duration > 0 {
+			opts = append(opts, notify.WithSlackTimeout(c.Timeout.Duration))
+		}
 		return notify.NewSlack(name, token, opts...)
 	case s.Webhook != nil:
 		c := s.Webhook

@@ -94,21 +94,25 @@ func (s *sink) setFault(t *testing.T, f sinkFault) {
 	case f == sinkDown && prev != sinkDown:
 		_ = srv.Close()
 	case prev == sinkDown && f != sinkDown:
-		var l net.Listener
-		var err error
-		// The port was ours a moment ago; another process taking it in
-		// between is unlikely but would show as a clear failure.
-		for range 50 {
-			if l, err = net.Listen("tcp", s.addr); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("sink: listening again on %s: %v", s.addr, err)
-		}
-		s.serve(l)
+		s.serve(listenAgain(t, s.addr))
 	}
+}
+
+// listenAgain listens on addr again after an outage. The port was ours a
+// moment ago; another process taking it in between is unlikely but would
+// show as a clear failure.
+func listenAgain(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	var l net.Listener
+	var err error
+	for range 50 {
+		if l, err = net.Listen("tcp", addr); err == nil {
+			return l
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("listening again on %s: %v", addr, err)
+	return nil
 }
 
 func (s *sink) handle(w http.ResponseWriter, r *http.Request) {

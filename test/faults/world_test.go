@@ -48,19 +48,41 @@ type worldOptions struct {
 	// leaderElection is added to the leaderElection section (YAML flow
 	// mapping entries), e.g. "enabled: true, leaseDuration: 4s".
 	leaderElection string
+	// dest, when set, receives the notifications instead of the webhook
+	// sink (hooks is then unused).
+	dest destination
 }
+
+// destination is a notification receiver a scenario brings instead of the
+// webhook sink.
+type destination interface {
+	// subscription names the service the Application app subscribes to
+	// and the recipient its annotation gives.
+	subscription(app string) (service, recipient string)
+	// config is the rest of the notifications section, indented two
+	// spaces: its services and whatever else it needs (templates).
+	config() string
+	counter
+}
+
+// counter counts the messages a receiver acknowledged by what they
+// announce (messageKey).
+type counter interface{ counts() map[string]int }
 
 // app is one Application and the update the scenario intends for it.
 type app struct {
 	name  string
 	git   bool
 	image string // as written in the annotation and the notification
-	hook  string
+	hook  string // the service its subscription names
+	// recipient is the subscription annotation's value.
+	recipient string
 }
 
 // world is a scenario's universe: a namespace on the shared apiserver,
-// a registry with newer tags, a Git server, a webhook sink and the
-// Applications, plus the crowsnest config that ties them together.
+// a registry with newer tags, a Git server, a webhook sink (or the
+// scenario's destination) and the Applications, plus the crowsnest config
+// that ties them together.
 type world struct {
 	ns         string
 	dir        string
@@ -69,6 +91,7 @@ type world struct {
 	reg        *testreg.OCI
 	git        *testgit.Server
 	sink       *sink
+	notified   counter // the sink or the scenario's destination
 	apps       []app
 	dyn        dynamic.Interface
 	cs         kubernetes.Interface
@@ -86,7 +109,11 @@ func newWorld(t *testing.T, prefix string, o worldOptions) *world {
 	w.ns = env.CreateNamespace(t, prefix)
 	w.reg = testreg.StartOCI(t, testreg.OCIOptions{})
 	w.git = testgit.Start(t, testgit.Options{Username: gitUser, Password: gitToken})
-	w.sink = startSink(t)
+	w.notified = o.dest
+	if o.dest == nil {
+		w.sink = startSink(t)
+		w.notified = w.sink
+	}
 
 	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	images := make([]string, o.repos)
@@ -103,7 +130,11 @@ func newWorld(t *testing.T, prefix string, o worldOptions) *world {
 		if git {
 			name = fmt.Sprintf("g-%03d", i-o.kubeApps)
 		}
-		w.apps = append(w.apps, app{name: name, git: git, image: images[i%o.repos], hook: fmt.Sprintf("hook%d", i%o.hooks)})
+		a := app{name: name, git: git, image: images[i%o.repos], hook: fmt.Sprintf("hook%d", i%o.hooks)}
+		if o.dest != nil {
+			a.hook, a.recipient = o.dest.subscription(name)
+		}
+		w.apps = append(w.apps, a)
 	}
 
 	w.git.CreateRepo(t, gitRepo)
@@ -124,9 +155,14 @@ func newWorld(t *testing.T, prefix string, o worldOptions) *world {
 		w.createApp(t, a)
 	}
 
-	var hooks strings.Builder
-	for i := range o.hooks {
-		fmt.Fprintf(&hooks, "    hook%d:\n      webhook: {url: %s/hook%d, timeout: 2s}\n", i, w.sink.URL(), i)
+	var services strings.Builder
+	if o.dest != nil {
+		services.WriteString(o.dest.config())
+	} else {
+		services.WriteString("  services:\n")
+		for i := range o.hooks {
+			fmt.Fprintf(&services, "    hook%d:\n      webhook: {url: %s/hook%d, timeout: 2s}\n", i, w.sink.URL(), i)
+		}
 	}
 	le := ""
 	if o.leaderElection != "" {
@@ -139,8 +175,7 @@ leaderElection: {leaseNamespace: %s%s}
 registries: {pollInterval: 5s, requestTimeout: 10s}
 notifications:
   catalog: true
-  services:
-%s%s`, w.ns, le, hooks.String(), o.config)
+%s%s`, w.ns, le, services.String(), o.config)
 	if err := os.WriteFile(w.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -164,12 +199,12 @@ metadata:
   name: %s
   annotations:
     argocd-image-updater.argoproj.io/image-list: %s:^1%s
-    notifications.argoproj.io/subscribe.on-image-updated.%s: ""
+    notifications.argoproj.io/subscribe.on-image-updated.%s: "%s"
 spec:
   project: default
   destination: {server: https://kubernetes.default.svc, namespace: %s}
   source: %s
-`, a.name, a.image, writeBack, a.hook, a.name, source)
+`, a.name, a.image, writeBack, a.hook, a.recipient, a.name, source)
 	var obj map[string]any
 	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 		t.Fatal(err)
@@ -229,7 +264,7 @@ func (w *world) measure(t *testing.T) tally {
 	for i := range list.Items {
 		byName[list.Items[i].GetName()] = &list.Items[i]
 	}
-	acked := w.sink.counts()
+	acked := w.notified.counts()
 	for _, a := range w.apps {
 		want := a.image + ":" + toTag
 		tl.updIntended++
