@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -44,7 +45,9 @@ type EventRecorder interface {
 
 // ImageWriter writes image overrides into an Application (kube.Writer).
 type ImageWriter interface {
-	Apply(ctx context.Context, namespace, name string, overrides []kube.Override) (kube.Result, error)
+	// ApplyFrom writes overrides, starting from cached (the informer's
+	// copy of the Application) when it is up to date.
+	ApplyFrom(ctx context.Context, namespace, name string, cached *unstructured.Unstructured, overrides []kube.Override) (kube.Result, error)
 }
 
 // ImageReconciler keeps Applications' images up to date: it reads their
@@ -230,7 +233,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		return Result{}, nil
 	}
 	r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodArgoCD, plan.Changes, r.now()))
-	written, err := r.Writer.Apply(ctx, app.Namespace, app.Name, overridesOf(plan.Changes))
+	written, err := r.Writer.ApplyFrom(ctx, app.Namespace, app.Name, app.Object, overridesOf(plan.Changes))
 	if err != nil {
 		r.Metrics.update(string(imageupdate.MethodArgoCD), "error", len(plan.Changes))
 		r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("writing %s: %v", summary, err))

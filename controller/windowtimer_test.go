@@ -179,8 +179,8 @@ type countingWriter struct {
 	at  []time.Time
 }
 
-func (c *countingWriter) Apply(ctx context.Context, ns, name string, o []kube.Override) (kube.Result, error) {
-	res, err := c.w.Apply(ctx, ns, name, o)
+func (c *countingWriter) ApplyFrom(ctx context.Context, ns, name string, cached *unstructured.Unstructured, o []kube.Override) (kube.Result, error) {
+	res, err := c.w.ApplyFrom(ctx, ns, name, cached, o)
 	if err == nil && res.Patched {
 		c.mu.Lock()
 		c.at = append(c.at, c.now())

@@ -47,8 +47,9 @@ func newLocalApps(files *watcher.FileSource, log *slog.Logger) *localApps {
 
 var _ controller.ImageWriter = (*localApps)(nil)
 
-// Apply implements controller.ImageWriter.
-func (l *localApps) Apply(ctx context.Context, namespace, name string, overrides []kube.Override) (kube.Result, error) {
+// ApplyFrom implements controller.ImageWriter. The file's copy is not the
+// in-memory one (no resourceVersion), so it is read first.
+func (l *localApps) ApplyFrom(ctx context.Context, namespace, name string, _ *unstructured.Unstructured, overrides []kube.Override) (kube.Result, error) {
 	if err := l.ensure(ctx, namespace, name); err != nil {
 		return kube.Result{}, err
 	}

@@ -126,9 +126,9 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringVar(&o.leaderElectionID, "leader-election-id", "", `name of the Lease (default "crowsnest")`)
 	f.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info)")
 	f.StringVar(&o.logFormat, "log-format", "", "text or json (default text)")
-	f.IntVar(&o.workers, "workers", 0, "concurrent reconciles (default 4)")
-	f.Float64Var(&o.kubeQPS, "kube-api-qps", 0, "sustained requests per second to the kube-apiserver (default 50)")
-	f.IntVar(&o.kubeBurst, "kube-api-burst", 0, "burst of requests to the kube-apiserver (default 100)")
+	f.IntVar(&o.workers, "workers", 0, "concurrent reconciles (default 16)")
+	f.Float64Var(&o.kubeQPS, "kube-api-qps", 0, "sustained requests per second to the kube-apiserver (default 300)")
+	f.IntVar(&o.kubeBurst, "kube-api-burst", 0, "burst of requests to the kube-apiserver (default 1000)")
 	return cmd
 }
 
@@ -348,7 +348,17 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if dyn != nil {
 		images.Writer = &kube.Writer{Client: dyn, Log: log}
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
+		// Events go through a client of their own (a rate limiter of the
+		// same size as the main one): a burst of Events never delays or
+		// throttles write-backs, and when they fall behind the broadcaster
+		// drops them rather than blocking.
+		eventCfg := rest.CopyConfig(restCfg)
+		eventCfg.QPS, eventCfg.Burst = eventQPS, eventBurst
+		eventClient, err := kubernetes.NewForConfig(eventCfg)
+		if err != nil {
+			return fmt.Errorf("kube client for Events: %w", err)
+		}
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		images.Events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"})
 		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts}
@@ -478,6 +488,14 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	return err
 }
+
+// Events' own client budget: Events trail a burst of write-backs (the
+// broadcaster queues up to 1000 and drops beyond) instead of competing
+// with them for the apiserver.
+const (
+	eventQPS   = 20
+	eventBurst = 50
+)
 
 // restConfig builds the kube client config from --kubeconfig, $KUBECONFIG or
 // the in-cluster service account, with the configured rate limits.

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -46,6 +47,15 @@ var ErrConflicts = errors.New("the Application kept changing; giving up after re
 
 // Apply writes overrides into the Application namespace/name.
 func (w *Writer) Apply(ctx context.Context, namespace, name string, overrides []Override) (Result, error) {
+	return w.ApplyFrom(ctx, namespace, name, nil, overrides)
+}
+
+// ApplyFrom is Apply starting from cached, a recent copy of the
+// Application (the informer's, not modified here), instead of reading it:
+// the patch is pinned to cached's resourceVersion, so a stale copy only
+// costs a conflict, after which the Application is read as usual. With
+// nil (or a copy without a resourceVersion) it is Apply.
+func (w *Writer) ApplyFrom(ctx context.Context, namespace, name string, cached *unstructured.Unstructured, overrides []Override) (Result, error) {
 	attempts := w.MaxAttempts
 	if attempts <= 0 {
 		attempts = DefaultMaxAttempts
@@ -54,9 +64,12 @@ func (w *Writer) Apply(ctx context.Context, namespace, name string, overrides []
 	var res Result
 	for res.Attempts < attempts {
 		res.Attempts++
-		obj, err := apps.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return res, fmt.Errorf("reading Application %s/%s: %w", namespace, name, err)
+		obj := cached
+		if res.Attempts > 1 || obj == nil || obj.GetResourceVersion() == "" {
+			var err error
+			if obj, err = apps.Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return res, fmt.Errorf("reading Application %s/%s: %w", namespace, name, err)
+			}
 		}
 		patch, err := buildPatch(obj, overrides)
 		if err != nil {
