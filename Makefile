@@ -53,6 +53,14 @@ faults: deps ## Fault-injection suite alone (test/faults); prints the fault tabl
 e2e: deps ## Only the end-to-end tests of the crowsnest binary against the real apiserver
 	$(GO) test $(TEST_FLAGS) -run 'E2E' ./cmd/...
 
+.PHONY: bench
+bench: ## Performance benchmark on real parts (S1-S3, rounds 1-5; S3 takes a while); results in bin/bench. Narrow it: BENCH_FLAGS='-scenarios S2 -rounds 1,2,3'
+	$(GO) run ./bench -out bin/bench $(BENCH_FLAGS)
+
+.PHONY: bench-smoke
+bench-smoke: ## The benchmark harness's own test (S1 rounds 1-2, about a minute); `make unit` runs it too
+	$(GO) test $(TEST_FLAGS) -run Smoke ./bench/
+
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Run every fuzz target briefly (FUZZTIME each, 10s)
 	bash hack/fuzz.sh $(FUZZTIME)

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+)
+
+// The harness's own traffic (seeding, status updates, watching) is not
+// crowsnest's: it runs on a client whose limiter never slows it, with a
+// bounded number of goroutines.
+const (
+	setupWorkers = 32
+	setupQPS     = 5000
+	setupBurst   = 5000
+)
+
+// cluster is the control plane plus the harness's clients.
+type cluster struct {
+	env  *testenv.Env
+	dyn  dynamic.Interface
+	core kubernetes.Interface
+}
+
+func startCluster(ctx context.Context, dir string) (*cluster, error) {
+	env, err := testenv.Start(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = setupQPS, setupBurst
+	c := &cluster{env: env}
+	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		env.Stop()
+		return nil, err
+	}
+	if c.core, err = kubernetes.NewForConfig(cfg); err != nil {
+		env.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cluster) stop() { c.env.Stop() }
+
+func (c *cluster) apps(ns string) dynamic.ResourceInterface {
+	return c.dyn.Resource(testenv.ApplicationsGVR).Namespace(ns)
+}
+
+func (c *cluster) createNamespace(ctx context.Context, name string) error {
+	_, err := c.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// createGitSecret stores the Git server's credentials as an Argo CD
+// repository Secret in ns, where crowsnest looks for them.
+func (c *cluster) createGitSecret(ctx context.Context, ns, repoURL string) error {
+	_, err := c.core.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-repo", Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}},
+		StringData: map[string]string{"url": repoURL, "username": gitUser, "password": gitPassword},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating the Git repository Secret: %w", err)
+	}
+	return nil
+}
+
+// createApps creates n Applications from obj(i) and then writes their
+// status (the CRD's status subresource ignores it on create), as Argo CD
+// would have.
+func (c *cluster) createApps(ctx context.Context, ns string, n int, obj func(i int) (spec, status map[string]any)) error {
+	apps := c.apps(ns)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(setupWorkers)
+	for i := range n {
+		g.Go(func() error {
+			o, status := obj(i)
+			created, err := apps.Create(ctx, &unstructured.Unstructured{Object: o}, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("creating Application %d: %w", i, err)
+			}
+			created.Object["status"] = status
+			if _, err := apps.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("writing the status of Application %d: %w", i, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// floor measures what the apiserver alone needs for a cold pass over the
+// n Applications of ns: one list and one patch each (an annotation no one
+// reads), as fast as the harness's unthrottled client can.
+func (c *cluster) floor(ctx context.Context, ns string, n int) (time.Duration, error) {
+	apps := c.apps(ns)
+	start := time.Now()
+	var names []string
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := apps.List(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		for i := range list.Items {
+			names = append(names, list.Items[i].GetName())
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	if len(names) != n {
+		return 0, fmt.Errorf("floor: listed %d Applications, want %d", len(names), n)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(setupWorkers)
+	patch := []byte(`{"metadata":{"annotations":{"bench.crowsnest.dev/floor":"1"}}}`)
+	for _, name := range names {
+		g.Go(func() error {
+			_, err := apps.Patch(gctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, fmt.Errorf("floor: %w", err)
+	}
+	return time.Since(start), nil
+}
+
+// tracker watches the Applications of a namespace and records when each
+// first carried each image tag in spec.source.kustomize.images.
+type tracker struct {
+	mu     sync.Mutex
+	tag    map[string]string               // app -> current tag
+	seenAt map[string]map[string]time.Time // tag -> app -> first seen
+	cond   chan struct{}                   // closed and replaced on every change
+}
+
+func (c *cluster) track(ctx context.Context, ns string) (*tracker, error) {
+	t := &tracker{tag: map[string]string{}, seenAt: map[string]map[string]time.Time{}, cond: make(chan struct{})}
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, 0, ns, nil)
+	inf := f.ForResource(testenv.ApplicationsGVR).Informer()
+	// Keep only what the tracker reads: 10,000 whole Applications would
+	// make the harness, on the same machine, the biggest process measured.
+	if err := inf.SetTransform(func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		slim := &unstructured.Unstructured{Object: map[string]any{}}
+		slim.SetName(u.GetName())
+		slim.SetNamespace(u.GetNamespace())
+		slim.SetResourceVersion(u.GetResourceVersion())
+		if images, found, _ := unstructured.NestedStringSlice(u.Object, "spec", "source", "kustomize", "images"); found {
+			_ = unstructured.SetNestedStringSlice(slim.Object, images, "spec", "source", "kustomize", "images")
+		}
+		return slim, nil
+	}); err != nil {
+		return nil, err
+	}
+	record := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		t.observe(u.GetName(), kustomizeTag(u), time.Now())
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	f.Start(ctx.Done())
+	for _, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("watching Applications in %s: cache did not sync", ns)
+		}
+	}
+	return t, nil
+}
+
+func (t *tracker) observe(app, tag string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tag[app] == tag {
+		return
+	}
+	t.tag[app] = tag
+	if t.seenAt[tag] == nil {
+		t.seenAt[tag] = map[string]time.Time{}
+	}
+	if _, ok := t.seenAt[tag][app]; !ok {
+		t.seenAt[tag][app] = at
+	}
+	close(t.cond)
+	t.cond = make(chan struct{})
+}
+
+// waitAll waits until n Applications have carried tag and returns when
+// each first did.
+func (t *tracker) waitAll(ctx context.Context, tag string, n int) (map[string]time.Time, error) {
+	for {
+		t.mu.Lock()
+		got := len(t.seenAt[tag])
+		ch := t.cond
+		var out map[string]time.Time
+		if got >= n {
+			out = make(map[string]time.Time, got)
+			for k, v := range t.seenAt[tag] {
+				out[k] = v
+			}
+		}
+		t.mu.Unlock()
+		if out != nil {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%d of %d Applications carry tag %s: %w", got, n, tag, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// count is how many Applications have carried tag so far.
+func (t *tracker) count(tag string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.seenAt[tag])
+}
+
+// kustomizeTag is the tag of the first spec.source.kustomize.images entry.
+func kustomizeTag(u *unstructured.Unstructured) string {
+	images, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "source", "kustomize", "images")
+	if len(images) == 0 {
+		return ""
+	}
+	ref := images[0]
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		return ref[i+1:]
+	}
+	return ""
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// result is one scenario's round.
+type result struct {
+	Scenario string `json:"scenario"`
+	N        int    `json:"n"`
+	K        int    `json:"k"`
+	T        int    `json:"t"`
+	Round    string `json:"round"`
+	Title    string `json:"title"`
+	// Done of Want Applications (commits' files, messages) were updated.
+	Done int `json:"done"`
+	Want int `json:"want"`
+	// WallSeconds is from the round's start (process start, the push) to
+	// the last Application updated.
+	WallSeconds float64 `json:"wallSeconds"`
+	// FloorSeconds is how long the harness's own unthrottled client takes
+	// to list and patch every Application (round 1): the apiserver's floor
+	// on this machine.
+	FloorSeconds float64 `json:"floorSeconds,omitempty"`
+	// AfterTriggerSeconds is from the first poll tick or webhook to the
+	// last Application updated (round 3).
+	AfterTriggerSeconds float64 `json:"afterTriggerSeconds,omitempty"`
+	// Latency per Application (round 3: poll tick or webhook to patched;
+	// round 5: status update to message received), milliseconds.
+	LatencyP50Ms float64 `json:"latencyP50Ms,omitempty"`
+	LatencyP99Ms float64 `json:"latencyP99Ms,omitempty"`
+	LatencyMaxMs float64 `json:"latencyMaxMs,omitempty"`
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	PeakRSSMB    float64 `json:"peakRSSMB"`
+	// PeakRSSScope is "round" when the kernel's peak was reset at the
+	// round's start, else "process".
+	PeakRSSScope string `json:"peakRSSScope"`
+	// PeakAnonMB and PeakFileMB are sampled peaks of RSS's anonymous
+	// (heap, stacks) and file-backed (the binary's pages) parts.
+	PeakAnonMB float64 `json:"peakRSSAnonMB"`
+	PeakFileMB float64 `json:"peakRSSFileMB"`
+	// Registry requests by kind (ping, token, list, head, manifest, blob).
+	Registry        map[string]int `json:"registryRequests"`
+	RegistryTotal   int            `json:"registryRequestsTotal"`
+	MaxListsPerRepo int            `json:"maxListsPerRepo"`
+	// Kube requests by "verb resource", from crowsnest's
+	// crowsnest_kube_requests_total.
+	Kube          map[string]int `json:"kubeRequests"`
+	KubeTotal     int            `json:"kubeRequestsTotal"`
+	Commits       int            `json:"commits,omitempty"`
+	Pushes        int            `json:"pushes,omitempty"`
+	Notifications int            `json:"notifications,omitempty"`
+	Duplicates    int            `json:"duplicates,omitempty"`
+	Notes         []string       `json:"notes,omitempty"`
+	Checks        []check        `json:"checks,omitempty"`
+}
+
+// check is one requirement of the issue as this round shows it.
+type check struct {
+	Requirement string `json:"requirement"`
+	Want        string `json:"want"`
+	Got         string `json:"got"`
+	Pass        bool   `json:"pass"`
+}
+
+func (r *result) check(requirement, want, got string, pass bool) {
+	r.Checks = append(r.Checks, check{Requirement: requirement, Want: want, Got: got, Pass: pass})
+}
+
+func (r *result) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+// report is everything one run measured.
+type report struct {
+	Started time.Time `json:"started"`
+	Machine string    `json:"machine"`
+	Commit  string    `json:"commit,omitempty"`
+	Args    []string  `json:"crowsnestArgs,omitempty"`
+	// Registry is the benchmark registry's rateLimit/maxConcurrency when
+	// the run set them.
+	Registry string   `json:"registrySettings,omitempty"`
+	Results  []result `json:"results"`
+	Failures []string `json:"failures,omitempty"`
+}
+
+func (rep *report) write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(rep.markdown()), 0o644)
+}
+
+func (rep *report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# crowsnest benchmark, %s\n\n", rep.Started.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "Machine: %s", rep.Machine)
+	if rep.Commit != "" {
+		fmt.Fprintf(&b, "; commit %s", rep.Commit)
+	}
+	if len(rep.Args) > 0 {
+		fmt.Fprintf(&b, "; crowsnest flags `%s`", strings.Join(rep.Args, " "))
+	}
+	if rep.Registry != "" {
+		fmt.Fprintf(&b, "; registry %s", rep.Registry)
+	}
+	b.WriteString("\n\n")
+	b.WriteString("| scenario | round | done | wall s | after trigger s | p50 / p99 ms | CPU s | peak RSS MB (anon+file) | registry requests | kube-apiserver requests | commits | messages |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |\n")
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		lat := ""
+		if r.LatencyP99Ms > 0 {
+			lat = fmt.Sprintf("%.0f / %.0f", r.LatencyP50Ms, r.LatencyP99Ms)
+		}
+		after := ""
+		if r.AfterTriggerSeconds > 0 {
+			after = fmt.Sprintf("%.2f", r.AfterTriggerSeconds)
+		}
+		fmt.Fprintf(&b, "| %s (N=%d K=%d T=%d) | %s %s | %d/%d | %.2f | %s | %s | %.2f | %.1f (%.0f+%.0f) | %s | %s | %s | %s |\n",
+			r.Scenario, r.N, r.K, r.T, r.Round, r.Title, r.Done, r.Want, r.WallSeconds, after, lat,
+			r.CPUSeconds, r.PeakRSSMB, r.PeakAnonMB, r.PeakFileMB, registryCell(r), kubeCell(r.Kube, r.KubeTotal), zeroBlank(r.Commits), messagesCell(r))
+	}
+	b.WriteString("\nRegistry requests: total (ping/list/HEAD/manifest GET/blob). kube-apiserver requests: crowsnest's own, by verb and resource.\n")
+	b.WriteString("Peak RSS is VmHWM of the crowsnest process, reset at each round's start where the kernel allows it; in brackets the sampled peaks (every 20 ms) of its anonymous (heap, stacks) and file-backed (the binary's pages) parts.\n")
+
+	b.WriteString("\n## Requirements\n\n| scenario | round | requirement | want | got | |\n| --- | --- | --- | --- | --- | --- |\n")
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		for _, c := range r.Checks {
+			mark := "pass"
+			if !c.Pass {
+				mark = "**MISS**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Scenario, r.Round, c.Requirement, c.Want, c.Got, mark)
+		}
+	}
+	var notes []string
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		for _, n := range r.Notes {
+			notes = append(notes, fmt.Sprintf("- %s round %s: %s", r.Scenario, r.Round, n))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n## Notes\n\n" + strings.Join(notes, "\n") + "\n")
+	}
+	if len(rep.Failures) > 0 {
+		b.WriteString("\n## Failures\n\n")
+		for _, f := range rep.Failures {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
+	}
+	return b.String()
+}
+
+func registryCell(r *result) string {
+	g := r.Registry
+	return fmt.Sprintf("%d (%d/%d/%d/%d/%d)", r.RegistryTotal, g[kindPing], g[kindList], g[kindHead], g[kindManifest], g[kindBlob])
+}
+
+func kubeCell(m map[string]int, total int) string {
+	keys := slices.Collect(maps.Keys(m))
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d: %s", total, strings.Join(parts, ", "))
+}
+
+func messagesCell(r *result) string {
+	if r.Notifications == 0 && r.Duplicates == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d (%d dup)", r.Notifications, r.Duplicates)
+}
+
+func zeroBlank(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+// percentile returns the p-th percentile (0..100) of ds, nearest rank.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s))*p/100+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func (r *result) setLatencies(ds []time.Duration) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	r.LatencyP50Ms = ms(percentile(ds, 50))
+	r.LatencyP99Ms = ms(percentile(ds, 99))
+	r.LatencyMaxMs = ms(percentile(ds, 100))
+}
+
+func secs(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
