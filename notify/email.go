@@ -15,6 +15,7 @@ import (
 	"net/mail"
 	"net/smtp"
 	"net/textproto"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -153,7 +154,7 @@ func (e *Email) Send(ctx context.Context, n Notification, d Destination) (Receip
 	if n.Email != nil {
 		subject = n.Email.Subject
 	}
-	msgID, msg := e.compose(to, subject, n.Message)
+	msgID, msg := e.compose(DeliveryIDFrom(ctx), to, subject, n.Message)
 	if err := e.deliver(ctx, to, msg); err != nil {
 		var te *textproto.Error
 		if errors.As(err, &te) && te.Code >= 500 {
@@ -164,14 +165,25 @@ func (e *Email) Send(ctx context.Context, n Notification, d Destination) (Receip
 	return Receipt{ID: msgID}, nil
 }
 
-func (e *Email) compose(to []*mail.Address, subject, body string) (string, []byte) {
-	var id [12]byte
-	_, _ = rand.Read(id[:])
+// deliveryIDRE is the shape of the outbox's delivery IDs (hex): only such
+// an ID goes into a Message-ID as it is.
+var deliveryIDRE = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
+
+// compose builds the message. Its Message-ID is the delivery's ID when
+// there is one (the same on every attempt, so a repeat can be recognised),
+// else random.
+func (e *Email) compose(delivery string, to []*mail.Address, subject, body string) (string, []byte) {
+	local := delivery
+	if !deliveryIDRE.MatchString(local) {
+		var id [12]byte
+		_, _ = rand.Read(id[:])
+		local = hex.EncodeToString(id[:])
+	}
 	domain := "crowsnest.local"
 	if at := strings.LastIndexByte(e.from.Address, '@'); at >= 0 {
 		domain = e.from.Address[at+1:]
 	}
-	msgID := "<" + hex.EncodeToString(id[:]) + "@" + domain + ">"
+	msgID := "<" + local + "@" + domain + ">"
 	rcpt := make([]string, len(to))
 	for i, a := range to {
 		rcpt[i] = a.String()

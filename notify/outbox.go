@@ -461,7 +461,7 @@ func (o *Outbox) send(ctx context.Context, rec Record) (Receipt, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
 	defer cancel()
-	return svc.Send(ctx, rec.Notification, rec.Destination())
+	return svc.Send(WithDeliveryID(ctx, rec.ID), rec.Notification, rec.Destination())
 }
 
 // SetServices replaces the services (after a config reload).

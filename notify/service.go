@@ -87,3 +87,20 @@ func cleanURLError(err error, raw string) error {
 	}
 	return err
 }
+
+type deliveryIDKey struct{}
+
+// WithDeliveryID returns ctx carrying the outbox delivery ID of the message
+// being sent. The ID is the same for every attempt of a delivery, so a
+// destination that sees it twice (crowsnest killed after the send and
+// before recording it) can drop the repeat: webhooks get it in
+// DeliveryHeader, email in the Message-ID.
+func WithDeliveryID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, deliveryIDKey{}, id)
+}
+
+// DeliveryIDFrom returns the delivery ID ctx carries, or "".
+func DeliveryIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(deliveryIDKey{}).(string)
+	return id
+}

@@ -20,9 +20,12 @@ import (
 // seconds tolerates a slow one without letting a hanging one hold a
 // delivery slot for long. Error bodies are read up to 4 KiB for the log.
 const (
-	DefaultWebhookTimeout   = 10 * time.Second
-	DefaultWebhookMethod    = http.MethodPost
-	DefaultSignatureHeader  = "X-Crowsnest-Signature"
+	DefaultWebhookTimeout  = 10 * time.Second
+	DefaultWebhookMethod   = http.MethodPost
+	DefaultSignatureHeader = "X-Crowsnest-Signature"
+	// DeliveryHeader carries the delivery ID, the same on every attempt
+	// of a message, for receivers to drop a repeat.
+	DeliveryHeader          = "X-Crowsnest-Delivery"
 	maxWebhookResponseBytes = 4 << 10
 )
 
@@ -182,6 +185,9 @@ func (w *Webhook) Send(ctx context.Context, n Notification, _ Destination) (Rece
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("User-Agent", userAgent)
+	if id := DeliveryIDFrom(ctx); id != "" {
+		req.Header.Set(DeliveryHeader, id)
+	}
 	switch {
 	case w.bearer != "":
 		req.Header.Set("Authorization", "Bearer "+w.bearer)
