@@ -26,6 +26,7 @@ func TestWebhookAttemptsCarryTheDeliveryID(t *testing.T) {
 		mu.Unlock()
 		if n <= 2 {
 			http.Error(w, "upstream down", http.StatusBadGateway)
+			return
 		}
 	}))
 	t.Cleanup(srv.Close)

@@ -122,8 +122,7 @@ func destinationFault(t *testing.T, scenario string, dest destination, desc stri
 		// Read once everything settled: a hanging Slack request fails
 		// only when its client gives up, after the fault.
 		ctx := context.WithoutCancel(t.Context())
-		failed = d.metric(ctx, "crowsnest_notify_deliveries_total", `result="failed"`) +
-			d.metric(ctx, "crowsnest_notify_deliveries_total", `result="rate_limited"`)
+		failed = d.deliveryAttempts(ctx, "failed", "rate_limited")
 		return fmt.Sprintf("%s for %s after the first update (%s, %.0f failed attempts)", desc, sinkFaultFor, met(), failed)
 	}, 0, d)
 	return failed

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,14 +216,19 @@ func (d *daemon) waitReady(t *testing.T) {
 	waitFor(t, d.name+" /readyz 200", 90*time.Second, func() bool { return d.ready(t.Context()) })
 }
 
-// metric sums the samples of the current process's metric name whose
-// labels contain every one of labels (e.g. `result="failed"`).
-func (d *daemon) metric(ctx context.Context, name string, labels ...string) float64 {
+// deliveryAttempts sums the current process's notification delivery
+// attempts (crowsnest_notify_deliveries_total) with any of the results
+// (e.g. "failed", "rate_limited").
+func (d *daemon) deliveryAttempts(ctx context.Context, results ...string) float64 {
+	const name = "crowsnest_notify_deliveries_total"
 	_, body := httpGet(ctx, "http://"+d.metricsAddr+"/metrics")
 	sum := 0.0
 	for line := range strings.SplitSeq(body, "\n") {
 		series, value, ok := strings.Cut(line, " ")
-		if !ok || (series != name && !strings.HasPrefix(series, name+"{")) || !containsAll(series, labels) {
+		if !ok || !strings.HasPrefix(series, name+"{") {
+			continue
+		}
+		if !slices.ContainsFunc(results, func(r string) bool { return strings.Contains(series, `result="`+r+`"`) }) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(value, 64); err == nil {

@@ -36,8 +36,7 @@ func TestWebhookSinkFaults(t *testing.T) {
 			// The fault starts counting once there is something to send.
 			waitFor(t, "the first image update", time.Minute, func() bool { return d.count(`"msg":"images updated"`) > 0 })
 			time.Sleep(sinkFaultFor)
-			failed := d.metric(context.WithoutCancel(t.Context()), "crowsnest_notify_deliveries_total", `result="failed"`) +
-				d.metric(context.WithoutCancel(t.Context()), "crowsnest_notify_deliveries_total", `result="rate_limited"`)
+			failed := d.deliveryAttempts(context.WithoutCancel(t.Context()), "failed", "rate_limited")
 			w.sink.setFault(t, sinkOK)
 			finish(t, w, start, tc.name, func() string {
 				return fmt.Sprintf("webhook: %s for %s after the first update (%.0f failed attempts)", tc.desc, sinkFaultFor, failed)
