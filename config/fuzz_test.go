@@ -101,7 +101,10 @@ func FuzzParseCredentialRef(f *testing.F) {
 			for _, k := range []CredentialSource{CredsPullSecret, CredsSecret, CredsExt, CredsDockerConfig} {
 				echoes = echoes || CredentialSource(src) == k
 			}
-			if !echoes && rest != "" && strings.Contains(err.Error(), strconv.Quote(rest)) {
+			// The error may name the unknown source: take that out first
+			// (for "m:m" the source reads the same as the rest).
+			msg := strings.Replace(err.Error(), strconv.Quote(src), "", 1)
+			if !echoes && rest != "" && strings.Contains(msg, strconv.Quote(rest)) {
 				t.Fatalf("error %q repeats the input %q", err, s)
 			}
 			return
