@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
 // The harness itself, end to end on S1's first two rounds, so `make test`
@@ -15,6 +17,10 @@ import (
 func TestSmokeS1ColdStartAndSteadyState(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and runs crowsnest; skipped with -short")
+	}
+	// The harness builds crowsnest, out of the test cache's sight.
+	if err := testenv.TrackSources(); err != nil {
+		t.Fatal(err)
 	}
 	out := t.TempDir()
 	o, err := parseFlags([]string{"-scenarios", "S1", "-rounds", "1,2", "-out", out})
