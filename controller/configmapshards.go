@@ -5,16 +5,25 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
 
 // maxShardBytes keeps a shard under the 1 MiB a ConfigMap may hold.
 const maxShardBytes = 900 << 10
+
+// shardConflictBackoff spaces the retries of a write that met another
+// writer of the same shard: many workers write a handful of shards at once
+// on a cold start, and client-go's DefaultRetry (5 tries within about
+// 50ms) gave up under that contention, which dropped write intents (the
+// fault suite lost announcements after SIGKILL). Jittered, up to about 5s.
+var shardConflictBackoff = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, Factor: 1.6, Jitter: 0.5, Cap: time.Second}
 
 // configMapShards keeps one string per key (an Application ID or key) in
 // ConfigMaps <Prefix>-<shard> in Namespace, sharded by key so a write
@@ -65,7 +74,7 @@ func (s *configMapShards) loadAll(ctx context.Context) (map[string]string, error
 func (s *configMapShards) put(ctx context.Context, app, val string) error {
 	shard, key := s.shardOf(app), dataKey(app)
 	cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(shardConflictBackoff, func() error {
 		cm, err := cms.Get(ctx, s.name(shard), metav1.GetOptions{})
 		create := apierrors.IsNotFound(err)
 		switch {
