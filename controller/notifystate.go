@@ -91,14 +91,20 @@ type ConfigMapNotifyState struct {
 	// Shards is the number of ConfigMaps; DefaultNotifyStateShards when
 	// zero. Keep it fixed for an installation.
 	Shards int
+
+	once   sync.Once
+	shards *configMapShards
 }
 
 func (s *ConfigMapNotifyState) kv() *configMapShards {
-	return &configMapShards{
-		Client: s.Client, Namespace: s.Namespace,
-		Prefix: cmp.Or(s.Prefix, DefaultNotifyStatePrefix), Shards: cmp.Or(s.Shards, DefaultNotifyStateShards),
-		Full: ErrNotifyStateFull,
-	}
+	s.once.Do(func() {
+		s.shards = &configMapShards{
+			Client: s.Client, Namespace: s.Namespace,
+			Prefix: cmp.Or(s.Prefix, DefaultNotifyStatePrefix), Shards: cmp.Or(s.Shards, DefaultNotifyStateShards),
+			Full: ErrNotifyStateFull,
+		}
+	})
+	return s.shards
 }
 
 // LoadAll implements NotifyStateStore. Undecodable entries are skipped:

@@ -71,16 +71,22 @@ type ConfigMapWriteJournal struct {
 	// Shards is the number of ConfigMaps; DefaultWriteJournalShards when
 	// zero. Keep it fixed for an installation.
 	Shards int
+
+	once   sync.Once
+	shards *configMapShards
 }
 
 var _ WriteJournal = (*ConfigMapWriteJournal)(nil)
 
 func (j *ConfigMapWriteJournal) kv() *configMapShards {
-	return &configMapShards{
-		Client: j.Client, Namespace: j.Namespace,
-		Prefix: cmp.Or(j.Prefix, DefaultWriteJournalPrefix), Shards: cmp.Or(j.Shards, DefaultWriteJournalShards),
-		Full: ErrWriteJournalFull,
-	}
+	j.once.Do(func() {
+		j.shards = &configMapShards{
+			Client: j.Client, Namespace: j.Namespace,
+			Prefix: cmp.Or(j.Prefix, DefaultWriteJournalPrefix), Shards: cmp.Or(j.Shards, DefaultWriteJournalShards),
+			Full: ErrWriteJournalFull,
+		}
+	})
+	return j.shards
 }
 
 // LoadAll implements WriteJournal; undecodable entries are skipped.

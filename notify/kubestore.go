@@ -1,30 +1,37 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
+
+	"github.com/crowsnest-dev/crowsnest/internal/cmbatch"
 )
 
 // ConfigMap store defaults. Four shards spread writes of many apps; a
 // ConfigMap holds at most 1 MiB, so a shard refuses new records past
 // 900 KiB rather than failing every later write; a thousand threads per
-// shard is months of grouping keys.
+// shard is months of grouping keys. Every write rewrites a whole shard,
+// so the finished records (the delivery log) of a shard are held to
+// 256 KiB, oldest dropped first: a full 900 KiB shard made each message
+// cost a write of about a megabyte, which held a wave of a thousand
+// Applications to under a hundred messages a second. 256 KiB is the last
+// several hundred deliveries per shard.
 const (
 	DefaultConfigMapPrefix = "crowsnest-outbox"
 	DefaultShards          = 4
+	DefaultLogBytes        = 256 << 10
 	maxShardBytes          = 900 << 10
 	maxThreadsPerShard     = 1000
 	recordKeyPrefix        = "d."
@@ -36,9 +43,12 @@ var ErrStoreFull = errors.New("outbox store is full")
 
 // ConfigMapStore keeps the outbox in ConfigMaps named <Prefix>-<shard> in
 // Namespace (crowsnest's own), one data key per record or thread, sharded
-// by app so trimming an app's log touches one object. Writes are guarded
-// by resourceVersion and retried on conflict, so replicas and restarts do
-// not lose updates.
+// by app so trimming an app's log touches one object. The records saved
+// while a shard's write is in flight go out together in its next write
+// (group commit), so a deployment wave costs a few writes per shard rather
+// than a read and a write per record. Writes are guarded by
+// resourceVersion and retried on conflict, so replicas, restarts and the
+// CLI do not lose updates.
 type ConfigMapStore struct {
 	Client    kubernetes.Interface
 	Namespace string
@@ -49,6 +59,13 @@ type ConfigMapStore struct {
 	Shards int
 	// Keep is the terminal records kept per app (DefaultKeep when zero).
 	Keep int
+	// LogBytes bounds the size of a shard's terminal records
+	// (DefaultLogBytes when zero): past it the oldest are dropped, whatever
+	// their app. Pending records are never dropped.
+	LogBytes int
+
+	once sync.Once
+	set  *cmbatch.Shards
 }
 
 var _ Store = (*ConfigMapStore)(nil)
@@ -65,28 +82,24 @@ func (s *ConfigMapStore) shards() int {
 	return s.Shards
 }
 
-func (s *ConfigMapStore) name(shard int) string {
-	p := s.Prefix
-	if p == "" {
-		p = DefaultConfigMapPrefix
-	}
-	return fmt.Sprintf("%s-%d", p, shard)
+// writers are the shards' group-commit Writers, made on first use.
+func (s *ConfigMapStore) writers() *cmbatch.Shards {
+	s.once.Do(func() {
+		s.set = cmbatch.NewShards(s.Client, s.Namespace, cmp.Or(s.Prefix, DefaultConfigMapPrefix), s.shards(),
+			map[string]string{"app.kubernetes.io/name": "crowsnest", "app.kubernetes.io/component": "notify-outbox"})
+	})
+	return s.set
 }
 
-func (s *ConfigMapStore) shardOf(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(s.shards()))
-}
+func (s *ConfigMapStore) name(shard int) string { return s.writers().Name(shard) }
 
-// get reads a shard; a missing one is empty (and has no resourceVersion).
+func (s *ConfigMapStore) shardOf(key string) int { return s.writers().Of(key) }
+
+// get reads a shard; a missing one is empty.
 func (s *ConfigMapStore) get(ctx context.Context, shard int) (*corev1.ConfigMap, error) {
 	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, s.name(shard), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: s.name(shard), Namespace: s.Namespace,
-			Labels: map[string]string{"app.kubernetes.io/name": "crowsnest", "app.kubernetes.io/component": "notify-outbox"},
-		}}, nil
+		return &corev1.ConfigMap{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", s.Namespace, s.name(shard), err)
@@ -94,36 +107,11 @@ func (s *ConfigMapStore) get(ctx context.Context, shard int) (*corev1.ConfigMap,
 	return cm, nil
 }
 
-// mutate applies fn to a shard and writes it back if fn changed it,
-// retrying from a fresh read on conflict.
-func (s *ConfigMapStore) mutate(ctx context.Context, shard int, fn func(data map[string]string) (bool, error)) error {
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		cm, err := s.get(ctx, shard)
-		if err != nil {
-			return err
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		changed, err := fn(cm.Data)
-		if err != nil || !changed {
-			return err
-		}
-		cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
-		if cm.ResourceVersion == "" {
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				// Another writer created it first: retry on its version.
-				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, cm.Name, err)
-			}
-		} else {
-			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		}
-		if err != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("writing ConfigMap %s/%s: %w", s.Namespace, cm.Name, err)
-		}
-		return err
-	})
+// mutate makes fn in the shard's next write: the changes of concurrent
+// callers go out together, and another writer's are kept (a conflict
+// reads the shard again and applies them anew).
+func (s *ConfigMapStore) mutate(ctx context.Context, shard int, fn cmbatch.Change) error {
+	return s.writers().Writer(shard).Apply(ctx, fn)
 }
 
 func decodeRecord(v string) (Record, error) {
@@ -147,8 +135,9 @@ func (s *ConfigMapStore) Create(ctx context.Context, rec Record) (bool, error) {
 		return false, fmt.Errorf("encoding delivery %s: %w", rec.ID, err)
 	}
 	created := false
-	err = s.mutate(ctx, s.shardOf(rec.App), func(data map[string]string) (bool, error) {
+	err = s.mutate(ctx, s.shardOf(rec.App), func(bt *cmbatch.Batch) (bool, error) {
 		created = false
+		data := bt.Data
 		if _, ok := data[recordKeyPrefix+rec.ID]; ok {
 			return false, nil
 		}
@@ -168,11 +157,11 @@ func (s *ConfigMapStore) Update(ctx context.Context, rec Record) error {
 	if err != nil {
 		return fmt.Errorf("encoding delivery %s: %w", rec.ID, err)
 	}
-	return s.mutate(ctx, s.shardOf(rec.App), func(data map[string]string) (bool, error) {
-		if _, ok := data[recordKeyPrefix+rec.ID]; !ok {
+	return s.mutate(ctx, s.shardOf(rec.App), func(bt *cmbatch.Batch) (bool, error) {
+		if _, ok := bt.Data[recordKeyPrefix+rec.ID]; !ok {
 			return false, ErrNotFound
 		}
-		s.put(data, rec, b)
+		s.put(bt, rec, b)
 		return true, nil
 	})
 }
@@ -185,8 +174,8 @@ func (s *ConfigMapStore) Modify(ctx context.Context, id string, fn func(*Record)
 		return Record{}, err
 	}
 	var cur, next Record
-	err = s.mutate(ctx, s.shardOf(found.App), func(data map[string]string) (bool, error) {
-		v, ok := data[recordKeyPrefix+id]
+	err = s.mutate(ctx, s.shardOf(found.App), func(bt *cmbatch.Batch) (bool, error) {
+		v, ok := bt.Data[recordKeyPrefix+id]
 		if !ok {
 			return false, ErrNotFound
 		}
@@ -205,7 +194,7 @@ func (s *ConfigMapStore) Modify(ctx context.Context, id string, fn func(*Record)
 		if err != nil {
 			return false, fmt.Errorf("encoding delivery %s: %w", id, err)
 		}
-		s.put(data, next, b)
+		s.put(bt, next, b)
 		return true, nil
 	})
 	if err != nil {
@@ -214,23 +203,84 @@ func (s *ConfigMapStore) Modify(ctx context.Context, id string, fn func(*Record)
 	return next, nil
 }
 
-// put writes rec (encoded as b) into a shard's data and trims its app's
-// finished records past Keep.
-func (s *ConfigMapStore) put(data map[string]string, rec Record, b []byte) {
-	data[recordKeyPrefix+rec.ID] = string(b)
-	if !rec.Terminal() {
-		return
+// put writes rec (encoded as b) into a shard's data; a finished record
+// has the shard's finished records trimmed to Keep per app once the
+// batch's changes are made (one pass over the shard, however many records
+// the batch finished).
+func (s *ConfigMapStore) put(bt *cmbatch.Batch, rec Record, b []byte) {
+	bt.Data[recordKeyPrefix+rec.ID] = string(b)
+	if rec.Terminal() {
+		bt.Finally("trim", s.trim)
 	}
-	recs := map[string]Record{}
+}
+
+// recordHead is what trimming reads of a record.
+type recordHead struct {
+	ID     string    `json:"id"`
+	App    string    `json:"app"`
+	State  State     `json:"state"`
+	DoneAt time.Time `json:"doneAt"`
+}
+
+// trim deletes each app's finished records beyond the newest Keep, then
+// the shard's oldest finished records while they take more than LogBytes.
+func (s *ConfigMapStore) trim(data map[string]string) {
+	type head struct {
+		recordHead
+		key  string
+		size int
+	}
+	byApp := map[string]map[string]Record{}
+	var done []head
 	for k, v := range data {
-		if id, ok := strings.CutPrefix(k, recordKeyPrefix); ok {
-			if r, err := decodeRecord(v); err == nil && r.App == rec.App {
-				recs[id] = r
+		id, ok := strings.CutPrefix(k, recordKeyPrefix)
+		if !ok {
+			continue
+		}
+		var h recordHead
+		if json.Unmarshal([]byte(v), &h) != nil || (h.State != StateDelivered && h.State != StateDead) {
+			continue
+		}
+		done = append(done, head{h, k, len(k) + len(v)})
+		recs := byApp[h.App]
+		if recs == nil {
+			recs = map[string]Record{}
+			byApp[h.App] = recs
+		}
+		recs[id] = Record{Delivery: Delivery{ID: id, App: h.App}, State: h.State, DoneAt: h.DoneAt}
+	}
+	keep := keepOrDefault(s.Keep)
+	for app, recs := range byApp {
+		if len(recs) > keep {
+			for _, id := range trimIDs(recs, app, keep) {
+				delete(data, recordKeyPrefix+id)
 			}
 		}
 	}
-	for _, id := range trimIDs(recs, rec.App, keepOrDefault(s.Keep)) {
-		delete(data, recordKeyPrefix+id)
+	limit := cmp.Or(s.LogBytes, DefaultLogBytes)
+	size := 0
+	for _, h := range done {
+		if _, ok := data[h.key]; ok {
+			size += h.size
+		}
+	}
+	if size <= limit {
+		return
+	}
+	sort.Slice(done, func(i, j int) bool {
+		if !done[i].DoneAt.Equal(done[j].DoneAt) {
+			return done[i].DoneAt.Before(done[j].DoneAt)
+		}
+		return done[i].key < done[j].key
+	})
+	for _, h := range done {
+		if size <= limit {
+			break
+		}
+		if _, ok := data[h.key]; ok {
+			delete(data, h.key)
+			size -= h.size
+		}
 	}
 }
 
@@ -306,7 +356,8 @@ func (s *ConfigMapStore) SetThread(ctx context.Context, key, ref string) error {
 	if err != nil {
 		return err
 	}
-	return s.mutate(ctx, s.shardOf(key), func(data map[string]string) (bool, error) {
+	return s.mutate(ctx, s.shardOf(key), func(bt *cmbatch.Batch) (bool, error) {
+		data := bt.Data
 		data[threadKeyPrefix+key] = string(b)
 		var threads []struct {
 			key     string

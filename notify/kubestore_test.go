@@ -106,6 +106,64 @@ func TestConfigMapStore(t *testing.T) {
 	}
 }
 
+// A shard's finished records are held to LogBytes, oldest dropped first
+// whatever their app; pending records are never dropped.
+func TestConfigMapStoreBoundsTheLogBySize(t *testing.T) {
+	s, cs := kubeStore(t)
+	s.Shards, s.Keep, s.LogBytes = 1, 100, 4<<10
+	ctx := t.Context()
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	const n = 40
+	for i := range n {
+		r := record(fmt.Sprint("r", i), fmt.Sprint("argocd/app", i%7), t0)
+		if _, err := s.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 9 {
+			continue // left pending
+		}
+		r.State, r.DoneAt = notify.StateDelivered, t0.Add(time.Duration(i)*time.Second)
+		if err := s.Update(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm, err := cs.CoreV1().ConfigMaps(s.Namespace).Get(ctx, "crowsnest-outbox-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.List(ctx, notify.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneBytes, pending, oldestKept := 0, 0, n
+	for _, r := range all {
+		if r.State == notify.StatePending {
+			pending++
+			continue
+		}
+		k := "d." + r.ID
+		doneBytes += len(k) + len(cm.Data[k])
+		var i int
+		_, _ = fmt.Sscanf(r.Key, "r%d", &i)
+		oldestKept = min(oldestKept, i)
+	}
+	if pending != n/10 {
+		t.Errorf("%d pending records kept, want all %d", pending, n/10)
+	}
+	if doneBytes > s.LogBytes || doneBytes < s.LogBytes/2 {
+		t.Errorf("finished records take %d bytes, want at most LogBytes (%d) and not far below", doneBytes, s.LogBytes)
+	}
+	// Every finished record newer than the oldest kept is still there.
+	for i := oldestKept; i < n; i++ {
+		if _, err := s.Get(ctx, notify.DeliveryID(fmt.Sprint("r", i))); err != nil {
+			t.Errorf("r%d (newer than the oldest kept, r%d): %v", i, oldestKept, err)
+		}
+	}
+	if oldestKept == 0 {
+		t.Errorf("nothing was dropped")
+	}
+}
+
 // Writers racing on one shard all land: updates are guarded by
 // resourceVersion and retried on conflict.
 func TestConfigMapStoreConcurrentWriters(t *testing.T) {
