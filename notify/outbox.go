@@ -48,16 +48,20 @@ type RateLimit struct {
 }
 
 // Outbox records deliveries in a Store before sending them and delivers
-// them asynchronously: one worker per destination (service+recipient)
-// keeps each destination's messages in order, while a bounded number of
-// sends run at once across destinations. Failures are retried with
+// them asynchronously: one worker per destination (service+recipient) and
+// Application keeps the messages about an Application in order at each
+// destination, while a bounded number of sends run at once across
+// Applications and destinations. (One worker per destination held a
+// deployment wave of a thousand Applications to one message per store
+// round trip.) Failures are retried with
 // exponential backoff and jitter up to MaxAttempts, then dead-lettered.
 // Zero fields take the defaults above; Store and Services are required.
 type Outbox struct {
 	Store Store
 	// Services maps Delivery.Service to the service that sends it.
 	Services map[string]Service
-	// RateLimits by service name; others get DefaultServiceRate.
+	// RateLimits by service name; other services are paced as they say
+	// (Paced), or at DefaultServiceRate.
 	RateLimits     map[string]RateLimit
 	MaxAttempts    int
 	RetryBaseDelay time.Duration
@@ -350,7 +354,7 @@ func (o *Outbox) dispatchLocked(rec Record) {
 	}
 	o.queued[rec.ID] = true
 	o.Metrics.setDepth(len(o.queued))
-	key := rec.Destination().String()
+	key := queueKey(rec)
 	q := o.queues[key]
 	if q == nil {
 		q = &destQueue{}
@@ -363,6 +367,9 @@ func (o *Outbox) dispatchLocked(rec Record) {
 		go o.drain(o.ctx, key, q)
 	}
 }
+
+// queueKey names the worker of rec: its destination and Application.
+func queueKey(rec Record) string { return rec.Destination().String() + "\x00" + rec.App }
 
 func (o *Outbox) drain(ctx context.Context, key string, q *destQueue) {
 	defer o.wg.Done()
@@ -464,12 +471,31 @@ func (o *Outbox) send(ctx context.Context, rec Record) (Receipt, error) {
 	return svc.Send(WithDeliveryID(ctx, rec.ID), rec.Notification, rec.Destination())
 }
 
-// SetServices replaces the services (after a config reload).
+// SetServices replaces the services (after a config reload); their paces
+// start afresh.
 func (o *Outbox) SetServices(s map[string]Service) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.Services = s
+	o.limiters = map[string]*rate.Limiter{}
 }
+
+// Paced is a Service with the pace the outbox keeps towards it.
+type Paced interface {
+	Service
+	RateLimit() RateLimit
+}
+
+// WithRateLimit returns svc paced at rl by the outbox (unless the
+// outbox's RateLimits name the service).
+func WithRateLimit(svc Service, rl RateLimit) Service { return pacedService{svc, rl} }
+
+type pacedService struct {
+	Service
+	rl RateLimit
+}
+
+func (p pacedService) RateLimit() RateLimit { return p.rl }
 
 // save persists rec, even while stopping, so a finished delivery is not
 // sent again. A failed write (a burst of conflicts on the store's
@@ -569,6 +595,9 @@ func (o *Outbox) limiter(service string) *rate.Limiter {
 	l := o.limiters[service]
 	if l == nil {
 		rl, ok := o.RateLimits[service]
+		if p, paced := o.Services[service].(Paced); !ok && paced {
+			rl, ok = p.RateLimit(), true
+		}
 		if !ok {
 			rl = RateLimit{PerSecond: DefaultServiceRate, Burst: DefaultServiceBurst}
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -279,6 +281,27 @@ func TestOutboxRateLimit(t *testing.T) {
 		d := hookDelivery(fmt.Sprintf("r%d", i), "a/b", "{}")
 		d.Recipient = fmt.Sprint(i) // distinct destinations: only the service limit paces them
 		if _, _, err := o.Enqueue(t.Context(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "five deliveries", func() bool { return hook.delivered.Load() == 5 })
+	if took := time.Since(start); took < 180*time.Millisecond {
+		t.Errorf("5 sends at 20/s with burst 1 took %s, want at least 200ms", took)
+	}
+}
+
+// A service says its own pace (config's rateLimit, through WithRateLimit)
+// unless the outbox's RateLimits name it.
+func TestOutboxPacesAsTheServiceSays(t *testing.T) {
+	hook := newFlakyWebhook(t, 0)
+	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{
+		"webhook.hook": notify.WithRateLimit(webhookService(t, "hook", hook.URL), notify.RateLimit{PerSecond: 20, Burst: 1}),
+	}, nil)
+	o.RateLimits = nil
+	runOutbox(t, o)
+	start := time.Now()
+	for i := range 5 {
+		if _, _, err := o.Enqueue(t.Context(), hookDelivery(fmt.Sprintf("p%d", i), fmt.Sprint("a/", i), "{}")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -644,5 +667,60 @@ func TestOutboxFind(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Messages about one Application reach a destination in order, one at a
+// time; another Application's messages to the same destination do not
+// wait behind them.
+func TestOutboxOrdersPerApplicationNotPerDestination(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	var aInFlight atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+		if strings.HasPrefix(string(b), "a") {
+			if aInFlight.Add(1) > 1 {
+				t.Errorf("two messages about argocd/a in flight at once")
+			}
+			defer aInFlight.Add(-1)
+			if string(b) == "a0" {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, nil)
+	o.AttemptTimeout = time.Minute
+	runOutbox(t, o)
+	enqueue := func(key, app string) notify.Record {
+		t.Helper()
+		rec, _, err := o.Enqueue(t.Context(), hookDelivery(key, app, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	enqueue("a0", "argocd/a")
+	a1 := enqueue("a1", "argocd/a")
+	waitFor(t, "a0 to be held by the destination", func() bool { return aInFlight.Load() == 1 })
+	b0 := enqueue("b0", "argocd/b")
+	waitState(t, o, b0.ID, notify.StateDelivered)
+	if rec, err := o.Store.Get(t.Context(), a1.ID); err != nil || rec.State != notify.StatePending {
+		t.Errorf("a1 = %+v, %v; want pending behind a0", rec, err)
+	}
+	close(release)
+	waitState(t, o, a1.ID, notify.StateDelivered)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"a0", "b0", "a1"}; !slices.Equal(got, want) {
+		t.Errorf("arrival order = %v, want %v", got, want)
 	}
 }
