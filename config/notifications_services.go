@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,7 +22,38 @@ type Service struct {
 	Slack   *SlackService   `yaml:"slack"`
 	Webhook *WebhookService `yaml:"webhook"`
 	Email   *EmailService   `yaml:"email"`
+	// RateLimit paces the messages sent to the service; nil keeps the
+	// type's default (DefaultServiceRateLimit).
+	RateLimit *ServiceRateLimit `yaml:"rateLimit"`
 }
+
+// ServiceRateLimit paces the outbox's sends to one service.
+type ServiceRateLimit struct {
+	// PerSecond is the sustained rate; 0 sends without pacing (at most
+	// the outbox's sends in flight at once).
+	PerSecond float64 `yaml:"perSecond"`
+	// Burst is how many go out at once before the pace applies; zero is
+	// PerSecond rounded up (at least 1).
+	Burst int `yaml:"burst"`
+}
+
+// DefaultServiceRateLimit is the pace of a service type without a
+// rateLimit. Slack allows about one message per second per channel with
+// short bursts, and answers more with 429 (which the outbox waits out):
+// five per second with a burst of ten keeps a deployment wave near that
+// across a few channels. SMTP relays throttle senders, so email gets the
+// same. A webhook is the user's own receiver, which answers 429 if it must:
+// it is not paced, so a wave of a thousand Applications is announced as
+// fast as it happens (the outbox still sends at most 32 at once).
+func DefaultServiceRateLimit(typ string) ServiceRateLimit {
+	if typ == ServiceWebhook {
+		return ServiceRateLimit{}
+	}
+	return ServiceRateLimit{PerSecond: 5, Burst: 10}
+}
+
+// maxServiceBurst bounds a configured burst: a larger one is no pace.
+const maxServiceBurst = 10000
 
 // Service types.
 const (
@@ -170,6 +202,14 @@ func (s *Service) validate(path string, blocks bool, errs *fieldErrors) {
 	if n != 1 {
 		errs.invalid(path, "%s, got %d", notifyServiceTypesWanted, n)
 		return
+	}
+	if rl := s.RateLimit; rl != nil {
+		if rl.PerSecond < 0 || math.IsNaN(rl.PerSecond) || math.IsInf(rl.PerSecond, 0) {
+			errs.invalid(join(path, "rateLimit.perSecond"), "must be 0 (no pacing) or a positive number of messages per second, got %v", rl.PerSecond)
+		}
+		if rl.Burst < 0 || rl.Burst > maxServiceBurst {
+			errs.invalid(join(path, "rateLimit.burst"), "must be between 0 (the rate, rounded up) and %d, got %d", maxServiceBurst, rl.Burst)
+		}
 	}
 	switch {
 	case s.Slack != nil:

@@ -110,6 +110,11 @@ func TestNotificationsErrorsNameTheField(t *testing.T) {
 				{Path: "notifications.services[w].webhook.method", Line: 5, Msg: `unsupported method "BREW"`},
 				{Path: "notifications.services[w].webhook.bearer", Line: 5, Msg: "set basicAuth or bearer, not both"},
 			}},
+		{name: "rate limit", doc: "services:\n    w: {webhook: {url: 'http://x'}, rateLimit: {perSecond: -1, burst: 100000}}\n",
+			want: []FieldError{
+				{Path: "notifications.services[w].rateLimit.perSecond", Line: 5, Msg: "must be 0 (no pacing) or a positive number"},
+				{Path: "notifications.services[w].rateLimit.burst", Line: 5, Msg: "must be between 0 (the rate, rounded up) and 10000, got 100000"},
+			}},
 		{name: "email tls", doc: "services:\n    m: {email: {host: smtp.example.com, tls: ssl, from: a@b.c}}\n",
 			want: []FieldError{{Path: "notifications.services[m].email.tls", Line: 5, Msg: `unsupported value "ssl"`}}},
 		{name: "subscription", doc: "subscriptions:\n    - {recipients: [], selector: 'a in (b'}\n",

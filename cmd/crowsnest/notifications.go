@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -133,9 +134,26 @@ func buildServices(n *config.Notifications, threads notify.ThreadStore) (map[str
 			errs = append(errs, fmt.Errorf("service %s: %w", name, err))
 			continue
 		}
-		out[name] = svc
+		out[name] = notify.WithRateLimit(svc, serviceRateLimit(s))
 	}
 	return out, errors.Join(errs...)
+}
+
+// serviceRateLimit is the outbox's pace for s: its rateLimit, or its
+// type's default.
+func serviceRateLimit(s config.Service) notify.RateLimit {
+	rl := config.DefaultServiceRateLimit(s.Type())
+	if s.RateLimit != nil {
+		rl = *s.RateLimit
+	}
+	if rl.PerSecond == 0 {
+		return notify.RateLimit{PerSecond: -1}
+	}
+	burst := rl.Burst
+	if burst == 0 {
+		burst = max(1, int(math.Ceil(rl.PerSecond)))
+	}
+	return notify.RateLimit{PerSecond: rl.PerSecond, Burst: burst}
 }
 
 func buildService(name string, s config.Service, threads notify.ThreadStore) (notify.Service, error) {
