@@ -20,13 +20,17 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// Notifier defaults. Four workers evaluate different Applications at once
-// (evaluation is microseconds; the store write dominates). 64 keys per
+// Notifier defaults. 32 workers evaluate different Applications at once:
+// evaluation is microseconds and the store writes dominate, and the
+// writes of concurrent workers share one ConfigMap write per shard (group
+// commit), so more workers mean bigger batches, not more requests. With
+// four, a wave of a thousand synced Applications was announced at about 20
+// messages a second. 64 keys per
 // Application hold every level condition of the catalog and the last few
 // dozen deployed revisions, about 1.3 KB of state. A minute bounds the
 // reads of argocd-notifications-cm during a reload.
 const (
-	DefaultNotifyWorkers = 4
+	DefaultNotifyWorkers = 32
 	// DefaultNotifyPruneAfter leaves an informer time to deliver the end of
 	// its initial list before states of unseen Applications are dropped.
 	DefaultNotifyPruneAfter = time.Minute
