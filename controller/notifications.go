@@ -30,7 +30,7 @@ import (
 // dozen deployed revisions, about 1.3 KB of state. A minute bounds the
 // reads of argocd-notifications-cm during a reload.
 const (
-	DefaultNotifyWorkers = 32
+	DefaultNotifyWorkers = 128
 	// DefaultNotifyPruneAfter leaves an informer time to deliver the end of
 	// its initial list before states of unseen Applications are dropped.
 	DefaultNotifyPruneAfter = time.Minute
@@ -194,7 +194,11 @@ func (n *Notifier) config() *notifyConfig {
 
 // OnTransition queues one observed change of an Application; it returns at
 // once. Engine.Transitions calls it in the sources' order.
-func (n *Notifier) OnTransition(old, cur *watcher.App) {
+func (n *Notifier) OnTransition(old, cur *watcher.App) { n.transition(old, cur, false) }
+
+// transition is OnTransition; initial says the source listed cur in its
+// initial list (watcher.AppEvent.Initial).
+func (n *Notifier) transition(old, cur *watcher.App, initial bool) {
 	n.init()
 	it := notifyItem{app: cur, prev: old}
 	if cur == nil {
@@ -204,17 +208,21 @@ func (n *Notifier) OnTransition(old, cur *watcher.App) {
 		return
 	}
 	if old == nil && cur != nil {
-		it.initial = !n.isSynced() || n.createdBefore(cur)
+		it.initial = initial || !n.isSynced() || n.createdBefore(cur)
 	}
 	n.push(it)
 }
 
-// OnAppEvent adapts OnTransition to Engine.Transitions.
+// OnAppEvent adapts OnTransition to Engine.Transitions. An Application of
+// the informer's initial list is a baseline even when the list reaches the
+// handler after the informer reported synced (it did for the last of a
+// thousand Applications created a moment before crowsnest started, which
+// were then announced as new).
 func (n *Notifier) OnAppEvent(ev watcher.AppEvent) {
 	if ev.Type == watcher.Resync {
 		return // an unchanged object: no transition
 	}
-	n.OnTransition(ev.Old, ev.New)
+	n.transition(ev.Old, ev.New, ev.Initial)
 }
 
 // OnEvent queues one of crowsnest's own events about app; the triggers

@@ -329,3 +329,16 @@ func TestNotifierFirstSightOnUpdateIsBaseline(t *testing.T) {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 }
+
+// An Application of the informer's initial list is a baseline even when
+// the list reaches the Notifier after the sources report synced.
+func TestNotifierInitialListAfterSyncIsBaseline(t *testing.T) {
+	h := newNotifyHarness(t)
+	h.synced.Store(true)
+	v0 := testApp(t, "late", "u9", "Succeeded", "Healthy", "r0")
+	h.notifier.OnAppEvent(watcher.AppEvent{Type: watcher.Added, New: v0, Initial: true})
+	h.notifier.OnAppEvent(watcher.AppEvent{Type: watcher.Updated, Old: v0, New: testApp(t, "late", "u9", "Running", "Healthy", "r1")})
+	if diff := cmp.Diff([]string{"late:app-sync-running"}, h.sink.waitLast(t, "late:app-sync-running")); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}

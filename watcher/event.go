@@ -17,6 +17,9 @@ const (
 	Updated EventType = "updated"
 	Deleted EventType = "deleted"
 	Resync  EventType = "resync"
+	// addedInitially is Added from the informer's initial list, between
+	// the informer handler and the dispatcher (AppEvent.Initial).
+	addedInitially EventType = "added-initially"
 )
 
 // AppEvent is one observed change of an Application. Old is nil for Added;
@@ -25,6 +28,10 @@ type AppEvent struct {
 	Type EventType
 	Old  *App
 	New  *App
+	// Initial marks an Added event of the informer's initial list: an
+	// Application that existed before crowsnest watched. The list may
+	// reach the handlers after the informer reports synced.
+	Initial bool
 }
 
 // Key returns the key of the Application the event is about.
@@ -75,7 +82,10 @@ func (d *dispatcher) app(typ EventType, oldObj, newObj *unstructured.Unstructure
 		}
 	}
 	var ev AppEvent
-	ev.Type = typ
+	ev.Type, ev.Initial = typ, typ == addedInitially
+	if ev.Initial {
+		ev.Type = Added
+	}
 	var err error
 	if oldObj != nil {
 		if ev.Old, err = AppFromObject(oldObj); err != nil && newObj == nil {
@@ -98,6 +108,9 @@ func (d *dispatcher) app(typ EventType, oldObj, newObj *unstructured.Unstructure
 }
 
 func (d *dispatcher) project(typ EventType, oldObj, newObj *unstructured.Unstructured) {
+	if typ == addedInitially {
+		typ = Added
+	}
 	if typ == Updated {
 		if oldObj.GetResourceVersion() != "" && oldObj.GetResourceVersion() == newObj.GetResourceVersion() {
 			typ = Resync
@@ -127,10 +140,14 @@ func (d *dispatcher) invalid(u *unstructured.Unstructured, err error) {
 // informerHandler adapts the dispatcher to client-go's event handler for one
 // resource kind.
 func (d *dispatcher) informerHandler(emit func(EventType, *unstructured.Unstructured, *unstructured.Unstructured)) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
-				emit(Added, nil, u)
+				typ := Added
+				if initial {
+					typ = addedInitially
+				}
+				emit(typ, nil, u)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {

@@ -52,6 +52,7 @@ func TestKubeSourceEvents(t *testing.T) {
 	}
 	apps := dyn.Resource(watcher.ApplicationsResource)
 
+	before := createApp(t, apps, ns2, "before", nil)
 	reg := prometheus.NewRegistry()
 	rec := newRecorder()
 	startSource(t, &watcher.KubeSource{Client: dyn, Namespaces: []string{ns1, ns2}, Metrics: watcher.NewMetrics(reg)}, rec)
@@ -62,6 +63,13 @@ func TestKubeSourceEvents(t *testing.T) {
 	key1 := ns1 + "/one"
 	added := rec.waitApp(t, isEvent(watcher.Added, key1))
 	rec.waitApp(t, isEvent(watcher.Added, ns2+"/two"))
+	// The initial list says so; what is created after does not.
+	if ev := rec.waitApp(t, isEvent(watcher.Added, ns2+"/"+before.GetName())); !ev.Initial {
+		t.Errorf("Added %s from the initial list: Initial = false", before.GetName())
+	}
+	if added.Initial {
+		t.Errorf("Added %s, created after the source synced: Initial = true", key1)
+	}
 
 	if got := added.New.Object.GetManagedFields(); len(got) != 0 {
 		t.Errorf("managedFields not trimmed: %v", got)
