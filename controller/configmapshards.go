@@ -35,6 +35,21 @@ type configMapShards struct {
 	set  *cmbatch.Shards
 }
 
+// lazyShards makes a store's configMapShards on first use and keeps it,
+// so its Writers (and the objects they last wrote) last as long as the
+// store.
+type lazyShards struct {
+	once sync.Once
+	kv   *configMapShards
+}
+
+func (l *lazyShards) get(client kubernetes.Interface, namespace, prefix string, shards int, full error) *configMapShards {
+	l.once.Do(func() {
+		l.kv = &configMapShards{Client: client, Namespace: namespace, Prefix: prefix, Shards: shards, Full: full}
+	})
+	return l.kv
+}
+
 func (s *configMapShards) writers() *cmbatch.Shards {
 	s.once.Do(func() {
 		s.set = cmbatch.NewShards(s.Client, s.Namespace, s.Prefix, s.Shards,

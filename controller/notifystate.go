@@ -92,19 +92,11 @@ type ConfigMapNotifyState struct {
 	// zero. Keep it fixed for an installation.
 	Shards int
 
-	once   sync.Once
-	shards *configMapShards
+	shards lazyShards
 }
 
 func (s *ConfigMapNotifyState) kv() *configMapShards {
-	s.once.Do(func() {
-		s.shards = &configMapShards{
-			Client: s.Client, Namespace: s.Namespace,
-			Prefix: cmp.Or(s.Prefix, DefaultNotifyStatePrefix), Shards: cmp.Or(s.Shards, DefaultNotifyStateShards),
-			Full: ErrNotifyStateFull,
-		}
-	})
-	return s.shards
+	return s.shards.get(s.Client, s.Namespace, cmp.Or(s.Prefix, DefaultNotifyStatePrefix), cmp.Or(s.Shards, DefaultNotifyStateShards), ErrNotifyStateFull)
 }
 
 // LoadAll implements NotifyStateStore. Undecodable entries are skipped:

@@ -72,21 +72,13 @@ type ConfigMapWriteJournal struct {
 	// zero. Keep it fixed for an installation.
 	Shards int
 
-	once   sync.Once
-	shards *configMapShards
+	shards lazyShards
 }
 
 var _ WriteJournal = (*ConfigMapWriteJournal)(nil)
 
 func (j *ConfigMapWriteJournal) kv() *configMapShards {
-	j.once.Do(func() {
-		j.shards = &configMapShards{
-			Client: j.Client, Namespace: j.Namespace,
-			Prefix: cmp.Or(j.Prefix, DefaultWriteJournalPrefix), Shards: cmp.Or(j.Shards, DefaultWriteJournalShards),
-			Full: ErrWriteJournalFull,
-		}
-	})
-	return j.shards
+	return j.shards.get(j.Client, j.Namespace, cmp.Or(j.Prefix, DefaultWriteJournalPrefix), cmp.Or(j.Shards, DefaultWriteJournalShards), ErrWriteJournalFull)
 }
 
 // LoadAll implements WriteJournal; undecodable entries are skipped.
