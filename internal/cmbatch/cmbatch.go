@@ -2,6 +2,7 @@ package cmbatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -32,8 +33,9 @@ const (
 // anything. On an error it leaves the data as it found it: the error is
 // its caller's alone and the other changes of the batch go ahead. A change
 // may run again on fresh data (after another process wrote the
-// ConfigMap), so it computes from the data it is given and resets what it
-// reports each time it runs.
+// ConfigMap, and before its error is reported when it failed on the
+// Writer's kept copy), so it computes from the data it is given and resets
+// what it reports each time it runs.
 type Change func(b *Batch) (changed bool, err error)
 
 // Batch is the data of one write, shared by the changes it carries.
@@ -172,6 +174,9 @@ func (w *Writer) write(ops []*op) {
 		if err == nil {
 			return
 		}
+		if errors.Is(err, errStale) {
+			continue // read and apply again, at once
+		}
 		if !errConflict(err) || backoff.Steps <= 1 {
 			for _, o := range live {
 				if o.err == nil {
@@ -184,6 +189,9 @@ func (w *Writer) write(ops []*op) {
 		ops = live
 	}
 }
+
+// errStale asks write to apply a batch again to a fresh read.
+var errStale = errors.New("kept copy may be stale")
 
 // errConflict reports a write that lost a race with another writer: a
 // changed resourceVersion, a ConfigMap created or deleted meanwhile.
@@ -202,6 +210,7 @@ func (w *Writer) try(ops []*op) error {
 	w.mu.Lock()
 	cur := w.last
 	w.mu.Unlock()
+	kept := cur != nil
 	if cur == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		got, err := cms.Get(ctx, w.Name, metav1.GetOptions{})
@@ -218,11 +227,18 @@ func (w *Writer) try(ops []*op) error {
 	if b.Data == nil {
 		b.Data = map[string]string{}
 	}
-	changed := false
+	changed, failed := false, false
 	for _, o := range ops {
 		c, err := o.change(b)
 		o.err = err
 		changed = changed || (c && err == nil)
+		failed = failed || err != nil
+	}
+	if failed && kept {
+		// A change refused what may be an old copy (another process may
+		// have written since): decide on the ConfigMap as it is.
+		w.keep(nil)
+		return errStale
 	}
 	if !changed {
 		w.keep(cur)

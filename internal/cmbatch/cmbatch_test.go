@@ -143,6 +143,22 @@ func TestWriterKeepsOtherWritersChanges(t *testing.T) {
 		t.Errorf("data = %v, want 5 keys of each writer", cm.Data)
 	}
 
+	// A change that needs what another writer added is decided on the
+	// ConfigMap as it is, not on the Writer's older copy.
+	if err := other.Apply(ctx, set("theirs-new", "y")); err != nil {
+		t.Fatal(err)
+	}
+	errMissing := errors.New("missing")
+	if err := w.Apply(ctx, func(b *cmbatch.Batch) (bool, error) {
+		if _, ok := b.Data["theirs-new"]; !ok {
+			return false, errMissing
+		}
+		b.Data["theirs-new"] = "seen"
+		return true, nil
+	}); err != nil {
+		t.Errorf("change needing another writer's key: %v", err)
+	}
+
 	// Deleted behind the Writer's back: it creates the ConfigMap again.
 	if err := c.CoreV1().ConfigMaps(ns).Delete(ctx, "state", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
