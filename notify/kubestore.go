@@ -22,16 +22,16 @@ import (
 // ConfigMap store defaults. Four shards spread writes of many apps; a
 // ConfigMap holds at most 1 MiB, so a shard refuses new records past
 // 900 KiB rather than failing every later write; a thousand threads per
-// shard is months of grouping keys. Every write rewrites a whole shard,
-// so the finished records (the delivery log) of a shard are held to
-// 256 KiB, oldest dropped first: a full 900 KiB shard made each message
-// cost a write of about a megabyte, which held a wave of a thousand
-// Applications to under a hundred messages a second. 256 KiB is the last
-// several hundred deliveries per shard.
+// shard is months of grouping keys. Every write rewrites a whole
+// ConfigMap, so finished records move to log ConfigMaps (Compact), each
+// held to 512 KiB, oldest dropped first: the last several hundred
+// deliveries per shard. With the log in the shards, every delivery waited
+// for a write of up to 900 KiB, which held a wave of a thousand
+// Applications to under a hundred messages a second.
 const (
 	DefaultConfigMapPrefix = "crowsnest-outbox"
 	DefaultShards          = 4
-	DefaultLogBytes        = 256 << 10
+	DefaultLogBytes        = 512 << 10
 	maxShardBytes          = 900 << 10
 	maxThreadsPerShard     = 1000
 	recordKeyPrefix        = "d."
@@ -43,7 +43,7 @@ var ErrStoreFull = errors.New("outbox store is full")
 
 // ConfigMapStore keeps the outbox in ConfigMaps named <Prefix>-<shard> in
 // Namespace (crowsnest's own), one data key per record or thread, sharded
-// by app so trimming an app's log touches one object. The records saved
+// by app; finished records move to <Prefix>-log-<shard> (Compact). The records saved
 // while a shard's write is in flight go out together in its next write
 // (group commit), so a deployment wave costs a few writes per shard rather
 // than a read and a write per record. Writes are guarded by
@@ -59,16 +59,26 @@ type ConfigMapStore struct {
 	Shards int
 	// Keep is the terminal records kept per app (DefaultKeep when zero).
 	Keep int
-	// LogBytes bounds the size of a shard's terminal records
-	// (DefaultLogBytes when zero): past it the oldest are dropped, whatever
-	// their app. Pending records are never dropped.
+	// LogBytes bounds the size of the finished records of a shard's log
+	// (DefaultLogBytes when zero), and of a shard before compaction: past
+	// it the oldest are dropped, whatever their app. Pending records are
+	// never dropped.
 	LogBytes int
 
 	once sync.Once
 	set  *cmbatch.Shards
+	logs *cmbatch.Shards
+
+	// logMu guards logIDs: per shard, the IDs in its log ConfigMap (nil
+	// until read), so a Create sees a record that compaction moved there.
+	logMu  sync.Mutex
+	logIDs []map[string]bool
 }
 
-var _ Store = (*ConfigMapStore)(nil)
+var (
+	_ Store     = (*ConfigMapStore)(nil)
+	_ Compactor = (*ConfigMapStore)(nil)
+)
 
 type threadEntry struct {
 	Ref     string    `json:"ref"`
@@ -84,11 +94,19 @@ func (s *ConfigMapStore) shards() int {
 
 // writers are the shards' group-commit Writers, made on first use.
 func (s *ConfigMapStore) writers() *cmbatch.Shards {
-	s.once.Do(func() {
-		s.set = cmbatch.NewShards(s.Client, s.Namespace, cmp.Or(s.Prefix, DefaultConfigMapPrefix), s.shards(),
-			map[string]string{"app.kubernetes.io/name": "crowsnest", "app.kubernetes.io/component": "notify-outbox"})
-	})
+	s.init()
 	return s.set
+}
+
+func (s *ConfigMapStore) init() {
+	s.once.Do(func() {
+		prefix := cmp.Or(s.Prefix, DefaultConfigMapPrefix)
+		s.set = cmbatch.NewShards(s.Client, s.Namespace, prefix, s.shards(),
+			map[string]string{"app.kubernetes.io/name": "crowsnest", "app.kubernetes.io/component": "notify-outbox"})
+		s.logs = cmbatch.NewShards(s.Client, s.Namespace, prefix+logSuffix, s.shards(),
+			map[string]string{"app.kubernetes.io/name": "crowsnest", "app.kubernetes.io/component": "notify-log"})
+		s.logIDs = make([]map[string]bool, s.shards())
+	})
 }
 
 func (s *ConfigMapStore) name(shard int) string { return s.writers().Name(shard) }
@@ -97,12 +115,17 @@ func (s *ConfigMapStore) shardOf(key string) int { return s.writers().Of(key) }
 
 // get reads a shard; a missing one is empty.
 func (s *ConfigMapStore) get(ctx context.Context, shard int) (*corev1.ConfigMap, error) {
-	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, s.name(shard), metav1.GetOptions{})
+	return s.read(ctx, s.name(shard))
+}
+
+// read reads a ConfigMap of the store; a missing one is empty.
+func (s *ConfigMapStore) read(ctx context.Context, name string) (*corev1.ConfigMap, error) {
+	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return &corev1.ConfigMap{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", s.Namespace, s.name(shard), err)
+		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", s.Namespace, name, err)
 	}
 	return cm, nil
 }
@@ -134,11 +157,18 @@ func (s *ConfigMapStore) Create(ctx context.Context, rec Record) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("encoding delivery %s: %w", rec.ID, err)
 	}
+	shard := s.shardOf(rec.App)
+	if err := s.loadLogIDs(ctx, shard); err != nil {
+		return false, err
+	}
 	created := false
-	err = s.mutate(ctx, s.shardOf(rec.App), func(bt *cmbatch.Batch) (bool, error) {
+	err = s.mutate(ctx, shard, func(bt *cmbatch.Batch) (bool, error) {
 		created = false
 		data := bt.Data
-		if _, ok := data[recordKeyPrefix+rec.ID]; ok {
+		// Compaction adds to the log index before it deletes from the
+		// shard, in a write ordered with this one: the record is seen in
+		// one or the other.
+		if _, ok := data[recordKeyPrefix+rec.ID]; ok || s.inLog(shard, rec.ID) {
 			return false, nil
 		}
 		if dataSize(data)+len(b) > maxShardBytes {
@@ -166,8 +196,8 @@ func (s *ConfigMapStore) Update(ctx context.Context, rec Record) error {
 	})
 }
 
-// Modify implements Store. It finds the record's shard by reading every
-// shard, then changes it under that shard's resourceVersion.
+// Modify implements Store. It finds the record by reading every shard and
+// log, then changes it in its shard under that shard's resourceVersion.
 func (s *ConfigMapStore) Modify(ctx context.Context, id string, fn func(*Record) error) (Record, error) {
 	found, err := s.Get(ctx, id)
 	if err != nil {
@@ -175,13 +205,14 @@ func (s *ConfigMapStore) Modify(ctx context.Context, id string, fn func(*Record)
 	}
 	var cur, next Record
 	err = s.mutate(ctx, s.shardOf(found.App), func(bt *cmbatch.Batch) (bool, error) {
-		v, ok := bt.Data[recordKeyPrefix+id]
-		if !ok {
-			return false, ErrNotFound
-		}
-		var err error
-		if cur, err = decodeRecord(v); err != nil {
-			return false, fmt.Errorf("decoding delivery %s: %w", id, err)
+		// A record only in the log comes back to the shard as changed; the
+		// log's copy is replaced at the next compaction.
+		cur = found
+		if v, ok := bt.Data[recordKeyPrefix+id]; ok {
+			var err error
+			if cur, err = decodeRecord(v); err != nil {
+				return false, fmt.Errorf("decoding delivery %s: %w", id, err)
+			}
 		}
 		next = cur
 		if err := fn(&next); err != nil {
@@ -222,6 +253,9 @@ type recordHead struct {
 	DoneAt time.Time `json:"doneAt"`
 }
 
+// decodeHead reads what trimming and compaction need of a record.
+func decodeHead(v string, h *recordHead) bool { return json.Unmarshal([]byte(v), h) == nil }
+
 // trim deletes each app's finished records beyond the newest Keep, then
 // the shard's oldest finished records while they take more than LogBytes.
 func (s *ConfigMapStore) trim(data map[string]string) {
@@ -238,7 +272,7 @@ func (s *ConfigMapStore) trim(data map[string]string) {
 			continue
 		}
 		var h recordHead
-		if json.Unmarshal([]byte(v), &h) != nil || (h.State != StateDelivered && h.State != StateDead) {
+		if !decodeHead(v, &h) || (h.State != StateDelivered && h.State != StateDead) {
 			continue
 		}
 		done = append(done, head{h, k, len(k) + len(v)})
@@ -285,10 +319,18 @@ func (s *ConfigMapStore) trim(data map[string]string) {
 }
 
 // Get implements Store. An ID does not say its app's shard, so it reads
-// every shard.
+// every shard, then every log.
 func (s *ConfigMapStore) Get(ctx context.Context, id string) (Record, error) {
+	s.init()
+	names := make([]string, 0, 2*s.shards())
 	for shard := range s.shards() {
-		cm, err := s.get(ctx, shard)
+		names = append(names, s.set.Name(shard))
+	}
+	for shard := range s.shards() {
+		names = append(names, s.logs.Name(shard))
+	}
+	for _, name := range names {
+		cm, err := s.read(ctx, name)
 		if err != nil {
 			return Record{}, err
 		}
@@ -303,8 +345,12 @@ func (s *ConfigMapStore) Get(ctx context.Context, id string) (Record, error) {
 	return Record{}, ErrNotFound
 }
 
-// List implements Store. Undecodable entries are skipped.
+// List implements Store. Undecodable entries are skipped. Pending records
+// are only in the shards; finished ones are in the shards until compacted
+// into the logs, and a record in both is taken from its shard. At most
+// Keep finished records per app are listed.
 func (s *ConfigMapStore) List(ctx context.Context, opts ListOptions) ([]Record, error) {
+	s.init()
 	shards := make([]int, 0, s.shards())
 	if opts.App != "" {
 		shards = append(shards, s.shardOf(opts.App))
@@ -313,19 +359,54 @@ func (s *ConfigMapStore) List(ctx context.Context, opts ListOptions) ([]Record, 
 			shards = append(shards, i)
 		}
 	}
-	var out []Record
-	for _, shard := range shards {
-		cm, err := s.get(ctx, shard)
+	byID := map[string]Record{}
+	collect := func(name string, replace bool) error {
+		cm, err := s.read(ctx, name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for k, v := range cm.Data {
-			if !strings.HasPrefix(k, recordKeyPrefix) {
+			id, ok := strings.CutPrefix(k, recordKeyPrefix)
+			if !ok {
 				continue
 			}
-			if r, err := decodeRecord(v); err == nil && opts.matches(r) {
-				out = append(out, r)
+			if _, seen := byID[id]; seen && !replace {
+				continue
 			}
+			if r, err := decodeRecord(v); err == nil && (opts.App == "" || r.App == opts.App) {
+				byID[id] = r
+			}
+		}
+		return nil
+	}
+	for _, shard := range shards {
+		if err := collect(s.set.Name(shard), true); err != nil {
+			return nil, err
+		}
+		if opts.State == StatePending {
+			continue // the logs hold finished records only
+		}
+		if err := collect(s.logs.Name(shard), false); err != nil {
+			return nil, err
+		}
+	}
+	byApp := map[string]map[string]Record{}
+	for id := range byID {
+		app := byID[id].App
+		if byApp[app] == nil {
+			byApp[app] = map[string]Record{}
+		}
+		byApp[app][id] = byID[id]
+	}
+	for app, recs := range byApp {
+		for _, id := range trimIDs(recs, app, keepOrDefault(s.Keep)) {
+			delete(byID, id)
+		}
+	}
+	out := make([]Record, 0, len(byID))
+	for id := range byID {
+		if opts.matches(byID[id]) {
+			out = append(out, byID[id])
 		}
 	}
 	sortRecords(out)

@@ -33,7 +33,10 @@ const (
 	DefaultMaxRetryAfter     = 10 * time.Minute
 	DefaultMaxRateLimitWaits = 10
 	DefaultRescanInterval    = 5 * time.Second
-	storeWriteTimeout        = 10 * time.Second
+	// DefaultCompactDelay gathers the deliveries settled within a quarter
+	// second into one compaction of the store.
+	DefaultCompactDelay = 250 * time.Millisecond
+	storeWriteTimeout   = 10 * time.Second
 	// A delivery's state is saved again after 50ms, doubling to 5s, until
 	// the store takes it.
 	saveRetryBaseDelay = 50 * time.Millisecond
@@ -110,6 +113,8 @@ type Outbox struct {
 	limiters map[string]*rate.Limiter
 	sem      chan struct{}
 	wg       sync.WaitGroup
+	// settledSome wakes the compaction loop (Compactor stores).
+	settledSome chan struct{}
 }
 
 type destQueue struct {
@@ -154,6 +159,7 @@ func (o *Outbox) init() {
 		o.again = map[string]Record{}
 		o.limiters = map[string]*rate.Limiter{}
 		o.sem = make(chan struct{}, o.MaxInFlight)
+		o.settledSome = make(chan struct{}, 1)
 	})
 }
 
@@ -192,9 +198,17 @@ func (o *Outbox) Start(ctx context.Context) error {
 	}
 	o.deferred = nil
 	o.mu.Unlock()
+	var compacting sync.WaitGroup
+	if c, ok := o.Store.(Compactor); ok && err == nil {
+		// Compact once at start: an older crowsnest kept finished records
+		// in the shards.
+		o.wakeCompaction()
+		compacting.Go(func() { o.compactAfterSettling(ctx, c) })
+	}
 	if err == nil {
 		o.rescanEvery(ctx)
 	}
+	compacting.Wait()
 	o.mu.Lock()
 	o.stopping = true
 	o.mu.Unlock()
@@ -533,10 +547,37 @@ func (o *Outbox) settle(rec Record) {
 	if o.settled != nil {
 		o.settled[rec.ID] = true
 	}
+	o.wakeCompaction()
 	o.Metrics.setDepth(len(o.queued))
 	if next, ok := o.again[rec.ID]; ok {
 		delete(o.again, rec.ID)
 		o.dispatchLocked(next)
+	}
+}
+
+func (o *Outbox) wakeCompaction() {
+	select {
+	case o.settledSome <- struct{}{}:
+	default:
+	}
+}
+
+// compactAfterSettling compacts the store a moment after deliveries
+// settle, until ctx ends: the records each delivery waits to write stay
+// few however many were delivered.
+func (o *Outbox) compactAfterSettling(ctx context.Context, c Compactor) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-o.settledSome:
+		}
+		if !sleep(ctx, DefaultCompactDelay) {
+			return
+		}
+		if err := c.Compact(ctx); err != nil && ctx.Err() == nil {
+			o.Logger.Warn("compacting the outbox failed; trying again after the next delivery", "err", err)
+		}
 	}
 }
 
