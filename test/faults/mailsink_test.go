@@ -62,6 +62,7 @@ type mailSink struct {
 	injected int
 	held     []net.Conn // connections accepted while hanging
 	acked    map[string]int
+	ids      deliveryIDs
 }
 
 var _ destination = (*mailSink)(nil)
@@ -69,7 +70,7 @@ var _ destination = (*mailSink)(nil)
 // startMailSink serves until the test ends.
 func startMailSink(t *testing.T) *mailSink {
 	t.Helper()
-	s := &mailSink{acked: map[string]int{}, cert: untrustedCert()}
+	s := &mailSink{acked: map[string]int{}, ids: deliveryIDs{}, cert: untrustedCert()}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -230,12 +231,30 @@ func (m *mailSession) Data(r io.Reader) error {
 	}
 	m.sink.mu.Lock()
 	m.sink.acked[key]++
+	m.sink.ids.add(key, messageID(data))
 	m.sink.mu.Unlock()
 	return nil
 }
 
 func (m *mailSession) Reset()        {}
 func (m *mailSession) Logout() error { return nil }
+
+// messageID is a mail's Message-ID header ("" without one).
+func messageID(data []byte) string {
+	msg, err := mail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		return ""
+	}
+	return msg.Header.Get("Message-ID")
+}
+
+// distinctDeliveries returns how many Message-IDs were acknowledged per
+// key.
+func (s *mailSink) distinctDeliveries() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids.distinct()
+}
 
 // mailKey is messageKey of a mail's body.
 func mailKey(data []byte) (string, error) {

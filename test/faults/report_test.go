@@ -103,6 +103,9 @@ func finish(t *testing.T, w *world, start time.Time, scenario string, faults fun
 	if tl.updDup > 0 {
 		fail("%s: duplicate writes: %s", scenario, strings.Join(tl.dups, "; "))
 	}
+	if tl.notTwice > 0 {
+		fail("%s: %d notifications announced again under a new delivery ID (not a resend of one delivery): %s", scenario, tl.notTwice, strings.Join(tl.dups, "; "))
+	}
 	if tl.notDup > dupBound {
 		fail("%s: %d duplicate notifications, bound %d: %s", scenario, tl.notDup, dupBound, strings.Join(tl.dups, "; "))
 	} else if tl.notDup > 0 {

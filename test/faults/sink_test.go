@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // sinkFault is how the webhook sink misbehaves while a fault is on.
@@ -37,13 +39,14 @@ type sink struct {
 	fault    sinkFault
 	injected int
 	acked    map[string]int
+	ids      deliveryIDs
 	release  chan struct{} // closed to end hanging requests
 }
 
 // startSink serves until the test ends.
 func startSink(t *testing.T) *sink {
 	t.Helper()
-	s := &sink{acked: map[string]int{}, release: make(chan struct{})}
+	s := &sink{acked: map[string]int{}, ids: deliveryIDs{}, release: make(chan struct{})}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -148,8 +151,10 @@ func (s *sink) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	key := messageKey(body)
 	s.mu.Lock()
-	s.acked[messageKey(body)]++
+	s.acked[key]++
+	s.ids.add(key, r.Header.Get(notify.DeliveryHeader))
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -171,6 +176,35 @@ func messageKey(body []byte) string {
 }
 
 func updateKey(app, image, to string) string { return app + "|" + image + "|" + to }
+
+// deliveryIDs is, per message key, the delivery IDs (X-Crowsnest-Delivery,
+// the Message-ID) acknowledged: a repeat of one ID is the outbox sending
+// one delivery again (at-least-once, and a receiver can drop it), a second
+// ID is crowsnest announcing one thing twice.
+type deliveryIDs map[string]map[string]bool
+
+func (d deliveryIDs) add(key, id string) {
+	if d[key] == nil {
+		d[key] = map[string]bool{}
+	}
+	d[key][id] = true
+}
+
+func (d deliveryIDs) distinct() map[string]int {
+	out := make(map[string]int, len(d))
+	for k, ids := range d {
+		out[k] = len(ids)
+	}
+	return out
+}
+
+// distinctDeliveries returns how many delivery IDs were acknowledged per
+// key.
+func (s *sink) distinctDeliveries() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids.distinct()
+}
 
 // counts returns a copy of the acknowledged messages by key.
 func (s *sink) counts() map[string]int {

@@ -69,6 +69,13 @@ type destination interface {
 // announce (messageKey).
 type counter interface{ counts() map[string]int }
 
+// deliveryCounter is a counter that also sees each message's delivery ID
+// (the webhook and email sinks; Slack messages carry none).
+type deliveryCounter interface {
+	counter
+	distinctDeliveries() map[string]int
+}
+
 // app is one Application and the update the scenario intends for it.
 type app struct {
 	name  string
@@ -240,6 +247,11 @@ func (w *world) daemon(t *testing.T, name string) *daemon {
 type tally struct {
 	updIntended, updLanded, updDup    int
 	notIntended, notDelivered, notDup int
+	// notAgain counts the duplicates that carried a delivery ID already
+	// acknowledged (the outbox sending one delivery again, which a receiver
+	// can drop); notTwice those under a new delivery ID (crowsnest
+	// announcing one thing twice). Known only where the sink sees IDs.
+	notAgain, notTwice int
 	// missing names what did not land or arrive, for failure messages.
 	missing []string
 	// dups names what was duplicated.
@@ -265,6 +277,10 @@ func (w *world) measure(t *testing.T) tally {
 		byName[list.Items[i].GetName()] = &list.Items[i]
 	}
 	acked := w.notified.counts()
+	var distinct map[string]int
+	if dc, ok := w.notified.(deliveryCounter); ok {
+		distinct = dc.distinctDeliveries()
+	}
 	for _, a := range w.apps {
 		want := a.image + ":" + toTag
 		tl.updIntended++
@@ -298,6 +314,10 @@ func (w *world) measure(t *testing.T) tally {
 		case n > 1:
 			tl.notDup += n - 1
 			tl.dups = append(tl.dups, fmt.Sprintf("notification %s delivered %d times", key, n))
+			if ids := distinct[key]; ids > 0 {
+				tl.notTwice += ids - 1
+				tl.notAgain += n - ids
+			}
 			fallthrough
 		default:
 			tl.notDelivered++
