@@ -23,16 +23,21 @@ import (
 // newNotifications builds the Notifier and its Outbox from cfg: services
 // with their secrets resolved, the argocd-notifications-cm merged in when
 // the config names it, and state and outbox in ConfigMaps of namespace
-// (crowsnest's own) in a cluster, in memory otherwise. The config is
-// applied once here; call Notifier.Apply on reload.
-func newNotifications(_ context.Context, cfg *config.Config, clientset kubernetes.Interface, namespace string,
+// (crowsnest's own) in a cluster, in memory otherwise. With dryRun the
+// triggers are evaluated as usual but nothing is sent or stored: each
+// message is logged ("dry run: would notify") and its state kept in
+// memory. The config is applied once here; call Notifier.Apply on reload.
+func newNotifications(_ context.Context, cfg *config.Config, clientset kubernetes.Interface, namespace string, dryRun bool,
 	reg prometheus.Registerer, log *slog.Logger) (*controller.Notifier, *notify.Outbox, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	out := &notify.Outbox{Metrics: notify.NewMetrics(reg), Logger: log}
 	n := &controller.Notifier{
 		Outbox: out, Log: log, Metrics: controller.NewNotifierMetrics(reg),
 		Prepare: prepareNotifications(clientset, namespace),
 	}
-	if clientset != nil {
+	if clientset != nil && !dryRun {
 		store := &notify.ConfigMapStore{Client: clientset, Namespace: namespace}
 		out.Store = store
 		n.State = &controller.ConfigMapNotifyState{Client: clientset, Namespace: namespace}
@@ -44,12 +49,30 @@ func newNotifications(_ context.Context, cfg *config.Config, clientset kubernete
 		log.Error("notification given up", "app", r.App, "trigger", r.Trigger, "service", r.Service, "attempts", r.Attempts, "error", r.LastError)
 	}
 	n.Services = func(nc *config.Notifications) (map[string]notify.Service, error) {
-		return buildServices(nc, out.Store)
+		svcs, err := buildServices(nc, out.Store)
+		if dryRun {
+			for name := range svcs {
+				svcs[name] = dryRunService{name: name, log: log}
+			}
+		}
+		return svcs, err
 	}
 	if err := n.Apply(cfg); err != nil {
 		return nil, nil, err
 	}
 	return n, out, nil
+}
+
+// dryRunService stands in for every service under --dry-run: it logs
+// what would be sent and sends nothing.
+type dryRunService struct {
+	name string
+	log  *slog.Logger
+}
+
+func (d dryRunService) Send(ctx context.Context, n notify.Notification, dest notify.Destination) (notify.Receipt, error) {
+	d.log.Info("dry run: would notify", "service", d.name, "recipient", dest.Recipient, "delivery", notify.DeliveryIDFrom(ctx), "message", n.Message)
+	return notify.Receipt{Skipped: true, Detail: "dry run"}, nil
 }
 
 // prepareNotifications returns the Notifier's Prepare: it merges the

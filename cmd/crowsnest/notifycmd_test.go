@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,7 +157,7 @@ func TestNewNotifications(t *testing.T) {
 	cfg.Notifications.Catalog = true
 	cfg.Notifications.ArgoCDConfigMap = config.ArgoCDConfigMapRef{Name: config.DefaultArgoCDNotificationsConfigMap, Secret: config.DefaultArgoCDNotificationsSecret}
 
-	n, out, err := newNotifications(ctx, cfg, cs, ns, prometheus.NewRegistry(), nil)
+	n, out, err := newNotifications(ctx, cfg, cs, ns, false, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,4 +230,76 @@ func notifyApp(t *testing.T, name string) *watcher.App {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// Under --dry-run the triggers fire as usual, but every message is only
+// logged: nothing reaches the service and nothing is stored in the
+// cluster.
+func TestNewNotificationsDryRunSendsAndStoresNothing(t *testing.T) {
+	ns := env.CreateNamespace(t, "notify-dry")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests.Add(1) }))
+	t.Cleanup(srv.Close)
+	cfg, err := config.Parse([]byte("apiVersion: crowsnest.dev/v1alpha1\nkind: Config\nnotifications:\n  catalog: true\n" +
+		"  services:\n    hook: {webhook: {url: " + srv.URL + "}}\n" +
+		"  subscriptions:\n    - {recipients: [hook], triggers: [on-created]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	n, out, err := newNotifications(t.Context(), cfg, cs, ns, true, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{}, 2)
+	runCtx, cancel := context.WithCancel(t.Context())
+	go func() { _ = out.Start(runCtx); done <- struct{}{} }()
+	go func() { _ = n.Start(runCtx); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+
+	n.MarkSynced()
+	n.OnTransition(nil, notifyApp(t, "web"))
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), `"msg":"dry run: would notify"`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no dry-run log line:\n%s", logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), `"service":"hook"`) {
+		t.Errorf("the dry-run line does not name the service:\n%s", logs.String())
+	}
+	if got := requests.Load(); got != 0 {
+		t.Errorf("the webhook got %d requests under --dry-run, want 0", got)
+	}
+	cms, err := cs.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		if strings.HasPrefix(cm.Name, "crowsnest-") {
+			t.Errorf("ConfigMap %s written under --dry-run", cm.Name)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -116,7 +116,7 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" disables it`)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof/ profiles (for profiling, e.g. 127.0.0.1:6060); "0" disables it`)
-	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates, write nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates and notifications; write and send nothing")
 	f.StringVar(&o.gitCacheDir, "git-cache-dir", filepath.Join(os.TempDir(), "crowsnest-git"), "where Git write-back keeps its clones")
 	f.StringVar(&o.argocdNamespace, "argocd-namespace", "argocd", "namespace of Argo CD's repository credential Secrets")
 	f.StringVar(&o.gitSSHKnownHosts, "git-ssh-known-hosts", "", "known_hosts file of SSH Git servers to trust besides Argo CD's argocd-ssh-known-hosts-cm")
@@ -328,21 +328,14 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		local      *localApps
 		localLogs  *logEvents
 		gitMetrics = gitwb.NewMetrics(reg)
+		gw         *gitwb.Writer
 	)
 	if files != nil {
 		local = newLocalApps(files, log)
 		localLogs = &logEvents{log: log, onEvent: o.onEvent}
 		images.Writer, images.Events = local, localLogs
-		gw, err := newGitWriter(cfg, o.gitCacheDir, envGitCredentials(), gitMetrics, log)
-		if err != nil {
+		if gw, err = newGitWriter(cfg, o.gitCacheDir, envGitCredentials(), gitMetrics, log); err != nil {
 			return err
-		}
-		images.Git = &controller.GitBatcher{
-			Writer:  gw,
-			Enqueue: engine.EnqueueAfter,
-			Events:  images.Events,
-			Metrics: images.Metrics,
-			Log:     log,
 		}
 	}
 	if dyn != nil {
@@ -362,10 +355,12 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		defer broadcaster.Shutdown()
 		images.Events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"})
 		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts}
-		gw, err := newGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log)
-		if err != nil {
+		if gw, err = newGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
 			return err
 		}
+		images.Journal = &controller.ConfigMapWriteJournal{Client: clientset, Namespace: o.ownNamespace(cfg)}
+	}
+	if gw != nil {
 		images.Git = &controller.GitBatcher{
 			Writer:  gw,
 			Enqueue: engine.EnqueueAfter,
@@ -373,8 +368,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			Metrics: images.Metrics,
 			Log:     log,
 		}
-		images.Journal = &controller.ConfigMapWriteJournal{Client: clientset, Namespace: o.ownNamespace(cfg)}
-		images.Git.OnUnchanged = images.GitUnchanged
+		if dyn != nil {
+			images.Git.OnUnchanged = images.GitUnchanged
+		}
 	}
 	// Notifications: every observed transition goes to the notifier in
 	// order; only the leader evaluates and delivers.
@@ -382,7 +378,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if dyn != nil {
 		notifyClient = clientset
 	}
-	notifier, outbox, err := newNotifications(ctx, cfg, notifyClient, o.ownNamespace(cfg), reg, log)
+	notifier, outbox, err := newNotifications(ctx, cfg, notifyClient, o.ownNamespace(cfg), o.dryRun, reg, log)
 	if err != nil {
 		return err
 	}
