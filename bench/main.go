@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
 // options are the harness's flags.
@@ -111,7 +113,7 @@ func mainErr(ctx context.Context, args []string) error {
 
 // run measures every selected scenario and writes the report after each.
 func run(ctx context.Context, o *options) (*report, error) {
-	root, err := moduleRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -233,24 +235,6 @@ func runScenario(ctx context.Context, o *options, s scenario, dir string) ([]res
 		}
 	}
 	return results, nil
-}
-
-// moduleRoot is the folder of the go.mod above the working directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory; run from the crowsnest module")
-		}
-		dir = parent
-	}
 }
 
 // machine describes where the numbers were taken.

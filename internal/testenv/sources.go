@@ -15,7 +15,7 @@ import (
 // cache does not see) calls this first, so a change to that binary's
 // sources alone runs the test again.
 func TrackSources() error {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return err
 	}
@@ -38,9 +38,9 @@ func TrackSources() error {
 	})
 }
 
-// moduleRoot is the nearest directory above the working directory that
+// ModuleRoot is the nearest directory above the working directory that
 // holds go.mod.
-func moduleRoot() (string, error) {
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -51,7 +51,7 @@ func moduleRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
+			return "", errors.New("no go.mod above the working directory; run from the crowsnest module")
 		}
 		dir = parent
 	}
