@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -22,7 +23,13 @@ import (
 // holding its certificate, or Insecure for that host only, lets it
 // through, and another host keeps verifying.
 func TestRegistryVerifiesTLSByDefault(t *testing.T) {
-	srv := httptest.NewTLSServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	srv := httptest.NewUnstartedServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	var hellos atomic.Int32 // TLS handshakes begun: attempts over HTTPS
+	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		hellos.Add(1)
+		return nil, nil
+	}}
+	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "https://")
 	ref, err := name.ParseReference(host + "/team/web:1.0.0")
@@ -68,6 +75,7 @@ func TestRegistryVerifiesTLSByDefault(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Client{Hosts: tt.hosts}
+			hellos.Store(0)
 			tags, err := c.ListTags(t.Context(), repo)
 			if tt.wantOK {
 				if err != nil || !slices.Equal(tags, []string{"1.0.0"}) {
@@ -77,6 +85,14 @@ func TestRegistryVerifiesTLSByDefault(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), "certificate") {
 				t.Fatalf("tags %v, err %v; want a certificate error", tags, err)
+			}
+			// A refused certificate is a configuration error: said so, and
+			// not retried (the same certificate comes back).
+			if !strings.Contains(err.Error(), "not trusted") {
+				t.Errorf("error %q does not say the certificate is not trusted", err)
+			}
+			if n := hellos.Load(); n != 1 {
+				t.Errorf("%d TLS handshakes for a refused certificate, want 1 (no retries)", n)
 			}
 		})
 	}

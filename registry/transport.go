@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -263,6 +264,9 @@ func (t *hostTransport) send(req *http.Request, kind string) (*http.Response, er
 		if !retry {
 			if err != nil {
 				release()
+				if certificateError(err) {
+					return nil, fmt.Errorf("registry %s: its TLS certificate is not trusted (not retried: trust its CA, or set insecure for this registry only): %w", t.host, err)
+				}
 				return nil, err
 			}
 			resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
@@ -328,6 +332,19 @@ func (t *hostTransport) attempt(req *http.Request, kind string, n int) (*http.Re
 	return resp, release, err
 }
 
+// certificateError reports a TLS certificate that failed verification:
+// retrying meets the same certificate, so it is a configuration error,
+// not a network one.
+func certificateError(err error) bool {
+	var (
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
 // classify decides whether a try is retried, after how long and why.
 func (t *hostTransport) classify(ctx context.Context, resp *http.Response, err error, attempt int) (time.Duration, string, bool) {
 	if ctx.Err() != nil {
@@ -335,6 +352,9 @@ func (t *hostTransport) classify(ctx context.Context, resp *http.Response, err e
 	}
 	backoff := t.backoff(attempt)
 	if err != nil {
+		if certificateError(err) {
+			return 0, "", false // the same certificate is refused again
+		}
 		var ne net.Error
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 			return backoff, "timeout", true
