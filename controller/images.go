@@ -102,10 +102,14 @@ type ImageReconciler struct {
 	// WindowMetrics, when set, gets the count of held updates.
 	WindowMetrics *WindowMetrics
 
-	mu      sync.Mutex
-	repos   repoInterests   // app key -> repositories it uses -> how to poll them
-	held    map[string]bool // app keys with an update a window holds
-	intents intents
+	mu    sync.Mutex
+	repos repoInterests   // app key -> repositories it uses -> how to poll them
+	held  map[string]bool // app keys with an update a window holds
+	// heldSaid is, per app key, the hold last announced (its changes and
+	// window), so a held update is reported once, not on every reconcile
+	// until the window opens.
+	heldSaid map[string]string
+	intents  intents
 }
 
 // Pending reports whether a window holds an update of the Application.
@@ -124,10 +128,26 @@ func (r *ImageReconciler) setHeld(key string, held bool) {
 		r.held[key] = true
 	} else {
 		delete(r.held, key)
+		delete(r.heldSaid, key)
 	}
 	n := len(r.held)
 	r.mu.Unlock()
 	r.WindowMetrics.setHeld(n)
+}
+
+// newHold records what holds key's update and reports whether it differs
+// from what was last announced.
+func (r *ImageReconciler) newHold(key, what string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.heldSaid == nil {
+		r.heldSaid = map[string]string{}
+	}
+	if r.heldSaid[key] == what {
+		return false
+	}
+	r.heldSaid[key] = what
+	return true
 }
 
 var _ Reconciler = (*ImageReconciler)(nil)
@@ -199,8 +219,13 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	summary := describeChanges(plan.Changes)
 	if plan.Held {
 		r.Metrics.update(string(spec.WriteBack.Method), "held", len(plan.Changes))
-		r.Log.Info("image update held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
-		r.event(app, eventTypeNormal, EventImageUpdateHeld, fmt.Sprintf("%s held by %s", summary, plan.HoldReason))
+		what := fmt.Sprintf("%s held by %s", summary, plan.HoldReason)
+		if r.newHold(req.Key, what) {
+			r.Log.Info("image update held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
+			r.event(app, eventTypeNormal, EventImageUpdateHeld, what)
+		} else {
+			r.Log.Debug("image update still held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
+		}
 		r.notifyChanges(app, triggers.EventImageUpdateHeld, plan.Changes, plan.HoldReason)
 		if next, ok := r.nextBoundary(app); ok {
 			return Result{RequeueAfter: next}, nil

@@ -64,7 +64,8 @@ spec:
 		setStatus(t, ns, a.name, map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}})
 	}
 
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &lockedLog{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	events := &msgEvents{}
 	images := &controller.ImageReconciler{
 		Registry: &registry.Client{},
@@ -97,6 +98,16 @@ spec:
 	}
 	if !events.has(ns+"/frozen", controller.EventImageUpdateHeld, "AppProject "+ns+"/payments spec.syncWindows[0]") {
 		t.Errorf("no ImageUpdateHeld Event naming the project's window; events: %v", events.all())
+	}
+	// Reconciled again while still held: the hold is not announced again.
+	for range 3 {
+		engine.Enqueue(ns + "/frozen")
+	}
+	waitFor(t, "frozen reconciled again while held", func() bool {
+		return logs.count("image update still held by a sync window") >= 1
+	})
+	if n := events.count(ns+"/frozen", controller.EventImageUpdateHeld); n != 1 {
+		t.Errorf("%d ImageUpdateHeld Events for one hold, want 1: %v", n, events.all())
 	}
 
 	// The project lifts its window: the held update goes out.
@@ -131,6 +142,34 @@ func (m *msgEvents) all() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.list...)
+}
+
+func (m *msgEvents) count(key, reason string) int {
+	n := 0
+	for _, e := range m.all() {
+		if strings.HasPrefix(e, key+" "+reason+": ") {
+			n++
+		}
+	}
+	return n
+}
+
+// lockedLog collects log output for a test to read while it is written.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), `msg="`+msg+`"`)
 }
 
 func (m *msgEvents) has(key, reason, text string) bool {
