@@ -64,7 +64,7 @@ spec:
 		setStatus(t, ns, a.name, map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}})
 	}
 
-	logs := &lockedLog{}
+	logs := &testenv.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	events := &msgEvents{}
 	images := &controller.ImageReconciler{
@@ -104,7 +104,7 @@ spec:
 		engine.Enqueue(ns + "/frozen")
 	}
 	waitFor(t, "frozen reconciled again while held", func() bool {
-		return logs.count("image update still held by a sync window") >= 1
+		return strings.Contains(logs.String(), `msg="image update still held by a sync window"`)
 	})
 	if n := events.count(ns+"/frozen", controller.EventImageUpdateHeld); n != 1 {
 		t.Errorf("%d ImageUpdateHeld Events for one hold, want 1: %v", n, events.all())
@@ -152,24 +152,6 @@ func (m *msgEvents) count(key, reason string) int {
 		}
 	}
 	return n
-}
-
-// lockedLog collects log output for a test to read while it is written.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), `msg="`+msg+`"`)
 }
 
 func (m *msgEvents) has(key, reason, text string) bool {

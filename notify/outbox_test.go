@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -323,7 +324,7 @@ func TestOutboxEnqueueValidation(t *testing.T) {
 
 func TestOutboxUnknownServiceAndNoSecretsInLogs(t *testing.T) {
 	hook := newFlakyWebhook(t, 1000)
-	var buf safeBuffer
+	var buf testenv.LogBuffer
 	wh, err := notify.NewWebhook("hook", hook.URL+"/hooks/T000/secret-path-part", notify.WithBearerToken("bearer-value-123"), notify.WithHMAC([]byte("hmac-value-456"), ""))
 	if err != nil {
 		t.Fatal(err)
@@ -382,23 +383,6 @@ func TestMemoryStoreKeepsNewestFinishedPerApp(t *testing.T) {
 	if diff := cmp.Diff([]string{"m1", "m2", "m3"}, keys); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)
 	}
-}
-
-type safeBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *safeBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *safeBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // hookedStore is a MemoryStore whose List and Update let a test hold the
