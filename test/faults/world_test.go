@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -107,6 +108,13 @@ type world struct {
 
 func newWorld(t *testing.T, prefix string, o worldOptions) *world {
 	t.Helper()
+	// Inside a test, where go test records the files opened (TestMain runs
+	// before that starts): the crowsnest binary TestMain built from them
+	// is out of the test cache's sight, so a change to its sources alone
+	// must still run the scenarios again.
+	if err := testenv.TrackSources(); err != nil {
+		t.Fatalf("reading the module's sources: %v", err)
+	}
 	o.repos, o.hooks = max(o.repos, 1), max(o.hooks, 1)
 	w := &world{dir: t.TempDir(), dyn: dynamic.NewForConfigOrDie(env.Config), cs: kubernetes.NewForConfigOrDie(env.Config)}
 	w.kubeconfig = filepath.Join(w.dir, "kubeconfig")
