@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -62,6 +63,15 @@ func (s *hookSink) waitLast(t *testing.T, want string) []string {
 		m := s.messages()
 		return len(m) > 0 && m[len(m)-1] == want
 	})
+	return s.messages()
+}
+
+// waitLen waits until n messages arrived, then returns them all. Use it
+// where the last message also appears earlier in the sequence, so that
+// waitLast could return at the first one.
+func (s *hookSink) waitLen(t *testing.T, n int) []string {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d webhook messages", n), func() bool { return len(s.messages()) >= n })
 	return s.messages()
 }
 
@@ -202,11 +212,11 @@ func TestNotifierSendsOncePerTransitionAfterBaseline(t *testing.T) {
 		n.OnTransition(prev, s)
 		prev = s
 	}
-	got := h.sink.waitLast(t, "web:app-health-degraded")
 	want := []string{
 		"web:app-sync-running", "web:app-sync-succeeded", "web:app-deployed",
 		"web:app-health-degraded", "web:app-health-degraded",
 	}
+	got := h.sink.waitLen(t, len(want))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
