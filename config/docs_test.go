@@ -105,7 +105,8 @@ func documentedKeys(text string) []docKey {
 		stack = append(stack, open{indent, key})
 		keys := make([]string, len(stack))
 		for j, o := range stack {
-			keys[j] = o.key
+			// A map key may hold dots (a host name): it is one segment.
+			keys[j] = strings.ReplaceAll(o.key, ".", "_")
 		}
 		path := strings.Join(keys, ".")
 		out = append(out, docKey{path, i + 1})

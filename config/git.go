@@ -1,7 +1,14 @@
 package config
 
 import (
+	"crypto/x509"
+	"fmt"
+	"maps"
 	"net/mail"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 )
@@ -22,7 +29,25 @@ type Git struct {
 	// SigningKeyPassphrase decrypts it when it is protected.
 	SigningKey           SecretRef `yaml:"signingKey"`
 	SigningKeyPassphrase SecretRef `yaml:"signingKeyPassphrase"`
+	// TLS is the HTTPS trust per Git server host ("git.example.com", or
+	// "git.example.com:8443" as in the repository URLs): a private CA to
+	// trust besides the system roots, or, explicitly, no verification.
+	// Other servers are verified against the system roots.
+	TLS map[string]GitTLS `yaml:"tls"`
 }
+
+// GitTLS is the HTTPS trust for one Git server.
+type GitTLS struct {
+	// CAFile (an absolute path) and CAData hold PEM CA certificates.
+	CAFile string `yaml:"caFile"`
+	CAData string `yaml:"caData"`
+	// InsecureSkipVerify turns certificate verification off for this
+	// server.
+	InsecureSkipVerify bool `yaml:"insecureSkipVerify"`
+}
+
+// gitHostRE matches a host or host:port as it appears in a repository URL.
+var gitHostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$`)
 
 // GitAuthor names a commit's author.
 type GitAuthor struct {
@@ -68,4 +93,43 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 	if g.SigningKey.IsZero() && !g.SigningKeyPassphrase.IsZero() {
 		errs.invalid(join(path, "signingKeyPassphrase"), "set without signingKey")
 	}
+	for _, host := range slices.Sorted(maps.Keys(g.TLS)) {
+		t := g.TLS[host]
+		p := join(path, "tls") + "[" + host + "]"
+		if !gitHostRE.MatchString(host) {
+			errs.invalid(p, "want a host or host:port as in the repository URL (git.example.com, git.example.com:8443), got %q", host)
+		}
+		if t.CAFile != "" && !filepath.IsAbs(t.CAFile) {
+			errs.invalid(join(p, "caFile"), "must be an absolute path, got %q", t.CAFile)
+		}
+		if t.CAData != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(t.CAData)) {
+			errs.invalid(join(p, "caData"), "no PEM certificate found")
+		}
+		if t.InsecureSkipVerify && (t.CAFile != "" || t.CAData != "") {
+			errs.invalid(join(p, "insecureSkipVerify"), "set together with a CA: set either the CA to verify against or insecureSkipVerify")
+		}
+		if !t.InsecureSkipVerify && t.CAFile == "" && t.CAData == "" {
+			errs.invalid(p, "set caFile, caData or insecureSkipVerify")
+		}
+	}
+}
+
+// CABundle returns the PEM certificates of CAData and CAFile (read now),
+// or an error naming the file and what is wrong with it.
+func (t GitTLS) CABundle() ([]byte, error) {
+	bundle := []byte(t.CAData)
+	if t.CAFile == "" {
+		return bundle, nil
+	}
+	b, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("caFile: %w", err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("caFile %s: no PEM certificate found", t.CAFile)
+	}
+	if len(bundle) > 0 && bundle[len(bundle)-1] != '\n' {
+		bundle = append(bundle, '\n')
+	}
+	return append(bundle, b...), nil
 }

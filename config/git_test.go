@@ -1,7 +1,18 @@
 package config
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -47,3 +58,87 @@ git:
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+func TestGitTLS(t *testing.T) {
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, []byte(testCAPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse([]byte(`apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+git:
+  tls:
+    git.example.com:
+      caFile: ` + caFile + `
+    git.example.com:8443:
+      insecureSkipVerify: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Git.TLS["git.example.com:8443"]; !got.InsecureSkipVerify {
+		t.Errorf("git.tls[git.example.com:8443] = %+v", got)
+	}
+	bundle, err := c.Git.TLS["git.example.com"].CABundle()
+	if err != nil || string(bundle) != testCAPEM {
+		t.Errorf("CABundle() = %q, %v; want the file's certificate", bundle, err)
+	}
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (GitTLS{CAFile: notPEM}).CABundle(); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Errorf("CABundle of a non-PEM file: %v", err)
+	}
+	if _, err := (GitTLS{CAFile: filepath.Join(dir, "missing")}).CABundle(); err == nil || !strings.Contains(err.Error(), "caFile") {
+		t.Errorf("CABundle of a missing file: %v", err)
+	}
+
+	_, err = Parse([]byte(`apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+git:
+  tls:
+    https://git.example.com/org:
+      insecureSkipVerify: true
+    a.example.com:
+      caFile: relative/ca.crt
+    b.example.com:
+      caData: not a certificate
+    c.example.com:
+      caData: |
+` + indent(testCAPEM, "        ") + `
+      insecureSkipVerify: true
+    d.example.com: {}
+`))
+	pemLines := strings.Count(testCAPEM, "\n")
+	want := []FieldError{
+		{Path: "git.tls[a.example.com].caFile", Line: 8, Msg: "must be an absolute path"},
+		{Path: "git.tls[b.example.com].caData", Line: 10, Msg: "no PEM certificate found"},
+		{Path: "git.tls[c.example.com].insecureSkipVerify", Line: 13 + pemLines, Msg: "set together with a CA"},
+		{Path: "git.tls[d.example.com]", Line: 14 + pemLines, Msg: "set caFile, caData or insecureSkipVerify"},
+		{Path: "git.tls[https://git.example.com/org]", Line: 6, Msg: "want a host or host:port"},
+	}
+	got := gotFieldErrors(t, err, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// testCAPEM is a self-signed CA certificate (only parsed, never trusted).
+var testCAPEM = func() string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}()

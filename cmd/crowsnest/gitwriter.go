@@ -3,13 +3,15 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
 // newGitWriter builds the Git writer from the config's git section: author,
-// commit message template and signing key (read once, at start).
+// commit message template, signing key and the Git servers' CAs (read
+// once, at start).
 func newGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSource, metrics *gitwb.Metrics, log *slog.Logger) (*gitwb.Writer, error) {
 	w := &gitwb.Writer{
 		CacheDir:    cacheDir,
@@ -39,6 +41,19 @@ func newGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSo
 		}
 		if w.SignKey, err = gitwb.ReadSignKey([]byte(key), []byte(pass)); err != nil {
 			return nil, fmt.Errorf("git.signingKey (%s): %w", cfg.Git.SigningKey, err)
+		}
+	}
+	for host, t := range cfg.Git.TLS {
+		bundle, err := t.CABundle()
+		if err != nil {
+			return nil, fmt.Errorf("git.tls[%s]: %w", host, err)
+		}
+		if w.TLS == nil {
+			w.TLS = map[string]gitwb.TLS{}
+		}
+		w.TLS[strings.ToLower(host)] = gitwb.TLS{CABundle: bundle, InsecureSkipVerify: t.InsecureSkipVerify}
+		if t.InsecureSkipVerify {
+			log.Warn("TLS verification is off for a Git server (git.tls.insecureSkipVerify)", "host", host)
 		}
 	}
 	return w, nil

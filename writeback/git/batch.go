@@ -28,9 +28,11 @@ type session struct {
 	creds Credentials
 	// authMethod is chosen once per batch from creds and the URL.
 	authMethod transport.AuthMethod
-	repo       *gogit.Repository
-	fresh      bool // cloned in this attempt: no fetch needed
-	corrupt    bool // re-clone on the next attempt
+	// tls is the HTTPS trust for the repository's host.
+	tls     TLS
+	repo    *gogit.Repository
+	fresh   bool // cloned in this attempt: no fetch needed
+	corrupt bool // re-clone on the next attempt
 	// fetchFailures counts fetches failed in a row; after two the clone
 	// itself is suspect and is made again.
 	fetchFailures int
@@ -83,7 +85,7 @@ func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 		res.Err = redact(err, creds.secrets()...)
 		return res
 	}
-	s := &session{w: w, b: b, dir: dir, creds: creds, authMethod: auth}
+	s := &session{w: w, b: b, dir: dir, creds: creds, authMethod: auth, tls: w.tlsFor(b.repoURL)}
 	maxAttempts := cmp.Or(w.MaxAttempts, DefaultMaxAttempts)
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
@@ -238,11 +240,13 @@ func (s *session) open(ctx context.Context) error {
 	defer cancel()
 	start := time.Now()
 	repo, err := gogit.PlainCloneContext(ctx, s.dir, false, &gogit.CloneOptions{
-		URL:        s.b.repoURL,
-		RemoteName: remoteName,
-		Auth:       s.auth(),
-		NoCheckout: true,
-		Tags:       gogit.NoTags,
+		URL:             s.b.repoURL,
+		RemoteName:      remoteName,
+		Auth:            s.auth(),
+		CABundle:        s.tls.CABundle,
+		InsecureSkipTLS: s.tls.InsecureSkipVerify,
+		NoCheckout:      true,
+		Tags:            gogit.NoTags,
 	})
 	s.w.Metrics.op(opClone, start, err)
 	if err != nil {
@@ -289,11 +293,13 @@ func (s *session) fetch(ctx context.Context) error {
 	defer cancel()
 	start := time.Now()
 	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"},
-		Auth:       s.auth(),
-		Prune:      true,
-		Tags:       gogit.NoTags,
+		RemoteName:      remoteName,
+		RefSpecs:        []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"},
+		Auth:            s.auth(),
+		CABundle:        s.tls.CABundle,
+		InsecureSkipTLS: s.tls.InsecureSkipVerify,
+		Prune:           true,
+		Tags:            gogit.NoTags,
 	})
 	if errors.Is(err, gogit.NoErrAlreadyUpToDate) {
 		err = nil
@@ -332,7 +338,9 @@ func (s *session) defaultBranch(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := s.opCtx(ctx)
 	defer cancel()
-	refs, err := rem.ListContext(ctx, &gogit.ListOptions{Auth: s.auth()})
+	refs, err := rem.ListContext(ctx, &gogit.ListOptions{
+		Auth: s.auth(), CABundle: s.tls.CABundle, InsecureSkipTLS: s.tls.InsecureSkipVerify,
+	})
 	if err != nil {
 		return "", classify("listing remote refs", err)
 	}
@@ -396,9 +404,11 @@ func (s *session) push(ctx context.Context) error {
 	ref := plumbing.NewBranchReferenceName(s.b.target)
 	start := time.Now()
 	err := s.repo.PushContext(ctx, &gogit.PushOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []config.RefSpec{config.RefSpec(ref + ":" + ref)},
-		Auth:       s.auth(),
+		RemoteName:      remoteName,
+		RefSpecs:        []config.RefSpec{config.RefSpec(ref + ":" + ref)},
+		Auth:            s.auth(),
+		CABundle:        s.tls.CABundle,
+		InsecureSkipTLS: s.tls.InsecureSkipVerify,
 	})
 	if errors.Is(err, gogit.NoErrAlreadyUpToDate) {
 		err = nil
@@ -417,6 +427,9 @@ func classify(doing string, err error) error {
 		return terminal(fmt.Errorf("%s: %w: %w", doing, ErrAuth, err))
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return terminal(fmt.Errorf("%s: %w", doing, err))
+	case untrustedCertificate(err):
+		// The same certificate comes back on every try.
+		return terminal(fmt.Errorf("%s: %w: %w", doing, ErrUntrusted, err))
 	default:
 		return fmt.Errorf("%s: %w", doing, err)
 	}

@@ -1,6 +1,7 @@
 package git
 
 import (
+	"encoding/pem"
 	"errors"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -46,5 +47,62 @@ func TestGitVerifiesTLS(t *testing.T) {
 	// refusal above was the certificate.
 	if _, err := w.Apply(t.Context(), []Change{kustomizeWeb(plainURL, "9.9.9")}); err != nil {
 		t.Fatalf("Apply over the plain URL: %v", err)
+	}
+}
+
+// A Git server behind a private CA works once that CA is configured for
+// its host (or, explicitly, verification is off for that host only); a
+// CA configured for another host changes nothing, and the refusal is not
+// retried: the same certificate would come back.
+func TestGitTrustsTheCAConfiguredForItsHost(t *testing.T) {
+	const token = "git-ca-test-token"
+	s, plainURL := seeded(t, testgit.Options{Username: "bot", Password: token})
+	backend, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(backend))
+	t.Cleanup(proxy.Close)
+	httpsURL := strings.Replace(plainURL, s.URL, proxy.URL, 1)
+	host := strings.TrimPrefix(proxy.URL, "https://")
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxy.Certificate().Raw})
+
+	for _, tc := range []struct {
+		name string
+		tls  map[string]TLS
+		ok   bool
+	}{
+		{"CA for another host", map[string]TLS{"git.example.com": {CABundle: ca}, "127.0.0.2:" + strings.Split(host, ":")[1]: {InsecureSkipVerify: true}}, false},
+		{"CA for this host", map[string]TLS{strings.ToUpper(host): {CABundle: ca}}, true},
+		{"verification off for this host", map[string]TLS{host: {InsecureSkipVerify: true}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWriter(t, StaticCredentials{Username: "bot", Password: token})
+			w.TLS = map[string]TLS{}
+			for h, v := range tc.tls {
+				w.TLS[strings.ToLower(h)] = v
+			}
+			before := s.Head(t, "apps", "main")
+			version := "7.0." + strings.ReplaceAll(tc.name, " ", "-")
+			res, err := w.Apply(t.Context(), []Change{kustomizeWeb(httpsURL, version)})
+			if !tc.ok {
+				if !errors.Is(err, ErrUntrusted) {
+					t.Fatalf("Apply: %v, want ErrUntrusted", err)
+				}
+				if len(res) != 1 || res[0].Attempts != 1 {
+					t.Errorf("results %+v: want one batch tried once", res)
+				}
+				if s.Head(t, "apps", "main") != before {
+					t.Error("something was pushed")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Apply over HTTPS: %v", err)
+			}
+			if s.Head(t, "apps", "main") == before {
+				t.Error("nothing was pushed")
+			}
+		})
 	}
 }

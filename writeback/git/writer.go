@@ -38,6 +38,9 @@ var (
 	// ErrAuth means the server refused the credentials; retrying with
 	// the same ones cannot help.
 	ErrAuth = errors.New("git server refused the credentials")
+	// ErrUntrusted means the server's HTTPS certificate did not verify;
+	// the same certificate comes back on every try.
+	ErrUntrusted = errors.New("git server's certificate is not trusted (add its CA under git.tls.<host>.caFile or caData)")
 	// ErrBranchNotFound means neither the target nor the base branch
 	// exists on the remote.
 	ErrBranchNotFound = errors.New("branch not found on the remote")
@@ -115,6 +118,11 @@ type Writer struct {
 	MaxBackoff  time.Duration
 	// Timeout bounds each network operation.
 	Timeout time.Duration
+	// TLS holds, per Git server host ("git.example.com" or
+	// "git.example.com:8443", as in repository URLs, lower case), the
+	// HTTPS trust for that server. Other hosts are verified against the
+	// system roots.
+	TLS     map[string]TLS
 	Metrics *Metrics
 	Log     *slog.Logger
 
