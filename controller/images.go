@@ -109,7 +109,11 @@ type ImageReconciler struct {
 	// window), so a held update is reported once, not on every reconcile
 	// until the window opens.
 	heldSaid map[string]string
-	intents  intents
+	// invalidSaid is, per app key, the annotation problems last reported,
+	// so a broken annotation is reported (log, Event, metric) when it
+	// appears, not again on every reconcile until it is fixed.
+	invalidSaid map[string]string
+	intents     intents
 }
 
 // Pending reports whether a window holds an update of the Application.
@@ -133,6 +137,30 @@ func (r *ImageReconciler) setHeld(key string, held bool) {
 	n := len(r.held)
 	r.mu.Unlock()
 	r.WindowMetrics.setHeld(n)
+}
+
+// newInvalid records key's annotation problems and reports whether they
+// differ from those last reported; none clears the record.
+func (r *ImageReconciler) newInvalid(key string, errs []error) bool {
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	said := strings.Join(msgs, "\n")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if said == "" {
+		delete(r.invalidSaid, key)
+		return false
+	}
+	if r.invalidSaid == nil {
+		r.invalidSaid = map[string]string{}
+	}
+	if r.invalidSaid[key] == said {
+		return false
+	}
+	r.invalidSaid[key] = said
+	return true
 }
 
 // newHold records what holds key's update and reports whether it differs
@@ -163,13 +191,14 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		r.Log.Debug("application gone", "app", req.Key)
 		r.setRepos(req.Key, nil)
 		r.setHeld(req.Key, false)
+		r.newInvalid(req.Key, nil)
 		if err := r.forgetIntent(ctx, req.Key); err != nil {
 			r.Log.Warn("forgetting the write intent failed", "app", req.Key, "error", err)
 		}
 		return Result{}, nil
 	}
 	app := req.App
-	r.Log.Debug("application observed", "app", req.Key, "project", app.Project,
+	r.Log.Debug("application observed", "app", req.Key, "resourceVersion", app.ResourceVersion, "project", app.Project,
 		"sources", len(app.Sources), "images", len(app.Images),
 		"sync", app.SyncStatus, "health", app.HealthStatus)
 	spec, errs := imageupdate.FromAnnotations(app.Annotations)
@@ -185,13 +214,20 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	if spec == nil {
 		r.setRepos(req.Key, nil)
 		r.setHeld(req.Key, false)
+		r.newInvalid(req.Key, nil)
 		return Result{}, nil
 	}
 	errs = append(errs, spec.Qualify(r.Names)...)
-	for _, err := range errs {
-		r.Log.Warn("invalid annotation", "app", req.Key, "error", err)
-		r.Metrics.invalidAnnotation(annotationKey(err))
-		r.event(app, eventTypeWarning, EventInvalidAnnotation, err.Error())
+	if r.newInvalid(req.Key, errs) {
+		for _, err := range errs {
+			r.Log.Warn("invalid annotation", "app", req.Key, "error", err)
+			r.Metrics.invalidAnnotation(annotationKey(err))
+			r.event(app, eventTypeWarning, EventInvalidAnnotation, err.Error())
+		}
+	} else {
+		for _, err := range errs {
+			r.Log.Debug("annotation still invalid", "app", req.Key, "error", err)
+		}
 	}
 	r.setRepos(req.Key, r.interests(spec))
 
