@@ -165,7 +165,7 @@ func NewImageMetrics(reg prometheus.Registerer) *ImageMetrics {
 		}, []string{"method", "result"}),
 		invalidAnnotations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crowsnest_invalid_annotations_total",
-			Help: "Malformed argocd-image-updater annotations seen, by key (without the image alias).",
+			Help: "Malformed argocd-image-updater annotations found (counted when a problem appears or changes, not at every reconcile), by key (without the image alias).",
 		}, []string{"key"}),
 	}
 	reg.MustRegister(m.updates, m.invalidAnnotations)
