@@ -422,8 +422,10 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 		}
 		start := time.Now()
 		receipt, err := o.send(ctx, rec)
-		<-o.sem
 		took := time.Since(start)
+		if err != nil {
+			<-o.sem
+		}
 		if err != nil && ctx.Err() != nil {
 			return // stopping: the attempt does not count; the record stays pending
 		}
@@ -437,7 +439,11 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 			rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
 			rec.Attempts++
 			rec.DoneAt, rec.NextAttempt = now, time.Time{}
+			// The send slot is held until the delivery is recorded: a
+			// crash repeats only messages sent and not yet recorded, so
+			// at most MaxInFlight of them.
 			o.save(ctx, log, rec)
+			<-o.sem
 			o.settle(rec)
 			o.Metrics.attempt(rec.Service, rec.Trigger, result, took)
 			log.Debug("notification delivered", "attempts", rec.Attempts, "receipt", receipt.ID)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // Crash scenario size: 200 image updates (half Kubernetes mode, half Git
@@ -64,8 +66,8 @@ func TestCrashRestart(t *testing.T) {
 	d.start(t)
 	// The bound README documents: a crash may repeat a message whose send
 	// completed but whose delivery was not recorded yet, at most one per
-	// destination sending at that moment.
-	bound := crashKills * crashHooks
+	// destination and Application, and no more than the sends in flight.
+	bound := crashKills * min(notify.DefaultMaxInFlight, crashHooks*(crashKubeApps+crashGitApps))
 	tl := finish(t, w, start, "crowsnest SIGKILLed and restarted", func() string {
 		return fmt.Sprintf("SIGKILL %d times, %s after each start was ready (seed %d), restarted each time", crashKills, strings.Join(kills, ", "), s)
 	}, bound, d)
@@ -74,6 +76,6 @@ func TestCrashRestart(t *testing.T) {
 	if n := d.count(`"msg":"recording the write intent failed`); n > 0 {
 		t.Logf("%d write intents could not be recorded", n)
 	}
-	note("SIGKILL scenario: seed %d (rerun with FAULTS_SEED=%d); %d duplicate notifications against a bound of %d (%d kills x %d destinations), %d of them a delivery sent again under its own X-Crowsnest-Delivery ID (a receiver that drops a repeated ID sees none), %d under a new ID.",
-		s, s, tl.notDup, bound, crashKills, crashHooks, tl.notAgain, tl.notTwice)
+	note("SIGKILL scenario: seed %d (rerun with FAULTS_SEED=%d); %d duplicate notifications against a bound of %d (%d kills x %d sends in flight), %d of them a delivery sent again under its own X-Crowsnest-Delivery ID (a receiver that drops a repeated ID sees none), %d under a new ID.",
+		s, s, tl.notDup, bound, crashKills, bound/crashKills, tl.notAgain, tl.notTwice)
 }
