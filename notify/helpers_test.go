@@ -1,12 +1,15 @@
 package notify_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,11 +36,24 @@ type fakeSlack struct {
 	next        int
 	rateLimited int // answer this many next calls with 429 Retry-After: 1
 	errors      map[string]string
+	// posted keeps the messages posted, by channel ID, for
+	// conversations.history and conversations.replies.
+	posted map[string][]fakeMessage
+	// epoch is the seconds of the timestamps posts get (1700000000 when
+	// zero): set it to now where conversations.history's "oldest" matters.
+	epoch int64
+}
+
+type fakeMessage struct {
+	TS       string          `json:"ts"`
+	ThreadTS string          `json:"thread_ts,omitempty"`
+	Text     string          `json:"text"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
 	t.Helper()
-	f := &fakeSlack{errors: map[string]string{}}
+	f := &fakeSlack{errors: map[string]string{}, posted: map[string][]fakeMessage{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
@@ -64,17 +80,67 @@ func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"ok":false,"error":%q}`, e)
 		return
 	}
-	ts := r.PostForm.Get("ts")
-	if method == "chat.postMessage" {
-		f.next++
-		ts = fmt.Sprintf("1700000000.%06d", f.next)
+	if method == "conversations.history" || method == "conversations.replies" {
+		f.history(w, r.Form, method == "conversations.replies")
+		return
 	}
+	ts := r.PostForm.Get("ts")
 	channel := r.PostForm.Get("channel")
 	if strings.HasPrefix(channel, "#") {
 		channel = "C" + strings.ToUpper(strings.TrimPrefix(channel, "#"))
 	}
+	if method == "chat.postMessage" {
+		f.next++
+		ts = fmt.Sprintf("%d.%06d", cmp.Or(f.epoch, 1700000000), f.next)
+		m := fakeMessage{TS: ts, ThreadTS: r.PostForm.Get("thread_ts"), Text: r.PostForm.Get("text")}
+		if md := r.PostForm.Get("metadata"); md != "" {
+			m.Metadata = json.RawMessage(md)
+		}
+		if f.posted == nil {
+			f.posted = map[string][]fakeMessage{}
+		}
+		f.posted[channel] = append(f.posted[channel], m)
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": channel, "ts": ts,
 		"message": map[string]any{"text": r.PostForm.Get("text"), "ts": ts}})
+}
+
+// history answers conversations.history (top-level messages) and
+// conversations.replies (a thread's replies) of a channel ID since
+// "oldest", newest first, "limit" per page, with metadata only when
+// include_all_metadata is 1. f.mu is held.
+func (f *fakeSlack) history(w http.ResponseWriter, form url.Values, replies bool) {
+	channel := form.Get("channel")
+	if !strings.HasPrefix(channel, "C") {
+		_, _ = w.Write([]byte(`{"ok":false,"error":"channel_not_found"}`))
+		return
+	}
+	oldest, _ := strconv.ParseFloat(form.Get("oldest"), 64)
+	var out []fakeMessage
+	for _, m := range slices.Backward(f.posted[channel]) {
+		if ts, _ := strconv.ParseFloat(m.TS, 64); ts < oldest {
+			continue
+		}
+		if replies != (m.ThreadTS != "") || (replies && m.ThreadTS != form.Get("ts")) {
+			continue
+		}
+		if form.Get("include_all_metadata") != "1" {
+			m.Metadata = nil
+		}
+		out = append(out, m)
+	}
+	start, _ := strconv.Atoi(form.Get("cursor"))
+	limit, _ := strconv.Atoi(form.Get("limit"))
+	if limit <= 0 {
+		limit = 100
+	}
+	end := min(start+limit, len(out))
+	next := ""
+	if end < len(out) {
+		next = strconv.Itoa(end)
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "messages": out[min(start, end):end],
+		"has_more": next != "", "response_metadata": map[string]any{"next_cursor": next}})
 }
 
 func (f *fakeSlack) Calls() []slackCall {

@@ -240,7 +240,9 @@ func TestOutboxRestartOnConfigMapStore(t *testing.T) {
 	type call struct{ Text, ThreadTS string }
 	var got []call
 	for _, c := range f.Calls() {
-		got = append(got, call{c.Form.Get("text"), c.Form.Get("thread_ts")})
+		if c.Method == "chat.postMessage" {
+			got = append(got, call{c.Form.Get("text"), c.Form.Get("thread_ts")})
+		}
 	}
 	if diff := cmp.Diff([]call{{"started", ""}, {"succeeded", "1700000000.000001"}}, got); diff != "" {
 		t.Errorf("Slack messages (-want +got):\n%s", diff)

@@ -14,6 +14,9 @@ const (
 	ResultFailed      = "failed"       // will be retried
 	ResultRateLimited = "rate_limited" // retried after the destination's Retry-After
 	ResultDead        = "dead"         // dead-lettered
+	// ResultConfirmed is a delivery found pending at start whose message
+	// the destination already had (Confirmer): recorded, not sent again.
+	ResultConfirmed = "confirmed"
 )
 
 // Metrics is the outbox's Prometheus instrumentation. A nil *Metrics

@@ -109,10 +109,14 @@ type Outbox struct {
 	again map[string]Record
 	// settled collects the IDs settled while a rescan reads the store, whose
 	// list may show them pending from before.
-	settled  map[string]bool
-	limiters map[string]*rate.Limiter
-	sem      chan struct{}
-	wg       sync.WaitGroup
+	settled map[string]bool
+	// recovered holds the IDs found pending at Start: an earlier process
+	// may have sent them without recording it, so a Confirmer is asked
+	// before they are sent.
+	recovered map[string]bool
+	limiters  map[string]*rate.Limiter
+	sem       chan struct{}
+	wg        sync.WaitGroup
 	// settledSome wakes the compaction loop (Compactor stores).
 	settledSome chan struct{}
 }
@@ -189,7 +193,9 @@ func (o *Outbox) Start(ctx context.Context) error {
 	if err == nil {
 		// One critical section: no worker can settle a record between two
 		// dispatches of it (one listed, one enqueued meanwhile).
+		o.recovered = make(map[string]bool, len(pending))
 		for i := range pending {
+			o.recovered[pending[i].ID] = true
 			o.dispatchLocked(pending[i])
 		}
 		for i := range o.deferred {
@@ -218,7 +224,7 @@ func (o *Outbox) Start(ctx context.Context) error {
 	o.queues = map[string]*destQueue{}
 	o.queued = map[string]bool{}
 	o.again = map[string]Record{}
-	o.settled = nil
+	o.settled, o.recovered = nil, nil
 	o.Metrics.setDepth(0)
 	o.mu.Unlock()
 	if err != nil {
@@ -407,6 +413,9 @@ func (o *Outbox) drain(ctx context.Context, key string, q *destQueue) {
 // deliver attempts rec until it is delivered, dead or the outbox stops.
 func (o *Outbox) deliver(ctx context.Context, rec Record) {
 	log := o.Logger.With("delivery", rec.ID, "app", rec.App, "trigger", rec.Trigger, "service", rec.Service, "recipient", rec.Recipient)
+	if o.confirmed(ctx, log, rec) {
+		return
+	}
 	rateWaits := 0
 	for {
 		if wait := rec.NextAttempt.Sub(o.Now()); wait > 0 && !sleep(ctx, wait) {
@@ -488,7 +497,47 @@ func (o *Outbox) send(ctx context.Context, rec Record) (Receipt, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
 	defer cancel()
-	return svc.Send(WithDeliveryID(ctx, rec.ID), rec.Notification, rec.Destination())
+	return svc.Send(withRedelivery(WithDeliveryID(ctx, rec.ID), rec.Redeliveries), rec.Notification, rec.Destination())
+}
+
+// confirmed asks the destination of a delivery found pending at Start
+// whether it already has the message, when its service can tell
+// (Confirmer), and records the delivery if so. It reports whether rec
+// needs no send.
+func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record) bool {
+	o.mu.Lock()
+	recovered := o.recovered[rec.ID]
+	delete(o.recovered, rec.ID)
+	svc := o.Services[rec.Service]
+	o.mu.Unlock()
+	if p, ok := svc.(pacedService); ok {
+		svc = p.Service
+	}
+	c, ok := svc.(Confirmer)
+	if !recovered || !ok {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
+	start := time.Now()
+	receipt, found, err := c.Sent(cctx, rec)
+	took := time.Since(start)
+	cancel()
+	switch {
+	case err != nil:
+		log.Info("could not look for a message an earlier process may have sent; sending it", "err", err)
+		return false
+	case !found:
+		return false
+	}
+	now := o.Now()
+	receipt.Detail = strings.TrimSpace("found at the destination after a restart, not sent again; " + receipt.Detail)
+	rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
+	rec.UpdatedAt, rec.DoneAt, rec.NextAttempt = now, now, time.Time{}
+	o.save(ctx, log, rec)
+	o.settle(rec)
+	o.Metrics.attempt(rec.Service, rec.Trigger, ResultConfirmed, took)
+	log.Info("notification found at its destination after a restart, not sent again", "receipt", receipt.ID)
+	return true
 }
 
 // SetServices replaces the services (after a config reload); their paces

@@ -88,7 +88,33 @@ func cleanURLError(err error, raw string) error {
 	return err
 }
 
+// Confirmer is a Service that can look at its destination for a message
+// an earlier process sent but did not record as delivered (it was killed
+// between the two). The outbox asks it before sending again a delivery it
+// found pending at start.
+type Confirmer interface {
+	Service
+	// Sent reports whether rec's message is at its destination, with the
+	// receipt to record. False or an error means it is sent (again).
+	Sent(ctx context.Context, rec Record) (Receipt, bool, error)
+}
+
 type deliveryIDKey struct{}
+
+type redeliveryKey struct{}
+
+// withRedelivery returns ctx carrying how many times the delivery being
+// sent was redelivered by hand: each redelivery is a message of its own,
+// which Confirmer must not mistake for the first.
+func withRedelivery(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, redeliveryKey{}, n)
+}
+
+// redeliveryFrom returns the redelivery count ctx carries (0 when none).
+func redeliveryFrom(ctx context.Context) int {
+	n, _ := ctx.Value(redeliveryKey{}).(int)
+	return n
+}
 
 // WithDeliveryID returns ctx carrying the outbox delivery ID of the message
 // being sent. The ID is the same for every attempt of a delivery, so a

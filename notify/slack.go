@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -9,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -38,9 +42,25 @@ type Slack struct {
 	apiURL   string
 	timeout  time.Duration
 	tls      *tls.Config
+	// channels caches the channel IDs learned from posts, by recipient,
+	// once saved in the thread store.
+	channels sync.Map
 }
 
-var _ Service = (*Slack)(nil)
+// SlackMetadataEvent is the event_type of the metadata crowsnest attaches
+// to every message it posts: the payload's "delivery" is the delivery ID
+// and "redelivery" how many times it was redelivered by hand. After a
+// crash the outbox looks for it (conversations.history or .replies, which
+// need the channels:history or groups:history scope) before posting a
+// message again.
+const SlackMetadataEvent = "crowsnest_delivery"
+
+// confirmPages bounds the history pages read (200 messages each) when
+// looking for a message after a restart; a busier channel's message is
+// sent again.
+const confirmPages = 5
+
+var _ Confirmer = (*Slack)(nil)
 
 // SlackOption configures a Slack service.
 type SlackOption func(*Slack) error
@@ -146,6 +166,12 @@ func (s *Slack) Send(ctx context.Context, n Notification, d Destination) (Receip
 	case s.icon != "":
 		opts = append(opts, slack.MsgOptionIconURL(s.icon))
 	}
+	if id := DeliveryIDFrom(ctx); id != "" {
+		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{
+			EventType:    SlackMetadataEvent,
+			EventPayload: map[string]any{"delivery": id, "redelivery": redeliveryFrom(ctx)},
+		}))
+	}
 	var st SlackTemplate
 	if n.Slack != nil {
 		st = *n.Slack
@@ -214,13 +240,140 @@ func (s *Slack) Send(ctx context.Context, n Notification, d Destination) (Receip
 }
 
 func (s *Slack) post(ctx context.Context, channel string, opts []slack.MsgOption) (ch, ts string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	pctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	ch, ts, err = s.client.PostMessageContext(ctx, channel, opts...)
+	ch, ts, err = s.client.PostMessageContext(pctx, channel, opts...)
 	if err != nil {
 		return "", "", s.classify("chat.postMessage", err)
 	}
+	s.rememberChannel(ctx, channel, ch)
 	return ch, ts, nil
+}
+
+// channelIDRE matches Slack conversation IDs (public, private, direct).
+var channelIDRE = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
+
+// rememberChannel saves the ID of a channel posted to by name, once per
+// process, so that after a crash its history can be searched
+// (conversations.history takes IDs only). A failed save is only logged
+// by its absence: the message is then sent again after a crash.
+func (s *Slack) rememberChannel(ctx context.Context, recipient, id string) {
+	if s.threads == nil || id == "" || recipient == id || channelIDRE.MatchString(recipient) {
+		return
+	}
+	if known, ok := s.channels.Load(recipient); ok && known == id {
+		return
+	}
+	if err := s.threads.SetThread(ctx, s.channelKey(recipient), id); err == nil {
+		s.channels.Store(recipient, id)
+	}
+}
+
+// channelID returns the ID of the channel recipient names, "" when it is
+// not known.
+func (s *Slack) channelID(ctx context.Context, recipient string) (string, error) {
+	if channelIDRE.MatchString(recipient) {
+		return recipient, nil
+	}
+	if id, ok := s.channels.Load(recipient); ok {
+		return id.(string), nil
+	}
+	if s.threads == nil {
+		return "", nil
+	}
+	return s.threads.Thread(ctx, s.channelKey(recipient))
+}
+
+func (s *Slack) channelKey(recipient string) string {
+	h := sha256.Sum256([]byte(s.name + "\x00channel\x00" + recipient))
+	return "slack-channel-" + hex.EncodeToString(h[:16])
+}
+
+// Sent implements Confirmer: it looks for the message of rec, by the
+// metadata every post carries, in its channel's history (or its thread's
+// replies) since shortly before rec was last saved. An update of a
+// grouped message is not looked for: sending it again changes nothing.
+func (s *Slack) Sent(ctx context.Context, rec Record) (Receipt, bool, error) {
+	var st SlackTemplate
+	if rec.Notification.Slack != nil {
+		st = *rec.Notification.Slack
+	}
+	policy := cmp.Or(st.DeliveryPolicy, PolicyPost)
+	channel, parent := "", ""
+	if st.GroupingKey != "" && s.threads != nil {
+		ref, err := s.threads.Thread(ctx, s.threadKey(rec.Recipient, st.GroupingKey))
+		if err != nil {
+			return Receipt{}, false, fmt.Errorf("slack %s: reading thread: %w", s.name, err)
+		}
+		if ch, ts, ok := strings.Cut(ref, "|"); ok && ts != "" {
+			if policy != PolicyPost {
+				return Receipt{}, false, nil
+			}
+			channel, parent = ch, ts
+		}
+	}
+	if channel == "" {
+		id, err := s.channelID(ctx, rec.Recipient)
+		if err != nil || id == "" {
+			return Receipt{}, false, err
+		}
+		channel = id
+	}
+	// Five minutes before the last save covers clocks that disagree.
+	oldest := fmt.Sprintf("%d.000000", rec.UpdatedAt.Add(-5*time.Minute).Unix())
+	cursor := ""
+	for range confirmPages {
+		var msgs []slack.Message
+		var more bool
+		var err error
+		cctx, cancel := context.WithTimeout(ctx, s.timeout)
+		if parent != "" {
+			msgs, more, cursor, err = s.client.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{
+				ChannelID: channel, Timestamp: parent, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+			})
+		} else {
+			var resp *slack.GetConversationHistoryResponse
+			resp, err = s.client.GetConversationHistoryContext(cctx, &slack.GetConversationHistoryParameters{
+				ChannelID: channel, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+			})
+			if resp != nil {
+				msgs, more, cursor = resp.Messages, resp.HasMore, resp.ResponseMetaData.NextCursor
+			}
+		}
+		cancel()
+		if err != nil {
+			method := "conversations.history"
+			if parent != "" {
+				method = "conversations.replies"
+			}
+			return Receipt{}, false, s.classify(method, err)
+		}
+		for i := range msgs {
+			if isDelivery(msgs[i].Metadata, rec) {
+				return Receipt{ID: msgs[i].Timestamp}, true, nil
+			}
+		}
+		if !more || cursor == "" {
+			break
+		}
+	}
+	return Receipt{}, false, nil
+}
+
+// isDelivery says whether a message's metadata marks it as rec's.
+func isDelivery(md slack.SlackMetadata, rec Record) bool {
+	if md.EventType != SlackMetadataEvent {
+		return false
+	}
+	id, _ := md.EventPayload["delivery"].(string)
+	var n int
+	switch v := md.EventPayload["redelivery"].(type) {
+	case float64:
+		n = int(v)
+	case string:
+		n, _ = strconv.Atoi(v)
+	}
+	return id == rec.ID && n == rec.Redeliveries
 }
 
 // threadKey names a thread by service, channel and grouping key, hashed

@@ -1,0 +1,113 @@
+package notify_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// crashedSend does what a process killed between a send and its record
+// did: the delivery is recorded pending, its message is posted (through
+// the real Slack service, with its metadata), and nothing else.
+func crashedSend(t *testing.T, store notify.Store, sl *notify.Slack, d notify.Delivery, posted bool) notify.Record {
+	t.Helper()
+	d.ID = notify.DeliveryID(d.Key)
+	now := time.Now()
+	rec := notify.Record{Delivery: d, State: notify.StatePending, CreatedAt: now, UpdatedAt: now}
+	if _, err := store.Create(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if posted {
+		if _, err := sl.Send(notify.WithDeliveryID(t.Context(), d.ID), d.Notification, d.Destination()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rec
+}
+
+// After a crash between a Slack post and its record, the next outbox
+// finds the message in the channel (by the delivery's metadata, in the
+// history or the thread it went to) and records it instead of posting it
+// again; a delivery whose post never happened, or that was redelivered
+// by hand since the post that is there, is posted.
+func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
+	f := newFakeSlack(t)
+	f.epoch = time.Now().Unix()
+	store := &notify.MemoryStore{}
+	sl := newSlack(t, f, notify.WithThreads(store))
+	// A thread exists for the grouping key: its replies are searched.
+	if _, err := sl.Send(t.Context(), notify.Notification{Message: "thread start", Slack: &notify.SlackTemplate{GroupingKey: "g"}},
+		notify.Destination{Service: "slack", Recipient: "#threads"}); err != nil {
+		t.Fatal(err)
+	}
+	delivery := func(key, recipient, msg string, st *notify.SlackTemplate) notify.Delivery {
+		return notify.Delivery{Key: key, App: "argocd/" + key, Service: "slack", Recipient: recipient,
+			Notification: notify.Notification{Message: msg, Slack: st}}
+	}
+	posted := crashedSend(t, store, sl, delivery("posted", "#deploys", "posted before the crash", nil), true)
+	reply := crashedSend(t, store, sl, delivery("reply", "#threads", "reply before the crash", &notify.SlackTemplate{GroupingKey: "g"}), true)
+	unsent := crashedSend(t, store, sl, delivery("unsent", "#deploys", "never posted", nil), false)
+	// Posted once, then redelivered by hand; the crash came before the
+	// redelivery's post.
+	again := crashedSend(t, store, sl, delivery("again", "#deploys", "asked for again", nil), true)
+	if _, err := store.Modify(t.Context(), again.ID, func(r *notify.Record) error { r.Redeliveries = 1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	postsBefore := countCalls(f, "chat.postMessage")
+
+	// The next process: a new Slack service (no memory of channels) over
+	// the same store.
+	sl2 := newSlack(t, f, notify.WithThreads(store))
+	reg := prometheus.NewRegistry()
+	o := fastOutbox(store, map[string]notify.Service{"slack": sl2}, notify.NewMetrics(reg))
+	runOutbox(t, o)
+	for _, rec := range []notify.Record{posted, reply, unsent, again} {
+		waitState(t, o, rec.ID, notify.StateDelivered)
+	}
+	if got := countCalls(f, "chat.postMessage") - postsBefore; got != 2 {
+		t.Errorf("%d messages posted after the restart, want 2 (the unsent one and the redelivery)", got)
+	}
+	for _, rec := range []notify.Record{posted, reply} {
+		got, err := store.Get(t.Context(), rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Receipt.ID == "" || got.Attempts != 0 {
+			t.Errorf("%s: receipt %+v after %d attempts, want the found message's ts and no attempt", rec.Key, got.Receipt, got.Attempts)
+		}
+	}
+	// The metric follows the record's save.
+	waitFor(t, "two deliveries counted as confirmed", func() bool {
+		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": notify.ResultConfirmed}) == 2
+	})
+	if countCalls(f, "conversations.replies") == 0 || countCalls(f, "conversations.history") == 0 {
+		t.Errorf("calls %v: want the thread's replies and the channel's history searched", f.Calls())
+	}
+
+	// Deliveries enqueued while running are never looked for.
+	before := len(f.Calls())
+	rec, _, err := o.Enqueue(context.Background(), delivery("live", "#deploys", "live", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, o, rec.ID, notify.StateDelivered)
+	for _, c := range f.Calls()[before:] {
+		if c.Method != "chat.postMessage" {
+			t.Errorf("a live delivery made a %s call", c.Method)
+		}
+	}
+}
+
+func countCalls(f *fakeSlack, method string) int {
+	n := 0
+	for _, c := range f.Calls() {
+		if c.Method == method {
+			n++
+		}
+	}
+	return n
+}
