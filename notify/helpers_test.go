@@ -121,7 +121,9 @@ func (f *fakeSlack) history(w http.ResponseWriter, form url.Values, replies bool
 		if ts, _ := strconv.ParseFloat(m.TS, 64); ts < oldest {
 			continue
 		}
-		if replies != (m.ThreadTS != "") || (replies && m.ThreadTS != form.Get("ts")) {
+		// Replies come with their parent, as Slack answers.
+		inThread := m.ThreadTS == form.Get("ts") || m.TS == form.Get("ts")
+		if (replies && !inThread) || (!replies && m.ThreadTS != "") {
 			continue
 		}
 		if form.Get("include_all_metadata") != "1" {

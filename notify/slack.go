@@ -349,9 +349,21 @@ func (s *Slack) Sent(ctx context.Context, rec Record) (Receipt, bool, error) {
 			return Receipt{}, false, s.classify(method, err)
 		}
 		for i := range msgs {
-			if isDelivery(msgs[i].Metadata, rec) {
-				return Receipt{ID: msgs[i].Timestamp}, true, nil
+			if !isDelivery(msgs[i].Metadata, rec) {
+				continue
 			}
+			ts := msgs[i].Timestamp
+			if st.GroupingKey != "" && parent == "" && s.threads != nil {
+				// The post started the thread; the crash came before it
+				// was saved.
+				if err := s.threads.SetThread(ctx, s.threadKey(rec.Recipient, st.GroupingKey), channel+"|"+ts); err != nil {
+					// Found all the same: posting it again would be worse
+					// than losing the thread.
+					return Receipt{ID: ts, Detail: "thread not saved: " + err.Error()}, true, nil //nolint:nilerr // see above
+				}
+				return Receipt{ID: ts, Detail: "thread started"}, true, nil
+			}
+			return Receipt{ID: ts}, true, nil
 		}
 		if !more || cursor == "" {
 			break

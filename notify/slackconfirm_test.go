@@ -50,6 +50,12 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 	}
 	posted := crashedSend(t, store, sl, delivery("posted", "#deploys", "posted before the crash", nil), true)
 	reply := crashedSend(t, store, sl, delivery("reply", "#threads", "reply before the crash", &notify.SlackTemplate{GroupingKey: "g"}), true)
+	// The crash came after a post that starts a thread, before the thread
+	// was saved (in a channel posted to before, whose ID is known).
+	if _, err := sl.Send(t.Context(), notify.Notification{Message: "earlier"}, notify.Destination{Service: "slack", Recipient: "#threads2"}); err != nil {
+		t.Fatal(err)
+	}
+	starter := crashedSend(t, store, newSlack(t, f), delivery("starter", "#threads2", "starts a thread", &notify.SlackTemplate{GroupingKey: "h"}), true)
 	unsent := crashedSend(t, store, sl, delivery("unsent", "#deploys", "never posted", nil), false)
 	// Posted once, then redelivered by hand; the crash came before the
 	// redelivery's post.
@@ -65,13 +71,13 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	o := fastOutbox(store, map[string]notify.Service{"slack": sl2}, notify.NewMetrics(reg))
 	runOutbox(t, o)
-	for _, rec := range []notify.Record{posted, reply, unsent, again} {
+	for _, rec := range []notify.Record{posted, reply, starter, unsent, again} {
 		waitState(t, o, rec.ID, notify.StateDelivered)
 	}
 	if got := countCalls(f, "chat.postMessage") - postsBefore; got != 2 {
 		t.Errorf("%d messages posted after the restart, want 2 (the unsent one and the redelivery)", got)
 	}
-	for _, rec := range []notify.Record{posted, reply} {
+	for _, rec := range []notify.Record{posted, reply, starter} {
 		got, err := store.Get(t.Context(), rec.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -81,11 +87,25 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 		}
 	}
 	// The metric follows the record's save.
-	waitFor(t, "two deliveries counted as confirmed", func() bool {
-		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": notify.ResultConfirmed}) == 2
+	waitFor(t, "three deliveries counted as confirmed", func() bool {
+		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": notify.ResultConfirmed}) == 3
 	})
 	if countCalls(f, "conversations.replies") == 0 || countCalls(f, "conversations.history") == 0 {
 		t.Errorf("calls %v: want the thread's replies and the channel's history searched", f.Calls())
+	}
+
+	// The thread the found post started was saved: the next message of
+	// its grouping key replies in it.
+	st, err := store.Get(t.Context(), starter.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sl2.Send(t.Context(), notify.Notification{Message: "next", Slack: &notify.SlackTemplate{GroupingKey: "h"}},
+		notify.Destination{Service: "slack", Recipient: "#threads2"}); err != nil {
+		t.Fatal(err)
+	}
+	if calls := f.Calls(); calls[len(calls)-1].Form.Get("thread_ts") != st.Receipt.ID {
+		t.Errorf("next message of the grouping key: thread_ts %q, want the found post %q", calls[len(calls)-1].Form.Get("thread_ts"), st.Receipt.ID)
 	}
 
 	// Deliveries enqueued while running are never looked for.

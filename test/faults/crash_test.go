@@ -44,38 +44,77 @@ func seed(t *testing.T) uint64 {
 // a kubelet restarts a crashed container.
 func TestCrashRestart(t *testing.T) {
 	w := newWorld(t, "crash", worldOptions{kubeApps: crashKubeApps, gitApps: crashGitApps, repos: 10, hooks: crashHooks})
-	s := seed(t)
-	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)) //nolint:gosec // reproducible test schedule, not security
-	t.Logf("seed %d (FAULTS_SEED=%d repeats this schedule)", s, s)
-	start := time.Now()
-	d := w.daemon(t, "crowsnest")
-	var kills []string
-	for i := range crashKills {
-		d.start(t)
-		// Counted from readiness, so that the kills land in the work
-		// however slow the machine is.
-		d.waitReady(t)
-		gap := time.Duration(rng.IntN(int(crashMaxGap/time.Millisecond))) * time.Millisecond
-		time.Sleep(gap)
-		d.kill(t)
-		tl := w.measure(t)
-		kills = append(kills, fmt.Sprintf("%.1fs", gap.Seconds()))
-		t.Logf("SIGKILL %d after %s: %d/%d updates landed, %d/%d notifications delivered so far",
-			i+1, gap.Round(time.Millisecond), tl.updLanded, tl.updIntended, tl.notDelivered, tl.notIntended)
-	}
-	d.start(t)
+	c := crashAndRestart(t, w)
 	// The bound README documents: a crash may repeat a message whose send
 	// completed but whose delivery was not recorded yet, at most one per
 	// destination and Application, and no more than the sends in flight.
 	bound := crashKills * min(notify.DefaultMaxInFlight, crashHooks*(crashKubeApps+crashGitApps))
-	tl := finish(t, w, start, "crowsnest SIGKILLed and restarted", func() string {
-		return fmt.Sprintf("SIGKILL %d times, %s after each start was ready (seed %d), restarted each time", crashKills, strings.Join(kills, ", "), s)
-	}, bound, d)
-	// A write whose intent could not be recorded is not announced after a
-	// crash: say how many there were, for a run that lost messages.
-	if n := d.count(`"msg":"recording the write intent failed`); n > 0 {
+	tl := finish(t, w, c.start, "crowsnest SIGKILLed and restarted", c.faults, bound, c.daemon)
+	c.intentsNote(t)
+	note("SIGKILL scenario: seed %d (rerun with FAULTS_SEED=%d); %d duplicate notifications against a bound of %d (%d kills x %d sends in flight), %d of them a delivery sent again under its own X-Crowsnest-Delivery ID (a receiver that drops a repeated ID sees none), %d under a new ID.",
+		c.seed, c.seed, tl.notDup, bound, crashKills, bound/crashKills, tl.notAgain, tl.notTwice)
+}
+
+// The same crashes with the notifications going to Slack (the emulator,
+// channels named by ID): a message posted before a crash and not recorded
+// is found in the channel's history by its metadata after the restart and
+// not posted again, so no message may arrive twice.
+func TestCrashRestartSlack(t *testing.T) {
+	chat := startChatSink(t)
+	chat.byID, chat.perSecond = true, 50
+	w := newWorld(t, "crash-slack", worldOptions{kubeApps: crashKubeApps, gitApps: crashGitApps, repos: 10, dest: chat})
+	c := crashAndRestart(t, w)
+	tl := finish(t, w, c.start, "crowsnest SIGKILLed and restarted, Slack", c.faults, 0, c.daemon)
+	c.intentsNote(t)
+	found := c.daemon.count(`"msg":"notification found at its destination after a restart, not sent again"`)
+	note("SIGKILL scenario with Slack: seed %d (rerun with FAULTS_SEED=%d); %d duplicate messages; %d messages posted before a crash were found in their channel after the restart and not posted again.",
+		c.seed, c.seed, tl.notDup, found)
+}
+
+// crashRun is a run SIGKILLed crashKills times and started again.
+type crashRun struct {
+	seed   uint64
+	kills  []string
+	start  time.Time
+	daemon *daemon
+}
+
+func (c *crashRun) faults() string {
+	return fmt.Sprintf("SIGKILL %d times, %s after each start was ready (seed %d), restarted each time", crashKills, strings.Join(c.kills, ", "), c.seed)
+}
+
+// intentsNote says how many write intents could not be recorded: such a
+// write is not announced after a crash, which explains a run that lost
+// messages.
+func (c *crashRun) intentsNote(t *testing.T) {
+	t.Helper()
+	if n := c.daemon.count(`"msg":"recording the write intent failed`); n > 0 {
 		t.Logf("%d write intents could not be recorded", n)
 	}
-	note("SIGKILL scenario: seed %d (rerun with FAULTS_SEED=%d); %d duplicate notifications against a bound of %d (%d kills x %d sends in flight), %d of them a delivery sent again under its own X-Crowsnest-Delivery ID (a receiver that drops a repeated ID sees none), %d under a new ID.",
-		s, s, tl.notDup, bound, crashKills, bound/crashKills, tl.notAgain, tl.notTwice)
+}
+
+// crashAndRestart starts crowsnest on w, SIGKILLs it at random moments
+// (seeded) crashKills times, restarting it after each, and leaves the last
+// start running.
+func crashAndRestart(t *testing.T, w *world) *crashRun {
+	t.Helper()
+	s := seed(t)
+	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)) //nolint:gosec // reproducible test schedule, not security
+	t.Logf("seed %d (FAULTS_SEED=%d repeats this schedule)", s, s)
+	c := &crashRun{seed: s, start: time.Now(), daemon: w.daemon(t, "crowsnest")}
+	for i := range crashKills {
+		c.daemon.start(t)
+		// Counted from readiness, so that the kills land in the work
+		// however slow the machine is.
+		c.daemon.waitReady(t)
+		gap := time.Duration(rng.IntN(int(crashMaxGap/time.Millisecond))) * time.Millisecond
+		time.Sleep(gap)
+		c.daemon.kill(t)
+		tl := w.measure(t)
+		c.kills = append(c.kills, fmt.Sprintf("%.1fs", gap.Seconds()))
+		t.Logf("SIGKILL %d after %s: %d/%d updates landed, %d/%d notifications delivered so far",
+			i+1, gap.Round(time.Millisecond), tl.updLanded, tl.updIntended, tl.notDelivered, tl.notIntended)
+	}
+	c.daemon.start(t)
+	return c
 }
