@@ -19,7 +19,10 @@ import (
 // channel with bursts; five per second per service with a burst of ten
 // keeps a deployment wave under every service's limits. A minute per
 // attempt covers the slowest SMTP relay; 32 sends in flight bound the
-// sockets a storm opens while one hanging destination holds only one.
+// sockets a storm opens while one hanging destination holds only one;
+// 128 messages sent and not yet recorded keep a wave going while the
+// store's writes take a few hundred milliseconds, and bound what a crash
+// can make the next process send again.
 // Rescanning every five seconds lets `crowsnest notify redeliver` answer
 // within moments at the cost of one read per outbox ConfigMap.
 const (
@@ -28,6 +31,7 @@ const (
 	DefaultRetryMaxDelay     = 5 * time.Minute
 	DefaultAttemptTimeout    = time.Minute
 	DefaultMaxInFlight       = 32
+	DefaultMaxUnrecorded     = 128
 	DefaultServiceRate       = 5
 	DefaultServiceBurst      = 10
 	DefaultMaxRetryAfter     = 10 * time.Minute
@@ -71,6 +75,10 @@ type Outbox struct {
 	RetryMaxDelay  time.Duration
 	AttemptTimeout time.Duration
 	MaxInFlight    int
+	// MaxUnrecorded bounds the messages sent or being sent whose delivery
+	// is not recorded yet: what a crash can make the next process send
+	// again.
+	MaxUnrecorded int
 	// MaxRetryAfter is the longest Retry-After waited out; a longer one
 	// counts as a failed attempt.
 	MaxRetryAfter time.Duration
@@ -116,7 +124,10 @@ type Outbox struct {
 	recovered map[string]bool
 	limiters  map[string]*rate.Limiter
 	sem       chan struct{}
-	wg        sync.WaitGroup
+	// unrecorded holds a slot per send from its start until a delivered
+	// message is recorded (or the attempt failed).
+	unrecorded chan struct{}
+	wg         sync.WaitGroup
 	// settledSome wakes the compaction loop (Compactor stores).
 	settledSome chan struct{}
 }
@@ -143,6 +154,9 @@ func (o *Outbox) init() {
 		if o.MaxInFlight <= 0 {
 			o.MaxInFlight = DefaultMaxInFlight
 		}
+		if o.MaxUnrecorded <= 0 {
+			o.MaxUnrecorded = DefaultMaxUnrecorded
+		}
 		if o.MaxRetryAfter <= 0 {
 			o.MaxRetryAfter = DefaultMaxRetryAfter
 		}
@@ -163,6 +177,7 @@ func (o *Outbox) init() {
 		o.again = map[string]Record{}
 		o.limiters = map[string]*rate.Limiter{}
 		o.sem = make(chan struct{}, o.MaxInFlight)
+		o.unrecorded = make(chan struct{}, o.MaxUnrecorded)
 		o.settledSome = make(chan struct{}, 1)
 	})
 }
@@ -424,16 +439,26 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 		if err := o.limiter(rec.Service).Wait(ctx); err != nil {
 			return
 		}
+		// An unrecorded slot first, then a send slot: the send slot is
+		// given back when the send returns, the unrecorded one once a
+		// delivered message is recorded.
+		select {
+		case o.unrecorded <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		select {
 		case o.sem <- struct{}{}:
 		case <-ctx.Done():
+			<-o.unrecorded
 			return
 		}
 		start := time.Now()
 		receipt, err := o.send(ctx, rec)
 		took := time.Since(start)
+		<-o.sem
 		if err != nil {
-			<-o.sem
+			<-o.unrecorded
 		}
 		if err != nil && ctx.Err() != nil {
 			return // stopping: the attempt does not count; the record stays pending
@@ -448,11 +473,10 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 			rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
 			rec.Attempts++
 			rec.DoneAt, rec.NextAttempt = now, time.Time{}
-			// The send slot is held until the delivery is recorded: a
-			// crash repeats only messages sent and not yet recorded, so
-			// at most MaxInFlight of them.
+			// A crash repeats only messages sent and not yet recorded:
+			// at most MaxUnrecorded of them.
 			o.save(ctx, log, rec)
-			<-o.sem
+			<-o.unrecorded
 			o.settle(rec)
 			o.Metrics.attempt(rec.Service, rec.Trigger, result, took)
 			log.Debug("notification delivered", "attempts", rec.Attempts, "receipt", receipt.ID)

@@ -47,11 +47,12 @@ func TestCrashRestart(t *testing.T) {
 	c := crashAndRestart(t, w)
 	// The bound README documents: a crash may repeat a message whose send
 	// completed but whose delivery was not recorded yet, at most one per
-	// destination and Application, and no more than the sends in flight.
-	bound := crashKills * min(notify.DefaultMaxInFlight, crashHooks*(crashKubeApps+crashGitApps))
+	// destination and Application, and no more than the outbox lets be
+	// sent and not yet recorded at once.
+	bound := crashKills * min(notify.DefaultMaxUnrecorded, crashHooks*(crashKubeApps+crashGitApps))
 	tl := finish(t, w, c.start, "crowsnest SIGKILLed and restarted", c.faults, bound, c.daemon)
 	c.intentsNote(t)
-	note("SIGKILL scenario: seed %d (rerun with FAULTS_SEED=%d); %d duplicate notifications against a bound of %d (%d kills x %d sends in flight), %d of them a delivery sent again under its own X-Crowsnest-Delivery ID (a receiver that drops a repeated ID sees none), %d under a new ID.",
+	note("SIGKILL scenario: seed %d (rerun with FAULTS_SEED=%d); %d duplicate notifications against a bound of %d (%d kills x %d messages sent and not yet recorded), %d of them a delivery sent again under its own X-Crowsnest-Delivery ID (a receiver that drops a repeated ID sees none), %d under a new ID.",
 		c.seed, c.seed, tl.notDup, bound, crashKills, bound/crashKills, tl.notAgain, tl.notTwice)
 }
 
