@@ -45,6 +45,9 @@ type Slack struct {
 	// channels caches the channel IDs learned from posts, by recipient,
 	// once saved in the thread store.
 	channels sync.Map
+	// scans holds the latest scan of each conversation (*scanEntry), by
+	// "channel|thread".
+	scans sync.Map
 }
 
 // SlackMetadataEvent is the event_type of the metadata crowsnest attaches
@@ -320,21 +323,78 @@ func (s *Slack) Sent(ctx context.Context, rec Record) (Receipt, bool, error) {
 		channel = id
 	}
 	// Five minutes before the last save covers clocks that disagree.
-	oldest := fmt.Sprintf("%d.000000", rec.UpdatedAt.Add(-5*time.Minute).Unix())
+	oldest := rec.UpdatedAt.Add(-5 * time.Minute).Unix()
+	marks, err := s.scan(ctx, channel, parent, oldest)
+	if err != nil {
+		return Receipt{}, false, err
+	}
+	ts, found := marks[deliveryMark(rec.ID, rec.Redeliveries)]
+	if !found {
+		return Receipt{}, false, nil
+	}
+	if st.GroupingKey != "" && parent == "" && s.threads != nil {
+		// The post started the thread; the crash came before it was
+		// saved.
+		if err := s.threads.SetThread(ctx, s.threadKey(rec.Recipient, st.GroupingKey), channel+"|"+ts); err != nil {
+			// Found all the same: posting it again would be worse than
+			// losing the thread.
+			return Receipt{ID: ts, Detail: "thread not saved: " + err.Error()}, true, nil //nolint:nilerr // see above
+		}
+		return Receipt{ID: ts, Detail: "thread started"}, true, nil
+	}
+	return Receipt{ID: ts}, true, nil
+}
+
+// scanTTL is how long a conversation's scan answers later lookups: the
+// deliveries found pending at one start are looked for within moments of
+// each other, and one scan per channel (not per message) keeps them under
+// Slack's limit for conversations.history (about 50 calls a minute).
+const scanTTL = time.Minute
+
+// scanEntry is one conversation's scan: the delivery marks of its
+// messages since oldest, with their timestamps.
+type scanEntry struct {
+	mu      sync.Mutex
+	oldest  int64
+	fetched time.Time
+	marks   map[string]string
+}
+
+// scan returns the delivery marks (deliveryMark) in channel, or in the
+// thread of parent, since oldest (Unix seconds), reading at most
+// confirmPages pages; a scan of the same conversation from no later than
+// oldest, less than scanTTL old, is reused. A rate limit is waited out
+// (Retry-After, while ctx allows) up to three times.
+func (s *Slack) scan(ctx context.Context, channel, parent string, oldest int64) (map[string]string, error) {
+	v, _ := s.scans.LoadOrStore(channel+"|"+parent, &scanEntry{})
+	e := v.(*scanEntry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.marks != nil && e.oldest <= oldest && time.Since(e.fetched) < scanTTL {
+		return e.marks, nil
+	}
+	method := "conversations.history"
+	if parent != "" {
+		method = "conversations.replies"
+	}
+	fetched := time.Now()
+	marks := map[string]string{}
 	cursor := ""
-	for range confirmPages {
+	rateWaits := 0
+	for page := 0; page < confirmPages; {
 		var msgs []slack.Message
 		var more bool
 		var err error
 		cctx, cancel := context.WithTimeout(ctx, s.timeout)
+		since := fmt.Sprintf("%d.000000", oldest)
 		if parent != "" {
 			msgs, more, cursor, err = s.client.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{
-				ChannelID: channel, Timestamp: parent, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+				ChannelID: channel, Timestamp: parent, Oldest: since, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
 			})
 		} else {
 			var resp *slack.GetConversationHistoryResponse
 			resp, err = s.client.GetConversationHistoryContext(cctx, &slack.GetConversationHistoryParameters{
-				ChannelID: channel, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+				ChannelID: channel, Oldest: since, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
 			})
 			if resp != nil {
 				msgs, more, cursor = resp.Messages, resp.HasMore, resp.ResponseMetaData.NextCursor
@@ -342,42 +402,41 @@ func (s *Slack) Sent(ctx context.Context, rec Record) (Receipt, bool, error) {
 		}
 		cancel()
 		if err != nil {
-			method := "conversations.history"
-			if parent != "" {
-				method = "conversations.replies"
+			err = s.classify(method, err)
+			var rl *RateLimitError
+			if errors.As(err, &rl) && rateWaits < 3 && sleep(ctx, max(rl.RetryAfter, time.Second)) {
+				rateWaits++
+				continue // the same page again
 			}
-			return Receipt{}, false, s.classify(method, err)
+			return nil, err
 		}
+		page++
 		for i := range msgs {
-			if !isDelivery(msgs[i].Metadata, rec) {
-				continue
+			if mark, ok := metadataMark(msgs[i].Metadata); ok {
+				marks[mark] = msgs[i].Timestamp
 			}
-			ts := msgs[i].Timestamp
-			if st.GroupingKey != "" && parent == "" && s.threads != nil {
-				// The post started the thread; the crash came before it
-				// was saved.
-				if err := s.threads.SetThread(ctx, s.threadKey(rec.Recipient, st.GroupingKey), channel+"|"+ts); err != nil {
-					// Found all the same: posting it again would be worse
-					// than losing the thread.
-					return Receipt{ID: ts, Detail: "thread not saved: " + err.Error()}, true, nil //nolint:nilerr // see above
-				}
-				return Receipt{ID: ts, Detail: "thread started"}, true, nil
-			}
-			return Receipt{ID: ts}, true, nil
 		}
 		if !more || cursor == "" {
 			break
 		}
 	}
-	return Receipt{}, false, nil
+	e.oldest, e.fetched, e.marks = oldest, fetched, marks
+	return marks, nil
 }
 
-// isDelivery says whether a message's metadata marks it as rec's.
-func isDelivery(md slack.SlackMetadata, rec Record) bool {
+// deliveryMark names one message of a delivery: its ID and how many times
+// it was redelivered by hand.
+func deliveryMark(id string, redelivery int) string { return id + "#" + strconv.Itoa(redelivery) }
+
+// metadataMark reads the delivery mark from a message's metadata.
+func metadataMark(md slack.SlackMetadata) (string, bool) {
 	if md.EventType != SlackMetadataEvent {
-		return false
+		return "", false
 	}
 	id, _ := md.EventPayload["delivery"].(string)
+	if id == "" {
+		return "", false
+	}
 	var n int
 	switch v := md.EventPayload["redelivery"].(type) {
 	case float64:
@@ -385,7 +444,7 @@ func isDelivery(md slack.SlackMetadata, rec Record) bool {
 	case string:
 		n, _ = strconv.Atoi(v)
 	}
-	return id == rec.ID && n == rec.Redeliveries
+	return deliveryMark(id, n), true
 }
 
 // threadKey names a thread by service, channel and grouping key, hashed
