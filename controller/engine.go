@@ -18,9 +18,9 @@ import (
 
 // Engine defaults; each can be set on the Engine.
 const (
-	// DefaultWorkers reconciles several Applications at once while keeping
-	// the load on registries and the apiserver modest.
-	DefaultWorkers = 4
+	// DefaultWorkers is the config's default (controller.workers), chosen
+	// from the benchmark; an Engine built without a config gets the same.
+	DefaultWorkers = config.DefaultWorkers
 	// DefaultRetryBaseDelay and DefaultRetryMaxDelay bound the per-key
 	// exponential backoff after failed reconciles: quick first retries for
 	// blips, then at most one attempt every five minutes for a broken key.
