@@ -1,18 +1,10 @@
 package config
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -62,7 +54,7 @@ git:
 func TestGitTLS(t *testing.T) {
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, []byte(testCAPEM), 0o600); err != nil {
+	if err := os.WriteFile(caFile, []byte(testCA()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c, err := Parse([]byte(`apiVersion: crowsnest.dev/v1alpha1
@@ -81,7 +73,7 @@ git:
 		t.Errorf("git.tls[git.example.com:8443] = %+v", got)
 	}
 	bundle, err := c.Git.TLS["git.example.com"].CABundle()
-	if err != nil || string(bundle) != testCAPEM {
+	if err != nil || string(bundle) != testCA() {
 		t.Errorf("CABundle() = %q, %v; want the file's certificate", bundle, err)
 	}
 	notPEM := filepath.Join(dir, "not.pem")
@@ -107,11 +99,11 @@ git:
       caData: not a certificate
     c.example.com:
       caData: |
-` + indent(testCAPEM, "        ") + `
+` + indent(testCA(), "        ") + `
       insecureSkipVerify: true
     d.example.com: {}
 `))
-	pemLines := strings.Count(testCAPEM, "\n")
+	pemLines := strings.Count(testCA(), "\n")
 	want := []FieldError{
 		{Path: "git.tls[a.example.com].caFile", Line: 8, Msg: "must be an absolute path"},
 		{Path: "git.tls[b.example.com].caData", Line: 10, Msg: "no PEM certificate found"},
@@ -124,21 +116,3 @@ git:
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
-
-// testCAPEM is a self-signed CA certificate (only parsed, never trusted).
-var testCAPEM = func() string {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		panic(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-}()

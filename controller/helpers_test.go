@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -159,4 +161,29 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[str
 		}
 	}
 	return 0
+}
+
+// appRegistry starts a registry holding team/app at 1.0.0 and, an hour
+// newer, 1.1.0, and returns it with the image's name.
+func appRegistry(t *testing.T) (*testreg.OCI, string) {
+	t.Helper()
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
+	reg.Push(t, "team/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
+	return reg, reg.Host() + "/team/app"
+}
+
+// runImageEngine runs, until the test ends, an Engine that reconciles the
+// Applications of ns with images (which it wires to enqueue on it).
+func runImageEngine(t *testing.T, ns string, images *controller.ImageReconciler, log *slog.Logger) *controller.Engine {
+	t.Helper()
+	engine := &controller.Engine{
+		Sources:    []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}, Log: log}},
+		Reconciler: images,
+		Log:        log,
+	}
+	images.Enqueue = engine.Enqueue
+	runEngine(t, engine)
+	return engine
 }

@@ -4,15 +4,12 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
-	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/registry"
-	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -21,11 +18,7 @@ import (
 // stays: Events repeated at every poll are noise (and a PATCH each). The
 // valid image next to it is still updated.
 func TestInvalidAnnotationReportedOncePerProblem(t *testing.T) {
-	reg := testreg.StartOCI(t, testreg.OCIOptions{})
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
-	reg.Push(t, "team/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
-	image := reg.Host() + "/team/app"
+	_, image := appRegistry(t)
 
 	ns := env.CreateNamespace(t, "invalid-ann")
 	const p = "argocd-image-updater.argoproj.io/"
@@ -60,13 +53,7 @@ func TestInvalidAnnotationReportedOncePerProblem(t *testing.T) {
 		Events:   events,
 		Log:      log,
 	}
-	engine := &controller.Engine{
-		Sources:    []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}, Log: log}},
-		Reconciler: images,
-		Log:        log,
-	}
-	images.Enqueue = engine.Enqueue
-	runEngine(t, engine)
+	engine := runImageEngine(t, ns, images, log)
 
 	key := ns + "/web"
 	waitFor(t, "an InvalidAnnotation Event naming the key", func() bool {

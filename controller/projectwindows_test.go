@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,7 +17,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
-	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -29,11 +27,7 @@ import (
 // frozen project's update is held, the other project's is written; when
 // the project's window is removed, the held update goes out.
 func TestAppProjectWindowsGovernWriteBacks(t *testing.T) {
-	reg := testreg.StartOCI(t, testreg.OCIOptions{})
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
-	reg.Push(t, "team/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
-	image := reg.Host() + "/team/app"
+	_, image := appRegistry(t)
 
 	ns := env.CreateNamespace(t, "projwin")
 	var proj map[string]any
@@ -167,11 +161,7 @@ func (m *msgEvents) has(key, reason, text string) bool {
 // its Applications' write-backs, as Argo CD refuses their syncs, instead of
 // acting on a partial set; fixing the project releases them.
 func TestBrokenAppProjectWindowHoldsWriteBacks(t *testing.T) {
-	reg := testreg.StartOCI(t, testreg.OCIOptions{})
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
-	reg.Push(t, "team/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
-	image := reg.Host() + "/team/app"
+	_, image := appRegistry(t)
 
 	ns := env.CreateNamespace(t, "projbroken")
 	var proj map[string]any

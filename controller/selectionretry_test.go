@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
-	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -23,11 +22,7 @@ import (
 // baseline. A policy that no tag satisfies is not a failure: nothing
 // changes until new tags arrive, and the poller reports those.
 func TestSelectionFailureIsRetried(t *testing.T) {
-	reg := testreg.StartOCI(t, testreg.OCIOptions{})
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
-	reg.Push(t, "team/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
-	image := reg.Host() + "/team/app"
+	reg, image := appRegistry(t)
 
 	ns := env.CreateNamespace(t, "selretry")
 	images := &controller.ImageReconciler{

@@ -15,7 +15,6 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
-	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
@@ -199,11 +198,7 @@ func (c *countingWriter) patches() []time.Time {
 // (not written); when the window closes it is written exactly once, within
 // a second, with an injected clock.
 func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
-	reg := testreg.StartOCI(t, testreg.OCIOptions{})
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
-	reg.Push(t, "team/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
-	image := reg.Host() + "/team/app"
+	_, image := appRegistry(t)
 
 	ns := env.CreateNamespace(t, "held")
 	u := createApp(t, ns, "shop")
@@ -232,13 +227,7 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 		Log:      log,
 		Now:      now,
 	}
-	engine := &controller.Engine{
-		Sources:    []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}, Log: log}},
-		Reconciler: images,
-		Log:        log,
-	}
-	images.Enqueue = engine.Enqueue
-	runEngine(t, engine)
+	engine := runImageEngine(t, ns, images, log)
 	key := ns + "/shop"
 	waitFor(t, "the update to be held", func() bool { return images.Pending(key) })
 	if p := writer.patches(); len(p) != 0 {

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
-	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -44,11 +43,7 @@ func (l *idLog) all() []string {
 // had been recorded). A journaled write that did not land is written and
 // announced once, by the normal path.
 func TestWriteJournalRecoversAnnouncements(t *testing.T) {
-	reg := testreg.StartOCI(t, testreg.OCIOptions{})
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
-	reg.Push(t, "team/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
-	image := reg.Host() + "/team/app"
+	_, image := appRegistry(t)
 	ns := env.CreateNamespace(t, "journal")
 	journal := &controller.ConfigMapWriteJournal{Client: kubernetes.NewForConfigOrDie(env.Config), Namespace: ns}
 	process := func(events *idLog) *controller.ImageReconciler {
