@@ -20,13 +20,7 @@ func TestGitVerifiesTLS(t *testing.T) {
 	const token = "git-tls-test-token"
 	s, plainURL := seeded(t, testgit.Options{Username: "bot", Password: token})
 	before := s.Head(t, "apps", "main")
-	backend, err := url.Parse(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(backend))
-	t.Cleanup(proxy.Close)
-	httpsURL := strings.Replace(plainURL, s.URL, proxy.URL, 1)
+	_, httpsURL := tlsProxy(t, s, plainURL)
 
 	w := newWriter(t, StaticCredentials{Username: "bot", Password: token})
 	w.MaxAttempts = 1
@@ -57,13 +51,7 @@ func TestGitVerifiesTLS(t *testing.T) {
 func TestGitTrustsTheCAConfiguredForItsHost(t *testing.T) {
 	const token = "git-ca-test-token"
 	s, plainURL := seeded(t, testgit.Options{Username: "bot", Password: token})
-	backend, err := url.Parse(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(backend))
-	t.Cleanup(proxy.Close)
-	httpsURL := strings.Replace(plainURL, s.URL, proxy.URL, 1)
+	proxy, httpsURL := tlsProxy(t, s, plainURL)
 	host := strings.TrimPrefix(proxy.URL, "https://")
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxy.Certificate().Raw})
 
@@ -105,4 +93,17 @@ func TestGitTrustsTheCAConfiguredForItsHost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tlsProxy serves the Git server s over HTTPS (httptest's self-signed
+// certificate) on 127.0.0.1 and returns it with plainURL's HTTPS twin.
+func tlsProxy(t *testing.T, s *testgit.Server, plainURL string) (*httptest.Server, string) {
+	t.Helper()
+	backend, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(backend))
+	t.Cleanup(proxy.Close)
+	return proxy, strings.Replace(plainURL, s.URL, proxy.URL, 1)
 }
