@@ -105,16 +105,22 @@ type ImageReconciler struct {
 	mu    sync.Mutex
 	repos repoInterests   // app key -> repositories it uses -> how to poll them
 	held  map[string]bool // app keys with an update a window holds
-	// heldSaid is, per app key, the hold last announced (its changes and
-	// window), so a held update is reported once, not on every reconcile
-	// until the window opens.
-	heldSaid map[string]string
-	// invalidSaid is, per app key, the annotation problems last reported,
-	// so a broken annotation is reported (log, Event, metric) when it
-	// appears, not again on every reconcile until it is fixed.
-	invalidSaid map[string]string
-	intents     intents
+	// said is what was last reported per kind (a hold: its changes and
+	// window; the annotation problems) and app key, so each is reported
+	// (log, Event, metric) when it appears or changes, not again on every
+	// reconcile while it stays.
+	said    map[saidKey]string
+	intents intents
 }
+
+// saidKey names one kind of report about one Application.
+type saidKey struct{ kind, app string }
+
+// Kinds of reports made once (newSaid).
+const (
+	saidHold    = "hold"
+	saidInvalid = "invalid"
+)
 
 // Pending reports whether a window holds an update of the Application.
 func (r *ImageReconciler) Pending(key string) bool {
@@ -132,7 +138,7 @@ func (r *ImageReconciler) setHeld(key string, held bool) {
 		r.held[key] = true
 	} else {
 		delete(r.held, key)
-		delete(r.heldSaid, key)
+		delete(r.said, saidKey{saidHold, key})
 	}
 	n := len(r.held)
 	r.mu.Unlock()
@@ -146,35 +152,31 @@ func (r *ImageReconciler) newInvalid(key string, errs []error) bool {
 	for i, err := range errs {
 		msgs[i] = err.Error()
 	}
-	said := strings.Join(msgs, "\n")
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if said == "" {
-		delete(r.invalidSaid, key)
-		return false
-	}
-	if r.invalidSaid == nil {
-		r.invalidSaid = map[string]string{}
-	}
-	if r.invalidSaid[key] == said {
-		return false
-	}
-	r.invalidSaid[key] = said
-	return true
+	return r.newSaid(saidKey{saidInvalid, key}, strings.Join(msgs, "\n"))
 }
 
 // newHold records what holds key's update and reports whether it differs
 // from what was last announced.
 func (r *ImageReconciler) newHold(key, what string) bool {
+	return r.newSaid(saidKey{saidHold, key}, what)
+}
+
+// newSaid records what is to be reported under k and reports whether it
+// differs from what was reported last; "" forgets k.
+func (r *ImageReconciler) newSaid(k saidKey, what string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.heldSaid == nil {
-		r.heldSaid = map[string]string{}
-	}
-	if r.heldSaid[key] == what {
+	if what == "" {
+		delete(r.said, k)
 		return false
 	}
-	r.heldSaid[key] = what
+	if r.said == nil {
+		r.said = map[saidKey]string{}
+	}
+	if r.said[k] == what {
+		return false
+	}
+	r.said[k] = what
 	return true
 }
 
