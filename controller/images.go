@@ -621,6 +621,15 @@ func (r *ImageReconciler) notifyChanges(app *watcher.App, typ string, changes []
 	if r.Notify == nil {
 		return
 	}
+	evs := r.changeEvents(app, typ, changes, why)
+	for i := range evs {
+		r.Notify(app, evs[i])
+	}
+}
+
+// changeEvents are the events of changes, one per image.
+func (r *ImageReconciler) changeEvents(app *watcher.App, typ string, changes []imageupdate.Change, why string) []triggers.Event {
+	evs := make([]triggers.Event, 0, len(changes))
 	for i := range changes {
 		c := &changes[i]
 		ev := triggers.Event{Type: typ, Image: c.Image, From: c.From, To: c.To, Time: r.now()}
@@ -631,6 +640,7 @@ func (r *ImageReconciler) notifyChanges(app *watcher.App, typ string, changes []
 			ev.Reason, ev.Message = "WriteFailed", why
 			ev.ID += "|" + r.now().Format(time.RFC3339) // each failure is news
 		}
-		r.Notify(app, ev)
+		evs = append(evs, ev)
 	}
+	return evs
 }

@@ -20,18 +20,21 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// Notifier defaults. 128 workers evaluate different Applications at once:
+// Notifier defaults. 512 workers evaluate different Applications at once:
 // evaluation is microseconds, each worker waits on two store writes per
 // message (the outbox record, then the trigger state), and the writes of
 // concurrent workers share one ConfigMap write per shard (group commit),
 // so more workers mean bigger batches, not more requests. A wave of a
 // thousand synced Applications was announced at about 20 messages a second
-// with 4 workers, 90 with 32 and 150 with 128 (bench round 5). 64 keys per
+// with 4 workers, 90 with 32 and 150 with 128 (bench round 5); since a
+// message goes out while its record is written, a worker waits for two
+// writes per observation and 512 keep crowsnest's part of a message's
+// latency under 50 ms there (128 let observations queue for seconds). 64 keys per
 // Application hold every level condition of the catalog and the last few
 // dozen deployed revisions, about 1.3 KB of state. A minute bounds the
 // reads of argocd-notifications-cm during a reload.
 const (
-	DefaultNotifyWorkers = 128
+	DefaultNotifyWorkers = 512
 	// DefaultNotifyPruneAfter leaves an informer time to deliver the end of
 	// its initial list before states of unseen Applications are dropped.
 	DefaultNotifyPruneAfter = time.Minute
@@ -102,6 +105,8 @@ type notifyItem struct {
 	// created before start): not new, so a baseline on first sight.
 	initial bool
 	event   *triggers.Event
+	// at is when it was observed.
+	at time.Time
 }
 
 func (n *Notifier) init() {
@@ -252,6 +257,7 @@ func (n *Notifier) createdBefore(a *watcher.App) bool {
 }
 
 func (n *Notifier) push(it notifyItem) {
+	it.at = time.Now()
 	key := it.app.Key()
 	n.mu.Lock()
 	if n.seen != nil && !it.deleted {
@@ -456,6 +462,23 @@ func (n *Notifier) process(ctx context.Context, it notifyItem) error {
 	return nil
 }
 
+// maybeSent reports whether an earlier process may have sent what it
+// fires: it is a first look after a start (a restart's, or a standby's
+// taking over), or an announcement recovered from the write journal.
+func (it notifyItem) maybeSent() bool {
+	return it.initial || (it.event != nil && it.event.Recovered)
+}
+
+// observedAt is when it was observed, for the notification latency; zero
+// (not counted) for what an earlier process may have sent, which is
+// catching up.
+func observedAt(it notifyItem) time.Time {
+	if it.maybeSent() {
+		return time.Time{}
+	}
+	return it.at
+}
+
 // isNew reports whether the observation is an Application created while
 // crowsnest watched: its conditions are news even on first sight. Any
 // other first sight (the initial list, notifications just turned on, a
@@ -503,6 +526,9 @@ func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it notifyItem, 
 				_, created, err := n.Outbox.Enqueue(ctx, notify.Delivery{
 					Key: deliveryKey(s, seq, d.Service, r), App: app.Key(), Trigger: s.Trigger,
 					Service: d.Service, Recipient: r, Notification: msg,
+					// A first look, or a recovered announcement, may re-fire
+					// what an earlier process sent and did not record.
+					MaybeSent: it.maybeSent(), ObservedAt: observedAt(it),
 				})
 				if err != nil {
 					return fmt.Errorf("enqueuing %s notification for %s: %w", s.Trigger, d.Service, err)

@@ -280,13 +280,18 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *WriteIntent) {
 	}
 	r.Log.Info("image update of a previous run found written; announcing it unless it was", "app", app.Key(),
 		"changes", describeChanges(changes), "method", in.Method)
+	var evs []triggers.Event
 	if in.Method == string(imageupdate.MethodGit) {
 		for _, c := range in.Changes {
-			r.Notify(app, gitUpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
+			evs = append(evs, gitUpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
 		}
-		return
+	} else {
+		evs = r.changeEvents(app, triggers.EventImageUpdated, changes, "")
 	}
-	r.notifyChanges(app, triggers.EventImageUpdated, changes, "")
+	for i := range evs {
+		evs[i].Recovered = true // the earlier process may have sent it
+		r.Notify(app, evs[i])
+	}
 }
 
 // GitUnchanged is the GitBatcher's OnUnchanged: a batch found app's

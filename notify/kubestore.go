@@ -78,6 +78,7 @@ type ConfigMapStore struct {
 var (
 	_ Store     = (*ConfigMapStore)(nil)
 	_ Compactor = (*ConfigMapStore)(nil)
+	_ Peeker    = (*ConfigMapStore)(nil)
 )
 
 type threadEntry struct {
@@ -179,6 +180,26 @@ func (s *ConfigMapStore) Create(ctx context.Context, rec Record) (bool, error) {
 		return true, nil
 	})
 	return created, err
+}
+
+// Absent implements Peeker from the shard as this process last read or
+// wrote it and the IDs of its log: it is sure once it wrote the shard
+// (another process changes only records it finds there, never creates
+// one while this one leads).
+func (s *ConfigMapStore) Absent(id, app string) bool {
+	shard := s.shardOf(app)
+	s.logMu.Lock()
+	ids := s.logIDs[shard]
+	s.logMu.Unlock()
+	if ids == nil || s.inLog(shard, id) {
+		return false
+	}
+	absent := false
+	kept := s.writers().Writer(shard).Peek(func(data map[string]string) {
+		_, ok := data[recordKeyPrefix+id]
+		absent = !ok
+	})
+	return kept && absent
 }
 
 // Update implements Store.

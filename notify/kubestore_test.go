@@ -378,3 +378,45 @@ func TestConfigMapStoreModify(t *testing.T) {
 		t.Errorf("a refused Modify changed the record: %+v", stored)
 	}
 }
+
+// Absent is sure only about a shard this store wrote: before that it
+// cannot tell; after, it sees records created, and those compaction moved
+// into the log.
+func TestConfigMapStoreAbsent(t *testing.T) {
+	s, _ := kubeStore(t)
+	s.Shards = 1
+	ctx := t.Context()
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	a := record("a", "argocd/web", t0)
+	if s.Absent(a.ID, a.App) {
+		t.Fatal("Absent before the store read anything: want false (it cannot tell)")
+	}
+	if _, err := s.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if s.Absent(a.ID, a.App) {
+		t.Error("Absent(a) after creating it")
+	}
+	if b := record("b", "argocd/web", t0); !s.Absent(b.ID, b.App) {
+		t.Error("Absent(b) = false; b was never created")
+	}
+	a.State, a.DoneAt = notify.StateDelivered, t0.Add(time.Second)
+	if err := s.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s.Absent(a.ID, a.App) {
+		t.Error("Absent(a) after compaction moved it into the log")
+	}
+	// A second store over the same ConfigMaps (the next process) cannot
+	// tell until it writes.
+	next := &notify.ConfigMapStore{Client: s.Client, Namespace: s.Namespace, Shards: 1}
+	if c := record("c", "argocd/web", t0); next.Absent(c.ID, c.App) {
+		t.Error("a new store is sure before reading anything")
+	}
+}

@@ -27,6 +27,7 @@ type Metrics struct {
 	depth       prometheus.Gauge
 	retries     *prometheus.CounterVec
 	deadLetters *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
 }
 
 // NewMetrics creates the notification metrics and registers them with reg.
@@ -53,8 +54,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "crowsnest_notify_dead_letters_total",
 			Help: "Deliveries given up on, by service.",
 		}, []string{"service"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "crowsnest_notify_latency_seconds",
+			Help:    "From crowsnest observing the change a message is about (an Application update, its own event) to the destination accepting the message, retries included, by service. Messages sent after a restart or failover are not counted.",
+			Buckets: []float64{.005, .01, .025, .05, .075, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"service"}),
 	}
-	reg.MustRegister(m.deliveries, m.duration, m.depth, m.retries, m.deadLetters)
+	reg.MustRegister(m.deliveries, m.duration, m.depth, m.retries, m.deadLetters, m.latency)
 	return m
 }
 
@@ -69,6 +75,14 @@ func (m *Metrics) attempt(service, trigger, result string, d time.Duration) {
 		m.retries.WithLabelValues(service).Inc()
 	case ResultDead:
 		m.deadLetters.WithLabelValues(service).Inc()
+	}
+}
+
+// delivered counts the latency of a message whose change was observed
+// (Delivery.ObservedAt set) latency before the destination accepted it.
+func (m *Metrics) delivered(service string, latency time.Duration) {
+	if m != nil {
+		m.latency.WithLabelValues(service).Observe(latency.Seconds())
 	}
 }
 

@@ -33,6 +33,15 @@ type Delivery struct {
 	Service      string       `json:"service"`
 	Recipient    string       `json:"recipient,omitempty"`
 	Notification Notification `json:"notification"`
+	// MaybeSent says an earlier process may have sent this delivery
+	// already: the caller asks for it again from state that process may
+	// have acted on without recording it (the first look after a restart
+	// or a failover). The outbox records it first and, where the service
+	// can tell (Confirmer), asks the destination before sending it.
+	MaybeSent bool `json:"-"`
+	// ObservedAt is when the caller observed what the message is about
+	// (crowsnest_notify_latency_seconds); zero leaves it uncounted.
+	ObservedAt time.Time `json:"-"`
 }
 
 // Destination is where the delivery goes.
@@ -96,6 +105,15 @@ type Store interface {
 	Modify(ctx context.Context, id string, fn func(*Record) error) (Record, error)
 }
 
+// Peeker is a Store that can tell from memory, without a request, that
+// it holds no record with an ID. The outbox then sends a new delivery
+// while its record is being written rather than after (an early send).
+// Absent is true only when the store is sure: it answers false when it
+// has read nothing yet.
+type Peeker interface {
+	Absent(id, app string) bool
+}
+
 // ErrChangedIdentity is returned by Store.Modify when fn changed the
 // record's ID or app, which place it in the store.
 var ErrChangedIdentity = errors.New("a record's ID and app cannot change")
@@ -115,7 +133,10 @@ type MemoryStore struct {
 	threads map[string]string
 }
 
-var _ Store = (*MemoryStore)(nil)
+var (
+	_ Store  = (*MemoryStore)(nil)
+	_ Peeker = (*MemoryStore)(nil)
+)
 
 func (m *MemoryStore) init() {
 	if m.records == nil {
@@ -134,6 +155,14 @@ func (m *MemoryStore) Create(_ context.Context, rec Record) (bool, error) {
 	}
 	m.records[rec.ID] = rec
 	return true, nil
+}
+
+// Absent implements Peeker.
+func (m *MemoryStore) Absent(id, _ string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.records[id]
+	return !ok
 }
 
 // Update implements Store.

@@ -29,6 +29,10 @@ type Event struct {
 	// Commit is the write-back commit SHA, when written to Git.
 	Commit string
 	Time   time.Time
+	// Recovered marks an event a restarted process announces again (a
+	// write of an earlier process found landed): that process may have
+	// sent its messages already. Not seen by conditions or templates.
+	Recovered bool
 }
 
 // Map returns the event as the map conditions and templates read. Every

@@ -123,6 +123,20 @@ func (w *Writer) Forget() {
 	w.mu.Unlock()
 }
 
+// Peek calls fn with the data of the ConfigMap as this Writer last read
+// or wrote it, and reports whether it keeps such a copy (none before its
+// first write, nor after a failed one). Another process may have written
+// since. fn must not change or keep the map.
+func (w *Writer) Peek(fn func(data map[string]string)) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		return false
+	}
+	fn(w.last.Data)
+	return true
+}
+
 // drain writes the queued changes, a batch at a time, until none is left.
 func (w *Writer) drain() {
 	for {
