@@ -285,20 +285,13 @@ func parseProm(body string) promSamples {
 	return out
 }
 
-// sum adds the samples of metric whose labels include every want pair
-// (`verb="patch"`), grouped by the value of label by ("" for one group).
-func (p promSamples) sum(metric, by string, want ...string) map[string]float64 {
+// sum adds the samples of metric, grouped by the value of label by (""
+// for one group).
+func (p promSamples) sum(metric, by string) map[string]float64 {
 	out := map[string]float64{}
 	for key, v := range p {
 		name, labels, _ := strings.Cut(key, "{")
 		if name != metric {
-			continue
-		}
-		ok := true
-		for _, w := range want {
-			ok = ok && strings.Contains(labels, w)
-		}
-		if !ok {
 			continue
 		}
 		out[labelValue(labels, by)] += v

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -154,4 +157,32 @@ func sortedPairs(m map[string]int) string {
 		fmt.Fprintf(&b, "%s=%d ", k, m[k])
 	}
 	return b.String()
+}
+
+// histQuantile returns, in milliseconds, the upper bound of the bucket of
+// histogram metric that holds quantile q of the observations made between
+// the before and after scrapes (summed over labels), and how many there
+// were. An empty histogram is 0, 0.
+func histQuantile(before, after promSamples, metric string, q float64) (ms, count float64) {
+	b, a := before.sum(metric+"_bucket", "le"), after.sum(metric+"_bucket", "le")
+	type bucket struct{ le, n float64 }
+	var buckets []bucket
+	for le, n := range a {
+		v, err := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
+		if err != nil {
+			continue
+		}
+		buckets = append(buckets, bucket{v, n - b[le]})
+	}
+	slices.SortFunc(buckets, func(x, y bucket) int { return cmp.Compare(x.le, y.le) })
+	if len(buckets) == 0 || buckets[len(buckets)-1].n == 0 {
+		return 0, 0
+	}
+	total := buckets[len(buckets)-1].n
+	for _, bk := range buckets {
+		if bk.n >= q*total {
+			return bk.le * 1000, total
+		}
+	}
+	return math.Inf(1), total
 }

@@ -68,6 +68,10 @@ func (e *env) notifyRound(ctx context.Context) (result, error) {
 		return r, err
 	}
 
+	before, err := d.metrics(ctx)
+	if err != nil {
+		return r, err
+	}
 	stopProfile := e.profileRound(ctx, d, "5")
 	defer stopProfile()
 	start := time.Now()
@@ -143,6 +147,14 @@ func (e *env) notifyRound(ctx context.Context) (result, error) {
 		}
 	}
 	r.setLatencies(lat)
+	after, err := d.metrics(ctx)
+	if err != nil {
+		return r, err
+	}
+	const latencyMetric = "crowsnest_notify_latency_seconds"
+	var counted float64
+	r.AddedP50Ms, counted = histQuantile(before, after, latencyMetric, 0.50)
+	r.AddedP99Ms, _ = histQuantile(before, after, latencyMetric, 0.99)
 	if err := e.endRound(ctx, m, &r, time.Second); err != nil {
 		return r, err
 	}
@@ -153,10 +165,12 @@ func (e *env) notifyRound(ctx context.Context) (result, error) {
 		}
 		r.note("duplicate: %s for %s arrived %d times (%s after the first status update)", key[0], key[1], len(ts), strings.Join(at, ", "))
 	}
-	r.note("latency is from the harness's status update returning to the sink receiving the message; wall is from the first update to the last message")
+	r.note("latency (p50 / p99 column) is from the harness's status update returning to the sink receiving the message; wall is from the first update to the last message")
+	r.note("crowsnest's part, from its %s histogram (observing the update to the sink's answer; %.0f messages counted): p50 at most %.0f ms, p99 at most %.0f ms (bucket bounds); the rest of the latency is the apiserver writing the update and delivering it to watchers", latencyMetric, counted, r.AddedP50Ms, r.AddedP99Ms)
 	r.check("every message delivered once", fmt.Sprintf("%d messages, 0 duplicates", r.Want),
 		fmt.Sprintf("%d messages, %d duplicates", r.Notifications, r.Duplicates), r.Done == r.Want && r.Duplicates == 0)
-	r.check("crowsnest adds under 100 ms p99 between Application update and message", "< 100 ms",
-		fmt.Sprintf("%.0f ms", r.LatencyP99Ms), r.LatencyP99Ms < 100)
+	r.check("crowsnest adds under 100 ms p99 between Application update and message (its latency histogram)", "<= 100 ms",
+		fmt.Sprintf("<= %.0f ms over %.0f messages (status update returned to message received: %.0f ms)", r.AddedP99Ms, counted, r.LatencyP99Ms),
+		int(counted) == r.Want && r.AddedP99Ms <= 100)
 	return r, nil
 }

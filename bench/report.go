@@ -38,8 +38,14 @@ type result struct {
 	LatencyP50Ms float64 `json:"latencyP50Ms,omitempty"`
 	LatencyP99Ms float64 `json:"latencyP99Ms,omitempty"`
 	LatencyMaxMs float64 `json:"latencyMaxMs,omitempty"`
-	CPUSeconds   float64 `json:"cpuSeconds"`
-	PeakRSSMB    float64 `json:"peakRSSMB"`
+	// AddedP50Ms and AddedP99Ms (round 5) are crowsnest's part of the
+	// latency, from its crowsnest_notify_latency_seconds histogram
+	// (observing the update to the destination's answer): the upper bound
+	// of the bucket holding the quantile.
+	AddedP50Ms float64 `json:"addedP50Ms,omitempty"`
+	AddedP99Ms float64 `json:"addedP99Ms,omitempty"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	PeakRSSMB  float64 `json:"peakRSSMB"`
 	// PeakRSSScope is "round" when the kernel's peak was reset at the
 	// round's start, else "process".
 	PeakRSSScope string `json:"peakRSSScope"`
@@ -217,8 +223,9 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
 func (r *result) setLatencies(ds []time.Duration) {
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	r.LatencyP50Ms = ms(percentile(ds, 50))
 	r.LatencyP99Ms = ms(percentile(ds, 99))
 	r.LatencyMaxMs = ms(percentile(ds, 100))
