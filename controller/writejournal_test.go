@@ -27,7 +27,11 @@ type idLog struct {
 func (l *idLog) notify(_ *watcher.App, ev triggers.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ids = append(l.ids, ev.ID)
+	id := ev.ID
+	if ev.Recovered {
+		id += " (recovered)"
+	}
+	l.ids = append(l.ids, id)
 }
 
 func (l *idLog) all() []string {
@@ -91,7 +95,8 @@ func TestWriteJournalRecoversAnnouncements(t *testing.T) {
 		t.Fatalf("web carries %v after the write", got)
 	}
 
-	// The next process finds web written and announces it again, once.
+	// The next process finds web written and announces it again, once,
+	// marked as one the earlier process may have sent.
 	events := &idLog{}
 	next := process(events)
 	for range 2 {
@@ -99,7 +104,7 @@ func TestWriteJournalRecoversAnnouncements(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if diff := cmp.Diff([]string{wantID("web")}, events.all()); diff != "" {
+	if diff := cmp.Diff([]string{wantID("web") + " (recovered)"}, events.all()); diff != "" {
 		t.Errorf("next process's announcements for web (-want +got):\n%s", diff)
 	}
 	u, err := apps(t).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})

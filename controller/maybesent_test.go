@@ -1,0 +1,92 @@
+package controller_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+)
+
+// maybeSentStore is a MemoryStore that notes, per trigger, whether each
+// delivery created was marked as one an earlier process may have sent.
+type maybeSentStore struct {
+	notify.MemoryStore
+	mu   sync.Mutex
+	seen []string
+}
+
+func (s *maybeSentStore) Create(ctx context.Context, rec notify.Record) (bool, error) {
+	s.mu.Lock()
+	mark := "live"
+	if rec.MaybeSent {
+		mark = "maybe sent"
+	}
+	s.seen = append(s.seen, rec.Trigger+": "+mark)
+	s.mu.Unlock()
+	return s.MemoryStore.Create(ctx, rec)
+}
+
+func (s *maybeSentStore) marks() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
+}
+
+// What the notifier fires on its first look at an Application after a
+// start (the restart re-evaluates what the earlier process may have sent
+// and not recorded) and the announcements recovered from the write
+// journal go to the outbox as MaybeSent, so they are recorded before
+// they are sent and, for Slack, looked for first; live transitions and
+// events are not.
+func TestNotifierMarksWhatAnEarlierProcessMayHaveSent(t *testing.T) {
+	sink := newHookSink(t)
+	store := &maybeSentStore{}
+	state := &controller.MemoryNotifyState{}
+	var synced atomic.Bool
+	start := func() (*controller.Notifier, func()) {
+		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond}
+		n := &controller.Notifier{Outbox: out, State: state, Synced: synced.Load,
+			Metrics: controller.NewNotifierMetrics(prometheus.NewRegistry()), Services: hookServices}
+		if err := n.Apply(notifyConfig(sink.srv.URL)); err != nil {
+			t.Fatal(err)
+		}
+		stop := runTasks(t, out.Start, n.Start)
+		waitFor(t, "notifier started", n.Started)
+		return n, stop
+	}
+	n, stop := start()
+	v0 := testApp(t, "web", "u1", "Succeeded", "Healthy", "r0")
+	n.OnTransition(nil, v0) // the initial list: a baseline
+	synced.Store(true)
+	v1 := testApp(t, "web", "u1", "Running", "Healthy", "r1")
+	n.OnTransition(v0, v1)
+	n.OnEvent(v1, triggers.Event{Type: triggers.EventImageUpdated, ID: "ev-live", Image: "ghcr.io/x/web", From: "1.0", To: "1.1"})
+	sink.waitLen(t, 2)
+	stop()
+
+	// The next process: its first look sees the sync finished (the
+	// earlier one may have announced it), then a write of the earlier
+	// process is found landed and announced again.
+	synced.Store(false)
+	n, _ = start()
+	v2 := testApp(t, "web", "u1", "Succeeded", "Healthy", "r1")
+	n.OnTransition(nil, v2)
+	synced.Store(true)
+	n.OnEvent(v2, triggers.Event{Type: triggers.EventImageUpdated, ID: "ev-recovered", Image: "ghcr.io/x/web", From: "1.1", To: "1.2", Recovered: true})
+	sink.waitLen(t, 5)
+	want := []string{
+		"on-sync-running: live", "on-image-updated: live",
+		"on-deployed: maybe sent", "on-sync-succeeded: maybe sent", "on-image-updated: maybe sent",
+	}
+	if diff := cmp.Diff(want, store.marks()); diff != "" {
+		t.Errorf("deliveries created (-want +got):\n%s", diff)
+	}
+}
