@@ -51,18 +51,23 @@ func TestNotifierMarksWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	store := &maybeSentStore{}
 	state := &controller.MemoryNotifyState{}
 	var synced atomic.Bool
-	start := func() (*controller.Notifier, func()) {
+	// start runs a notifier; before sees it first, not started (a
+	// standby's, or one loading its state).
+	start := func(before func(*controller.Notifier)) (*controller.Notifier, func()) {
 		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond}
 		n := &controller.Notifier{Outbox: out, State: state, Synced: synced.Load,
 			Metrics: controller.NewNotifierMetrics(prometheus.NewRegistry()), Services: hookServices}
 		if err := n.Apply(notifyConfig(sink.srv.URL)); err != nil {
 			t.Fatal(err)
 		}
+		if before != nil {
+			before(n)
+		}
 		stop := runTasks(t, out.Start, n.Start)
 		waitFor(t, "notifier started", n.Started)
 		return n, stop
 	}
-	n, stop := start()
+	n, stop := start(nil)
 	v0 := testApp(t, "web", "u1", "Succeeded", "Healthy", "r0")
 	n.OnTransition(nil, v0) // the initial list: a baseline
 	synced.Store(true)
@@ -76,15 +81,24 @@ func TestNotifierMarksWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	// earlier one may have announced it), then a write of the earlier
 	// process is found landed and announced again.
 	synced.Store(false)
-	n, _ = start()
+	n, stop = start(nil)
 	v2 := testApp(t, "web", "u1", "Succeeded", "Healthy", "r1")
 	n.OnTransition(nil, v2)
 	synced.Store(true)
 	n.OnEvent(v2, triggers.Event{Type: triggers.EventImageUpdated, ID: "ev-recovered", Image: "ghcr.io/x/web", From: "1.1", To: "1.2", Recovered: true})
 	sink.waitLen(t, 5)
+	stop()
+
+	// A standby queues an event (window timers run on every replica)
+	// before it takes over: the leader may have announced it.
+	_, _ = start(func(n *controller.Notifier) {
+		n.OnEvent(v2, triggers.Event{Type: triggers.EventImageUpdated, ID: "ev-standby", Image: "ghcr.io/x/web", From: "1.2", To: "1.3"})
+	})
+	sink.waitLen(t, 6)
 	want := []string{
 		"on-sync-running: live", "on-image-updated: live",
 		"on-deployed: maybe sent", "on-sync-succeeded: maybe sent", "on-image-updated: maybe sent",
+		"on-image-updated: maybe sent",
 	}
 	if diff := cmp.Diff(want, store.marks()); diff != "" {
 		t.Errorf("deliveries created (-want +got):\n%s", diff)

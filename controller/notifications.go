@@ -107,6 +107,10 @@ type notifyItem struct {
 	event   *triggers.Event
 	// at is when it was observed.
 	at time.Time
+	// beforeStart marks an observation queued while the notifier did not
+	// run (loading its state, or a standby waiting for the lease): the
+	// process that led meanwhile may have announced it.
+	beforeStart bool
 }
 
 func (n *Notifier) init() {
@@ -263,6 +267,7 @@ func (n *Notifier) push(it notifyItem) {
 	if n.seen != nil && !it.deleted {
 		n.seen[appID(it.app)] = true
 	}
+	it.beforeStart = !n.running
 	added := 1
 	if q := n.pending[key]; !n.running && len(q) > 0 && it.event == nil && q[len(q)-1].event == nil {
 		// Not started yet (loading state, or a standby waiting for the
@@ -464,9 +469,10 @@ func (n *Notifier) process(ctx context.Context, it notifyItem) error {
 
 // maybeSent reports whether an earlier process may have sent what it
 // fires: it is a first look after a start (a restart's, or a standby's
-// taking over), or an announcement recovered from the write journal.
+// taking over), was queued before this notifier started, or is an
+// announcement recovered from the write journal.
 func (it notifyItem) maybeSent() bool {
-	return it.initial || (it.event != nil && it.event.Recovered)
+	return it.initial || it.beforeStart || (it.event != nil && it.event.Recovered)
 }
 
 // observedAt is when it was observed, for the notification latency; zero

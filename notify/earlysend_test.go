@@ -193,11 +193,18 @@ func TestOutboxAsksBeforeSendingWhatMayHaveBeenSent(t *testing.T) {
 		return notify.Delivery{Key: key, App: "argocd/" + key, Service: "slack", Recipient: "C0DEPLOYS",
 			Notification: notify.Notification{Message: key}, MaybeSent: true}
 	}
-	// The earlier process posted "sent" and died before recording it.
+	// The earlier process posted "sent" ten minutes ago and died before
+	// recording it; the restart took that long.
 	sent := delivery("sent")
+	f.mu.Lock()
+	f.epoch = time.Now().Add(-10 * time.Minute).Unix()
+	f.mu.Unlock()
 	if _, err := newSlack(t, f).Send(notify.WithDeliveryID(t.Context(), notify.DeliveryID(sent.Key)), sent.Notification, sent.Destination()); err != nil {
 		t.Fatal(err)
 	}
+	f.mu.Lock()
+	f.epoch = time.Now().Unix()
+	f.mu.Unlock()
 	store := &slowStore{}
 	reg := prometheus.NewRegistry()
 	o := fastOutbox(store, map[string]notify.Service{"slack": newSlack(t, f)}, notify.NewMetrics(reg))

@@ -185,21 +185,24 @@ func (s *ConfigMapStore) Create(ctx context.Context, rec Record) (bool, error) {
 // Absent implements Peeker from the shard as this process last read or
 // wrote it and the IDs of its log: it is sure once it wrote the shard
 // (another process changes only records it finds there, never creates
-// one while this one leads).
+// one while this one leads). The shard is looked at first: compaction
+// adds a record's ID to the log before it leaves the shard. A shard more
+// than three quarters full says false: a Create there may fail for want
+// of room, and a message must not go out that cannot be recorded.
 func (s *ConfigMapStore) Absent(id, app string) bool {
 	shard := s.shardOf(app)
-	s.logMu.Lock()
-	ids := s.logIDs[shard]
-	s.logMu.Unlock()
-	if ids == nil || s.inLog(shard, id) {
-		return false
-	}
 	absent := false
 	kept := s.writers().Writer(shard).Peek(func(data map[string]string) {
 		_, ok := data[recordKeyPrefix+id]
-		absent = !ok
+		absent = !ok && dataSize(data) < maxShardBytes*3/4
 	})
-	return kept && absent
+	if !kept || !absent {
+		return false
+	}
+	s.logMu.Lock()
+	loaded := s.logIDs[shard] != nil
+	s.logMu.Unlock()
+	return loaded && !s.inLog(shard, id)
 }
 
 // Update implements Store.

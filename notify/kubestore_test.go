@@ -420,3 +420,60 @@ func TestConfigMapStoreAbsent(t *testing.T) {
 		t.Error("a new store is sure before reading anything")
 	}
 }
+
+// A full outbox shard makes no message go out that cannot be recorded:
+// while a record does not fit, Enqueue fails and nothing is sent, however
+// often the notifier retries; once there is room, it is sent once.
+func TestOutboxOnAFullConfigMapShardSendsNothingTwice(t *testing.T) {
+	s, _ := kubeStore(t)
+	s.Shards = 1
+	hook := newFlakyWebhook(t, 0)
+	o := fastOutbox(s, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
+	runOutbox(t, o)
+	ctx := t.Context()
+	warm, _, err := o.Enqueue(ctx, hookDelivery("warm-up", "argocd/warm-up", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, o, warm.ID, notify.StateDelivered)
+	// Pending records fill the shard until not even a small one fits.
+	var fillers []notify.Record
+	for size := 100 << 10; size >= 16; {
+		r := record(fmt.Sprint("filler", len(fillers)), "argocd/filler", time.Now())
+		r.Notification.Message = strings.Repeat("x", size)
+		if _, err := s.Create(ctx, r); errors.Is(err, notify.ErrStoreFull) {
+			size /= 2
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		fillers = append(fillers, r)
+	}
+	d := hookDelivery("k1", "argocd/web", `{"n":1}`)
+	for range 3 { // the notifier retrying
+		if _, _, err := o.Enqueue(ctx, d); !errors.Is(err, notify.ErrStoreFull) {
+			t.Fatalf("Enqueue into a full shard = %v, want ErrStoreFull", err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // room for a send, which must not come
+	if n := hook.delivered.Load(); n != 1 {
+		t.Fatalf("%d messages while the shard was full, want 1 (the warm-up's)", n)
+	}
+	for _, r := range fillers {
+		r.State, r.DoneAt = notify.StateDelivered, time.Now()
+		if err := s.Update(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, created, err := o.Enqueue(ctx, d)
+	if err != nil || !created {
+		t.Fatalf("Enqueue once there is room = %v, %v", created, err)
+	}
+	waitState(t, o, rec.ID, notify.StateDelivered)
+	if n := hook.delivered.Load(); n != 2 {
+		t.Errorf("%d messages, want 2 (the warm-up's and this one, once)", n)
+	}
+}

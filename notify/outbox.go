@@ -141,11 +141,10 @@ type Outbox struct {
 	settledSome chan struct{}
 }
 
-// pendingCreate is the Create of an early send's record; err is set
-// before done closes.
+// pendingCreate is the Create of an early send's record; done closes
+// when it returned.
 type pendingCreate struct {
 	done chan struct{}
-	err  error
 }
 
 type destQueue struct {
@@ -281,9 +280,19 @@ func (o *Outbox) Enqueue(ctx context.Context, d Delivery) (rec Record, created b
 	now := o.Now()
 	rec = Record{Delivery: d, State: StatePending, CreatedAt: now, UpdatedAt: now}
 	early := !d.MaybeSent && o.sendEarly(rec)
+	if d.MaybeSent {
+		// Marked before the record exists: a rescan may dispatch it
+		// before this call does, and must ask the destination too.
+		o.mu.Lock()
+		if o.recovered == nil {
+			o.recovered = map[string]bool{}
+		}
+		o.recovered[rec.ID] = true
+		o.mu.Unlock()
+	}
 	created, err = o.Store.Create(ctx, rec)
 	if early {
-		o.created(rec.ID, err)
+		o.created(rec.ID)
 	}
 	if err != nil {
 		return Record{}, false, fmt.Errorf("recording delivery %s to %s: %w", d.ID, d.Destination(), err)
@@ -297,12 +306,6 @@ func (o *Outbox) Enqueue(ctx context.Context, d Delivery) (rec Record, created b
 	}
 	if !early {
 		o.mu.Lock()
-		if d.MaybeSent && o.running && !o.queued[rec.ID] {
-			if o.recovered == nil {
-				o.recovered = map[string]bool{}
-			}
-			o.recovered[rec.ID] = true
-		}
 		o.dispatchLocked(rec)
 		o.mu.Unlock()
 	}
@@ -327,14 +330,13 @@ func (o *Outbox) sendEarly(rec Record) bool {
 	return true
 }
 
-// created ends an early send's pending Create with its error.
-func (o *Outbox) created(id string, err error) {
+// created ends an early send's pending Create.
+func (o *Outbox) created(id string) {
 	o.mu.Lock()
 	pc := o.creating[id]
 	delete(o.creating, id)
 	o.mu.Unlock()
 	if pc != nil {
-		pc.err = err
 		close(pc.done)
 	}
 }
@@ -669,9 +671,10 @@ func (p pacedService) RateLimit() RateLimit { return p.rl }
 // apiserver restart) is retried with backoff while the record stays held:
 // left pending in the store, a rescan would send it again. A record the
 // store does not have (the Create of an early send failed, or it was
-// deleted) is created as it stands. It gives up only on a full store, or
-// when the outbox stops and one more try fails; a sent delivery is then
-// sent again after the restart (the at-least-once window).
+// deleted) is created as it stands, again while the store is full: the
+// record stays held meanwhile, so nothing sends it again. It gives up
+// only when the outbox stops and one more try fails; a sent delivery is
+// then sent again after the restart (the at-least-once window).
 func (o *Outbox) save(ctx context.Context, log *slog.Logger, rec Record) {
 	o.awaitCreate(rec.ID)
 	delay := saveRetryBaseDelay
@@ -694,7 +697,7 @@ func (o *Outbox) save(ctx context.Context, log *slog.Logger, rec Record) {
 		switch {
 		case err == nil:
 			return
-		case errors.Is(err, ErrNotFound) || errors.Is(err, ErrStoreFull) || ctx.Err() != nil:
+		case errors.Is(err, ErrNotFound) || ctx.Err() != nil:
 			log.Error("recording delivery state failed", "state", rec.State, "err", err)
 			return
 		}

@@ -63,6 +63,11 @@ const SlackMetadataEvent = "crowsnest_delivery"
 // sent again.
 const confirmPages = 5
 
+// maybeSentLookBack is how far back the history is searched for a
+// delivery asked for again after a restart (Delivery.MaybeSent), whose
+// earlier post may predate its record by the whole restart.
+const maybeSentLookBack = time.Hour
+
 var _ Confirmer = (*Slack)(nil)
 
 // SlackOption configures a Slack service.
@@ -322,8 +327,14 @@ func (s *Slack) Sent(ctx context.Context, rec Record) (Receipt, bool, error) {
 		}
 		channel = id
 	}
-	// Five minutes before the last save covers clocks that disagree.
+	// Five minutes before the last save covers clocks that disagree. A
+	// delivery asked for again after a restart (MaybeSent) was recorded
+	// only now, and the earlier process may have posted it before a long
+	// restart (a crash loop's backoff, a node lost): an hour back.
 	oldest := rec.UpdatedAt.Add(-5 * time.Minute).Unix()
+	if rec.MaybeSent {
+		oldest = rec.CreatedAt.Add(-maybeSentLookBack).Unix()
+	}
 	marks, err := s.scan(ctx, channel, parent, oldest)
 	if err != nil {
 		return Receipt{}, false, err
