@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
@@ -254,8 +255,8 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	// dyn is set in cluster mode only: Applications read from files are
 	// never written to a cluster.
 	var (
-		dyn   dynamic.Interface
-		files *watcher.FileSource
+		dyn, meta dynamic.Interface
+		files     *watcher.FileSource
 	)
 	if o.appsDir != "" {
 		files = &watcher.FileSource{Dir: o.appsDir, Log: log, Metrics: watchMetrics}
@@ -264,9 +265,16 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		if _, err := labels.Parse(cfg.Watch.Selector); err != nil {
 			return fmt.Errorf("--selector: %w", err)
 		}
-		d, err := dynamic.NewForConfig(restCfg)
+		// Reads and patches of Applications share one rate limiter; the
+		// patches' answers carry metadata only.
+		appsCfg := rest.CopyConfig(restCfg)
+		appsCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(restCfg.QPS, restCfg.Burst)
+		d, err := dynamic.NewForConfig(appsCfg)
 		if err != nil {
 			return fmt.Errorf("building kube client: %w", err)
+		}
+		if meta, err = kube.MetadataOnlyClient(appsCfg); err != nil {
+			return err
 		}
 		dyn = d
 		engine.Sources = []controller.Source{&watcher.KubeSource{
@@ -339,7 +347,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		}
 	}
 	if dyn != nil {
-		images.Writer = &kube.Writer{Client: dyn, Log: log}
+		images.Writer = &kube.Writer{Client: dyn, MetaClient: meta, Log: log}
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 		// Events go through a client of their own (a rate limiter of the
 		// same size as the main one): a burst of Events never delays or

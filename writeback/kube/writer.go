@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -24,6 +25,12 @@ const DefaultMaxAttempts = 5
 // Writer patches Applications.
 type Writer struct {
 	Client dynamic.Interface
+	// MetaClient, when set, sends the patches, answered with the
+	// Application's metadata only (MetadataOnlyClient): the
+	// resourceVersion is all the writer reads of the answer, and decoding
+	// a whole Application per write was a quarter of crowsnest's CPU on a
+	// cold start of 10,000 Applications. Nil patches through Client.
+	MetaClient dynamic.Interface
 	// MaxAttempts bounds conflict retries; zero is DefaultMaxAttempts.
 	MaxAttempts int
 	Log         *slog.Logger
@@ -61,6 +68,10 @@ func (w *Writer) ApplyFrom(ctx context.Context, namespace, name string, cached *
 		attempts = DefaultMaxAttempts
 	}
 	apps := w.Client.Resource(watcher.ApplicationsResource).Namespace(namespace)
+	patcher := apps
+	if w.MetaClient != nil {
+		patcher = w.MetaClient.Resource(watcher.ApplicationsResource).Namespace(namespace)
+	}
 	var res Result
 	for res.Attempts < attempts {
 		res.Attempts++
@@ -82,7 +93,7 @@ func (w *Writer) ApplyFrom(ctx context.Context, namespace, name string, cached *
 		if w.beforePatch != nil {
 			w.beforePatch()
 		}
-		out, err := apps.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "crowsnest"})
+		out, err := patcher.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "crowsnest"})
 		if apierrors.IsConflict(err) {
 			if w.Log != nil {
 				w.Log.Debug("Application changed while patching; reading it again", "app", namespace+"/"+name, "attempt", res.Attempts)
@@ -99,6 +110,29 @@ func (w *Writer) ApplyFrom(ctx context.Context, namespace, name string, cached *
 		return res, nil
 	}
 	return res, fmt.Errorf("patching Application %s/%s: %w", namespace, name, ErrConflicts)
+}
+
+// metadataOnly asks the apiserver to answer with the object's metadata
+// (a PartialObjectMetadata), which every apiserver since 1.15 can.
+const metadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+// MetadataOnlyClient returns a dynamic client for cfg whose answers carry
+// objects' metadata only: for writes whose answer is read for its
+// resourceVersion. It shares cfg's rate limiter when cfg has one.
+func MetadataOnlyClient(cfg *rest.Config) (dynamic.Interface, error) {
+	c := dynamic.ConfigFor(cfg)
+	c.AcceptContentTypes = metadataOnly
+	c.GroupVersion = nil
+	c.APIPath = "/apis" // each request names its full path
+	hc, err := rest.HTTPClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("building the metadata-only kube client: %w", err)
+	}
+	rc, err := rest.UnversionedRESTClientForConfigAndClient(c, hc)
+	if err != nil {
+		return nil, fmt.Errorf("building the metadata-only kube client: %w", err)
+	}
+	return dynamic.New(rc), nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
