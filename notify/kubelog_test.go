@@ -131,11 +131,7 @@ func TestConfigMapStoreCompactsIntoTheLog(t *testing.T) {
 
 // The running outbox compacts its store after deliveries settle.
 func TestOutboxCompactsItsStore(t *testing.T) {
-	s, cs := kubeStore(t)
-	s.Shards = 1
-	hook := newFlakyWebhook(t, 0)
-	o := fastOutbox(s, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
-	runOutbox(t, o)
+	s, cs, hook, o := runHookOutboxOnKube(t)
 	for i := range 10 {
 		if _, _, err := o.Enqueue(t.Context(), hookDelivery(fmt.Sprint("c", i), fmt.Sprint("argocd/app", i), "{}")); err != nil {
 			t.Fatal(err)

@@ -31,6 +31,18 @@ func kubeStore(t *testing.T) (*notify.ConfigMapStore, kubernetes.Interface) {
 	return &notify.ConfigMapStore{Client: cs, Namespace: env.CreateNamespace(t, "notify"), Shards: 2, Keep: 2}, cs
 }
 
+// runHookOutboxOnKube runs an outbox over a one-shard ConfigMapStore that
+// sends to a webhook sink.
+func runHookOutboxOnKube(t *testing.T) (*notify.ConfigMapStore, kubernetes.Interface, *flakyWebhook, *notify.Outbox) {
+	t.Helper()
+	s, cs := kubeStore(t)
+	s.Shards = 1
+	hook := newFlakyWebhook(t, 0)
+	o := fastOutbox(s, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
+	runOutbox(t, o)
+	return s, cs, hook, o
+}
+
 func record(key, app string, created time.Time) notify.Record {
 	return notify.Record{Delivery: notify.Delivery{ID: notify.DeliveryID(key), Key: key, App: app, Service: "slack", Recipient: "#c",
 		Notification: notify.Notification{Message: key}}, State: notify.StatePending, CreatedAt: created, UpdatedAt: created}
@@ -425,11 +437,7 @@ func TestConfigMapStoreAbsent(t *testing.T) {
 // while a record does not fit, Enqueue fails and nothing is sent, however
 // often the notifier retries; once there is room, it is sent once.
 func TestOutboxOnAFullConfigMapShardSendsNothingTwice(t *testing.T) {
-	s, _ := kubeStore(t)
-	s.Shards = 1
-	hook := newFlakyWebhook(t, 0)
-	o := fastOutbox(s, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
-	runOutbox(t, o)
+	s, _, hook, o := runHookOutboxOnKube(t)
 	ctx := t.Context()
 	warm, _, err := o.Enqueue(ctx, hookDelivery("warm-up", "argocd/warm-up", `{}`))
 	if err != nil {

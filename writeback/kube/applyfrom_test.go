@@ -37,15 +37,7 @@ func TestApplyFromCachedCopy(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	ns := env.CreateNamespace(t, "wbcache")
 	for _, name := range []string{"fresh", "stale"} {
-		createApp(t, dyn, ns, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: `+name+`}
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source: {repoURL: https://git.example.com/shop.git, path: deploy, kustomize: {images: ["nginx:1.0.0"]}}
-`)
+		createNginxApp(t, dyn, ns, name)
 	}
 	apps := dyn.Resource(watcher.ApplicationsResource).Namespace(ns)
 	read := func(name string) *unstructured.Unstructured {

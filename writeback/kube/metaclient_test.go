@@ -54,15 +54,7 @@ func TestMetaClientPatchesAndReadsMetadataOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := env.CreateNamespace(t, "wbmeta")
-	createApp(t, dyn, ns, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: web}
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source: {repoURL: https://git.example.com/shop.git, path: deploy, kustomize: {images: ["nginx:1.0.0"]}}
-`)
+	createNginxApp(t, dyn, ns, "web")
 	apps := dyn.Resource(watcher.ApplicationsResource).Namespace(ns)
 	read := func() *unstructured.Unstructured {
 		u, err := apps.Get(t.Context(), "web", metav1.GetOptions{})

@@ -14,6 +14,21 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
+// createNginxApp creates the Application name with one kustomize image,
+// nginx:1.0.0.
+func createNginxApp(t *testing.T, dyn dynamic.Interface, ns, name string) {
+	t.Helper()
+	createApp(t, dyn, ns, `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: `+name+`}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+  source: {repoURL: https://git.example.com/shop.git, path: deploy, kustomize: {images: ["nginx:1.0.0"]}}
+`)
+}
+
 func createApp(t *testing.T, dyn dynamic.Interface, ns, doc string) {
 	t.Helper()
 	var obj map[string]any
@@ -165,15 +180,7 @@ sources:
 func TestApplyRetriesOnConflict(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(env.Config)
 	ns := env.CreateNamespace(t, "wb")
-	createApp(t, dyn, ns, `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: shop}
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: shop}
-  source: {repoURL: https://git.example.com/shop.git, path: deploy, kustomize: {images: ["nginx:1.0.0"]}}
-`)
+	createNginxApp(t, dyn, ns, "shop")
 	other := 0
 	w := &Writer{Client: dyn, beforePatch: func() {
 		if other > 0 {
