@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
 // buildCrowsnest builds the binary under test from this module's
@@ -328,14 +329,7 @@ func httpGet(ctx context.Context, url string) (int, string, error) {
 	return resp.StatusCode, string(body), err
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+func freeAddr() (string, error) { return testenv.FreeAddr() }
 
 // tail returns the last n bytes of a file.
 func tail(path string, n int) string {

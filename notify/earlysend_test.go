@@ -51,12 +51,6 @@ func (s *slowStore) warmUp(t *testing.T, o *notify.Outbox, d notify.Delivery) {
 	s.mu.Unlock()
 }
 
-func (s *slowStore) logWrite(w string) {
-	s.mu.Lock()
-	s.writes = append(s.writes, w)
-	s.mu.Unlock()
-}
-
 func (s *slowStore) Writes() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -76,19 +70,30 @@ func (s *slowStore) Create(ctx context.Context, rec notify.Record) (bool, error)
 		}
 		s.creating.Add(-1)
 	}
+	// A write and its log line are one step to readers (Get).
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.failCreates.Add(-1) >= 0 {
-		s.logWrite("create failed " + string(rec.State))
+		s.writes = append(s.writes, "create failed "+string(rec.State))
 		return false, errors.New("etcdserver: request timed out")
 	}
 	made, err := s.MemoryStore.Create(ctx, rec)
-	s.logWrite(fmt.Sprintf("create %s made=%v", rec.State, made))
+	s.writes = append(s.writes, fmt.Sprintf("create %s made=%v", rec.State, made))
 	return made, err
 }
 
 func (s *slowStore) Update(ctx context.Context, rec notify.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	err := s.MemoryStore.Update(ctx, rec)
-	s.logWrite(fmt.Sprintf("update %s err=%v", rec.State, err))
+	s.writes = append(s.writes, fmt.Sprintf("update %s err=%v", rec.State, err))
 	return err
+}
+
+func (s *slowStore) Get(ctx context.Context, id string) (notify.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.MemoryStore.Get(ctx, id)
 }
 
 // A new delivery is sent while its record is being written, not after:

@@ -3,7 +3,6 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -115,21 +114,8 @@ func (p *process) logTail() string {
 	return string(data)
 }
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1. The port is
-// released before the caller binds it, which is racy in theory; tests start
-// few processes, so a collision is rare and shows as a clear start error.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("finding a free port: not a TCP address")
-	}
-	return addr.Port, nil
-}
+// freePort is FreePort, for etcd's and kube-apiserver's ports.
+func freePort() (int, error) { return FreePort() }
 
 func hostPort(port int) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
 // daemon is one crowsnest replica: a `crowsnest run` process that the test
@@ -316,12 +317,11 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool) bool {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testenv.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 func httpGet(ctx context.Context, url string) (int, string) {
