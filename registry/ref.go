@@ -3,7 +3,9 @@ package registry
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/go-containerregistry/pkg/name"
 )
@@ -28,6 +30,40 @@ const (
 	ggcrDockerHub = name.DefaultRegistry
 )
 
+// invalidRef is an image reference that does not parse. Its message keeps
+// to one line: the parser's own error repeats the input, control
+// characters and all, and an error names its field on every line
+// (config validation joins errors by line).
+type invalidRef struct {
+	ref string
+	err error
+}
+
+func refError(ref string, err error) error { return &invalidRef{ref: ref, err: err} }
+
+func (e *invalidRef) Error() string {
+	return fmt.Sprintf("invalid image reference %q: %s", e.ref, escapeControl(e.err.Error()))
+}
+
+func (e *invalidRef) Unwrap() error { return e.err }
+
+// escapeControl writes control characters as Go escapes (\n, \x00).
+func escapeControl(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // ParseImage parses an image reference: registries with ports, nested
 // paths, tags and digests ("host:5000/a/b/c:1.2@sha256:...").
 func ParseImage(s string) (Image, error) {
@@ -43,23 +79,23 @@ func ParseImage(s string) (Image, error) {
 	}
 	repo, err := name.NewRepository(repoPart)
 	if err != nil {
-		return Image{}, fmt.Errorf("invalid image reference %q: %w", s, err)
+		return Image{}, refError(s, err)
 	}
 	if err := checkGrammar(repo, tag); err != nil {
-		return Image{}, fmt.Errorf("invalid image reference %q: %w", s, err)
+		return Image{}, refError(s, err)
 	}
 	img := Image{Repository: repo}
 	if tag != "" {
 		t, err := name.NewTag(repoPart + ":" + tag)
 		if err != nil {
-			return Image{}, fmt.Errorf("invalid image reference %q: %w", s, err)
+			return Image{}, refError(s, err)
 		}
 		img.Tag = t.TagStr()
 	}
 	if hasDigest {
 		d, err := name.NewDigest(repoPart + "@" + digest)
 		if err != nil {
-			return Image{}, fmt.Errorf("invalid image reference %q: %w", s, err)
+			return Image{}, refError(s, err)
 		}
 		img.Digest = d.DigestStr()
 	}

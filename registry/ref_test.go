@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -68,4 +69,16 @@ func FuzzParseImage(f *testing.F) {
 			t.Fatalf("round trip of %q: %q != %q", s, again.String(), img.String())
 		}
 	})
+}
+
+// A reference with control characters is refused in one line: the
+// parser's message repeats the input, and errors name their field per line.
+func TestParseImageErrorKeepsToOneLine(t *testing.T) {
+	_, err := ParseImage("0\n0")
+	if err == nil {
+		t.Fatal("parsed a reference with a newline")
+	}
+	if msg := err.Error(); strings.ContainsAny(msg, "\n\r") || !strings.Contains(msg, `0\n0`) {
+		t.Errorf("error %q: want one line naming the input escaped", msg)
+	}
 }
