@@ -331,7 +331,8 @@ func checkPorts(t *testing.T, r *rendered, d *appsv1.Deployment, flags map[strin
 }
 
 // checkMounts wants --config to name a key of the mounted ConfigMap,
-// --git-cache-dir on an emptyDir, and /tmp writable (SSH write-back writes
+// --git-cache-dir and --state-dir on an emptyDir (which outlives a
+// container restart, as the notification journal must), and /tmp writable (SSH write-back writes
 // a known_hosts file there) although the root filesystem is read-only.
 func checkMounts(t *testing.T, r *rendered, pod corev1.PodSpec, flags map[string]string) {
 	t.Helper()
@@ -363,7 +364,10 @@ func checkMounts(t *testing.T, r *rendered, pod corev1.PodSpec, flags map[string
 			t.Errorf("ConfigMap %s has no key %s", cm.Name, path.Base(cfgPath))
 		}
 	}
-	for _, p := range []string{flags["git-cache-dir"], "/tmp"} {
+	if flags["state-dir"] == "" {
+		t.Error("the daemon runs without --state-dir: a restarted container would send again the notifications its predecessor sent and did not record")
+	}
+	for _, p := range []string{flags["git-cache-dir"], flags["state-dir"], "/tmp"} {
 		m, v, ok := mountOf(p)
 		if !ok || v.EmptyDir == nil || m.ReadOnly {
 			t.Errorf("%q is not on a writable emptyDir volume", p)

@@ -14,8 +14,9 @@ const (
 	ResultFailed      = "failed"       // will be retried
 	ResultRateLimited = "rate_limited" // retried after the destination's Retry-After
 	ResultDead        = "dead"         // dead-lettered
-	// ResultConfirmed is a delivery found pending at start whose message
-	// the destination already had (Confirmer): recorded, not sent again.
+	// ResultConfirmed is a delivery whose message the destination already
+	// had (Confirmer) or the journal says was sent before a restart
+	// (Journal): recorded, not sent again.
 	ResultConfirmed = "confirmed"
 )
 

@@ -99,8 +99,12 @@ type Outbox struct {
 	// OnDeadLetter is called (outside locks) for each delivery given up on,
 	// so the controller can emit an Event.
 	OnDeadLetter func(Record)
-	Metrics      *Metrics
-	Logger       *slog.Logger
+	// Journal, when set, remembers each message sent until its delivered
+	// state is recorded, so a process restarted after a kill does not send
+	// it again (see Journal).
+	Journal *Journal
+	Metrics *Metrics
+	Logger  *slog.Logger
 	// Now is the clock for record times; nil is time.Now.
 	Now func() time.Time
 
@@ -546,8 +550,12 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 			rec.Attempts++
 			rec.DoneAt, rec.NextAttempt = now, time.Time{}
 			// A crash repeats only messages sent and not yet recorded:
-			// at most MaxUnrecorded of them.
-			o.save(ctx, log, rec)
+			// at most MaxUnrecorded of them, and with a Journal only
+			// those whose answer was not read yet.
+			o.Journal.Sent(rec, receipt)
+			if o.save(ctx, log, rec) {
+				o.Journal.Recorded(rec)
+			}
 			<-o.unrecorded
 			o.settle(rec)
 			o.Metrics.attempt(rec.Service, rec.Trigger, result, took)
@@ -599,11 +607,28 @@ func (o *Outbox) send(ctx context.Context, rec Record) (Receipt, error) {
 	return svc.Send(withRedelivery(WithDeliveryID(ctx, rec.ID), rec.Redeliveries), rec.Notification, rec.Destination())
 }
 
-// confirmed asks the destination of a delivery found pending at Start
-// whether it already has the message, when its service can tell
-// (Confirmer), and records the delivery if so. It reports whether rec
+// confirmed records rec as delivered when the Journal says its message
+// was sent, or, for a delivery an earlier process may have sent, when its
+// destination says it has the message (Confirmer). It reports whether rec
 // needs no send.
 func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record) bool {
+	if receipt, ok := o.Journal.Lookup(rec); ok {
+		now := o.Now()
+		receipt.Detail = strings.TrimSpace("sent before a restart (local journal), not sent again; " + receipt.Detail)
+		rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
+		rec.Attempts = max(rec.Attempts, 1)
+		rec.UpdatedAt, rec.DoneAt, rec.NextAttempt = now, now, time.Time{}
+		o.mu.Lock()
+		delete(o.recovered, rec.ID)
+		o.mu.Unlock()
+		if o.save(ctx, log, rec) {
+			o.Journal.Recorded(rec)
+		}
+		o.settle(rec)
+		o.Metrics.attempt(rec.Service, rec.Trigger, ResultConfirmed, 0)
+		log.Info("notification sent before a restart (local journal), recorded, not sent again", "receipt", receipt.ID)
+		return true
+	}
 	o.mu.Lock()
 	recovered := o.recovered[rec.ID]
 	delete(o.recovered, rec.ID)
@@ -674,8 +699,9 @@ func (p pacedService) RateLimit() RateLimit { return p.rl }
 // deleted) is created as it stands, again while the store is full: the
 // record stays held meanwhile, so nothing sends it again. It gives up
 // only when the outbox stops and one more try fails; a sent delivery is
-// then sent again after the restart (the at-least-once window).
-func (o *Outbox) save(ctx context.Context, log *slog.Logger, rec Record) {
+// then sent again after the restart (the at-least-once window) unless the
+// Journal has it. It reports whether the store took rec.
+func (o *Outbox) save(ctx context.Context, log *slog.Logger, rec Record) bool {
 	o.awaitCreate(rec.ID)
 	delay := saveRetryBaseDelay
 	existed := false
@@ -696,10 +722,10 @@ func (o *Outbox) save(ctx context.Context, log *slog.Logger, rec Record) {
 		cancel()
 		switch {
 		case err == nil:
-			return
+			return true
 		case errors.Is(err, ErrNotFound) || ctx.Err() != nil:
 			log.Error("recording delivery state failed", "state", rec.State, "err", err)
-			return
+			return false
 		}
 		log.Warn("recording delivery state failed; retrying", "state", rec.State, "err", err, "retryIn", delay)
 		sleep(ctx, delay) // cancelled: one more try above, then give up

@@ -122,6 +122,8 @@ func applyInstall(t *testing.T, overlay string, edit func([]*unstructured.Unstru
 			value = p
 		case "--git-cache-dir":
 			value = filepath.Join(dir, "git")
+		case "--state-dir":
+			value = filepath.Join(dir, "state")
 		case "--metrics-bind-address", "--webhook-bind-address":
 			value = freeAddr(t)
 		case "--health-probe-bind-address":

@@ -60,6 +60,7 @@ type runOptions struct {
 	pprofAddr               string
 	dryRun                  bool
 	gitCacheDir             string
+	stateDir                string
 	argocdNamespace         string
 	gitSSHKnownHosts        string
 	leaderElect             bool
@@ -119,6 +120,7 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof/ profiles (for profiling, e.g. 127.0.0.1:6060); "0" disables it`)
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates and notifications; write and send nothing")
 	f.StringVar(&o.gitCacheDir, "git-cache-dir", filepath.Join(os.TempDir(), "crowsnest-git"), "where Git write-back keeps its clones")
+	f.StringVar(&o.stateDir, "state-dir", "", "where crowsnest keeps what must outlive the process (not the pod): the journal of notifications sent and not yet recorded, so a restarted container does not send them again; empty disables it (the shipped manifests use an emptyDir)")
 	f.StringVar(&o.argocdNamespace, "argocd-namespace", "argocd", "namespace of Argo CD's repository credential Secrets")
 	f.StringVar(&o.gitSSHKnownHosts, "git-ssh-known-hosts", "", "known_hosts file of SSH Git servers to trust besides Argo CD's argocd-ssh-known-hosts-cm")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", ":8082", `address of the registry webhook receiver (/webhooks/registry/<source>), served when registries.webhook.sources are configured; "0" disables it`)
@@ -389,6 +391,12 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	notifier, outbox, err := newNotifications(ctx, cfg, notifyClient, o.ownNamespace(cfg), o.dryRun, reg, log)
 	if err != nil {
 		return err
+	}
+	if o.stateDir != "" && !o.dryRun {
+		if outbox.Journal, err = notify.OpenJournal(o.stateDir, log); err != nil {
+			return fmt.Errorf("--state-dir: %w", err)
+		}
+		defer func() { _ = outbox.Journal.Close() }()
 	}
 	notifier.Synced = controller.SourcesSynced(engine.Sources)
 	notifier.Project = controller.EngineProject(engine)

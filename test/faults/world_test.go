@@ -241,12 +241,13 @@ func (w *world) appClient() dynamic.ResourceInterface {
 	return w.dyn.Resource(watcher.ApplicationsResource).Namespace(w.ns)
 }
 
-// daemon prepares a crowsnest replica for this world, with a Git cache of
-// its own (replicas are separate pods).
+// daemon prepares a crowsnest replica for this world, with a Git cache and
+// a state directory of its own, as the shipped manifests give each pod
+// (an emptyDir, which a restarted container keeps).
 func (w *world) daemon(t *testing.T, name string) *daemon {
 	t.Helper()
 	return newDaemon(t, name, "--kubeconfig", w.kubeconfig, "--config", w.cfgPath, "--namespace", w.ns,
-		"--git-cache-dir", filepath.Join(w.dir, "git-cache-"+name))
+		"--git-cache-dir", filepath.Join(w.dir, "git-cache-"+name), "--state-dir", filepath.Join(w.dir, "state-"+name))
 }
 
 // tally is what a scenario achieved, measured from the outside: the
