@@ -95,11 +95,16 @@ type Engine struct {
 	apps     map[string]*watcher.App
 	projects map[string]*watcher.Project
 
-	synced   atomic.Bool
-	leading  atomic.Bool
-	working  atomic.Bool
-	inFlight atomic.Int64
-	health   func() error
+	synced atomic.Bool
+	// workingSince is when the workers first started (unix nanoseconds);
+	// firstPassDone is set once the queue first ran dry after it
+	// (InFirstPass).
+	workingSince  atomic.Int64
+	firstPassDone atomic.Bool
+	leading       atomic.Bool
+	working       atomic.Bool
+	inFlight      atomic.Int64
+	health        func() error
 }
 
 // Idle reports whether the engine has synced and has nothing to do now:
@@ -109,6 +114,35 @@ type Engine struct {
 func (e *Engine) Idle() bool {
 	e.init()
 	return e.synced.Load() && e.queue.Len() == 0 && e.inFlight.Load() == 0
+}
+
+// MaxFirstPass bounds how long InFirstPass holds: a first pass that does
+// not end (keys failing and retried for good) stops holding back tag list
+// refreshes after this.
+const MaxFirstPass = 10 * time.Minute
+
+// InFirstPass reports whether the engine is in its first pass over the
+// Applications: from the start until its queue first runs dry (Idle) once
+// it works (leads), for at most MaxFirstPass after it started working. Meanwhile a
+// repository's tag list read by the pass serves all of it: reconciles and
+// the poller do not list the tags again because the pass outlasted the tag
+// cache or the poll interval (a tag pushed meanwhile still arrives by
+// webhook, or with the poll after the pass).
+func (e *Engine) InFirstPass() bool {
+	e.init()
+	if e.firstPassDone.Load() {
+		return false
+	}
+	since := e.workingSince.Load()
+	if since == 0 {
+		return true
+	}
+	if (e.working.Load() && e.Idle()) || time.Since(time.Unix(0, since)) > MaxFirstPass {
+		e.firstPassDone.Store(true)
+		e.Log.Debug("first pass over the Applications done")
+		return false
+	}
+	return true
 }
 
 var _ watcher.Handler = (*Engine)(nil)
@@ -216,6 +250,7 @@ func (e *Engine) waitSynced(ctx context.Context) bool {
 // runWorkers reconciles until ctx is cancelled, then shuts the queue down
 // and waits for in-flight reconciles.
 func (e *Engine) runWorkers(ctx context.Context) {
+	e.workingSince.CompareAndSwap(0, time.Now().UnixNano())
 	e.working.Store(true)
 	defer e.working.Store(false)
 	var wg sync.WaitGroup

@@ -251,3 +251,38 @@ func TestProjectChangeRequeuesItsApplications(t *testing.T) {
 		t.Errorf("an application of another project was reconciled %d times, want 1", n)
 	}
 }
+
+// The first pass lasts until the queue first runs dry: while reconciles
+// of the Applications found at start still wait or run, and not after,
+// even when more work comes.
+func TestEngineFirstPassEndsWhenTheQueueFirstRunsDry(t *testing.T) {
+	release := make(chan struct{})
+	var done atomic.Int32
+	e := &controller.Engine{
+		Sources: []controller.Source{fileSource(t, "a", "b", "c")},
+		Workers: 1,
+		Reconciler: controller.ReconcilerFunc(func(context.Context, controller.Request) (controller.Result, error) {
+			<-release
+			done.Add(1)
+			return controller.Result{}, nil
+		}),
+	}
+	if !e.InFirstPass() {
+		t.Fatal("InFirstPass is false before the engine started")
+	}
+	runEngine(t, e)
+	release <- struct{}{} // one of three reconciled
+	waitFor(t, "the first reconcile", func() bool { return done.Load() == 1 })
+	if !e.InFirstPass() {
+		t.Error("InFirstPass is false with two Applications of the first pass still queued")
+	}
+	close(release)
+	waitFor(t, "the first pass to end", func() bool { return !e.InFirstPass() })
+	if n := done.Load(); n != 3 {
+		t.Errorf("first pass ended after %d of 3 reconciles", n)
+	}
+	e.Enqueue("argocd/a")
+	if e.InFirstPass() {
+		t.Error("InFirstPass is true again after new work came")
+	}
+}

@@ -67,7 +67,12 @@ type ImageReconciler struct {
 	// Poller, when set, polls the repositories in use; wire its OnChange
 	// to RepoChanged.
 	Poller *registry.Poller
-	Writer ImageWriter
+	// FirstPass, when set, reports whether the engine's first pass runs
+	// (Engine.InFirstPass): meanwhile a tag list read earlier in the pass
+	// is used however old, so a pass longer than the tag cache lists each
+	// repository once.
+	FirstPass func() bool
+	Writer    ImageWriter
 	// Windows returns the sync windows in force (config and AppProjects).
 	Windows func() windows.Set
 	// BrokenProject, when set, says why an AppProject's sync windows do
@@ -335,6 +340,10 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 	ctx, cancel := context.WithTimeout(ctx, defaultSelectionTimeout)
 	defer cancel()
 	out := make(map[string]imageupdate.Selection, len(spec.Images))
+	var maxAge time.Duration // the tag cache's TTL
+	if r.FirstPass != nil && r.FirstPass() {
+		maxAge = MaxFirstPass
+	}
 	for i := range spec.Images {
 		img := &spec.Images[i]
 		pol, err := policy.Compile(img.Ref.Repo(), img.Policy)
@@ -346,7 +355,7 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 		if img.PullSecret != "" && r.RegistryFor != nil {
 			client = r.RegistryFor(img.PullSecret)
 		}
-		tags, err := client.Tags(ctx, img.Ref.Repository, 0)
+		tags, err := client.Tags(ctx, img.Ref.Repository, maxAge)
 		if err != nil {
 			out[img.Alias] = imageupdate.Selection{Err: err}
 			continue

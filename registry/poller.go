@@ -44,6 +44,10 @@ type RepoChange struct {
 const (
 	DefaultPollInterval    = 2 * time.Minute
 	DefaultPollConcurrency = 4
+	// HoldMaxAge is the oldest tag list a first poll takes while Hold
+	// holds; holdRecheck is how often held polls ask Hold again.
+	HoldMaxAge  = 10 * time.Minute
+	holdRecheck = time.Second
 )
 
 // Poller polls the repositories in use, each on its interval, and reports
@@ -57,8 +61,15 @@ type Poller struct {
 	Concurrency int
 	// OnChange receives changes; it should hand them to a queue, not block.
 	OnChange func(ctx context.Context, ch RepoChange)
-	Metrics  *Metrics
-	Log      *slog.Logger
+	// Hold, when set and true, holds back the polls after a repository's
+	// first while the engine still works through its first pass: a pass
+	// longer than the poll interval would list every repository again
+	// before it used the first list. The first poll then takes the list the
+	// pass read, however old (up to HoldMaxAge). A webhook's refresh is
+	// never held.
+	Hold    func() bool
+	Metrics *Metrics
+	Log     *slog.Logger
 	// Now is the clock for schedules; nil is time.Now.
 	Now func() time.Time
 
@@ -231,6 +242,7 @@ func (p *Poller) due() ([]string, time.Duration) {
 	now := p.Now()
 	var due []string
 	wait := idleWait
+	holding := -1 // not asked yet
 	for key, r := range p.repos {
 		if r.polling {
 			continue
@@ -238,6 +250,18 @@ func (p *Poller) due() ([]string, time.Duration) {
 		if d := r.next.Sub(now); d > 0 {
 			wait = min(wait, d)
 			continue
+		}
+		if r.polled && !r.refreshed && p.Hold != nil {
+			if holding < 0 {
+				holding = 0
+				if p.Hold() {
+					holding = 1
+				}
+			}
+			if holding == 1 {
+				wait = min(wait, holdRecheck)
+				continue
+			}
 		}
 		r.polling = true
 		due = append(due, key)
@@ -270,12 +294,17 @@ func (p *Poller) poll(ctx context.Context, key string) {
 	// The first poll only records a baseline: it takes the tag list the
 	// client cached for the reconciles that just selected from it (one list
 	// per repository on a cold start, and no tag slips in between their view
-	// and the baseline). Later polls always ask the registry.
+	// and the baseline), however old while Hold holds. Later polls always
+	// ask the registry.
 	maxAge := time.Duration(-1)
-	if !r.polled {
-		maxAge = 0
-	}
+	first := !r.polled
 	p.mu.Unlock()
+	if first {
+		maxAge = 0
+		if p.Hold != nil && p.Hold() {
+			maxAge = HoldMaxAge
+		}
+	}
 
 	tags, digests, err := p.fetch(ctx, repo, in, maxAge)
 	ch, changed := p.record(ctx, key, r, tags, digests, err)

@@ -278,3 +278,53 @@ func TestPollerBaselineSharesTheReconcilesList(t *testing.T) {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }
+
+// While Hold holds (the engine's first pass), a repository's first poll
+// takes the list the pass read however old, and it is not polled again on
+// its interval; a webhook's refresh still is. Once Hold lets go, the held
+// poll happens.
+func TestPollerHoldKeepsOneListPerRepositoryThroughALongFirstPass(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	reg.Push(t, "a:1.0", testreg.Image(t, t0, ""))
+	reg.Push(t, "b:1.0", testreg.Image(t, t0, ""))
+	clock := &fakeClock{now: t0}
+	c := &Client{Hosts: fastHosts, Now: clock.Now, TagTTL: time.Minute}
+	var holding sync.Map
+	holding.Store("hold", true)
+	log := &changeLog{}
+	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, OnChange: log.on,
+		Hold: func() bool { v, _ := holding.Load("hold"); return v.(bool) }}
+	a, b := reg.Host()+"/a", reg.Host()+"/b"
+
+	for _, r := range []string{"a", "b"} { // the pass reads both lists
+		if _, err := c.Tags(t.Context(), repoOf(t, reg, r), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Add(3 * time.Minute) // the pass outlasts the tag cache and the interval
+	p.SetInterests(map[string]Interest{a: {}, b: {}})
+	cycle(t.Context(), p)
+	if n := reg.Count("list", ""); n != 2 {
+		t.Fatalf("%d tag lists after the baseline polls during the pass, want the pass's 2", n)
+	}
+	clock.Add(2 * time.Minute)
+	if due, _ := p.due(); len(due) != 0 {
+		t.Errorf("polled %v again on the interval while the first pass runs", due)
+		p.pollAll(t.Context(), due)
+	}
+	reg.Push(t, "a:1.1", testreg.Image(t, t0.Add(time.Hour), "")) // resets the counts
+	p.Refresh(a)
+	cycle(t.Context(), p)
+	if n := reg.Count("list", ""); n != 1 {
+		t.Errorf("%d tag lists for a webhook's refresh during the pass, want 1", n)
+	}
+	if ch := log.take(); len(ch) != 1 || ch[0].Repo != a || !ch[0].Refreshed {
+		t.Errorf("changes after the refresh = %+v, want a's", ch)
+	}
+
+	holding.Store("hold", false)
+	due, _ := p.due()
+	if diff := cmp.Diff([]string{b}, due); diff != "" {
+		t.Errorf("due once the pass ended (-want +got):\n%s", diff)
+	}
+}

@@ -333,6 +333,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		timer.Apps = dyn
 	}
 	regs.poller.OnChange = images.RepoChanged
+	// One tag list per repository serves the whole first pass, however
+	// long it takes.
+	images.FirstPass, regs.poller.Hold = engine.InFirstPass, engine.InFirstPass
 	engine.Reconciler = images
 	var (
 		local      *localApps
