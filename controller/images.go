@@ -116,6 +116,8 @@ type ImageReconciler struct {
 	// reconcile while it stays.
 	said    map[saidKey]string
 	intents intents
+	// selections remembers selections per image, policy and tag list.
+	selections selectionMemo
 }
 
 // saidKey names one kind of report about one Application.
@@ -360,7 +362,7 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 			out[img.Alias] = imageupdate.Selection{Err: err}
 			continue
 		}
-		res, err := pol.Select(ctx, tags, client.MetadataFunc(img.Ref.Repository, pol.Platforms()))
+		res, err := r.selections.selectTag(ctx, client, img.Ref.Repo(), img.Policy, pol, tags, client.MetadataFunc(img.Ref.Repository, pol.Platforms()))
 		out[img.Alias] = imageupdate.Selection{Result: res, Err: err}
 		r.Log.Debug("version selected", "app", key, "image", img.Alias, "tag", res.Tag, "error", err)
 	}

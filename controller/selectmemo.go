@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
+)
+
+// maxSelectionMemo bounds the selections remembered; past it the memo
+// starts afresh.
+const maxSelectionMemo = 16384
+
+// selectionMemo remembers, per registry client, image and policy, the
+// last selection and the tag list it was made from. Applications that
+// share an image and policy (often dozens; a wave of them on a cold
+// start) then select once per tag list instead of once each: a selection
+// parses and ranks every tag. Only policies that read no metadata are
+// remembered (semver, alphabetical, without platforms), whose selection
+// depends on the tags alone. A tag list is the client's cached slice,
+// replaced (never changed) when listed again, so the same slice means
+// the same list.
+type selectionMemo struct {
+	mu sync.Mutex
+	m  map[memoKey]*memoEntry
+}
+
+type memoKey struct {
+	client *registry.Client
+	image  string
+	spec   string
+}
+
+type memoEntry struct {
+	tags []string
+	res  policy.Result
+	err  error
+}
+
+// specKey spells a policy spec as a map key; ok is false for a spec
+// whose selection reads metadata.
+func specKey(s policy.Spec) (string, bool) {
+	if len(s.Platforms) > 0 {
+		return "", false
+	}
+	switch policy.Strategy(s.Strategy) {
+	case policy.StrategyNewestBuild, policy.StrategyDigest, "latest":
+		return "", false
+	}
+	return strings.Join(append([]string{s.Strategy, s.Constraint, s.AllowTags, s.Extract, s.ExtractOrder}, s.IgnoreTags...), "\x00"), true
+}
+
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
+// selectTag returns pol's selection from tags, remembered for the same
+// client, image, spec and tag list.
+func (m *selectionMemo) selectTag(ctx context.Context, client *registry.Client, image string, spec policy.Spec, pol *policy.Policy,
+	tags []string, meta policy.MetadataFunc) (policy.Result, error) {
+	sk, ok := specKey(spec)
+	if !ok || pol.NeedsMetadata() {
+		return pol.Select(ctx, tags, meta)
+	}
+	key := memoKey{client: client, image: image, spec: sk}
+	m.mu.Lock()
+	if e := m.m[key]; e != nil && sameSlice(e.tags, tags) {
+		m.mu.Unlock()
+		return e.res, e.err
+	}
+	m.mu.Unlock()
+	res, err := pol.Select(ctx, tags, meta)
+	if ctx.Err() != nil {
+		return res, err // a cancelled selection says nothing about the tags
+	}
+	m.mu.Lock()
+	if m.m == nil || len(m.m) >= maxSelectionMemo {
+		m.m = map[memoKey]*memoEntry{}
+	}
+	m.m[key] = &memoEntry{tags: tags, res: res, err: err}
+	m.mu.Unlock()
+	return res, err
+}

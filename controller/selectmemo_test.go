@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
+)
+
+func TestSelectionMemoSelectsOncePerTagList(t *testing.T) {
+	tags := make([]string, 200)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("1.%d.%d", i/10, i%10)
+	}
+	spec := policy.Spec{Constraint: "~1.3"}
+	pol, err := policy.Compile("reg.example/app", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &registry.Client{}
+	var m selectionMemo
+	ctx := context.Background()
+	sel := func(tags []string) policy.Result {
+		t.Helper()
+		res, err := m.selectTag(ctx, client, "reg.example/app", spec, pol, tags, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if got := sel(tags).Tag; got != "1.3.9" {
+		t.Fatalf("selected %q, want 1.3.9", got)
+	}
+	// The same list again: answered from the memo, without ranking the
+	// 200 tags again (which allocates an entry per tag).
+	if allocs := testing.AllocsPerRun(20, func() { sel(tags) }); allocs > 2 {
+		t.Errorf("a repeated selection allocated %v times: it ranked the tags again", allocs)
+	}
+	// A new list (the cache listed again) is selected from afresh, even
+	// when it differs only in content.
+	relisted := append([]string(nil), tags...)
+	relisted[0] = "1.3.10"
+	if got := sel(relisted).Tag; got != "1.3.10" {
+		t.Errorf("selected %q from a new list with 1.3.10, want 1.3.10", got)
+	}
+	// Another policy on the same list has its own answer.
+	other := policy.Spec{Constraint: "~1.2"}
+	pol2, err := policy.Compile("reg.example/app", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := m.selectTag(ctx, client, "reg.example/app", other, pol2, relisted, nil); err != nil || res.Tag != "1.2.9" {
+		t.Errorf("~1.2 selected %q, %v; want 1.2.9", res.Tag, err)
+	}
+}
+
+func TestSelectionMemoLeavesMetadataPoliciesAlone(t *testing.T) {
+	for _, s := range []policy.Spec{{Strategy: "newest-build"}, {Strategy: "latest"}, {Strategy: "digest", Constraint: "main"}, {Platforms: []string{"linux/arm64"}}} {
+		if _, ok := specKey(s); ok {
+			t.Errorf("spec %+v would be remembered, but its selection reads metadata", s)
+		}
+	}
+	if _, ok := specKey(policy.Spec{Strategy: "alphabetical"}); !ok {
+		t.Error("an alphabetical spec is not remembered")
+	}
+}
