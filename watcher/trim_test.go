@@ -2,6 +2,7 @@ package watcher_test
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -143,5 +144,32 @@ func TestAppFromObject(t *testing.T) {
 				t.Errorf("view (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Two Applications in the cache share their keys' and short values'
+// storage instead of each holding copies, and keep every kept value.
+func TestTrimApplicationSharesStrings(t *testing.T) {
+	a, b := trimmed(t, multiSourceYAML), trimmed(t, appYAML)
+	if diff := cmp.Diff(mustParse(t, appYAML).Object["spec"], b.Object["spec"]); diff != "" {
+		t.Errorf("the trimmed spec differs from the document's (-doc +trimmed):\n%s", diff)
+	}
+	keyOf := func(m map[string]any, want string) string {
+		for k := range m {
+			if k == want {
+				return k
+			}
+		}
+		t.Fatalf("no key %q", want)
+		return ""
+	}
+	ka, kb := keyOf(a.Object, "metadata"), keyOf(b.Object, "metadata")
+	if unsafe.StringData(ka) != unsafe.StringData(kb) {
+		t.Error(`each trimmed Application holds its own "metadata" key`)
+	}
+	va, _, _ := unstructured.NestedString(a.Object, "metadata", "namespace")
+	vb, _, _ := unstructured.NestedString(b.Object, "metadata", "namespace")
+	if va != vb || unsafe.StringData(va) != unsafe.StringData(vb) {
+		t.Errorf("metadata.namespace %q and %q are not shared between the two", va, vb)
 	}
 }
