@@ -65,6 +65,10 @@ type journalEntry struct {
 	Redeliveries int    `json:"r,omitempty"`
 	Receipt      string `json:"receipt,omitempty"`
 	Detail       string `json:"detail,omitempty"`
+	Skipped      bool   `json:"skipped,omitempty"`
+	// Recorded cancels the entry before it: the delivery's state is in
+	// the store, and a later delivery with the same key is a new message.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 func (e journalEntry) key() journalKey { return journalKey{e.ID, e.Redeliveries} }
@@ -97,6 +101,12 @@ func OpenJournal(dir string, logger *slog.Logger) (*Journal, error) {
 		return nil, fmt.Errorf("state directory %s: locking %s: %w", dir, journalLockFile, err)
 	}
 	j := &Journal{dir: dir, logger: logger, now: time.Now, lock: lock, entries: map[journalKey]journalEntry{}}
+	// Rewrites a killed process left half done.
+	if leftovers, err := filepath.Glob(filepath.Join(dir, journalFile+".*")); err == nil {
+		for _, f := range leftovers {
+			_ = os.Remove(f)
+		}
+	}
 	bad, err := j.load()
 	if err != nil {
 		_ = lock.Close()
@@ -138,7 +148,10 @@ func (j *Journal) load() (int, error) {
 			bad++
 			continue
 		}
-		if e.At >= oldest {
+		switch {
+		case e.Recorded:
+			delete(j.entries, e.key())
+		case e.At >= oldest:
 			j.entries[e.key()] = e
 		}
 	}
@@ -196,17 +209,27 @@ func (j *Journal) Sent(rec Record, receipt Receipt) {
 	if j == nil {
 		return
 	}
-	e := journalEntry{At: j.now().UnixMilli(), ID: rec.ID, Redeliveries: rec.Redeliveries, Receipt: receipt.ID, Detail: receipt.Detail}
-	line, _ := json.Marshal(e)
+	e := journalEntry{At: j.now().UnixMilli(), ID: rec.ID, Redeliveries: rec.Redeliveries,
+		Receipt: receipt.ID, Detail: receipt.Detail, Skipped: receipt.Skipped}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.entries[e.key()] = e
+	j.appendLocked(e)
+}
+
+// appendLocked writes e to the file, rewriting it first when it holds
+// mostly settled entries; j.mu is held.
+func (j *Journal) appendLocked(e journalEntry) {
 	if j.lines >= max(journalMinCompact, 4*len(j.entries)) {
 		if err := j.compactLocked(); err != nil {
 			j.failedLocked(err)
 			return
 		}
+		if e.Recorded {
+			return // the rewrite left the entry out
+		}
 	}
+	line, _ := json.Marshal(e)
 	if _, err := j.f.Write(append(line, '\n')); err != nil {
 		j.failedLocked(err)
 		return
@@ -222,16 +245,22 @@ func (j *Journal) failedLocked(err error) {
 	j.failing = true
 }
 
-// Recorded forgets rec: its delivered state is in the store. The file
-// keeps the entry until its next rewrite; read again, it is harmless (the
-// store says delivered, or the same message re-fired is not sent twice).
+// Recorded forgets rec: its delivered state is in the store. A line
+// saying so cancels the entry for the next process too: a later delivery
+// with the same key (the store forgot the record, a local-mode restart
+// counts from 1 again) is a new message, which must be sent.
 func (j *Journal) Recorded(rec Record) {
 	if j == nil {
 		return
 	}
+	k := journalKey{rec.ID, rec.Redeliveries}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	delete(j.entries, journalKey{rec.ID, rec.Redeliveries})
+	if _, ok := j.entries[k]; !ok {
+		return
+	}
+	delete(j.entries, k)
+	j.appendLocked(journalEntry{At: j.now().UnixMilli(), ID: rec.ID, Redeliveries: rec.Redeliveries, Recorded: true})
 }
 
 // Lookup returns the receipt of rec's message when the journal holds it:
@@ -246,7 +275,7 @@ func (j *Journal) Lookup(rec Record) (Receipt, bool) {
 	if !ok || e.At < j.now().Add(-JournalKeep).UnixMilli() {
 		return Receipt{}, false
 	}
-	return Receipt{ID: e.Receipt, Detail: e.Detail}, true
+	return Receipt{ID: e.Receipt, Detail: e.Detail, Skipped: e.Skipped}, true
 }
 
 // Close closes the journal's file and releases its lock.

@@ -179,3 +179,38 @@ func TestJournalDropsOldAndBrokenLinesAndStaysSmall(t *testing.T) {
 		t.Errorf("journal file has %d lines after 5000 recorded messages, want it rewritten to stay near 1024", n)
 	}
 }
+
+// A message recorded in the store is out of the journal for good: the
+// next process (a restart) does not take a later message with the same
+// key for it, which would record that message as delivered unsent.
+func TestJournalRecordedStaysForgottenAcrossARestart(t *testing.T) {
+	dir := t.TempDir()
+	j, err := notify.OpenJournal(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := notify.Record{Delivery: notify.Delivery{ID: "aaaa"}}
+	pending := notify.Record{Delivery: notify.Delivery{ID: "bbbb"}}
+	skipped := notify.Record{Delivery: notify.Delivery{ID: "cccc"}}
+	j.Sent(recorded, notify.Receipt{ID: "204 No Content"})
+	j.Recorded(recorded)
+	j.Sent(pending, notify.Receipt{ID: "204 No Content"})
+	j.Sent(skipped, notify.Receipt{Skipped: true, Detail: "nothing for this service"})
+	if err := j.Close(); err != nil { // as a kill leaves it
+		t.Fatal(err)
+	}
+	next, err := notify.OpenJournal(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = next.Close() })
+	if _, ok := next.Lookup(recorded); ok {
+		t.Error("a message recorded before the restart is in the journal again")
+	}
+	if _, ok := next.Lookup(pending); !ok {
+		t.Error("a message sent and not recorded before the restart is not in the journal")
+	}
+	if r, ok := next.Lookup(skipped); !ok || !r.Skipped {
+		t.Errorf("a skipped send reads back as %+v, %v; want it skipped", r, ok)
+	}
+}
