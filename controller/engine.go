@@ -79,6 +79,10 @@ type Engine struct {
 	Workers        int
 	RetryBaseDelay time.Duration
 	RetryMaxDelay  time.Duration
+	// FirstPassSettle is how long the first pass lasts after each
+	// Application known at its start was reconciled once;
+	// DefaultFirstPassSettle if 0 (see InFirstPass).
+	FirstPassSettle time.Duration
 	// LeaderElection, when set, makes only the lease holder reconcile.
 	LeaderElection *LeaderElection
 	Metrics        *Metrics
@@ -97,14 +101,18 @@ type Engine struct {
 
 	synced atomic.Bool
 	// workingSince is when the workers first started (unix nanoseconds);
-	// firstPassDone is set once the queue first ran dry after it
-	// (InFirstPass).
-	workingSince  atomic.Int64
-	firstPassDone atomic.Bool
-	leading       atomic.Bool
-	working       atomic.Bool
-	inFlight      atomic.Int64
-	health        func() error
+	// firstPassLeft holds the keys known then and not reconciled since,
+	// firstPassAllAt when the last of them was; firstPassDone is set once
+	// the pass is over (InFirstPass).
+	workingSince   atomic.Int64
+	firstPassMu    sync.Mutex
+	firstPassLeft  map[string]struct{}
+	firstPassAllAt atomic.Int64
+	firstPassDone  atomic.Bool
+	leading        atomic.Bool
+	working        atomic.Bool
+	inFlight       atomic.Int64
+	health         func() error
 }
 
 // Idle reports whether the engine has synced and has nothing to do now:
@@ -117,17 +125,25 @@ func (e *Engine) Idle() bool {
 }
 
 // MaxFirstPass bounds how long InFirstPass holds: a first pass that does
-// not end (keys failing and retried for good) stops holding back tag list
-// refreshes after this.
+// not end stops holding back tag list refreshes after this.
 const MaxFirstPass = 10 * time.Minute
 
+// DefaultFirstPassSettle is how long the first pass lasts after every
+// Application known at its start was reconciled once: the reconciles its
+// own writes cause (each patched Application comes back from the watch)
+// belong to it. Five seconds covers the watch's lag on a loaded apiserver
+// (bench round 5 saw up to 1.7 s).
+const DefaultFirstPassSettle = 5 * time.Second
+
 // InFirstPass reports whether the engine is in its first pass over the
-// Applications: from the start until its queue first runs dry (Idle) once
-// it works (leads), for at most MaxFirstPass after it started working. Meanwhile a
-// repository's tag list read by the pass serves all of it: reconciles and
-// the poller do not list the tags again because the pass outlasted the tag
-// cache or the poll interval (a tag pushed meanwhile still arrives by
-// webhook, or with the poll after the pass).
+// Applications: from the start until every Application known when it
+// started working (leading) was reconciled once, and FirstPassSettle
+// after, however busy the engine stays; at most MaxFirstPass after it
+// started working. Meanwhile a repository's tag list read by the pass
+// serves all of it: reconciles and the poller do not list the tags again
+// because the pass outlasted the tag cache or the poll interval (a tag
+// pushed meanwhile still arrives by webhook, or with the poll after the
+// pass).
 func (e *Engine) InFirstPass() bool {
 	e.init()
 	if e.firstPassDone.Load() {
@@ -137,12 +153,50 @@ func (e *Engine) InFirstPass() bool {
 	if since == 0 {
 		return true
 	}
-	if (e.working.Load() && e.Idle()) || time.Since(time.Unix(0, since)) > MaxFirstPass {
+	allAt := e.firstPassAllAt.Load()
+	if (allAt != 0 && time.Since(time.Unix(0, allAt)) > e.FirstPassSettle) || time.Since(time.Unix(0, since)) > MaxFirstPass {
 		e.firstPassDone.Store(true)
 		e.Log.Debug("first pass over the Applications done")
 		return false
 	}
 	return true
+}
+
+// startFirstPass notes the keys the first pass must reconcile, once.
+func (e *Engine) startFirstPass() {
+	now := time.Now().UnixNano()
+	if !e.workingSince.CompareAndSwap(0, now) {
+		return
+	}
+	e.mu.RLock()
+	left := make(map[string]struct{}, len(e.apps))
+	for k := range e.apps {
+		left[k] = struct{}{}
+	}
+	e.mu.RUnlock()
+	e.firstPassMu.Lock()
+	e.firstPassLeft = left
+	e.firstPassMu.Unlock()
+	if len(left) == 0 {
+		e.firstPassAllAt.Store(now)
+	}
+}
+
+// firstPassReconciled notes that key was reconciled.
+func (e *Engine) firstPassReconciled(key string) {
+	if e.firstPassAllAt.Load() != 0 {
+		return
+	}
+	e.firstPassMu.Lock()
+	defer e.firstPassMu.Unlock()
+	if e.firstPassLeft == nil {
+		return
+	}
+	delete(e.firstPassLeft, key)
+	if len(e.firstPassLeft) == 0 {
+		e.firstPassLeft = nil
+		e.firstPassAllAt.Store(time.Now().UnixNano())
+	}
 }
 
 var _ watcher.Handler = (*Engine)(nil)
@@ -157,6 +211,9 @@ func (e *Engine) init() {
 		}
 		if e.RetryBaseDelay <= 0 {
 			e.RetryBaseDelay = DefaultRetryBaseDelay
+		}
+		if e.FirstPassSettle <= 0 {
+			e.FirstPassSettle = DefaultFirstPassSettle
 		}
 		if e.RetryMaxDelay <= 0 {
 			e.RetryMaxDelay = DefaultRetryMaxDelay
@@ -250,7 +307,7 @@ func (e *Engine) waitSynced(ctx context.Context) bool {
 // runWorkers reconciles until ctx is cancelled, then shuts the queue down
 // and waits for in-flight reconciles.
 func (e *Engine) runWorkers(ctx context.Context) {
-	e.workingSince.CompareAndSwap(0, time.Now().UnixNano())
+	e.startFirstPass()
 	e.working.Store(true)
 	defer e.working.Store(false)
 	var wg sync.WaitGroup
@@ -284,6 +341,7 @@ func (e *Engine) processNext(ctx context.Context) bool {
 	res, err := e.reconcileSafely(ctx, req)
 	result := e.handleResult(ctx, key, res, err)
 	e.Metrics.reconciled(result, time.Since(start).Seconds())
+	e.firstPassReconciled(key)
 	return true
 }
 

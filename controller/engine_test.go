@@ -252,17 +252,20 @@ func TestProjectChangeRequeuesItsApplications(t *testing.T) {
 	}
 }
 
-// The first pass lasts until the queue first runs dry: while reconciles
-// of the Applications found at start still wait or run, and not after,
-// even when more work comes.
-func TestEngineFirstPassEndsWhenTheQueueFirstRunsDry(t *testing.T) {
+// The first pass lasts until every Application known at the start was
+// reconciled once, and a settling moment after (for the reconciles its
+// own writes cause), however busy the engine stays.
+func TestEngineFirstPassEndsOnceEveryApplicationWasReconciled(t *testing.T) {
 	release := make(chan struct{})
 	var done atomic.Int32
 	e := &controller.Engine{
-		Sources: []controller.Source{fileSource(t, "a", "b", "c")},
-		Workers: 1,
-		Reconciler: controller.ReconcilerFunc(func(context.Context, controller.Request) (controller.Result, error) {
-			<-release
+		Sources:         []controller.Source{fileSource(t, "a", "b", "c")},
+		Workers:         1,
+		FirstPassSettle: 300 * time.Millisecond,
+		Reconciler: controller.ReconcilerFunc(func(_ context.Context, req controller.Request) (controller.Result, error) {
+			if req.Key != "argocd/busy" {
+				<-release
+			}
 			done.Add(1)
 			return controller.Result{}, nil
 		}),
@@ -274,15 +277,25 @@ func TestEngineFirstPassEndsWhenTheQueueFirstRunsDry(t *testing.T) {
 	release <- struct{}{} // one of three reconciled
 	waitFor(t, "the first reconcile", func() bool { return done.Load() == 1 })
 	if !e.InFirstPass() {
-		t.Error("InFirstPass is false with two Applications of the first pass still queued")
+		t.Error("InFirstPass is false with two Applications of the first pass not reconciled yet")
 	}
 	close(release)
+	waitFor(t, "the three reconciles", func() bool { return done.Load() >= 3 })
+	if !e.InFirstPass() {
+		t.Error("InFirstPass is false at once after the last reconcile: the reconciles its writes cause would list again")
+	}
+	// Work keeps coming (an engine never idle), and the pass still ends.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				e.Enqueue("argocd/busy")
+			}
+		}
+	}()
 	waitFor(t, "the first pass to end", func() bool { return !e.InFirstPass() })
-	if n := done.Load(); n != 3 {
-		t.Errorf("first pass ended after %d of 3 reconciles", n)
-	}
-	e.Enqueue("argocd/a")
-	if e.InFirstPass() {
-		t.Error("InFirstPass is true again after new work came")
-	}
 }

@@ -86,8 +86,11 @@ type polledRepo struct {
 	polled    bool
 	refreshed bool
 	polling   bool
-	tags      []string
-	digests   map[string]string
+	// baseline says newly tracked digests have none yet: that poll is
+	// never held, or a change meanwhile would become the baseline.
+	baseline bool
+	tags     []string
+	digests  map[string]string
 }
 
 func (p *Poller) init() {
@@ -143,7 +146,7 @@ func (p *Poller) SetInterests(interests map[string]Interest) {
 				r.next = now.Add(p.interval(in)) // a new interval starts now
 			}
 			if !slices.Equal(r.interest.TrackDigests, in.TrackDigests) {
-				r.next = now // a newly tracked digest needs a baseline
+				r.next, r.baseline = now, true // a newly tracked digest needs a baseline
 			}
 			r.interest = in
 			continue
@@ -251,7 +254,7 @@ func (p *Poller) due() ([]string, time.Duration) {
 			wait = min(wait, d)
 			continue
 		}
-		if r.polled && !r.refreshed && p.Hold != nil {
+		if r.polled && !r.refreshed && !r.baseline && p.Hold != nil {
 			if holding < 0 {
 				holding = 0
 				if p.Hold() {
@@ -290,7 +293,7 @@ func (p *Poller) poll(ctx context.Context, key string) {
 		return
 	}
 	repo, in, refreshed := r.repo, r.interest, r.refreshed
-	r.refreshed = false
+	r.refreshed, r.baseline = false, false
 	// The first poll only records a baseline: it takes the tag list the
 	// client cached for the reconciles that just selected from it (one list
 	// per repository on a cold start, and no tag slips in between their view

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -322,9 +323,22 @@ func TestPollerHoldKeepsOneListPerRepositoryThroughALongFirstPass(t *testing.T) 
 		t.Errorf("changes after the refresh = %+v, want a's", ch)
 	}
 
+	// A newly tracked digest (a digest-strategy Application met later in
+	// the pass) needs its baseline now: a push meanwhile would become it.
+	p.SetInterests(map[string]Interest{a: {}, b: {TrackDigests: []string{"1.0"}}})
+	if due, _ := p.due(); !slices.Contains(due, b) {
+		t.Errorf("due with a newly tracked digest during the pass = %v, want %s", due, b)
+	} else {
+		p.pollAll(t.Context(), due)
+	}
+
+	clock.Add(2 * time.Minute)
+	if due, _ := p.due(); len(due) != 0 {
+		t.Errorf("polled %v on the interval while the first pass runs", due)
+	}
 	holding.Store("hold", false)
 	due, _ := p.due()
-	if diff := cmp.Diff([]string{b}, due); diff != "" {
+	if diff := cmp.Diff([]string{a, b}, due); diff != "" {
 		t.Errorf("due once the pass ended (-want +got):\n%s", diff)
 	}
 }
