@@ -2,7 +2,7 @@ package controller
 
 import (
 	"context"
-	"strings"
+	"fmt"
 	"sync"
 
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -49,7 +49,8 @@ func specKey(s policy.Spec) (string, bool) {
 	case policy.StrategyNewestBuild, policy.StrategyDigest, "latest":
 		return "", false
 	}
-	return strings.Join(append([]string{s.Strategy, s.Constraint, s.AllowTags, s.Extract, s.ExtractOrder}, s.IgnoreTags...), "\x00"), true
+	// Quoted, so no field's content can pass for a separator.
+	return fmt.Sprintf("%q", append([]string{s.Strategy, s.Constraint, s.AllowTags, s.Extract, s.ExtractOrder}, s.IgnoreTags...)), true
 }
 
 func sameSlice(a, b []string) bool {
