@@ -1,7 +1,7 @@
 package watcher
 
 import (
-	"unique"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,7 +56,34 @@ func TrimApplication(obj any) (any, error) {
 
 // maxInterned is the longest string value compact interns; longer ones
 // (a notification's message, a last sync's error) are rarely shared.
-const maxInterned = 256
+// maxInternedStrings bounds the strings kept: past it the table starts
+// afresh (objects already cached keep what they hold).
+const (
+	maxInterned        = 256
+	maxInternedStrings = 1 << 16
+)
+
+// interned holds one copy of each string the cached objects repeat. Go's
+// unique package would drop a string at the first garbage collection
+// after no handle refers to it, so objects decoded later would hold
+// copies again.
+var interned = struct {
+	sync.Mutex
+	m map[string]string
+}{m: map[string]string{}}
+
+func intern(s string) string {
+	interned.Lock()
+	defer interned.Unlock()
+	if v, ok := interned.m[s]; ok {
+		return v
+	}
+	if len(interned.m) >= maxInternedStrings {
+		interned.m = make(map[string]string, maxInternedStrings/4)
+	}
+	interned.m[s] = s
+	return s
+}
 
 // compactMap returns a copy of m for the cache: maps sized to what they
 // hold (the decoder's grow as they fill), and keys and short strings
@@ -64,11 +91,15 @@ const maxInterned = 256
 // "metadata", "targetRevision", "Synced" or image name instead of each
 // holding its own. With 10,000 Applications the cache is a large part of
 // crowsnest's memory (the S3 benchmark). Numbers and booleans are kept
-// as they are.
+// as they are, and resourceVersion, new at every write, is not interned.
 func compactMap(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		out[unique.Make(k).Value()] = compactValue(v)
+		if s, ok := v.(string); ok && k == "resourceVersion" {
+			out[intern(k)] = s
+			continue
+		}
+		out[intern(k)] = compactValue(v)
 	}
 	return out
 }
@@ -85,7 +116,7 @@ func compactValue(v any) any {
 		return out
 	case string:
 		if len(t) <= maxInterned {
-			return unique.Make(t).Value()
+			return intern(t)
 		}
 	}
 	return v

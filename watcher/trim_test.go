@@ -1,6 +1,7 @@
 package watcher_test
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -172,4 +173,19 @@ func TestTrimApplicationSharesStrings(t *testing.T) {
 	if va != vb || unsafe.StringData(va) != unsafe.StringData(vb) {
 		t.Errorf("metadata.namespace %q and %q are not shared between the two", va, vb)
 	}
+}
+
+// The sharing outlives a garbage collection: an Application decoded after
+// one shares what the cache already holds.
+func TestTrimApplicationSharesStringsAcrossGC(t *testing.T) {
+	a := trimmed(t, multiSourceYAML)
+	runtime.GC()
+	runtime.GC()
+	b := trimmed(t, multiSourceYAML)
+	va, _, _ := unstructured.NestedString(a.Object, "metadata", "namespace")
+	vb, _, _ := unstructured.NestedString(b.Object, "metadata", "namespace")
+	if unsafe.StringData(va) != unsafe.StringData(vb) {
+		t.Error("an Application trimmed after a GC holds its own copy of metadata.namespace")
+	}
+	runtime.KeepAlive(a)
 }
