@@ -71,11 +71,15 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 			if err := inf.SetTransform(transform); err != nil {
 				return fmt.Errorf("setting %s transform: %w", gvr.Resource, err)
 			}
-			if _, err := inf.AddEventHandler(d.informerHandler(emit)); err != nil {
+			reg, err := inf.AddEventHandler(d.informerHandler(emit))
+			if err != nil {
 				return fmt.Errorf("adding %s handler: %w", gvr.Resource, err)
 			}
 			factories = append(factories, f)
-			synced = append(synced, inf.HasSynced)
+			// Synced once the handler was given every object of the
+			// initial list, not only once the informer's store holds
+			// them: the engine counts and reconciles what it was given.
+			synced = append(synced, reg.HasSynced)
 		}
 		return nil
 	}
