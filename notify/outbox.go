@@ -612,28 +612,17 @@ func (o *Outbox) send(ctx context.Context, rec Record) (Receipt, error) {
 // destination says it has the message (Confirmer). It reports whether rec
 // needs no send.
 func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record) bool {
-	if receipt, ok := o.Journal.Lookup(rec); ok {
-		now := o.Now()
-		receipt.Detail = strings.TrimSpace("sent before a restart (local journal), not sent again; " + receipt.Detail)
-		rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
-		rec.Attempts = max(rec.Attempts, 1)
-		rec.UpdatedAt, rec.DoneAt, rec.NextAttempt = now, now, time.Time{}
-		o.mu.Lock()
-		delete(o.recovered, rec.ID)
-		o.mu.Unlock()
-		if o.save(ctx, log, rec) {
-			o.Journal.Recorded(rec)
-		}
-		o.settle(rec)
-		o.Metrics.attempt(rec.Service, rec.Trigger, ResultConfirmed, 0)
-		log.Info("notification sent before a restart (local journal), recorded, not sent again", "receipt", receipt.ID)
-		return true
-	}
 	o.mu.Lock()
 	recovered := o.recovered[rec.ID]
 	delete(o.recovered, rec.ID)
 	svc := o.Services[rec.Service]
 	o.mu.Unlock()
+	if receipt, ok := o.Journal.Lookup(rec); ok {
+		rec.Attempts = max(rec.Attempts, 1) // it was sent
+		o.recordFound(ctx, log, rec, receipt, 0, "sent before a restart (local journal)",
+			"notification sent before a restart (local journal), recorded, not sent again")
+		return true
+	}
 	if p, ok := svc.(pacedService); ok {
 		svc = p.Service
 	}
@@ -653,15 +642,24 @@ func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record) bo
 	case !found:
 		return false
 	}
+	o.recordFound(ctx, log, rec, receipt, took, "found at the destination after a restart",
+		"notification found at its destination after a restart, not sent again")
+	return true
+}
+
+// recordFound records rec as delivered with receipt without sending it:
+// its message was sent before (how says where that was learned).
+func (o *Outbox) recordFound(ctx context.Context, log *slog.Logger, rec Record, receipt Receipt, took time.Duration, how, msg string) {
 	now := o.Now()
-	receipt.Detail = strings.TrimSpace("found at the destination after a restart, not sent again; " + receipt.Detail)
+	receipt.Detail = strings.TrimSpace(how + ", not sent again; " + receipt.Detail)
 	rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
 	rec.UpdatedAt, rec.DoneAt, rec.NextAttempt = now, now, time.Time{}
-	o.save(ctx, log, rec)
+	if o.save(ctx, log, rec) {
+		o.Journal.Recorded(rec)
+	}
 	o.settle(rec)
 	o.Metrics.attempt(rec.Service, rec.Trigger, ResultConfirmed, took)
-	log.Info("notification found at its destination after a restart, not sent again", "receipt", receipt.ID)
-	return true
+	log.Info(msg, "receipt", receipt.ID)
 }
 
 // SetServices replaces the services (after a config reload); their paces
