@@ -39,18 +39,10 @@ type memoEntry struct {
 	err  error
 }
 
-// specKey spells a policy spec as a map key; ok is false for a spec
-// whose selection reads metadata.
-func specKey(s policy.Spec) (string, bool) {
-	if len(s.Platforms) > 0 {
-		return "", false
-	}
-	switch policy.Strategy(s.Strategy) {
-	case policy.StrategyNewestBuild, policy.StrategyDigest, "latest":
-		return "", false
-	}
+// specKey spells a policy spec as a map key.
+func specKey(s policy.Spec) string {
 	// Quoted, so no field's content can pass for a separator.
-	return fmt.Sprintf("%q", append([]string{s.Strategy, s.Constraint, s.AllowTags, s.Extract, s.ExtractOrder}, s.IgnoreTags...)), true
+	return fmt.Sprintf("%q", append([]string{s.Strategy, s.Constraint, s.AllowTags, s.Extract, s.ExtractOrder}, s.IgnoreTags...))
 }
 
 func sameSlice(a, b []string) bool {
@@ -61,11 +53,10 @@ func sameSlice(a, b []string) bool {
 // client, image, spec and tag list.
 func (m *selectionMemo) selectTag(ctx context.Context, client *registry.Client, image string, spec policy.Spec, pol *policy.Policy,
 	tags []string, meta policy.MetadataFunc) (policy.Result, error) {
-	sk, ok := specKey(spec)
-	if !ok || pol.NeedsMetadata() {
+	if pol.NeedsMetadata() {
 		return pol.Select(ctx, tags, meta)
 	}
-	key := memoKey{client: client, image: image, spec: sk}
+	key := memoKey{client: client, image: image, spec: specKey(spec)}
 	m.mu.Lock()
 	if e := m.m[key]; e != nil && sameSlice(e.tags, tags) {
 		m.mu.Unlock()

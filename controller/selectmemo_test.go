@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
@@ -63,23 +65,44 @@ func TestSelectionMemoSelectsOncePerTagList(t *testing.T) {
 	}
 }
 
+// A policy that reads metadata (newest-build, digest, platforms) selects
+// afresh every time: its answer depends on more than the tag list.
 func TestSelectionMemoLeavesMetadataPoliciesAlone(t *testing.T) {
-	for _, s := range []policy.Spec{{Strategy: "newest-build"}, {Strategy: "latest"}, {Strategy: "digest", Constraint: "main"}, {Platforms: []string{"linux/arm64"}}} {
-		if _, ok := specKey(s); ok {
-			t.Errorf("spec %+v would be remembered, but its selection reads metadata", s)
+	tags := []string{"1.0.0", "1.1.0"}
+	client := &registry.Client{}
+	for _, s := range []policy.Spec{{Strategy: "newest-build"}, {Strategy: "latest"}, {Strategy: "digest", Constraint: "1.0.0"}, {Platforms: []string{"linux/arm64"}}} {
+		pol, err := policy.Compile("reg.example/app", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lookups := 0
+		meta := func(context.Context, string) (policy.Metadata, error) {
+			lookups++
+			return policy.Metadata{Digest: "sha256:" + strings.Repeat("a", 64), Created: time.Now(),
+				Platforms: []policy.Platform{{OS: "linux", Architecture: "arm64"}}}, nil
+		}
+		var m selectionMemo
+		for range 2 {
+			if _, err := m.selectTag(context.Background(), client, "reg.example/app", s, pol, tags, meta); err != nil {
+				t.Fatalf("%+v: %v", s, err)
+			}
+		}
+		first := lookups / 2
+		if first == 0 || lookups != 2*first {
+			t.Errorf("spec %+v: %d metadata lookups over two selections, want the same number each time (not remembered)", s, lookups)
 		}
 	}
-	if _, ok := specKey(policy.Spec{Strategy: "alphabetical"}); !ok {
-		t.Error("an alphabetical spec is not remembered")
+	if pol, _ := policy.Compile("reg.example/app", policy.Spec{Strategy: "alphabetical"}); pol.NeedsMetadata() {
+		t.Error("an alphabetical policy reads metadata: it would not be remembered")
 	}
 }
 
 // No spec passes for another: a separator inside a field is quoted.
 func TestSelectionMemoSpecKeysDoNotCollide(t *testing.T) {
-	a, _ := specKey(policy.Spec{IgnoreTags: []string{"1.3.9\x001.3.8"}})
-	b, _ := specKey(policy.Spec{IgnoreTags: []string{"1.3.9", "1.3.8"}})
-	c, _ := specKey(policy.Spec{Constraint: "~1", AllowTags: ""})
-	d, _ := specKey(policy.Spec{Constraint: "", AllowTags: "~1"})
+	a := specKey(policy.Spec{IgnoreTags: []string{"1.3.9\x001.3.8"}})
+	b := specKey(policy.Spec{IgnoreTags: []string{"1.3.9", "1.3.8"}})
+	c := specKey(policy.Spec{Constraint: "~1", AllowTags: ""})
+	d := specKey(policy.Spec{Constraint: "", AllowTags: "~1"})
 	if a == b || c == d {
 		t.Errorf("different specs share a key: %q / %q, %q / %q", a, b, c, d)
 	}
