@@ -84,6 +84,9 @@ type Notifier struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	started  time.Time
 	synced   atomic.Bool
+	// loadedAt is when Start began loading the saved state: a delivery
+	// record created before it is an earlier process's (see freshSeq).
+	loadedAt time.Time
 
 	cfgMu sync.RWMutex
 	cfg   *notifyConfig
@@ -302,6 +305,9 @@ func (n *Notifier) Start(ctx context.Context) error {
 	if n.config() == nil {
 		return ErrNotifierNotConfigured
 	}
+	n.mu.Lock()
+	n.loadedAt = n.Now()
+	n.mu.Unlock()
 	if err := n.loadStates(ctx); err != nil {
 		return err
 	}
@@ -441,9 +447,11 @@ func (n *Notifier) process(ctx context.Context, it notifyItem) error {
 		}
 	}
 	if len(sends) > 0 {
-		if err := n.deliver(ctx, c, it, appMap, eventMap, sends, ns.Seq); err != nil {
+		seq, err := n.deliver(ctx, c, it, appMap, eventMap, sends, ns.Seq)
+		if err != nil {
 			return err
 		}
+		ns.Seq = max(ns.Seq, seq)
 	}
 	if it.deleted {
 		ns = NotifyState{}
@@ -498,9 +506,11 @@ func statesEqual(a, b NotifyState) bool {
 }
 
 // deliver resolves the destinations of each send and enqueues one
-// delivery per destination.
-func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it notifyItem, appMap, eventMap map[string]any, sends []triggers.Send, seq uint64) error {
+// delivery per destination. It returns the highest level counter its keys
+// used, which is seq unless a key was an earlier process's (freshSeq).
+func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it notifyItem, appMap, eventMap map[string]any, sends []triggers.Send, seq uint64) (uint64, error) {
 	app := it.app
+	used := seq
 	var projAnn map[string]string
 	if n.Project != nil {
 		if p := n.Project(app); p != nil {
@@ -529,21 +539,58 @@ func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it notifyItem, 
 				continue
 			}
 			for _, r := range c.recipients(d) {
-				_, created, err := n.Outbox.Enqueue(ctx, notify.Delivery{
-					Key: deliveryKey(s, seq, d.Service, r), App: app.Key(), Trigger: s.Trigger,
-					Service: d.Service, Recipient: r, Notification: msg,
-					// A first look, or a recovered announcement, may re-fire
-					// what an earlier process sent and did not record.
-					MaybeSent: it.maybeSent(), ObservedAt: observedAt(it),
-				})
-				if err != nil {
-					return fmt.Errorf("enqueuing %s notification for %s: %w", s.Trigger, d.Service, err)
+				dseq := seq
+				for {
+					rec, created, err := n.Outbox.Enqueue(ctx, notify.Delivery{
+						Key: deliveryKey(s, dseq, d.Service, r), App: app.Key(), Trigger: s.Trigger,
+						Service: d.Service, Recipient: r, Notification: msg,
+						// A first look, or a recovered announcement, may re-fire
+						// what an earlier process sent and did not record.
+						MaybeSent: it.maybeSent(), ObservedAt: observedAt(it),
+					})
+					if err != nil {
+						return used, fmt.Errorf("enqueuing %s notification for %s: %w", s.Trigger, d.Service, err)
+					}
+					if created {
+						n.Log.Info("notification queued", "app", app.Key(), "trigger", s.Trigger, "service", d.Service, "recipient", r)
+						break
+					}
+					next, ok := n.freshSeq(it, s, rec, dseq)
+					if !ok {
+						break
+					}
+					n.Log.Info("an earlier process used this firing's dedupe key and its state was not saved; taking a new one",
+						"app", app.Key(), "trigger", s.Trigger, "service", d.Service, "delivery", rec.ID)
+					dseq = next
 				}
-				if created {
-					n.Log.Info("notification queued", "app", app.Key(), "trigger", s.Trigger, "service", d.Service, "recipient", r)
-				}
+				used = max(used, dseq)
 			}
 		}
 	}
-	return nil
+	return used, nil
+}
+
+// freshSeq decides about a level firing (no oncePer) whose key the
+// outbox already holds in rec. Within this process that is a retry of the
+// same observation after its state failed to save: the record is its own,
+// and the key is kept. A record from before this notifier loaded its state
+// is an earlier process's whose state never landed (it died between
+// enqueueing and saving, or the state was lost) while the condition went
+// false meanwhile: this is a new firing, and keeping the key would drop
+// it. It then gets a counter past any an earlier process can have used:
+// this start's time in nanoseconds, which counters started by earlier
+// processes have not reached. A first look (maybeSent) keeps the key: the
+// condition held when the earlier process fired, and may never have
+// stopped.
+func (n *Notifier) freshSeq(it notifyItem, s triggers.Send, rec notify.Record, seq uint64) (uint64, bool) {
+	if s.OncePer != "" || it.maybeSent() {
+		return 0, false
+	}
+	n.mu.Lock()
+	loadedAt := n.loadedAt
+	n.mu.Unlock()
+	if !rec.CreatedAt.Before(loadedAt) {
+		return 0, false
+	}
+	return max(seq+1, uint64(loadedAt.UnixNano())), true
 }

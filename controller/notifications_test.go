@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -350,5 +351,100 @@ func TestNotifierInitialListAfterSyncIsBaseline(t *testing.T) {
 	h.notifier.OnAppEvent(watcher.AppEvent{Type: watcher.Updated, Old: v0, New: testApp(t, "late", "u9", "Running", "Healthy", "r1")})
 	if diff := cmp.Diff([]string{"late:app-sync-running"}, h.sink.waitLast(t, "late:app-sync-running")); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}
+
+// failingSaveState is a MemoryNotifyState whose next fail saves fail.
+type failingSaveState struct {
+	controller.MemoryNotifyState
+	fail atomic.Int32
+}
+
+func (s *failingSaveState) Save(ctx context.Context, app string, st controller.NotifyState) error {
+	if s.fail.Add(-1) >= 0 {
+		return errors.New("state store down")
+	}
+	return s.MemoryNotifyState.Save(ctx, app, st)
+}
+
+// saved returns the state of u1 and whether there is one.
+func (s *failingSaveState) saved(t *testing.T) (controller.NotifyState, bool) {
+	t.Helper()
+	all, err := s.LoadAll(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := all["u1"]
+	return st, ok
+}
+
+func (s *failingSaveState) seq(t *testing.T) uint64 {
+	t.Helper()
+	st, _ := s.saved(t)
+	return st.Seq
+}
+
+// A process sends a level firing (no oncePer) and dies before its state
+// is saved; the condition is false when the next process looks. The next
+// real firing must not reuse the key the earlier process delivered under,
+// or the outbox takes it for that delivery and drops it.
+func TestNotifierNewFiringAfterAnUnsavedOneIsSent(t *testing.T) {
+	sink := newHookSink(t)
+	store := &notify.MemoryStore{}
+	state := &failingSaveState{}
+	var synced atomic.Bool
+	start := func() (*controller.Notifier, func()) {
+		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond}
+		n := &controller.Notifier{Outbox: out, State: state, Synced: synced.Load,
+			Metrics: controller.NewNotifierMetrics(prometheus.NewRegistry()), Services: hookServices}
+		if err := n.Apply(notifyConfig(sink.srv.URL)); err != nil {
+			t.Fatal(err)
+		}
+		stop := runTasks(t, out.Start, n.Start)
+		waitFor(t, "notifier started", n.Started)
+		return n, stop
+	}
+	healthy := testApp(t, "web", "u1", "Succeeded", "Healthy", "r1")
+	degraded := testApp(t, "web", "u1", "Succeeded", "Degraded", "r1")
+
+	seen := func() bool { _, ok := state.saved(t); return ok }
+	n, stop := start()
+	n.OnTransition(nil, healthy)
+	synced.Store(true)
+	waitFor(t, "the baseline saved", seen)
+	state.fail.Store(1 << 20)
+	n.OnTransition(healthy, degraded)
+	sink.waitLast(t, "web:app-health-degraded")
+	stop() // dies with the firing delivered and its state unsaved
+	if got := state.seq(t); got != 0 {
+		t.Fatalf("level counter %d saved while the store failed", got)
+	}
+
+	// The next process: healthy at first look, then degraded again. Its
+	// first save of that firing fails too: the retry of the same
+	// observation keeps the new key and sends nothing more.
+	state.fail.Store(0)
+	synced.Store(false)
+	n, _ = start()
+	n.OnTransition(nil, healthy)
+	synced.Store(true)
+	waitFor(t, "the baseline saved", seen)
+	state.fail.Store(1)
+	n.OnTransition(healthy, degraded)
+	sink.waitLen(t, 2)
+	waitFor(t, "the second firing's state saved", func() bool { return state.seq(t) != 0 })
+	want := []string{"web:app-health-degraded", "web:app-health-degraded"}
+	if diff := cmp.Diff(want, sink.messages()); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	// Healthy and degraded once more: the counter goes on from the saved
+	// one, and this firing is sent once too.
+	seq := state.seq(t)
+	n.OnTransition(degraded, healthy)
+	n.OnTransition(healthy, degraded)
+	sink.waitLen(t, 3)
+	waitFor(t, "the third firing's state saved", func() bool { return state.seq(t) > seq })
+	if got := sink.messages(); len(got) != 3 {
+		t.Errorf("messages: %v, want 3", got)
 	}
 }
