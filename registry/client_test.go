@@ -413,6 +413,32 @@ func TestRateLimitPacesRequests(t *testing.T) {
 	}
 }
 
+// The default burst is five seconds of the default rate: a cold start
+// lists a hundred repositories without pacing, and the rate holds after.
+func TestDefaultBurstListsAHundredRepositoriesAtOnce(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	reg.Push(t, "app:1", testreg.Image(t, t0, ""))
+	m := NewMetrics(prometheus.NewRegistry())
+	c := &Client{Metrics: m, Hosts: func(string) HostConfig { return HostConfig{} }}
+	list := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := c.ListTags(t.Context(), repoOf(t, reg, "app")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// One token goes to the ping.
+	list(DefaultRateLimit*int(DefaultBurstWindow/time.Second) - 1)
+	if got := testutil.ToFloat64(m.waits.WithLabelValues(reg.Host(), "rate")); got != 0 {
+		t.Errorf("rate waits within the burst = %v, want 0", got)
+	}
+	list(40)
+	if got := testutil.ToFloat64(m.waits.WithLabelValues(reg.Host(), "rate")); got < 1 {
+		t.Errorf("rate waits past the burst = %v, want some", got)
+	}
+}
+
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // A registry that pages tag lists with Link headers, as the distribution
