@@ -84,8 +84,8 @@ type Notifier struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	started  time.Time
 	synced   atomic.Bool
-	// loadedAt is when Start began loading the saved state: a delivery
-	// record created before it is an earlier process's (see freshSeq).
+	// loadedAt is when Start began loading the saved state (see
+	// seqFloor).
 	loadedAt time.Time
 
 	cfgMu sync.RWMutex
@@ -114,6 +114,10 @@ type notifyItem struct {
 	// run (loading its state, or a standby waiting for the lease): the
 	// process that led meanwhile may have announced it.
 	beforeStart bool
+	// seqs holds the level counter each destination's delivery took on
+	// the first attempt (by sendDest), so that a retry after a failed
+	// state save enqueues the same keys (see freshKey).
+	seqs map[string]uint64
 }
 
 func (n *Notifier) init() {
@@ -362,8 +366,8 @@ func (n *Notifier) processNext(ctx context.Context) bool {
 	delete(n.pending, key)
 	n.mu.Unlock()
 	n.Metrics.addPending(-len(items))
-	for i, it := range items {
-		err := n.process(ctx, it)
+	for i := range items {
+		err := n.process(ctx, &items[i])
 		if err == nil {
 			continue
 		}
@@ -392,7 +396,7 @@ func appID(a *watcher.App) string {
 // process evaluates one observation and records its deliveries, then its
 // state. An error leaves the state unchanged: the retry yields the same
 // dedupe keys, which the outbox has already recorded.
-func (n *Notifier) process(ctx context.Context, it notifyItem) error {
+func (n *Notifier) process(ctx context.Context, it *notifyItem) error {
 	c := n.config()
 	if len(c.appTriggers)+len(c.eventTriggers) == 0 {
 		return nil // notifications off: no state to keep either
@@ -438,7 +442,7 @@ func (n *Notifier) process(ctx context.Context, it notifyItem) error {
 		}
 	}
 	next, sends := triggers.Step(st.State, results, triggers.StepOptions{
-		App: id, Baseline: c.baseline && !isNew(it), Event: it.event != nil, MaxKeys: n.MaxKeys,
+		App: id, Baseline: c.baseline && !isNew(*it), Event: it.event != nil, MaxKeys: n.MaxKeys,
 	})
 	ns := NotifyState{State: next, Seq: st.Seq}
 	for _, s := range sends {
@@ -507,8 +511,8 @@ func statesEqual(a, b NotifyState) bool {
 
 // deliver resolves the destinations of each send and enqueues one
 // delivery per destination. It returns the highest level counter its keys
-// used, which is seq unless a key was an earlier process's (freshSeq).
-func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it notifyItem, appMap, eventMap map[string]any, sends []triggers.Send, seq uint64) (uint64, error) {
+// used, which is seq unless a key was taken (freshKey).
+func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it *notifyItem, appMap, eventMap map[string]any, sends []triggers.Send, seq uint64) (uint64, error) {
 	app := it.app
 	used := seq
 	var projAnn map[string]string
@@ -539,14 +543,26 @@ func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it notifyItem, 
 				continue
 			}
 			for _, r := range c.recipients(d) {
-				dseq := seq
+				dest := s.Key + "|" + d.Service + "|" + r
+				dseq, retry := it.seqs[dest]
+				if !retry {
+					dseq = seq
+				}
 				for {
+					if s.OncePer == "" {
+						// Noted before the enqueue: one that fails may
+						// have landed, and its retry must find it.
+						if it.seqs == nil {
+							it.seqs = map[string]uint64{}
+						}
+						it.seqs[dest] = dseq
+					}
 					rec, created, err := n.Outbox.Enqueue(ctx, notify.Delivery{
 						Key: deliveryKey(s, dseq, d.Service, r), App: app.Key(), Trigger: s.Trigger,
 						Service: d.Service, Recipient: r, Notification: msg,
 						// A first look, or a recovered announcement, may re-fire
 						// what an earlier process sent and did not record.
-						MaybeSent: it.maybeSent(), ObservedAt: observedAt(it),
+						MaybeSent: it.maybeSent(), ObservedAt: observedAt(*it),
 					})
 					if err != nil {
 						return used, fmt.Errorf("enqueuing %s notification for %s: %w", s.Trigger, d.Service, err)
@@ -555,13 +571,12 @@ func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it notifyItem, 
 						n.Log.Info("notification queued", "app", app.Key(), "trigger", s.Trigger, "service", d.Service, "recipient", r)
 						break
 					}
-					next, ok := n.freshSeq(it, s, rec, dseq)
-					if !ok {
+					if retry || !n.freshKey(*it, s) {
 						break
 					}
-					n.Log.Info("an earlier process used this firing's dedupe key and its state was not saved; taking a new one",
+					n.Log.Info("this firing's dedupe key was used by an earlier firing whose state was not saved; taking a new one",
 						"app", app.Key(), "trigger", s.Trigger, "service", d.Service, "delivery", rec.ID)
-					dseq = next
+					dseq = max(dseq+1, n.seqFloor())
 				}
 				used = max(used, dseq)
 			}
@@ -570,27 +585,25 @@ func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it notifyItem, 
 	return used, nil
 }
 
-// freshSeq decides about a level firing (no oncePer) whose key the
-// outbox already holds in rec. Within this process that is a retry of the
-// same observation after its state failed to save: the record is its own,
-// and the key is kept. A record from before this notifier loaded its state
-// is an earlier process's whose state never landed (it died between
-// enqueueing and saving, or the state was lost) while the condition went
-// false meanwhile: this is a new firing, and keeping the key would drop
-// it. It then gets a counter past any an earlier process can have used:
-// this start's time in nanoseconds, which counters started by earlier
-// processes have not reached. A first look (maybeSent) keeps the key: the
-// condition held when the earlier process fired, and may never have
-// stopped.
-func (n *Notifier) freshSeq(it notifyItem, s triggers.Send, rec notify.Record, seq uint64) (uint64, bool) {
-	if s.OncePer != "" || it.maybeSent() {
-		return 0, false
-	}
+// freshKey reports whether a level firing (no oncePer) whose key the
+// outbox already holds needs a new one. On the first attempt of a live
+// observation it does: the key was used by another firing, whose state
+// never landed (a process died between enqueueing and saving, or the state
+// was lost or pruned) while the condition went false meanwhile, and
+// keeping the key would drop this firing as a copy of that one. A retry
+// keeps the keys of its first attempt (notifyItem.seqs), whatever the
+// outbox holds by then. A first look after a start (maybeSent) keeps the
+// key: the condition held when the earlier process fired and may never
+// have stopped, so this is that firing again.
+func (n *Notifier) freshKey(it notifyItem, s triggers.Send) bool {
+	return s.OncePer == "" && !it.maybeSent()
+}
+
+// seqFloor is where a level counter jumps when its key was taken: this
+// start's time in nanoseconds, past any counter an earlier process can
+// have reached by counting from its own saved state.
+func (n *Notifier) seqFloor() uint64 {
 	n.mu.Lock()
-	loadedAt := n.loadedAt
-	n.mu.Unlock()
-	if !rec.CreatedAt.Before(loadedAt) {
-		return 0, false
-	}
-	return max(seq+1, uint64(loadedAt.UnixNano())), true
+	defer n.mu.Unlock()
+	return uint64(n.loadedAt.UnixNano())
 }

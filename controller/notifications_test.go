@@ -387,15 +387,34 @@ func (s *failingSaveState) seq(t *testing.T) uint64 {
 // A process sends a level firing (no oncePer) and dies before its state
 // is saved; the condition is false when the next process looks. The next
 // real firing must not reuse the key the earlier process delivered under,
-// or the outbox takes it for that delivery and drops it.
+// or the outbox takes it for that delivery and drops it. With a store that
+// keeps one finished record per Application the earlier record is gone by
+// the time the later firing's save is retried (the retry must keep its
+// key all the same); the earlier process's clock may run ahead (another
+// replica's).
 func TestNotifierNewFiringAfterAnUnsavedOneIsSent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keep int
+		skew time.Duration
+	}{
+		{name: "records trimmed", keep: 1},
+		{name: "earlier clock ahead", skew: 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testNewFiringAfterAnUnsavedOne(t, tc.keep, tc.skew) })
+	}
+}
+
+func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) {
+	t.Helper()
 	sink := newHookSink(t)
-	store := &notify.MemoryStore{}
+	store := &notify.MemoryStore{Keep: keep}
 	state := &failingSaveState{}
 	var synced atomic.Bool
-	start := func() (*controller.Notifier, func()) {
-		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond}
-		n := &controller.Notifier{Outbox: out, State: state, Synced: synced.Load,
+	start := func(skew time.Duration) (*controller.Notifier, func()) {
+		now := func() time.Time { return time.Now().Add(skew) }
+		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond, Now: now}
+		n := &controller.Notifier{Outbox: out, State: state, Synced: synced.Load, Now: now,
 			Metrics: controller.NewNotifierMetrics(prometheus.NewRegistry()), Services: hookServices}
 		if err := n.Apply(notifyConfig(sink.srv.URL)); err != nil {
 			t.Fatal(err)
@@ -408,7 +427,7 @@ func TestNotifierNewFiringAfterAnUnsavedOneIsSent(t *testing.T) {
 	degraded := testApp(t, "web", "u1", "Succeeded", "Degraded", "r1")
 
 	seen := func() bool { _, ok := state.saved(t); return ok }
-	n, stop := start()
+	n, stop := start(skew)
 	n.OnTransition(nil, healthy)
 	synced.Store(true)
 	waitFor(t, "the baseline saved", seen)
@@ -425,7 +444,7 @@ func TestNotifierNewFiringAfterAnUnsavedOneIsSent(t *testing.T) {
 	// observation keeps the new key and sends nothing more.
 	state.fail.Store(0)
 	synced.Store(false)
-	n, _ = start()
+	n, _ = start(0)
 	n.OnTransition(nil, healthy)
 	synced.Store(true)
 	waitFor(t, "the baseline saved", seen)
