@@ -157,10 +157,14 @@ func (e *env) roundNewTag(ctx context.Context, d *daemon, tr *tracker, webhook b
 	wctx, cancel := context.WithTimeout(ctx, e.pollInterval()+e.opts.roundTimeout)
 	defer cancel()
 	seen, err := tr.waitAll(wctx, tag(t), e.s.N)
+	// The round settles until Events stop (up to 30 s at 20/s), longer
+	// than a poll interval: count registry requests until now, as round 1.
+	m.markDone()
 	r.Done = tr.count(tag(t))
 	if err != nil {
 		return r, fmt.Errorf("round 3 (%s): %w%s", title, err, exitNote(d))
 	}
+	r.note("registry requests are counted until every Application was patched; polls after that, at the poll interval, are the steady state's")
 	if !webhook {
 		for repo, at := range e.reg.firstList() {
 			triggerAt[repo] = at
