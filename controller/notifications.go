@@ -20,7 +20,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// Notifier defaults. 512 workers evaluate different Applications at once:
+// Notifier defaults. Up to 512 workers evaluate different Applications at
+// once (each a goroutine while it works, none while the queue is empty):
 // evaluation is microseconds, each worker waits on two store writes per
 // message (the outbox record, then the trigger state), and the writes of
 // concurrent workers share one ConfigMap write per shard (group commit),
@@ -320,17 +321,33 @@ func (n *Notifier) Start(ctx context.Context) error {
 	n.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Go(func() { n.pruneLater(ctx) })
-	for range n.Workers {
-		wg.Go(func() {
-			for n.processNext(ctx) {
-			}
-		})
-	}
+	wg.Go(func() { n.dispatch(ctx) })
 	<-ctx.Done()
-	// Drain wakes idle workers and waits for busy ones.
+	// Drain waits for the keys being worked on; dispatch then ends.
 	n.queue.ShutDownWithDrain()
 	wg.Wait()
 	return nil
+}
+
+// dispatch hands each key of the queue to a goroutine of its own, at most
+// Workers at once, until the queue shuts down. Workers exist only while
+// they work: an installation without notifications, or a quiet one, keeps
+// no pool of 512 idle goroutines (and their stacks).
+func (n *Notifier) dispatch(ctx context.Context) {
+	slots := make(chan struct{}, n.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		slots <- struct{}{} // a key is taken only when it can be worked on
+		key, quit := n.queue.Get()
+		if quit {
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			n.processKey(ctx, key)
+		})
+	}
 }
 
 func (n *Notifier) loadStates(ctx context.Context) error {
@@ -352,14 +369,11 @@ func (n *Notifier) loadStates(ctx context.Context) error {
 	}
 }
 
-func (n *Notifier) processNext(ctx context.Context) bool {
-	key, quit := n.queue.Get()
-	if quit {
-		return false
-	}
+// processKey works the observations queued for one Application, in order.
+func (n *Notifier) processKey(ctx context.Context, key string) {
 	defer n.queue.Done(key)
 	if ctx.Err() != nil {
-		return false
+		return
 	}
 	n.mu.Lock()
 	items := n.pending[key]
@@ -378,10 +392,9 @@ func (n *Notifier) processNext(ctx context.Context) bool {
 		n.Metrics.addPending(len(items) - i)
 		n.Log.Warn("notification processing failed; will retry", "app", key, "error", err)
 		n.queue.AddRateLimited(key)
-		return true
+		return
 	}
 	n.queue.Forget(key)
-	return true
 }
 
 // appID identifies an Application in state and dedupe keys: its UID, so a

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -466,4 +468,37 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	if got := sink.messages(); len(got) != 3 {
 		t.Errorf("messages: %v, want 3", got)
 	}
+}
+
+// goroutinesIn counts the goroutines whose stack holds fn.
+func goroutinesIn(t *testing.T, fn string) int {
+	t.Helper()
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for g := range strings.SplitSeq(b.String(), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
+}
+
+// Workers are goroutines only while they work: an idle notifier (most
+// installations between syncs, all of those without notifications)
+// keeps none of its 512, only Start, its dispatcher and its pruner.
+func TestNotifierKeepsNoIdleWorkers(t *testing.T) {
+	h := newNotifyHarness(t)
+	const notifier = "controller.(*Notifier)."
+	if got := goroutinesIn(t, notifier); got > 3 {
+		t.Errorf("%d notifier goroutines while nothing was queued, want at most 3", got)
+	}
+	h.synced.Store(true)
+	for i := range 20 {
+		h.notifier.OnTransition(nil, testApp(t, fmt.Sprintf("app-%02d", i), fmt.Sprintf("u%d", i), "", "", ""))
+	}
+	h.sink.waitLen(t, 20)
+	waitFor(t, "the workers to end", func() bool { return goroutinesIn(t, notifier) <= 3 })
 }
