@@ -323,7 +323,8 @@ func (n *Notifier) Start(ctx context.Context) error {
 	wg.Go(func() { n.pruneLater(ctx) })
 	wg.Go(func() { n.dispatch(ctx) })
 	<-ctx.Done()
-	// Drain waits for the keys being worked on; dispatch then ends.
+	// Drain waits for the keys being worked on; dispatch then hands out
+	// what is left (each ends at once, ctx being done) and ends.
 	n.queue.ShutDownWithDrain()
 	wg.Wait()
 	return nil
