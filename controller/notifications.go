@@ -116,8 +116,9 @@ type notifyItem struct {
 	// process that led meanwhile may have announced it.
 	beforeStart bool
 	// seqs holds the level counter each destination's delivery took on
-	// the first attempt (by sendDest), so that a retry after a failed
-	// state save enqueues the same keys (see freshKey).
+	// the first attempt (by trigger key, service and recipient), so that
+	// a retry after a failed state save enqueues the same keys (see
+	// freshKey).
 	seqs map[string]uint64
 }
 
