@@ -485,3 +485,34 @@ func TestOutboxOnAFullConfigMapShardSendsNothingTwice(t *testing.T) {
 		t.Errorf("%d messages, want 2 (the warm-up's and this one, once)", n)
 	}
 }
+
+// A key whose record the store's index knows but that is gone from the
+// ConfigMaps (the log deleted by hand, say) was used: Enqueue reports it
+// as not created, once, instead of an error the notifier would retry
+// forever, holding back every later message of the Application.
+func TestOutboxEnqueueOfAKeyWhoseRecordIsGone(t *testing.T) {
+	s, cs, hook, o := runHookOutboxOnKube(t)
+	ctx := t.Context()
+	d := hookDelivery("k1", "argocd/web", `{"n":1}`)
+	rec, created, err := o.Enqueue(ctx, d)
+	if err != nil || !created {
+		t.Fatalf("Enqueue = %v, %v", created, err)
+	}
+	waitState(t, o, rec.ID, notify.StateDelivered)
+	if err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, notify.DefaultConfigMapPrefix+"-log-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, rec.ID); !errors.Is(err, notify.ErrNotFound) {
+		t.Fatalf("Get after the log was deleted = %v, want ErrNotFound", err)
+	}
+	if _, created, err := o.Enqueue(ctx, d); err != nil || created {
+		t.Fatalf("Enqueue of the used key = created %v, %v; want not created, no error", created, err)
+	}
+	time.Sleep(200 * time.Millisecond) // room for a send, which must not come
+	if n := hook.delivered.Load(); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+}

@@ -273,8 +273,9 @@ func (o *Outbox) Start(ctx context.Context) error {
 // Enqueue records d and hands it to its destination's worker, which may
 // send it while the record is being written (an early send) unless
 // d.MaybeSent. The ID comes from d.Key: a key already recorded is not
-// enqueued again (created is false and the existing record returned).
-// Before Start, the delivery waits in the store.
+// enqueued again (created is false and the existing record returned; when
+// the store knew the ID but its record is gone since, only the delivery,
+// with no state). Before Start, the delivery waits in the store.
 func (o *Outbox) Enqueue(ctx context.Context, d Delivery) (rec Record, created bool, err error) {
 	o.init()
 	if d.Key == "" || d.Service == "" {
@@ -303,6 +304,14 @@ func (o *Outbox) Enqueue(ctx context.Context, d Delivery) (rec Record, created b
 	}
 	if !created {
 		existing, err := o.Store.Get(ctx, d.ID)
+		if errors.Is(err, ErrNotFound) {
+			// The store still knew the ID (its index of the log), and the
+			// record is gone: it was finished, and the key was used. An
+			// error here would be retried forever.
+			o.Logger.Warn("a notification's record is gone from the store while its ID is still known; taken as sent before",
+				"delivery", d.ID, "app", d.App, "service", d.Service, "recipient", d.Recipient)
+			return Record{Delivery: d}, false, nil
+		}
 		if err != nil {
 			return Record{}, false, fmt.Errorf("reading delivery %s: %w", d.ID, err)
 		}
