@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +29,11 @@ var (
 // dynamic shared informers, one informer factory per watched namespace.
 type KubeSource struct {
 	Client dynamic.Interface
+	// Config, when set, lists and watches Applications through
+	// appStream, which decodes each straight into its trimmed form;
+	// without it they come through Client's dynamic informer and are
+	// trimmed after decoding (TrimApplication). AppProjects always do.
+	Config *rest.Config
 	// Namespaces to watch Applications in; empty means all namespaces.
 	Namespaces []string
 	// Selector is a label selector applied to Applications; empty selects all.
@@ -83,7 +90,27 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 		}
 		return nil
 	}
-	if err := add(s.Namespaces, ApplicationsResource, s.Selector, TrimApplication, d.app); err != nil {
+	var streamed []cache.SharedIndexInformer
+	if s.Config != nil {
+		namespaces := s.Namespaces
+		if len(namespaces) == 0 {
+			namespaces = []string{metav1.NamespaceAll}
+		}
+		client, err := newAppClient(s.Config)
+		if err != nil {
+			return err
+		}
+		for _, ns := range namespaces {
+			inf := cache.NewSharedIndexInformerWithOptions(appListWatch(client, ns, s.Selector), &unstructured.Unstructured{},
+				cache.SharedIndexInformerOptions{ResyncPeriod: s.ResyncPeriod})
+			reg, err := inf.AddEventHandler(d.informerHandler(d.app))
+			if err != nil {
+				return fmt.Errorf("adding applications handler: %w", err)
+			}
+			streamed = append(streamed, inf)
+			synced = append(synced, reg.HasSynced)
+		}
+	} else if err := add(s.Namespaces, ApplicationsResource, s.Selector, TrimApplication, d.app); err != nil {
 		return err
 	}
 	if s.Projects {
@@ -96,6 +123,10 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 		}
 	}
 
+	var running sync.WaitGroup
+	for _, inf := range streamed {
+		running.Go(func() { inf.RunWithContext(ctx) })
+	}
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}
@@ -103,6 +134,7 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 		for _, f := range factories {
 			f.Shutdown()
 		}
+		running.Wait()
 	}()
 	if cache.WaitForCacheSync(ctx.Done(), synced...) {
 		s.synced.Store(true)

@@ -9,14 +9,30 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
+
+// sourceModes are the two ways a KubeSource reads Applications: client-go's
+// dynamic informer, and appStream (Config set), which `crowsnest run` uses.
+var sourceModes = []struct {
+	name     string
+	streamed bool
+}{{"dynamic", false}, {"streamed", true}}
+
+func configIf(streamed bool, cfg *rest.Config) *rest.Config {
+	if streamed {
+		return cfg
+	}
+	return nil
+}
 
 // startSource runs src until the test ends and waits for its caches.
 func startSource(t *testing.T, src interface {
@@ -43,6 +59,13 @@ func startSource(t *testing.T, src interface {
 }
 
 func TestKubeSourceEvents(t *testing.T) {
+	for _, m := range sourceModes {
+		t.Run(m.name, func(t *testing.T) { testKubeSourceEvents(t, m.streamed) })
+	}
+}
+
+func testKubeSourceEvents(t *testing.T, streamed bool) {
+	t.Helper()
 	ns1 := env.CreateNamespace(t, "watch-a")
 	ns2 := env.CreateNamespace(t, "watch-b")
 	outside := env.CreateNamespace(t, "unwatched")
@@ -55,7 +78,7 @@ func TestKubeSourceEvents(t *testing.T) {
 	before := createApp(t, apps, ns2, "before", nil)
 	reg := prometheus.NewRegistry()
 	rec := newRecorder()
-	startSource(t, &watcher.KubeSource{Client: dyn, Namespaces: []string{ns1, ns2}, Metrics: watcher.NewMetrics(reg)}, rec)
+	startSource(t, &watcher.KubeSource{Client: dyn, Config: configIf(streamed, env.Config), Namespaces: []string{ns1, ns2}, Metrics: watcher.NewMetrics(reg)}, rec)
 
 	createApp(t, apps, outside, "ignored", nil)
 	a := createApp(t, apps, ns1, "one", nil)
@@ -138,6 +161,13 @@ func TestKubeSourceEvents(t *testing.T) {
 }
 
 func TestKubeSourceLabelSelector(t *testing.T) {
+	for _, m := range sourceModes {
+		t.Run(m.name, func(t *testing.T) { testKubeSourceLabelSelector(t, m.streamed) })
+	}
+}
+
+func testKubeSourceLabelSelector(t *testing.T, streamed bool) {
+	t.Helper()
 	ns := env.CreateNamespace(t, "selector")
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
@@ -145,7 +175,7 @@ func TestKubeSourceLabelSelector(t *testing.T) {
 	}
 	apps := dyn.Resource(watcher.ApplicationsResource)
 	rec := newRecorder()
-	startSource(t, &watcher.KubeSource{Client: dyn, Namespaces: []string{ns}, Selector: "team=payments"}, rec)
+	startSource(t, &watcher.KubeSource{Client: dyn, Config: configIf(streamed, env.Config), Namespaces: []string{ns}, Selector: "team=payments"}, rec)
 
 	createApp(t, apps, ns, "other-team", map[string]string{"team": "search"})
 	createApp(t, apps, ns, "unlabelled", nil)
@@ -161,6 +191,13 @@ func TestKubeSourceLabelSelector(t *testing.T) {
 }
 
 func TestKubeSourceSurvivesAPIServerRestart(t *testing.T) {
+	for _, m := range sourceModes {
+		t.Run(m.name, func(t *testing.T) { testKubeSourceSurvivesAPIServerRestart(t, m.streamed) })
+	}
+}
+
+func testKubeSourceSurvivesAPIServerRestart(t *testing.T, streamed bool) {
+	t.Helper()
 	e := testenv.New(t)
 	dyn, err := dynamic.NewForConfig(e.Config)
 	if err != nil {
@@ -169,7 +206,7 @@ func TestKubeSourceSurvivesAPIServerRestart(t *testing.T) {
 	apps := dyn.Resource(watcher.ApplicationsResource)
 	ns := e.CreateNamespace(t, "restart")
 	rec := newRecorder()
-	startSource(t, &watcher.KubeSource{Client: dyn, Projects: true}, rec)
+	startSource(t, &watcher.KubeSource{Client: dyn, Config: configIf(streamed, e.Config), Projects: true}, rec)
 
 	createApp(t, apps, ns, "before", nil)
 	rec.waitApp(t, isEvent(watcher.Added, ns+"/before"))
@@ -247,5 +284,122 @@ func TestKubeSourceAppProjects(t *testing.T) {
 	// The status write (never read) is filtered: exactly the three changes.
 	if diff := cmp.Diff(want, rec.projectEvents()); diff != "" {
 		t.Errorf("project events (-want +got):\n%s", diff)
+	}
+}
+
+// appStream pages through a list as client-go's pager asks, and its
+// lists and watches hold what the dynamic client and TrimApplication make
+// of the same Applications, read from a real apiserver.
+func TestAppStreamListAndWatch(t *testing.T) {
+	ns := env.CreateNamespace(t, "stream")
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := dyn.Resource(watcher.ApplicationsResource)
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		a := createApp(t, apps, ns, name, map[string]string{"team": "payments"})
+		a.Object["status"] = map[string]any{
+			"health":    map[string]any{"status": "Healthy"},
+			"resources": []any{map[string]any{"kind": "Deployment", "name": "web"}},
+			"operationState": map[string]any{"phase": "Succeeded", "retryCount": int64(2),
+				"syncResult": map[string]any{"revision": "abc", "resources": []any{map[string]any{"name": "web"}}}},
+		}
+		if _, err := apps.Namespace(ns).UpdateStatus(t.Context(), a, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createApp(t, apps, ns, "other-team", map[string]string{"team": "search"})
+
+	trimmed := func(u *unstructured.Unstructured) map[string]any {
+		out, err := watcher.TrimApplication(u.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*unstructured.Unstructured).Object
+	}
+	ref, err := apps.Namespace(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "team=payments"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]any{}
+	for i := range ref.Items {
+		want[ref.Items[i].GetName()] = trimmed(&ref.Items[i])
+	}
+
+	lw, err := watcher.AppListWatch(env.Config, ns, "team=payments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]any{}
+	var pages int
+	opts := metav1.ListOptions{Limit: 2}
+	for {
+		obj, err := lw.ListWithContext(t.Context(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := obj.(*unstructured.UnstructuredList)
+		pages++
+		for i := range l.Items {
+			got[l.Items[i].GetName()] = l.Items[i].Object
+		}
+		if l.GetResourceVersion() == "" {
+			t.Error("list page without a resourceVersion")
+		}
+		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	if pages != 3 {
+		t.Errorf("5 Applications in pages of 2 came in %d pages, want 3", pages)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("listed Applications (-dynamic and trimmed +streamed):\n%s", diff)
+	}
+
+	w, err := lw.WatchWithContext(t.Context(), metav1.ListOptions{ResourceVersion: ref.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	cur, err := apps.Namespace(ns).Get(t.Context(), "c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(cur.Object, "Degraded", "status", "health", "status"); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err = apps.Namespace(ns).UpdateStatus(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if ev.Type != "MODIFIED" || !ok {
+			t.Fatalf("watch event %s %T, want MODIFIED Application", ev.Type, ev.Object)
+		}
+		if diff := cmp.Diff(trimmed(cur), u.Object); diff != "" {
+			t.Errorf("watched Application (-dynamic and trimmed +streamed):\n%s", diff)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("no watch event")
+	}
+
+	// A resourceVersion the apiserver no longer has is its error, which
+	// makes the reflector relist.
+	w2, err := lw.WatchWithContext(t.Context(), metav1.ListOptions{ResourceVersion: "1"})
+	if err == nil {
+		defer w2.Stop()
+		select {
+		case ev := <-w2.ResultChan():
+			if ev.Type != "ERROR" || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) && !apierrors.IsGone(apierrors.FromObject(ev.Object)) {
+				t.Errorf("watch from a compacted version: %s %v, want an expired error", ev.Type, ev.Object)
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("no event from a watch at a compacted version")
+		}
+	} else if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		t.Errorf("watch from a compacted version: %v, want an expired error", err)
 	}
 }

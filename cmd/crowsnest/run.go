@@ -281,6 +281,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		dyn = d
 		engine.Sources = []controller.Source{&watcher.KubeSource{
 			Client:       dyn,
+			Config:       appsCfg,
 			Namespaces:   cfg.Watch.Namespaces,
 			Selector:     cfg.Watch.Selector,
 			ResyncPeriod: cfg.Watch.ResyncPeriod.Duration,
