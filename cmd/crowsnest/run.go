@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -525,6 +526,13 @@ func (o *runOptions) restConfig(cfg *config.Config) (*rest.Config, error) {
 	rc.QPS = float32(cfg.Controller.KubeQPS)
 	rc.Burst = cfg.Controller.KubeBurst
 	rc.UserAgent = "crowsnest/" + version
+	// Built-in kinds (Events, ConfigMaps, Secrets, Leases) travel as
+	// protobuf, as Kubernetes' own controllers send them: cheaper to
+	// encode and decode than JSON on both ends, and a cold start sends an
+	// Event per update. Clients of Applications (dynamic.ConfigFor) speak
+	// JSON whatever this says; custom resources have no protobuf.
+	rc.ContentType = runtime.ContentTypeProtobuf
+	rc.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return rc, nil
 }
 
