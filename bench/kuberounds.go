@@ -120,6 +120,9 @@ func (e *env) roundSteady(ctx context.Context, d *daemon) (result, error) {
 		return r, err
 	}
 	r.WallSeconds = secs(time.Since(start))
+	if rep := e.reg.repeated(start, 5); len(rep) > 0 {
+		r.note("listed more than once (times from the round's start): %s", strings.Join(rep, "; "))
+	}
 	if err := m.finish(ctx, e, &r); err != nil {
 		return r, err
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +153,26 @@ func (r *registry) listsPerRepo() map[string]int {
 		out[repo] = len(ts)
 	}
 	return out
+}
+
+// repeated describes, for at most max repositories listed more than once
+// since the last snapshot, when each list came (seconds after start).
+func (r *registry) repeated(start time.Time, limit int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for repo, ts := range r.listedAt {
+		if len(ts) < 2 {
+			continue
+		}
+		at := make([]string, len(ts))
+		for i, t := range ts {
+			at[i] = fmt.Sprintf("%+.1fs", t.Sub(start).Seconds())
+		}
+		out = append(out, repo+" at "+strings.Join(at, ", "))
+	}
+	slices.Sort(out)
+	return out[:min(len(out), limit)]
 }
 
 // seedHeader marks the harness's own requests, which are not counted.
