@@ -258,8 +258,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	// dyn is set in cluster mode only: Applications read from files are
 	// never written to a cluster.
 	var (
-		dyn, meta dynamic.Interface
-		files     *watcher.FileSource
+		dyn   dynamic.Interface
+		meta  *kube.MetaPatcher
+		files *watcher.FileSource
 	)
 	if o.appsDir != "" {
 		files = &watcher.FileSource{Dir: o.appsDir, Log: log, Metrics: watchMetrics}

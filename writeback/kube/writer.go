@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -25,12 +26,11 @@ const DefaultMaxAttempts = 5
 // Writer patches Applications.
 type Writer struct {
 	Client dynamic.Interface
-	// MetaClient, when set, sends the patches, answered with the
-	// Application's metadata only (MetadataOnlyClient): the
+	// MetaClient, when set, sends the patches (MetadataOnlyClient): the
 	// resourceVersion is all the writer reads of the answer, and decoding
 	// a whole Application per write was a quarter of crowsnest's CPU on a
 	// cold start of 10,000 Applications. Nil patches through Client.
-	MetaClient dynamic.Interface
+	MetaClient *MetaPatcher
 	// MaxAttempts bounds conflict retries; zero is DefaultMaxAttempts.
 	MaxAttempts int
 	Log         *slog.Logger
@@ -68,9 +68,15 @@ func (w *Writer) ApplyFrom(ctx context.Context, namespace, name string, cached *
 		attempts = DefaultMaxAttempts
 	}
 	apps := w.Client.Resource(watcher.ApplicationsResource).Namespace(namespace)
-	patcher := apps
-	if w.MetaClient != nil {
-		patcher = w.MetaClient.Resource(watcher.ApplicationsResource).Namespace(namespace)
+	patch := func(data []byte) (string, error) {
+		if w.MetaClient != nil {
+			return w.MetaClient.Patch(ctx, namespace, name, data)
+		}
+		out, err := apps.Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
+		if err != nil {
+			return "", err
+		}
+		return out.GetResourceVersion(), nil
 	}
 	var res Result
 	for res.Attempts < attempts {
@@ -82,18 +88,18 @@ func (w *Writer) ApplyFrom(ctx context.Context, namespace, name string, cached *
 				return res, fmt.Errorf("reading Application %s/%s: %w", namespace, name, err)
 			}
 		}
-		patch, err := buildPatch(obj, overrides)
+		data, err := buildPatch(obj, overrides)
 		if err != nil {
 			return res, fmt.Errorf("writing Application %s/%s: %w", namespace, name, err)
 		}
-		if patch == nil {
+		if data == nil {
 			res.ResourceVersion = obj.GetResourceVersion()
 			return res, nil
 		}
 		if w.beforePatch != nil {
 			w.beforePatch()
 		}
-		out, err := patcher.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "crowsnest"})
+		rv, err := patch(data)
 		if apierrors.IsConflict(err) {
 			if w.Log != nil {
 				w.Log.Debug("Application changed while patching; reading it again", "app", namespace+"/"+name, "attempt", res.Attempts)
@@ -106,20 +112,53 @@ func (w *Writer) ApplyFrom(ctx context.Context, namespace, name string, cached *
 		if err != nil {
 			return res, fmt.Errorf("patching Application %s/%s: %w", namespace, name, err)
 		}
-		res.Patched, res.ResourceVersion = true, out.GetResourceVersion()
+		res.Patched, res.ResourceVersion = true, rv
 		return res, nil
 	}
 	return res, fmt.Errorf("patching Application %s/%s: %w", namespace, name, ErrConflicts)
 }
 
+// fieldManager names crowsnest's writes in managedFields.
+const fieldManager = "crowsnest"
+
 // metadataOnly asks the apiserver to answer with the object's metadata
 // (a PartialObjectMetadata), which every apiserver since 1.15 can.
 const metadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
-// MetadataOnlyClient returns a dynamic client for cfg whose answers carry
-// objects' metadata only: for writes whose answer is read for its
-// resourceVersion. It shares cfg's rate limiter when cfg has one.
-func MetadataOnlyClient(cfg *rest.Config) (dynamic.Interface, error) {
+// MetaPatcher sends JSON patches to Applications and reads only the
+// resourceVersion of the answer. The apiserver answers with the metadata
+// only, but that still holds managedFields, and decoding it into an
+// object was an eighth of crowsnest's CPU on a cold start of 10,000
+// Applications; here everything but the resourceVersion is skipped.
+type MetaPatcher struct {
+	client rest.Interface
+}
+
+// Patch applies a JSON patch to the Application namespace/name and
+// returns its resourceVersion after the write. Errors are the apiserver's
+// (apierrors.IsConflict and the rest work on them).
+func (p *MetaPatcher) Patch(ctx context.Context, namespace, name string, data []byte) (string, error) {
+	r := watcher.ApplicationsResource
+	body, err := p.client.Patch(types.JSONPatchType).
+		AbsPath("/apis", r.Group, r.Version, "namespaces", namespace, r.Resource, name).
+		Param("fieldManager", fieldManager).Body(data).Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	var answer struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &answer); err != nil {
+		return "", fmt.Errorf("reading the answer to a patch: %w", err)
+	}
+	return answer.Metadata.ResourceVersion, nil
+}
+
+// MetadataOnlyClient returns a MetaPatcher for cfg. It shares cfg's rate
+// limiter when cfg has one.
+func MetadataOnlyClient(cfg *rest.Config) (*MetaPatcher, error) {
 	c := dynamic.ConfigFor(cfg)
 	c.AcceptContentTypes = metadataOnly
 	c.GroupVersion = nil
@@ -132,7 +171,7 @@ func MetadataOnlyClient(cfg *rest.Config) (dynamic.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the metadata-only kube client: %w", err)
 	}
-	return dynamic.New(rc), nil
+	return &MetaPatcher{client: rc}, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
