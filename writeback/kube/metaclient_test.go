@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -96,5 +97,19 @@ func TestMetaClientPatchesAndReadsMetadataOnly(t *testing.T) {
 		if strings.Contains(b, `"spec"`) || !metadataOrStatus {
 			t.Errorf("patch answer is not metadata only (or a Status): %.300s", b)
 		}
+	}
+}
+
+// The apiserver's refusals come back as its errors, with its reason and
+// message, not as an "unknown" server error.
+func TestMetaPatcherReturnsTheAPIServersError(t *testing.T) {
+	meta, err := MetadataOnlyClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := env.CreateNamespace(t, "wbmetaerr")
+	_, err = meta.Patch(t.Context(), ns, "missing", []byte(`[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]`))
+	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `"missing" not found`) {
+		t.Errorf("patching a missing Application: %v, want the apiserver's not found", err)
 	}
 }

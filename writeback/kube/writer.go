@@ -139,9 +139,15 @@ type MetaPatcher struct {
 // (apierrors.IsConflict and the rest work on them).
 func (p *MetaPatcher) Patch(ctx context.Context, namespace, name string, data []byte) (string, error) {
 	r := watcher.ApplicationsResource
-	body, err := p.client.Patch(types.JSONPatchType).
+	res := p.client.Patch(types.JSONPatchType).
 		AbsPath("/apis", r.Group, r.Version, "namespaces", namespace, r.Resource, name).
-		Param("fieldManager", fieldManager).Body(data).Do(ctx).Raw()
+		Param("fieldManager", fieldManager).Body(data).Do(ctx)
+	// Error, not Raw's error: it reads the apiserver's Status out of the
+	// body ("cannot patch resource ..."), where Raw says "unknown".
+	if err := res.Error(); err != nil {
+		return "", err
+	}
+	body, err := res.Raw()
 	if err != nil {
 		return "", err
 	}
