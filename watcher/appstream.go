@@ -9,17 +9,17 @@ import (
 	"io"
 	"net/http"
 
-	kjson "sigs.k8s.io/json"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/crowsnest-dev/crowsnest/internal/kuberest"
 )
 
 // appStream lists and watches Applications and decodes each one straight
@@ -40,17 +40,9 @@ type appStream struct {
 // newAppClient returns a JSON REST client for cfg, for appListWatch. It
 // shares cfg's rate limiter when cfg has one.
 func newAppClient(cfg *rest.Config) (rest.Interface, error) {
-	c := dynamic.ConfigFor(cfg)
-	c.AcceptContentTypes = "application/json"
-	c.GroupVersion = nil
-	c.APIPath = "/apis" // each request names its full path
-	hc, err := rest.HTTPClientFor(c)
+	rc, err := kuberest.Client(cfg, "application/json")
 	if err != nil {
-		return nil, fmt.Errorf("building the Application watch client: %w", err)
-	}
-	rc, err := rest.UnversionedRESTClientForConfigAndClient(c, hc)
-	if err != nil {
-		return nil, fmt.Errorf("building the Application watch client: %w", err)
+		return nil, fmt.Errorf("the Application watch: %w", err)
 	}
 	return rc, nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kuberest"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -165,17 +166,9 @@ func (p *MetaPatcher) Patch(ctx context.Context, namespace, name string, data []
 // MetadataOnlyClient returns a MetaPatcher for cfg. It shares cfg's rate
 // limiter when cfg has one.
 func MetadataOnlyClient(cfg *rest.Config) (*MetaPatcher, error) {
-	c := dynamic.ConfigFor(cfg)
-	c.AcceptContentTypes = metadataOnly
-	c.GroupVersion = nil
-	c.APIPath = "/apis" // each request names its full path
-	hc, err := rest.HTTPClientFor(c)
+	rc, err := kuberest.Client(cfg, metadataOnly)
 	if err != nil {
-		return nil, fmt.Errorf("building the metadata-only kube client: %w", err)
-	}
-	rc, err := rest.UnversionedRESTClientForConfigAndClient(c, hc)
-	if err != nil {
-		return nil, fmt.Errorf("building the metadata-only kube client: %w", err)
+		return nil, fmt.Errorf("the metadata-only kube client: %w", err)
 	}
 	return &MetaPatcher{client: rc}, nil
 }
