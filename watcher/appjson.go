@@ -3,6 +3,7 @@ package watcher
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	kjson "sigs.k8s.io/json"
 )
@@ -12,7 +13,9 @@ import (
 // unstructured decoder (case-sensitive keys, integers as int64): the
 // named fields are decoded, everything else (managedFields,
 // status.resources, status.history) is scanned past without being built.
-// A field that is JSON null counts as absent.
+// A field that is JSON null counts as absent, and a key given twice
+// (which the apiserver never writes) merges into metadata and status
+// where a map would keep the last.
 type appJSON struct {
 	APIVersion any         `json:"apiVersion"`
 	Kind       any         `json:"kind"`
@@ -105,8 +108,18 @@ func setIf(m map[string]any, k string, v any) {
 // resources. The parts are held as raw JSON until that one is dropped.
 type opStateJSON struct{ v any }
 
-// UnmarshalJSON decodes b except syncResult.resources.
+// UnmarshalJSON decodes b except syncResult.resources. An error (a number
+// no float64 holds, which the apiserver never stores) aborts the whole
+// object's decode, so it is not returned as a type error, which would
+// make the caller keep what was decoded so far (isTypeError).
 func (o *opStateJSON) UnmarshalJSON(b []byte) error {
+	if err := o.decode(b); err != nil {
+		return fmt.Errorf("status.operationState: %v", err) //nolint:errorlint // deliberately not wrapped, see above
+	}
+	return nil
+}
+
+func (o *opStateJSON) decode(b []byte) error {
 	var fields map[string]json.RawMessage
 	if !isObject(b) || kjson.UnmarshalCaseSensitivePreserveInts(b, &fields) != nil {
 		return kjson.UnmarshalCaseSensitivePreserveInts(b, &o.v)

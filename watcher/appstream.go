@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/crowsnest-dev/crowsnest/internal/kuberest"
@@ -32,26 +34,37 @@ import (
 // Here the fields crowsnest never reads are scanned and skipped, never
 // allocated.
 type appStream struct {
-	client    rest.Interface
-	namespace string
-	selector  string
+	// lists share the rate limiter of the config; watches, long-lived,
+	// are not rate limited, as client-go's Request.Watch is not.
+	lists, watches rest.Interface
+	namespace      string
+	selector       string
 }
 
-// newAppClient returns a JSON REST client for cfg, for appListWatch. It
-// shares cfg's rate limiter when cfg has one.
-func newAppClient(cfg *rest.Config) (rest.Interface, error) {
-	rc, err := kuberest.Client(cfg, "application/json")
+// appClients are the JSON REST clients of appListWatch.
+type appClients struct{ lists, watches rest.Interface }
+
+// newAppClients returns the clients for cfg: lists share cfg's rate
+// limiter when it has one, watches take none.
+func newAppClients(cfg *rest.Config) (appClients, error) {
+	lists, err := kuberest.Client(cfg, "application/json")
 	if err != nil {
-		return nil, fmt.Errorf("the Application watch: %w", err)
+		return appClients{}, fmt.Errorf("the Application watch: %w", err)
 	}
-	return rc, nil
+	wc := rest.CopyConfig(cfg)
+	wc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	watches, err := kuberest.Client(wc, "application/json")
+	if err != nil {
+		return appClients{}, fmt.Errorf("the Application watch: %w", err)
+	}
+	return appClients{lists: lists, watches: watches}, nil
 }
 
 // appListWatch returns a ListerWatcher of the Applications in namespace
 // (all for "") matching selector. It supports streaming lists
 // (watch-list): the apiserver's initial events are decoded like any other.
-func appListWatch(client rest.Interface, namespace, selector string) cache.ListerWatcher {
-	s := &appStream{client: client, namespace: namespace, selector: selector}
+func appListWatch(c appClients, namespace, selector string) cache.ListerWatcher {
+	s := &appStream{lists: c.lists, watches: c.watches, namespace: namespace, selector: selector}
 	return &cache.ListWatch{ListWithContextFunc: s.list, WatchFuncWithContext: s.watch}
 }
 
@@ -65,23 +78,27 @@ var paramCodec = func() runtime.ParameterCodec {
 
 var versionV1 = schema.GroupVersion{Version: "v1"}
 
-func (s *appStream) request(opts metav1.ListOptions) *rest.Request {
+func (s *appStream) request(client rest.Interface, opts metav1.ListOptions) *rest.Request {
 	opts.LabelSelector = s.selector
 	segs := []string{"/apis", ApplicationsResource.Group, ApplicationsResource.Version}
 	if s.namespace != "" {
 		segs = append(segs, "namespaces", s.namespace)
 	}
 	segs = append(segs, ApplicationsResource.Resource)
-	return s.client.Get().AbsPath(segs...).SpecificallyVersionedParams(&opts, paramCodec, versionV1)
+	return client.Get().AbsPath(segs...).SpecificallyVersionedParams(&opts, paramCodec, versionV1)
 }
 
-// list reads one page of Applications.
+// list reads one page of Applications. It goes through Do, which retries
+// a GET on a reset connection, and reads the page whole.
 func (s *appStream) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	body, err := s.request(opts).Stream(ctx)
+	res := s.request(s.lists, opts).Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	body, err := res.Raw()
 	if err != nil {
 		return nil, err
 	}
-	defer body.Close()
 	var l struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -92,8 +109,7 @@ func (s *appStream) list(ctx context.Context, opts metav1.ListOptions) (runtime.
 		} `json:"metadata"`
 		Items []appJSON `json:"items"`
 	}
-	dec := kjson.NewDecoderCaseSensitivePreserveInts(body)
-	if err := dec.Decode(&l); err != nil && !isTypeError(err) {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &l); err != nil && !isTypeError(err) {
 		return nil, fmt.Errorf("decoding the list of Applications: %w", err)
 	}
 	out := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": l.APIVersion, "kind": l.Kind}}
@@ -110,8 +126,13 @@ func (s *appStream) list(ctx context.Context, opts metav1.ListOptions) (runtime.
 // watch opens a watch (or a streaming list) of Applications.
 func (s *appStream) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	body, err := s.request(opts).Stream(ctx)
+	body, err := s.request(s.watches, opts).Stream(ctx)
 	if err != nil {
+		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
+			// As client-go's Request.Watch: the reflector watches
+			// again at once instead of backing off and listing.
+			return watch.NewEmptyWatch(), nil
+		}
 		return nil, err
 	}
 	dec := kjson.NewDecoderCaseSensitivePreserveInts(body)
@@ -220,10 +241,11 @@ func decodeEventObject(dec kjson.Decoder, typ watch.EventType) (runtime.Object, 
 // isTypeError reports a value of the wrong JSON type (a string where an
 // object was expected). The decoder skips that value and decodes the
 // rest, which is what TrimApplication does with a field of the wrong type.
-// sigs.k8s.io/json's error is its own copy of encoding/json's type.
+// sigs.k8s.io/json's type is an alias of encoding/json's. An unmarshaler's
+// error (opStateJSON) aborts the decode instead, and is not one.
 func isTypeError(err error) bool {
 	var te *json.UnmarshalTypeError
-	return errors.As(err, &te) || fmt.Sprintf("%T", err) == "*json.UnmarshalTypeError"
+	return errors.As(err, &te)
 }
 
 // failed classifies an error reading part of an event. Malformed JSON (a

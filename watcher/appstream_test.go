@@ -2,10 +2,14 @@ package watcher
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -301,4 +307,71 @@ func FuzzAppStreamDecode(f *testing.F) {
 			t.Errorf("streamed Application differs from the trimmed one for %s (-want +got):\n%s", canon, diff)
 		}
 	})
+}
+
+// A value no decoder can hold inside operationState fails the object, as
+// it fails client-go's decoding, rather than leaving it cut short.
+func TestAppStreamFailsAnObjectItCannotDecode(t *testing.T) {
+	doc := []byte(`{"metadata":{"name":"a"},"spec":{"project":"p"},"status":{"operationState":{"retryCount":1e400}}}`)
+	if _, err := trimReference(doc); err == nil {
+		t.Fatal("client-go's decoding accepts 1e400; the test's premise is wrong")
+	}
+	if got, err := trimStreamed(doc); err == nil {
+		t.Errorf("decoded %v, want an error", got)
+	}
+}
+
+// countingLimiter is a client-side rate limiter that lets everything
+// through and counts who asked.
+type countingLimiter struct{ waits atomic.Int32 }
+
+func (l *countingLimiter) TryAccept() bool { l.waits.Add(1); return true }
+func (l *countingLimiter) Accept()         { l.waits.Add(1) }
+func (l *countingLimiter) Stop()           {}
+func (l *countingLimiter) QPS() float32    { return 1 }
+func (l *countingLimiter) Wait(context.Context) error {
+	l.waits.Add(1)
+	return nil
+}
+
+// Lists take their turn at the rate limiter the patches share; watches,
+// long-lived, do not, as client-go's own watches do not.
+func TestAppStreamRateLimitsListsNotWatches(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") == "true" {
+			_, _ = io.WriteString(w, `{"type":"ADDED","object":{"metadata":{"name":"a","namespace":"n","resourceVersion":"2"}}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"kind":"ApplicationList","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"name":"a","namespace":"n"}}]}`)
+	}))
+	defer srv.Close()
+	limiter := &countingLimiter{}
+	clients, err := newAppClients(&rest.Config{Host: srv.URL, RateLimiter: limiter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := cache.ToListerWatcherWithContext(appListWatch(clients, "n", ""))
+	l, err := lw.ListWithContext(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.(*unstructured.UnstructuredList).Items); n != 1 {
+		t.Errorf("%d Applications listed, want 1", n)
+	}
+	if got := limiter.waits.Load(); got != 1 {
+		t.Errorf("a list asked the rate limiter %d times, want 1", got)
+	}
+	w, err := lw.WatchWithContext(t.Context(), metav1.ListOptions{ResourceVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-w.ResultChan()
+	w.Stop()
+	if ev.Type != watch.Added {
+		t.Errorf("watch event %s %v, want ADDED", ev.Type, ev.Object)
+	}
+	if got := limiter.waits.Load(); got != 1 {
+		t.Errorf("after a watch the rate limiter was asked %d times, want 1 (the list's)", got)
+	}
 }

@@ -96,13 +96,13 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 		if len(namespaces) == 0 {
 			namespaces = []string{metav1.NamespaceAll}
 		}
-		client, err := newAppClient(s.Config)
+		clients, err := newAppClients(s.Config)
 		if err != nil {
 			return err
 		}
 		for _, ns := range namespaces {
-			inf := cache.NewSharedIndexInformerWithOptions(appListWatch(client, ns, s.Selector), &unstructured.Unstructured{},
-				cache.SharedIndexInformerOptions{ResyncPeriod: s.ResyncPeriod})
+			inf := cache.NewSharedIndexInformerWithOptions(appListWatch(clients, ns, s.Selector), &unstructured.Unstructured{},
+				cache.SharedIndexInformerOptions{ResyncPeriod: s.ResyncPeriod, ObjectDescription: ApplicationsResource.String()})
 			reg, err := inf.AddEventHandler(d.informerHandler(d.app))
 			if err != nil {
 				return fmt.Errorf("adding applications handler: %w", err)
@@ -138,7 +138,7 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 	}()
 	if cache.WaitForCacheSync(ctx.Done(), synced...) {
 		s.synced.Store(true)
-		log.Info("application caches synced", "namespaces", len(factories))
+		log.Info("application caches synced", "informers", len(synced))
 	}
 	<-ctx.Done()
 	return nil

@@ -2,6 +2,7 @@ package watcher_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -402,4 +404,58 @@ func TestAppStreamListAndWatch(t *testing.T) {
 	} else if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
 		t.Errorf("watch from a compacted version: %v, want an expired error", err)
 	}
+}
+
+// Where streaming lists are off, the reflector lists through appStream,
+// then watches: the cache holds the trimmed Applications and follows a
+// change.
+func TestAppStreamWithoutStreamingLists(t *testing.T) {
+	ns := env.CreateNamespace(t, "streamlist")
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := dyn.Resource(watcher.ApplicationsResource)
+	for _, name := range []string{"a", "b", "c"} {
+		createApp(t, apps, ns, name, nil)
+	}
+	inf, lists, err := watcher.AppInformerListing(env.Config, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { inf.RunWithContext(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	if n := lists.Load(); n < 1 {
+		t.Fatalf("%d LISTs; the reflector did not list", n)
+	}
+	keys := inf.GetStore().ListKeys()
+	slices.Sort(keys)
+	if diff := cmp.Diff([]string{ns + "/a", ns + "/b", ns + "/c"}, keys); diff != "" {
+		t.Errorf("cached Applications (-want +got):\n%s", diff)
+	}
+	obj, _, _ := inf.GetStore().GetByKey(ns + "/b")
+	if u := obj.(*unstructured.Unstructured); len(u.GetManagedFields()) != 0 || u.GetName() != "b" {
+		t.Errorf("listed Application not trimmed: %v", u.Object["metadata"])
+	}
+
+	b, err := apps.Namespace(ns).Get(t.Context(), "b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(b.Object, "Degraded", "status", "health", "status"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apps.Namespace(ns).UpdateStatus(t.Context(), b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the watched change in the cache", func() bool {
+		obj, _, _ := inf.GetStore().GetByKey(ns + "/b")
+		health, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "status", "health", "status")
+		return health == "Degraded"
+	})
 }
