@@ -64,6 +64,10 @@ func escapeControl(s string) string {
 	return b.String()
 }
 
+// maxRepositoryLen is the longest repository path (after the registry)
+// go-containerregistry and the distribution spec accept.
+const maxRepositoryLen = 255
+
 // ParseImage parses an image reference: registries with ports, nested
 // paths, tags and digests ("host:5000/a/b/c:1.2@sha256:...").
 func ParseImage(s string) (Image, error) {
@@ -80,6 +84,12 @@ func ParseImage(s string) (Image, error) {
 	repo, err := name.NewRepository(repoPart)
 	if err != nil {
 		return Image{}, refError(s, err)
+	}
+	// The length limit is checked on what was written; Docker Hub's
+	// "library/" can take a name past it, and the canonical form would not
+	// parse again.
+	if n := len(repo.RepositoryStr()); n > maxRepositoryLen {
+		return Image{}, refError(s, fmt.Errorf("repository must be at most %d characters, %d with Docker Hub's library/ prefix", maxRepositoryLen, n))
 	}
 	if err := checkGrammar(repo, tag); err != nil {
 		return Image{}, refError(s, err)

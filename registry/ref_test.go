@@ -28,6 +28,10 @@ func TestParseImage(t *testing.T) {
 		{in: "app:1.0@" + dgst, wantRepo: "docker.io/library/app", wantTag: "1.0", wantDig: dgst, wantStr: "docker.io/library/app:1.0@" + dgst},
 		{in: "", wantErr: true},
 		{in: " nginx", wantErr: true},
+		// 246 characters, 254 with Docker Hub's library/: accepted.
+		{in: strings.Repeat("a", 246), wantRepo: "docker.io/library/" + strings.Repeat("a", 246), wantTag: "latest", wantStr: "docker.io/library/" + strings.Repeat("a", 246) + ":latest"},
+		// 248 characters, 256 with library/: its canonical form would not parse (found by FuzzParseImage).
+		{in: strings.Repeat("0", 248), wantErr: true},
 		{in: "Nginx", wantErr: true},
 		{in: "nginx:bad tag", wantErr: true},
 		{in: "nginx@sha256:short", wantErr: true},
