@@ -120,35 +120,54 @@ func (o *opStateJSON) UnmarshalJSON(b []byte) error {
 }
 
 func (o *opStateJSON) decode(b []byte) error {
-	var fields map[string]json.RawMessage
-	if !isObject(b) || kjson.UnmarshalCaseSensitivePreserveInts(b, &fields) != nil {
+	fields, ok := rawFields(b)
+	if !ok {
 		return kjson.UnmarshalCaseSensitivePreserveInts(b, &o.v)
 	}
-	op := make(map[string]any, len(fields))
-	for k, raw := range fields {
+	sr, hasResult := fields["syncResult"]
+	delete(fields, "syncResult")
+	op, err := decodeFields(fields)
+	if err != nil {
+		return err
+	}
+	if hasResult {
 		var v any
-		if k == "syncResult" && isObject(raw) {
-			var sr map[string]json.RawMessage
-			if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &sr); err != nil {
-				return err
-			}
-			delete(sr, "resources")
-			kept := make(map[string]any, len(sr))
-			for sk, sraw := range sr {
-				var sv any
-				if err := kjson.UnmarshalCaseSensitivePreserveInts(sraw, &sv); err != nil {
-					return err
-				}
-				kept[sk] = sv
-			}
-			v = kept
-		} else if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v); err != nil {
+		if srFields, ok := rawFields(sr); ok {
+			delete(srFields, "resources")
+			v, err = decodeFields(srFields)
+		} else {
+			err = kjson.UnmarshalCaseSensitivePreserveInts(sr, &v)
+		}
+		if err != nil {
 			return err
 		}
-		op[k] = v
+		op["syncResult"] = v
 	}
 	o.v = op
 	return nil
+}
+
+// rawFields splits a JSON object into its fields, undecoded; false when
+// b is not an object.
+func rawFields(b []byte) (map[string]json.RawMessage, bool) {
+	var fields map[string]json.RawMessage
+	if !isObject(b) || kjson.UnmarshalCaseSensitivePreserveInts(b, &fields) != nil {
+		return nil, false
+	}
+	return fields, true
+}
+
+// decodeFields decodes each field of rawFields.
+func decodeFields(fields map[string]json.RawMessage) (map[string]any, error) {
+	out := make(map[string]any, len(fields))
+	for k, raw := range fields {
+		var v any
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 func isObject(b []byte) bool {

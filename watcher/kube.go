@@ -64,25 +64,23 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 	}
 	d := &dispatcher{handler: h, log: log, metrics: s.Metrics}
 
-	var factories []dynamicinformer.DynamicSharedInformerFactory
+	var informers []cache.SharedIndexInformer
 	var synced []cache.InformerSynced
-	add := func(namespaces []string, gvr schema.GroupVersionResource, selector string,
-		transform cache.TransformFunc, emit func(EventType, *unstructured.Unstructured, *unstructured.Unstructured)) error {
+	add := func(namespaces []string, resource string, newInformer func(ns string) (cache.SharedIndexInformer, error),
+		emit func(EventType, *unstructured.Unstructured, *unstructured.Unstructured)) error {
 		if len(namespaces) == 0 {
 			namespaces = []string{metav1.NamespaceAll}
 		}
 		for _, ns := range namespaces {
-			f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(s.Client, s.ResyncPeriod, ns,
-				func(o *metav1.ListOptions) { o.LabelSelector = selector })
-			inf := f.ForResource(gvr).Informer()
-			if err := inf.SetTransform(transform); err != nil {
-				return fmt.Errorf("setting %s transform: %w", gvr.Resource, err)
+			inf, err := newInformer(ns)
+			if err != nil {
+				return err
 			}
 			reg, err := inf.AddEventHandler(d.informerHandler(emit))
 			if err != nil {
-				return fmt.Errorf("adding %s handler: %w", gvr.Resource, err)
+				return fmt.Errorf("adding %s handler: %w", resource, err)
 			}
-			factories = append(factories, f)
+			informers = append(informers, inf)
 			// Synced once the handler was given every object of the
 			// initial list, not only once the informer's store holds
 			// them: the engine counts and reconciles what it was given.
@@ -90,27 +88,29 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 		}
 		return nil
 	}
-	var streamed []cache.SharedIndexInformer
-	if s.Config != nil {
-		namespaces := s.Namespaces
-		if len(namespaces) == 0 {
-			namespaces = []string{metav1.NamespaceAll}
+	// dynamicInformer builds client-go's dynamic informer, trimmed after decoding.
+	dynamicInformer := func(gvr schema.GroupVersionResource, selector string, transform cache.TransformFunc) func(string) (cache.SharedIndexInformer, error) {
+		return func(ns string) (cache.SharedIndexInformer, error) {
+			inf := dynamicinformer.NewFilteredDynamicInformer(s.Client, gvr, ns, s.ResyncPeriod, cache.Indexers{},
+				func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
+			if err := inf.SetTransform(transform); err != nil {
+				return nil, fmt.Errorf("setting %s transform: %w", gvr.Resource, err)
+			}
+			return inf, nil
 		}
+	}
+	apps := dynamicInformer(ApplicationsResource, s.Selector, TrimApplication)
+	if s.Config != nil {
 		clients, err := newAppClients(s.Config)
 		if err != nil {
 			return err
 		}
-		for _, ns := range namespaces {
-			inf := cache.NewSharedIndexInformerWithOptions(appListWatch(clients, ns, s.Selector), &unstructured.Unstructured{},
-				cache.SharedIndexInformerOptions{ResyncPeriod: s.ResyncPeriod, ObjectDescription: ApplicationsResource.String()})
-			reg, err := inf.AddEventHandler(d.informerHandler(d.app))
-			if err != nil {
-				return fmt.Errorf("adding applications handler: %w", err)
-			}
-			streamed = append(streamed, inf)
-			synced = append(synced, reg.HasSynced)
+		apps = func(ns string) (cache.SharedIndexInformer, error) {
+			return cache.NewSharedIndexInformerWithOptions(appListWatch(clients, ns, s.Selector), &unstructured.Unstructured{},
+				cache.SharedIndexInformerOptions{ResyncPeriod: s.ResyncPeriod, ObjectDescription: ApplicationsResource.String()}), nil
 		}
-	} else if err := add(s.Namespaces, ApplicationsResource, s.Selector, TrimApplication, d.app); err != nil {
+	}
+	if err := add(s.Namespaces, ApplicationsResource.Resource, apps, d.app); err != nil {
 		return err
 	}
 	if s.Projects {
@@ -118,24 +118,16 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 		if len(projectNamespaces) == 0 {
 			projectNamespaces = s.Namespaces
 		}
-		if err := add(projectNamespaces, AppProjectsResource, "", TrimProject, d.project); err != nil {
+		if err := add(projectNamespaces, AppProjectsResource.Resource, dynamicInformer(AppProjectsResource, "", TrimProject), d.project); err != nil {
 			return err
 		}
 	}
 
 	var running sync.WaitGroup
-	for _, inf := range streamed {
+	defer running.Wait()
+	for _, inf := range informers {
 		running.Go(func() { inf.RunWithContext(ctx) })
 	}
-	for _, f := range factories {
-		f.Start(ctx.Done())
-	}
-	defer func() {
-		for _, f := range factories {
-			f.Shutdown()
-		}
-		running.Wait()
-	}()
 	if cache.WaitForCacheSync(ctx.Done(), synced...) {
 		s.synced.Store(true)
 		log.Info("application caches synced", "informers", len(synced))
