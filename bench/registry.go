@@ -155,7 +155,7 @@ func (r *registry) listsPerRepo() map[string]int {
 	return out
 }
 
-// repeated describes, for at most max repositories listed more than once
+// repeated describes, for at most limit repositories listed more than once
 // since the last snapshot, when each list came (seconds after start).
 func (r *registry) repeated(start time.Time, limit int) []string {
 	r.mu.Lock()
