@@ -52,6 +52,12 @@ type Request struct {
 // Result tells the engine when to come back to a key that succeeded.
 type Result struct {
 	RequeueAfter time.Duration
+	// Waiting says the reconcile did not finish: it waits, off the
+	// queue, for something that will enqueue the key again (a tag list
+	// being read). The key does not count as reconciled in the first
+	// pass, and the engine is not idle while the Reconciler reports
+	// (Waiting() bool) that it waits.
+	Waiting bool
 }
 
 // Reconciler decides and acts for one Application. The engine never calls it
@@ -121,7 +127,11 @@ type Engine struct {
 // waits for this.
 func (e *Engine) Idle() bool {
 	e.init()
-	return e.synced.Load() && e.queue.Len() == 0 && e.inFlight.Load() == 0
+	if !e.synced.Load() || e.queue.Len() != 0 || e.inFlight.Load() != 0 {
+		return false
+	}
+	w, ok := e.Reconciler.(interface{ Waiting() bool })
+	return !ok || !w.Waiting()
 }
 
 // MaxFirstPass bounds how long InFirstPass holds: a first pass that does
@@ -341,7 +351,9 @@ func (e *Engine) processNext(ctx context.Context) bool {
 	res, err := e.reconcileSafely(ctx, req)
 	result := e.handleResult(ctx, key, res, err)
 	e.Metrics.reconciled(result, time.Since(start).Seconds())
-	e.firstPassReconciled(key)
+	if result != ResultWaiting {
+		e.firstPassReconciled(key)
+	}
 	return true
 }
 
@@ -357,6 +369,9 @@ func (e *Engine) reconcileSafely(ctx context.Context, req Request) (res Result, 
 // handleResult applies the work-loop contract and returns the metric label.
 func (e *Engine) handleResult(ctx context.Context, key string, res Result, err error) string {
 	switch {
+	case err == nil && res.Waiting:
+		e.queue.Forget(key)
+		return ResultWaiting
 	case err == nil && res.RequeueAfter > 0:
 		e.queue.Forget(key)
 		e.queue.AddAfter(key, res.RequeueAfter)

@@ -118,6 +118,9 @@ type ImageReconciler struct {
 	intents intents
 	// selections remembers selections per image, policy and tag list.
 	selections selectionMemo
+	// tagWaits parks the first pass's reconciles whose tag lists are
+	// being read.
+	tagWaits tagWaits
 }
 
 // saidKey names one kind of report about one Application.
@@ -240,7 +243,11 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	}
 	r.setRepos(req.Key, r.interests(spec))
 
-	results := r.selectAll(ctx, req.Key, spec)
+	results, waiting := r.selectAll(ctx, req.Key, spec)
+	if waiting {
+		r.Log.Debug("waiting for tag lists off the queue", "app", req.Key)
+		return Result{Waiting: true}, nil
+	}
 	if selErr := retryableSelection(spec, results); selErr != nil {
 		defer func() {
 			if err == nil {
@@ -338,14 +345,19 @@ func retryableSelection(spec *imageupdate.Spec, results map[string]imageupdate.S
 }
 
 // selectAll runs selection for every image; errors stay per image.
-func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *imageupdate.Spec) map[string]imageupdate.Selection {
-	ctx, cancel := context.WithTimeout(ctx, defaultSelectionTimeout)
-	defer cancel()
-	out := make(map[string]imageupdate.Selection, len(spec.Images))
+func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *imageupdate.Spec) (selections map[string]imageupdate.Selection, waiting bool) {
 	var maxAge time.Duration // the tag cache's TTL
 	if r.FirstPass != nil && r.FirstPass() {
 		maxAge = MaxFirstPass
+		if r.Enqueue != nil && r.tagWaits.wait(ctx, key, r.tagWants(spec), maxAge, r.Enqueue) {
+			return nil, true
+		}
+	} else {
+		r.tagWaits.passOver()
 	}
+	ctx, cancel := context.WithTimeout(ctx, defaultSelectionTimeout)
+	defer cancel()
+	out := make(map[string]imageupdate.Selection, len(spec.Images))
 	for i := range spec.Images {
 		img := &spec.Images[i]
 		pol, err := policy.Compile(img.Ref.Repo(), img.Policy)
@@ -353,10 +365,7 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 			out[img.Alias] = imageupdate.Selection{Err: err}
 			continue
 		}
-		client := r.Registry
-		if img.PullSecret != "" && r.RegistryFor != nil {
-			client = r.RegistryFor(img.PullSecret)
-		}
+		client := r.clientFor(img)
 		tags, err := client.Tags(ctx, img.Ref.Repository, maxAge)
 		if err != nil {
 			out[img.Alias] = imageupdate.Selection{Err: err}
@@ -366,7 +375,36 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 		out[img.Alias] = imageupdate.Selection{Result: res, Err: err}
 		r.Log.Debug("version selected", "app", key, "image", img.Alias, "tag", res.Tag, "error", err)
 	}
-	return out
+	return out, false
+}
+
+// clientFor is the registry client that reads img: its pull secret's, or
+// the shared one.
+func (r *ImageReconciler) clientFor(img *imageupdate.Image) *registry.Client {
+	if img.PullSecret != "" && r.RegistryFor != nil {
+		return r.RegistryFor(img.PullSecret)
+	}
+	return r.Registry
+}
+
+// tagWants lists the tag lists spec's images read (an image whose policy
+// does not compile reads none).
+func (r *ImageReconciler) tagWants(spec *imageupdate.Spec) []tagWant {
+	wants := make([]tagWant, 0, len(spec.Images))
+	for i := range spec.Images {
+		img := &spec.Images[i]
+		if _, err := policy.Compile(img.Ref.Repo(), img.Policy); err != nil {
+			continue
+		}
+		wants = append(wants, tagWant{client: r.clientFor(img), repo: img.Ref.Repository})
+	}
+	return wants
+}
+
+// Waiting reports whether a tag list is being read for Applications that
+// wait for it off the queue (Engine.Idle).
+func (r *ImageReconciler) Waiting() bool {
+	return r.tagWaits.pending()
 }
 
 // hold asks the windows whether write-backs are held for app now.

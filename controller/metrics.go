@@ -11,6 +11,9 @@ const (
 	ResultRequeue  = "requeue"
 	ResultError    = "error"
 	ResultTerminal = "terminal"
+	// ResultWaiting is a reconcile that handed its worker back to wait
+	// for a tag list (Result.Waiting); the key comes back when it lands.
+	ResultWaiting = "waiting"
 )
 
 // Metrics is the engine's Prometheus instrumentation. A nil *Metrics

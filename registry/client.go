@@ -242,23 +242,16 @@ func (c *Client) Tags(ctx context.Context, repo name.Repository, maxAge time.Dur
 		maxAge = c.TagTTL
 	}
 	key := RepoKey(repo)
-	c.mu.Lock()
-	e := c.tags[key]
-	if e != nil && !e.stale && maxAge > 0 && c.Now().Sub(e.fetched) < maxAge {
-		c.mu.Unlock()
+	if tags, ok := c.cachedTags(key, maxAge); ok {
 		c.Metrics.cacheResult("tags", "hit")
-		return e.tags, nil
+		return tags, nil
 	}
-	c.mu.Unlock()
 	v, err, shared := c.flight.Do("tags\x00"+key, func() (any, error) {
 		// A flight that ended between our cache check and this one
 		// filled the cache: do not list again.
-		c.mu.Lock()
-		if e := c.tags[key]; e != nil && !e.stale && maxAge > 0 && c.Now().Sub(e.fetched) < maxAge {
-			c.mu.Unlock()
-			return e.tags, nil
+		if tags, ok := c.cachedTags(key, maxAge); ok {
+			return tags, nil
 		}
-		c.mu.Unlock()
 		tags, err := c.ListTags(ctx, repo)
 		if err != nil {
 			return nil, err
@@ -277,6 +270,26 @@ func (c *Client) Tags(ctx context.Context, repo name.Repository, maxAge time.Dur
 		return nil, err
 	}
 	return v.([]string), nil
+}
+
+// CachedTags returns a repository's tags when Tags would answer them from
+// its cache (a list younger than maxAge, or the TTL when maxAge is 0, and
+// not marked stale), without listing; ok is false otherwise.
+func (c *Client) CachedTags(repo name.Repository, maxAge time.Duration) (tags []string, ok bool) {
+	c.init()
+	if maxAge == 0 {
+		maxAge = c.TagTTL
+	}
+	return c.cachedTags(RepoKey(repo), maxAge)
+}
+
+func (c *Client) cachedTags(key string, maxAge time.Duration) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.tags[key]; e != nil && !e.stale && maxAge > 0 && c.Now().Sub(e.fetched) < maxAge {
+		return e.tags, true
+	}
+	return nil, false
 }
 
 // ResetHosts makes the client ask Hosts again for every registry, after

@@ -177,6 +177,39 @@ func TestTagsAreListedOnceForManyCallers(t *testing.T) {
 	}
 }
 
+// CachedTags answers what Tags would answer from its cache, and nothing
+// else: never a list of its own.
+func TestCachedTagsNeverLists(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	reg.Push(t, "repo:1.0.0", testreg.Image(t, t0, ""))
+	now := t0
+	c := &Client{Hosts: fastHosts, TagTTL: time.Minute, Now: func() time.Time { return now }}
+	repo := repoOf(t, reg, "repo")
+	if tags, ok := c.CachedTags(repo, 0); ok {
+		t.Errorf("before any list: cached %v", tags)
+	}
+	if _, err := c.Tags(t.Context(), repo, 0); err != nil {
+		t.Fatal(err)
+	}
+	if tags, ok := c.CachedTags(repo, 0); !ok || len(tags) != 1 || tags[0] != "1.0.0" {
+		t.Errorf("after a list: cached %v, %v; want [1.0.0]", tags, ok)
+	}
+	now = now.Add(time.Minute)
+	if _, ok := c.CachedTags(repo, 0); ok {
+		t.Error("cached past the TTL")
+	}
+	if _, ok := c.CachedTags(repo, time.Hour); !ok {
+		t.Error("not cached within a longer maxAge")
+	}
+	c.MarkStale(RepoKey(repo))
+	if _, ok := c.CachedTags(repo, time.Hour); ok {
+		t.Error("cached after MarkStale")
+	}
+	if n := reg.Count("list", ""); n != 1 {
+		t.Errorf("%d tag lists, want the one Tags made", n)
+	}
+}
+
 func TestMetadataOfImagesAndIndexes(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{Auth: testreg.AuthBearer, Username: "u", Password: "p"})
 	reg.Push(t, "app:single", testreg.Image(t, t0, "linux/arm64/v8"))
