@@ -25,19 +25,7 @@ func TestFirstPassListsEachRepositoryOnce(t *testing.T) {
 	ns := env.CreateNamespace(t, "first-pass")
 	setup := setupApps(t, ns)
 	createAppsRunning(t, setup, apps, func(i int) string {
-		return fmt.Sprintf(`
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: app-%02[1]d
-  namespace: %[2]s
-  annotations:
-    argocd-image-updater.argoproj.io/image-list: %[3]s:^1
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: app-%02[1]d}
-  source: {repoURL: https://git.example.com/apps.git, path: apps/app-%02[1]d, targetRevision: main}
-`, i, ns, image(i))
+		return semverAppDoc(fmt.Sprintf("app-%02d", i), ns, image(i))
 	}, func(i int) string { return image(i) + ":1.0.0" })
 
 	dyn, err := dynamic.NewForConfig(env.Config)

@@ -55,6 +55,24 @@ func pushScaleTags(t *testing.T, reg *testreg.OCI, n int) []string {
 	return want
 }
 
+// semverAppDoc is an Application named name in ns that follows image by
+// ^1 (Kubernetes write-back), as YAML for createAppsRunning.
+func semverAppDoc(name, ns, image string) string {
+	return fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  annotations:
+    argocd-image-updater.argoproj.io/image-list: %[3]s:^1
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: %[1]s}
+  source: {repoURL: https://git.example.com/apps.git, path: apps/%[1]s, targetRevision: main}
+`, name, ns, image)
+}
+
 // setupApps returns an Application client for the test's own setup.
 func setupApps(t *testing.T, ns string) dynamic.ResourceInterface {
 	t.Helper()

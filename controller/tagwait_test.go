@@ -54,19 +54,7 @@ func TestFirstPassWaitsForTagListsOffTheQueue(t *testing.T) {
 	image := func(i int) string { return reg.Host() + "/" + scaleRepo(repo(i)) }
 	ns := env.CreateNamespace(t, "tag-wait")
 	createAppsRunning(t, setupApps(t, ns), slow+fast, func(i int) string {
-		return fmt.Sprintf(`
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  annotations:
-    argocd-image-updater.argoproj.io/image-list: %[3]s:^1
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: %[1]s}
-  source: {repoURL: https://git.example.com/apps.git, path: apps/%[1]s, targetRevision: main}
-`, appName(i), ns, image(i))
+		return semverAppDoc(appName(i), ns, image(i))
 	}, func(i int) string { return image(i) + ":1.0.0" })
 
 	dyn, err := dynamic.NewForConfig(env.Config)
