@@ -108,8 +108,13 @@ type ImageReconciler struct {
 	WindowMetrics *WindowMetrics
 
 	mu    sync.Mutex
-	repos repoInterests   // app key -> repositories it uses -> how to poll them
-	held  map[string]bool // app keys with an update a window holds
+	repos repoInterests // app key -> repositories it uses -> how to poll them
+	// interestsMade counts the changes of repos' union (under mu);
+	// interestsGiven is the newest handed to the Poller (under pollMu).
+	interestsMade  uint64
+	pollMu         sync.Mutex
+	interestsGiven uint64
+	held           map[string]bool // app keys with an update a window holds
 	// said is what was last reported per kind (a hold: its changes and
 	// window; the annotation problems) and app key, so each is reported
 	// (log, Event, metric) when it appears or changes, not again on every
@@ -482,9 +487,21 @@ func (r *ImageReconciler) interests(spec *imageupdate.Spec) map[string]registry.
 func (r *ImageReconciler) setRepos(key string, repos map[string]registry.Interest) {
 	r.mu.Lock()
 	interests, changed := r.repos.set(key, repos)
+	if changed {
+		r.interestsMade++
+	}
+	made := r.interestsMade
 	r.mu.Unlock()
-	if changed && r.Poller != nil {
+	if !changed || r.Poller == nil {
+		return
+	}
+	// Workers hand their snapshots over in any order: one older than
+	// what the poller has would take a newer repository away from it.
+	r.pollMu.Lock()
+	defer r.pollMu.Unlock()
+	if made > r.interestsGiven {
 		r.Poller.SetInterests(interests)
+		r.interestsGiven = made
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,5 +94,30 @@ func TestRepoInterestsColdStartChangesOncePerRepository(t *testing.T) {
 	}
 	if n := len(ri.keysOf("reg.example/r3")); n != 100 {
 		t.Errorf("%d users of r3, want 100", n)
+	}
+}
+
+// Workers record their Applications' repositories concurrently and hand
+// the poller snapshots of the union in whatever order they get there: the
+// poller must end up with every repository, never an older snapshot that
+// lacks the newest one.
+func TestSetReposGivesThePollerTheNewestUnion(t *testing.T) {
+	const workers, rounds = 16, 50
+	for round := range rounds {
+		poller := &registry.Poller{}
+		r := &ImageReconciler{Poller: poller}
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range 8 {
+					repo := fmt.Sprintf("reg.example/w%d-r%d", w, i)
+					r.setRepos(fmt.Sprintf("ns/app-%d-%d", w, i), map[string]registry.Interest{repo: {}})
+				}
+			})
+		}
+		wg.Wait()
+		if got := len(poller.Repos()); got != workers*8 {
+			t.Fatalf("round %d: the poller has %d repositories, want %d", round, got, workers*8)
+		}
 	}
 }
