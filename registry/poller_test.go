@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -340,5 +341,23 @@ func TestPollerHoldKeepsOneListPerRepositoryThroughALongFirstPass(t *testing.T) 
 	due, _ := p.due()
 	if diff := cmp.Diff([]string{a, b}, due); diff != "" {
 		t.Errorf("due once the pass ended (-want +got):\n%s", diff)
+	}
+}
+
+// A cold start hands the poller the union of interests once per new
+// repository, each time whole: 500 repositories make 500 calls of up to
+// 500 references.
+func BenchmarkSetInterestsColdStart(b *testing.B) {
+	refs := make([]string, 500)
+	for i := range refs {
+		refs[i] = fmt.Sprintf("registry.example.com/team-%d/svc-%03d", i%7, i)
+	}
+	for b.Loop() {
+		p := &Poller{}
+		interests := map[string]Interest{}
+		for _, ref := range refs {
+			interests[ref] = Interest{}
+			p.SetInterests(maps.Clone(interests))
+		}
 	}
 }
