@@ -127,11 +127,15 @@ type Engine struct {
 // waits for this.
 func (e *Engine) Idle() bool {
 	e.init()
-	if !e.synced.Load() || e.queue.Len() != 0 || e.inFlight.Load() != 0 {
+	if !e.synced.Load() {
 		return false
 	}
-	w, ok := e.Reconciler.(interface{ Waiting() bool })
-	return !ok || !w.Waiting()
+	// Waiting first: a waiting key is back on the queue before it stops
+	// counting as waiting.
+	if w, ok := e.Reconciler.(interface{ Waiting() bool }); ok && w.Waiting() {
+		return false
+	}
+	return e.queue.Len() == 0 && e.inFlight.Load() == 0
 }
 
 // MaxFirstPass bounds how long InFirstPass holds: a first pass that does

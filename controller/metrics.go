@@ -38,11 +38,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crowsnest_reconcile_total",
-			Help: "Reconciles of an Application key, by result (success, requeue, error, terminal).",
+			Help: "Reconciles of an Application key, by result (success, requeue, error, terminal, waiting).",
 		}, []string{"result"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "crowsnest_reconcile_duration_seconds",
-			Help:    "Time spent in one reconcile.",
+			Help:    "Time spent in one reconcile (not counting those that only started waiting for a tag list).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -99,7 +99,9 @@ func (m *Metrics) reconciled(result string, seconds float64) {
 	} else {
 		m.reconciles.WithLabelValues(result).Inc()
 	}
-	m.duration.Observe(seconds)
+	if result != ResultWaiting {
+		m.duration.Observe(seconds)
+	}
 }
 
 func (m *Metrics) setLeader(leading bool) {

@@ -11,21 +11,36 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 )
 
+// maxTagWaitReads bounds the lists read at once for waiting reconciles:
+// the default worker count, as many as blocked workers used to read. The
+// rest queue here, not at the registry's rate limiter, so each read's
+// timeout starts when it starts (thousands of reads booked on a 20/s
+// limiter at once would time out waiting for their turn).
+const maxTagWaitReads = DefaultWorkers
+
 // tagWaits lets the first pass's reconciles wait for a tag list without
 // holding a worker. At a cold start every repository is unread and the
 // registry's rate limit paces the lists (500 repositories at 20/s take
 // 20 s): a worker blocked on one repository's list cannot patch the
-// Applications whose lists are already in. A reconcile that finds a list
-// missing starts it in the background and hands its worker back
-// (Result.Waiting); the list's arrival puts the Application back on the
-// queue. Each Application waits so at most once per pass: when it comes
-// back and a list is still missing (it failed, or another image's list is
-// slower) it reads it as before, and a failure takes the usual retries.
+// Applications whose lists are already in. A reconcile that finds lists
+// missing queues them to be read in the background and hands its worker
+// back (Result.Waiting); when the last of them was read the Application
+// goes back on the queue. Each Application waits so at most once per
+// pass: when it comes back and a list is still missing (it failed) it
+// reads it as before, and a failure takes the usual retries.
 type tagWaits struct {
 	mu sync.Mutex
-	// lists holds, per list being read (client and repository), the
-	// Application keys waiting for it.
-	lists map[tagList][]string
+	// lists holds the lists queued or being read, by client and
+	// repository; queue the ones no reader took yet, in order.
+	lists map[tagList]*listWait
+	queue []*listWait
+	// readers counts the goroutines reading the queue.
+	readers int
+	// left counts, per waiting key, the lists it still waits for;
+	// enqueuing the keys whose lists were all read but which are not on
+	// the engine's queue yet.
+	left      map[string]int
+	enqueuing int
 	// waited holds the keys that waited once in this pass.
 	waited map[string]struct{}
 }
@@ -43,8 +58,17 @@ type tagWant struct {
 	repo   name.Repository
 }
 
+// listWait is one list to read and the keys waiting for it.
+type listWait struct {
+	list   tagList
+	want   tagWant
+	ctx    context.Context
+	maxAge time.Duration
+	keys   []string
+}
+
 // wait parks key until every list in wants that is not cached yet was
-// read, starting the reads not already running; it reports false (the
+// read, queueing the reads not already queued; it reports false (the
 // caller reads the lists itself) when all are cached or key waited before
 // in this pass. enqueue puts key back on the queue; ctx bounds the reads.
 func (w *tagWaits) wait(ctx context.Context, key string, wants []tagWant, maxAge time.Duration, enqueue func(string)) bool {
@@ -63,57 +87,87 @@ func (w *tagWaits) wait(ctx context.Context, key string, wants []tagWant, maxAge
 		return false
 	}
 	if w.waited == nil {
-		w.waited, w.lists = map[string]struct{}{}, map[tagList][]string{}
+		w.waited = map[string]struct{}{}
+	}
+	if w.lists == nil {
+		w.lists, w.left = map[tagList]*listWait{}, map[string]int{}
 	}
 	w.waited[key] = struct{}{}
 	for _, t := range missing {
 		l := tagList{t.client, registry.RepoKey(t.repo)}
-		keys, running := w.lists[l]
-		w.lists[l] = append(keys, key)
-		if !running {
-			go w.read(ctx, l, t, maxAge, enqueue)
+		lw := w.lists[l]
+		if lw == nil {
+			lw = &listWait{list: l, want: t, ctx: ctx, maxAge: maxAge}
+			w.lists[l] = lw
+			w.queue = append(w.queue, lw)
 		}
+		if !slices.Contains(lw.keys, key) {
+			lw.keys = append(lw.keys, key)
+			w.left[key]++
+		}
+	}
+	for w.readers < maxTagWaitReads && w.readers < len(w.queue) {
+		w.readers++
+		go w.read(enqueue)
 	}
 	return true
 }
 
-// read lists t's tags (into the client's cache; an error is left for the
-// waiting reconciles to meet again) and enqueues the keys waiting for it.
-func (w *tagWaits) read(ctx context.Context, l tagList, t tagWant, maxAge time.Duration, enqueue func(string)) {
-	ctx, cancel := context.WithTimeout(ctx, defaultSelectionTimeout)
-	_, _ = t.client.Tags(ctx, t.repo, maxAge)
-	cancel()
-	// The keys are enqueued before the list is forgotten, so pending
-	// holds until they are on the queue (Engine.Idle); keys that join
-	// meanwhile are enqueued in the next round.
-	for done := 0; ; {
+// read reads queued lists (into their clients' caches; an error is left
+// for the waiting reconciles to meet again) until none is left, and
+// enqueues the keys whose last list it read.
+func (w *tagWaits) read(enqueue func(string)) {
+	for {
 		w.mu.Lock()
-		keys := slices.Clone(w.lists[l][done:])
-		if len(keys) == 0 {
-			delete(w.lists, l)
+		if len(w.queue) == 0 {
+			w.readers--
 			w.mu.Unlock()
 			return
 		}
+		lw := w.queue[0]
+		w.queue[0] = nil
+		w.queue = w.queue[1:]
 		w.mu.Unlock()
-		for _, k := range keys {
+
+		if lw.ctx.Err() == nil {
+			ctx, cancel := context.WithTimeout(lw.ctx, defaultSelectionTimeout)
+			_, _ = lw.want.client.Tags(ctx, lw.want.repo, lw.maxAge)
+			cancel()
+		}
+
+		w.mu.Lock()
+		delete(w.lists, lw.list)
+		var ready []string
+		for _, k := range lw.keys {
+			w.left[k]--
+			if w.left[k] <= 0 {
+				delete(w.left, k)
+				ready = append(ready, k)
+			}
+		}
+		w.enqueuing += len(ready)
+		w.mu.Unlock()
+		for _, k := range ready {
 			enqueue(k)
 		}
-		done += len(keys)
+		w.mu.Lock()
+		w.enqueuing -= len(ready)
+		w.mu.Unlock()
 	}
 }
 
-// pending reports whether a list is being read for a waiting key.
+// pending reports whether a waiting key is not back on the queue yet.
 func (w *tagWaits) pending() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.lists) > 0
+	return len(w.left) > 0 || w.enqueuing > 0
 }
 
 // passOver forgets which keys waited, once the first pass is over.
 func (w *tagWaits) passOver() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.lists) == 0 {
+	if len(w.left) == 0 && w.enqueuing == 0 {
 		w.waited = nil
 	}
 }

@@ -1,0 +1,141 @@
+package controller
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/registry"
+)
+
+// enqueued records the keys tagWaits puts back on the queue.
+type enqueued struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (e *enqueued) add(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.keys = append(e.keys, key)
+}
+
+func (e *enqueued) count(key string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, k := range e.keys {
+		if k == key {
+			n++
+		}
+	}
+	return n
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func pushRepos(t *testing.T, reg *testreg.OCI, n int) []name.Repository {
+	t.Helper()
+	img := testreg.Image(t, time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), "linux/amd64")
+	repos := make([]name.Repository, n)
+	for i := range n {
+		reg.Push(t, fmt.Sprintf("team/r%03d:1.0.0", i), img)
+		repo, err := registry.ParseRepo(fmt.Sprintf("%s/team/r%03d", reg.Host(), i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		repos[i] = repo
+	}
+	return repos
+}
+
+// An Application with two images goes back on the queue once, when the
+// slower of its lists was read: back earlier, it would hold a worker
+// reading the other itself.
+func TestTagWaitEnqueuesAfterTheLastList(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	repos := pushRepos(t, reg, 2)
+	release := make(chan struct{})
+	reg.SetFault(func(_ http.ResponseWriter, r *http.Request) bool {
+		if strings.HasSuffix(r.URL.Path, "/team/r000/tags/list") {
+			<-release
+		}
+		return false
+	})
+	var once sync.Once
+	defer once.Do(func() { close(release) })
+	client := &registry.Client{}
+	var w tagWaits
+	var q enqueued
+	wants := []tagWant{{client, repos[0]}, {client, repos[1]}}
+	if !w.wait(t.Context(), "ns/app", wants, MaxFirstPass, q.add) {
+		t.Fatal("the Application did not wait for its two lists")
+	}
+	waitUntil(t, "the second list to be read", func() bool {
+		_, ok := client.CachedTags(repos[1], MaxFirstPass)
+		return ok
+	})
+	time.Sleep(50 * time.Millisecond) // an enqueue on the first list would be done by now
+	if n := q.count("ns/app"); n != 0 {
+		t.Errorf("enqueued %d times while its other list was being read", n)
+	}
+	if !w.pending() {
+		t.Error("not pending while a list is being read for a waiting key")
+	}
+	once.Do(func() { close(release) })
+	waitUntil(t, "the Application to be enqueued", func() bool { return q.count("ns/app") > 0 })
+	waitUntil(t, "nothing pending", func() bool { return !w.pending() })
+	if n := q.count("ns/app"); n != 1 {
+		t.Errorf("enqueued %d times, want 1", n)
+	}
+	if w.wait(t.Context(), "ns/app", wants, time.Nanosecond, q.add) {
+		t.Error("the Application waited twice in one pass")
+	}
+}
+
+// Lists for waiting Applications are read a few at a time, each with its
+// own timeout from when it starts: booked all at once on the registry's
+// rate limiter, the later ones would time out waiting for their turn.
+func TestTagWaitReadsAFewListsAtATime(t *testing.T) {
+	const n = 60 // at 20/s, 3 s for the last in line
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	repos := pushRepos(t, reg, n)
+	client := &registry.Client{
+		Hosts:          func(string) registry.HostConfig { return registry.HostConfig{RateLimit: 20, Burst: 1} },
+		RequestTimeout: 2 * time.Second,
+	}
+	var w tagWaits
+	var q enqueued
+	for i, repo := range repos {
+		if !w.wait(t.Context(), fmt.Sprintf("ns/app-%d", i), []tagWant{{client, repo}}, MaxFirstPass, q.add) {
+			t.Fatalf("app-%d did not wait", i)
+		}
+	}
+	waitUntil(t, "every Application to be enqueued", func() bool { return !w.pending() })
+	for i, repo := range repos {
+		if _, ok := client.CachedTags(repo, MaxFirstPass); !ok {
+			t.Errorf("%s: not read (timed out in line?)", repo)
+		}
+		if c := q.count(fmt.Sprintf("ns/app-%d", i)); c != 1 {
+			t.Errorf("app-%d enqueued %d times, want 1", i, c)
+		}
+	}
+	if got := reg.Count("list", ""); got != n {
+		t.Errorf("%d tag lists, want %d", got, n)
+	}
+}
