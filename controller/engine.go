@@ -122,9 +122,10 @@ type Engine struct {
 }
 
 // Idle reports whether the engine has synced and has nothing to do now:
-// no key queued and no reconcile running. Keys waiting for a later retry
-// or requeue (a window's next boundary) do not count. Local mode's --once
-// waits for this.
+// no key queued, no reconcile running, and none waiting for the
+// Reconciler to enqueue it again (Result.Waiting). Keys waiting for a
+// later retry or requeue (a window's next boundary) do not count. Local
+// mode's --once waits for this.
 func (e *Engine) Idle() bool {
 	e.init()
 	if !e.synced.Load() {
