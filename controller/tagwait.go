@@ -106,7 +106,10 @@ func (w *tagWaits) wait(ctx context.Context, key string, wants []tagWant, maxAge
 			w.left[key]++
 		}
 	}
-	for w.readers < maxTagWaitReads && w.readers < len(w.queue) {
+	// Readers already running may all be busy on slow lists: the queue
+	// gets readers of its own, up to the bound (spares find it empty and
+	// stop).
+	for range min(maxTagWaitReads-w.readers, len(w.queue)) {
 		w.readers++
 		go w.read(enqueue)
 	}

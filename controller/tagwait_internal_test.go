@@ -108,6 +108,37 @@ func TestTagWaitEnqueuesAfterTheLastList(t *testing.T) {
 	}
 }
 
+// A list queued while the running reader is stuck on a slow registry
+// answer gets a reader of its own.
+func TestTagWaitDoesNotQueueBehindASlowList(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	repos := pushRepos(t, reg, 2)
+	held, release := make(chan struct{}), make(chan struct{})
+	var heldOnce sync.Once
+	reg.SetFault(func(_ http.ResponseWriter, r *http.Request) bool {
+		if strings.HasSuffix(r.URL.Path, "/team/r000/tags/list") {
+			heldOnce.Do(func() { close(held) })
+			<-release
+		}
+		return false
+	})
+	defer close(release)
+	client := &registry.Client{}
+	var w tagWaits
+	var q enqueued
+	if !w.wait(t.Context(), "ns/slow", []tagWant{{client, repos[0]}}, MaxFirstPass, q.add) {
+		t.Fatal("the first Application did not wait")
+	}
+	<-held // its reader is inside the slow list now
+	if !w.wait(t.Context(), "ns/fast", []tagWant{{client, repos[1]}}, MaxFirstPass, q.add) {
+		t.Fatal("the second Application did not wait")
+	}
+	waitUntil(t, "the second Application to be enqueued while the first list is held", func() bool { return q.count("ns/fast") == 1 })
+	if q.count("ns/slow") != 0 {
+		t.Error("the held list's Application was enqueued")
+	}
+}
+
 // Lists for waiting Applications are read a few at a time, each with its
 // own timeout from when it starts: booked all at once on the registry's
 // rate limiter, the later ones would time out waiting for their turn.
