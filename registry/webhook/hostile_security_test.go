@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,15 +21,16 @@ import (
 // liveReceiver is the receiver mounted as documented behind a real HTTP
 // server on 127.0.0.1, logging into a buffer.
 type liveReceiver struct {
-	url    string
-	pushes *pushes
-	log    *bytes.Buffer
+	url     string
+	pushes  *pushes
+	metrics *Metrics
+	log     *bytes.Buffer
 }
 
 func startLiveReceiver(t *testing.T, cfg Config) *liveReceiver {
 	t.Helper()
-	lr := &liveReceiver{pushes: &pushes{}, log: &bytes.Buffer{}}
-	cfg.OnPush, cfg.Metrics = lr.pushes.record, NewMetrics(prometheus.NewRegistry())
+	lr := &liveReceiver{pushes: &pushes{}, metrics: NewMetrics(prometheus.NewRegistry()), log: &bytes.Buffer{}}
+	cfg.OnPush, cfg.Metrics = lr.pushes.record, lr.metrics
 	cfg.Log = slog.New(slog.NewJSONHandler(&lockedWriter{w: lr.log}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rv, err := NewReceiver(cfg)
 	if err != nil {
@@ -58,6 +60,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // reply's text.
 func (lr *liveReceiver) post(t *testing.T, source string, body io.Reader, header map[string]string) (int, string) {
 	t.Helper()
+	code, text, _ := lr.postHeader(t, source, body, header)
+	return code, text
+}
+
+// postHeader is post that also returns the reply's header.
+func (lr *liveReceiver) postHeader(t *testing.T, source string, body io.Reader, header map[string]string) (int, string, http.Header) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, lr.url+source, body)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +80,17 @@ func (lr *liveReceiver) post(t *testing.T, source string, body io.Reader, header
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, strings.TrimSpace(string(text))
+	return resp.StatusCode, strings.TrimSpace(string(text)), resp.Header
+}
+
+// counts reads requests_total{source} for each result in results.
+func (lr *liveReceiver) counts(t *testing.T, source string, results map[string]float64) map[string]float64 {
+	t.Helper()
+	got := make(map[string]float64, len(results))
+	for result := range results {
+		got[result] = lr.metrics.count(t, source, result)
+	}
+	return got
 }
 
 // zeros is an endless (up to n bytes) request body that counts what the
@@ -141,15 +160,28 @@ func TestReceiverRefusesHostileBodiesOverHTTP(t *testing.T) {
 		})
 	}
 
-	for _, auth := range []map[string]string{nil, bearerHeader(secret)} {
-		// 100 MiB, chunked: refused after the limit, not read whole.
+	tooLarge := fmt.Sprintf("body larger than %d bytes", limit)
+	for _, huge := range []struct {
+		name     string
+		header   map[string]string
+		wantCode int
+		wantText string
+	}{
+		// Without credentials the body is never read.
+		{"no credentials", nil, http.StatusUnauthorized, "missing or invalid credentials"},
+		// A token or a signature to check: read up to the limit.
+		{"token", bearerHeader(secret), http.StatusRequestEntityTooLarge, tooLarge},
+		{"signature", map[string]string{SignatureHeader: signature(secret, nil)}, http.StatusRequestEntityTooLarge, tooLarge},
+	} {
+		// 100 MiB, chunked: refused by the limit at the latest, not read
+		// whole.
 		body := &zeros{n: 100 << 20}
-		code, text := lr.post(t, "generic", body, auth)
-		if code != http.StatusRequestEntityTooLarge || !strings.Contains(text, fmt.Sprintf("body larger than %d bytes", limit)) {
-			t.Errorf("100 MiB body: %d %q, want 413", code, text)
+		code, text := lr.post(t, "generic", body, huge.header)
+		if code != huge.wantCode || !strings.Contains(text, huge.wantText) {
+			t.Errorf("100 MiB body, %s: %d %q, want %d %q", huge.name, code, text, huge.wantCode, huge.wantText)
 		}
 		if sent := body.sent.Load(); sent > 16*limit {
-			t.Errorf("100 MiB body: the client sent %d MiB, want the receiver to stop near %d MiB", sent>>20, limit>>20)
+			t.Errorf("100 MiB body, %s: the client sent %d MiB, want the receiver to stop near %d MiB", huge.name, sent>>20, limit>>20)
 		}
 	}
 
@@ -167,22 +199,30 @@ func TestReceiverRefusesHostileBodiesOverHTTP(t *testing.T) {
 	}
 }
 
-// Over real HTTP, a flood is answered 429 with Retry-After once the
-// source's burst is spent, before its bodies are read; other sources are
-// unaffected.
-func TestReceiverRateLimitOverHTTP(t *testing.T) {
-	lr := startLiveReceiver(t, Config{Sources: allSources(), RateLimit: 0.001, Burst: 5})
+// Over real HTTP, a flood with wrong credentials is answered 429 with
+// Retry-After once its client's failure budget is spent, its bodies
+// unread; the source's own tokens are untouched.
+func TestReceiverUnauthenticatedRateLimitOverHTTP(t *testing.T) {
+	lr := startLiveReceiver(t, Config{Sources: allSources(), RateLimit: 0.001, Burst: 1,
+		UnauthenticatedRateLimit: 0.001, UnauthenticatedBurst: 5})
 	var codes []int
+	var retryAfter string
 	for range 8 {
-		code, _ := lr.post(t, "quay", &zeros{n: 512 << 10}, bearerHeader("wrong"))
+		body := &zeros{n: 512 << 10}
+		code, _, h := lr.postHeader(t, "quay", body, bearerHeader("wrong"))
 		codes = append(codes, code)
+		retryAfter = h.Get("Retry-After")
 	}
 	if diff := cmp.Diff([]int{401, 401, 401, 401, 401, 429, 429, 429}, codes); diff != "" {
 		t.Errorf("flood answers (-want +got):\n%s", diff)
 	}
-	code, _ := lr.post(t, "generic", strings.NewReader(`{"repository":"ghcr.io/org/app"}`), bearerHeader(secret))
+	if s, err := strconv.Atoi(retryAfter); err != nil || s < 900 {
+		t.Errorf("Retry-After = %q, want about 1000 seconds", retryAfter)
+	}
+	// The flood spent none of quay's one token.
+	code, _ := lr.post(t, "quay?secret="+secret, bytes.NewReader(readTestdata(t, "quay.json")), nil)
 	if code != http.StatusAccepted {
-		t.Errorf("another source during the flood: %d, want 202", code)
+		t.Errorf("quay's own push after the flood: %d, want 202", code)
 	}
 }
 

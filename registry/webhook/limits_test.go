@@ -16,21 +16,31 @@ import (
 
 func TestReceiverBodyLimit(t *testing.T) {
 	const limit = 64
+	signed := func(size int) map[string]string {
+		return map[string]string{SignatureHeader: signature(secret, bytes.Repeat([]byte(" "), size))}
+	}
 	tests := []struct {
 		name       string
 		size       int
+		header     map[string]string
 		wantCode   int
 		wantResult string
 	}{
-		// At the limit the body is read whole and reaches authentication.
-		{"at limit", limit, http.StatusUnauthorized, ResultUnauthorized},
-		{"one byte over", limit + 1, http.StatusRequestEntityTooLarge, ResultTooLarge},
-		{"far over", 10 * limit, http.StatusRequestEntityTooLarge, ResultTooLarge},
+		// At the limit the body is read whole and reaches the parser.
+		{"token, at limit", limit, bearerHeader(secret), http.StatusBadRequest, ResultBadRequest},
+		{"token, one byte over", limit + 1, bearerHeader(secret), http.StatusRequestEntityTooLarge, ResultTooLarge},
+		{"token, far over", 10 * limit, bearerHeader(secret), http.StatusRequestEntityTooLarge, ResultTooLarge},
+		{"signed, at limit", limit, signed(limit), http.StatusBadRequest, ResultBadRequest},
+		// A signature is checked against the body, so the body is read.
+		{"signed, one byte over", limit + 1, signed(limit + 1), http.StatusRequestEntityTooLarge, ResultTooLarge},
+		{"forged signature, far over", 10 * limit, signed(0), http.StatusRequestEntityTooLarge, ResultTooLarge},
+		// Without credentials the body is not read at all.
+		{"no credentials, far over", 10 * limit, nil, http.StatusUnauthorized, ResultUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Config{Sources: allSources(), MaxBodyBytes: limit})
-			rec := f.post(t, "/webhooks/registry/generic", bytes.Repeat([]byte(" "), tt.size), nil)
+			rec := f.post(t, "/webhooks/registry/generic", bytes.Repeat([]byte(" "), tt.size), tt.header)
 			if rec.Code != tt.wantCode {
 				t.Errorf("status = %d, want %d", rec.Code, tt.wantCode)
 			}
@@ -118,7 +128,11 @@ func TestNewReceiverErrors(t *testing.T) {
 		{"bad registry", Config{OnPush: onPush, Sources: []Source{{Type: Harbor, Secret: key, Registry: "bad host/x"}}},
 			`webhook source 0 ("harbor"): registry: `},
 		{"negative limit", Config{OnPush: onPush, MaxBodyBytes: -1},
-			"webhook receiver: MaxBodyBytes, RateLimit and Burst must not be negative"},
+			"webhook receiver: MaxBodyBytes, rate limits, bursts and MaxClients must not be negative"},
+		{"negative unauthenticated burst", Config{OnPush: onPush, UnauthenticatedBurst: -1},
+			"webhook receiver: MaxBodyBytes, rate limits, bursts and MaxClients must not be negative"},
+		{"negative MaxClients", Config{OnPush: onPush, MaxClients: -1},
+			"webhook receiver: MaxBodyBytes, rate limits, bursts and MaxClients must not be negative"},
 		{"valid", Config{OnPush: onPush, Sources: allSources()}, ""},
 		{"unauthenticated allowed", Config{OnPush: onPush, AllowUnauthenticated: true, Sources: []Source{{Type: Quay}}}, ""},
 	}

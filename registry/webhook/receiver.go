@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"path"
 	"regexp"
-	"strconv"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/time/rate"
@@ -52,13 +50,28 @@ const (
 	// envelopes batching many events) are tens of KiB, so 1 MiB leaves
 	// ample room while capping the memory one request can take.
 	DefaultMaxBodyBytes int64 = 1 << 20
-	// DefaultRateLimit is the sustained requests per second per source: far
-	// above what a registry sends for real pushes, low enough that a flood
-	// cannot keep the receiver busy hashing bodies.
+	// DefaultRateLimit is the sustained authenticated requests per second
+	// per source: far above what a registry sends for real pushes, low
+	// enough that a sender with the secret cannot make crowsnest hammer
+	// the registry with refreshes.
 	DefaultRateLimit rate.Limit = 5
 	// DefaultBurst lets a CI run that pushes many tags or platforms at once
 	// through without a 429.
 	DefaultBurst = 50
+	// DefaultUnauthenticatedRateLimit is how often one client address may
+	// fail to authenticate to one source, sustained. Refusing costs little
+	// (most refusals never read the body), so this mainly keeps a flood
+	// out of the logs and tells it to back off; one a second still shows
+	// a sender with a stale secret its 401s.
+	DefaultUnauthenticatedRateLimit = rate.Limit(1)
+	// DefaultUnauthenticatedBurst lets a sender with a mistyped or rotated
+	// secret retry a few deliveries and see 401, not 429.
+	DefaultUnauthenticatedBurst = 10
+	// DefaultMaxClients bounds the client addresses whose failures are
+	// remembered: a few hundred bytes each, so at most about a MiB however
+	// many addresses a flood comes from, and far more than the senders
+	// that fail at once in practice.
+	DefaultMaxClients = 4096
 )
 
 // Source is one configured sender.
@@ -103,23 +116,34 @@ type Config struct {
 	AllowUnauthenticated bool
 	// MaxBodyBytes bounds request bodies; zero is DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// RateLimit and Burst shape each source's token bucket; zero values
-	// use the defaults and rate.Inf turns limiting off.
+	// RateLimit and Burst shape each source's token bucket, which only
+	// authenticated requests draw from; zero values use the defaults and
+	// rate.Inf turns limiting off.
 	RateLimit rate.Limit
 	Burst     int
-	Metrics   *Metrics
-	Log       *slog.Logger
+	// UnauthenticatedRateLimit and UnauthenticatedBurst shape the bucket
+	// of failed authentications per client address and source; once it is
+	// spent, that client's unauthenticated requests to that source get
+	// 429. Zero values use the defaults and rate.Inf turns limiting off.
+	UnauthenticatedRateLimit rate.Limit
+	UnauthenticatedBurst     int
+	// MaxClients bounds the client addresses remembered for
+	// UnauthenticatedRateLimit; zero is DefaultMaxClients.
+	MaxClients int
+	Metrics    *Metrics
+	Log        *slog.Logger
 }
 
 // Receiver is the http.Handler for registry webhooks. Mount it so that the
 // last path segment names the source, e.g.
 // mux.Handle("/webhooks/registry/{source}", recv).
 type Receiver struct {
-	onPush  func(context.Context, PushEvent)
-	maxBody int64
-	metrics *Metrics
-	log     *slog.Logger
-	sources map[string]*source
+	onPush   func(context.Context, PushEvent)
+	maxBody  int64
+	metrics  *Metrics
+	log      *slog.Logger
+	sources  map[string]*source
+	failures *failures
 }
 
 type source struct {
@@ -136,8 +160,9 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 	if cfg.OnPush == nil {
 		return nil, errors.New("webhook receiver: OnPush is required")
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.RateLimit < 0 || cfg.Burst < 0 {
-		return nil, errors.New("webhook receiver: MaxBodyBytes, RateLimit and Burst must not be negative")
+	if cfg.MaxBodyBytes < 0 || cfg.RateLimit < 0 || cfg.Burst < 0 ||
+		cfg.UnauthenticatedRateLimit < 0 || cfg.UnauthenticatedBurst < 0 || cfg.MaxClients < 0 {
+		return nil, errors.New("webhook receiver: MaxBodyBytes, rate limits, bursts and MaxClients must not be negative")
 	}
 	rv := &Receiver{
 		onPush:  cfg.OnPush,
@@ -145,6 +170,8 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 		metrics: cfg.Metrics,
 		log:     cfg.Log,
 		sources: make(map[string]*source, len(cfg.Sources)),
+		failures: newFailures(cmp.Or(cfg.UnauthenticatedRateLimit, DefaultUnauthenticatedRateLimit),
+			cmp.Or(cfg.UnauthenticatedBurst, DefaultUnauthenticatedBurst), cmp.Or(cfg.MaxClients, DefaultMaxClients)),
 	}
 	if rv.log == nil {
 		rv.log = slog.New(slog.DiscardHandler)
@@ -185,6 +212,16 @@ func checkSource(s Source, allowUnauthenticated bool) error {
 }
 
 // ServeHTTP authenticates, parses and hands push events to OnPush.
+//
+// Authentication comes first, so that only a sender with the secret can
+// spend the source's tokens: a flood without it cannot delay a real push.
+// Credentials in the header or query are checked before the body is read;
+// a request with none the source accepts is refused unread. A signature
+// is checked against the body (read up to MaxBodyBytes) even when its
+// client has spent its failure budget: GitHub and a forger may share an
+// address (a NAT, the proxy in front of crowsnest), and refusing unread
+// would let the forger block GitHub. That costs one SHA-256 pass over
+// bytes the client had to send, so it is no amplification.
 func (rv *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	srcName := r.PathValue("source")
 	if srcName == "" {
@@ -201,48 +238,95 @@ func (rv *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rv.reply(w, srcName, ResultMethodNotAllowed, http.StatusMethodNotAllowed, "use POST")
 		return
 	}
-	// Limit before reading or hashing the body, so a flood costs little. A
-	// dropped webhook only delays a refresh to the next poll.
-	if res := src.limiter.Reserve(); res.Delay() > 0 {
-		res.Cancel()
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(res.Delay().Seconds()))))
-		rv.log.Debug("registry webhook rate limited", "source", srcName)
-		rv.reply(w, srcName, ResultRateLimited, http.StatusTooManyRequests, "rate limit exceeded")
+	creds := src.checkCredentials(r)
+	if creds == credentialsMissing {
+		rv.refuse(w, r, srcName)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rv.maxBody))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			rv.log.Warn("registry webhook body too large", "source", srcName, "limit", rv.maxBody)
-			rv.reply(w, srcName, ResultTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", rv.maxBody))
+	// A valid token spends the source's token before the body is read, so
+	// a burst over the limit costs little.
+	if creds == credentialsValid && !rv.takeToken(w, src) {
+		return
+	}
+	body, ok := rv.readBody(w, r, srcName)
+	if !ok {
+		return
+	}
+	if creds == credentialsSigned {
+		if !src.validSignature(r, body) {
+			rv.refuse(w, r, srcName)
 			return
 		}
-		rv.reply(w, srcName, ResultBadRequest, http.StatusBadRequest, "reading body failed")
+		if !rv.takeToken(w, src) {
+			return
+		}
+	}
+	rv.deliver(w, r, src, body)
+}
+
+// takeToken spends one of the source's tokens on an authenticated request,
+// or answers 429. A dropped webhook only delays a refresh to the next
+// poll.
+func (rv *Receiver) takeToken(w http.ResponseWriter, src *source) bool {
+	wait := take(src.limiter)
+	if wait == 0 {
+		return true
+	}
+	setRetryAfter(w, wait)
+	rv.log.Debug("registry webhook rate limited", "source", src.Name)
+	rv.reply(w, src.Name, ResultRateLimited, http.StatusTooManyRequests, "rate limit exceeded")
+	return false
+}
+
+// refuse answers a request that failed to authenticate: 401 while its
+// client has failures left for this source, 429 after.
+func (rv *Receiver) refuse(w http.ResponseWriter, r *http.Request, srcName string) {
+	client := clientOf(r.RemoteAddr)
+	if wait := rv.failures.spend(srcName, client); wait > 0 {
+		setRetryAfter(w, wait)
+		rv.log.Debug("registry webhook unauthenticated client rate limited", "source", srcName, "remote", client)
+		rv.reply(w, srcName, ResultUnauthenticatedRateLimited, http.StatusTooManyRequests, "too many unauthenticated requests")
 		return
 	}
-	if !src.authenticate(r, body) {
-		// Never log what was sent: it may be a mistyped secret.
-		rv.log.Warn("registry webhook unauthorized", "source", srcName, "remote", r.RemoteAddr)
-		rv.reply(w, srcName, ResultUnauthorized, http.StatusUnauthorized, "missing or invalid credentials")
-		return
+	// Never log what was sent: it may be a mistyped secret.
+	rv.log.Warn("registry webhook unauthorized", "source", srcName, "remote", client)
+	rv.reply(w, srcName, ResultUnauthorized, http.StatusUnauthorized, "missing or invalid credentials")
+}
+
+// readBody reads the body up to the limit, or answers 413 or 400.
+func (rv *Receiver) readBody(w http.ResponseWriter, r *http.Request, srcName string) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rv.maxBody))
+	if err == nil {
+		return body, true
 	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		rv.log.Warn("registry webhook body too large", "source", srcName, "limit", rv.maxBody)
+		rv.reply(w, srcName, ResultTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", rv.maxBody))
+		return nil, false
+	}
+	rv.reply(w, srcName, ResultBadRequest, http.StatusBadRequest, "reading body failed")
+	return nil, false
+}
+
+// deliver parses an authenticated body and hands its events to OnPush.
+func (rv *Receiver) deliver(w http.ResponseWriter, r *http.Request, src *source, body []byte) {
 	events, err := parse(&src.Source, r.Header, body)
 	if err != nil {
-		rv.log.Warn("registry webhook bad payload", "source", srcName, "err", err)
-		rv.reply(w, srcName, ResultBadRequest, http.StatusBadRequest, err.Error())
+		rv.log.Warn("registry webhook bad payload", "source", src.Name, "err", err)
+		rv.reply(w, src.Name, ResultBadRequest, http.StatusBadRequest, err.Error())
 		return
 	}
 	if len(events) == 0 {
-		rv.log.Debug("registry webhook ignored", "source", srcName)
-		rv.metrics.request(srcName, ResultIgnored)
+		rv.log.Debug("registry webhook ignored", "source", src.Name)
+		rv.metrics.request(src.Name, ResultIgnored)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	for _, ev := range events {
-		rv.log.Debug("registry webhook push", "source", srcName, "repository", ev.Repository, "tags", ev.Tags, "digest", ev.Digest)
+		rv.log.Debug("registry webhook push", "source", src.Name, "repository", ev.Repository, "tags", ev.Tags, "digest", ev.Digest)
 		rv.onPush(r.Context(), ev)
 	}
-	rv.reply(w, srcName, ResultAccepted, http.StatusAccepted, fmt.Sprintf("accepted %d repository refresh(es)", len(events)))
+	rv.reply(w, src.Name, ResultAccepted, http.StatusAccepted, fmt.Sprintf("accepted %d repository refresh(es)", len(events)))
 }
 
 func (rv *Receiver) reply(w http.ResponseWriter, source, result string, code int, msg string) {

@@ -38,6 +38,7 @@ func (p *pushes) got() []PushEvent {
 
 type fixture struct {
 	mux     *http.ServeMux
+	rv      *Receiver
 	pushes  *pushes
 	metrics *Metrics
 }
@@ -52,13 +53,22 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.rv = rv
 	f.mux.Handle("/webhooks/registry/{source}", rv)
 	return f
 }
 
 func (f *fixture) post(t *testing.T, target string, body []byte, header map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
+	return f.postFrom(t, "192.0.2.1:1234", target, body, header)
+}
+
+// postFrom is post from the client at remoteAddr ("host:port", as
+// net/http sets Request.RemoteAddr).
+func (f *fixture) postFrom(t *testing.T, remoteAddr, target string, body []byte, header map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
 	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, target, bytes.NewReader(body))
+	req.RemoteAddr = remoteAddr
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
