@@ -1,5 +1,6 @@
 // Package logging builds crowsnest's one structured logger (log/slog, text
-// or JSON) and routes client-go's klog output into it.
+// or JSON), which masks secrets in every record (internal/redact), and
+// routes client-go's klog output into it.
 package logging
 
 import (
@@ -27,7 +28,8 @@ func ParseLevel(s string) (slog.Level, error) {
 }
 
 // New returns a logger writing to w in format, whose level is read from
-// level on every call, so a config reload can change it in place.
+// level on every call, so a config reload can change it in place. Every
+// record, at every level, passes through Redact.
 func New(w io.Writer, format string, level *slog.LevelVar) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler
@@ -39,7 +41,7 @@ func New(w io.Writer, format string, level *slog.LevelVar) (*slog.Logger, error)
 	default:
 		return nil, fmt.Errorf("invalid log format %q: want text or json", format)
 	}
-	return slog.New(h), nil
+	return slog.New(Redact(h)), nil
 }
 
 // RouteKlog sends klog's output (client-go, leader election, informers)
