@@ -18,12 +18,20 @@ const (
 
 // plantings write a secret the way it shows in a URL, header or body.
 var plantings = []func(secret string) string{
-	func(s string) string { return (&url.URL{Scheme: "https", User: url.UserPassword("bot", s), Host: "git.example.com", Path: "/org/r.git"}).String() },
-	func(s string) string { return (&url.URL{Scheme: "http", User: url.User(s), Host: "127.0.0.1:8080", Path: "/r"}).String() },
-	func(s string) string { return (&url.URL{Scheme: "ssh", User: url.UserPassword("git", s), Host: "git.example.com", Path: "/r"}).String() },
+	func(s string) string {
+		return (&url.URL{Scheme: "https", User: url.UserPassword("bot", s), Host: "git.example.com", Path: "/org/r.git"}).String()
+	},
+	func(s string) string {
+		return (&url.URL{Scheme: "http", User: url.User(s), Host: "127.0.0.1:8080", Path: "/r"}).String()
+	},
+	func(s string) string {
+		return (&url.URL{Scheme: "ssh", User: url.UserPassword("git", s), Host: "git.example.com", Path: "/r"}).String()
+	},
 	func(s string) string { return "robot:" + keep(s, userinfoBytes) + "@registry.example.com/app:1.0" },
 	func(s string) string { return "deploy:" + keep(s, userinfoBytes) + "@git.example.com:org/repo.git" },
-	func(s string) string { return "https://api.example.com/x?a=1&access_token=" + url.QueryEscape(s) + "&b=2" },
+	func(s string) string {
+		return "https://api.example.com/x?a=1&access_token=" + url.QueryEscape(s) + "&b=2"
+	},
 	func(s string) string { return "password=" + url.QueryEscape(s) },
 	func(s string) string { return "Authorization: Bearer " + keep(s, token68Bytes) },
 	func(s string) string { return "Proxy-Authorization: Basic " + keep(s, token68Bytes) },
