@@ -93,7 +93,7 @@ func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 		if err == nil {
 			return res
 		}
-		err = redact(err, creds.secrets()...)
+		err = redact(remoteError(err), creds.secrets()...)
 		var term errTerminal
 		if errors.As(err, &term) || ctx.Err() != nil {
 			res.Err = err
