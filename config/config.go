@@ -31,6 +31,10 @@ type Config struct {
 	ImagePolicies []ImagePolicy `yaml:"imagePolicies"`
 	// Git configures Git write-back commits.
 	Git Git `yaml:"git"`
+	// Tenancy widens what Application annotations may use: credentials
+	// beyond their own namespace, Git repositories beyond their
+	// AppProject's sourceRepos.
+	Tenancy Tenancy `yaml:"tenancy"`
 }
 
 // Default returns a config with every default filled in.
@@ -114,6 +118,7 @@ func (c *Config) validate(errs *fieldErrors) {
 	c.Notifications.validate("notifications", errs)
 	validateImagePolicies("imagePolicies", c.ImagePolicies, errs)
 	c.Git.validate("git", errs)
+	c.Tenancy.validate("tenancy", errs)
 }
 
 // orDefault fills a zero duration.

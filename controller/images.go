@@ -32,6 +32,7 @@ const (
 	EventImageUpdateFailed  = "ImageUpdateFailed"
 	EventInvalidAnnotation  = "InvalidAnnotation"
 	EventWriteBackNotWired  = "WriteBackUnavailable"
+	EventWriteBackRefused   = "WriteBackRefused"
 	eventTypeNormal         = corev1.EventTypeNormal
 	eventTypeWarning        = corev1.EventTypeWarning
 	defaultSelectionTimeout = 2 * time.Minute
@@ -88,6 +89,9 @@ type ImageReconciler struct {
 	// named by git:secret:<ns>/<name>.
 	Git            *GitBatcher
 	GitCredentials *ArgoRepoCredentials
+	// Tenancy decides what an Application's annotations may use
+	// (credentials, Git repositories); nil enforces the defaults.
+	Tenancy *Tenancy
 	// Notify, when set, receives crowsnest's own events (image updated,
 	// held, failed) for notification triggers.
 	Notify func(app *watcher.App, ev triggers.Event)
@@ -135,6 +139,7 @@ type saidKey struct{ kind, app string }
 const (
 	saidHold    = "hold"
 	saidInvalid = "invalid"
+	saidRefused = "refused"
 )
 
 // Pending reports whether a window holds an update of the Application.
@@ -209,6 +214,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		r.setRepos(req.Key, nil)
 		r.setHeld(req.Key, false)
 		r.newInvalid(req.Key, nil)
+		r.newSaid(saidKey{saidRefused, req.Key}, "")
 		if err := r.forgetIntent(ctx, req.Key); err != nil {
 			r.Log.Warn("forgetting the write intent failed", "app", req.Key, "error", err)
 		}
@@ -235,6 +241,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		return Result{}, nil
 	}
 	errs = append(errs, spec.Qualify(r.Names)...)
+	errs = append(errs, r.Tenancy.CheckAnnotations(app, spec)...)
 	if r.newInvalid(req.Key, errs) {
 		for _, err := range errs {
 			r.Log.Warn("invalid annotation", "app", req.Key, "error", err)
@@ -289,6 +296,17 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		}
 		return Result{}, nil
 	}
+	if spec.WriteBack.Method == imageupdate.MethodGit {
+		if err := r.checkRepositories(app, spec, plan.Changes); err != nil {
+			r.Metrics.update(string(spec.WriteBack.Method), "refused", len(plan.Changes))
+			if r.newSaid(saidKey{saidRefused, req.Key}, err.Error()) {
+				r.Log.Warn("git write-back refused", "app", req.Key, "error", err)
+				r.event(app, eventTypeWarning, EventWriteBackRefused, err.Error())
+			}
+			return Result{}, Terminal(err)
+		}
+		r.newSaid(saidKey{saidRefused, req.Key}, "")
+	}
 	if r.DryRun {
 		r.Log.Info("dry run: would update images", "app", req.Key, "changes", summary, "method", spec.WriteBack.Method)
 		return Result{}, nil
@@ -329,6 +347,21 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		r.notifyChanges(app, triggers.EventImageUpdated, plan.Changes, "")
 	}
 	return Result{}, nil
+}
+
+// checkRepositories applies the tenancy rules to every repository the
+// Git write-back of changes would push to.
+func (r *ImageReconciler) checkRepositories(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) error {
+	chs, err := gitChanges(app, spec, changes)
+	if err != nil {
+		return nil // reported where the changes are made
+	}
+	for _, ch := range chs {
+		if err := r.Tenancy.CheckRepository(app, ch.RepoURL); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // retryableSelection joins the selection failures of spec's images that

@@ -31,6 +31,14 @@ type registries struct {
 	log      *slog.Logger
 	metrics  *registry.Metrics
 
+	// tenantResolver reads the credentials images name themselves
+	// (pull-secret): Secrets Argo CD and Kubernetes keep for themselves
+	// are refused unless the operator's config names them.
+	tenantResolver *creds.Resolver
+	// cfg is the operator's config in force, whose credential
+	// references the guard lets through.
+	cfg atomic.Pointer[config.Config]
+
 	mu       sync.Mutex
 	bySecret map[string]*registry.Client // per pull-secret reference
 }
@@ -59,7 +67,7 @@ func (r *registries) forPullSecret(ref string) *registry.Client {
 	}
 	c := &registry.Client{
 		Hosts:             r.client.Hosts,
-		Auth:              refAuth{resolver: r.resolver, ref: parsed},
+		Auth:              refAuth{resolver: r.tenantResolver, ref: parsed},
 		TagTTL:            r.client.TagTTL,
 		MetadataCacheSize: r.client.MetadataCacheSize,
 		RequestTimeout:    r.client.RequestTimeout,
@@ -82,6 +90,52 @@ func (a refAuth) Authenticator(ctx context.Context, repo string) (authn.Authenti
 
 func (a refAuth) Invalidate(repo string) { a.resolver.Invalidate(a.ref, config.RegistryHost(repo)) }
 
+// assigned reports whether the registries config names ref for some
+// repository, and whether it names it for repo (controller.Tenancy):
+// credentials the config assigns stay with the repositories it assigns
+// them to, whatever an annotation says.
+func (r *registries) assigned(ref config.CredentialRef, repo string) (configured, here bool) {
+	list := *r.list.Load()
+	for i := range list {
+		if list[i].Credentials == ref {
+			configured = true
+			break
+		}
+	}
+	if e := list.Match(repo); e != nil && e.Credentials == ref {
+		here = true
+	}
+	return configured, here
+}
+
+// trustedSecret reports whether the operator's config names the Secret
+// namespace/name as credentials: in the registries list, an image
+// policy or tenancy.credentials.
+func (r *registries) trustedSecret(namespace, name string) bool {
+	is := func(ref config.CredentialRef) bool {
+		return (ref.Source == config.CredsPullSecret || ref.Source == config.CredsSecret) && ref.Namespace == namespace && ref.Name == name
+	}
+	for _, e := range *r.list.Load() {
+		if is(e.Credentials) {
+			return true
+		}
+	}
+	cfg := r.cfg.Load()
+	for _, c := range cfg.Tenancy.Credentials {
+		if is(c.PullSecret) {
+			return true
+		}
+	}
+	for _, p := range cfg.ImagePolicies {
+		for _, img := range p.Images {
+			if ref, err := config.ParseCredentialRef(img.PullSecret); err == nil && is(ref) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // newRegistries builds the client and poller. baseDir resolves a relative
 // registries.conf path (the config file's folder); secrets reads pull
 // secrets and may be nil (local mode without a cluster).
@@ -100,6 +154,11 @@ func newRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 		resolver: &creds.Resolver{Secrets: secrets, Log: log},
 		log:      log,
 		metrics:  metrics,
+	}
+	r.cfg.Store(cfg)
+	r.tenantResolver = &creds.Resolver{Log: log}
+	if secrets != nil {
+		r.tenantResolver.Secrets = &creds.TenantSecrets{Secrets: secrets, Trusted: r.trustedSecret}
 	}
 	r.list.Store(&list)
 	// Credentials follow the repository's entry (longest prefix), so
@@ -170,7 +229,9 @@ func (r *registries) reload(cfg *config.Config, baseDir string) error {
 		return err
 	}
 	r.list.Store(&list)
+	r.cfg.Store(cfg)
 	r.resolver.Reset()
+	r.tenantResolver.Reset()
 	r.client.ResetHosts()
 	r.mu.Lock()
 	for _, c := range r.bySecret {

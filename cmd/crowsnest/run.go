@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -288,8 +289,10 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			Selector:     cfg.Watch.Selector,
 			ResyncPeriod: cfg.Watch.ResyncPeriod.Duration,
 			Projects:     cfg.Watch.WatchAppProjects(),
-			Log:          log,
-			Metrics:      watchMetrics,
+			// Argo CD reads AppProjects in its own namespace only.
+			ProjectNamespaces: projectNamespaces(cfg.Watch.Namespaces, o.argocdNamespace),
+			Log:               log,
+			Metrics:           watchMetrics,
 		}}
 	}
 	var (
@@ -328,6 +331,11 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		DryRun:        o.dryRun,
 		Metrics:       controller.NewImageMetrics(reg),
 		Log:           log,
+	}
+	images.Tenancy = &controller.Tenancy{
+		Config:   func() *config.Tenancy { return &engine.Config().Tenancy },
+		Project:  controller.ArgoProject(engine, o.argocdNamespace, files != nil),
+		Assigned: regs.assigned,
 	}
 	winMetrics := controller.NewWindowMetrics(reg)
 	images.WindowMetrics = winMetrics
@@ -599,4 +607,14 @@ func (o *runOptions) ownNamespace(cfg *config.Config) string {
 		}
 	}
 	return o.argocdNamespace
+}
+
+// projectNamespaces is where AppProjects are watched: every namespace
+// when Applications are, else theirs and Argo CD's, whose projects are
+// the ones Argo CD (and the tenancy rules) go by.
+func projectNamespaces(appNamespaces []string, argocdNamespace string) []string {
+	if len(appNamespaces) == 0 || slices.Contains(appNamespaces, argocdNamespace) {
+		return nil
+	}
+	return append(slices.Clone(appNamespaces), argocdNamespace)
 }

@@ -50,6 +50,10 @@ func (e *AnnotationError) Error() string { return "annotation " + e.Key + ": " +
 
 func (e *AnnotationError) Unwrap() error { return e.Err }
 
+// SourceAnnotations is Spec.Source for a spec read from an Application's
+// annotations, which its owner (maybe another team) writes.
+const SourceAnnotations = "annotations"
+
 // ErrNoImageList says an Application carries updater annotations but no
 // image-list, so nothing can be updated.
 var ErrNoImageList = errors.New("no " + Prefix + KeyImageList + " annotation")
@@ -73,7 +77,7 @@ func FromAnnotations(annotations map[string]string) (*Spec, []error) {
 	fail := func(key string, err error, format string, args ...any) {
 		errs = append(errs, &AnnotationError{Key: Prefix + key, Msg: fmt.Sprintf(format, args...), Err: err})
 	}
-	spec := &Spec{Source: "annotations"}
+	spec := &Spec{Source: SourceAnnotations}
 	seen := map[string]bool{}
 	for i, entry := range strings.Split(list, ",") {
 		entry = strings.TrimSpace(entry)

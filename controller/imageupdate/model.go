@@ -13,7 +13,7 @@ type Spec struct {
 	// WriteBack says where changes go.
 	WriteBack WriteBack
 	// Source names where the spec came from, for logs and Events:
-	// "annotations" or "policy <name>".
+	// SourceAnnotations or "policy <name>".
 	Source string
 
 	// names completes image names for registry lookups (see Qualify).

@@ -27,7 +27,7 @@ func (s *Spec) Qualify(names func(image string) string) []error {
 		ref, err := registry.ParseImage(names(img.Name))
 		if err != nil {
 			msg := fmt.Sprintf("image %q as the registries config completes it: %v", img.Name, err)
-			if s.Source == "annotations" {
+			if s.Source == SourceAnnotations {
 				errs = append(errs, &AnnotationError{Key: Prefix + KeyImageList, Msg: msg, Err: err})
 			} else {
 				errs = append(errs, fmt.Errorf("%s: %s", s.Source, msg))

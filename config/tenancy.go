@@ -1,0 +1,129 @@
+package config
+
+import (
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Tenancy is what the authors of Application annotations, who may be
+// other teams than crowsnest's operator, may use of crowsnest's
+// privileges beyond the defaults. By default an annotation may name as
+// registry credentials (pull-secret) and Git credentials
+// (write-back-method git:secret:) only Secrets in the Application's own
+// namespace, never env:, ext: or dockerconfig: sources, and Git
+// write-back may reach only repositories the Application's AppProject
+// permits (spec.sourceRepos, Argo CD's own tenant boundary).
+type Tenancy struct {
+	// Credentials are the references annotations may name beyond the
+	// defaults, each with the registries it may be sent to and the
+	// namespaces whose Applications may name it.
+	Credentials []TenancyCredential `yaml:"credentials"`
+	// GitRepositories are repository URL patterns (Argo CD's sourceRepos
+	// syntax: globs, "!" denies) Git write-back may push to whatever the
+	// AppProject says, e.g. a shared deployment repository.
+	GitRepositories []string `yaml:"gitRepositories"`
+}
+
+// TenancyCredential lets annotations name one credentials reference.
+type TenancyCredential struct {
+	// PullSecret is the reference as the pull-secret annotation writes
+	// it: pullsecret:<ns>/<name>, secret:<ns>/<name>#<field>, env:<VAR>,
+	// ext:<path> or dockerconfig:<path>. Set it or GitSecret.
+	PullSecret CredentialRef `yaml:"pullSecret"`
+	// GitSecret is <namespace>/<name> as write-back-method
+	// git:secret:<namespace>/<name> names it.
+	GitSecret string `yaml:"gitSecret"`
+	// Registries are the registry hosts (globs such as "*.example.com")
+	// the credentials may be sent to. Required except for pullsecret:,
+	// whose Secret names its registries itself.
+	Registries []string `yaml:"registries"`
+	// Namespaces (globs) of the Applications that may name it; empty is
+	// every namespace.
+	Namespaces []string `yaml:"namespaces"`
+}
+
+func (t *Tenancy) validate(p string, errs *fieldErrors) {
+	for i := range t.Credentials {
+		c := &t.Credentials[i]
+		cp := index(join(p, "credentials"), i)
+		switch {
+		case c.PullSecret.IsZero() && c.GitSecret == "":
+			errs.invalid(cp, "set pullSecret or gitSecret")
+		case !c.PullSecret.IsZero() && c.GitSecret != "":
+			errs.invalid(cp, "set pullSecret or gitSecret, not both")
+		}
+		if c.GitSecret != "" {
+			ns, name, ok := strings.Cut(c.GitSecret, "/")
+			if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+				errs.invalid(join(cp, "gitSecret"), "want <namespace>/<name> as in write-back-method git:secret:<namespace>/<name>, got %q", c.GitSecret)
+			}
+			if len(c.Registries) > 0 {
+				errs.invalid(join(cp, "registries"), "applies to pullSecret only; a Git secret goes to the repositories the AppProject permits")
+			}
+		}
+		if s := c.PullSecret.Source; s != "" && s != CredsPullSecret && len(c.Registries) == 0 {
+			errs.invalid(join(cp, "registries"), "required for %s: credentials: name the registry hosts they may be sent to", s)
+		}
+		for j, r := range c.Registries {
+			if _, err := path.Match(r, ""); err != nil || r == "" || strings.ContainsAny(r, "/ ") {
+				errs.invalid(index(join(cp, "registries"), j), "want a registry host or host glob (ghcr.io, *.example.com), got %q", r)
+			}
+		}
+		for j, ns := range c.Namespaces {
+			if _, err := path.Match(ns, ""); err != nil || ns == "" {
+				errs.invalid(index(join(cp, "namespaces"), j), "want a namespace or namespace glob, got %q", ns)
+			}
+		}
+	}
+	for i, r := range t.GitRepositories {
+		if strings.TrimSpace(strings.TrimPrefix(r, "!")) == "" || strings.ContainsAny(r, " \t\n") {
+			errs.invalid(index(join(p, "gitRepositories"), i), "want a repository URL or glob, got %q", r)
+		}
+	}
+}
+
+// AllowsPullSecret reports whether an Application in namespace may use
+// ref, named by its pull-secret annotation, against registryHost: by the
+// entries of Credentials only (the own-namespace default is the caller's).
+func (t *Tenancy) AllowsPullSecret(ref CredentialRef, namespace, registryHost string) bool {
+	host := RegistryHost(registryHost)
+	for i := range t.Credentials {
+		c := &t.Credentials[i]
+		if c.PullSecret.IsZero() || c.PullSecret != ref || !globAny(c.Namespaces, namespace, true) {
+			continue
+		}
+		if len(c.Registries) == 0 && ref.Source == CredsPullSecret || globAny(c.Registries, host, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsGitSecret reports whether an Application in namespace may name
+// the Secret nsName ("namespace/name") in write-back-method git:secret:,
+// by the entries of Credentials.
+func (t *Tenancy) AllowsGitSecret(nsName, namespace string) bool {
+	for i := range t.Credentials {
+		c := &t.Credentials[i]
+		if c.GitSecret == nsName && globAny(c.Namespaces, namespace, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// globAny reports whether s matches one of the patterns; an empty list
+// is emptyMatches.
+func globAny(patterns []string, s string, emptyMatches bool) bool {
+	if len(patterns) == 0 {
+		return emptyMatches
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(s)); ok {
+			return true
+		}
+	}
+	return false
+}

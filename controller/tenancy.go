@@ -1,0 +1,270 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/gobwas/glob"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// ErrRefused marks what the tenancy rules refuse: an annotation naming
+// credentials or a repository its Application may not use.
+var ErrRefused = errors.New("refused by the tenancy rules")
+
+// Tenancy enforces what an Application, whose annotations anyone who may
+// edit it writes, may use of crowsnest's privileges:
+//   - credentials its annotations name (pull-secret, write-back-method
+//     git:secret:) are Secrets in its own namespace, or entries of the
+//     config's tenancy.credentials; credentials the registries config
+//     assigns stay with the repositories it assigns them to;
+//   - Git write-back goes only to repositories its AppProject permits
+//     (spec.sourceRepos, matched as Argo CD matches them) or the config's
+//     tenancy.gitRepositories, and only when the AppProject admits the
+//     Application's namespace (spec.sourceNamespaces) if it lives outside
+//     the project's (Argo CD's) namespace.
+//
+// The zero value enforces the defaults with no AppProjects known.
+type Tenancy struct {
+	// Config returns the operator's widenings; nil (or a nil result) is
+	// none.
+	Config func() *config.Tenancy
+	// Project returns the AppProject app belongs to, nil when none is
+	// known.
+	Project func(app *watcher.App) *watcher.Project
+	// Assigned reports whether the registries config names ref for some
+	// repository (configured) and whether it names it for repo (here).
+	Assigned func(ref config.CredentialRef, repo string) (configured, here bool)
+}
+
+func (t *Tenancy) config() *config.Tenancy {
+	if t == nil || t.Config == nil {
+		return &config.Tenancy{}
+	}
+	if c := t.Config(); c != nil {
+		return c
+	}
+	return &config.Tenancy{}
+}
+
+// CheckAnnotations drops from spec (read from app's annotations) what the
+// rules refuse: an image whose pull-secret the Application may not use,
+// and Git write-back with a git:secret: it may not use. Each refusal is
+// an error naming the annotation, the reference and the rule; the rest of
+// the Application is kept.
+func (t *Tenancy) CheckAnnotations(app *watcher.App, spec *imageupdate.Spec) []error {
+	if spec == nil || spec.Source != imageupdate.SourceAnnotations {
+		return nil // crowsnest's own policies are the operator's word
+	}
+	cfg := t.config()
+	var errs []error
+	kept := spec.Images[:0]
+	for _, img := range spec.Images {
+		if img.PullSecret == "" {
+			kept = append(kept, img)
+			continue
+		}
+		if err := t.pullSecretAllowed(cfg, app.Namespace, img.PullSecret, img.Ref.Repo()); err != nil {
+			key := imageupdate.Prefix + imageupdate.KeyPullSecret
+			if _, ok := app.Annotations[imageupdate.Prefix+img.Alias+"."+imageupdate.KeyPullSecret]; ok {
+				key = imageupdate.Prefix + img.Alias + "." + imageupdate.KeyPullSecret
+			}
+			errs = append(errs, &imageupdate.AnnotationError{Key: key,
+				Msg: fmt.Sprintf("%s for image %s: %v; the image is not updated", img.PullSecret, img.Alias, err), Err: err})
+			continue
+		}
+		kept = append(kept, img)
+	}
+	spec.Images = kept
+	if nsName, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok && spec.WriteBack.Method == imageupdate.MethodGit {
+		ns, _, _ := strings.Cut(nsName, "/")
+		if ns != app.Namespace && !cfg.AllowsGitSecret(nsName, app.Namespace) {
+			err := fmt.Errorf("%w: git:secret:%s is in namespace %s, not the Application's (%s), and tenancy.credentials has no gitSecret entry for it",
+				ErrRefused, nsName, ns, app.Namespace)
+			errs = append(errs, &imageupdate.AnnotationError{Key: imageupdate.Prefix + imageupdate.KeyWriteBack, Msg: err.Error() + "; nothing is written", Err: err})
+			spec.WriteBack.Method = ""
+		}
+	}
+	return errs
+}
+
+// pullSecretAllowed applies the credential rules to one pull-secret
+// reference for one repository.
+func (t *Tenancy) pullSecretAllowed(cfg *config.Tenancy, namespace, raw, repo string) error {
+	ref, err := config.ParseCredentialRef(raw)
+	if err != nil {
+		return err // FromAnnotations refused it already
+	}
+	host := config.RegistryHost(repo)
+	if cfg.AllowsPullSecret(ref, namespace, host) {
+		return nil
+	}
+	if t != nil && t.Assigned != nil {
+		if configured, here := t.Assigned(ref, repo); here {
+			return nil
+		} else if configured {
+			return fmt.Errorf("%w: the registries config assigns these credentials to other repositories than %s", ErrRefused, repo)
+		}
+	}
+	switch ref.Source {
+	case config.CredsPullSecret, config.CredsSecret:
+		if ref.Namespace == namespace {
+			return nil
+		}
+		return fmt.Errorf("%w: Secret %s/%s is not in the Application's namespace (%s), and tenancy.credentials does not allow it for %s",
+			ErrRefused, ref.Namespace, ref.Name, namespace, host)
+	default:
+		return fmt.Errorf("%w: %s: credentials from annotations are off unless tenancy.credentials allows them for %s", ErrRefused, ref.Source, host)
+	}
+}
+
+// CheckRepository reports whether app may have Git write-back push to
+// repoURL; the error names the rule that refuses it.
+func (t *Tenancy) CheckRepository(app *watcher.App, repoURL string) error {
+	cfg := t.config()
+	if len(cfg.GitRepositories) > 0 && sourcePermitted(cfg.GitRepositories, repoURL) {
+		return nil
+	}
+	name := app.Project
+	if name == "" {
+		name = "default"
+	}
+	var proj *watcher.Project
+	if t != nil && t.Project != nil {
+		proj = t.Project(app)
+	}
+	var repos, namespaces []string
+	switch {
+	case proj != nil:
+		repos = stringList(proj.Object, "spec", "sourceRepos")
+		namespaces = stringList(proj.Object, "spec", "sourceNamespaces")
+	case name == "default":
+		// Argo CD creates the default project, permitting every
+		// repository, whenever it is missing.
+		repos = []string{"*"}
+	default:
+		return fmt.Errorf("%w: Git write-back to %s: AppProject %s is not known, so no sourceRepos permit it", ErrRefused, repoURL, name)
+	}
+	// Argo CD reads AppProjects in its own namespace only, whose
+	// Applications every project admits; others need sourceNamespaces.
+	if proj != nil && app.Namespace != proj.Namespace && !namespacePermitted(namespaces, app.Namespace) {
+		return fmt.Errorf("%w: Git write-back to %s: AppProject %s does not admit Applications in namespace %s (spec.sourceNamespaces)",
+			ErrRefused, repoURL, name, app.Namespace)
+	}
+	if !sourcePermitted(repos, repoURL) {
+		return fmt.Errorf("%w: Git write-back to %s: not permitted by AppProject %s spec.sourceRepos nor tenancy.gitRepositories",
+			ErrRefused, repoURL, name)
+	}
+	return nil
+}
+
+// sourcePermitted matches repoURL against sourceRepos patterns as Argo
+// CD's AppProject.IsSourcePermitted does: both normalized, globs with '/'
+// as separator, "*" alone matching all, and a "!" pattern the URL matches
+// refusing it whatever else matches.
+func sourcePermitted(patterns []string, repoURL string) bool {
+	src := normalizeArgoGitURL(repoURL)
+	any := false
+	for _, p := range patterns {
+		deny := strings.HasPrefix(p, "!")
+		n := normalizeArgoGitURL(strings.TrimPrefix(p, "!"))
+		var matched bool
+		switch {
+		case deny:
+			matched = !globMatch(n, src, '/')
+		case n == "*":
+			matched = true
+		default:
+			matched = globMatch(n, src, '/')
+		}
+		if matched {
+			any = true
+		} else if deny {
+			return false
+		}
+	}
+	return any
+}
+
+// namespacePermitted matches a namespace against sourceNamespaces as Argo
+// CD does: "/regexp/" entries or globs.
+func namespacePermitted(patterns []string, ns string) bool {
+	for _, p := range patterns {
+		if len(p) > 2 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") {
+			if re, err := regexp.Compile(p[1 : len(p)-1]); err == nil && re.MatchString(ns) {
+				return true
+			}
+			continue
+		}
+		if globMatch(p, ns) {
+			return true
+		}
+	}
+	return false
+}
+
+func globMatch(pattern, s string, separators ...rune) bool {
+	g, err := glob.Compile(pattern, separators...)
+	return err == nil && g.Match(s)
+}
+
+// sshURLRE is Argo CD's test for an SSH repository URL.
+var sshURLRE = regexp.MustCompile(`^(ssh://)?([^/:]*?)@[^@]+$`)
+
+// normalizeArgoGitURL is Argo CD's git.NormalizeGitURL: lower case, an
+// scp-like address as ssh://, no .git suffix, no ssh:// prefix; "" when
+// it does not parse.
+func normalizeArgoGitURL(repo string) string {
+	repo = strings.ToLower(strings.TrimSpace(repo))
+	if sshURLRE.MatchString(repo) && !strings.HasPrefix(repo, "ssh://") {
+		repo = "ssh://" + strings.Replace(repo, ":", "/", 1)
+	}
+	repo = strings.TrimSuffix(repo, ".git")
+	u, err := url.Parse(repo)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(u.String(), "ssh://")
+}
+
+// stringList reads a list of strings from obj; other items are skipped.
+func stringList(obj *unstructured.Unstructured, fields ...string) []string {
+	if obj == nil {
+		return nil
+	}
+	raw, _, _ := unstructured.NestedSlice(obj.Object, fields...)
+	out := make([]string, 0, len(raw))
+	for _, v := range raw {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ArgoProject looks an Application's AppProject up as Argo CD does: by
+// name ("" is default) in Argo CD's namespace. inAppNamespace also takes
+// one in the Application's own namespace, for local mode, whose files
+// need not say where Argo CD runs.
+func ArgoProject(e *Engine, argoNamespace string, inAppNamespace bool) func(*watcher.App) *watcher.Project {
+	return func(a *watcher.App) *watcher.Project {
+		name := a.Project
+		if name == "" {
+			name = "default"
+		}
+		if p := e.Project(argoNamespace + "/" + name); p != nil {
+			return p
+		}
+		if inAppNamespace {
+			return e.Project(a.Namespace + "/" + name)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,212 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// sourceRepos patterns as Argo CD's AppProject.IsSourcePermitted reads
+// them (pkg/apis/application/v1alpha1/app_project_types.go, v3.6.1).
+func TestSourcePermittedAsArgoCD(t *testing.T) {
+	tests := []struct {
+		name     string
+		patterns []string
+		repo     string
+		want     bool
+	}{
+		{"star permits all", []string{"*"}, "https://evil.example.com/x.git", true},
+		{"none permits nothing", nil, "https://git.example.com/a/b", false},
+		{"exact", []string{"https://git.example.com/a/b"}, "https://git.example.com/a/b", true},
+		{".git and case ignored", []string{"https://git.example.com/A/b.git"}, "https://GIT.example.com/a/b", true},
+		{"glob within a segment", []string{"https://git.example.com/a/*"}, "https://git.example.com/a/b", true},
+		{"star does not cross slashes", []string{"https://git.example.com/*"}, "https://git.example.com/a/b", false},
+		{"double star crosses slashes", []string{"https://git.example.com/**"}, "https://git.example.com/a/b", true},
+		{"other host", []string{"https://git.example.com/**"}, "https://evil.example.com/a/b", false},
+		{"host glob does not take a path", []string{"https://*.example.com/a/b"}, "https://evil.com/x.example.com/a/b", false},
+		{"userinfo is part of the URL", []string{"https://git.example.com/a/b"}, "https://user:tok@git.example.com/a/b", false},
+		{"scp-like matches its ssh form", []string{"git@git.example.com:a/b.git"}, "ssh://git@git.example.com/a/b", true},
+		{"deny wins", []string{"*", "!https://git.example.com/secret/*"}, "https://git.example.com/secret/x", false},
+		{"deny of another repo", []string{"!https://git.example.com/secret/*"}, "https://git.example.com/open/x", true},
+		{"deny before allow", []string{"!https://git.example.com/secret/*", "https://git.example.com/**"}, "https://git.example.com/secret/x", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sourcePermitted(tt.patterns, tt.repo); got != tt.want {
+				t.Errorf("sourcePermitted(%q, %q) = %v, want %v", tt.patterns, tt.repo, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNamespacePermittedAsArgoCD(t *testing.T) {
+	tests := []struct {
+		patterns []string
+		ns       string
+		want     bool
+	}{
+		{[]string{"team-a"}, "team-a", true},
+		{[]string{"team-*"}, "team-b", true},
+		{[]string{"team-*"}, "other", false},
+		{[]string{"/^team-[ab]$/"}, "team-b", true},
+		{[]string{"/^team-[ab]$/"}, "team-c", false},
+		{nil, "team-a", false},
+	}
+	for _, tt := range tests {
+		if got := namespacePermitted(tt.patterns, tt.ns); got != tt.want {
+			t.Errorf("namespacePermitted(%q, %q) = %v, want %v", tt.patterns, tt.ns, got, tt.want)
+		}
+	}
+}
+
+func project(ns, name string, repos, namespaces []any) *watcher.Project {
+	return watcher.ProjectFromObject(&unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec":     map[string]any{"sourceRepos": repos, "sourceNamespaces": namespaces},
+	}})
+}
+
+func TestCheckRepository(t *testing.T) {
+	projects := map[string]*watcher.Project{
+		"team-a": project("argocd", "team-a", []any{"https://git.example.com/team-a/*"}, []any{"team-a"}),
+		"open":   project("argocd", "open", []any{"*"}, nil),
+	}
+	ten := &Tenancy{
+		Config:  func() *config.Tenancy { return &config.Tenancy{GitRepositories: []string{"https://git.example.com/shared/*"}} },
+		Project: func(a *watcher.App) *watcher.Project { return projects[a.Project] },
+	}
+	tests := []struct {
+		name, ns, project, repo string
+		wantRule                string // "" when permitted
+	}{
+		{"permitted by sourceRepos", "team-a", "team-a", "https://git.example.com/team-a/deploy", ""},
+		{"not in sourceRepos", "team-a", "team-a", "http://169.254.169.254/latest", "spec.sourceRepos"},
+		{"operator allow-list", "team-a", "team-a", "https://git.example.com/shared/deploy", ""},
+		{"namespace not admitted", "team-b", "team-a", "https://git.example.com/team-a/deploy", "spec.sourceNamespaces"},
+		{"project's own namespace is admitted", "argocd", "open", "https://anything.example.com/x", ""},
+		{"other namespace, no sourceNamespaces", "team-b", "open", "https://anything.example.com/x", "spec.sourceNamespaces"},
+		{"unknown project", "team-a", "nope", "https://git.example.com/team-a/deploy", "AppProject nope is not known"},
+		{"missing default project is Argo CD's", "team-a", "", "https://anything.example.com/x", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ten.CheckRepository(&watcher.App{Namespace: tt.ns, Name: "web", Project: tt.project}, tt.repo)
+			switch {
+			case tt.wantRule == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.wantRule != "" && (err == nil || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tt.wantRule)):
+				t.Errorf("error = %v, want a refusal naming %q", err, tt.wantRule)
+			}
+		})
+	}
+}
+
+func TestCheckAnnotationsCredentials(t *testing.T) {
+	cfg := &config.Tenancy{Credentials: []config.TenancyCredential{
+		{PullSecret: mustRef(t, "secret:shared/robot#token"), Registries: []string{"*.example.com"}, Namespaces: []string{"team-*"}},
+		{PullSecret: mustRef(t, "pullsecret:shared/regcred")},
+		{GitSecret: "argocd/git-creds", Namespaces: []string{"team-a"}},
+	}}
+	assigned := func(ref config.CredentialRef, repo string) (bool, bool) {
+		if ref.String() != "secret:team-a/ghcr#token" {
+			return false, false
+		}
+		return true, strings.HasPrefix(repo, "ghcr.io/")
+	}
+	ten := &Tenancy{Config: func() *config.Tenancy { return cfg }, Assigned: assigned}
+	tests := []struct {
+		name, ns, secret, image string
+		wantRule                string
+	}{
+		{"own namespace pullsecret", "team-a", "pullsecret:team-a/regcred", "evil.io/x", ""},
+		{"own namespace secret field", "team-a", "secret:team-a/tok#t", "evil.io/x", ""},
+		{"other namespace", "team-a", "secret:argocd/cluster-x#bearer", "evil.io/x", "not in the Application's namespace"},
+		{"env from annotations", "team-a", "env:AWS_SECRET", "evil.io/x", "credentials from annotations are off"},
+		{"ext from annotations", "team-a", "ext:/bin/cat", "evil.io/x", "credentials from annotations are off"},
+		{"config-assigned stays scoped", "team-a", "secret:team-a/ghcr#token", "evil.io/x", "assigns these credentials to other repositories"},
+		{"config-assigned where assigned", "team-a", "secret:team-a/ghcr#token", "ghcr.io/team-a/x", ""},
+		{"allow-listed for its registries", "team-b", "secret:shared/robot#token", "r.example.com/x", ""},
+		{"allow-listed but other registry", "team-b", "secret:shared/robot#token", "evil.io/x", "not in the Application's namespace"},
+		{"allow-listed but other namespace", "prod", "secret:shared/robot#token", "r.example.com/x", "not in the Application's namespace"},
+		{"allow-listed pullsecret anywhere", "prod", "pullsecret:shared/regcred", "evil.io/x", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := &watcher.App{Namespace: tt.ns, Name: "web", Annotations: map[string]string{
+				imageupdate.Prefix + "image-list": "web=" + tt.image + ",other=other.io/y",
+				imageupdate.Prefix + "web.pull-secret": tt.secret,
+			}}
+			spec, errs := imageupdate.FromAnnotations(app.Annotations)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			errs = ten.CheckAnnotations(app, spec)
+			var aliases []string
+			for _, img := range spec.Images {
+				aliases = append(aliases, img.Alias)
+			}
+			if tt.wantRule == "" {
+				if len(errs) > 0 {
+					t.Errorf("refused: %v", errs)
+				}
+				if diff := cmp.Diff([]string{"web", "other"}, aliases); diff != "" {
+					t.Errorf("images kept (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if len(errs) != 1 || !errors.Is(errs[0], ErrRefused) || !strings.Contains(errs[0].Error(), tt.wantRule) ||
+				!strings.Contains(errs[0].Error(), "annotation "+imageupdate.Prefix+"web.pull-secret") {
+				t.Fatalf("errors = %v, want one refusal naming web.pull-secret and %q", errs, tt.wantRule)
+			}
+			if diff := cmp.Diff([]string{"other"}, aliases); diff != "" {
+				t.Errorf("images kept (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckAnnotationsGitSecret(t *testing.T) {
+	cfg := &config.Tenancy{Credentials: []config.TenancyCredential{{GitSecret: "argocd/git-creds", Namespaces: []string{"team-a"}}}}
+	ten := &Tenancy{Config: func() *config.Tenancy { return cfg }}
+	for _, tt := range []struct {
+		ns, method string
+		refused    bool
+	}{
+		{"team-a", "git:secret:team-a/mine", false},
+		{"team-a", "git:secret:argocd/git-creds", false},
+		{"team-b", "git:secret:argocd/git-creds", true},
+		{"team-b", "git:secret:team-a/mine", true},
+	} {
+		app := &watcher.App{Namespace: tt.ns, Name: "web", Annotations: map[string]string{
+			imageupdate.Prefix + "image-list":        "web=r.io/x",
+			imageupdate.Prefix + "write-back-method": tt.method,
+		}}
+		spec, errs := imageupdate.FromAnnotations(app.Annotations)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		errs = ten.CheckAnnotations(app, spec)
+		if got := len(errs) > 0; got != tt.refused {
+			t.Errorf("%s in %s: refused = %v (%v), want %v", tt.method, tt.ns, got, errs, tt.refused)
+		}
+		if tt.refused && spec.WriteBack.Method != "" {
+			t.Errorf("%s in %s: write-back method %q kept after a refusal", tt.method, tt.ns, spec.WriteBack.Method)
+		}
+	}
+}
+
+func mustRef(t *testing.T, s string) config.CredentialRef {
+	t.Helper()
+	ref, err := config.ParseCredentialRef(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}

@@ -1,0 +1,56 @@
+package creds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ErrReservedSecret says a Secret named by an Application's annotation is
+// one Argo CD or Kubernetes keeps for itself.
+var ErrReservedSecret = errors.New("reserved for Argo CD or Kubernetes")
+
+// argoSecretTypeLabel marks Argo CD's cluster and repository Secrets.
+const argoSecretTypeLabel = "argocd.argoproj.io/secret-type"
+
+// argoSecretNames are Secrets Argo CD keeps its own keys in.
+var argoSecretNames = []string{"argocd-secret", "argocd-notifications-secret", "argocd-initial-admin-secret",
+	"argocd-redis", "argocd-image-updater-secret"}
+
+// TenantSecrets reads the Secrets an Application's annotations name. Even
+// in the Application's own namespace it refuses those Argo CD and
+// Kubernetes keep for themselves (Argo CD's cluster and repository
+// Secrets, its own key Secrets, ServiceAccount tokens) unless Trusted says
+// the operator's config names them: in Argo CD's namespace, an annotation
+// author must not reach Argo CD's cluster bearer tokens.
+type TenantSecrets struct {
+	Secrets SecretGetter
+	// Trusted reports whether the operator's config names namespace/name.
+	Trusted func(namespace, name string) bool
+}
+
+var _ SecretGetter = (*TenantSecrets)(nil)
+
+// Get reads the Secret namespace/name unless it is reserved.
+func (t *TenantSecrets) Get(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	s, err := t.Secrets.Get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if t.Trusted != nil && t.Trusted(namespace, name) {
+		return s, nil
+	}
+	switch {
+	case s.Type == corev1.SecretTypeServiceAccountToken:
+		return nil, fmt.Errorf("%w: %s/%s is a ServiceAccount token", ErrReservedSecret, namespace, name)
+	case s.Labels[argoSecretTypeLabel] != "":
+		return nil, fmt.Errorf("%w: %s/%s is an Argo CD %s Secret (label %s); name it in the config's tenancy.credentials to allow it",
+			ErrReservedSecret, namespace, name, s.Labels[argoSecretTypeLabel], argoSecretTypeLabel)
+	case slices.Contains(argoSecretNames, name):
+		return nil, fmt.Errorf("%w: %s/%s holds Argo CD's own keys", ErrReservedSecret, namespace, name)
+	}
+	return s, nil
+}
