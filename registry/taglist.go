@@ -27,14 +27,23 @@ const (
 // MaxTagListBytes or its pages never end.
 var ErrTagListTooLarge = errors.New("tag list too large")
 
+// ErrTagListLoop is returned when a tag list's next-page links lead back
+// to a page already read.
+var ErrTagListLoop = errors.New("tag list pages loop")
+
 // listTags lists every tag of repo, page by page, within the bounds. The
-// result is never nil: nil tells selection the list is unknown.
+// result is never nil: nil tells selection the list is unknown. A next
+// link to a page already read is ErrTagListLoop, not the tags so far: a
+// partial list could select an older tag than the newest one. The links
+// followed count towards MaxTagListBytes, so remembering them is bounded
+// too.
 func listTags(ctx context.Context, p *remote.Puller, repo name.Repository) ([]string, error) {
 	lister, err := p.Lister(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
 	tags, size := []string{}, 0
+	seen := map[string]bool{}
 	for pages := 0; lister.HasNext(); pages++ {
 		page, err := lister.Next(ctx)
 		if err != nil {
@@ -43,8 +52,15 @@ func listTags(ctx context.Context, p *remote.Puller, repo name.Repository) ([]st
 		for _, t := range page.Tags {
 			size += len(t)
 		}
+		size += len(page.Next)
 		if size > MaxTagListBytes || pages >= maxTagPages {
 			return nil, fmt.Errorf("%w: more than %d MiB of tags or %d pages", ErrTagListTooLarge, MaxTagListBytes>>20, maxTagPages)
+		}
+		if page.Next != "" {
+			if seen[page.Next] {
+				return nil, fmt.Errorf("%w: page %d links back to a page already read", ErrTagListLoop, pages+1)
+			}
+			seen[page.Next] = true
 		}
 		tags = append(tags, page.Tags...)
 	}
