@@ -177,8 +177,10 @@ func (c *Client) puller(ctx context.Context, repo name.Repository) (*remote.Pull
 // do runs op with a puller for repo's registry under the request timeout.
 // op gets repo back, marked for plain HTTP when the registry is configured
 // insecure. When the registry refuses the credentials (401/403) and they
-// come from an Authorizer, it retries once with fresh ones.
-func (c *Client) do(ctx context.Context, repo name.Repository, op func(ctx context.Context, p *remote.Puller, repo name.Repository) error) error {
+// come from an Authorizer, it retries once with fresh ones. Its errors say
+// the registry's status, never the body of its answer (remoteError).
+func (c *Client) do(ctx context.Context, repo name.Repository, op func(ctx context.Context, p *remote.Puller, repo name.Repository) error) (err error) {
+	defer func() { err = remoteError(err) }()
 	c.init()
 	ctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
 	defer cancel()
