@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/crowsnest-dev/crowsnest/internal/redact"
 )
 
 // Image is a parsed image reference with Docker Hub's defaults applied:
@@ -42,7 +44,26 @@ type invalidRef struct {
 func refError(ref string, err error) error { return &invalidRef{ref: ref, err: err} }
 
 func (e *invalidRef) Error() string {
-	return fmt.Sprintf("invalid image reference %q: %s", e.ref, escapeControl(e.err.Error()))
+	if shown := shownRef(e.ref); shown != e.ref {
+		// The parser's error may repeat a piece of what was masked.
+		return fmt.Sprintf("invalid image reference %q: '@' must be followed by a digest (an image reference carries no credentials)", shown)
+	}
+	return redact.String(fmt.Sprintf("invalid image reference %q: %s", e.ref, escapeControl(e.err.Error())))
+}
+
+// digestLike is the start of a digest (algorithm and colon).
+var digestLike = regexp.MustCompile(`^[A-Za-z0-9+._-]+:`)
+
+// shownRef is ref as errors show it. In an image reference '@' comes
+// before a digest; what stands in front of one that is not is taken for
+// user information ("user:token@registry/app", "token@registry/app",
+// "https://user:token@...") and masked, as is every other secret
+// redact knows.
+func shownRef(ref string) string {
+	if i := strings.LastIndex(ref, "@"); i >= 0 && !digestLike.MatchString(ref[i+1:]) {
+		ref = redact.Mask + ref[i:]
+	}
+	return redact.String(ref)
 }
 
 func (e *invalidRef) Unwrap() error { return e.err }
@@ -72,7 +93,7 @@ const maxRepositoryLen = 255
 // paths, tags and digests ("host:5000/a/b/c:1.2@sha256:...").
 func ParseImage(s string) (Image, error) {
 	if strings.TrimSpace(s) != s || s == "" {
-		return Image{}, fmt.Errorf("invalid image reference %q: empty or surrounded by spaces", s)
+		return Image{}, fmt.Errorf("invalid image reference %q: empty or surrounded by spaces", shownRef(s))
 	}
 	repoPart, digest, hasDigest := strings.Cut(s, "@")
 	tag := ""
