@@ -57,7 +57,7 @@ func (e errTerminal) Unwrap() error { return e.err }
 func terminal(err error) error { return errTerminal{err} }
 
 func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
-	res := Result{RepoURL: b.repoURL, Branch: b.target}
+	res := Result{RepoURL: b.repoURL, Branch: b.target, Keys: b.keys()}
 	creds := b.creds
 	if w.Credentials != nil {
 		c, ok, err := w.Credentials.Credentials(ctx, b.repoURL)

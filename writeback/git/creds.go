@@ -71,6 +71,15 @@ func (c Credentials) auth() transport.AuthMethod {
 	return &githttp.BasicAuth{Username: user, Password: c.Password}
 }
 
+// RepoID is a repository's identity: its URL without credentials, as
+// Result.RepoURL, the clone cache and log lines name it. Compare a
+// Change's RepoURL (which may carry user:token@) with anything the writer
+// returns only through RepoID.
+func RepoID(repoURL string) string {
+	clean, _ := splitURL(repoURL)
+	return clean
+}
+
 // splitURL removes user information from a repository URL, returning it
 // as credentials: a URL with a password in it still works, and the
 // password is never part of a cache key, log line or error. The user of

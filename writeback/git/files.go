@@ -18,6 +18,8 @@ import (
 // others in a monorepo.
 type ChangeError struct {
 	App string
+	// Key is the change's Key (Change.Key, or App when it had none).
+	Key string
 	Err error
 }
 
@@ -36,7 +38,7 @@ func (w *Writer) edit(dir string, changes []Change) (updates []Update, files []s
 			if !errors.Is(cerr, ErrInvalidChange) {
 				cerr = fmt.Errorf("%w: %w", ErrInvalidChange, cerr)
 			}
-			failed = append(failed, &ChangeError{App: c.App, Err: cerr})
+			failed = append(failed, &ChangeError{App: c.App, Key: c.key(), Err: cerr})
 			continue
 		}
 		if out == nil {
@@ -84,7 +86,7 @@ func editChange(dir string, c Change) (rel string, updates []Update, out []byte,
 			return "", nil, nil, fmt.Errorf("%s: %w", rel, err)
 		}
 		if ch {
-			updates = append(updates, Update{App: c.App, Image: im.Name, Alias: im.Alias, File: rel, From: from, To: im.shown()})
+			updates = append(updates, Update{App: c.App, Key: c.key(), Image: im.Name, Alias: im.Alias, File: rel, From: from, To: im.shown()})
 		}
 	}
 	if bytes.Equal(out, content) {

@@ -183,7 +183,9 @@ func imageEdits(kind TargetKind, src SourceType, im Image) []edit {
 
 // Update is one value changed in a file, for commit messages and results.
 type Update struct {
-	App   string
+	App string
+	// Key is the change's Key (Change.Key, or App when it had none).
+	Key   string
 	Image string
 	Alias string
 	File  string

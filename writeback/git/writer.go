@@ -63,7 +63,14 @@ type Target struct {
 
 // Change is what one Application needs written.
 type Change struct {
-	App     string
+	// App is the Application's name: the one in .argocd-source-<app>.yaml,
+	// commit messages and branch templates.
+	App string
+	// Key names the Application unambiguously for the caller (the
+	// controller's namespace/name: two namespaces may both hold a "web").
+	// Updates, ChangeErrors and Result.Keys carry it back, so results are
+	// attributed by Key, never by App. Empty means App.
+	Key     string
 	RepoURL string
 	// Branch is "branch", or "base:target" to commit on top of base and
 	// push to target (created from base when missing; target may be a
@@ -79,7 +86,12 @@ type Change struct {
 
 // Result is what happened to one batch: one repository and branch.
 type Result struct {
-	RepoURL      string
+	// RepoURL is the repository's RepoID: without credentials.
+	RepoURL string
+	// Keys are the Keys of the changes in the batch (sorted, once each):
+	// the Applications this result is about, whatever the branch or URL
+	// spelling they asked for.
+	Keys         []string
 	Branch       string
 	CommitSHA    string
 	FilesChanged []string
@@ -184,7 +196,7 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 	var order []*batch
 	for i := range changes {
 		c := &changes[i]
-		clean, creds := splitURL(c.RepoURL)
+		clean, creds := splitURL(c.RepoURL) // clean is RepoID(c.RepoURL)
 		spec := c.Branch
 		if spec == "" {
 			spec = "HEAD"
@@ -200,14 +212,32 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 			byKey[k] = b
 			order = append(order, b)
 		}
+		if b.creds == (Credentials{}) {
+			// The changes of one repository are one batch whichever of
+			// them carries the credentials in its URL.
+			b.creds = creds
+		}
 		c2 := *c
-		c2.RepoURL = clean
+		c2.RepoURL, c2.Key = clean, c.key()
 		b.changes = append(b.changes, c2)
 	}
 	slices.SortStableFunc(order, func(a, b *batch) int {
 		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base))
 	})
 	return order, nil
+}
+
+// key is the change's Key, or its App when the caller gave none.
+func (c *Change) key() string { return cmp.Or(c.Key, c.App) }
+
+// keys lists the Keys of the batch's changes, sorted, once each.
+func (b *batch) keys() []string {
+	out := make([]string, 0, len(b.changes))
+	for i := range b.changes {
+		out = append(out, b.changes[i].Key)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (w *Writer) log() *slog.Logger {
