@@ -28,8 +28,8 @@ import (
 // that must never reach the attacker's registry.
 var tenantSecrets = map[string]string{
 	"token the config assigns to another registry": "ASSIGNED-S3CR3T-1",
-	"Argo CD cluster Secret":                        "CLUSTER-S3CR3T-2",
-	"crowsnest's environment":                       "ENV-S3CR3T-4",
+	"Argo CD cluster Secret":                       "CLUSTER-S3CR3T-2",
+	"crowsnest's environment":                      "ENV-S3CR3T-4",
 }
 
 // authRecorder keeps every Authorization header a server received.
