@@ -36,12 +36,39 @@ type session struct {
 	// fetchFailures counts fetches failed in a row; after two the clone
 	// itself is suspect and is made again.
 	fetchFailures int
-	// unacked is the commit of a push that failed without being refused:
-	// the server may have taken it and lost only its answer. The next
-	// attempt looks for it on the remote before editing again, or the
+	// unacked are this batch's pushes that failed without being refused:
+	// the server may have taken one and lost only its answer, or still be
+	// taking it while a retry runs. Each later attempt, and confirm when
+	// the batch is given up, looks for them on the remote first, or the
 	// change would look already made and its result would be lost.
-	unacked plumbing.Hash
+	unacked []unackedPush
 }
+
+// unackedPush is a push whose answer was lost, with what its commit holds.
+type unackedPush struct {
+	sha     plumbing.Hash
+	updates []Update
+	files   []string
+	failed  []*ChangeError
+}
+
+// findUnacked reports in res the push of s.unacked that the remote head
+// base has, if one has landed.
+func (s *session) findUnacked(base plumbing.Hash, res *Result) bool {
+	for i := len(s.unacked) - 1; i >= 0; i-- {
+		p := s.unacked[i]
+		if s.landed(base, p.sha) {
+			res.CommitSHA, res.Updates, res.FilesChanged, res.Failed, res.NoOp = p.sha.String(), p.updates, p.files, p.failed, false
+			s.unacked = nil
+			return true
+		}
+	}
+	return false
+}
+
+// confirmTimeout bounds confirm's fetch: it runs when the batch is given
+// up, often at shutdown, and a few seconds tell whether a push landed.
+const confirmTimeout = 15 * time.Second
 
 // maxLandedSearch bounds the commits walked from the remote head when
 // looking for a push whose answer was lost; other pushes since ours are
@@ -95,21 +122,57 @@ func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 		}
 		err = redact(remoteError(err), creds.secrets()...)
 		var term errTerminal
-		if errors.As(err, &term) || ctx.Err() != nil {
+		switch {
+		case errors.As(err, &term):
+			// A refusal (credentials, missing repository) is an answer:
+			// nothing landed.
 			res.Err = err
 			return res
+		case ctx.Err() == nil && attempt < maxAttempts:
+			w.Metrics.retry()
+			w.log().Debug("git write-back retry", "repo", b.repoURL, "branch", b.target, "attempt", attempt, "err", err)
+			serr := sleep(ctx, w.backoff(attempt))
+			if serr == nil {
+				continue
+			}
+			err = fmt.Errorf("%w (before attempt %d; the last one: %w)", serr, attempt+1, err)
+		case ctx.Err() == nil:
+			err = fmt.Errorf("%w (%d attempts): %w", ErrPushFailed, attempt, err)
 		}
-		if attempt >= maxAttempts {
-			res.Err = fmt.Errorf("%w (%d attempts): %w", ErrPushFailed, attempt, err)
+		// Giving up (attempts spent, or ctx ended): a push whose answer
+		// was lost may still have landed, and the remote says which.
+		if s.confirm(ctx, &res) {
 			return res
 		}
-		w.Metrics.retry()
-		w.log().Debug("git write-back retry", "repo", b.repoURL, "branch", b.target, "attempt", attempt, "err", err)
-		if err := sleep(ctx, w.backoff(attempt)); err != nil {
-			res.Err = err
-			return res
-		}
+		res.Err = err
+		return res
 	}
+}
+
+// confirm looks on the remote for the push whose answer was lost
+// (s.unacked), when the batch is given up without a later attempt to find
+// it: the batch's context ended (a shutdown) or its attempts ran out. It
+// reports the commit as landed when the remote's branch has it. It has a
+// short deadline of its own, detached from ctx, which may be the one that
+// ended.
+func (s *session) confirm(ctx context.Context, res *Result) bool {
+	if len(s.unacked) == 0 || s.repo == nil {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(cmp.Or(s.w.Timeout, DefaultTimeout), confirmTimeout))
+	defer cancel()
+	log := s.w.log().With("repo", s.b.repoURL, "branch", s.b.target)
+	if err := s.fetch(cctx); err != nil {
+		log.Warn("git write-back: could not tell whether a push whose answer was lost landed; reporting it failed", "err", redact(err, s.creds.secrets()...))
+		return false
+	}
+	ref, err := s.repo.Reference(plumbing.NewRemoteReferenceName(remoteName, s.b.target), true)
+	if err != nil || !s.findUnacked(ref.Hash(), res) {
+		log.Info("git write-back: no push whose answer was lost is on the remote")
+		return false
+	}
+	log.Info("git write-back pushed; the server's answer had been lost and the remote has the commit", "commit", res.CommitSHA)
+	return true
 }
 
 // attempt brings the clone to the remote's head of the branch, applies the
@@ -131,15 +194,9 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	if !s.unacked.IsZero() {
-		sha := s.unacked
-		s.unacked = plumbing.ZeroHash
-		if s.landed(base, sha) {
-			// res still holds the updates and files of that attempt.
-			res.CommitSHA = sha.String()
-			s.w.log().Info("git write-back pushed; the server's answer had been lost", "repo", s.b.repoURL, "branch", s.b.target, "commit", res.CommitSHA)
-			return nil
-		}
+	if s.findUnacked(base, res) {
+		s.w.log().Info("git write-back pushed; the server's answer had been lost", "repo", s.b.repoURL, "branch", s.b.target, "commit", res.CommitSHA)
+		return nil
 	}
 	wt, err := s.checkout(base)
 	if err != nil {
@@ -181,7 +238,7 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 	}
 	if err := s.push(ctx); err != nil {
 		if !isRejected(err) {
-			s.unacked = plumbing.NewHash(sha)
+			s.unacked = append(s.unacked, unackedPush{sha: plumbing.NewHash(sha), updates: updates, files: files, failed: failed})
 		}
 		return err
 	}
@@ -398,7 +455,11 @@ func (s *session) commit(wt *gogit.Worktree, updates []Update) (string, error) {
 	return h.String(), nil
 }
 
+// push sends the target branch. A push under way when ctx ends gets the
+// writer's PushGrace to finish: its answer beats a guess.
 func (s *session) push(ctx context.Context) error {
+	ctx, stop := withGrace(ctx, s.w.pushGrace())
+	defer stop()
 	ctx, cancel := s.opCtx(ctx)
 	defer cancel()
 	ref := plumbing.NewBranchReferenceName(s.b.target)

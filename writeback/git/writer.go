@@ -19,13 +19,15 @@ import (
 // repositories; five attempts with backoff from 500ms ride out a busy
 // branch or a short server outage (about 7.5s of waiting in all) without
 // holding a batch for long; two minutes bounds one clone, fetch or push
-// of a large repository.
+// of a large repository; ten seconds let a push under way at shutdown
+// finish well inside Kubernetes' default 30s termination grace.
 const (
 	DefaultMaxRepos    = 16
 	DefaultMaxAttempts = 5
 	DefaultBackoff     = 500 * time.Millisecond
 	DefaultMaxBackoff  = 10 * time.Second
 	DefaultTimeout     = 2 * time.Minute
+	DefaultPushGrace   = 10 * time.Second
 	DefaultAuthorName  = "crowsnest"
 	DefaultAuthorEmail = "crowsnest@localhost"
 )
@@ -130,6 +132,10 @@ type Writer struct {
 	MaxBackoff  time.Duration
 	// Timeout bounds each network operation.
 	Timeout time.Duration
+	// PushGrace is how long a push already under way may go on after the
+	// context of Apply ends (a shutdown), so that its answer, and not a
+	// guess, says whether it landed; 0 is DefaultPushGrace, negative none.
+	PushGrace time.Duration
 	// TLS holds, per Git server host ("git.example.com" or
 	// "git.example.com:8443", as in repository URLs, lower case), the
 	// HTTPS trust for that server. Other hosts are verified against the
@@ -256,6 +262,44 @@ func (w *Writer) backoff(attempt int) time.Duration {
 	d = min(d, maxD)
 	// Jitter keeps two writers that lost the same race from meeting again.
 	return d/2 + rand.N(d/2+1)
+}
+
+func (w *Writer) pushGrace() time.Duration {
+	if w.PushGrace == 0 {
+		return DefaultPushGrace
+	}
+	return max(w.PushGrace, 0)
+}
+
+// withGrace returns a context with parent's values that ends grace after
+// parent does (at once without grace), or when stop is called.
+func withGrace(parent context.Context, grace time.Duration) (ctx context.Context, stop func()) {
+	if grace <= 0 {
+		return context.WithCancel(parent)
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	var (
+		mu      sync.Mutex
+		timer   *time.Timer
+		stopped bool
+	)
+	unwatch := context.AfterFunc(parent, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timer = time.AfterFunc(grace, func() { cancel(context.Cause(parent)) })
+		}
+	})
+	return ctx, func() {
+		unwatch()
+		mu.Lock()
+		stopped = true
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel(context.Canceled)
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
