@@ -58,6 +58,19 @@ const SourceAnnotations = "annotations"
 // image-list, so nothing can be updated.
 var ErrNoImageList = errors.New("no " + Prefix + KeyImageList + " annotation")
 
+// MaxImages caps the entries of image-list. Each image costs a policy
+// compile, registry requests on every poll and entries in the
+// Application patch; an annotation author (maybe another team) must not
+// make one Application cost thousands of each, or a patch past the
+// apiserver's 1.5 MB object limit. argocd-image-updater users list tens
+// of images per Application; 200 is far above that and keeps a full
+// patch (two Helm parameters per image) within a few hundred KB.
+const MaxImages = 200
+
+// maxUnknownKeys caps the unknown-key errors one read reports (each
+// becomes an Event and a log line); the rest are counted in one more.
+const maxUnknownKeys = 20
+
 // aliasRE is what an alias may look like: it becomes part of annotation
 // keys ("<alias>.update-strategy").
 var aliasRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62})$`)
@@ -78,6 +91,10 @@ func FromAnnotations(annotations map[string]string) (*Spec, []error) {
 		errs = append(errs, &AnnotationError{Key: Prefix + key, Msg: fmt.Sprintf(format, args...), Err: err})
 	}
 	spec := &Spec{Source: SourceAnnotations}
+	if n := strings.Count(list, ",") + 1; n > MaxImages {
+		fail(KeyImageList, nil, "%d entries, more than the %d an Application may list", n, MaxImages)
+		return spec, errs
+	}
 	seen := map[string]bool{}
 	for i, entry := range strings.Split(list, ",") {
 		entry = strings.TrimSpace(entry)
@@ -105,8 +122,12 @@ func FromAnnotations(annotations map[string]string) (*Spec, []error) {
 	wb, wbErrs := readWriteBack(annotations)
 	errs = append(errs, wbErrs...)
 	spec.WriteBack = wb
-	for _, k := range unknownKeys(annotations, seen) {
+	unknown := unknownKeys(annotations, seen)
+	for _, k := range unknown[:min(len(unknown), maxUnknownKeys)] {
 		fail(k, nil, "unknown key (not an argocd-image-updater annotation, or an alias not in image-list)")
+	}
+	if more := len(unknown) - maxUnknownKeys; more > 0 {
+		fail(unknown[maxUnknownKeys], nil, "and %d more unknown keys", more)
 	}
 	return spec, errs
 }
@@ -320,6 +341,7 @@ var knownImageKeys = map[string]bool{
 // would otherwise be silently ignored. Settings of an alias that image-list
 // declares are known even when that entry failed to parse.
 func unknownKeys(ann map[string]string, aliases map[string]bool) []string {
+	declared := listNames(ann[Prefix+KeyImageList])
 	var out []string
 	for _, full := range slices.Sorted(maps.Keys(ann)) {
 		key, ok := strings.CutPrefix(full, Prefix)
@@ -327,7 +349,7 @@ func unknownKeys(ann map[string]string, aliases map[string]bool) []string {
 			continue
 		}
 		alias, rest, dotted := strings.Cut(key, ".")
-		if dotted && knownImageKeys[rest] && (aliases[alias] || listNames(ann[Prefix+KeyImageList], alias)) {
+		if dotted && knownImageKeys[rest] && (aliases[alias] || declared[alias]) {
 			continue
 		}
 		out = append(out, key)
@@ -335,15 +357,16 @@ func unknownKeys(ann map[string]string, aliases map[string]bool) []string {
 	return out
 }
 
-// listNames reports whether image-list declares alias (even if that entry
-// failed to parse).
-func listNames(list, alias string) bool {
+// listNames returns the aliases image-list declares (even in entries that
+// failed to parse), read once rather than once per key.
+func listNames(list string) map[string]bool {
+	names := map[string]bool{}
 	for e := range strings.SplitSeq(list, ",") {
-		if a, _, ok := strings.Cut(e, "="); ok && strings.TrimSpace(a) == alias {
-			return true
+		if a, _, ok := strings.Cut(e, "="); ok {
+			names[strings.TrimSpace(a)] = true
 		}
 	}
-	return false
+	return names
 }
 
 // KeyKind names an annotation key without its alias, for metric labels
