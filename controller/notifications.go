@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -245,12 +246,14 @@ func (n *Notifier) OnAppEvent(ev watcher.AppEvent) {
 }
 
 // OnEvent queues one of crowsnest's own events about app; the triggers
-// that read `event` evaluate it.
+// that read `event` evaluate it. Its texts (often an error that names a
+// URL) pass through redact.String: templates put them in messages.
 func (n *Notifier) OnEvent(app *watcher.App, ev triggers.Event) {
 	n.init()
 	if app == nil {
 		return
 	}
+	ev.Reason, ev.Message, ev.Window = redact.String(ev.Reason), redact.String(ev.Message), redact.String(ev.Window)
 	if ev.Time.IsZero() {
 		ev.Time = n.Now()
 	}
