@@ -352,13 +352,19 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 // checkRepositories applies the tenancy rules to every repository the
 // Git write-back of changes would push to.
 func (r *ImageReconciler) checkRepositories(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) error {
+	if spec.Source != imageupdate.SourceAnnotations && spec.WriteBack.Repository != "" {
+		return nil // an image policy's repository is the operator's word
+	}
 	chs, err := gitChanges(app, spec, changes)
 	if err != nil {
 		return nil // reported where the changes are made
 	}
 	for _, ch := range chs {
 		if err := r.Tenancy.CheckRepository(app, ch.RepoURL); err != nil {
-			return err
+			if spec.Source == imageupdate.SourceAnnotations && spec.WriteBack.Repository != "" {
+				return fmt.Errorf("annotation %s%s: %w", imageupdate.Prefix, imageupdate.KeyGitRepository, err)
+			}
+			return fmt.Errorf("spec.source.repoURL: %w", err)
 		}
 	}
 	return nil
