@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -35,6 +36,13 @@ type GitApplier interface {
 // together, one commit per repository and branch per batch. Reconciles do
 // not wait for the push; results come back as Events and metrics, and
 // failed Applications are requeued.
+//
+// Results are attributed by the Application's key (namespace/name), which
+// Add puts on every change and the writer carries into Result.Keys,
+// Update.Key and ChangeError.Key: never by the bare name (two namespaces
+// may both hold a "web" writing to one repository) nor by comparing
+// repository URLs (a change's URL may carry credentials the result's has
+// not; gitwb.RepoID is the one identity when URLs must be compared).
 type GitBatcher struct {
 	Writer GitApplier
 	// Delay is the collection window; zero is DefaultGitBatchDelay.
@@ -58,6 +66,10 @@ type GitBatcher struct {
 	wake     chan struct{}
 }
 
+// errNoResult fails an Application the writer returned nothing about: it
+// is retried rather than silently dropped.
+var errNoResult = errors.New("the Git writer returned no result for this Application's changes")
+
 // Idle reports whether nothing is queued or being written.
 func (b *GitBatcher) Idle() bool {
 	b.mu.Lock()
@@ -67,7 +79,13 @@ func (b *GitBatcher) Idle() bool {
 
 // Add queues an Application's changes (one per repository, branch and
 // source it writes) for the next batch, replacing what it had queued.
+// Each change is keyed by key, whatever Key it had.
 func (b *GitBatcher) Add(key string, chs ...gitwb.Change) {
+	own := make([]gitwb.Change, len(chs))
+	for i, ch := range chs {
+		ch.Key = key
+		own[i] = ch
+	}
 	b.mu.Lock()
 	if b.pending == nil {
 		b.pending = map[string][]gitwb.Change{}
@@ -75,7 +93,7 @@ func (b *GitBatcher) Add(key string, chs ...gitwb.Change) {
 	if b.wake == nil {
 		b.wake = make(chan struct{}, 1)
 	}
-	b.pending[key] = chs
+	b.pending[key] = own
 	b.mu.Unlock()
 	select {
 	case b.wake <- struct{}{}:
@@ -84,7 +102,10 @@ func (b *GitBatcher) Add(key string, chs ...gitwb.Change) {
 }
 
 // Start writes batches until ctx ends; what is pending then is written
-// first, so a shutdown loses nothing that was decided.
+// first, so a shutdown loses nothing that was decided. A push under way
+// when ctx ends is given the writer's PushGrace to finish, and one whose
+// answer is lost is looked for on the remote, so it is reported by what
+// the remote has.
 func (b *GitBatcher) Start(ctx context.Context) error {
 	b.mu.Lock()
 	if b.wake == nil {
@@ -148,51 +169,68 @@ func (b *GitBatcher) flush(ctx context.Context) {
 		}
 		return
 	}
+	outcomes := map[string]*gitOutcome{}
 	for i := range results {
-		b.report(&results[i], pending)
+		b.report(&results[i], pending, outcomes)
 	}
-}
-
-func (b *GitBatcher) report(res *gitwb.Result, pending map[string][]gitwb.Change) {
-	// The writer names Applications by name (Change.App), the engine by
-	// namespace/name.
-	failed := map[string]error{}
-	for _, f := range res.Failed {
-		failed[f.App] = f.Err
-	}
-	byApp := map[string][]string{}
-	for _, u := range res.Updates {
-		byApp[u.App] = append(byApp[u.App], fmt.Sprintf("%s: %s -> %s", u.Image, orNone(u.From), u.To))
-	}
-	// Applications of this batch: those whose change went to this
-	// repository, or that it names.
-	var apps []string
-	for k, chs := range pending {
-		for _, ch := range chs {
-			if ch.RepoURL == res.RepoURL || failed[ch.App] != nil || byApp[ch.App] != nil {
-				apps = append(apps, k)
-				break
-			}
-		}
-	}
-	slices.Sort(apps)
-	for _, k := range apps {
-		name := pending[k][0].App
+	for _, k := range keys {
+		o := outcomes[k]
 		switch {
-		case res.Err != nil:
-			b.fail(k, res.Err)
-		case failed[name] != nil:
-			b.fail(k, failed[name])
-		case len(byApp[name]) > 0:
-			b.Metrics.update("git", "success", len(byApp[name]))
-			msg := fmt.Sprintf("%s (commit %s on %s of %s)", strings.Join(byApp[name], "; "), short(res.CommitSHA), res.Branch, res.RepoURL)
-			b.Log.Info("images updated", "app", k, "method", "git", "commit", res.CommitSHA, "branch", res.Branch)
-			b.event(k, corev1.EventTypeNormal, EventImagesUpdated, msg)
-			b.notify(k, res)
+		case o == nil:
+			b.fail(k, errNoResult)
+		case o.failed, o.written:
 		case b.OnUnchanged != nil && b.App != nil:
 			if app := b.App(k); app != nil {
 				b.OnUnchanged(app)
 			}
+		}
+	}
+}
+
+// gitOutcome is what one flush did for one Application, over the results
+// (repositories and branches) that name it.
+type gitOutcome struct{ written, failed bool }
+
+// report hands one result to the Applications it names (res.Keys): each
+// hears of its own failure or of its own updates, never another's.
+func (b *GitBatcher) report(res *gitwb.Result, pending map[string][]gitwb.Change, outcomes map[string]*gitOutcome) {
+	failed := map[string]error{}
+	for _, f := range res.Failed {
+		failed[f.Key] = errors.Join(failed[f.Key], f.Err)
+	}
+	updates := map[string][]gitwb.Update{}
+	for _, u := range res.Updates {
+		updates[u.Key] = append(updates[u.Key], u)
+	}
+	repo := gitwb.RepoID(res.RepoURL)
+	for _, k := range res.Keys {
+		if _, ok := pending[k]; !ok {
+			continue
+		}
+		o := outcomes[k]
+		if o == nil {
+			o = &gitOutcome{}
+			outcomes[k] = o
+		}
+		switch {
+		case res.Err != nil:
+			o.failed = true
+			b.fail(k, res.Err)
+		case failed[k] != nil:
+			o.failed = true
+			b.fail(k, failed[k])
+		case len(updates[k]) > 0:
+			o.written = true
+			ups := updates[k]
+			b.Metrics.update("git", "success", len(ups))
+			lines := make([]string, len(ups))
+			for i, u := range ups {
+				lines[i] = fmt.Sprintf("%s: %s -> %s", u.Image, orNone(u.From), u.To)
+			}
+			msg := fmt.Sprintf("%s (commit %s on %s of %s)", strings.Join(lines, "; "), short(res.CommitSHA), res.Branch, repo)
+			b.Log.Info("images updated", "app", k, "method", "git", "commit", res.CommitSHA, "branch", res.Branch, "repo", repo)
+			b.event(k, corev1.EventTypeNormal, EventImagesUpdated, msg)
+			b.notify(k, res.CommitSHA, ups)
 		}
 	}
 }
@@ -228,8 +266,9 @@ func short(sha string) string {
 	return sha
 }
 
-// notify hands one image-updated event per written change to the notifier.
-func (b *GitBatcher) notify(key string, res *gitwb.Result) {
+// notify hands the notifier an image-updated event per value written for
+// key (ups are key's own updates, from one commit).
+func (b *GitBatcher) notify(key, commit string, ups []gitwb.Update) {
 	if b.Notify == nil || b.App == nil {
 		return
 	}
@@ -237,11 +276,8 @@ func (b *GitBatcher) notify(key string, res *gitwb.Result) {
 	if app == nil {
 		return
 	}
-	for _, u := range res.Updates {
-		if u.App != app.Name {
-			continue
-		}
-		b.Notify(app, gitUpdatedEvent(key, u.Image, u.From, u.To, res.CommitSHA, time.Now()))
+	for _, u := range ups {
+		b.Notify(app, gitUpdatedEvent(key, u.Image, u.From, u.To, commit, time.Now()))
 	}
 }
 

@@ -29,8 +29,12 @@ func (twoRepoWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.R
 	ok.RepoURL, ok.Branch, ok.CommitSHA = "http://git/ok.git", "main", "0123456789abcdef"
 	bad.RepoURL, bad.Branch, bad.Err = "http://git/bad.git", "main", refused
 	for _, c := range changes {
-		if c.RepoURL == ok.RepoURL {
-			ok.Updates = append(ok.Updates, gitwb.Update{App: c.App, Image: "team/web", From: "1.0.0", To: "1.5.0"})
+		switch gitwb.RepoID(c.RepoURL) {
+		case ok.RepoURL:
+			ok.Keys = append(ok.Keys, c.Key)
+			ok.Updates = append(ok.Updates, gitwb.Update{App: c.App, Key: c.Key, Image: "team/web", From: "1.0.0", To: "1.5.0"})
+		case bad.RepoURL:
+			bad.Keys = append(bad.Keys, c.Key)
 		}
 	}
 	return []gitwb.Result{bad, ok}, fmt.Errorf("%s main: %w", bad.RepoURL, refused)

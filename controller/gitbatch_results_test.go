@@ -1,0 +1,428 @@
+package controller_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testgit"
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+)
+
+// appEvent is one Event as a test compares it.
+type appEvent struct {
+	Key, Type, Reason, Message string
+}
+
+// appEvents records every Event with its Application's namespace/name.
+type appEvents struct {
+	mu  sync.Mutex
+	all []appEvent
+}
+
+func (l *appEvents) Event(obj runtime.Object, typ, reason, msg string) {
+	ref := obj.(*corev1.ObjectReference)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, appEvent{Key: ref.Namespace + "/" + ref.Name, Type: typ, Reason: reason, Message: msg})
+}
+
+func (l *appEvents) of(key string) []appEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []appEvent
+	for _, e := range l.all {
+		if e.Key == key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// gitNote is one image-updated notification as a test compares it.
+type gitNote struct {
+	Key, Image, To, Commit string
+	Recovered              bool
+}
+
+// gitNotes is a Notify that keeps what it is handed.
+type gitNotes struct {
+	mu  sync.Mutex
+	all []gitNote
+}
+
+func (n *gitNotes) notify(app *watcher.App, ev triggers.Event) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.all = append(n.all, gitNote{Key: app.Key(), Image: ev.Image, To: ev.To, Commit: ev.Commit, Recovered: ev.Recovered})
+}
+
+func (n *gitNotes) list() []gitNote {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.all)
+}
+
+// retryLog is an Enqueue that keeps the keys it is handed.
+type retryLog struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (r *retryLog) enqueue(key string, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keys = append(r.keys, key)
+}
+
+func (r *retryLog) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.keys)
+}
+
+// gitAppDoc is an Application in Git mode whose kustomization at path
+// names image.
+func gitAppDoc(name, ns, image, repoURL, path, branch string) string {
+	return fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  annotations:
+    argocd-image-updater.argoproj.io/image-list: %[3]s:^1
+    argocd-image-updater.argoproj.io/write-back-method: git
+    argocd-image-updater.argoproj.io/write-back-target: kustomization
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: %[1]s}
+  source: {repoURL: %[4]q, path: %[5]s, targetRevision: %[6]s}
+`, name, ns, image, repoURL, path, branch)
+}
+
+func kustomizationOf(image, tag string) string {
+	return fmt.Sprintf("resources:\n- deployment.yaml\nimages:\n- name: %s\n  newTag: %s\n", image, tag)
+}
+
+// gitRequest creates the Application doc describes in the apiserver,
+// running image at 1.0.0 as Argo CD would record it, and returns the
+// request a reconcile of it gets.
+func gitRequest(t *testing.T, ns, doc, image string) controller.Request {
+	t.Helper()
+	createAppsRunning(t, setupApps(t, ns), 1, func(int) string { return doc }, func(int) string { return image + ":1.0.0" })
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	got, err := apps(t).Namespace(ns).Get(t.Context(), u.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := watcher.AppFromObject(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return controller.Request{Key: app.Key(), App: app}
+}
+
+// testGitWriter is a writer that retries fast.
+func testGitWriter(t *testing.T) *gitwb.Writer {
+	t.Helper()
+	return &gitwb.Writer{CacheDir: t.TempDir(), Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Timeout: 30 * time.Second}
+}
+
+// runBatch reconciles reqs with images, whose Git batcher then writes
+// what they decided in one batch; it returns once the batch is reported.
+func runBatch(t *testing.T, images *controller.ImageReconciler, reqs ...controller.Request) {
+	t.Helper()
+	for _, req := range reqs {
+		if _, err := images.Reconcile(t.Context(), req); err != nil {
+			t.Fatalf("reconciling %s: %v", req.Key, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- images.Git.Start(ctx) }()
+	waitFor(t, "the batch to be written and reported", images.Git.Idle)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appLookup is a GitBatcher's App over the requests' Applications.
+func appLookup(reqs ...controller.Request) func(string) *watcher.App {
+	byKey := map[string]*watcher.App{}
+	for _, r := range reqs {
+		byKey[r.Key] = r.App
+	}
+	return func(key string) *watcher.App { return byKey[key] }
+}
+
+// Two Applications named web, in two namespaces, write to one repository
+// in one batch (team-a's on main, team-b's on release, so each write is
+// a commit of its own): each hears only of its own write, with its own
+// commit, in its Event and its notification.
+func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
+	_, image := appRegistry(t)
+	srv := testgit.Start(t, testgit.Options{})
+	url := srv.CreateRepo(t, "apps")
+	srv.Seed(t, "apps", "main", map[string]string{
+		"team-a/web/kustomization.yaml": kustomizationOf(image, "1.0.0"),
+		"team-b/web/kustomization.yaml": kustomizationOf(image, "1.0.0"),
+	}, "seed")
+	srv.SeedFrom(t, "apps", "release", "main", map[string]string{"RELEASE": "release\n"}, "release branch")
+
+	nsA, nsB := env.CreateNamespace(t, "team-a"), env.CreateNamespace(t, "team-b")
+	a := gitRequest(t, nsA, gitAppDoc("web", nsA, image, url, "team-a/web", "main"), image)
+	b := gitRequest(t, nsB, gitAppDoc("web", nsB, image, url, "team-b/web", "release"), image)
+
+	events, notes, retries := &appEvents{}, &gitNotes{}, &retryLog{}
+	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
+	log := slog.New(slog.DiscardHandler)
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Metrics: metrics, Log: log}
+	images.Git = &controller.GitBatcher{
+		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
+		Notify: notes.notify, App: appLookup(a, b), Metrics: metrics, Log: log,
+	}
+	runBatch(t, images, a, b)
+
+	shaA, shaB := srv.Head(t, "apps", "main"), srv.Head(t, "apps", "release")
+	for _, tt := range []struct {
+		key, sha, other, branch string
+	}{
+		{key: a.Key, sha: shaA, other: shaB, branch: "main"},
+		{key: b.Key, sha: shaB, other: shaA, branch: "release"},
+	} {
+		evs := events.of(tt.key)
+		if len(evs) != 1 || evs[0].Type != corev1.EventTypeNormal || evs[0].Reason != controller.EventImagesUpdated {
+			t.Errorf("Events of %s: %+v; want one ImagesUpdated", tt.key, evs)
+			continue
+		}
+		if msg := evs[0].Message; !strings.Contains(msg, "commit "+tt.sha[:12]+" on "+tt.branch) || strings.Contains(msg, tt.other[:12]) {
+			t.Errorf("Event of %s says %q; want its own commit %s on %s only", tt.key, msg, tt.sha[:12], tt.branch)
+		}
+	}
+	want := []gitNote{
+		{Key: a.Key, Image: image, To: "1.1.0", Commit: shaA},
+		{Key: b.Key, Image: image, To: "1.1.0", Commit: shaB},
+	}
+	got := notes.list()
+	slices.SortFunc(got, func(x, y gitNote) int { return strings.Compare(x.Key, y.Key) })
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notifications (-want +got):\n%s", diff)
+	}
+	if r := retries.list(); len(r) != 0 {
+		t.Errorf("retried %q, want nothing", r)
+	}
+}
+
+// A write-back that fails, to a repository whose URL carries the
+// credentials (https://user:token@host/...), is reported against its
+// Application as for any other URL: a Warning Event without the token, a
+// retry, and a failure counted. Whether the batch failed before editing
+// anything (the server down, the credentials refused: no update in the
+// result to tell whose it is) or at the push.
+func TestGitBatchFailureWithCredentialsInTheURL(t *testing.T) {
+	const user, token = "bot", "s3cret-token-123"
+	tests := []struct {
+		name  string
+		fault func(srv *testgit.Server, attempts int)
+	}{
+		{name: "server down", fault: func(srv *testgit.Server, _ int) { srv.SetDown(time.Hour, testgit.Down503) }},
+		{name: "credentials refused", fault: func(srv *testgit.Server, _ int) { srv.SetAuthFailure(true) }},
+		{name: "push refused", fault: func(srv *testgit.Server, attempts int) { srv.RejectPushes(attempts) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, image := appRegistry(t)
+			srv := testgit.Start(t, testgit.Options{Username: user, Password: token})
+			srv.CreateRepo(t, "apps")
+			seed := srv.Seed(t, "apps", "main", map[string]string{"web/kustomization.yaml": kustomizationOf(image, "1.0.0")}, "seed")
+			url := strings.Replace(srv.RepoURL("apps"), "://", "://"+user+":"+token+"@", 1)
+
+			ns := env.CreateNamespace(t, "creds-url")
+			req := gitRequest(t, ns, gitAppDoc("web", ns, image, url, "web", "main"), image)
+
+			events, retries := &appEvents{}, &retryLog{}
+			reg := prometheus.NewRegistry()
+			metrics := controller.NewImageMetrics(reg)
+			log := slog.New(slog.DiscardHandler)
+			w := testGitWriter(t)
+			w.MaxAttempts = 2
+			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Metrics: metrics, Log: log}
+			images.Git = &controller.GitBatcher{
+				Writer: w, Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
+				App: appLookup(req), Metrics: metrics, Log: log,
+			}
+			tt.fault(srv, w.MaxAttempts)
+			runBatch(t, images, req)
+
+			evs := events.of(req.Key)
+			if len(evs) != 1 || evs[0].Type != corev1.EventTypeWarning || evs[0].Reason != controller.EventImageUpdateFailed {
+				t.Fatalf("Events: %+v; want one ImageUpdateFailed", evs)
+			}
+			if strings.Contains(evs[0].Message, token) {
+				t.Errorf("the Event shows the token: %q", evs[0].Message)
+			}
+			if diff := cmp.Diff([]string{req.Key}, retries.list()); diff != "" {
+				t.Errorf("retries (-want +got):\n%s", diff)
+			}
+			if got := counter(t, reg, "crowsnest_image_updates_total", map[string]string{"method": "git", "result": "error"}); got != 1 {
+				t.Errorf("crowsnest_image_updates_total{method=git,result=error} = %v, want 1", got)
+			}
+			if head := srv.Head(t, "apps", "main"); head != seed {
+				t.Errorf("main moved to %s", head)
+			}
+		})
+	}
+}
+
+// pushGate stands between the writer and a Git server and gives git
+// every push whatever the client does: it reads the whole push, calls
+// onPush (the test's SIGTERM), then hands the push to the server on a
+// context of its own, so it lands even when the client gives up, and
+// answers the client or, with drop, resets its connection. landed is
+// closed once the server has answered the push.
+type pushGate struct {
+	proxy  *httputil.ReverseProxy
+	client *http.Client
+	target *url.URL
+	onPush func()
+	drop   bool
+	landed chan struct{}
+}
+
+func startPushGate(t *testing.T, server string, onPush func(), drop bool) (string, *pushGate) {
+	t.Helper()
+	target, err := url.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	g := &pushGate{proxy: httputil.NewSingleHostReverseProxy(target), client: &http.Client{Transport: tr},
+		target: target, onPush: onPush, drop: drop, landed: make(chan struct{})}
+	g.proxy.Transport = tr
+	front := httptest.NewServer(g)
+	t.Cleanup(func() {
+		front.Close()
+		tr.CloseIdleConnections()
+	})
+	return front.URL, g
+}
+
+func (g *pushGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+		g.proxy.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	g.onPush()
+	fwd, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, g.target.String()+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	fwd.Header = r.Header.Clone()
+	resp, err := g.client.Do(fwd)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	answer, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	close(g.landed)
+	if err != nil || g.drop {
+		if conn, _, herr := w.(http.Hijacker).Hijack(); herr == nil {
+			_ = conn.Close()
+		}
+		return
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(answer)
+}
+
+// A shutdown (SIGTERM) that begins while a batch's push is under way: the
+// server takes the push whatever the client does, so the write is
+// reported as made (an ImagesUpdated Event and a notification naming the
+// commit), not as failed and retried, whether the push's answer arrives
+// within the writer's grace or is lost and the remote is asked.
+func TestGitBatchShutdownDuringAPushThatLands(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(map[bool]string{false: "answer arrives", true: "answer lost"}[lost], func(t *testing.T) {
+			srv := testgit.Start(t, testgit.Options{})
+			srv.CreateRepo(t, "apps")
+			const image = "registry.example/team/web"
+			srv.Seed(t, "apps", "main", map[string]string{"web/kustomization.yaml": kustomizationOf(image, "1.0.0")}, "seed")
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			front, gate := startPushGate(t, srv.URL, cancel, lost)
+			app := &watcher.App{Namespace: "shop", Name: "web"}
+
+			events, notes, retries := &appEvents{}, &gitNotes{}, &retryLog{}
+			b := &controller.GitBatcher{
+				Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
+				Notify: notes.notify, App: func(string) *watcher.App { return app },
+				Log: slog.New(slog.DiscardHandler),
+			}
+			b.Add(app.Key(), gitwb.Change{App: "web", RepoURL: front + "/apps.git", Branch: "main", Path: "web",
+				Target: gitwb.Target{Kind: gitwb.TargetKustomization}, Images: []gitwb.Image{{Name: image, NewTag: "1.1.0"}}})
+			if err := b.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			select {
+			case <-gate.landed:
+			case <-time.After(waitTimeout):
+				t.Fatal("the server never answered the push")
+			}
+			head := srv.Head(t, "apps", "main")
+			if got, _ := srv.ReadFile(t, "apps", "main", "web/kustomization.yaml"); got != kustomizationOf(image, "1.1.0") {
+				t.Fatalf("the push did not land:\n%s", got)
+			}
+			evs := events.of(app.Key())
+			if len(evs) != 1 || evs[0].Type != corev1.EventTypeNormal || evs[0].Reason != controller.EventImagesUpdated ||
+				!strings.Contains(evs[0].Message, head[:12]) {
+				t.Errorf("Events: %+v; want one ImagesUpdated naming commit %s", evs, head[:12])
+			}
+			if diff := cmp.Diff([]gitNote{{Key: app.Key(), Image: image, To: "1.1.0", Commit: head}}, notes.list()); diff != "" {
+				t.Errorf("notifications (-want +got):\n%s", diff)
+			}
+			if r := retries.list(); len(r) != 0 {
+				t.Errorf("retried %q, want nothing", r)
+			}
+		})
+	}
+}
