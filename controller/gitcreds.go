@@ -162,12 +162,14 @@ func ReadKnownHostsFile(path string) (string, error) {
 var scpLikeURL = regexp.MustCompile(`^([\w.-]+@)?([\w.-]+):/*([^/].*)?$`)
 
 // normalizeRepoURL compares repository URLs as Argo CD does, ignoring case
-// and a trailing ".git" or "/". An scp-like address (and git+ssh://)
+// and a trailing ".git" or "/", and credentials in the URL (gitwb.RepoID:
+// Use hears the Application's URL, the writer asks with the one it
+// stripped them from). An scp-like address (and git+ssh://)
 // becomes the ssh:// URL it stands for and SSH's default port is dropped, so git@host:org/repo,
 // ssh://git@host/org/repo and ssh://git@host:22/org/repo match each
 // other, also as repo-creds prefixes.
 func normalizeRepoURL(u string) string {
-	u = strings.ToLower(strings.TrimSpace(u))
+	u = strings.ToLower(gitwb.RepoID(strings.TrimSpace(u)))
 	if !strings.Contains(u, "://") {
 		if m := scpLikeURL.FindStringSubmatch(u); m != nil {
 			u = "ssh://" + m[1] + m[2] + "/" + m[3]
