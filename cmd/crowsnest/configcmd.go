@@ -8,6 +8,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -36,10 +37,10 @@ func newConfigCommand() *cobra.Command {
 					var verr *config.ValidationError
 					if errors.As(err, &verr) {
 						for _, fe := range verr.Errors {
-							fmt.Fprintf(cmd.ErrOrStderr(), "  %s\n", fe.Error())
+							fmt.Fprintf(cmd.ErrOrStderr(), "  %s\n", redact.String(fe.Error()))
 						}
 					} else {
-						fmt.Fprintf(cmd.ErrOrStderr(), "  %v\n", err)
+						fmt.Fprintf(cmd.ErrOrStderr(), "  %s\n", redact.String(err.Error()))
 					}
 					continue
 				}

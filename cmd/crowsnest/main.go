@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/crowsnest-dev/crowsnest/internal/redact"
 )
 
 func main() {
@@ -16,7 +18,9 @@ func main() {
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "crowsnest:", err)
+		// The one exit of every command's error: a value it quotes (a
+		// config field, an image reference) may hold credentials.
+		fmt.Fprintln(os.Stderr, "crowsnest:", redact.String(err.Error()))
 		os.Exit(1)
 	}
 }

@@ -357,7 +357,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if files != nil {
 		local = newLocalApps(files, log)
 		localLogs = &logEvents{log: log, onEvent: o.onEvent}
-		images.Writer, images.Events = local, localLogs
+		images.Writer, images.Events = local, controller.RedactEvents(localLogs)
 		if gw, err = newGitWriter(cfg, o.gitCacheDir, envGitCredentials(), gitMetrics, log); err != nil {
 			return err
 		}
@@ -377,7 +377,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		}
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
-		images.Events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"})
+		images.Events = controller.RedactEvents(broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"}))
 		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts}
 		if gw, err = newGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
 			return err
