@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -22,6 +23,15 @@ import (
 // first one arrives: long enough that a poll cycle's worth of Applications
 // sharing a repository lands in one commit, short enough to feel immediate.
 const DefaultGitBatchDelay = 2 * time.Second
+
+// gitReportTimeout bounds the journal writes that follow a batch's
+// report (OnAnnounced, OnUnchanged); gitSettleWorkers of them run at once,
+// so the ConfigMap journal's group commit folds a large batch's into a
+// few writes.
+const (
+	gitReportTimeout = 30 * time.Second
+	gitSettleWorkers = 16
+)
 
 // gitRetryDelay is when an Application whose write failed is tried again;
 // the writer already retried transient errors within its attempt budget.
@@ -54,9 +64,15 @@ type GitBatcher struct {
 	Notify func(app *watcher.App, ev triggers.Event)
 	App    func(key string) *watcher.App
 	// OnUnchanged, when set, hears of each Application whose changes a
-	// batch found already in the repository (ImageReconciler.GitUnchanged
-	// announces a write a crash kept from being announced).
-	OnUnchanged func(app *watcher.App)
+	// batch found already in the repository, with those changes
+	// (ImageReconciler.GitUnchanged announces a write a crash kept from
+	// being announced).
+	OnUnchanged func(ctx context.Context, app *watcher.App, unchanged []gitwb.Change)
+	// OnAnnounced, when set, hears of each Application whose write was
+	// pushed and announced, with the changes written
+	// (ImageReconciler.GitAnnounced settles its write intent, so a later
+	// process does not announce it again).
+	OnAnnounced func(ctx context.Context, key string, written []gitwb.Change)
 	Metrics     *ImageMetrics
 	Log         *slog.Logger
 
@@ -173,18 +189,29 @@ func (b *GitBatcher) flush(ctx context.Context) {
 	for i := range results {
 		b.report(&results[i], pending, outcomes)
 	}
+	// What was written is recorded even when ctx ended during the push
+	// (a shutdown), within a bound of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitReportTimeout)
+	defer cancel()
+	var settle errgroup.Group
+	settle.SetLimit(gitSettleWorkers)
 	for _, k := range keys {
 		o := outcomes[k]
 		switch {
 		case o == nil:
 			b.fail(k, errNoResult)
-		case o.failed, o.written:
+		case o.failed:
+		case o.written:
+			if b.OnAnnounced != nil {
+				settle.Go(func() error { b.OnAnnounced(ctx, k, pending[k]); return nil })
+			}
 		case b.OnUnchanged != nil && b.App != nil:
 			if app := b.App(k); app != nil {
-				b.OnUnchanged(app)
+				settle.Go(func() error { b.OnUnchanged(ctx, app, pending[k]); return nil })
 			}
 		}
 	}
+	_ = settle.Wait()
 }
 
 // gitOutcome is what one flush did for one Application, over the results

@@ -14,6 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
 // The notifier hears of an image write from memory, after the write: a
@@ -25,6 +26,11 @@ import (
 // the next process checks whether that write landed and, if so, announces
 // it again under the same event ID: the notifier, whose trigger state is
 // persisted, sends it only if it had not recorded it before the crash.
+// A Git write's batch settles its intent (WriteIntent.Done) once it was
+// announced or found already made, so only unsettled ones are recovered:
+// local mode, whose notifier forgets what it sent, keeps its intents in a
+// file (FileWriteJournal) and announces a recovered Git write once, with
+// an Event that says so.
 
 // WriteIntent is the image write crowsnest is about to make for one
 // Application.
@@ -33,6 +39,13 @@ type WriteIntent struct {
 	Method  string         `json:"method"`
 	Changes []IntentChange `json:"changes"`
 	At      time.Time      `json:"at"`
+	// Done is set once nothing is left to announce (Git write-backs,
+	// which the GitBatcher settles): the write was pushed and announced,
+	// or a batch found it already made. A later process recovers only
+	// what is not done; where the notifier's state does not outlive the
+	// process (local mode) that is what keeps a rerun from announcing the
+	// same write twice.
+	Done bool `json:"done,omitempty"`
 }
 
 // IntentChange is one image of a WriteIntent.
@@ -170,7 +183,7 @@ func (r *ImageReconciler) previousIntent(ctx context.Context, key string) *Write
 	}
 	r.intents.checked[key] = true
 	in, ok := r.intents.current[key]
-	if !ok || r.now().Sub(in.At) > intentRecoveryWindow {
+	if !ok || in.Done || r.now().Sub(in.At) > intentRecoveryWindow {
 		return nil
 	}
 	return &in
@@ -181,9 +194,12 @@ func (r *ImageReconciler) previousIntent(ctx context.Context, key string) *Write
 // not written again. A journal that cannot be written (crowsnest's
 // namespace missing, no RBAC for ConfigMaps) does not hold the update
 // back: only its announcement is then not crash-safe. Without a
-// notification service configured nothing is recorded.
+// notification service configured only Git writes are recorded: their
+// Event comes from the batch, after the reconcile, and a crash between
+// the push and the batch's report would lose it.
 func (r *ImageReconciler) recordIntent(ctx context.Context, key string, in WriteIntent) {
-	if r.Journal == nil || r.Notify == nil || (r.Announces != nil && !r.Announces()) {
+	notifies := r.Notify != nil && (r.Announces == nil || r.Announces())
+	if r.Journal == nil || (!notifies && in.Method != string(imageupdate.MethodGit)) {
 		return // nothing to announce: the write needs no record
 	}
 	err := r.loadIntents(ctx)
@@ -295,17 +311,91 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *WriteIntent) {
 }
 
 // GitUnchanged is the GitBatcher's OnUnchanged: a batch found app's
-// changes already in the repository. If a previous process recorded that
-// write, it is announced now (the notifier drops it if it was already).
-func (r *ImageReconciler) GitUnchanged(app *watcher.App) {
+// changes (unchanged) already in the repository. If a previous process
+// recorded that write and did not live to announce it, it is announced now: an
+// ImagesUpdated Event that says so, and the notifications (which the
+// notifier drops if it had sent them). Either way the intent is then
+// done, so no later process announces it (again).
+func (r *ImageReconciler) GitUnchanged(ctx context.Context, app *watcher.App, unchanged []gitwb.Change) {
+	if r.Journal == nil {
+		return
+	}
+	key := app.Key()
+	r.intents.mu.Lock()
+	rec, recovering := r.intents.recovering[key]
+	if recovering && intentWrites(rec, unchanged) {
+		delete(r.intents.recovering, key)
+	} else {
+		recovering = false
+	}
+	cur, ok := r.intents.current[key]
+	r.intents.mu.Unlock()
+	if recovering {
+		changes := make([]imageupdate.Change, 0, len(rec.Changes))
+		for _, c := range rec.Changes {
+			changes = append(changes, imageupdate.Change{Image: c.Image, From: c.From, To: c.To})
+		}
+		r.event(app, eventTypeNormal, EventImagesUpdated, describeChanges(changes)+" (written to Git by an earlier run that stopped before announcing it)")
+		r.announceRecovered(app, &rec)
+	}
+	if ok && intentWrites(cur, unchanged) {
+		r.settle(ctx, key, cur)
+	}
+}
+
+// GitAnnounced is the GitBatcher's OnAnnounced: the batch pushed key's
+// changes (written) and announced them. The key's intent, when it is the
+// write those changes make (a newer reconcile may have recorded the next
+// one meanwhile), is done.
+func (r *ImageReconciler) GitAnnounced(ctx context.Context, key string, written []gitwb.Change) {
 	if r.Journal == nil {
 		return
 	}
 	r.intents.mu.Lock()
-	in, ok := r.intents.recovering[app.Key()]
-	delete(r.intents.recovering, app.Key())
+	in, ok := r.intents.current[key]
 	r.intents.mu.Unlock()
-	if ok {
-		r.announceRecovered(app, &in)
+	if ok && intentWrites(in, written) {
+		r.settle(ctx, key, in)
 	}
+}
+
+// settle saves in as key's intent, done, unless it is already or a newer
+// write replaced it meanwhile.
+func (r *ImageReconciler) settle(ctx context.Context, key string, in WriteIntent) {
+	if in.Done {
+		return
+	}
+	in.Done = true
+	if err := r.Journal.Save(ctx, key, &in); err != nil {
+		r.Log.Warn("recording that a write was announced failed; a later run may announce it again", "app", key, "error", err)
+		return
+	}
+	r.intents.mu.Lock()
+	defer r.intents.mu.Unlock()
+	if cur, ok := r.intents.current[key]; ok && sameWrite(cur, in) {
+		r.intents.current[key] = in
+	}
+}
+
+// intentWrites reports whether chs (an Application's Git changes) write
+// exactly the images and versions of in.
+func intentWrites(in WriteIntent, chs []gitwb.Change) bool {
+	want := map[string]string{}
+	for _, c := range in.Changes {
+		want[c.Image] = c.To
+	}
+	n := 0
+	for i := range chs {
+		for _, im := range chs[i].Images {
+			to := im.NewTag
+			if im.Digest != "" {
+				to += "@" + im.Digest
+			}
+			if v, ok := want[im.Name]; !ok || v != to {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(want)
 }

@@ -122,7 +122,7 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof/ profiles (for profiling, e.g. 127.0.0.1:6060); "0" disables it`)
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates and notifications; write and send nothing")
 	f.StringVar(&o.gitCacheDir, "git-cache-dir", filepath.Join(os.TempDir(), "crowsnest-git"), "where Git write-back keeps its clones")
-	f.StringVar(&o.stateDir, "state-dir", "", "where crowsnest keeps what must outlive the process (not the pod): the journal of notifications sent and not yet recorded, so a restarted container does not send them again; empty disables it (the shipped manifests use an emptyDir)")
+	f.StringVar(&o.stateDir, "state-dir", "", "where crowsnest keeps what must outlive the process (not the pod): the journal of notifications sent and not yet recorded, so a restarted container does not send them again; empty disables it (the shipped manifests use an emptyDir). In local mode it also holds the journal of Git writes not yet announced (default: --git-cache-dir)")
 	f.StringVar(&o.argocdNamespace, "argocd-namespace", "argocd", "namespace of Argo CD's repository credential Secrets")
 	f.StringVar(&o.gitSSHKnownHosts, "git-ssh-known-hosts", "", "known_hosts file of SSH Git servers to trust besides Argo CD's argocd-ssh-known-hosts-cm")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", ":8082", `address of the registry webhook receiver (/webhooks/registry/<source>), served when registries.webhook.sources are configured; "0" disables it`)
@@ -361,6 +361,14 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		if gw, err = newGitWriter(cfg, o.gitCacheDir, envGitCredentials(), gitMetrics, log); err != nil {
 			return err
 		}
+		// A Git write a killed run pushed but did not announce is
+		// announced by the next run from this journal: in --state-dir,
+		// else beside the clones in --git-cache-dir, one file per folder.
+		journalDir := o.stateDir
+		if journalDir == "" {
+			journalDir = o.gitCacheDir
+		}
+		images.Journal = &controller.FileWriteJournal{Path: controller.WriteJournalFile(journalDir, o.appsDir)}
 	}
 	if dyn != nil {
 		images.Writer = &kube.Writer{Client: dyn, MetaClient: meta, Log: log}
@@ -392,9 +400,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			Metrics: images.Metrics,
 			Log:     log,
 		}
-		if dyn != nil {
-			images.Git.OnUnchanged = images.GitUnchanged
-		}
+		images.Git.OnUnchanged, images.Git.OnAnnounced = images.GitUnchanged, images.GitAnnounced
 	}
 	// Notifications: every observed transition goes to the notifier in
 	// order; only the leader evaluates and delivers.
