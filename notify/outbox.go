@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/crowsnest-dev/crowsnest/internal/redact"
 )
 
 // Outbox defaults. Five attempts with 2s..5m backoff ride out a
@@ -574,7 +576,9 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 			log.Debug("notification delivered", "attempts", rec.Attempts, "receipt", receipt.ID)
 			return
 		}
-		rec.LastError = err.Error()
+		// The delivery log shows it; a destination's answer may echo
+		// what it was sent (an Authorization header).
+		rec.LastError = redact.String(err.Error())
 		var rl *RateLimitError
 		if errors.As(err, &rl) && rateWaits < o.MaxRateLimitWaits && rl.RetryAfter <= o.MaxRetryAfter {
 			rateWaits++
