@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/internal/redact"
 )
 
 // scpLike matches Git's scp-like addresses: git@github.com:org/repo.git.
@@ -14,11 +16,12 @@ var scpLike = regexp.MustCompile(`^(?:[\w.-]+@)?([\w.-]+):(?:/*)([^/].*)$`)
 // ToHTTPS turns a Git repository URL (ssh://, scp-like, git://,
 // http:// or https://) into its https:// browse URL without user info or a
 // .git suffix, for links in messages. Anything it cannot read is returned
-// unchanged.
+// as it is, but with credentials masked (redact.URL): it ends up in a
+// message.
 func ToHTTPS(repoURL string) string {
 	host, path, ok := splitRepoURL(repoURL)
 	if !ok {
-		return repoURL
+		return redact.URL(repoURL)
 	}
 	return "https://" + host + "/" + path
 }
@@ -36,6 +39,11 @@ func FullName(repoURL string) string {
 func splitRepoURL(s string) (host, path string, ok bool) {
 	s = strings.TrimSpace(s)
 	if !strings.Contains(s, "://") {
+		// User information before the host, a password included
+		// ("user:token@host:org/repo"), is not the host.
+		if at := strings.LastIndex(s, "@"); at >= 0 && !strings.ContainsAny(s[:at], "/") {
+			s = s[at+1:]
+		}
 		m := scpLike.FindStringSubmatch(s)
 		if m == nil {
 			return "", "", false
