@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -19,25 +16,14 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 )
 
-// redactApp is an Application of the redaction test: a kustomize source
-// in repoURL, written back to Git when gitMode.
+// redactApp is annotatedApp with the given image-list and source
+// repository, written back to Git when gitMode.
 func redactApp(name, imageList, repoURL string, gitMode bool) string {
-	wb := ""
+	ann := fmt.Sprintf("    argocd-image-updater.argoproj.io/image-list: %q", imageList)
 	if gitMode {
-		wb = "\n    argocd-image-updater.argoproj.io/write-back-method: git"
+		ann += "\n    argocd-image-updater.argoproj.io/write-back-method: git"
 	}
-	return fmt.Sprintf(`
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: %s
-  annotations:
-    argocd-image-updater.argoproj.io/image-list: %q%s
-spec:
-  project: default
-  destination: {server: https://kubernetes.default.svc, namespace: web}
-  source: {repoURL: %q, path: apps/web, targetRevision: main}
-`, name, imageList, wb, repoURL)
+	return strings.Replace(annotatedApp(name, ann), "https://git.example.com/web.git", repoURL, 1)
 }
 
 // One rule for secrets at every exit, through the real daemon at debug
@@ -59,7 +45,7 @@ func TestE2ERedactionAtEveryExit(t *testing.T) {
 
 	gitSrv := testgit.Start(t, testgit.Options{Username: "bot", Password: gitToken})
 	gitSrv.CreateRepo(t, "deploy")
-	before := gitSrv.Seed(t, "deploy", "main", map[string]string{"apps/web/kustomization.yaml": "images:\n- name: " + web + "\n  newTag: 1.0.0\n"}, "initial")
+	before := gitSrv.Seed(t, "deploy", "main", map[string]string{"deploy/kustomization.yaml": "images:\n- name: " + web + "\n  newTag: 1.0.0\n"}, "initial")
 	withToken := strings.Replace(gitSrv.RepoURL("deploy"), "http://", "http://bot:"+gitToken+"@", 1)
 
 	hostile := func(status int) string {
@@ -86,26 +72,6 @@ func TestE2ERedactionAtEveryExit(t *testing.T) {
 
 	waitFor(t, "the push through the URL's token", func() bool { return gitSrv.Head(t, "deploy", "main") != before })
 	d.waitLog(t, `"level":"DEBUG"`, `"msg":"git write-back queued"`, `"repo":"http://***@127.0.0.1:`)
-	cs := kubernetes.NewForConfigOrDie(env.Config)
-	events := func() []corev1.Event {
-		list, err := cs.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return list.Items
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			list, err := cs.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
-			if err != nil {
-				t.Log(err)
-				return
-			}
-			for _, e := range list.Items {
-				t.Logf("Event %s/%s %s: %s", e.Namespace, e.InvolvedObject.Name, e.Reason, e.Message)
-			}
-		}
-	})
 	want := map[string][]string{
 		"git-token":      {"ImagesUpdated", "-> 1.5.0 (commit"},
 		"image-userinfo": {"InvalidAnnotation", `"***@` + web},
@@ -114,14 +80,16 @@ func TestE2ERedactionAtEveryExit(t *testing.T) {
 	}
 	for app, w := range want {
 		waitFor(t, fmt.Sprintf("a %s Event on %s naming %q", w[0], app, w[1]), func() bool {
-			return slices.ContainsFunc(events(), func(e corev1.Event) bool {
-				return e.InvolvedObject.Name == app && e.Reason == w[0] && strings.Contains(e.Message, w[1])
-			})
+			return hasAppEvent(t, ns, app, w[0], w[1])
 		})
 	}
 
+	events, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var evText []string
-	for _, e := range events() {
+	for _, e := range events.Items {
 		evText = append(evText, e.InvolvedObject.Name+" "+e.Reason+": "+e.Message)
 	}
 	outputs := map[string]string{"daemon log": strings.Join(d.lines(), "\n"), "Events": strings.Join(evText, "\n")}

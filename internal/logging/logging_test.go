@@ -68,9 +68,12 @@ func TestRouteKlog(t *testing.T) {
 	}
 	RouteKlog(l)
 	t.Cleanup(func() { klog.SetSlogLogger(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))) })
-	klog.InfoS("from klog", "k", "v")
+	klog.InfoS("from klog", "k", "v", "url", "https://u:"+secret+"@api.example.com/?access_token="+secret)
 	klog.Flush()
 	if !strings.Contains(buf.String(), `"msg":"from klog"`) || !strings.Contains(buf.String(), `"source":"client-go"`) {
 		t.Errorf("klog output not routed into slog: %q", buf.String())
+	}
+	if strings.Contains(buf.String(), secret) || !strings.Contains(buf.String(), "api.example.com") {
+		t.Errorf("klog line not redacted: %q", buf.String())
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/klog/v2"
 )
 
 const secret = "t0ken-S3CR3T"
@@ -83,22 +82,6 @@ func TestRedactKeepsStructure(t *testing.T) {
 	want := map[string]any{"level": "INFO", "msg": "m", "n": 3.0, "ok": true, "obj": map[string]any{"a": 1.0}, "g": map[string]any{"k": "v"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
-	}
-}
-
-// klog's lines (client-go) go through the same rule.
-func TestRouteKlogRedacts(t *testing.T) {
-	var buf bytes.Buffer
-	l, err := New(&buf, FormatJSON, &slog.LevelVar{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	RouteKlog(l)
-	t.Cleanup(func() { klog.SetSlogLogger(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))) })
-	klog.InfoS("request to https://u:"+secret+"@api.example.com", "url", "https://api.example.com/?access_token="+secret)
-	klog.Flush()
-	if out := buf.String(); strings.Contains(out, secret) || !strings.Contains(out, "api.example.com") {
-		t.Errorf("klog line not redacted: %q", out)
 	}
 }
 
