@@ -97,10 +97,9 @@ func (b *GitBatcher) Idle() bool {
 // source it writes) for the next batch, replacing what it had queued.
 // Each change is keyed by key, whatever Key it had.
 func (b *GitBatcher) Add(key string, chs ...gitwb.Change) {
-	own := make([]gitwb.Change, len(chs))
-	for i, ch := range chs {
-		ch.Key = key
-		own[i] = ch
+	own := slices.Clone(chs)
+	for i := range own {
+		own[i].Key = key
 	}
 	b.mu.Lock()
 	if b.pending == nil {

@@ -191,7 +191,7 @@ func appLookup(reqs ...controller.Request) func(string) *watcher.App {
 func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
 	_, image := appRegistry(t)
 	srv := testgit.Start(t, testgit.Options{})
-	url := srv.CreateRepo(t, "apps")
+	repo := srv.CreateRepo(t, "apps")
 	srv.Seed(t, "apps", "main", map[string]string{
 		"team-a/web/kustomization.yaml": kustomizationOf(image, "1.0.0"),
 		"team-b/web/kustomization.yaml": kustomizationOf(image, "1.0.0"),
@@ -199,8 +199,8 @@ func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
 	srv.SeedFrom(t, "apps", "release", "main", map[string]string{"RELEASE": "release\n"}, "release branch")
 
 	nsA, nsB := env.CreateNamespace(t, "team-a"), env.CreateNamespace(t, "team-b")
-	a := gitRequest(t, nsA, gitAppDoc("web", nsA, image, url, "team-a/web", "main"), image)
-	b := gitRequest(t, nsB, gitAppDoc("web", nsB, image, url, "team-b/web", "release"), image)
+	a := gitRequest(t, nsA, gitAppDoc("web", nsA, image, repo, "team-a/web", "main"), image)
+	b := gitRequest(t, nsB, gitAppDoc("web", nsB, image, repo, "team-b/web", "release"), image)
 
 	events, notes, retries := &appEvents{}, &gitNotes{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
@@ -264,10 +264,10 @@ func TestGitBatchFailureWithCredentialsInTheURL(t *testing.T) {
 			srv := testgit.Start(t, testgit.Options{Username: user, Password: token})
 			srv.CreateRepo(t, "apps")
 			seed := srv.Seed(t, "apps", "main", map[string]string{"web/kustomization.yaml": kustomizationOf(image, "1.0.0")}, "seed")
-			url := strings.Replace(srv.RepoURL("apps"), "://", "://"+user+":"+token+"@", 1)
+			repo := strings.Replace(srv.RepoURL("apps"), "://", "://"+user+":"+token+"@", 1)
 
 			ns := env.CreateNamespace(t, "creds-url")
-			req := gitRequest(t, ns, gitAppDoc("web", ns, image, url, "web", "main"), image)
+			req := gitRequest(t, ns, gitAppDoc("web", ns, image, repo, "web", "main"), image)
 
 			events, retries := &appEvents{}, &retryLog{}
 			reg := prometheus.NewRegistry()

@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
-	corev1 "k8s.io/api/core/v1"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
@@ -40,64 +36,34 @@ func (twoRepoWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.R
 	return []gitwb.Result{bad, ok}, fmt.Errorf("%s main: %w", bad.RepoURL, refused)
 }
 
-type batchEvents struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (l *batchEvents) Event(obj runtime.Object, _, reason, _ string) {
-	ref := obj.(*corev1.ObjectReference)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, ref.Name+" "+reason)
-}
-
-func (l *batchEvents) list() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Sorted(slices.Values(l.events))
-}
-
 // One repository of a batch refusing the push fails only its own
 // Applications: the other repository's commit is reported as written, not
 // retried as a failure (which would lose its Event and notification).
 func TestGitBatchFailureOfOneRepositoryKeepsTheOthers(t *testing.T) {
-	events := &batchEvents{}
-	var (
-		mu      sync.Mutex
-		retried []string
-	)
+	events, retries := &appEvents{}, &retryLog{}
 	b := &controller.GitBatcher{
-		Writer: twoRepoWriter{},
-		Delay:  time.Millisecond,
-		Events: events,
-		Enqueue: func(key string, _ time.Duration) {
-			mu.Lock()
-			defer mu.Unlock()
-			retried = append(retried, key)
-		},
-		Log: slog.New(slog.DiscardHandler),
+		Writer:  twoRepoWriter{},
+		Delay:   time.Millisecond,
+		Events:  events,
+		Enqueue: retries.enqueue,
+		Log:     slog.New(slog.DiscardHandler),
 	}
 	b.Add("ns/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
 	b.Add("ns/bad", gitwb.Change{App: "bad", RepoURL: "http://git/bad.git"})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- b.Start(ctx) }()
-	deadline := time.Now().Add(waitTimeout)
-	for len(events.list()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the batch to be written and reported", b.Idle)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bad " + controller.EventImageUpdateFailed, "good " + controller.EventImagesUpdated}
-	if got := events.list(); !slices.Equal(got, want) {
-		t.Errorf("events %q, want %q", got, want)
+	for key, want := range map[string]string{"ns/good": controller.EventImagesUpdated, "ns/bad": controller.EventImageUpdateFailed} {
+		if evs := events.of(key); len(evs) != 1 || evs[0].Reason != want {
+			t.Errorf("Events of %s: %+v, want one %s", key, evs, want)
+		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(retried, []string{"ns/bad"}) {
-		t.Errorf("retried %q, want only ns/bad", retried)
+	if diff := cmp.Diff([]string{"ns/bad"}, retries.list()); diff != "" {
+		t.Errorf("retries (-want +got):\n%s", diff)
 	}
 }

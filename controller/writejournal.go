@@ -386,7 +386,8 @@ func intentWrites(in WriteIntent, chs []gitwb.Change) bool {
 	}
 	n := 0
 	for i := range chs {
-		for _, im := range chs[i].Images {
+		for j := range chs[i].Images {
+			im := &chs[i].Images[j]
 			to := im.NewTag
 			if im.Digest != "" {
 				to += "@" + im.Digest
