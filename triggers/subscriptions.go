@@ -258,9 +258,12 @@ func (r *Resolver) Destinations(trigger string, appLabels map[string]string, sub
 			continue
 		}
 		for _, d := range g.dests {
+			// notifications-engine (Config.GetGlobalDestinations) gives a
+			// global subscription without triggers the defaultTriggers,
+			// never a service's defaultTriggers.<service>.
 			triggers := g.triggers
 			if len(triggers) == 0 {
-				triggers = r.defaults(d.Service)
+				triggers = r.defaultTriggers
 			}
 			if slices.Contains(triggers, trigger) {
 				out = append(out, d)

@@ -124,3 +124,30 @@ func TestDestinations(t *testing.T) {
 		})
 	}
 }
+
+// A global subscription without triggers takes defaultTriggers, never the
+// service's defaultTriggers.<service>, as notifications-engine's
+// Config.GetGlobalDestinations does; annotation subscriptions without a
+// trigger take the service's list first.
+func TestGlobalSubscriptionDefaultTriggers(t *testing.T) {
+	r, err := NewResolver(&config.Notifications{
+		DefaultTriggers:        []string{"on-deployed"},
+		ServiceDefaultTriggers: map[string][]string{"email": {"on-sync-failed"}},
+		Subscriptions:          []config.Subscription{{Recipients: []string{"email:global@example.com"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appSubs, _ := ParseSubscriptions(map[string]string{"notifications.argoproj.io/subscribe.email": "app@example.com"})
+	for _, tt := range []struct {
+		trigger string
+		want    []Destination
+	}{
+		{"on-deployed", []Destination{{"email", "global@example.com"}}},
+		{"on-sync-failed", []Destination{{"email", "app@example.com"}}},
+	} {
+		if diff := cmp.Diff(tt.want, r.Destinations(tt.trigger, nil, appSubs)); diff != "" {
+			t.Errorf("%s destinations (-want +got):\n%s", tt.trigger, diff)
+		}
+	}
+}
