@@ -22,11 +22,32 @@ type Env struct {
 	Repo    RepoFuncs         `expr:"repo"`
 }
 
-// TimeFuncs is `time` in conditions.
+// TimeFuncs is `time` in conditions: Argo CD's time helpers
+// (util/notification/expression/time), functions and constants, so
+// conditions such as the catalog's on-deployed
+// (`.Add(1 * time.Minute)`) read unchanged.
 type TimeFuncs struct {
+	Nanosecond, Microsecond, Millisecond, Second, Minute, Hour time.Duration
+
+	Layout, ANSIC, UnixDate, RubyDate, RFC822, RFC822Z, RFC850, RFC1123, RFC1123Z,
+	RFC3339, RFC3339Nano, Kitchen, Stamp, StampMilli, StampMicro, StampNano string
+
 	// now is fixed per evaluation, so every condition sees the same
 	// instant and tests can pin it; zero means the wall clock.
 	now time.Time
+}
+
+// newTimeFuncs returns `time` evaluating at now.
+func newTimeFuncs(now time.Time) TimeFuncs {
+	return TimeFuncs{
+		Nanosecond: time.Nanosecond, Microsecond: time.Microsecond, Millisecond: time.Millisecond,
+		Second: time.Second, Minute: time.Minute, Hour: time.Hour,
+		Layout: time.Layout, ANSIC: time.ANSIC, UnixDate: time.UnixDate, RubyDate: time.RubyDate,
+		RFC822: time.RFC822, RFC822Z: time.RFC822Z, RFC850: time.RFC850, RFC1123: time.RFC1123, RFC1123Z: time.RFC1123Z,
+		RFC3339: time.RFC3339, RFC3339Nano: time.RFC3339Nano, Kitchen: time.Kitchen,
+		Stamp: time.Stamp, StampMilli: time.StampMilli, StampMicro: time.StampMicro, StampNano: time.StampNano,
+		now: now,
+	}
 }
 
 // Now returns the evaluation's instant.

@@ -26,7 +26,7 @@ type Result struct {
 // NewEnv builds the environment of one observation; now pins time.Now()
 // (zero means the wall clock).
 func NewEnv(app, prev, event map[string]any, context map[string]string, now time.Time) *Env {
-	return &Env{App: app, Prev: prev, Event: event, Context: context, Time: TimeFuncs{now: now}}
+	return &Env{App: app, Prev: prev, Event: event, Context: context, Time: newTimeFuncs(now)}
 }
 
 // Evaluate runs every condition of t against env.
