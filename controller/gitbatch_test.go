@@ -24,7 +24,8 @@ func (twoRepoWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.R
 	var ok, bad gitwb.Result
 	ok.RepoURL, ok.Branch, ok.CommitSHA = "http://git/ok.git", "main", "0123456789abcdef"
 	bad.RepoURL, bad.Branch, bad.Err = "http://git/bad.git", "main", refused
-	for _, c := range changes {
+	for i := range changes {
+		c := &changes[i]
 		switch gitwb.RepoID(c.RepoURL) {
 		case ok.RepoURL:
 			ok.Keys = append(ok.Keys, c.Key)

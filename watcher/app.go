@@ -1,7 +1,10 @@
 package watcher
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -109,7 +112,7 @@ type appShape struct {
 func AppFromObject(u *unstructured.Unstructured) (*App, error) {
 	var shape appShape
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &shape); err != nil {
-		return nil, fmt.Errorf("reading Application %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		return nil, fmt.Errorf("reading Application %s/%s: %w", u.GetNamespace(), u.GetName(), fieldError(u.Object, err))
 	}
 	a := &App{
 		Namespace:        u.GetNamespace(),
@@ -137,6 +140,41 @@ func AppFromObject(u *unstructured.Unstructured) (*App, error) {
 		a.Sources = []Source{*shape.Spec.Source}
 	}
 	return a, nil
+}
+
+// fieldError names the field of the wrong type behind the converter's
+// err, which does not ("cannot restore struct from: string"). Such
+// objects come from files (the Argo CD CRD's schema keeps them out of a
+// cluster), so the cost of decoding obj again through encoding/json,
+// whose error has the field's path, is paid only then. err is returned
+// when that finds nothing.
+func fieldError(obj map[string]any, err error) error {
+	data, jerr := json.Marshal(obj)
+	if jerr != nil {
+		return err
+	}
+	var shape appShape
+	var te *json.UnmarshalTypeError
+	if errors.As(json.Unmarshal(data, &shape), &te) && te.Field != "" && te.Type != nil {
+		return fmt.Errorf("%s is a %s, not %s", te.Field, te.Value, kindName(te.Type))
+	}
+	return err
+}
+
+// kindName names what a field of type t holds, as YAML says it.
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a bool"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		return "an object"
+	default:
+		return "a number"
+	}
 }
 
 // Project is crowsnest's view of an Argo CD AppProject. Sync windows and
