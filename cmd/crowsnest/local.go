@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,4 +199,18 @@ func deadLetters(ctx context.Context, out *notify.Outbox) int {
 		return 1
 	}
 	return len(recs)
+}
+
+// describeFileProblems names the application files that could not be
+// read, or not wholly, for --once's closing error: a pass that ignored
+// one is not a success, and the error says which without the log.
+func describeFileProblems(problems []watcher.FileProblem) string {
+	if len(problems) == 0 {
+		return ""
+	}
+	parts := make([]string, len(problems))
+	for i, p := range problems {
+		parts[i] = p.String()
+	}
+	return "; application files: " + strings.Join(parts, "; ")
 }

@@ -494,9 +494,10 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			if waiter.wait(ctx) != nil {
 				return ctx.Err() // stopped from outside before the pass ended
 			}
-			failed := localLogs.Warnings() + deadLetters(ctx, outbox)
+			problems := files.Problems()
+			failed := localLogs.Warnings() + deadLetters(ctx, outbox) + len(problems)
 			if failed > 0 {
-				return fmt.Errorf("one pass finished with %d failure(s); see the warnings above", failed)
+				return fmt.Errorf("one pass finished with %d failure(s); see the warnings above%s", failed, describeFileProblems(problems))
 			}
 			log.Info("one pass finished", "applications", engine.AppCount())
 			return nil
