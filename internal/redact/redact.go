@@ -9,11 +9,12 @@ import (
 const Mask = "***"
 
 // rule masks one shape of secret. gate is a cheap test that the shape
-// may be present, so that the text of most log attributes (names, tags,
-// numbers) never meets a regular expression; mask rewrites one match
-// given as submatch indexes into s, or returns it unchanged.
+// may be present, given the text and its lower-case form, so that the
+// text of most log attributes (names, tags, numbers) never meets a
+// regular expression; mask rewrites one match given as submatch indexes
+// into s, or returns it unchanged.
 type rule struct {
-	gate func(s string) bool
+	gate func(s, lower string) bool
 	re   *regexp.Regexp
 	mask func(s string, m []int) string
 }
@@ -22,14 +23,20 @@ type rule struct {
 // secret: access_token, X-Amz-Signature, client_secret, apiKey.
 const secretName = `[\w.-]*?(?:token|password|passwd|secret|api[_-]?key|apikey|signature|credentials?)`
 
+// secretWords are in every name secretName and the short names (key,
+// sig, pwd, pass, auth) match: a text without any is not looked at.
+var secretWords = []string{"token", "pass", "secret", "key", "sig", "credential", "pwd", "auth"}
+
 // rules are applied in order, each to the result of the one before.
 var rules = []rule{
 	// An HTTP credentials header: "Authorization: Bearer x",
 	// "Proxy-Authorization=Basic x", "Private-Token: x". The header's
 	// name and scheme stay.
 	{
-		gate: func(s string) bool { return strings.ContainsAny(s, ":=") },
-		re:   regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|private-token|x-api-key|x-auth-token|x-registry-auth)(["']?\s*[:=]\s*["']?)(?:(bearer|basic|token|digest|negotiate|ntlm)\s+)?([^\s"',;]+)`),
+		gate: func(s, lower string) bool {
+			return strings.ContainsAny(s, ":=") && containsAny(lower, "authorization", "private-token", "x-api-key", "x-auth-token", "x-registry-auth")
+		},
+		re: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|private-token|x-api-key|x-auth-token|x-registry-auth)(["']?\s*[:=]\s*["']?)(?:(bearer|basic|token|digest|negotiate|ntlm)\s+)?([^\s"',;]+)`),
 		mask: func(s string, m []int) string {
 			head := s[m[2]:m[5]]
 			if m[6] >= 0 {
@@ -43,7 +50,7 @@ var rules = []rule{
 	// realm="...") are left: a credential has a digit or punctuation and
 	// is not a name=value pair.
 	{
-		gate: func(s string) bool { return containsFold(s, "bearer") },
+		gate: func(_, lower string) bool { return strings.Contains(lower, "bearer") },
 		re:   regexp.MustCompile(`(?i)\b(bearer)\s+([A-Za-z0-9._~+/-]+=*)`),
 		mask: func(s string, m []int) string {
 			tok := s[m[4]:m[5]]
@@ -60,7 +67,7 @@ var rules = []rule{
 	// and the last "@" of the authority (a raw "@" in a password too).
 	// An SSH login without a password is not a secret and stays.
 	{
-		gate: func(s string) bool { return strings.Contains(s, "://") && strings.Contains(s, "@") },
+		gate: func(s, _ string) bool { return strings.Contains(s, "://") && strings.Contains(s, "@") },
 		re:   regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*)://([^\s/"<>\\]*)@`),
 		mask: func(s string, m []int) string {
 			scheme, userinfo := strings.ToLower(s[m[2]:m[3]]), s[m[4]:m[5]]
@@ -76,7 +83,7 @@ var rules = []rule{
 	// It starts a word; a tag followed by a digest (app:1.0@sha256:...)
 	// is not one.
 	{
-		gate: func(s string) bool { return strings.Contains(s, "@") && strings.Contains(s, ":") },
+		gate: func(s, _ string) bool { return colonBeforeAt(s) },
 		re:   regexp.MustCompile(`(?:^|[\s"'=(,<\[{;|])([^\s/@:"'<>()\[\]{},;|=]+:[^\s/"'<>]+)@([A-Za-z0-9][A-Za-z0-9.-]*)`),
 		mask: func(s string, m []int) string {
 			if isDigest(s[m[4]:]) {
@@ -88,21 +95,23 @@ var rules = []rule{
 	// A secret query or form parameter (?access_token=, &password=,
 	// X-Amz-Signature=, key=), wherever it shows.
 	{
-		gate: func(s string) bool { return strings.Contains(s, "=") },
+		gate: func(s, lower string) bool { return strings.Contains(s, "=") && containsAny(lower, secretWords...) },
 		re:   regexp.MustCompile(`(?i)(?:^|[?&;\s"'{(,])(` + secretName + `|key|sig|pwd|pass|auth)=([^&\s"'#,;(){}<>]+)`),
 		mask: func(s string, m []int) string { return s[m[0]:m[4]] + Mask },
 	},
 	// A secret JSON member: "password": "...", "client_secret":"...".
 	{
-		gate: func(s string) bool { return strings.Contains(s, `":`) || strings.Contains(s, `" :`) },
+		gate: func(s, lower string) bool {
+			return (strings.Contains(s, `":`) || strings.Contains(s, `" :`)) && containsAny(lower, secretWords...)
+		},
 		re:   regexp.MustCompile(`(?i)("` + secretName + `"\s*:\s*")((?:[^"\\]|\\.)*)"`),
 		mask: func(s string, m []int) string { return s[m[2]:m[3]] + Mask + `"` },
 	},
 	// Tokens of well-known shapes: Slack (xoxb-, xapp-), GitHub (ghp_,
 	// github_pat_) and GitLab (glpat-) tokens.
 	{
-		gate: func(s string) bool {
-			return strings.Contains(s, "xox") || strings.Contains(s, "xapp-") || strings.Contains(s, "gh") || strings.Contains(s, "github_pat_") || strings.Contains(s, "glpat-")
+		gate: func(s, _ string) bool {
+			return containsAny(s, "xox", "xapp-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-")
 		},
 		re:   regexp.MustCompile(`\b(xox[abposre]-|xapp-|gh[pousr]_|github_pat_|glpat-)[A-Za-z0-9_-]+`),
 		mask: func(s string, m []int) string { return s[m[2]:m[3]] + Mask },
@@ -110,7 +119,9 @@ var rules = []rule{
 	// Webhook URLs whose path is the secret: Slack incoming webhooks and
 	// workflows, Discord and Microsoft Teams webhooks.
 	{
-		gate: func(s string) bool { return strings.Contains(s, "://") },
+		gate: func(s, lower string) bool {
+			return strings.Contains(s, "://") && containsAny(lower, "hooks.slack.com", "discord", "webhook.office.com")
+		},
 		re:   regexp.MustCompile(`(?i)(https?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/|(?:[\w-]+\.)?discord(?:app)?\.com/api/webhooks/|[\w.-]*webhook\.office\.com/))[^\s"'<>:]+`),
 		mask: func(s string, m []int) string { return s[m[2]:m[3]] + Mask },
 	},
@@ -124,9 +135,12 @@ var rules = []rule{
 // and the paths of Slack, Discord and Teams webhook URLs. Everything
 // else is left as it is; String(String(s)) == String(s).
 func String(s string) string {
+	// Masking only takes text away, so the lower-case form of the input
+	// serves every rule's gate.
+	lower := strings.ToLower(s)
 	for i := range rules {
 		r := &rules[i]
-		if r.gate(s) {
+		if r.gate(s, lower) {
 			s = r.apply(s)
 		}
 	}
@@ -172,21 +186,29 @@ func isWordByte(c byte) bool {
 	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
-// containsFold reports whether s holds the lower-case ASCII word sub in
-// any case, without allocating.
-func containsFold(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		j := 0
-		for ; j < len(sub); j++ {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != sub[j] {
-				break
+// colonBeforeAt reports whether some "@" in s has a ":" before it in the
+// same word and no "/" between them: user:pass@ may be there.
+func colonBeforeAt(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '@' {
+			continue
+		}
+	back:
+		for j := i - 1; j >= 0; j-- {
+			switch s[j] {
+			case ':':
+				return true
+			case '/', '@', ' ', '\t', '\n', '"', '\'':
+				break back
 			}
 		}
-		if j == len(sub) {
+	}
+	return false
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
 			return true
 		}
 	}
