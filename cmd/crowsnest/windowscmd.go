@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,6 +98,9 @@ type windowsReport struct {
 	Windows  []windowRow   `json:"windows"`
 	Apps     []appDecision `json:"applications,omitempty"`
 	Problems []string      `json:"problems,omitempty"`
+	// Undecided are the Applications of AppProjects with a window in
+	// Problems: no decision is given for them.
+	Undecided []string `json:"undecided,omitempty"`
 }
 
 func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
@@ -129,6 +133,7 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 	}
 	rep := windowsReport{At: now, Windows: []windowRow{}}
 	var apps []*watcher.App
+	broken := map[string]bool{} // AppProjects with a window that does not compile
 	if o.appsDir != "" || o.cluster {
 		var objs *appsDirObjects
 		var err error
@@ -143,9 +148,11 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 		for _, p := range objs.projects {
 			ps, err := windows.FromAppProject(p.Object.Object)
 			if err != nil {
-				// The rest of the project's windows still show; the
-				// daemon holds the project's write-backs meanwhile.
+				// The rest of the project's windows still show, but its
+				// Applications get no decision: Argo CD refuses their
+				// syncs and the daemon holds their write-backs.
 				rep.Problems = append(rep.Problems, err.Error())
+				broken[p.Name] = true
 			}
 			set = append(set, ps...)
 		}
@@ -165,6 +172,10 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 		rep.Windows = append(rep.Windows, rowOf(w, now))
 	}
 	for _, a := range apps {
+		if broken[cmp.Or(a.Project, "default")] {
+			rep.Undecided = append(rep.Undecided, a.Key())
+			continue
+		}
 		ref := controller.WindowRef(a)
 		d := set.Decide(ref, now, false)
 		m := set.Decide(ref, now, true)
@@ -174,12 +185,25 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 			Windows: names(d.Matching), ActiveWindows: names(d.Active)}
 		rep.Apps = append(rep.Apps, ad)
 	}
+	var err error
 	if o.output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		err = enc.Encode(rep)
+	} else {
+		err = printWindows(out, &rep)
 	}
-	return printWindows(out, &rep)
+	if err != nil {
+		return err
+	}
+	if len(rep.Problems) > 0 {
+		msg := fmt.Sprintf("%d sync window(s) invalid: %s", len(rep.Problems), strings.Join(rep.Problems, "; "))
+		if len(rep.Undecided) > 0 {
+			msg += fmt.Sprintf("; no decision for %s (their AppProject's windows must be fixed first)", strings.Join(rep.Undecided, ", "))
+		}
+		return errors.New(msg)
+	}
+	return nil
 }
 
 func rowOf(w *windows.Window, now time.Time) windowRow {
@@ -249,6 +273,9 @@ func printWindows(out io.Writer, rep *windowsReport) error {
 	}
 	for _, p := range rep.Problems {
 		fmt.Fprintf(out, "\nproblem: %s\n", p)
+	}
+	for _, a := range rep.Undecided {
+		fmt.Fprintf(out, "no decision: %s (its AppProject has an invalid window)\n", a)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,15 +64,20 @@ func TestWindowsCommandE2E(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(windowsConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) windowsReport {
+	runExit := func(args ...string) (windowsReport, error) {
 		t.Helper()
 		out, err := exec.CommandContext(t.Context(), binary, append([]string{"windows", "--config", cfg, "--apps-dir", apps, "-o", "json"}, args...)...).Output()
+		var rep windowsReport
+		if jerr := json.Unmarshal(out, &rep); jerr != nil {
+			t.Fatalf("output is not JSON: %v (exit: %v)\n%s", jerr, err, out)
+		}
+		return rep, err
+	}
+	run := func(args ...string) windowsReport {
+		t.Helper()
+		rep, err := runExit(args...)
 		if err != nil {
 			t.Fatalf("crowsnest windows %v: %v", args, err)
-		}
-		var rep windowsReport
-		if err := json.Unmarshal(out, &rep); err != nil {
-			t.Fatalf("output is not JSON: %v\n%s", err, out)
 		}
 		return rep
 	}
@@ -86,16 +92,32 @@ func TestWindowsCommandE2E(t *testing.T) {
 		return appDecision{}
 	}
 
-	// Friday 19:00 in Berlin: the weekend freeze holds shop; blog is
-	// outside its nightly allow window (22:00 New York), so it is denied.
-	// The project's impossible window is reported, the rest still apply.
-	rep := run("--at", "2026-11-27T19:00:00+01:00")
+	// The project's impossible window (Feb 30) is refused: the command
+	// names it, exits non-zero and gives no decision for the project's
+	// Applications; the others are still decided and the valid windows
+	// listed.
+	rep, err := runExit("--at", "2026-11-27T19:00:00+01:00")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(string(exit.Stderr), "spec.syncWindows[1]") {
+		t.Errorf("exit = %v, want non-zero naming spec.syncWindows[1]", err)
+	}
 	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "spec.syncWindows[1]") {
 		t.Errorf("problems = %q, want the impossible Feb 30 window named", rep.Problems)
 	}
 	if len(rep.Windows) != 2 {
 		t.Errorf("windows = %+v, want the config's and the project's valid one", rep.Windows)
 	}
+	if len(rep.Undecided) != 1 || rep.Undecided[0] != "argocd/shop" || len(rep.Apps) != 1 {
+		t.Errorf("undecided = %q, decisions = %+v; want no decision for argocd/shop only", rep.Undecided, rep.Apps)
+	}
+	// Friday 19:00 in Berlin, the project's window fixed: the weekend
+	// freeze holds shop; blog is outside its nightly allow window (22:00
+	// New York), so it is denied.
+	fixed := strings.Replace(windowsApps, `    - {kind: allow, schedule: "0 0 30 2 *", duration: 1h, applications: ["*"]}`+"\n", "", 1)
+	if err := os.WriteFile(filepath.Join(apps, "apps.yaml"), []byte(fixed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep = run("--at", "2026-11-27T19:00:00+01:00")
 	shop := decision(rep, "argocd/shop")
 	if shop.SyncAllowed || !shop.UpdatesHeld || shop.Reason != "DenyWindowActive" {
 		t.Errorf("shop on Friday evening = %+v, want denied and held", shop)
