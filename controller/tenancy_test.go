@@ -79,7 +79,9 @@ func TestCheckRepository(t *testing.T) {
 		"open":   project("argocd", "open", []any{"*"}, nil),
 	}
 	ten := &Tenancy{
-		Config:  func() *config.Tenancy { return &config.Tenancy{GitRepositories: []string{"https://git.example.com/shared/*"}} },
+		Config: func() *config.Tenancy {
+			return &config.Tenancy{GitRepositories: []string{"https://git.example.com/shared/*"}}
+		},
 		Project: func(a *watcher.App) *watcher.Project { return projects[a.Project] },
 	}
 	tests := []struct {
@@ -140,7 +142,7 @@ func TestCheckAnnotationsCredentials(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			app := &watcher.App{Namespace: tt.ns, Name: "web", Annotations: map[string]string{
-				imageupdate.Prefix + "image-list": "web=" + tt.image + ",other=other.io/y",
+				imageupdate.Prefix + "image-list":      "web=" + tt.image + ",other=other.io/y",
 				imageupdate.Prefix + "web.pull-secret": tt.secret,
 			}}
 			spec, errs := imageupdate.FromAnnotations(app.Annotations)
