@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"text/template"
+	"unsafe"
 )
 
 // templateDict is a dict a template made (dict, pick, omit, fromJson). Only
@@ -33,17 +34,27 @@ func dictFuncs() template.FuncMap {
 }
 
 // newDict pairs keys (printed as strings) with values; a key without a
-// value gets "", as in sprig.
-func newDict(kv ...any) templateDict {
+// value gets "", as in sprig. A key that is a list or dict is an error
+// (sprig prints it): dict takes any value without a size check, and a key
+// is the one part it prints.
+func newDict(kv ...any) (templateDict, error) {
 	d := make(templateDict, (len(kv)+1)/2)
 	for i := 0; i < len(kv); i += 2 {
 		var v any = ""
 		if i+1 < len(kv) {
 			v = kv[i+1]
 		}
+		if k := kv[i]; k != nil {
+			switch reflect.ValueOf(k).Kind() {
+			case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct, reflect.Pointer:
+				if _, ok := k.([]byte); !ok {
+					return nil, fmt.Errorf("dict: key %d is a %T, want a string", i/2+1, k)
+				}
+			}
+		}
 		d[toString(kv[i])] = v
 	}
-	return d
+	return d, nil
 }
 
 // lookup reads key from a map with string keys; ok is false when the key
@@ -139,32 +150,54 @@ func unset(m any, key string) (templateDict, error) {
 }
 
 // reaches reports whether v is, or holds, the dict d: set refuses such a
-// value, since printing a dict that holds itself would never end.
+// value, since printing a dict that holds itself would never end. Each
+// list and dict is looked into once, so a value that holds the same parts
+// many times (`list $l $l`, doubled again and again) costs its distinct
+// parts, not its printed size.
 func reaches(v any, d templateDict) bool {
-	switch x := v.(type) {
-	case templateDict:
-		if reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(d).UnsafePointer() {
+	target := reflect.ValueOf(d).UnsafePointer()
+	type part struct {
+		p unsafe.Pointer
+		n int // a slice of the first n elements of a list is another part
+	}
+	seen := map[part]bool{}
+	var walk func(v reflect.Value) bool
+	walk = func(v reflect.Value) bool {
+		for v.Kind() == reflect.Interface && !v.IsNil() {
+			v = v.Elem()
+		}
+		if (v.Kind() != reflect.Map && v.Kind() != reflect.Slice) || v.IsNil() {
+			return false
+		}
+		switch v.Type().Elem().Kind() {
+		case reflect.Interface, reflect.Map, reflect.Slice:
+		default:
+			return false // a list of strings or numbers holds no dict
+		}
+		k := part{v.UnsafePointer(), v.Len()}
+		if v.Kind() == reflect.Map && k.p == target {
 			return true
 		}
-		for _, e := range x {
-			if reaches(e, d) {
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		if v.Kind() == reflect.Map {
+			for it := v.MapRange(); it.Next(); {
+				if walk(it.Value()) {
+					return true
+				}
+			}
+			return false
+		}
+		for i := range v.Len() {
+			if walk(v.Index(i)) {
 				return true
 			}
 		}
-	case []any:
-		for _, e := range x {
-			if reaches(e, d) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range x {
-			if reaches(e, d) {
-				return true
-			}
-		}
+		return false
 	}
-	return false
+	return walk(reflect.ValueOf(v))
 }
 
 // keys lists the keys of one or more dicts, sorted (duplicates kept, as in

@@ -158,6 +158,12 @@ func containsValue(items []any, x any) bool {
 	return false
 }
 
+// maxUniqCompares caps the comparisons uniq makes between elements that
+// are neither strings nor numbers (lists, dicts), which it compares each
+// with every kept one: ten thousand distinct lists would take fifty
+// million deep comparisons. A million is a thousand distinct ones.
+const maxUniqCompares = 1_000_000
+
 // uniq keeps the first of equal elements, in order.
 func uniq(v any) ([]any, error) {
 	items, err := list("uniq", v)
@@ -166,6 +172,7 @@ func uniq(v any) ([]any, error) {
 	}
 	out := []any{}
 	seen := map[any]bool{} // strings and numbers, the common case, in linear time
+	compares := 0
 	for _, x := range items {
 		var key any
 		if s, ok := x.(string); ok {
@@ -180,8 +187,13 @@ func uniq(v any) ([]any, error) {
 				continue
 			}
 			seen[key] = true
-		} else if containsValue(out, x) {
-			continue
+		} else {
+			if compares += len(out); compares > maxUniqCompares {
+				return nil, fmt.Errorf("uniq: more than %d comparisons of lists or dicts", maxUniqCompares)
+			}
+			if containsValue(out, x) {
+				continue
+			}
 		}
 		out = append(out, x)
 	}

@@ -36,12 +36,12 @@ func stringFuncs() template.FuncMap {
 		"nindent":    nindent,
 		"plural":     plural,
 		"split":      split,
-		"splitList":  func(sep string, v any) []string { return strings.Split(toString(v), sep) },
+		"splitList":  splitList,
 		"join":       join,
 		"toString":   toString,
 		"toStrings":  toStrings,
 		"print":      func(v ...any) (string, error) { return sized("print", fmt.Sprint(v...)) },
-		"printf":     func(format string, v ...any) (string, error) { return sized("printf", fmt.Sprintf(format, v...)) },
+		"printf":     printf,
 		"println":    func(v ...any) (string, error) { return sized("println", fmt.Sprintln(v...)) },
 	}
 }
@@ -205,13 +205,81 @@ func plural(one, many string, count any) string {
 
 // split is sprig's split: a dict of the parts keyed _0, _1, ... so a
 // template can write (split "/" .x)._1. splitList gives a list.
-func split(sep string, v any) map[string]string {
-	parts := strings.Split(toString(v), sep)
+func split(sep string, v any) (map[string]string, error) {
+	parts, err := splitParts("split", sep, v)
+	if err != nil {
+		return nil, err
+	}
 	m := make(map[string]string, len(parts))
 	for i, p := range parts {
 		m["_"+strconv.Itoa(i)] = p
 	}
-	return m
+	return m, nil
+}
+
+func splitList(sep string, v any) ([]string, error) { return splitParts("splitList", sep, v) }
+
+// splitParts splits v at sep, counting the parts first: an empty sep
+// splits between every character.
+func splitParts(fn, sep string, v any) ([]string, error) {
+	s := toString(v)
+	n := utf8.RuneCountInString(s)
+	if sep != "" {
+		n = strings.Count(s, sep) + 1
+	}
+	if err := checkLen(fn, n); err != nil {
+		return nil, err
+	}
+	return strings.Split(s, sep), nil
+}
+
+// printf is fmt.Sprintf, refusing a format whose widths and precisions
+// (up to fmt's own limit of a million each) could add up to more than
+// maxStringSize before the output is built: `%999999[1]d` repeated
+// would otherwise allocate a MiB per verb.
+func printf(format string, v ...any) (string, error) {
+	if padding(format) > maxStringSize {
+		return "", fmt.Errorf("printf: the widths and precisions in the format add up to more than %d bytes", maxStringSize)
+	}
+	return sized("printf", fmt.Sprintf(format, v...))
+}
+
+// padding adds up the widths and precisions of format's verbs, counting a
+// width or precision taken from an argument (*) as fmt's limit.
+func padding(format string) int {
+	const fmtMax = 1e6 // fmt refuses larger widths and precisions
+	total := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+	verb:
+		for i++; i < len(format); i++ {
+			c := format[i]
+			switch {
+			case c >= '0' && c <= '9':
+				n := 0
+				for ; i < len(format) && format[i] >= '0' && format[i] <= '9'; i++ {
+					n = min(n*10+int(format[i]-'0'), fmtMax)
+				}
+				i--
+				total += n
+				continue
+			case c == '*':
+				total += fmtMax
+				continue
+			case c == '[':
+				if j := strings.IndexByte(format[i:], ']'); j > 0 {
+					i += j
+					continue
+				}
+			case strings.IndexByte("+-# .", c) >= 0:
+				continue
+			}
+			break verb // the verb's letter
+		}
+	}
+	return total
 }
 
 // join joins a list's elements, leaving out nils; anything else is

@@ -32,6 +32,10 @@ func FuzzRender(f *testing.F) {
 		`{{add 1 2.5 "3"}}{{div 7 .app.nope}}{{max 1 2}}{{int64 "9"}}`,
 		`{{dateInZone "15:04" now "Asia/Tokyo"}}{{durationRound "49h"}}{{ago .app.metadata.creationTimestamp}}`,
 		`{{abbrev 6 (cat "a" "bcdefgh")}}{{substr 1 3 "hello"}}{{plural "x" "xs" 2}}{{required "r" ""}}`,
+		// the render budget and the checks on shared values
+		`{{range 1000000}}{{range until 3}}{{.}}{{end}}{{end}}`,
+		`{{$l := list 1}}{{range until 40}}{{$l = list $l $l}}{{end}}{{toJson $l}}{{$l}}`,
+		`{{define "a"}}{{template "b" .}}{{end}}{{define "b"}}{{printf "%9[1]d" .}}{{end}}{{template "a" 1}}`,
 	} {
 		f.Add(s)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
+	"text/template/parse"
 	"time"
 )
 
@@ -77,12 +79,37 @@ var ErrTooLarge = errors.New("rendered text exceeds the size limit")
 type Compiled struct {
 	name   string
 	src    Template
+	funcs  template.FuncMap
 	fields []compiledField
+	bound  sync.Pool // of *bound
+}
+
+// bound is a copy of a Compiled's field templates whose functions charge
+// one budget. Render takes one from a pool, so concurrent renders each
+// have their own and a steady stream of renders builds none.
+type bound struct {
+	budget *budget
+	tmpls  []*template.Template
+}
+
+// bind copies the field templates (a clone shares the parsed trees) and
+// gives the copies functions that charge a new budget.
+func (c *Compiled) bind() (*bound, error) {
+	bd := &bound{budget: newBudget(), tmpls: make([]*template.Template, len(c.fields))}
+	for i, f := range c.fields {
+		tm, err := f.tmpl.Clone()
+		if err != nil {
+			return nil, fmt.Errorf("rendering template %q: %s: %w", c.name, f.path, err)
+		}
+		bd.tmpls[i] = tm.Funcs(bd.budget.funcs(c.funcs, f.used))
+	}
+	return bd, nil
 }
 
 type compiledField struct {
 	path string // "message", "slack.blocks", "webhook.github.body", ...
 	tmpl *template.Template
+	used []string // the functions it calls, which Render wraps in its budget
 	set  func(n *Notification, s string)
 }
 
@@ -113,7 +140,11 @@ func Compile(t Template, opts ...CompileOption) (*Compiled, error) {
 		}
 	}
 	funcs := FuncMap(o.now)
-	c := &Compiled{name: t.Name, src: t}
+	// The builtins html and js print their arguments with fmt: as helpers
+	// they run through the render budget like print does.
+	funcs["html"], funcs["js"] = template.HTMLEscaper, template.JSEscaper
+	funcs[renderStep] = func() string { return "" } // Render binds the real one
+	c := &Compiled{name: t.Name, src: t, funcs: funcs}
 	add := func(path, text string, set func(*Notification, string)) error {
 		if text == "" {
 			return nil
@@ -122,12 +153,19 @@ func Compile(t Template, opts ...CompileOption) (*Compiled, error) {
 		if err != nil {
 			return fmt.Errorf("template %q: %s: %w", t.Name, path, err)
 		}
+		trees := map[string]*parse.Tree{}
+		var all []*parse.Tree
 		for _, d := range tm.Templates() {
 			if d.Tree != nil {
 				rewriteTree(d.Tree)
+				trees[d.Name()] = d.Tree
+				all = append(all, d.Tree)
 			}
 		}
-		c.fields = append(c.fields, compiledField{path: path, tmpl: tm, set: set})
+		if err := checkRecursion(trees); err != nil {
+			return fmt.Errorf("template %q: %s: %w", t.Name, path, err)
+		}
+		c.fields = append(c.fields, compiledField{path: path, tmpl: tm, used: usedFuncs(all), set: set})
 		return nil
 	}
 	if err := add("message", t.Message, func(n *Notification, s string) { n.Message = s }); err != nil {
@@ -192,7 +230,22 @@ func (c *Compiled) Name() string { return c.name }
 // Render executes the template with vars (app, context, event, ...). A
 // missing field renders as empty. Errors name the template and the field,
 // whose first part is the service ("slack.blocks", "webhook.github.body").
+// All fields together render within one budget (see budget.go); a render
+// that exceeds it fails with ErrRenderBudget.
 func (c *Compiled) Render(vars map[string]any) (Notification, error) {
+	bd, _ := c.bound.Get().(*bound)
+	if bd == nil {
+		var err error
+		if bd, err = c.bind(); err != nil {
+			return Notification{}, err
+		}
+	}
+	defer c.bound.Put(bd)
+	bd.budget.reset()
+	return c.render(vars, bd)
+}
+
+func (c *Compiled) render(vars map[string]any, bd *bound) (Notification, error) {
 	var n Notification
 	if c.src.Slack != nil {
 		n.Slack = &SlackTemplate{NotifyBroadcast: c.src.Slack.NotifyBroadcast, DeliveryPolicy: c.src.Slack.DeliveryPolicy}
@@ -207,9 +260,9 @@ func (c *Compiled) Render(vars map[string]any) (Notification, error) {
 		n.Email = &EmailTemplate{}
 	}
 	var b strings.Builder
-	for _, f := range c.fields {
+	for i, f := range c.fields {
 		b.Reset()
-		if err := f.tmpl.Execute(&limitWriter{w: &b, n: MaxRenderedSize}, vars); err != nil {
+		if err := bd.tmpls[i].Execute(&limitWriter{w: &b, n: MaxRenderedSize}, vars); err != nil {
 			return Notification{}, fmt.Errorf("rendering template %q: %s: %w", c.name, f.path, err)
 		}
 		f.set(&n, b.String())
