@@ -1,10 +1,13 @@
 package faults
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,26 +42,38 @@ func note(format string, args ...any) {
 	notes = append(notes, fmt.Sprintf(format, args...))
 }
 
-// writeReport prints the table (Markdown) to out and, when path is set,
-// to that file too.
+// writeReport prints the tables (Markdown) to out and, when path is set,
+// to that file too: the fault table, then the hostile-input table.
 func writeReport(out io.Writer, path string) error {
 	reportMu.Lock()
 	defer reportMu.Unlock()
-	if len(rows) == 0 {
+	if len(rows) == 0 && len(hostileRows) == 0 {
 		return nil
 	}
 	var b strings.Builder
-	b.WriteString("| scenario | faults injected | updates intended | landed | duplicated | notifications intended | delivered | duplicated | time | result |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
-	for i := range rows {
-		r := &rows[i]
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d | %s | %s |\n", r.scenario, r.faults,
-			r.updIntended, r.updLanded, r.updDup, r.notIntended, r.notDelivered, r.notDup, r.took.Round(time.Second), r.result)
+	if len(rows) > 0 {
+		var f strings.Builder
+		f.WriteString("| scenario | faults injected | updates intended | landed | duplicated | notifications intended | delivered | duplicated | time | result |\n")
+		f.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+		for i := range rows {
+			r := &rows[i]
+			fmt.Fprintf(&f, "| %s | %s | %d | %d | %d | %d | %d | %d | %s | %s |\n", r.scenario, r.faults,
+				r.updIntended, r.updLanded, r.updDup, r.notIntended, r.notDelivered, r.notDup, r.took.Round(time.Second), r.result)
+		}
+		for _, n := range notes {
+			f.WriteString("\n" + n + "\n")
+		}
+		fmt.Fprintf(out, "\nFault table:\n\n%s\n", f.String())
+		b.WriteString(f.String())
 	}
-	for _, n := range notes {
-		b.WriteString("\n" + n + "\n")
+	if len(hostileRows) > 0 {
+		h := hostileTable()
+		fmt.Fprintf(out, "\nHostile-input table:\n\n%s\n", h)
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("## Hostile input\n\n" + h)
 	}
-	fmt.Fprintf(out, "\nFault table:\n\n%s\n", b.String())
 	if path == "" {
 		return nil
 	}
@@ -66,6 +81,70 @@ func writeReport(out io.Writer, path string) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// hostileRow is one line of the hostile-input table: an attack, what
+// crowsnest answered, and what the row measured of secrets leaked,
+// intended work lost and results credited to another Application (-1
+// where the row has nothing of the kind to measure).
+type hostileRow struct {
+	attack, tried, answer string
+	leaked, lost, wrong   int
+	took                  time.Duration
+	result                string
+}
+
+// hostileRows are the hostile-input table's lines, in any order.
+var hostileRows []hostileRow
+
+func recordHostile(r hostileRow) {
+	reportMu.Lock()
+	defer reportMu.Unlock()
+	hostileRows = append(hostileRows, r)
+}
+
+// hostileGroups orders the hostile-input table by the start of each
+// attack's name, as the issue lists them; rows come from parallel tests.
+var hostileGroups = []string{
+	"credential exfiltration", "SSRF", "wrong Application", "secrets in output", "--once honesty",
+	"registry webhook", "path escape", "template limits", "registry:", "limits:",
+}
+
+// hostileTable is the hostile-input table, in hostileGroups order, then
+// by attack. The caller holds reportMu.
+func hostileTable() string {
+	group := func(attack string) int {
+		for i, g := range hostileGroups {
+			if strings.HasPrefix(attack, g) {
+				return i
+			}
+		}
+		return len(hostileGroups)
+	}
+	sorted := slices.Clone(hostileRows)
+	slices.SortStableFunc(sorted, func(a, b hostileRow) int {
+		return cmp.Or(cmp.Compare(group(a.attack), group(b.attack)), strings.Compare(a.attack, b.attack))
+	})
+	cell := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }
+	var b strings.Builder
+	b.WriteString("| attack | what was tried | crowsnest's answer | leaked | lost | credited to the wrong Application | time | result |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, r := range sorted {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(r.attack), cell(r.tried), cell(r.answer),
+			measured(r.leaked), measured(r.lost), measured(r.wrong), r.took.Round(100*time.Millisecond), r.result)
+	}
+	b.WriteString("\nleaked: secrets, internal services' answers (or requests reaching them) and files found where they must not be; " +
+		"lost: intended results that did not happen or failures not reported; credited to the wrong Application: results, Events " +
+		"and notifications that went to another Application; -: nothing of the kind for that row to measure.\n")
+	return b.String()
+}
+
+// measured shows a count, or "-" for one the row does not measure.
+func measured(n int) string {
+	if n < 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
 }
 
 // settleTimeout bounds how long a scenario may take to recover after its
