@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -23,6 +25,7 @@ import (
 type notifyOptions struct {
 	configPath string
 	cmPath     string
+	secretPath string
 	appPath    string
 	prevPath   string
 	service    string
@@ -44,6 +47,7 @@ the daemon's delivery log from its ConfigMaps in the cluster.`,
 		pf := c.PersistentFlags()
 		pf.StringVar(&o.configPath, "config", "", "crowsnest config file whose notifications apply; the default catalog when empty")
 		pf.StringVar(&o.cmPath, "notifications-cm", "", "an argocd-notifications-cm manifest (YAML) to merge under the config")
+		pf.StringVar(&o.secretPath, "notifications-secret", "", "the argocd-notifications-secret manifest (YAML) whose keys the ConfigMap's $key references name")
 		pf.StringVar(&o.appPath, "app", "", "the Application (YAML or JSON file)")
 		pf.StringVar(&o.eventType, "event", "", "a crowsnest event type (image-updated, ...) for triggers that read event")
 	}
@@ -98,13 +102,49 @@ func (o *notifyOptions) notifications() (*triggers.Set, error) {
 		if err := readManifest(o.cmPath, &cm); err != nil {
 			return nil, err
 		}
-		parsed, err := config.ParseArgoCDConfigMap(cm.Data, nil)
+		secret, err := o.secret()
+		if err != nil {
+			return nil, err
+		}
+		parsed, err := config.ParseArgoCDConfigMap(cm.Data, secret)
 		if err != nil {
 			return nil, err
 		}
 		n.Merge(parsed)
 	}
 	return triggers.Compile(n)
+}
+
+// secret reads --notifications-secret: a Secret manifest's data
+// (base64, as kubectl get -o yaml prints it) and stringData.
+func (o *notifyOptions) secret() (map[string][]byte, error) {
+	if o.secretPath == "" {
+		if o.cmPath != "" {
+			return map[string][]byte{}, nil
+		}
+		return nil, nil
+	}
+	if o.cmPath == "" {
+		return nil, errors.New("--notifications-secret needs --notifications-cm, whose $key references it answers")
+	}
+	var sec struct {
+		Kind       string            `json:"kind"`
+		Data       map[string][]byte `json:"data"`
+		StringData map[string]string `json:"stringData"`
+	}
+	if err := readManifest(o.secretPath, &sec); err != nil {
+		// The decoder's message may quote a value: name the file only.
+		return nil, fmt.Errorf("%s: not a Secret manifest with base64 data or stringData", o.secretPath)
+	}
+	if sec.Kind != "Secret" {
+		return nil, fmt.Errorf("%s: kind %q, want Secret", o.secretPath, sec.Kind)
+	}
+	out := make(map[string][]byte, len(sec.Data)+len(sec.StringData))
+	maps.Copy(out, sec.Data)
+	for k, v := range sec.StringData {
+		out[k] = []byte(v)
+	}
+	return out, nil
 }
 
 func readManifest(path string, out any) error {
@@ -158,8 +198,18 @@ func (o *notifyOptions) runTrigger(w io.Writer, name string) error {
 			return err
 		}
 	}
-	results := triggers.Evaluate(tr, triggers.NewEnv(app, prev, o.event(), set.Config.Context, time.Time{}))
-	_, sends := triggers.Step(triggers.State{Seen: true}, results, triggers.StepOptions{App: "dry-run", Event: tr.OnEvent})
+	now := time.Now()
+	results := triggers.Evaluate(tr, triggers.NewEnv(app, prev, o.event(), set.Config.Context, now))
+	// The daemon sends what fired since its last observation: with
+	// --prev, that observation's results are the state the decision
+	// starts from (a condition already true then, or a oncePer value
+	// already sent, is not sent again).
+	st := triggers.State{Seen: true}
+	opts := triggers.StepOptions{App: "dry-run", Event: tr.OnEvent}
+	if prev != nil && !tr.OnEvent {
+		st, _ = triggers.Step(st, triggers.Evaluate(tr, triggers.NewEnv(prev, nil, nil, set.Config.Context, now)), opts)
+	}
+	_, sends := triggers.Step(st, results, opts)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONDITION\tRESULT\tONCEPER\tSEND\tTEMPLATES\tWHEN")
 	for i, r := range results {

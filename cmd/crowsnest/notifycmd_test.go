@@ -67,12 +67,44 @@ data:
     webhook:
       hook: {method: PUT, path: /deploys, body: '{"app": {{toJson .app.metadata.name}}}'}
 `)
+	// The usual way to configure a webhook: its URL is a $key of
+	// argocd-notifications-secret.
+	cmWithSecret := tempFile(t, "cm-secret.yaml", `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-notifications-cm}
+data:
+  service.webhook.hook: |
+    url: $hook-url
+  template.web: |
+    webhook:
+      hook: {method: PUT, path: /deploys, body: '{"app": {{toJson .app.metadata.name}}}'}
+`)
+	secret := tempFile(t, "secret.yaml", `
+apiVersion: v1
+kind: Secret
+metadata: {name: argocd-notifications-secret}
+data:
+  hook-url: aHR0cHM6Ly9ob29rcy5leGFtcGxlLmNvbS9kZXBsb3lz
+`)
+	// The same Application seen before at the same revision (the oncePer
+	// value was sent then) and at an older one.
+	prevSame := tempFile(t, "prev-same.yaml", notifyTestApp)
+	prevOlder := tempFile(t, "prev-older.yaml", strings.ReplaceAll(notifyTestApp, "abc1234def", "0000000old"))
 	tests := []struct {
 		name    string
 		args    []string
 		want    []string // substrings of the output, in order
 		wantErr string
 	}{
+		{name: "ConfigMap with $key and the Secret", args: []string{"notify", "template", "render", "web", "--app", app, "--service", "hook",
+			"--notifications-cm", cmWithSecret, "--notifications-secret", secret}, want: []string{"PUT /deploys", `{"app": "web"}`}},
+		{name: "ConfigMap with $key without the Secret", args: []string{"notify", "template", "render", "web", "--app", app, "--service", "hook",
+			"--notifications-cm", cmWithSecret}, wantErr: "hook-url"},
+		{name: "--prev at the same revision: not sent again", args: []string{"notify", "trigger", "run", "on-web", "--app", app, "--prev", prevSame, "--notifications-cm", cm},
+			want: []string{"0", "true", "abc1234def", "no"}},
+		{name: "--prev at an older revision: sent", args: []string{"notify", "trigger", "run", "on-web", "--app", app, "--prev", prevOlder, "--notifications-cm", cm},
+			want: []string{"0", "true", "abc1234def", "yes"}},
 		{name: "catalog trigger fires", args: []string{"notify", "trigger", "run", "on-deployed", "--app", app},
 			want: []string{"CONDITION", "0", "true", "abc1234def", "yes", "app-deployed"}},
 		{name: "catalog trigger does not fire", args: []string{"notify", "trigger", "run", "on-sync-running", "--app", app},
