@@ -74,6 +74,9 @@ func ParseBranchTemplate(text string) (*template.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing branch template: %w", err)
 	}
+	if err := checkBranchTemplate(t); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -105,7 +108,7 @@ func splitBranch(spec string, c *Change) (base, target string, err error) {
 		}
 		d := BranchData{App: c.App, AppName: c.App, Images: c.Images, SHA256: hex.EncodeToString(h.Sum(nil))}
 		var b bytes.Buffer
-		if err := t.Execute(&b, d); err != nil {
+		if err := t.Execute(&cappedWriter{w: &b, max: maxBranchBytes}, d); err != nil {
 			return "", "", fmt.Errorf("rendering branch template: %w", err)
 		}
 		target = strings.TrimSpace(b.String())
