@@ -69,9 +69,10 @@ func (e *CompileError) Error() string {
 }
 
 // exprOptions are shared by every condition: a typed environment (a typo
-// in a variable is a compile error), nil-safe member access.
+// in a variable is a compile error), nil-safe member access, and the
+// functions that keep an evaluation within its budget (limits.go).
 func exprOptions() []expr.Option {
-	return []expr.Option{expr.Env(&Env{}), expr.Patch(nilSafe{})}
+	return append([]expr.Option{expr.Env(&Env{}), expr.Patch(nilSafe{})}, limitFuncs()...)
 }
 
 // nilSafe makes every member access optional (as if written with ?.), so
@@ -125,7 +126,7 @@ func compileExpr(src string, ev *readsEvent) (*vm.Program, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("empty expression")
 	}
-	return expr.Compile(src, append(exprOptions(), expr.Patch(ev))...)
+	return expr.Compile(src, append(exprOptions(), expr.Patch(ev), expr.Patch(&limits{}))...)
 }
 
 func compileError(trigger string, i int, field string, err error) *CompileError {

@@ -20,6 +20,10 @@ type Env struct {
 	Time    TimeFuncs         `expr:"time"`
 	Strings StringFuncs       `expr:"strings"`
 	Repo    RepoFuncs         `expr:"repo"`
+
+	// budget is the running evaluation's (limits.go); Evaluate resets it
+	// before each expression.
+	budget evalBudget
 }
 
 // TimeFuncs is `time` in conditions: Argo CD's time helpers
@@ -94,13 +98,14 @@ func (StringFuncs) HasSuffix(s, p any) bool { return strings.HasSuffix(str(s), s
 // Split is strings.Split.
 func (StringFuncs) Split(s, sep any) []string { return strings.Split(str(s), str(sep)) }
 
-// Join is strings.Join over any list.
-func (StringFuncs) Join(list []any, sep any) string {
+// Join is strings.Join over any list, refusing a result over
+// maxValueSize before it is built.
+func (StringFuncs) Join(list []any, sep any) (string, error) {
 	parts := make([]string, len(list))
 	for i, v := range list {
 		parts[i] = str(v)
 	}
-	return strings.Join(parts, str(sep))
+	return joinChecked(parts, str(sep))
 }
 
 // TrimSpace is strings.TrimSpace.
@@ -112,14 +117,16 @@ func (StringFuncs) TrimPrefix(s, p any) string { return strings.TrimPrefix(str(s
 // TrimSuffix is strings.TrimSuffix.
 func (StringFuncs) TrimSuffix(s, p any) string { return strings.TrimSuffix(str(s), str(p)) }
 
-// Replace is strings.Replace.
-func (StringFuncs) Replace(s, old, repl any, n int) string {
-	return strings.Replace(str(s), str(old), str(repl), n)
+// Replace is strings.Replace, refusing a result over maxValueSize before
+// it is built.
+func (StringFuncs) Replace(s, old, repl any, n int) (string, error) {
+	return replaceChecked(str(s), str(old), str(repl), n)
 }
 
-// ReplaceAll is strings.ReplaceAll.
-func (StringFuncs) ReplaceAll(s, old, repl any) string {
-	return strings.ReplaceAll(str(s), str(old), str(repl))
+// ReplaceAll is strings.ReplaceAll, refusing a result over maxValueSize
+// before it is built.
+func (StringFuncs) ReplaceAll(s, old, repl any) (string, error) {
+	return replaceChecked(str(s), str(old), str(repl), -1)
 }
 
 // EqualFold is strings.EqualFold.

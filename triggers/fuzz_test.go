@@ -54,6 +54,10 @@ func FuzzEvaluate(f *testing.F) {
 		"strings.Contains(strings.ToLower(app.metadata.name), 'sh')",
 		"len(app.status.conditions) > 0", "app.spec.sources[5].x", "1/0 > 1", "nil", "event.id",
 		"app ?? prev", "[1,2][7] == 1", "repo.RepoURLToHTTPS(app.spec.source.repoURL) != ''",
+		// the evaluation budget's rewrite: closures, +, lists, maps, join and replace
+		`let a = split(repeat("a,", 100), ","); all(a, {any(a, {# + "x" == "ax"})})`,
+		`let b = [app.metadata.name, {"k": [1, app]}]; len(toJSON(b + b)) > 0 and join(["a"], "-") == replace("a", "b", "c")`,
+		`reduce(1..3, #acc + string(#), "") == "123"`,
 	} {
 		f.Add(seed, "app.status.sync.revision")
 	}
