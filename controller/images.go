@@ -322,11 +322,11 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 			r.event(app, eventTypeWarning, EventImageUpdateFailed, err.Error())
 			return Result{}, Terminal(err)
 		}
-		for _, ch := range chs {
+		for i := range chs {
 			if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok && r.GitCredentials != nil {
-				r.GitCredentials.Use(ch.RepoURL, secret)
+				r.GitCredentials.Use(chs[i].RepoURL, secret)
 			}
-			r.Log.Debug("git write-back queued", "app", req.Key, "repo", ch.RepoURL, "changes", summary)
+			r.Log.Debug("git write-back queued", "app", req.Key, "repo", chs[i].RepoURL, "changes", summary)
 		}
 		r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodGit, plan.Changes, r.now()))
 		r.Git.Add(req.Key, chs...)
@@ -357,10 +357,10 @@ func (r *ImageReconciler) checkRepositories(app *watcher.App, spec *imageupdate.
 	}
 	chs, err := gitChanges(app, spec, changes)
 	if err != nil {
-		return nil // reported where the changes are made
+		return nil //nolint:nilerr // the reconcile reports it where it makes the changes
 	}
-	for _, ch := range chs {
-		if err := r.Tenancy.CheckRepository(app, ch.RepoURL); err != nil {
+	for i := range chs {
+		if err := r.Tenancy.CheckRepository(app, chs[i].RepoURL); err != nil {
 			if spec.Source == imageupdate.SourceAnnotations && spec.WriteBack.Repository != "" {
 				return fmt.Errorf("annotation %s%s: %w", imageupdate.Prefix, imageupdate.KeyGitRepository, err)
 			}
@@ -372,7 +372,7 @@ func (r *ImageReconciler) checkRepositories(app *watcher.App, spec *imageupdate.
 
 // retryableSelection joins the selection failures of spec's images that
 // a later attempt may not repeat. No qualifying tag, a tag list too large
-// and a policy that does not compile stay as they are until the registry
+// or whose pages loop, and a policy that does not compile stay as they are until the registry
 // or the Application changes, which enqueues the Application anyway.
 func retryableSelection(spec *imageupdate.Spec, results map[string]imageupdate.Selection) error {
 	var errs []error
@@ -380,7 +380,7 @@ func retryableSelection(spec *imageupdate.Spec, results map[string]imageupdate.S
 		alias := spec.Images[i].Alias
 		err := results[alias].Err
 		var compile *policy.Error
-		if err == nil || errors.Is(err, policy.ErrNoCandidate) || errors.Is(err, registry.ErrTagListTooLarge) || errors.As(err, &compile) {
+		if err == nil || errors.Is(err, policy.ErrNoCandidate) || errors.Is(err, registry.ErrTagListTooLarge) || errors.Is(err, registry.ErrTagListLoop) || errors.As(err, &compile) {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("image %s: no version selected: %w", alias, err))

@@ -66,9 +66,10 @@ func (t *Tenancy) CheckAnnotations(app *watcher.App, spec *imageupdate.Spec) []e
 	cfg := t.config()
 	var errs []error
 	kept := spec.Images[:0]
-	for _, img := range spec.Images {
+	for i := range spec.Images {
+		img := &spec.Images[i]
 		if img.PullSecret == "" {
-			kept = append(kept, img)
+			kept = append(kept, *img)
 			continue
 		}
 		if err := t.pullSecretAllowed(cfg, app.Namespace, img.PullSecret, img.Ref.Repo()); err != nil {
@@ -80,7 +81,7 @@ func (t *Tenancy) CheckAnnotations(app *watcher.App, spec *imageupdate.Spec) []e
 				Msg: fmt.Sprintf("%s for image %s: %v; the image is not updated", img.PullSecret, img.Alias, err), Err: err})
 			continue
 		}
-		kept = append(kept, img)
+		kept = append(kept, *img)
 	}
 	spec.Images = kept
 	if nsName, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok && spec.WriteBack.Method == imageupdate.MethodGit {
@@ -171,7 +172,7 @@ func (t *Tenancy) CheckRepository(app *watcher.App, repoURL string) error {
 // refusing it whatever else matches.
 func sourcePermitted(patterns []string, repoURL string) bool {
 	src := normalizeArgoGitURL(repoURL)
-	any := false
+	matchedAny := false
 	for _, p := range patterns {
 		deny := strings.HasPrefix(p, "!")
 		n := normalizeArgoGitURL(strings.TrimPrefix(p, "!"))
@@ -185,12 +186,12 @@ func sourcePermitted(patterns []string, repoURL string) bool {
 			matched = globMatch(n, src, '/')
 		}
 		if matched {
-			any = true
+			matchedAny = true
 		} else if deny {
 			return false
 		}
 	}
-	return any
+	return matchedAny
 }
 
 // namespacePermitted matches a namespace against sourceNamespaces as Argo

@@ -63,7 +63,7 @@ const (
 	// printsArg: the helper prints, encodes or compares it deeply, so it
 	// first checks the size it would print and pays for it. The default,
 	// for any helper added later too.
-	printsArg argUse = iota
+	printsArg argUse = iota //nolint:unused // the zero value: argUses lists the other helpers
 	// scansArg: the helper compares it element by element (has, without,
 	// uniq), one per element.
 	scansArg

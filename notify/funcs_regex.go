@@ -96,7 +96,7 @@ func regexReplaceAll(re string, v any, repl string) (string, error) {
 // out from the submatch bounds without building it. It reads repl as
 // regexp's expand does (which regexp does not export): $$ is a dollar,
 // $name or ${name} a submatch by number or name, a malformed $ itself.
-func expandedSize(r *regexp.Regexp, repl, s string, m []int) int {
+func expandedSize(r *regexp.Regexp, repl, _ string, m []int) int {
 	n := 0
 	names := r.SubexpNames()
 	for {

@@ -253,7 +253,6 @@ func padding(format string) int {
 		if format[i] != '%' {
 			continue
 		}
-	verb:
 		for i++; i < len(format); i++ {
 			c := format[i]
 			switch {
@@ -276,7 +275,7 @@ func padding(format string) int {
 			case strings.IndexByte("+-# .", c) >= 0:
 				continue
 			}
-			break verb // the verb's letter
+			break // the verb's letter
 		}
 	}
 	return total

@@ -24,10 +24,8 @@ func fanOut(levels int) string {
 }
 
 // doubled is a template prefix that builds $l, a list holding itself
-// twice, n times over: 2^n elements when printed, n+1 lists in memory.
-func doubled(n int) string {
-	return fmt.Sprintf(`{{$l := list 1}}{{range until %d}}{{$l = list $l $l}}{{end}}`, n)
-}
+// twice, 60 times over: 2^60 elements when printed, 61 lists in memory.
+const doubled = `{{$l := list 1}}{{range until 60}}{{$l = list $l $l}}{{end}}`
 
 const mib1 = `(repeat 10000 (repeat 100 "x"))` // a 1,000,000-byte string
 
@@ -49,16 +47,16 @@ var hostileTemplates = []struct {
 	{name: "a dict of big strings", text: `{{$s := ` + mib1 + `}}{{$d := dict}}{{range $i := until 10000}}{{$_ := set $d (toString $i) (print $s $i)}}{{end}}`, wantErr: "helpers took and returned more than 32 MiB"},
 	{name: "a big string searched again and again", text: `{{$s := ` + mib1 + `}}{{range until 10000}}{{if regexMatch "y$" $s}}{{end}}{{end}}`, wantErr: "helpers took and returned more than 32 MiB"},
 	{name: "a list growing by append", text: `{{$l := list}}{{range until 10000}}{{$l = append $l .}}{{end}}`, wantErr: "helpers took and returned more than 32 MiB"},
-	{name: "a doubled list encoded", text: doubled(60) + `{{toJson $l}}`, wantErr: "toJson: argument 1 would print to more than 1048576 bytes"},
-	{name: "a doubled list printed", text: doubled(60) + `{{$l}}`, wantErr: "the value would print to more than 1048576 bytes"},
+	{name: "a doubled list encoded", text: doubled + `{{toJson $l}}`, wantErr: "toJson: argument 1 would print to more than 1048576 bytes"},
+	{name: "a doubled list printed", text: doubled + `{{$l}}`, wantErr: "the value would print to more than 1048576 bytes"},
 	{name: "a doubled dict printed", text: `{{$d := dict}}{{range until 60}}{{$d = dict "a" $d "b" $d}}{{end}}{{$d}}`, wantErr: "the value would print to more than 1048576 bytes"},
-	{name: "a doubled list joined", text: doubled(60) + `{{join "," $l}}`, wantErr: "join: argument 2 would print"},
-	{name: "a doubled list sorted", text: doubled(60) + `{{sortAlpha $l}}`, wantErr: "sortAlpha: argument 1 would print"},
-	{name: "a doubled list upper-cased", text: doubled(60) + `{{upper $l}}`, wantErr: "upper: argument 1 would print"},
-	{name: "a doubled list in printf", text: doubled(60) + `{{printf "%v" $l}}`, wantErr: "printf: argument 2 would print"},
-	{name: "a doubled list in the html builtin", text: doubled(60) + `{{html $l}}`, wantErr: "html: argument 1 would print"},
-	{name: "a doubled list in the js builtin", text: doubled(60) + `{{js $l}}`, wantErr: "js: argument 1 would print"},
-	{name: "a doubled list as a dict key", text: doubled(60) + `{{dict $l 1}}`, wantErr: "dict: key 1 is a []interface {}, want a string"},
+	{name: "a doubled list joined", text: doubled + `{{join "," $l}}`, wantErr: "join: argument 2 would print"},
+	{name: "a doubled list sorted", text: doubled + `{{sortAlpha $l}}`, wantErr: "sortAlpha: argument 1 would print"},
+	{name: "a doubled list upper-cased", text: doubled + `{{upper $l}}`, wantErr: "upper: argument 1 would print"},
+	{name: "a doubled list in printf", text: doubled + `{{printf "%v" $l}}`, wantErr: "printf: argument 2 would print"},
+	{name: "a doubled list in the html builtin", text: doubled + `{{html $l}}`, wantErr: "html: argument 1 would print"},
+	{name: "a doubled list in the js builtin", text: doubled + `{{js $l}}`, wantErr: "js: argument 1 would print"},
+	{name: "a doubled list as a dict key", text: doubled + `{{dict $l 1}}`, wantErr: "dict: key 1 is a []interface {}, want a string"},
 	{name: "printf widths", text: `{{printf "` + strings.Repeat("%999999[1]d", 100) + `" 1}}`, wantErr: "printf: the widths and precisions in the format add up to more than 1048576 bytes"},
 	{name: "splitList between every character", text: `{{splitList "" ` + mib1 + ` | len}}`, wantErr: "splitList: list of 1000000 elements is over the 10000-element limit"},
 	{name: "split between every character", text: `{{split "" ` + mib1 + ` | len}}`, wantErr: "split: list of 1000000 elements is over the 10000-element limit"},
@@ -119,7 +117,7 @@ func TestRenderBudgetCoversAllFields(t *testing.T) {
 // holding itself, uniq, has and len look through a list doubled sixty
 // times at once. It is still refused where it would be printed.
 func TestSharedPartsAreWalkedOnce(t *testing.T) {
-	text := doubled(60) + `{{$d := dict}}{{$_ := set $d "k" $l}}`
+	text := doubled + `{{$d := dict}}{{$_ := set $d "k" $l}}`
 	checkRender(t, text+`{{len (uniq (list $l $l))}} {{has $l (list $l)}} {{len $l}}`, appVars(), "1 true 2", "")
 	checkRender(t, text+`{{$d}}`, appVars(), "", "the value would print to more than")
 	checkRender(t, text+`{{$_ := set $d "j" (list $l $d)}}`, appVars(), "", `set: the value of "j" contains the dict itself`)

@@ -32,7 +32,7 @@ var knownCodes = map[transport.ErrorCode]bool{
 // error codes; errors.As still finds the transport.Error.
 func remoteError(err error) error {
 	return redact.Rewrite(err, func(e error) (string, bool) {
-		te, ok := e.(*transport.Error)
+		te, ok := e.(*transport.Error) //nolint:errorlint // Rewrite visits each node of the chain; this one only
 		if !ok {
 			return "", false
 		}

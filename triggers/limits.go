@@ -234,7 +234,7 @@ func (l *limits) Visit(node *ast.Node) { //nolint:gocritic // ast.Visitor's sign
 
 // check replaces the node X with `let v = X; crowsnestCheck($env, v) ? v
 // : nil`, which has X's type and evaluates it once.
-func (l *limits) check(node *ast.Node) {
+func (l *limits) check(node *ast.Node) { //nolint:gocritic // ast.Patch replaces the node through the pointer
 	orig := *node
 	l.vars++
 	name := fmt.Sprintf("crowsnestValue%d", l.vars)

@@ -115,20 +115,21 @@ func (r *registries) trustedSecret(namespace, name string) bool {
 	is := func(ref config.CredentialRef) bool {
 		return (ref.Source == config.CredsPullSecret || ref.Source == config.CredsSecret) && ref.Namespace == namespace && ref.Name == name
 	}
-	for _, e := range *r.list.Load() {
-		if is(e.Credentials) {
+	list := *r.list.Load()
+	for i := range list {
+		if is(list[i].Credentials) {
 			return true
 		}
 	}
 	cfg := r.cfg.Load()
-	for _, c := range cfg.Tenancy.Credentials {
-		if is(c.PullSecret) {
+	for i := range cfg.Tenancy.Credentials {
+		if is(cfg.Tenancy.Credentials[i].PullSecret) {
 			return true
 		}
 	}
-	for _, p := range cfg.ImagePolicies {
-		for _, img := range p.Images {
-			if ref, err := config.ParseCredentialRef(img.PullSecret); err == nil && is(ref) {
+	for i := range cfg.ImagePolicies {
+		for j := range cfg.ImagePolicies[i].Images {
+			if ref, err := config.ParseCredentialRef(cfg.ImagePolicies[i].Images[j].PullSecret); err == nil && is(ref) {
 				return true
 			}
 		}

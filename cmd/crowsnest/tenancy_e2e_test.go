@@ -235,7 +235,7 @@ func appendFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := io.WriteString(f, text); err != nil {
+	if _, err := f.WriteString(text); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -74,7 +74,7 @@ func walk(err error, visit func(error) bool) {
 	if err == nil || !visit(err) {
 		return
 	}
-	switch u := err.(type) {
+	switch u := err.(type) { //nolint:errorlint // walks the chain itself, one node at a time
 	case interface{ Unwrap() error }:
 		walk(u.Unwrap(), visit)
 	case interface{ Unwrap() []error }:

@@ -86,6 +86,7 @@ type exfiltrationAttack struct {
 }
 
 func exfiltration(t *testing.T, mode string, args []string) {
+	t.Helper()
 	start := time.Now()
 	team := env.CreateNamespace(t, "hostile-team")
 	other := env.CreateNamespace(t, "hostile-other")
@@ -222,7 +223,8 @@ registries:
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range list.Items {
+		for i := range list.Items {
+			e := &list.Items[i]
 			evs = append(evs, logEvent{App: ns + "/" + e.InvolvedObject.Name, Type: e.Type, Reason: e.Reason, Message: e.Message})
 		}
 	}

@@ -174,6 +174,7 @@ func TestHostileOnceHonesty(t *testing.T) {
 		attack: "--once honesty: unreadable Application file",
 		tried:  "broken.yaml is a symbolic link to itself (cannot be read) beside a good web.yaml",
 		prepare: func(t *testing.T, dir string) {
+			t.Helper()
 			if err := os.Symlink("broken.yaml", filepath.Join(dir, "broken.yaml")); err != nil {
 				t.Fatal(err)
 			}
@@ -185,6 +186,7 @@ func TestHostileOnceHonesty(t *testing.T) {
 		attack: "--once honesty: annotation value that is not a string",
 		tried:  "force-update: true (a YAML bool, unquoted) in web.yaml",
 		prepare: func(t *testing.T, dir string) {
+			t.Helper()
 			a := kubeApp("ci", "web", map[string]string{"web": web})
 			a.raw = annForceUpdate + ": true"
 			writeTestFile(t, filepath.Join(dir, "web.yaml"), a.String())

@@ -54,7 +54,8 @@ notifications:
 	render := func(t *testing.T, name string) (*proc, int) {
 		t.Helper()
 		p := startCrowsnest(t, nil, "notify", "template", "render", name, "--config", cfg, "--app", app, "--service", "slack")
-		return p, p.wait(t, templateTimeout)
+		code := p.wait(t, templateTimeout)
+		return p, code
 	}
 	for _, tc := range []struct{ attack, tried, template string }{
 		{"template limits: {{range 1000000000}}", "notification template `{{range 1000000000}}x{{end}}`", "runaway-range"},

@@ -273,8 +273,6 @@ func (p *proc) logLines() []string {
 	return slices.Clone(p.lines)
 }
 
-func (p *proc) log() string { return strings.Join(p.logLines(), "\n") }
-
 func (p *proc) tail(n int) string {
 	lines := p.logLines()
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
@@ -289,11 +287,6 @@ func (p *proc) count(parts ...string) int {
 		}
 	}
 	return n
-}
-
-func (p *proc) waitLog(t *testing.T, timeout time.Duration, parts ...string) {
-	t.Helper()
-	waitFor(t, fmt.Sprintf("a log line with %q", parts), timeout, func() bool { return p.count(parts...) > 0 })
 }
 
 // closing is the error `run` ended with (after "crowsnest: "), "" if none.
@@ -489,7 +482,8 @@ func runOnce(t *testing.T, dir string, o onceOptions) (*proc, int) {
 		"--git-cache-dir", filepath.Join(work, "git-cache"), "--log-format", "json",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", "0"}, o.args...)
 	p := startCrowsnest(t, o.env, args...)
-	return p, p.wait(t, cmp.Or(o.timeout, onceTimeout))
+	code := p.wait(t, cmp.Or(o.timeout, onceTimeout))
+	return p, code
 }
 
 // pushImage pushes each tag of repo (created an hour apart, in order) and

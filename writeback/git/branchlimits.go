@@ -27,10 +27,10 @@ func checkBranchTemplate(t *template.Template) error {
 	if len(t.Templates()) > 1 {
 		return fmt.Errorf("%w: define and block are not allowed", ErrBranchTemplate)
 	}
-	if t.Tree == nil || t.Tree.Root == nil {
+	if t.Tree == nil || t.Root == nil {
 		return nil
 	}
-	return checkBranchNode(t.Tree.Root, 0)
+	return checkBranchNode(t.Root, 0)
 }
 
 func checkBranchNode(n parse.Node, ranges int) error {

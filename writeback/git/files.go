@@ -32,8 +32,9 @@ func (e *ChangeError) Unwrap() error { return e.Err }
 // failure to write the work tree.
 func (w *Writer) edit(dir string, changes []Change) (updates []Update, files []string, failed []*ChangeError, err error) {
 	changed := map[string]bool{}
-	for _, c := range changes {
-		rel, ups, out, cerr := editChange(dir, c)
+	for i := range changes {
+		c := &changes[i]
+		rel, ups, out, cerr := editChange(dir, *c)
 		if cerr != nil {
 			if !errors.Is(cerr, ErrInvalidChange) {
 				cerr = fmt.Errorf("%w: %w", ErrInvalidChange, cerr)

@@ -32,7 +32,7 @@ var remoteStatus = map[error]int{
 func remoteError(err error) error {
 	return redactrule.Rewrite(err, func(e error) (string, bool) {
 		var data *packp.ErrUnexpectedData
-		if errors.As(e, &data) && e == error(data) {
+		if errors.As(e, &data) && e == error(data) { //nolint:errorlint // this node of the chain, not one wrapping it
 			return data.Msg, len(data.Data) > 0
 		}
 		inner := errors.Unwrap(e)
