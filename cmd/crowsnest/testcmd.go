@@ -83,7 +83,7 @@ the TLS settings of its registry host. Kubernetes secrets are read with
 	f.StringArrayVar(&o.ignoreTags, "ignore-tags", nil, "drop tags matching this glob or 'regexp:<re>' (repeatable)")
 	f.StringVar(&o.extract, "extract", "", "regexp with a (?P<version>...) group; the group's text is what gets ordered")
 	f.StringVar(&o.extractOrder, "extract-order", "", "how extracted values sort: semver, numeric or lexical")
-	f.StringSliceVar(&o.platforms, "platform", nil, "os/arch[/variant] the tag must be built for (repeatable or comma-separated)")
+	f.StringSliceVar(&o.platforms, "platform", nil, "os/arch[/variant] the tag must be built for, one of them is enough (repeatable or comma-separated)")
 	f.StringSliceVar(&o.platforms, "platforms", nil, "same as --platform")
 	f.StringVar(&o.credentials, "credentials", "", "credentials reference for this image's registry")
 	f.StringVar(&o.configPath, "config", "", "crowsnest config file whose registries section applies")

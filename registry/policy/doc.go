@@ -27,7 +27,7 @@
 // when the constraint names one, and an empty constraint admits every
 // release but no prerelease. Candidates are then taken best first: a
 // candidate outside the constraint, or, when platforms are wanted, one
-// whose metadata does not list every wanted platform ("linux/arm64"
+// whose metadata lists none of them ("linux/arm64"
 // accepts any variant; unknown platforms never qualify), is skipped for
 // the next best. The digest strategy tracks one tag (the constraint) and
 // yields tag@digest, the index digest for a multi-arch image.

@@ -80,17 +80,21 @@ func TestSelectPlatforms(t *testing.T) {
 			cand("1.0.0", "1.0.0", ReasonOutranked),
 		}},
 	}, {
-		name: "every wanted platform is required",
+		// argocd-image-updater (registry-scanner TagInfoFromReferences)
+		// takes a tag with at least one reference for a wanted platform.
+		name: "one wanted platform is enough",
 		spec: Spec{Platforms: []string{"linux/amd64", "linux/arm64"}},
-		tags: []string{"1.0.0", "1.1.0"},
+		tags: []string{"1.0.0", "1.1.0", "1.2.0"},
 		md: map[string]Metadata{
+			"1.2.0": image("sha256:12", t3, armv6),
 			"1.1.0": image("sha256:11", t2, amd64),
 			"1.0.0": index("sha256:10", map[Platform]time.Time{amd64: t1, arm64: t2}),
 		},
-		wantCalls: []string{"1.1.0", "1.0.0"},
-		want: Result{Tag: "1.0.0", Version: "1.0.0", Digest: "sha256:10", Candidates: []Candidate{
-			candAt("1.1.0", "1.1.0", ReasonPlatform, t2),
-			candAt("1.0.0", "1.0.0", ReasonSelected, t2),
+		wantCalls: []string{"1.2.0", "1.1.0"},
+		want: Result{Tag: "1.1.0", Version: "1.1.0", Digest: "sha256:11", Candidates: []Candidate{
+			candAt("1.2.0", "1.2.0", ReasonPlatform, t3),
+			candAt("1.1.0", "1.1.0", ReasonSelected, t2),
+			cand("1.0.0", "1.0.0", ReasonOutranked),
 		}},
 	}, {
 		name: "a wanted variant must match; unknown platforms never qualify",

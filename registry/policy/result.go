@@ -67,7 +67,7 @@ const (
 	ReasonNotNumeric     Reason = "not a number"
 	ReasonConstraint     Reason = "outside the constraint"
 	ReasonPrerelease     Reason = "prerelease not named by the constraint"
-	ReasonPlatform       Reason = "not built for every wanted platform"
+	ReasonPlatform       Reason = "not built for a wanted platform"
 	ReasonNotFound       Reason = "tag not in the repository"
 )
 

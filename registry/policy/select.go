@@ -22,7 +22,7 @@ type entry struct {
 type inspection struct {
 	digest  string
 	created time.Time // counting wanted platforms only
-	builtOK bool      // built for every wanted platform
+	builtOK bool      // built for a wanted platform
 }
 
 // selection is the state of one Select or Explain call.
@@ -279,7 +279,7 @@ func (s *selection) better(a, b *entry) bool {
 }
 
 // inspect reads e's metadata: digest, created time (wanted platforms
-// only) and whether it is built for every wanted platform.
+// only) and whether it is built for a wanted platform.
 func (s *selection) inspect(e *entry) error {
 	if err := s.ctx.Err(); err != nil {
 		return fmt.Errorf("image %q: selecting a tag: %w", s.p.image, err)
@@ -291,7 +291,7 @@ func (s *selection) inspect(e *entry) error {
 	s.inspected = append(s.inspected, inspection{
 		digest:  md.Digest,
 		created: createdFor(s.p.platforms, md),
-		builtOK: builtForAll(s.p.platforms, md),
+		builtOK: builtForAny(s.p.platforms, md),
 	})
 	e.md = int32(len(s.inspected))
 	return nil

@@ -34,8 +34,8 @@ type Spec struct {
 	// (integers of any length) or "lexical". It defaults to the
 	// strategy's own order: semver for semver, lexical for alphabetical.
 	ExtractOrder string
-	// Platforms are "os/arch[/variant]"; a tag must be built for all of
-	// them (as argocd-image-updater requires) to be selected.
+	// Platforms are "os/arch[/variant]"; a tag must be built for at least
+	// one of them (as argocd-image-updater requires) to be selected.
 	Platforms []string
 }
 

@@ -74,16 +74,22 @@ func runsOn(want, have Platform) bool {
 		(want.Variant == "" || want.Variant == have.Variant)
 }
 
-// builtForAll reports whether md lists a platform for every wanted one.
-// Unknown platforms (none listed) never qualify: crowsnest does not deploy
-// an image it cannot show runs where it must.
-func builtForAll(want []Platform, md Metadata) bool {
+// builtForAny reports whether md lists a platform one of the wanted ones
+// runs, as argocd-image-updater requires (registry-scanner's
+// TagInfoFromReferences: "at least one reference that matches requested
+// platforms"); no platform wanted accepts every tag. Unknown platforms
+// (none listed) never qualify: crowsnest does not deploy an image it
+// cannot show runs where it must.
+func builtForAny(want []Platform, md Metadata) bool {
+	if len(want) == 0 {
+		return true
+	}
 	for _, w := range want {
-		if !slices.ContainsFunc(md.Platforms, func(h Platform) bool { return runsOn(w, h) }) {
-			return false
+		if slices.ContainsFunc(md.Platforms, func(h Platform) bool { return runsOn(w, h) }) {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // createdFor is md's created time counting only index children built for
