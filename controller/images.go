@@ -140,6 +140,9 @@ const (
 	saidHold    = "hold"
 	saidInvalid = "invalid"
 	saidRefused = "refused"
+	// saidNoCandidate: images whose tag lists hold nothing the policy
+	// takes.
+	saidNoCandidate = "nocandidate"
 )
 
 // Pending reports whether a window holds an update of the Application.
@@ -215,6 +218,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		r.setHeld(req.Key, false)
 		r.newInvalid(req.Key, nil)
 		r.newSaid(saidKey{saidRefused, req.Key}, "")
+		r.newSaid(saidKey{saidNoCandidate, req.Key}, "")
 		if err := r.forgetIntent(ctx, req.Key); err != nil {
 			r.Log.Warn("forgetting the write intent failed", "app", req.Key, "error", err)
 		}
@@ -271,11 +275,20 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	plan := imageupdate.Decide(app, spec, results, hold)
 	r.setHeld(req.Key, plan.Held)
 	r.recoverLanded(r.previousIntent(ctx, req.Key), app, spec, plan)
+	var noCandidate []string
 	for _, s := range plan.Skipped {
-		if s.Reason == imageupdate.ReasonSelectionFailed {
+		switch s.Reason {
+		case imageupdate.ReasonSelectionFailed:
 			r.Log.Warn("no version selected", "app", req.Key, "image", s.Alias, "error", s.Detail)
 			r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("image %s: %s", s.Alias, s.Detail))
+		case imageupdate.ReasonNoCandidate:
+			noCandidate = append(noCandidate, s.Alias+": "+s.Detail)
 		}
+	}
+	// No tag passing the policy is nothing to do: said once while it
+	// stays the same, never a failure.
+	if what := strings.Join(noCandidate, "; "); r.newSaid(saidKey{saidNoCandidate, req.Key}, what) {
+		r.Log.Info("no tag qualifies; nothing to update", "app", req.Key, "images", what)
 	}
 	if len(plan.Changes) == 0 {
 		return Result{}, nil

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,13 +20,16 @@ import (
 // A registry that fails longer than the client's own retries leaves an
 // update undecided: the reconcile must fail (retryable) so the engine comes
 // back to it. The poller cannot: its first successful poll only records a
-// baseline. A policy that no tag satisfies is not a failure: nothing
+// baseline. A policy that no tag satisfies is not a failure (as in
+// argocd-image-updater): no Warning Event, nothing to retry; nothing
 // changes until new tags arrive, and the poller reports those.
 func TestSelectionFailureIsRetried(t *testing.T) {
 	reg, image := appRegistry(t)
 
 	ns := env.CreateNamespace(t, "selretry")
+	events := &eventLog{}
 	images := &controller.ImageReconciler{
+		Events: events,
 		Registry: &registry.Client{Hosts: func(string) registry.HostConfig {
 			return registry.HostConfig{MaxAttempts: 2, RetryBaseDelay: 10 * time.Millisecond}
 		}},
@@ -60,6 +64,9 @@ func TestSelectionFailureIsRetried(t *testing.T) {
 	if err == nil || controller.IsTerminal(err) {
 		t.Fatalf("reconcile while the registry answers 503: error = %v, want a retryable error", err)
 	}
+	if w := events.warnings(); len(w) != 1 || !strings.Contains(w[0], "ImageUpdateFailed") {
+		t.Errorf("Warning Events after the 503 = %q, want one ImageUpdateFailed", w)
+	}
 	reg.SetFault(nil)
 	if _, err := images.Reconcile(t.Context(), web); err != nil {
 		t.Fatalf("retry after the registry recovered: %v", err)
@@ -70,6 +77,9 @@ func TestSelectionFailureIsRetried(t *testing.T) {
 
 	if _, err := images.Reconcile(t.Context(), request("pinned", ":^2")); err != nil {
 		t.Errorf("reconcile with no qualifying tag: %v, want nil (nothing to retry)", err)
+	}
+	if w := events.warnings(); len(w) != 1 {
+		t.Errorf("Warning Events = %q, want only the 503's: no qualifying tag is nothing to do", w)
 	}
 }
 

@@ -1,6 +1,7 @@
 package imageupdate
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
@@ -15,9 +16,13 @@ const (
 	ReasonUpToDate        Reason = "UpToDate"
 	ReasonNotDeployed     Reason = "NotDeployed"
 	ReasonSelectionFailed Reason = "SelectionFailed"
-	ReasonNoResult        Reason = "NoSelection"
-	ReasonNoWriteBack     Reason = "InvalidWriteBack"
-	ReasonNoSource        Reason = "NoSource"
+	// ReasonNoCandidate is a tag list in which no tag passes the policy
+	// (constraint, filters, platforms): nothing to do, as for
+	// argocd-image-updater, not a failure.
+	ReasonNoCandidate Reason = "NoCandidate"
+	ReasonNoResult    Reason = "NoSelection"
+	ReasonNoWriteBack Reason = "InvalidWriteBack"
+	ReasonNoSource    Reason = "NoSource"
 )
 
 // Selection is the outcome of version selection for one image.
@@ -90,6 +95,9 @@ func Decide(app *watcher.App, spec *Spec, results map[string]Selection, hold Hol
 		switch {
 		case !ok:
 			p.Skipped = append(p.Skipped, Skip{Alias: img.Alias, Reason: ReasonNoResult})
+			continue
+		case errors.Is(sel.Err, policy.ErrNoCandidate):
+			p.Skipped = append(p.Skipped, Skip{Alias: img.Alias, Reason: ReasonNoCandidate, Detail: sel.Err.Error()})
 			continue
 		case sel.Err != nil:
 			p.Skipped = append(p.Skipped, Skip{Alias: img.Alias, Reason: ReasonSelectionFailed, Detail: sel.Err.Error()})

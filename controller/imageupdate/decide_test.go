@@ -133,8 +133,14 @@ func TestDecide(t *testing.T) {
 			name: "selection failed and missing results are skips",
 			app:  kustomizeApp([]string{"nginx:1.0.0", "redis:7"}), spec: mustSpec(t, "image-list", "nginx, redis"),
 			results: map[string]Selection{"nginx": {Err: policy.ErrNoCandidate}},
-			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonSelectionFailed, Detail: policy.ErrNoCandidate.Error()},
+			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonNoCandidate, Detail: policy.ErrNoCandidate.Error()},
 				{Alias: "redis", Reason: ReasonNoResult}}},
+		},
+		{
+			name: "a failed selection is a failure",
+			app:  kustomizeApp([]string{"nginx:1.0.0"}), spec: mustSpec(t, "image-list", "nginx"),
+			results: map[string]Selection{"nginx": {Err: errors.New("registry unreachable")}},
+			want:    Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonSelectionFailed, Detail: "registry unreachable"}}},
 		},
 		{
 			name: "a broken write-back writes nothing",
