@@ -74,8 +74,8 @@ func (t *Tenancy) CheckAnnotations(app *watcher.App, spec *imageupdate.Spec) []e
 		}
 		if err := t.pullSecretAllowed(cfg, app.Namespace, img.PullSecret, img.Ref.Repo()); err != nil {
 			key := imageupdate.Prefix + imageupdate.KeyPullSecret
-			if _, ok := app.Annotations[imageupdate.Prefix+img.Alias+"."+imageupdate.KeyPullSecret]; ok {
-				key = imageupdate.Prefix + img.Alias + "." + imageupdate.KeyPullSecret
+			if k := imageupdate.Prefix + imageupdate.OptionAlias(img.Alias) + "." + imageupdate.KeyPullSecret; app.Annotations[k] != "" {
+				key = k
 			}
 			errs = append(errs, &imageupdate.AnnotationError{Key: key,
 				Msg: fmt.Sprintf("%s for image %s: %v; the image is not updated", img.PullSecret, img.Alias, err), Err: err})

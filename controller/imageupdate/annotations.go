@@ -71,6 +71,12 @@ const MaxImages = 200
 // becomes an Event and a log line); the rest are counted in one more.
 const maxUnknownKeys = 20
 
+// OptionAlias is how an alias is spelt in its option keys
+// (<alias>.update-strategy, ...): a '/' becomes '_', as
+// argocd-image-updater does (ContainerImage.normalizedSymbolicName), since
+// an annotation key holds one '/' only, before its name.
+func OptionAlias(alias string) string { return strings.ReplaceAll(alias, "/", "_") }
+
 // aliasRE is what an alias may look like: it becomes part of annotation
 // keys ("<alias>.update-strategy").
 var aliasRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62})$`)
@@ -148,8 +154,9 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 		fail(KeyImageList, err, "image %q: %v", ref, err)
 		return Image{}, false
 	}
-	if hasAlias && !aliasRE.MatchString(alias) {
-		fail(KeyImageList, nil, "alias %q: want letters, digits, '-' or '_' (at most 63)", alias)
+	keyAlias := OptionAlias(alias)
+	if hasAlias && !aliasRE.MatchString(keyAlias) {
+		fail(KeyImageList, nil, "alias %q: want letters, digits, '-', '_' or '/' (at most 63)", alias)
 		return Image{}, false
 	}
 	if alias == "" {
@@ -161,8 +168,8 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 	// get returns the per-image value, else the app-wide one.
 	get := func(key string) (string, string, bool) {
 		if hasAlias {
-			if v, ok := ann[Prefix+alias+"."+key]; ok {
-				return strings.TrimSpace(v), alias + "." + key, true
+			if v, ok := ann[Prefix+keyAlias+"."+key]; ok {
+				return strings.TrimSpace(v), keyAlias + "." + key, true
 			}
 		}
 		v, ok := ann[Prefix+key]
@@ -198,12 +205,12 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 		img.ForceUpdate = b
 	}
 	if hasAlias {
-		img.Helm.ImageName = strings.TrimSpace(ann[Prefix+alias+"."+KeyHelmImageName])
-		img.Helm.ImageTag = strings.TrimSpace(ann[Prefix+alias+"."+KeyHelmImageTag])
-		img.Helm.ImageSpec = strings.TrimSpace(ann[Prefix+alias+"."+KeyHelmImageSpec])
-		img.KustomizeName = strings.TrimSpace(ann[Prefix+alias+"."+KeyKustomizeImage])
+		img.Helm.ImageName = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyHelmImageName])
+		img.Helm.ImageTag = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyHelmImageTag])
+		img.Helm.ImageSpec = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyHelmImageSpec])
+		img.KustomizeName = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyKustomizeImage])
 		if img.Helm.ImageSpec != "" && (img.Helm.ImageName != "" || img.Helm.ImageTag != "") {
-			fail(alias+"."+KeyHelmImageSpec, nil, "set either helm.image-spec or helm.image-name/helm.image-tag, not both")
+			fail(keyAlias+"."+KeyHelmImageSpec, nil, "set either helm.image-spec or helm.image-name/helm.image-tag, not both")
 			bad = true
 		}
 	}
@@ -342,6 +349,10 @@ var knownImageKeys = map[string]bool{
 // declares are known even when that entry failed to parse.
 func unknownKeys(ann map[string]string, aliases map[string]bool) []string {
 	declared := listNames(ann[Prefix+KeyImageList])
+	keyAliases := make(map[string]bool, len(aliases))
+	for a := range aliases {
+		keyAliases[OptionAlias(a)] = true
+	}
 	var out []string
 	for _, full := range slices.Sorted(maps.Keys(ann)) {
 		key, ok := strings.CutPrefix(full, Prefix)
@@ -349,7 +360,7 @@ func unknownKeys(ann map[string]string, aliases map[string]bool) []string {
 			continue
 		}
 		alias, rest, dotted := strings.Cut(key, ".")
-		if dotted && knownImageKeys[rest] && (aliases[alias] || declared[alias]) {
+		if dotted && knownImageKeys[rest] && (keyAliases[alias] || declared[alias]) {
 			continue
 		}
 		out = append(out, key)
@@ -363,7 +374,7 @@ func listNames(list string) map[string]bool {
 	names := map[string]bool{}
 	for e := range strings.SplitSeq(list, ",") {
 		if a, _, ok := strings.Cut(e, "="); ok {
-			names[strings.TrimSpace(a)] = true
+			names[OptionAlias(strings.TrimSpace(a))] = true
 		}
 	}
 	return names

@@ -210,3 +210,25 @@ func FuzzFromAnnotations(f *testing.F) {
 		}
 	})
 }
+
+// argocd-image-updater lets an alias hold '/' and spells it '_' in the
+// alias's option keys (ContainerImage.normalizedSymbolicName, 0.x): an
+// annotation key holds a single '/'.
+func TestAliasWithSlash(t *testing.T) {
+	spec, errs := FromAnnotations(ann(
+		"image-list", "team/web=ghcr.io/team/web",
+		"team_web.update-strategy", "newest-build",
+		"team_web.helm.image-tag", "web.image.tag",
+		"team_web.pull-secret", "pullsecret:team/regcred",
+	))
+	if len(errs) > 0 || spec == nil || len(spec.Images) != 1 {
+		t.Fatalf("spec %+v, errors %v", spec, errs)
+	}
+	img := spec.Images[0]
+	if img.Alias != "team/web" || img.Policy.Strategy != "newest-build" || img.Helm.ImageTag != "web.image.tag" || img.PullSecret != "pullsecret:team/regcred" {
+		t.Errorf("image = %+v, want alias team/web with its team_web.* settings", img)
+	}
+	if _, errs := FromAnnotations(ann("image-list", "team/web=ghcr.io/team/web", "team_wbe.update-strategy", "semver")); len(errs) != 1 {
+		t.Errorf("a misspelt option key gave errors %v, want one unknown key", errs)
+	}
+}
