@@ -706,8 +706,12 @@ func gitChange(app *watcher.App, spec *imageupdate.Spec, idx int, changes []imag
 			ch.SourceType = gitwb.SourceHelm
 		}
 		img := gitwb.Image{Alias: c.Alias, Name: c.Image, NewTag: c.To, Digest: c.Digest}
-		if c.KustomizeName != c.Image {
-			img.KustomizeName = c.KustomizeName // "" and the image itself mean the same: no name= prefix
+		if c.KustomizeName != "" && c.KustomizeName != c.Image {
+			// "" and the image itself mean the same: no name= prefix.
+			// Another kustomize name is rewritten to the image itself
+			// (newName), as argocd-image-updater writes it, or the name
+			// would resolve to another registry.
+			img.KustomizeName, img.NewName = c.KustomizeName, c.Image
 		}
 		if c.Digest != "" {
 			img.NewTag, _, _ = strings.Cut(c.To, "@")
