@@ -77,10 +77,17 @@ func (t *Tenancy) validate(p string, errs *fieldErrors) {
 			}
 		}
 	}
+	allows := false
 	for i, r := range t.GitRepositories {
 		if strings.TrimSpace(strings.TrimPrefix(r, "!")) == "" || strings.ContainsAny(r, " \t\n") {
 			errs.invalid(index(join(p, "gitRepositories"), i), "want a repository URL or glob, got %q", r)
 		}
+		allows = allows || !strings.HasPrefix(r, "!")
+	}
+	if len(t.GitRepositories) > 0 && !allows {
+		// As in sourceRepos, a deny pattern alone permits every other
+		// repository; here that would widen every AppProject to all.
+		errs.invalid(join(p, "gitRepositories"), "only \"!\" patterns: they would permit every other repository; list the repositories to permit")
 	}
 }
 

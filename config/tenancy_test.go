@@ -23,7 +23,8 @@ func TestTenancyValidation(t *testing.T) {
 		{"registries on a git secret", "credentials: [{gitSecret: a/b, registries: [r.io]}]", "applies to pullSecret only"},
 		{"bad registry glob", "credentials: [{pullSecret: 'pullsecret:a/b', registries: ['r.io/path']}]", "tenancy.credentials[0].registries[0]"},
 		{"bad namespace glob", "credentials: [{pullSecret: 'pullsecret:a/b', namespaces: ['[']}]", "tenancy.credentials[0].namespaces[0]"},
-		{"empty repository", "gitRepositories: ['!']", "tenancy.gitRepositories[0]"},
+		{"empty repository", "gitRepositories: ['!', 'https://x.example.com/r']", "tenancy.gitRepositories[0]"},
+		{"deny patterns only", "gitRepositories: ['!https://git.example.com/prod']", "only \"!\" patterns"},
 		{"bad reference", "credentials: [{pullSecret: 'vault:x'}]", "tenancy.credentials[0].pullSecret"},
 	}
 	for _, tt := range tests {

@@ -6,13 +6,13 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
@@ -31,8 +31,10 @@ const (
 // ArgoRepoCredentials finds Git credentials the way Argo CD does: a
 // `repository` Secret whose url equals the repository's, else the
 // `repo-creds` Secret with the longest url prefix, in Namespace (Argo CD's).
-// An Application's write-back-method git:secret:<ns>/<name> names a Secret
-// that wins for its repository. Secrets give username and password
+// A change's own Secret (write-back-method git:secret:<ns>/<name>, carried
+// as gitwb.Change.CredentialsSecret and handed over through the context)
+// wins for its batch only; one Argo CD or Kubernetes keeps for itself is
+// refused unless Trusted says the operator named it. Secrets give username and password
 // (HTTPS) or sshPrivateKey (SSH); for SSH the host keys trusted are Argo
 // CD's argocd-ssh-known-hosts-cm plus KnownHostsFile.
 type ArgoRepoCredentials struct {
@@ -42,22 +44,13 @@ type ArgoRepoCredentials struct {
 	// hosts are trusted besides those in Argo CD's ConfigMap. It is read
 	// at each use, so an edit needs no restart.
 	KnownHostsFile string
-
-	mu        sync.Mutex
-	overrides map[string]string // repository URL -> "ns/name"
+	// Trusted reports whether the operator's config names the Secret
+	// namespace/name for Git (tenancy.credentials gitSecret, an image
+	// policy's git:secret:), which lets a reserved one through.
+	Trusted func(namespace, name string) bool
 }
 
 var _ gitwb.CredentialsSource = (*ArgoRepoCredentials)(nil)
-
-// Use makes the Secret ns/name the credentials of repoURL.
-func (a *ArgoRepoCredentials) Use(repoURL, secret string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.overrides == nil {
-		a.overrides = map[string]string{}
-	}
-	a.overrides[normalizeRepoURL(repoURL)] = secret
-}
 
 // Credentials implements gitwb.CredentialsSource.
 func (a *ArgoRepoCredentials) Credentials(ctx context.Context, repoURL string) (gitwb.Credentials, bool, error) {
@@ -71,14 +64,16 @@ func (a *ArgoRepoCredentials) Credentials(ctx context.Context, repoURL string) (
 }
 
 func (a *ArgoRepoCredentials) find(ctx context.Context, want string) (gitwb.Credentials, bool, error) {
-	a.mu.Lock()
-	named := a.overrides[want]
-	a.mu.Unlock()
-	if named != "" {
+	if named := gitwb.CredentialsSecret(ctx); named != "" {
 		ns, name, _ := strings.Cut(named, "/")
 		s, err := a.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return gitwb.Credentials{}, false, fmt.Errorf("reading git credentials secret %s: %w", named, err)
+		}
+		if a.Trusted == nil || !a.Trusted(ns, name) {
+			if err := creds.CheckReserved(s); err != nil {
+				return gitwb.Credentials{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
+			}
 		}
 		return credentialsOf(s), true, nil
 	}
@@ -102,7 +97,10 @@ func (a *ArgoRepoCredentials) find(ctx context.Context, want string) (gitwb.Cred
 				return credentialsOf(s), true, nil
 			}
 		case argoRepoCreds:
-			if strings.HasPrefix(want, u) && len(u) > bestLen {
+			// A plain prefix, as Argo CD matches, but on the same
+			// host: repo-creds for https://git.example.com/ never go
+			// to https://git.example.com.evil.io/x.
+			if strings.HasPrefix(want, u) && hostOf(want) == hostOf(u) && len(u) > bestLen {
 				best, bestLen = credentialsOf(s), len(u)
 			}
 		}
@@ -186,4 +184,11 @@ func normalizeRepoURL(u string) string {
 	}
 	u = strings.TrimSuffix(u, "/")
 	return strings.TrimSuffix(u, ".git")
+}
+
+// hostOf is the user@host:port part of a normalized repository URL.
+func hostOf(u string) string {
+	_, rest, _ := strings.Cut(u, "://")
+	host, _, _ := strings.Cut(rest, "/")
+	return host
 }

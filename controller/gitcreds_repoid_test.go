@@ -26,8 +26,7 @@ func TestArgoRepoCredentialsNamedSecretForAURLWithCredentials(t *testing.T) {
 	}
 	a := &controller.ArgoRepoCredentials{Client: cs, Namespace: ns}
 	withCreds := "https://bot:old-token@git.example.com/org/x.git"
-	a.Use(withCreds, ns+"/named")
-	c, ok, err := a.Credentials(t.Context(), gitwb.RepoID(withCreds))
+	c, ok, err := a.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/named"), gitwb.RepoID(withCreds))
 	if err != nil || !ok || c != (gitwb.Credentials{Username: "named", Password: "pw-named"}) {
 		t.Errorf("Credentials(%s) = %+v, %v, %v; want the named Secret's", gitwb.RepoID(withCreds), c, ok, err)
 	}

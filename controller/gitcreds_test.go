@@ -15,6 +15,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
+	"github.com/crowsnest-dev/crowsnest/registry/creds"
 
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
@@ -46,6 +47,7 @@ func TestArgoRepoCredentials(t *testing.T) {
 	secret("exact", "repository", "https://git.example.com/org/team/app.git", "exact")
 	secret("unlabelled", "", "https://git.example.com/other", "nobody")
 	secret("named", "", "", "named")
+	secret("host", "repo-creds", "https://hosted.example.com/", "host")
 
 	a := &controller.ArgoRepoCredentials{Client: cs, Namespace: ns}
 	tests := []struct {
@@ -57,6 +59,11 @@ func TestArgoRepoCredentials(t *testing.T) {
 		{"https://git.example.com/org/team/other.git", "team"},
 		{"https://git.example.com/org/x.git", "org"},
 		{"https://git.example.com/other/x.git", ""},
+		// A plain prefix as Argo CD matches, but never onto another
+		// host.
+		{"https://hosted.example.com/x/y.git", "host"},
+		{"https://hosted.example.com.evil.io/x.git", ""},
+		{"https://git.example.com/organisation/x.git", "org"},
 	}
 	for _, tt := range tests {
 		c, ok, err := a.Credentials(t.Context(), tt.url)
@@ -67,10 +74,18 @@ func TestArgoRepoCredentials(t *testing.T) {
 			t.Errorf("Credentials(%s) = %q, want %q", tt.url, got, tt.want)
 		}
 	}
-	a.Use("https://git.example.com/org/x.git", ns+"/named")
-	c, ok, err := a.Credentials(t.Context(), "https://git.example.com/org/x")
+	c, ok, err := a.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/named"), "https://git.example.com/org/x")
 	if err != nil || !ok || c != (gitwb.Credentials{Username: "named", Password: "pw-named"}) {
 		t.Errorf("named secret: %+v, %v, %v", c, ok, err)
+	}
+	// A Secret Argo CD keeps for itself, named by git:secret:, is refused
+	// unless the operator's config names it.
+	if _, _, err := a.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/org"), "https://evil.example.com/x"); !errors.Is(err, creds.ErrReservedSecret) {
+		t.Errorf("git:secret: naming Argo CD's repo-creds Secret: error %v, want ErrReservedSecret", err)
+	}
+	trusting := &controller.ArgoRepoCredentials{Client: cs, Namespace: ns, Trusted: func(n, name string) bool { return n == ns && name == "org" }}
+	if c, ok, err := trusting.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/org"), "https://git.example.com/org/x"); err != nil || !ok || c.Username != "org" {
+		t.Errorf("a reserved Secret the config names: %+v, %v, %v", c, ok, err)
 	}
 }
 
@@ -149,8 +164,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 		t.Errorf("HTTPS: %+v, %v, %v; want username u and no known hosts", c, ok, err)
 	}
 
-	a.Use("git@git.example.com:org/x.git", ns+"/named")
-	if c, ok, err := a.Credentials(t.Context(), "ssh://git@git.example.com/org/x"); err != nil || !ok || c.SSHPrivateKey != "key-named" {
+	if c, ok, err := a.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/named"), "ssh://git@git.example.com/org/x"); err != nil || !ok || c.SSHPrivateKey != "key-named" {
 		t.Errorf("named secret: %+v, %v, %v", c, ok, err)
 	}
 

@@ -336,8 +336,8 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 			return Result{}, Terminal(err)
 		}
 		for i := range chs {
-			if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok && r.GitCredentials != nil {
-				r.GitCredentials.Use(chs[i].RepoURL, secret)
+			if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok {
+				chs[i].CredentialsSecret = secret
 			}
 			r.Log.Debug("git write-back queued", "app", req.Key, "repo", chs[i].RepoURL, "changes", summary)
 		}

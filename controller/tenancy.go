@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/gobwas/glob"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,6 +40,16 @@ type Tenancy struct {
 	// Project returns the AppProject app belongs to, nil when none is
 	// known.
 	Project func(app *watcher.App) *watcher.Project
+	// ArgoNamespace, when set, is Argo CD's namespace: an unknown default
+	// project then admits only its Applications, as the one Argo CD
+	// recreates does. "" admits every namespace (local mode, and a
+	// cluster whose AppProjects are watched, where a missing default
+	// project is a moment before Argo CD recreates it).
+	ArgoNamespace string
+	// LocalRepos lets Git write-back reach file:// repositories (local
+	// mode and the demo, on the operator's own machine); a cluster's
+	// Applications never may.
+	LocalRepos bool
 	// Assigned reports whether the registries config names ref for some
 	// repository (configured) and whether it names it for repo (here).
 	Assigned func(ref config.CredentialRef, repo string) (configured, here bool)
@@ -129,6 +140,9 @@ func (t *Tenancy) pullSecretAllowed(cfg *config.Tenancy, namespace, raw, repo st
 // CheckRepository reports whether app may have Git write-back push to
 // repoURL; the error names the rule that refuses it.
 func (t *Tenancy) CheckRepository(app *watcher.App, repoURL string) error {
+	if err := plainRepoURL(repoURL, t != nil && t.LocalRepos); err != nil {
+		return fmt.Errorf("%w: Git write-back to %s: %w", ErrRefused, repoURL, err)
+	}
 	cfg := t.config()
 	if len(cfg.GitRepositories) > 0 && sourcePermitted(cfg.GitRepositories, repoURL) {
 		return nil
@@ -146,9 +160,10 @@ func (t *Tenancy) CheckRepository(app *watcher.App, repoURL string) error {
 	case proj != nil:
 		repos = stringList(proj.Object, "spec", "sourceRepos")
 		namespaces = stringList(proj.Object, "spec", "sourceNamespaces")
-	case name == "default":
+	case name == "default" && (t == nil || t.ArgoNamespace == "" || app.Namespace == t.ArgoNamespace):
 		// Argo CD creates the default project, permitting every
-		// repository, whenever it is missing.
+		// repository to Applications in its own namespace, whenever it
+		// is missing.
 		repos = []string{"*"}
 	default:
 		return fmt.Errorf("%w: Git write-back to %s: AppProject %s is not known, so no sourceRepos permit it", ErrRefused, repoURL, name)
@@ -268,4 +283,46 @@ func ArgoProject(e *Engine, argoNamespace string, inAppNamespace bool) func(*wat
 		}
 		return nil
 	}
+}
+
+// plainRepoURL refuses repository URLs whose meaning a pattern match
+// cannot pin down, before sourceRepos are matched: Git clients decode
+// %2F and %2E and resolve "." and ".." segments, so
+// https://host/team-b/..%2Fteam-a matches "https://host/team-b/*" and
+// reaches team-a's repository. Only http(s), ssh and scp-like addresses
+// are Git write-back's; file:// and local paths never are.
+func plainRepoURL(repoURL string, local bool) error {
+	if strings.ContainsAny(repoURL, "?#\\ \t\r\n") {
+		return errors.New("a repository URL has no query, fragment, backslash or blank")
+	}
+	for _, r := range repoURL {
+		if r > unicode.MaxASCII || !unicode.IsPrint(r) {
+			return errors.New("a repository URL is printable ASCII")
+		}
+	}
+	lower := strings.ToLower(repoURL)
+	for _, enc := range []string{"%2f", "%2e", "%5c", "%00"} {
+		if strings.Contains(lower, enc) {
+			return fmt.Errorf("encoded %q in a repository URL", enc)
+		}
+	}
+	var path string
+	switch {
+	case strings.HasPrefix(lower, "https://"), strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "ssh://"),
+		strings.HasPrefix(lower, "git+ssh://"), strings.HasPrefix(lower, "ssh+git://"):
+		_, rest, _ := strings.Cut(repoURL, "://")
+		_, path, _ = strings.Cut(rest, "/")
+	case !strings.Contains(repoURL, "://") && scpLikeURL.MatchString(repoURL):
+		_, path, _ = strings.Cut(repoURL, ":")
+	case local && strings.HasPrefix(lower, "file://"):
+		path = repoURL[len("file://"):]
+	default:
+		return errors.New("write-back goes to http(s), ssh or scp-like (git@host:org/repo) repositories only")
+	}
+	for _, seg := range strings.Split(path, "/") {
+		if seg == "." || seg == ".." {
+			return errors.New(`"." and ".." path segments are not allowed in a repository URL`)
+		}
+	}
+	return nil
 }

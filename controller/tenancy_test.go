@@ -212,3 +212,49 @@ func mustRef(t *testing.T, s string) config.CredentialRef {
 	}
 	return ref
 }
+
+// Repository URLs a pattern cannot pin down are refused before sourceRepos
+// are matched: Git clients decode %2F and resolve "..", so
+// https://host/team-b/..%2Fteam-a would reach team-a through "team-b/*".
+func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
+	proj := project("argocd", "team-b", []any{"https://git.example.com/team-b/*", "https://git.example.com/team-b/**"}, nil)
+	ten := &Tenancy{Project: func(*watcher.App) *watcher.Project { return proj }}
+	app := &watcher.App{Namespace: "argocd", Name: "web", Project: "team-b"}
+	for _, u := range []string{
+		"https://git.example.com/team-b/..%2Fteam-a%2Fdeploy",
+		"https://git.example.com/team-b/..%2fteam-a",
+		"https://git.example.com/team-b/%2E%2E/team-a",
+		"https://git.example.com/team-b/../team-a/deploy",
+		"https://git.example.com/team-b/./x",
+		"https://git.example.com/team-b/x?ref=../../team-a",
+		"https://git.example.com/team-b/x#frag",
+		"https://git.example.com/team-b/x\\..\\team-a",
+		"file:///var/lib/repos/team-b/x",
+		"/var/lib/repos/team-b/x",
+		"https://git.example.com/team-b/x\u00a0",
+	} {
+		if err := ten.CheckRepository(app, u); !errors.Is(err, ErrRefused) {
+			t.Errorf("CheckRepository(%q) = %v, want a refusal", u, err)
+		}
+	}
+	for _, u := range []string{"https://git.example.com/team-b/deploy.git", "https://git.example.com/team-b/a/b"} {
+		if err := ten.CheckRepository(app, u); err != nil {
+			t.Errorf("CheckRepository(%q) = %v, want it permitted", u, err)
+		}
+	}
+	local := &Tenancy{LocalRepos: true}
+	demo := &watcher.App{Namespace: "demo", Name: "web"}
+	if err := local.CheckRepository(demo, "file:///tmp/demo/deploy.git"); err != nil {
+		t.Errorf("local mode, file:// repository: %v", err)
+	}
+	if err := local.CheckRepository(demo, "file:///tmp/demo/../etc/deploy.git"); !errors.Is(err, ErrRefused) {
+		t.Errorf("local mode, file:// repository with ..: %v, want a refusal", err)
+	}
+	open := &Tenancy{ArgoNamespace: "argocd"}
+	if err := open.CheckRepository(&watcher.App{Namespace: "team-a", Name: "web"}, "https://x.example.com/r"); !errors.Is(err, ErrRefused) {
+		t.Errorf("no AppProjects known, default project, outside Argo CD's namespace: %v, want a refusal", err)
+	}
+	if err := open.CheckRepository(&watcher.App{Namespace: "argocd", Name: "web"}, "https://x.example.com/r"); err != nil {
+		t.Errorf("no AppProjects known, default project, in Argo CD's namespace: %v", err)
+	}
+}

@@ -337,6 +337,12 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		Project:  controller.ArgoProject(engine, o.argocdNamespace, files != nil),
 		Assigned: regs.assigned,
 	}
+	images.Tenancy.LocalRepos = files != nil
+	if files == nil && !cfg.Watch.WatchAppProjects() {
+		// Without AppProjects nothing says which namespaces the default
+		// project admits: only Argo CD's own, as the one it recreates.
+		images.Tenancy.ArgoNamespace = o.argocdNamespace
+	}
 	winMetrics := controller.NewWindowMetrics(reg)
 	images.WindowMetrics = winMetrics
 	timer := &controller.WindowTimer{Windows: images.Windows, Engine: engine, Pending: images.Pending, Metrics: winMetrics, Log: log}
@@ -386,7 +392,8 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		images.Events = controller.RedactEvents(broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"}))
-		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts}
+		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
+			Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) }}
 		if gw, err = newGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
 			return err
 		}
@@ -624,4 +631,21 @@ func projectNamespaces(appNamespaces []string, argocdNamespace string) []string 
 		return nil
 	}
 	return append(slices.Clone(appNamespaces), argocdNamespace)
+}
+
+// trustedGitSecret reports whether the operator's config names the Secret
+// nsName for Git write-back: a tenancy.credentials gitSecret entry or an
+// image policy's git:secret: method.
+func trustedGitSecret(cfg *config.Config, nsName string) bool {
+	for i := range cfg.Tenancy.Credentials {
+		if cfg.Tenancy.Credentials[i].GitSecret == nsName {
+			return true
+		}
+	}
+	for i := range cfg.ImagePolicies {
+		if cfg.ImagePolicies[i].WriteBack.Method == "git:secret:"+nsName {
+			return true
+		}
+	}
+	return false
 }

@@ -43,14 +43,25 @@ func (t *TenantSecrets) Get(ctx context.Context, namespace, name string) (*corev
 	if t.Trusted != nil && t.Trusted(namespace, name) {
 		return s, nil
 	}
-	switch {
-	case s.Type == corev1.SecretTypeServiceAccountToken:
-		return nil, fmt.Errorf("%w: %s/%s is a ServiceAccount token", ErrReservedSecret, namespace, name)
-	case s.Labels[argoSecretTypeLabel] != "":
-		return nil, fmt.Errorf("%w: %s/%s is an Argo CD %s Secret (label %s); name it in the config's tenancy.credentials to allow it",
-			ErrReservedSecret, namespace, name, s.Labels[argoSecretTypeLabel], argoSecretTypeLabel)
-	case slices.Contains(argoSecretNames, name):
-		return nil, fmt.Errorf("%w: %s/%s holds Argo CD's own keys", ErrReservedSecret, namespace, name)
+	if err := CheckReserved(s); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// CheckReserved refuses a Secret Argo CD or Kubernetes keeps for itself:
+// a ServiceAccount token, an Argo CD cluster or repository Secret, or one
+// of Argo CD's own key Secrets.
+func CheckReserved(s *corev1.Secret) error {
+	namespace, name := s.Namespace, s.Name
+	switch {
+	case s.Type == corev1.SecretTypeServiceAccountToken:
+		return fmt.Errorf("%w: %s/%s is a ServiceAccount token", ErrReservedSecret, namespace, name)
+	case s.Labels[argoSecretTypeLabel] != "":
+		return fmt.Errorf("%w: %s/%s is an Argo CD %s Secret (label %s); name it in the config's tenancy.credentials to allow it",
+			ErrReservedSecret, namespace, name, s.Labels[argoSecretTypeLabel], argoSecretTypeLabel)
+	case slices.Contains(argoSecretNames, name):
+		return fmt.Errorf("%w: %s/%s holds Argo CD's own keys", ErrReservedSecret, namespace, name)
+	}
+	return nil
 }

@@ -87,7 +87,7 @@ func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 	res := Result{RepoURL: b.repoURL, Branch: b.target, Keys: b.keys()}
 	creds := b.creds
 	if w.Credentials != nil {
-		c, ok, err := w.Credentials.Credentials(ctx, b.repoURL)
+		c, ok, err := w.Credentials.Credentials(WithCredentialsSecret(ctx, b.secret), b.repoURL)
 		if err != nil {
 			res.Err = fmt.Errorf("getting credentials: %w", err)
 			return res

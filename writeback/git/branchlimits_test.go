@@ -25,6 +25,15 @@ func TestBranchTemplateLimits(t *testing.T) {
 		{"range inside if inside range", "{{range .Images}}{{if true}}{{range $.Images}}{{end}}{{end}}{{end}}", true},
 		{"define", `{{define "x"}}a{{end}}b`, true},
 		{"template call", `{{template "branch" .}}`, true},
+		{"doubling through a variable", `{{$x := "ab"}}{{$x = print $x $x}}{{$x}}`, true},
+		{"printf cutting a hash", `{{.SHA256 | printf "%.8s"}}-{{printf "%s-%.12s" .AppName .SHA256}}`, false},
+		{"printf with a wide width", `{{printf "%0999999d" 0}}`, true},
+		{"printf with a star", `{{printf "%*d" 999999 0}}`, true},
+		{"printf with a computed format", `{{printf .SHA256 0}}`, true},
+		{"printf in a chain", `{{(printf "%0999999d" 0).X}}`, true},
+		{"nested text builders", `{{urlquery (urlquery (urlquery .SHA256))}}`, true},
+		{"with declaring a variable", `{{with $x := .SHA256}}{{$x}}{{end}}`, true},
+		{"comparisons and picks", `{{if eq (len .Images) 1}}{{(index .Images 0).NewTag}}{{end}}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,8 +47,9 @@ func TestBranchTemplateLimits(t *testing.T) {
 		})
 	}
 	c := &Change{App: "web", Images: []Image{{Name: "ghcr.io/a/web", NewTag: "1.0.0"}}}
-	if _, _, err := splitBranch(`main:{{printf "%0900d" 1}}{{printf "%0900d" 2}}`, c); !errors.Is(err, ErrBranchTemplate) || !strings.Contains(err.Error(), "longer than") {
-		t.Errorf("a 1800-byte branch rendered with error %v, want the length limit", err)
+	long := "main:" + strings.Repeat("{{.SHA256}}", 20)
+	if _, _, err := splitBranch(long, c); !errors.Is(err, ErrBranchTemplate) || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("a 1280-byte branch rendered with error %v, want the length limit", err)
 	}
 	if base, target, err := splitBranch("main:updates-{{range .Images}}{{.NewTag}}{{end}}", c); err != nil || base != "main" || target != "updates-1.0.0" {
 		t.Errorf("splitBranch = %q, %q, %v; want main, updates-1.0.0", base, target, err)

@@ -37,6 +37,21 @@ type CredentialsSource interface {
 	Credentials(ctx context.Context, repoURL string) (c Credentials, ok bool, err error)
 }
 
+type credentialsSecretKey struct{}
+
+// WithCredentialsSecret tells a CredentialsSource, through ctx, which
+// Secret ("namespace/name") the batch's changes name
+// (Change.CredentialsSecret).
+func WithCredentialsSecret(ctx context.Context, secret string) context.Context {
+	return context.WithValue(ctx, credentialsSecretKey{}, secret)
+}
+
+// CredentialsSecret is the Secret WithCredentialsSecret put in ctx, or "".
+func CredentialsSecret(ctx context.Context) string {
+	s, _ := ctx.Value(credentialsSecretKey{}).(string)
+	return s
+}
+
 // StaticCredentials gives the same credentials for every repository.
 type StaticCredentials Credentials
 

@@ -74,6 +74,12 @@ type Change struct {
 	// attributed by Key, never by App. Empty means App.
 	Key     string
 	RepoURL string
+	// CredentialsSecret is "namespace/name" of the Secret whose
+	// credentials push this change (write-back-method git:secret:); ""
+	// leaves them to the Writer's CredentialsSource. Changes naming
+	// different Secrets are different batches: one Application's Secret
+	// never pushes another's change.
+	CredentialsSecret string
 	// Branch is "branch", or "base:target" to commit on top of base and
 	// push to target (created from base when missing; target may be a
 	// text/template over BranchData with a sha256 function). "" or
@@ -162,6 +168,7 @@ func (w *Writer) cache() *cache {
 // batch is the changes for one repository and target branch.
 type batch struct {
 	repoURL string
+	secret  string      // Change.CredentialsSecret
 	creds   Credentials // from the URL, if it had any
 	base    string
 	target  string
@@ -211,10 +218,10 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", c.App, ErrInvalidChange, redact(err, creds.Password))
 		}
-		k := clean + "\x00" + base + "\x00" + target
+		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret
 		b := byKey[k]
 		if b == nil {
-			b = &batch{repoURL: clean, creds: creds, base: base, target: target}
+			b = &batch{repoURL: clean, secret: c.CredentialsSecret, creds: creds, base: base, target: target}
 			byKey[k] = b
 			order = append(order, b)
 		}
@@ -228,7 +235,7 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 		b.changes = append(b.changes, c2)
 	}
 	slices.SortStableFunc(order, func(a, b *batch) int {
-		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base))
+		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base), cmp.Compare(a.secret, b.secret))
 	})
 	return order, nil
 }
