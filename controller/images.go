@@ -232,7 +232,16 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	if r.Policies != nil {
 		// The Application's own annotations win over crowsnest's
 		// policies: they are the owner's explicit word on this object.
-		if ps, name := r.Policies().Match(app); ps != nil && spec == nil {
+		ps, name := r.Policies().Match(app)
+		if ps != nil && spec == nil {
+			if err := r.Tenancy.AdmitsPolicy(app); err != nil {
+				if r.newSaid(saidKey{saidRefused, req.Key}, err.Error()) {
+					r.Log.Warn("image policy not applied", "app", req.Key, "policy", name, "error", err)
+				}
+				ps = nil
+			}
+		}
+		if ps != nil && spec == nil {
 			spec = ps
 		} else if ps != nil {
 			r.Log.Debug("annotations win over a matching image policy", "app", req.Key, "policy", name)

@@ -181,6 +181,22 @@ func (t *Tenancy) CheckRepository(app *watcher.App, repoURL string) error {
 	return nil
 }
 
+// AdmitsPolicy reports whether an image policy may serve app: a policy
+// matches on fields the Application's author writes (name, labels,
+// spec.project), so an Application in a namespace its AppProject does not
+// admit (spec.sourceNamespaces) is not one of the project's, whatever it
+// names.
+func (t *Tenancy) AdmitsPolicy(app *watcher.App) error {
+	if t == nil || t.Project == nil {
+		return nil
+	}
+	proj := t.Project(app)
+	if proj != nil && app.Namespace != proj.Namespace && !namespacePermitted(stringList(proj.Object, "spec", "sourceNamespaces"), app.Namespace) {
+		return fmt.Errorf("%w: AppProject %s does not admit Applications in namespace %s (spec.sourceNamespaces)", ErrRefused, proj.Name, app.Namespace)
+	}
+	return nil
+}
+
 // sourcePermitted matches repoURL against sourceRepos patterns as Argo
 // CD's AppProject.IsSourcePermitted does: both normalized, globs with '/'
 // as separator, "*" alone matching all, and a "!" pattern the URL matches

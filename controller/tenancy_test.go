@@ -258,3 +258,22 @@ func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
 		t.Errorf("no AppProjects known, default project, in Argo CD's namespace: %v", err)
 	}
 }
+
+// An image policy matches on fields the Application's author writes; one
+// naming a project that does not admit its namespace is not served.
+func TestAdmitsPolicy(t *testing.T) {
+	proj := project("argocd", "platform", []any{"*"}, []any{"platform-*"})
+	ten := &Tenancy{Project: func(*watcher.App) *watcher.Project { return proj }}
+	for _, tt := range []struct {
+		ns   string
+		want bool
+	}{{"argocd", true}, {"platform-prod", true}, {"team-a", false}} {
+		err := ten.AdmitsPolicy(&watcher.App{Namespace: tt.ns, Name: "web", Project: "platform"})
+		if got := err == nil; got != tt.want {
+			t.Errorf("AdmitsPolicy in %s = %v, want admitted %v", tt.ns, err, tt.want)
+		}
+	}
+	if err := (&Tenancy{}).AdmitsPolicy(&watcher.App{Namespace: "x", Name: "web"}); err != nil {
+		t.Errorf("no AppProjects known: %v", err)
+	}
+}
