@@ -66,17 +66,18 @@ func TestNamespacePermittedAsArgoCD(t *testing.T) {
 	}
 }
 
-func project(ns, name string, repos, namespaces []any) *watcher.Project {
+// project is an AppProject in Argo CD's namespace, "argocd".
+func project(name string, repos, namespaces []any) *watcher.Project {
 	return watcher.ProjectFromObject(&unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"namespace": ns, "name": name},
+		"metadata": map[string]any{"namespace": "argocd", "name": name},
 		"spec":     map[string]any{"sourceRepos": repos, "sourceNamespaces": namespaces},
 	}})
 }
 
 func TestCheckRepository(t *testing.T) {
 	projects := map[string]*watcher.Project{
-		"team-a": project("argocd", "team-a", []any{"https://git.example.com/team-a/*"}, []any{"team-a"}),
-		"open":   project("argocd", "open", []any{"*"}, nil),
+		"team-a": project("team-a", []any{"https://git.example.com/team-a/*"}, []any{"team-a"}),
+		"open":   project("open", []any{"*"}, nil),
 	}
 	ten := &Tenancy{
 		Config: func() *config.Tenancy {
@@ -217,7 +218,7 @@ func mustRef(t *testing.T, s string) config.CredentialRef {
 // are matched: Git clients decode %2F and resolve "..", so
 // https://host/team-b/..%2Fteam-a would reach team-a through "team-b/*".
 func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
-	proj := project("argocd", "team-b", []any{"https://git.example.com/team-b/*", "https://git.example.com/team-b/**"}, nil)
+	proj := project("team-b", []any{"https://git.example.com/team-b/*", "https://git.example.com/team-b/**"}, nil)
 	ten := &Tenancy{Project: func(*watcher.App) *watcher.Project { return proj }}
 	app := &watcher.App{Namespace: "argocd", Name: "web", Project: "team-b"}
 	for _, u := range []string{
@@ -262,7 +263,7 @@ func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
 // An image policy matches on fields the Application's author writes; one
 // naming a project that does not admit its namespace is not served.
 func TestAdmitsPolicy(t *testing.T) {
-	proj := project("argocd", "platform", []any{"*"}, []any{"platform-*"})
+	proj := project("platform", []any{"*"}, []any{"platform-*"})
 	ten := &Tenancy{Project: func(*watcher.App) *watcher.Project { return proj }}
 	for _, tt := range []struct {
 		ns   string
