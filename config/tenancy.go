@@ -24,6 +24,11 @@ type Tenancy struct {
 	// syntax: globs, "!" denies) Git write-back may push to whatever the
 	// AppProject says, e.g. a shared deployment repository.
 	GitRepositories []string `yaml:"gitRepositories"`
+	// Registries, when set, are the registry hosts (globs such as
+	// "*.example.com") an annotation's image-list may name; other images
+	// are refused before any request. Empty is every registry, as in
+	// argocd-image-updater.
+	Registries []string `yaml:"registries"`
 }
 
 // TenancyCredential lets annotations name one credentials reference.
@@ -77,6 +82,11 @@ func (t *Tenancy) validate(p string, errs *fieldErrors) {
 			}
 		}
 	}
+	for i, r := range t.Registries {
+		if _, err := path.Match(r, ""); err != nil || r == "" || strings.ContainsAny(r, "/ ") {
+			errs.invalid(index(join(p, "registries"), i), "want a registry host or host glob (ghcr.io, *.example.com), got %q", r)
+		}
+	}
 	allows := false
 	for i, r := range t.GitRepositories {
 		if strings.TrimSpace(strings.TrimPrefix(r, "!")) == "" || strings.ContainsAny(r, " \t\n") {
@@ -106,6 +116,12 @@ func (t *Tenancy) AllowsPullSecret(ref CredentialRef, namespace, registryHost st
 		}
 	}
 	return false
+}
+
+// AllowsRegistry reports whether an annotation's image may live on
+// registryHost: Registries is empty or names it.
+func (t *Tenancy) AllowsRegistry(registryHost string) bool {
+	return globAny(t.Registries, RegistryHost(registryHost), true)
 }
 
 // AllowsGitSecret reports whether an Application in namespace may name

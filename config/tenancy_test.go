@@ -26,6 +26,8 @@ func TestTenancyValidation(t *testing.T) {
 		{"empty repository", "gitRepositories: ['!', 'https://x.example.com/r']", "tenancy.gitRepositories[0]"},
 		{"deny patterns only", "gitRepositories: ['!https://git.example.com/prod']", "only \"!\" patterns"},
 		{"bad reference", "credentials: [{pullSecret: 'vault:x'}]", "tenancy.credentials[0].pullSecret"},
+		{"registries", "registries: [ghcr.io, '*.example.com']", ""},
+		{"bad registry", "registries: ['ghcr.io/org']", "tenancy.registries[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,7 +66,8 @@ func (t *Tenancy) config() *config.Tenancy {
 }
 
 // CheckAnnotations drops from spec (read from app's annotations) what the
-// rules refuse: an image whose pull-secret the Application may not use,
+// rules refuse: an image on a registry tenancy.registries does not list,
+// an image whose pull-secret the Application may not use,
 // and Git write-back with a git:secret: it may not use. Each refusal is
 // an error naming the annotation, the reference and the rule; the rest of
 // the Application is kept.
@@ -79,6 +80,12 @@ func (t *Tenancy) CheckAnnotations(app *watcher.App, spec *imageupdate.Spec) []e
 	kept := spec.Images[:0]
 	for i := range spec.Images {
 		img := &spec.Images[i]
+		if host := config.RegistryHost(img.Ref.Repo()); !cfg.AllowsRegistry(host) {
+			err := fmt.Errorf("%w: registry %s is not in tenancy.registries", ErrRefused, host)
+			errs = append(errs, &imageupdate.AnnotationError{Key: imageupdate.Prefix + imageupdate.KeyImageList,
+				Msg: fmt.Sprintf("image %s: %v; the image is not updated", img.Alias, err), Err: err})
+			continue
+		}
 		if img.PullSecret == "" {
 			kept = append(kept, *img)
 			continue

@@ -278,3 +278,27 @@ func TestAdmitsPolicy(t *testing.T) {
 		t.Errorf("no AppProjects known: %v", err)
 	}
 }
+
+// tenancy.registries, when set, bounds the registries an annotation's
+// image-list may make crowsnest contact; the other images are kept.
+func TestCheckAnnotationsRegistries(t *testing.T) {
+	ten := &Tenancy{Config: func() *config.Tenancy { return &config.Tenancy{Registries: []string{"ghcr.io", "*.example.com"}} }}
+	app := &watcher.App{Namespace: "team-a", Name: "web", Annotations: map[string]string{
+		imageupdate.Prefix + "image-list": "a=ghcr.io/org/a,b=r.example.com/b,c=10.0.0.5:5000/internal,d=GHCR.io/org/d",
+	}}
+	spec, errs := imageupdate.FromAnnotations(app.Annotations)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	errs = ten.CheckAnnotations(app, spec)
+	var aliases []string
+	for _, img := range spec.Images {
+		aliases = append(aliases, img.Alias)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "d"}, aliases); diff != "" {
+		t.Errorf("images kept (-want +got):\n%s", diff)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrRefused) || !strings.Contains(errs[0].Error(), "registry 10.0.0.5:5000 is not in tenancy.registries") {
+		t.Errorf("errors = %v, want one refusal naming the registry", errs)
+	}
+}
