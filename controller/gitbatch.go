@@ -24,6 +24,16 @@ import (
 // sharing a repository lands in one commit, short enough to feel immediate.
 const DefaultGitBatchDelay = 2 * time.Second
 
+// DefaultGitBatchMaxDelay bounds how long a batch waits past its Delay for
+// the engine to settle (GitBatcher.Busy): a busy machine may take longer
+// than Delay to decide a poll cycle's Applications, and each decided late
+// would otherwise be a commit of its own; a write is never held longer.
+const DefaultGitBatchMaxDelay = 15 * time.Second
+
+// gitSettlePoll is how often a batch past its Delay asks whether the
+// engine is still busy.
+const gitSettlePoll = 100 * time.Millisecond
+
 // gitReportTimeout bounds the journal writes that follow a batch's
 // report (OnAnnounced, OnUnchanged); gitSettleWorkers of them run at once,
 // so the ConfigMap journal's group commit folds a large batch's into a
@@ -56,9 +66,17 @@ type GitApplier interface {
 type GitBatcher struct {
 	Writer GitApplier
 	// Delay is the collection window; zero is DefaultGitBatchDelay.
-	Delay   time.Duration
-	Enqueue func(key string, after time.Duration)
-	Events  EventRecorder
+	Delay time.Duration
+	// Busy, when set, reports whether reconciles are queued, running or
+	// waiting on a registry: a batch past its Delay waits while it is
+	// true (up to MaxDelay), so Applications decided in the same wave land
+	// in one commit however loaded the machine is. Engine.Idle, negated.
+	Busy func() bool
+	// MaxDelay bounds the collection window when Busy holds it open; zero
+	// is DefaultGitBatchMaxDelay.
+	MaxDelay time.Duration
+	Enqueue  func(key string, after time.Duration)
+	Events   EventRecorder
 	// Notify, when set, receives an image-updated event per change
 	// written; App looks the Application up by key for it.
 	Notify func(app *watcher.App, ev triggers.Event)
@@ -139,15 +157,38 @@ func (b *GitBatcher) Start(ctx context.Context) error {
 			return nil
 		case <-wake:
 		}
-		t := time.NewTimer(delay)
+		if !b.collect(ctx, delay) {
+			b.flush(context.WithoutCancel(ctx))
+			return nil
+		}
+		b.flush(ctx)
+	}
+}
+
+// collect waits out one batch's collection window: delay, then while Busy
+// reports the engine still deciding, until MaxDelay from the start. It
+// reports false when ctx ended first.
+func (b *GitBatcher) collect(ctx context.Context, delay time.Duration) bool {
+	maxDelay := b.MaxDelay
+	if maxDelay <= 0 {
+		maxDelay = DefaultGitBatchMaxDelay
+	}
+	maxDelay = max(maxDelay, delay)
+	start := time.Now()
+	wait := delay
+	for {
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			b.flush(context.WithoutCancel(ctx))
-			return nil
+			return false
 		case <-t.C:
 		}
-		b.flush(ctx)
+		left := maxDelay - time.Since(start)
+		if b.Busy == nil || left <= 0 || !b.Busy() {
+			return true
+		}
+		wait = min(gitSettlePoll, left)
 	}
 }
 

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,5 +69,93 @@ func TestGitBatchFailureOfOneRepositoryKeepsTheOthers(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"ns/bad"}, retries.list()); diff != "" {
 		t.Errorf("retries (-want +got):\n%s", diff)
+	}
+}
+
+// batchLog records the keys of each Apply.
+type batchLog struct {
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (l *batchLog) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.Result, error) {
+	res := gitwb.Result{RepoURL: "http://git/config.git", Branch: "main", CommitSHA: "0123456789abcdef"}
+	for _, c := range changes {
+		res.Keys = append(res.Keys, c.Key)
+	}
+	l.mu.Lock()
+	l.batches = append(l.batches, res.Keys)
+	l.mu.Unlock()
+	return []gitwb.Result{res}, nil
+}
+
+func (l *batchLog) list() [][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.batches)
+}
+
+// A batch past its Delay waits while the engine is still deciding, so an
+// Application decided late (a loaded machine, a slow registry) joins the
+// same commit instead of making one of its own.
+func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
+	var busy atomic.Bool
+	var asked atomic.Int64
+	busy.Store(true)
+	writes := &batchLog{}
+	b := &controller.GitBatcher{
+		Writer:   writes,
+		Delay:    time.Millisecond,
+		MaxDelay: time.Hour,
+		Busy:     func() bool { asked.Add(1); return busy.Load() },
+		Enqueue:  (&retryLog{}).enqueue,
+		Events:   &appEvents{},
+		Log:      slog.New(slog.DiscardHandler),
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- b.Start(ctx) }()
+	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
+	// Past Delay and asking: the batch is being held open.
+	waitFor(t, "the batch to ask whether the engine is busy", func() bool { return asked.Load() >= 3 })
+	if got := writes.list(); len(got) != 0 {
+		t.Fatalf("written while the engine was busy: %v", got)
+	}
+	b.Add("ns/shop", gitwb.Change{App: "shop", RepoURL: "http://git/config.git"})
+	busy.Store(false)
+	waitFor(t, "the batch to be written", func() bool { return len(writes.list()) > 0 && b.Idle() })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]string{{"ns/shop", "ns/web"}}, writes.list()); diff != "" {
+		t.Errorf("batches (-want +got):\n%s", diff)
+	}
+}
+
+// MaxDelay bounds the wait: an engine that never settles (thousands of
+// Applications always being polled) does not hold a write back for ever.
+func TestGitBatchMaxDelayBoundsTheWait(t *testing.T) {
+	writes := &batchLog{}
+	b := &controller.GitBatcher{
+		Writer:   writes,
+		Delay:    time.Millisecond,
+		MaxDelay: 50 * time.Millisecond,
+		Busy:     func() bool { return true },
+		Enqueue:  (&retryLog{}).enqueue,
+		Events:   &appEvents{},
+		Log:      slog.New(slog.DiscardHandler),
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- b.Start(ctx) }()
+	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
+	waitFor(t, "the batch to be written although the engine stays busy", func() bool { return len(writes.list()) > 0 && b.Idle() })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]string{{"ns/web"}}, writes.list()); diff != "" {
+		t.Errorf("batches (-want +got):\n%s", diff)
 	}
 }
