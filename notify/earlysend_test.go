@@ -212,7 +212,10 @@ func TestOutboxAsksBeforeSendingWhatMayHaveBeenSent(t *testing.T) {
 	f.mu.Unlock()
 	store := &slowStore{}
 	reg := prometheus.NewRegistry()
-	o := fastOutbox(store, map[string]notify.Service{"slack": newSlack(t, f)}, notify.NewMetrics(reg))
+	// Generous timeouts: a look or post timed out on a loaded machine is
+	// sent (again), which is not what this test is about.
+	o := fastOutbox(store, map[string]notify.Service{"slack": newSlack(t, f, notify.WithSlackTimeout(time.Minute))}, notify.NewMetrics(reg))
+	o.AttemptTimeout = time.Minute
 	runOutbox(t, o)
 	warmUp := delivery("warm-up")
 	warmUp.MaybeSent = false
