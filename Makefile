@@ -33,7 +33,7 @@ deps: ## Build/install what the tests need (kube binaries, linters); cached, ide
 	bash hack/apt.sh >/dev/null
 
 .PHONY: test
-test: deps fmt-check vet lint unit fuzz-smoke ## The whole suite: setup, format, vet, lint, race tests (unit + e2e), fuzz smoke
+test: deps fmt-check vet lint unit conformance fuzz-smoke ## The whole suite: setup, format, vet, lint, race tests (unit + e2e), conformance, fuzz smoke
 
 .PHONY: unit
 unit: ## go test -race ./... (needs `make deps` once); includes the fault suite
@@ -44,6 +44,14 @@ unit: ## go test -race ./... (needs `make deps` once); includes the fault suite
 # made to fail, and writes its table here. `go test ./...` (so `make test`)
 # runs it too: about 10 minutes on two cores.
 FAULTS_REPORT ?= $(CURDIR)/bin/faults.md
+
+# The conformance suite (test/conformance) is its own module: Argo CD's
+# dependency tree stays out of the main one, and Argo CD needs Go 1.27.
+CONFORMANCE_GO ?= go1.27.3
+
+.PHONY: conformance
+conformance: ## Conformance suite: Argo CD's and notifications-engine's own code against crowsnest's on the same inputs (own module, GOTOOLCHAIN=$(CONFORMANCE_GO))
+	cd test/conformance && export GOTOOLCHAIN='$(CONFORMANCE_GO)' && $(GO) vet ./... && $(GO) test -timeout 20m ./...
 
 .PHONY: faults
 faults: deps ## Fault-injection suite alone (test/faults); prints the fault table and writes it to FAULTS_REPORT (bin/faults.md). FAULTS_SEED repeats a crash schedule
