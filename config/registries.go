@@ -96,9 +96,10 @@ type Registry struct {
 	// Prefix selects the images this entry applies to: a registry host
 	// ("ghcr.io", "registry.local:5000") optionally followed by a path
 	// ("ghcr.io/my-org"); the longest matching prefix wins, on whole path
-	// segments. Connection settings (APIURL, Insecure, CAFile, CAData,
-	// RateLimit, MaxConcurrency) belong to the host, not the prefix: see
-	// MatchHost.
+	// segments. Connection settings (APIURL, Insecure, CAFile, CAData)
+	// belong to the host, not the prefix: see MatchHost. RateLimit and
+	// MaxConcurrency belong to the prefix: the images it serves are
+	// paced together, apart from other prefixes of the host.
 	Prefix string `yaml:"prefix"`
 	// APIURL is where the registry API really lives, without /v2
 	// ("https://registry-1.docker.io"); empty means https://<host>.
@@ -120,9 +121,11 @@ type Registry struct {
 	// "registry.local/<ns>/app"). Only an entry for a whole host, or the
 	// default entry, may set it (see Qualify).
 	DefaultNamespace string `yaml:"defaultNamespace"`
-	// RateLimit is the most requests per second sent to the registry.
+	// RateLimit is the most requests per second sent for the images this
+	// entry serves (see Match).
 	RateLimit float64 `yaml:"rateLimit"`
-	// MaxConcurrency bounds requests in flight to the registry.
+	// MaxConcurrency bounds requests in flight for the images this entry
+	// serves.
 	MaxConcurrency int `yaml:"maxConcurrency"`
 	// Default makes this the registry of image names without a registry
 	// host ("nginx", "team/app"), instead of docker.io: they are read as
@@ -402,7 +405,7 @@ func (l RegistryList) Match(image string) *Registry {
 }
 
 // MatchHost returns the entry whose connection settings (APIURL,
-// Insecure, CAFile, CAData, RateLimit, MaxConcurrency) apply to a
+// Insecure, CAFile, CAData) apply to a
 // registry host ("ghcr.io", "registry.local:5000"), or nil: the entry for
 // the whole host, else the one with the shortest prefix on the host (the
 // first in order among equals). Validation makes the other entries of the

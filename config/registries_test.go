@@ -97,11 +97,6 @@ func TestRegistriesErrorsNameTheField(t *testing.T) {
 				{Path: "registries.list[0].insecure", Line: 5, Msg: "differs from registries.list[1] (prefix ghcr.io/team-a)"},
 				{Path: "registries.list[2].apiURL", Line: 7, Msg: "differs from registries.list[1] (prefix ghcr.io/team-a)"},
 			}},
-		{name: "a path entry's rate limit differs from the host's", doc: reg + "  list:\n    - {prefix: ghcr.io, rateLimit: 5}\n    - {prefix: ghcr.io/org, rateLimit: 10, maxConcurrency: 3}\n",
-			want: []FieldError{
-				{Path: "registries.list[1].rateLimit", Line: 6, Msg: "differs from registries.list[0] (prefix ghcr.io)"},
-				{Path: "registries.list[1].maxConcurrency", Line: 6, Msg: "differs from registries.list[0] (prefix ghcr.io)"},
-			}},
 		{name: "webhook type", doc: reg + "  webhook:\n    sources:\n      - {type: gitlab, secretEnv: S}\n",
 			want: []FieldError{{Path: "registries.webhook.sources[0].type", Line: 6, Msg: `unsupported value "gitlab"`}}},
 		{name: "webhook secret required", doc: reg + "  webhook:\n    sources:\n      - type: harbor\n",

@@ -2,11 +2,14 @@ package config
 
 import "fmt"
 
-// Connection settings belong to a registry host: one HTTP transport, one
-// rate limit and one concurrency bound serve every repository on it,
-// whichever entry's prefix matches the repository. MatchHost picks the
-// entry they come from; the other entries of the host may leave them
-// unset or repeat them.
+// Connection settings belong to a registry host: one HTTP transport
+// (API URL, TLS) serves every repository on it, whichever entry's prefix
+// matches the repository. MatchHost picks the entry they come from; the
+// other entries of the host may leave them unset or repeat them. Pacing
+// (rateLimit, maxConcurrency; registries.conf's limit) is not among
+// them: as in argocd-image-updater, each entry paces the images it serves
+// with its own limit (see Match), so two prefixes of one host may set
+// different ones.
 
 // hostConflict is an entry of a host setting a connection setting to
 // something else than the host's entry (MatchHost) does.
@@ -17,12 +20,10 @@ type hostConflict struct {
 
 // The connection settings, by the names of crowsnest's config.
 const (
-	settingAPIURL         = "apiURL"
-	settingInsecure       = "insecure"
-	settingCAFile         = "caFile"
-	settingCAData         = "caData"
-	settingRateLimit      = "rateLimit"
-	settingMaxConcurrency = "maxConcurrency"
+	settingAPIURL   = "apiURL"
+	settingInsecure = "insecure"
+	settingCAFile   = "caFile"
+	settingCAData   = "caData"
 )
 
 // field names the setting's key in the file format of keys.
@@ -34,24 +35,18 @@ func (c hostConflict) field(keys registryKeys) string {
 		return keys.caFile
 	case settingCAData:
 		return keys.caData
-	case settingRateLimit:
-		return keys.rateLimit
-	case settingMaxConcurrency:
-		return keys.maxConcurrency
 	}
 	return c.setting // insecure: the same key in both formats
 }
 
 func (c hostConflict) message(l RegistryList, name func(int) string) string {
 	return fmt.Sprintf("differs from %s, whose connection settings apply to every image on %s: "+
-		"connection settings (apiURL, insecure, caFile, caData, rateLimit, maxConcurrency) are per registry host; "+
+		"connection settings (apiURL, insecure, caFile, caData) are per registry host; "+
 		"leave it out here or set the same value", name(c.source), RegistryHost(l[c.source].Prefix))
 }
 
 // hostConflicts finds entries whose connection settings disagree with
-// their host's entry. Unset values (empty, false) never disagree; a rate
-// limit or concurrency at its default is taken as unset, since defaults
-// are filled in before validation.
+// their host's entry. Unset values (empty, false) never disagree.
 func (l RegistryList) hostConflicts() []hostConflict {
 	var out []hostConflict
 	for i := range l {
@@ -70,8 +65,6 @@ func (l RegistryList) hostConflicts() []hostConflict {
 		add(settingInsecure, e.Insecure && !s.Insecure)
 		add(settingCAFile, e.CAFile != "" && e.CAFile != s.CAFile)
 		add(settingCAData, e.CAData != "" && e.CAData != s.CAData)
-		add(settingRateLimit, e.RateLimit != s.RateLimit && e.RateLimit != DefaultRegistryRateLimit)
-		add(settingMaxConcurrency, e.MaxConcurrency != s.MaxConcurrency && e.MaxConcurrency != DefaultRegistryMaxConcurrency)
 	}
 	return out
 }

@@ -44,6 +44,13 @@ const (
 type Client struct {
 	// Hosts returns settings for a registry host; nil uses defaults.
 	Hosts func(host string) HostConfig
+	// Endpoints names the endpoint serving a repository (as RepoKey
+	// names it), whose pacing its requests take instead of the host's;
+	// nil, or a zero Prefix, leaves them to the host's.
+	Endpoints func(repo string) Endpoint
+	// Pacers, when shared by several clients, paces their requests to an
+	// endpoint or host together; nil gives the client its own.
+	Pacers *Pacers
 	// Auth supplies credentials; nil means anonymous.
 	Auth Authorizer
 	// TagTTL is how long a tag list serves every caller.
@@ -78,6 +85,7 @@ type hostState struct {
 
 type repoPuller struct {
 	auth   authn.Authenticator
+	pace   *pacer
 	puller *remote.Puller
 }
 
@@ -113,6 +121,9 @@ func (c *Client) init() {
 		c.tags = map[string]*tagEntry{}
 		c.digests = map[string]*digestEntry{}
 		c.meta = newLRU(c.MetadataCacheSize)
+		if c.Pacers == nil {
+			c.Pacers = &Pacers{}
+		}
 	})
 }
 
@@ -139,7 +150,9 @@ func (c *Client) puller(ctx context.Context, repo name.Repository) (*remote.Pull
 		if c.Hosts != nil {
 			cfg = c.Hosts(Host(reg))
 		}
-		tr, err := newHostTransport(host, cfg, c.Metrics)
+		def := cfg.withDefaults()
+		hostPace := c.Pacers.get("host\x00"+host, pacing{rate: def.RateLimit, burst: def.Burst, concurrency: def.MaxConcurrency})
+		tr, err := newHostTransport(host, cfg, c.Metrics, hostPace)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -147,15 +160,21 @@ func (c *Client) puller(ctx context.Context, repo name.Repository) (*remote.Pull
 		c.hosts[host] = hs
 	}
 	tr := hs.transport // pacing state outlives credential changes
+	pace := tr.pace
+	if c.Endpoints != nil {
+		if ep := c.Endpoints(key); ep.Prefix != "" {
+			pace = c.Pacers.get("endpoint\x00"+ep.Prefix, ep.pacing())
+		}
+	}
 	rp, known := hs.repos[key]
-	if known && rp.auth == auth {
+	if known && rp.auth == auth && rp.pace == pace {
 		return rp.puller, tr, nil
 	}
 	if known {
 		tr.forgetPings()
 	}
 	opts := []remote.Option{
-		remote.WithTransport(capTagLists{tr}),
+		remote.WithTransport(capTagLists{endpointTransport{hostTransport: tr, pace: pace}}),
 		remote.WithAuth(auth),
 		// Retries live in hostTransport, which knows Retry-After and
 		// counts them; go-containerregistry's own would multiply them.
@@ -170,7 +189,7 @@ func (c *Client) puller(ctx context.Context, repo name.Repository) (*remote.Pull
 	if err != nil {
 		return nil, nil, fmt.Errorf("registry %s: %w", Host(reg), err)
 	}
-	hs.repos[key] = repoPuller{auth: auth, puller: p}
+	hs.repos[key] = repoPuller{auth: auth, pace: pace, puller: p}
 	return p, tr, nil
 }
 

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
-	"golang.org/x/time/rate"
 )
 
 // HostConfig tunes how crowsnest talks to one registry. Zero fields take
@@ -130,12 +129,13 @@ func (e *StatusError) Error() string { return e.Status }
 // go-containerregistry's auth: pacing, a concurrency bound, Retry-After,
 // retries with backoff and jitter, per-attempt timeouts and metrics.
 type hostTransport struct {
-	host    string
-	cfg     HostConfig
-	base    http.RoundTripper
-	api     *url.URL
-	limiter *rate.Limiter
-	sem     chan struct{}
+	host string
+	cfg  HostConfig
+	base http.RoundTripper
+	api  *url.URL
+	// pace is the host's own pacing, for requests of repositories no
+	// Endpoint claims; endpoints have theirs (endpointTransport).
+	pace    *pacer
 	metrics *Metrics
 	now     func() time.Time
 	sleep   func(ctx context.Context, d time.Duration) error
@@ -195,9 +195,14 @@ func (t *hostTransport) forgetPings() {
 	t.pings = nil
 }
 
-func newHostTransport(host string, cfg HostConfig, m *Metrics) (*hostTransport, error) {
+// newHostTransport builds a host's pipeline; pace is its own pacing, nil
+// for a new one from cfg.
+func newHostTransport(host string, cfg HostConfig, m *Metrics, pace *pacer) (*hostTransport, error) {
 	cfg = cfg.withDefaults()
-	t := &hostTransport{host: host, cfg: cfg, metrics: m, now: time.Now, sleep: sleepCtx}
+	if pace == nil {
+		pace = newPacer(pacing{rate: cfg.RateLimit, burst: cfg.Burst, concurrency: cfg.MaxConcurrency})
+	}
+	t := &hostTransport{host: host, cfg: cfg, pace: pace, metrics: m, now: time.Now, sleep: sleepCtx}
 	if cfg.APIURL != "" {
 		u, err := url.Parse(cfg.APIURL)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -205,12 +210,6 @@ func newHostTransport(host string, cfg HostConfig, m *Metrics) (*hostTransport, 
 		}
 		t.api = u
 	}
-	lim := rate.Limit(cfg.RateLimit)
-	if cfg.RateLimit < 0 {
-		lim = rate.Inf
-	}
-	t.limiter = rate.NewLimiter(lim, cfg.Burst)
-	t.sem = make(chan struct{}, cfg.MaxConcurrency)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = cfg.MaxConcurrency
 	switch {
@@ -227,16 +226,31 @@ func newHostTransport(host string, cfg HostConfig, m *Metrics) (*hostTransport, 
 }
 
 func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.roundTrip(req, t.pace)
+}
+
+// endpointTransport sends an endpoint's requests through its host's
+// pipeline under the endpoint's pacing.
+type endpointTransport struct {
+	*hostTransport
+	pace *pacer
+}
+
+func (e endpointTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return e.roundTrip(req, e.pace)
+}
+
+func (t *hostTransport) roundTrip(req *http.Request, p *pacer) (*http.Response, error) {
 	kind := requestKind(req)
 	if kind == "ping" && req.Method == http.MethodGet {
-		return t.ping(req)
+		return t.ping(req, p)
 	}
-	return t.send(req, kind)
+	return t.send(req, kind, p)
 }
 
 // ping answers GET /v2/ from the cache, or asks the registry once for all
 // callers asking at the same time.
-func (t *hostTransport) ping(req *http.Request) (*http.Response, error) {
+func (t *hostTransport) ping(req *http.Request, pace *pacer) (*http.Response, error) {
 	key := pingKey(req)
 	t.mu.Lock()
 	p, ok := t.pings[key]
@@ -245,7 +259,7 @@ func (t *hostTransport) ping(req *http.Request) (*http.Response, error) {
 		return p.response(req), nil
 	}
 	v, err, _ := t.pingFlight.Do(key, func() (any, error) {
-		resp, err := t.send(req, "ping")
+		resp, err := t.send(req, "ping", pace)
 		if err != nil {
 			return nil, err
 		}
@@ -258,14 +272,14 @@ func (t *hostTransport) ping(req *http.Request) (*http.Response, error) {
 }
 
 // send runs a request through pacing, retries and metrics.
-func (t *hostTransport) send(req *http.Request, kind string) (*http.Response, error) {
+func (t *hostTransport) send(req *http.Request, kind string, pace *pacer) (*http.Response, error) {
 	ctx := req.Context()
 	var last error
 	for attempt := 1; ; attempt++ {
-		if err := t.wait(ctx); err != nil {
+		if err := t.wait(ctx, pace); err != nil {
 			return nil, err
 		}
-		resp, release, err := t.attempt(req, kind, attempt)
+		resp, release, err := t.attempt(req, kind, attempt, pace)
 		delay, reason, retry := t.classify(ctx, resp, err, attempt)
 		if !retry {
 			if err != nil {
@@ -313,10 +327,10 @@ func (t *hostTransport) send(req *http.Request, kind string) (*http.Response, er
 // attempt sends one try with its own timeout. release frees the
 // concurrency slot and the timeout; for a returned response it runs when
 // the body is closed (or the timeout fires, should a caller never close).
-func (t *hostTransport) attempt(req *http.Request, kind string, n int) (*http.Response, func(), error) {
+func (t *hostTransport) attempt(req *http.Request, kind string, n int, pace *pacer) (*http.Response, func(), error) {
 	actx, cancel := context.WithTimeout(req.Context(), t.cfg.AttemptTimeout)
 	var once sync.Once
-	free := func() { once.Do(func() { <-t.sem }) }
+	free := func() { once.Do(func() { <-pace.sem }) }
 	stop := context.AfterFunc(actx, free)
 	release := func() { stop(); cancel(); free() }
 	r := req.Clone(actx)
@@ -408,8 +422,8 @@ func (t *hostTransport) block(ctx context.Context, d time.Duration) error {
 }
 
 // wait holds a request until Retry-After has passed, the rate limiter
-// allows it and a concurrency slot is free.
-func (t *hostTransport) wait(ctx context.Context) error {
+// of its endpoint (pace) allows it and a concurrency slot is free.
+func (t *hostTransport) wait(ctx context.Context, pace *pacer) error {
 	t.mu.Lock()
 	until := t.blockedUntil
 	t.mu.Unlock()
@@ -419,7 +433,7 @@ func (t *hostTransport) wait(ctx context.Context) error {
 			return err
 		}
 	}
-	if r := t.limiter.Reserve(); r.OK() {
+	if r := pace.limiter.Reserve(); r.OK() {
 		if d := r.Delay(); d > 0 {
 			t.metrics.waited(t.host, "rate", d)
 			if err := t.sleep(ctx, d); err != nil {
@@ -429,13 +443,13 @@ func (t *hostTransport) wait(ctx context.Context) error {
 		}
 	}
 	select {
-	case t.sem <- struct{}{}:
+	case pace.sem <- struct{}{}:
 		return nil
 	default:
 	}
 	start := t.now()
 	select {
-	case t.sem <- struct{}{}:
+	case pace.sem <- struct{}{}:
 		t.metrics.waited(t.host, "concurrency", t.now().Sub(start))
 		return nil
 	case <-ctx.Done():

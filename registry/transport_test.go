@@ -65,7 +65,7 @@ func TestAPIURLRedirectsRequests(t *testing.T) {
 }
 
 func TestBackoffStaysInBounds(t *testing.T) {
-	tr, err := newHostTransport("h", HostConfig{RetryBaseDelay: 100 * time.Millisecond, RetryMaxDelay: time.Second}, nil)
+	tr, err := newHostTransport("h", HostConfig{RetryBaseDelay: 100 * time.Millisecond, RetryMaxDelay: time.Second}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
-	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
 func newConfigCommand() *cobra.Command {
@@ -26,10 +25,7 @@ func newConfigCommand() *cobra.Command {
 			for _, path := range args {
 				c, err := config.Load(path)
 				if err == nil {
-					_, err = triggers.Compile(&c.Notifications)
-				}
-				if err == nil {
-					_, err = imageupdate.CompilePolicies(c.ImagePolicies)
+					err = checkConfig(c, filepath.Dir(path)) // what run checks
 				}
 				if err != nil {
 					bad++

@@ -20,8 +20,8 @@ import (
 )
 
 // registries is the daemon's registry side, built from the config's
-// registries section: one client (shared tag and metadata caches, per-host
-// pacing), its credentials and the poller. A reload swaps the registry list
+// registries section: one client (shared tag and metadata caches, pacing
+// per registry entry), its credentials and the poller. A reload swaps the registry list
 // in place; caches survive it.
 type registries struct {
 	client   *registry.Client
@@ -67,6 +67,8 @@ func (r *registries) forPullSecret(ref string) *registry.Client {
 	}
 	c := &registry.Client{
 		Hosts:             r.client.Hosts,
+		Endpoints:         r.client.Endpoints,
+		Pacers:            r.client.Pacers, // one limit per entry, whatever the credentials
 		Auth:              refAuth{resolver: r.tenantResolver, ref: parsed},
 		TagTTL:            r.client.TagTTL,
 		MetadataCacheSize: r.client.MetadataCacheSize,
@@ -173,6 +175,8 @@ func newRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 	}}
 	r.client = &registry.Client{
 		Hosts:             r.hostConfig,
+		Endpoints:         r.endpoint,
+		Pacers:            &registry.Pacers{},
 		Auth:              auth,
 		TagTTL:            cfg.Registries.TagTTL(),
 		MetadataCacheSize: cfg.Registries.MetadataCacheSize,
@@ -196,17 +200,18 @@ func (r *registries) qualify(image string) string { return r.list.Load().Qualify
 
 // hostConfig is the client's view of one registry's connection settings:
 // those of config.RegistryList.MatchHost's entry, which validation makes
-// the host's other entries agree with.
+// the host's other entries agree with. Its pacing (the defaults) is for
+// images no entry serves, as argocd-image-updater infers an endpoint at
+// its default limit for them; the others are paced by their entry
+// (endpoint).
 func (r *registries) hostConfig(host string) registry.HostConfig {
 	e := r.list.Load().MatchHost(host)
 	if e == nil {
 		return registry.HostConfig{}
 	}
 	hc := registry.HostConfig{
-		RateLimit:      e.RateLimit,
-		MaxConcurrency: e.MaxConcurrency,
-		APIURL:         e.APIURL,
-		Insecure:       e.Insecure,
+		APIURL:   e.APIURL,
+		Insecure: e.Insecure,
 	}
 	tlsCfg, err := e.TLSConfig()
 	if err != nil {
@@ -217,6 +222,18 @@ func (r *registries) hostConfig(host string) registry.HostConfig {
 		hc.TLS = tlsCfg
 	}
 	return hc
+}
+
+// endpoint names the entry serving a repository (config.RegistryList.Match)
+// and its pacing: each entry has its own rate limit and concurrency bound,
+// as each registries.conf entry has its own limiter in
+// argocd-image-updater.
+func (r *registries) endpoint(repo string) registry.Endpoint {
+	e := r.list.Load().Match(repo)
+	if e == nil {
+		return registry.Endpoint{}
+	}
+	return registry.Endpoint{Prefix: config.CanonicalPrefix(e.Prefix), RateLimit: e.RateLimit, MaxConcurrency: e.MaxConcurrency}
 }
 
 // reload applies a new registries section: the list (and with it rate

@@ -31,13 +31,11 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
-	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
-	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -179,12 +177,14 @@ func (o *runOptions) effective(cmd *cobra.Command, cfg *config.Config) (*config.
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("flags and config together are invalid (flags name the same fields):\n%w", err)
 	}
-	// Notification conditions are compiled here too, so a broken one
-	// fails the start or the reload rather than the first evaluation.
-	if _, err := triggers.Compile(&c.Notifications); err != nil {
-		return nil, err
+	// What `config validate` checks beyond parsing is checked here too,
+	// so a broken condition or registries.conf fails the start or the
+	// reload rather than the first use, and the two commands agree.
+	baseDir := "."
+	if o.configPath != "" {
+		baseDir = filepath.Dir(o.configPath)
 	}
-	if _, err := imageupdate.CompilePolicies(c.ImagePolicies); err != nil {
+	if err := checkConfig(&c, baseDir); err != nil {
 		return nil, err
 	}
 	return &c, nil
