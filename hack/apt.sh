@@ -8,9 +8,13 @@
 #                    runs /usr/bin/docker-registry with its own config on a
 #                    free 127.0.0.1 port, so the package's own service is
 #                    never needed: this script keeps it from starting.
+#   redis-server     the cache Argo CD's application controller and repo
+#                    server use in the Argo CD end-to-end tests; they run
+#                    their own /usr/bin/redis-server on a free 127.0.0.1
+#                    port, never the package's service.
 set -euo pipefail
 
-PACKAGES=(docker-registry)
+PACKAGES=(docker-registry redis-server)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -57,8 +61,9 @@ apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -qq)
 "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null
 
 # On a host running systemd the unit may already be enabled from an earlier
-# install; stop it so it does not hold :5000 or use disk behind our back.
+# install; stop them so they do not hold :5000/:6379 or use disk behind
+# our back.
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
-  "${sudo[@]}" systemctl disable --now docker-registry.service >/dev/null 2>&1 || true
+  "${sudo[@]}" systemctl disable --now docker-registry.service redis-server.service >/dev/null 2>&1 || true
 fi
 echo "apt.sh: installed ${missing[*]}"

@@ -1,0 +1,426 @@
+// Package argocdenv runs a real Argo CD, its application controller and
+// repo server with a Redis, against a test control plane (internal/testenv),
+// so end-to-end tests can check what Argo CD itself does with what
+// crowsnest writes: the Deployment it syncs, the operationState it
+// records, the status it reports.
+//
+// The binaries come from hack/argocd/build.sh (built from the module proxy
+// once and cached); redis-server is Debian's (hack/apt.sh). Every process
+// listens on 127.0.0.1 except the application controller's metrics
+// server, which Argo CD binds to all interfaces on the free port given.
+//
+// There is no kubelet: nothing Argo CD applies ever runs, so by Argo CD's
+// own rules a Deployment would stay Progressing for ever. argocd-cm
+// carries resource health customizations (Argo CD's documented
+// `resource.customizations.health.<group_kind>` Lua) that report a
+// Deployment Healthy once applied, and a ConfigMap Degraded when its data
+// says `health: Degraded`, so tests can drive health transitions.
+package argocdenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+)
+
+// Version is the Argo CD version the tests run; hack/argocd/build.sh
+// builds the same one.
+const Version = "v3.6.1"
+
+// Namespace is where Argo CD runs and its Applications live, unless
+// Options say otherwise.
+const Namespace = "argocd"
+
+// healthDeployment and healthConfigMap are the health customizations
+// (see the package comment).
+const (
+	healthDeployment = `hs = {}
+hs.status = "Healthy"
+hs.message = "crowsnest test environment: no kubelet; a Deployment is healthy once applied"
+return hs
+`
+	healthConfigMap = `hs = {}
+hs.status = "Healthy"
+if obj.data ~= nil and obj.data.health == "Degraded" then
+  hs.status = "Degraded"
+  hs.message = "the test set data.health to Degraded"
+end
+return hs
+`
+)
+
+// Options configure Start.
+type Options struct {
+	// Namespace for Argo CD and its Applications; empty is Namespace.
+	Namespace string
+	// AppResync is the controller's --app-resync (how often it compares
+	// every Application with Git); zero is 10 s, short so tests do not
+	// wait Argo CD's default three minutes.
+	AppResync time.Duration
+	// Repositories are registered with Argo CD as repository Secrets.
+	Repositories []Repository
+	// ConfigMap entries added to argocd-cm.
+	ConfigMap map[string]string
+}
+
+// Repository is a Git repository Argo CD may read, with its credentials.
+type Repository struct {
+	URL, Username, Password string
+}
+
+// ArgoCD is a running Argo CD.
+type ArgoCD struct {
+	Namespace string
+	dir       string
+	procs     []*proc
+}
+
+// BinDir builds (first run) or finds the cached Argo CD, kustomize and
+// helm binaries and returns their folder.
+func BinDir() (string, error) {
+	binOnce.Do(func() {
+		if dir := os.Getenv("CROWSNEST_ARGOCD_BIN"); dir != "" {
+			binDir = dir
+			return
+		}
+		root, err := testenv.ModuleRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		cmd := exec.Command("bash", filepath.Join(root, "hack", "argocd", "build.sh"))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			binErr = fmt.Errorf("hack/argocd/build.sh: %w\n%s", err, stderr.String())
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		binDir = lines[len(lines)-1]
+	})
+	return binDir, binErr
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// New starts Argo CD for a test and stops it when the test ends.
+func New(tb testing.TB, env *testenv.Env, opts Options) *ArgoCD {
+	tb.Helper()
+	a, err := Start(tb.Context(), env, tb.TempDir(), opts)
+	if err != nil {
+		tb.Fatalf("starting Argo CD: %v", err)
+	}
+	tb.Cleanup(a.Stop)
+	return a
+}
+
+// Start runs Redis, the repo server and the application controller
+// against env's apiserver, with their files and logs under dir. It
+// returns once all three answer.
+func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *ArgoCD, err error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	redisPath, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server not found (hack/apt.sh installs it): %w", err)
+	}
+	a := &ArgoCD{Namespace: opts.Namespace, dir: dir}
+	if a.Namespace == "" {
+		a.Namespace = Namespace
+	}
+	defer func() {
+		if err != nil {
+			a.Stop()
+		}
+	}()
+	if err := a.configure(ctx, env, opts); err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	home, tmp := filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
+	for _, d := range []string{home, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	procEnv := append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"HOME="+home, "TMPDIR="+tmp, "KUBECONFIG="+kubeconfig,
+		// No gpg here, and no signed commits to verify.
+		"ARGOCD_GPG_ENABLED=false",
+		// The in-cluster destination (https://kubernetes.default.svc) is
+		// the test apiserver, reached through KUBECONFIG: Argo CD's own
+		// switch for running outside a cluster.
+		"ARGOCD_FAKE_IN_CLUSTER=true",
+	)
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	redisAddr := hostPort(ports[0])
+	repoAddr := hostPort(ports[1])
+
+	redis := &proc{name: "redis", path: redisPath, dir: dir, env: procEnv, args: []string{
+		"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--save", "", "--appendonly", "no",
+		"--dir", tmp,
+	}}
+	repo := &proc{name: "repo-server", path: filepath.Join(bin, "argocd"), dir: dir, env: procEnv, args: []string{
+		"repo-server", "--address", "127.0.0.1", "--port", strconv.Itoa(ports[1]),
+		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[2]),
+		"--disable-tls", "--client-ca-path", "", "--redis", redisAddr, "--loglevel", "info",
+	}}
+	resync := opts.AppResync
+	if resync <= 0 {
+		resync = 10 * time.Second
+	}
+	ctrl := &proc{name: "application-controller", path: filepath.Join(bin, "argocd"), dir: dir, env: procEnv, args: []string{
+		"application-controller", "--kubeconfig", kubeconfig, "--namespace", a.Namespace,
+		"--repo-server", repoAddr, "--repo-server-plaintext", "--redis", redisAddr,
+		"--app-resync", strconv.Itoa(int(resync.Seconds())), "--app-resync-jitter", "0",
+		"--status-processors", "4", "--operation-processors", "2",
+		"--metrics-port", strconv.Itoa(ports[3]), "--loglevel", "info",
+	}}
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	steps := []struct {
+		p     *proc
+		ready func(context.Context) error
+	}{
+		{redis, tcpUp(redisAddr)},
+		{repo, httpOK("http://" + hostPort(ports[2]) + "/healthz")},
+		{ctrl, httpOK("http://" + hostPort(ports[3]) + "/healthz")},
+	}
+	for _, s := range steps {
+		if err := s.p.start(); err != nil {
+			return nil, err
+		}
+		a.procs = append(a.procs, s.p)
+		if err := s.p.waitReady(startCtx, s.ready); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// configure creates Argo CD's namespace, ConfigMaps, Secret and
+// repository Secrets.
+func (a *ArgoCD) configure(ctx context.Context, env *testenv.Env, opts Options) error {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: a.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", a.Namespace, err)
+	}
+	cm := map[string]string{
+		"resource.customizations.health.apps_Deployment": healthDeployment,
+		"resource.customizations.health.ConfigMap":       healthConfigMap,
+	}
+	for k, v := range opts.ConfigMap {
+		cm[k] = v
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	objs := []any{
+		&corev1.ConfigMap{ObjectMeta: a.meta("argocd-cm"), Data: cm},
+		&corev1.ConfigMap{ObjectMeta: a.meta("argocd-rbac-cm")},
+		&corev1.ConfigMap{ObjectMeta: a.meta("argocd-cmd-params-cm")},
+		&corev1.Secret{ObjectMeta: a.meta("argocd-secret"), Data: map[string][]byte{"server.secretkey": []byte(hex.EncodeToString(key))}},
+	}
+	for i, r := range opts.Repositories {
+		m := a.meta("repo-" + strconv.Itoa(i))
+		m.Labels["argocd.argoproj.io/secret-type"] = "repository"
+		objs = append(objs, &corev1.Secret{ObjectMeta: m, StringData: map[string]string{
+			"type": "git", "url": r.URL, "username": r.Username, "password": r.Password,
+		}})
+	}
+	for _, o := range objs {
+		var err error
+		switch o := o.(type) {
+		case *corev1.ConfigMap:
+			_, err = cs.CoreV1().ConfigMaps(a.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Secret:
+			_, err = cs.CoreV1().Secrets(a.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("creating Argo CD's configuration: %w", err)
+		}
+	}
+	return nil
+}
+
+func (a *ArgoCD) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}}
+}
+
+// Stop stops the processes, the controller first.
+func (a *ArgoCD) Stop() {
+	for i := len(a.procs) - 1; i >= 0; i-- {
+		a.procs[i].stop()
+	}
+	a.procs = nil
+}
+
+// Logs returns the tail of each process's log, for a failing test.
+func (a *ArgoCD) Logs() string {
+	var b strings.Builder
+	for _, p := range a.procs {
+		fmt.Fprintf(&b, "== %s\n%s\n", p.name, p.logTail())
+	}
+	return b.String()
+}
+
+// proc is one process Argo CD's test environment runs.
+type proc struct {
+	name, path, dir string
+	args, env       []string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func (p *proc) logPath() string { return filepath.Join(p.dir, p.name+".log") }
+
+func (p *proc) start() error {
+	f, err := os.OpenFile(p.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Stdout, cmd.Stderr, cmd.Env, cmd.Dir = f, f, p.env, p.dir
+	// The child dies with the test binary even if the test is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("starting %s: %w", p.name, err)
+	}
+	p.cmd, p.done = cmd, make(chan struct{})
+	go func() {
+		p.err = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	return nil
+}
+
+func (p *proc) stop() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	p.cmd = nil
+}
+
+func (p *proc) waitReady(ctx context.Context, check func(context.Context) error) error {
+	var last error
+	for {
+		if last = check(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before it was ready (%w); log tail:\n%s", p.name, p.err, p.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %w (last check: %w); log tail:\n%s", p.name, ctx.Err(), last, p.logTail())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (p *proc) logTail() string {
+	data, err := os.ReadFile(p.logPath())
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	const keep = 6000
+	if len(data) > keep {
+		data = data[len(data)-keep:]
+	}
+	return string(data)
+}
+
+func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// freePorts returns n distinct free ports.
+func freePorts(n int) ([]int, error) {
+	seen := map[int]bool{}
+	var ports []int
+	for len(ports) < n {
+		p, err := testenv.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
+}
+
+func tcpUp(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+func httpOK(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New(resp.Status)
+		}
+		return nil
+	}
+}
