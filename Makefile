@@ -29,6 +29,7 @@ image: ## Build the container image (linux/amd64+arm64, non-root) into bin/image
 .PHONY: deps
 deps: ## Build/install what the tests need (kube binaries, linters); cached, idempotent
 	bash hack/kube/build.sh >/dev/null
+	bash hack/argocd/build.sh >/dev/null
 	bash hack/tools.sh >/dev/null
 	bash hack/apt.sh >/dev/null
 
@@ -60,6 +61,10 @@ faults: deps ## Fault-injection suite alone (test/faults); prints the fault tabl
 .PHONY: e2e
 e2e: deps ## Only the end-to-end tests of the crowsnest binary against the real apiserver
 	$(GO) test $(TEST_FLAGS) -run 'E2E' ./cmd/...
+
+.PHONY: e2e-argocd
+e2e-argocd: deps ## Only the end-to-end tests against a real Argo CD (application controller + repo server, hack/argocd); `make unit` runs them too
+	$(GO) test $(TEST_FLAGS) -run 'ArgoCD' ./internal/argocdenv/ ./cmd/crowsnest/
 
 .PHONY: bench
 bench: ## Performance benchmark on real parts (S1-S3, rounds 1-5; S3 takes a while); results in bin/bench. Narrow it: BENCH_FLAGS='-scenarios S2 -rounds 1,2,3'
