@@ -34,7 +34,20 @@ type Git struct {
 	// trust besides the system roots, or, explicitly, no verification.
 	// Other servers are verified against the system roots.
 	TLS map[string]GitTLS `yaml:"tls"`
+	// Refresh is how crowsnest asks Argo CD to look at an Application it
+	// has just written a commit for (Argo CD's argocd.argoproj.io/refresh
+	// annotation): "normal" (the default), "hard" (also drops Argo CD's
+	// manifest cache) or "none" (wait for Argo CD's own poll, three
+	// minutes by default).
+	Refresh string `yaml:"refresh"`
 }
+
+// Git refresh modes (Git.Refresh).
+const (
+	GitRefreshNormal = "normal"
+	GitRefreshHard   = "hard"
+	GitRefreshNone   = "none"
+)
 
 // GitTLS is the HTTPS trust for one Git server.
 type GitTLS struct {
@@ -68,6 +81,9 @@ func (g *Git) setDefaults() {
 	if g.Author.Email == "" {
 		g.Author.Email = DefaultGitAuthorEmail
 	}
+	if g.Refresh == "" {
+		g.Refresh = GitRefreshNormal
+	}
 }
 
 func (g *Git) validate(path string, errs *fieldErrors) {
@@ -92,6 +108,11 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 	}
 	if g.SigningKey.IsZero() && !g.SigningKeyPassphrase.IsZero() {
 		errs.invalid(join(path, "signingKeyPassphrase"), "set without signingKey")
+	}
+	switch g.Refresh {
+	case GitRefreshNormal, GitRefreshHard, GitRefreshNone:
+	default:
+		errs.invalid(join(path, "refresh"), "want normal, hard or none, got %q", g.Refresh)
 	}
 	for _, host := range slices.Sorted(maps.Keys(g.TLS)) {
 		t := g.TLS[host]

@@ -17,6 +17,9 @@ func TestGitSection(t *testing.T) {
 	if c.Git.Author != (GitAuthor{Name: DefaultGitAuthorName, Email: DefaultGitAuthorEmail}) {
 		t.Errorf("default author %+v", c.Git.Author)
 	}
+	if c.Git.Refresh != GitRefreshNormal {
+		t.Errorf("default refresh %q, want %q", c.Git.Refresh, GitRefreshNormal)
+	}
 	c, err = Parse([]byte(`apiVersion: crowsnest.dev/v1alpha1
 kind: Config
 git:
@@ -38,6 +41,7 @@ git:
   author: {name: "a <b>", email: not-an-address}
   commitMessage: "{{.Apps"
   signingKeyPassphrase: $pass
+  refresh: soft
 `))
 	want := []FieldError{
 		{Path: "git.author.name", Line: 4, Msg: "must not contain"},
@@ -45,6 +49,7 @@ git:
 		{Path: "git.commitMessage", Line: 5, Msg: "unclosed action"},
 		{Path: "git.signingKeyPassphrase", Line: 6, Msg: "Secret references work in notifications only"},
 		{Path: "git.signingKeyPassphrase", Line: 6, Msg: "set without signingKey"},
+		{Path: "git.refresh", Line: 7, Msg: `want normal, hard or none, got "soft"`},
 	}
 	if diff := cmp.Diff(want, gotFieldErrors(t, err, want)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)

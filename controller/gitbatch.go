@@ -91,6 +91,10 @@ type GitBatcher struct {
 	// (ImageReconciler.GitAnnounced settles its write intent, so a later
 	// process does not announce it again).
 	OnAnnounced func(ctx context.Context, key string, written []gitwb.Change)
+	// Refresh, when set, is called for each Application whose write was
+	// pushed, to have Argo CD look at the commit now (ArgoRefresher); a
+	// failure is logged, the write stands.
+	Refresh func(ctx context.Context, key string) error
 	Metrics     *ImageMetrics
 	Log         *slog.Logger
 
@@ -242,6 +246,14 @@ func (b *GitBatcher) flush(ctx context.Context) {
 			b.fail(k, errNoResult)
 		case o.failed:
 		case o.written:
+			if b.Refresh != nil {
+				settle.Go(func() error {
+					if err := b.Refresh(ctx, k); err != nil {
+						b.Log.Warn("could not ask Argo CD to refresh; it will see the commit at its next poll", "app", k, "error", err)
+					}
+					return nil
+				})
+			}
 			if b.OnAnnounced != nil {
 				settle.Go(func() error { b.OnAnnounced(ctx, k, pending[k]); return nil })
 			}

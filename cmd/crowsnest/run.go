@@ -409,6 +409,10 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			Log:     log,
 		}
 		images.Git.OnUnchanged, images.Git.OnAnnounced = images.GitUnchanged, images.GitAnnounced
+		if dyn != nil && !o.dryRun {
+			refresher := &controller.ArgoRefresher{Client: dyn, Mode: func() string { return engine.Config().Git.Refresh }}
+			images.Git.Refresh = refresher.Refresh
+		}
 	}
 	// Notifications: every observed transition goes to the notifier in
 	// order; only the leader evaluates and delivers.

@@ -1,0 +1,51 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// ArgoRefreshAnnotation is Argo CD's annotation asking its application
+// controller to compare an Application with Git now ("normal") or after
+// dropping its manifest cache ("hard"); the controller removes it when
+// done.
+const ArgoRefreshAnnotation = "argocd.argoproj.io/refresh"
+
+// ArgoRefresher asks Argo CD to refresh an Application crowsnest has just
+// written a commit for, so the commit is deployed within seconds instead
+// of at Argo CD's next poll of the repository (three minutes by default).
+type ArgoRefresher struct {
+	Client dynamic.Interface
+	// Mode returns config.Git.Refresh now (a reload may change it).
+	Mode func() string
+}
+
+// Refresh annotates the Application key (namespace/name). A mode of
+// "none" does nothing.
+func (r *ArgoRefresher) Refresh(ctx context.Context, key string) error {
+	mode := r.Mode()
+	if mode == "" || mode == config.GitRefreshNone {
+		return nil
+	}
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return fmt.Errorf("refresh %q: not a namespace/name key", key)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ArgoRefreshAnnotation: mode}}})
+	if err != nil {
+		return err
+	}
+	if _, err := r.Client.Resource(watcher.ApplicationsResource).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "crowsnest"}); err != nil {
+		return fmt.Errorf("asking Argo CD to refresh %s: %w", key, err)
+	}
+	return nil
+}

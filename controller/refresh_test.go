@@ -1,0 +1,61 @@
+package controller_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+)
+
+// After a push, each Application written is asked to refresh (Argo CD's
+// annotation, in the configured mode), so Argo CD deploys the commit now
+// rather than at its next poll; "none" asks nothing; an Application whose
+// write failed is not asked.
+func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
+	for _, mode := range []string{config.GitRefreshNormal, config.GitRefreshHard, config.GitRefreshNone} {
+		t.Run(mode, func(t *testing.T) {
+			ns := env.CreateNamespace(t, "refresh")
+			createApp(t, ns, "good")
+			createApp(t, ns, "bad")
+			refresher := &controller.ArgoRefresher{Client: dynClient(t), Mode: func() string { return mode }}
+			b := &controller.GitBatcher{
+				Writer:  twoRepoWriter{},
+				Delay:   time.Millisecond,
+				Refresh: refresher.Refresh,
+				Events:  &appEvents{},
+				Enqueue: (&retryLog{}).enqueue,
+				Log:     slog.New(slog.DiscardHandler),
+			}
+			b.Add(ns+"/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
+			b.Add(ns+"/bad", gitwb.Change{App: "bad", RepoURL: "http://git/bad.git"})
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- b.Start(ctx) }()
+			// Idle after the flush's report, refreshes included.
+			waitFor(t, "the batch to be written and reported", b.Idle)
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"good": mode, "bad": ""}
+			if mode == config.GitRefreshNone {
+				want["good"] = ""
+			}
+			for name, w := range want {
+				app, err := apps(t).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := app.GetAnnotations()[controller.ArgoRefreshAnnotation]; got != w {
+					t.Errorf("%s: refresh annotation %q, want %q", name, got, w)
+				}
+			}
+		})
+	}
+}
