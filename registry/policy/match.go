@@ -26,8 +26,8 @@ func (m *tagMatcher) match(tag string) bool {
 }
 
 func (c *compiler) ignoreTag(field, pat string) (tagMatcher, bool) {
-	if strings.HasPrefix(pat, regexpPrefix) {
-		re := c.regexp(field, strings.TrimPrefix(pat, regexpPrefix))
+	if hasRegexpPrefix(pat) {
+		re := c.regexp(field, pat[len(regexpPrefix):])
 		return tagMatcher{re: re}, re != nil
 	}
 	if pat == "" {

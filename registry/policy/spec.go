@@ -57,8 +57,12 @@ const (
 	OrderLexical = "lexical"
 )
 
-// regexpPrefix marks a regexp in allow-tags and ignore-tags.
+// regexpPrefix marks a regexp in allow-tags and ignore-tags, in any case.
 const regexpPrefix = "regexp:"
+
+func hasRegexpPrefix(s string) bool {
+	return len(s) >= len(regexpPrefix) && strings.EqualFold(s[:len(regexpPrefix)], regexpPrefix)
+}
 
 // extractGroup is the named group Extract must have.
 const extractGroup = "version"
@@ -174,12 +178,14 @@ func (c *compiler) strategy(s string) Strategy {
 	return StrategySemver
 }
 
+// allowTags reads a match function; its name is case-insensitive ("ANY",
+// "Regexp:"), as argocd-image-updater lower-cases it (ParseMatch).
 func (c *compiler) allowTags(s string) *regexp.Regexp {
 	switch {
-	case s == "" || s == "any":
+	case s == "" || strings.EqualFold(s, "any"):
 		return nil
-	case strings.HasPrefix(s, regexpPrefix):
-		return c.regexp("allow-tags", strings.TrimPrefix(s, regexpPrefix))
+	case hasRegexpPrefix(s):
+		return c.regexp("allow-tags", s[len(regexpPrefix):])
 	}
 	c.fail("allow-tags", nil, `%q: want "any" or "regexp:<re>"`, s)
 	return nil
@@ -293,7 +299,7 @@ func (p *Policy) normalize(s Spec) Spec {
 		IgnoreTags: append([]string(nil), s.IgnoreTags...),
 		Extract:    s.Extract,
 	}
-	if n.AllowTags == "any" {
+	if strings.EqualFold(n.AllowTags, "any") {
 		n.AllowTags = ""
 	}
 	if p.extract != nil {
