@@ -83,36 +83,43 @@ func (e errTerminal) Unwrap() error { return e.err }
 
 func terminal(err error) error { return errTerminal{err} }
 
-func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
-	res := Result{RepoURL: b.repoURL, Branch: b.target, Keys: b.keys()}
+// openSession gets b's credentials and locks its clone; release unlocks
+// it.
+func (w *Writer) openSession(ctx context.Context, b *batch) (s *session, release func(), err error) {
 	creds := b.creds
 	if w.Credentials != nil {
 		c, ok, err := w.Credentials.Credentials(WithCredentialsSecret(ctx, b.secret), b.repoURL)
 		if err != nil {
-			res.Err = fmt.Errorf("getting credentials: %w", err)
-			return res
+			return nil, nil, fmt.Errorf("getting credentials: %w", err)
 		}
 		if ok {
 			creds = c
 		}
 	}
 	if err := os.MkdirAll(w.CacheDir, 0o700); err != nil {
-		res.Err = fmt.Errorf("creating cache dir: %w", err)
-		return res
+		return nil, nil, fmt.Errorf("creating cache dir: %w", err)
 	}
 	dir, release, err := w.cache().acquire(ctx, b.repoURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	auth, err := creds.authFor(b.repoURL, cmp.Or(w.Timeout, DefaultTimeout))
+	if err != nil {
+		release()
+		return nil, nil, redact(err, creds.secrets()...)
+	}
+	return &session{w: w, b: b, dir: dir, creds: creds, authMethod: auth, tls: w.tlsFor(b.repoURL)}, release, nil
+}
+
+func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
+	res := Result{RepoURL: b.repoURL, Branch: b.target, Keys: b.keys()}
+	s, release, err := w.openSession(ctx, b)
 	if err != nil {
 		res.Err = err
 		return res
 	}
 	defer release()
-
-	auth, err := creds.authFor(b.repoURL, cmp.Or(w.Timeout, DefaultTimeout))
-	if err != nil {
-		res.Err = redact(err, creds.secrets()...)
-		return res
-	}
-	s := &session{w: w, b: b, dir: dir, creds: creds, authMethod: auth, tls: w.tlsFor(b.repoURL)}
+	creds := s.creds
 	maxAttempts := cmp.Or(w.MaxAttempts, DefaultMaxAttempts)
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
@@ -178,18 +185,7 @@ func (s *session) confirm(ctx context.Context, res *Result) bool {
 // attempt brings the clone to the remote's head of the branch, applies the
 // batch, commits and pushes. Errors not wrapped in errTerminal are retried.
 func (s *session) attempt(ctx context.Context, res *Result) error {
-	if err := s.open(ctx); err != nil {
-		return err
-	}
-	if !s.fresh {
-		if err := s.fetch(ctx); err != nil {
-			s.fetchFailures++
-			s.corrupt = s.fetchFailures >= 2
-			return err
-		}
-	}
-	s.fresh, s.fetchFailures = false, 0
-	base, err := s.baseCommit(ctx)
+	base, err := s.sync(ctx)
 	res.Branch = s.b.target
 	if err != nil {
 		return err
@@ -198,7 +194,7 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 		s.w.log().Info("git write-back pushed; the server's answer had been lost", "repo", s.b.repoURL, "branch", s.b.target, "commit", res.CommitSHA)
 		return nil
 	}
-	wt, err := s.checkout(base)
+	wt, err := s.checkout(base, false)
 	if err != nil {
 		s.corrupt = true
 		return err
@@ -245,6 +241,23 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 	res.CommitSHA = sha
 	s.w.log().Info("git write-back pushed", "repo", s.b.repoURL, "branch", s.b.target, "commit", sha, "files", len(files), "updates", len(updates))
 	return nil
+}
+
+// sync brings the clone to the remote's branches and returns the remote
+// head the batch goes on (baseCommit).
+func (s *session) sync(ctx context.Context) (plumbing.Hash, error) {
+	if err := s.open(ctx); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if !s.fresh {
+		if err := s.fetch(ctx); err != nil {
+			s.fetchFailures++
+			s.corrupt = s.fetchFailures >= 2
+			return plumbing.ZeroHash, err
+		}
+	}
+	s.fresh, s.fetchFailures = false, 0
+	return s.baseCommit(ctx)
 }
 
 // landed reports whether commit sha is the remote head base or among its
@@ -411,16 +424,21 @@ func (s *session) defaultBranch(ctx context.Context) (string, error) {
 
 // checkout points the local target branch at base and makes the work
 // tree exactly that commit (no leftovers from an earlier attempt).
-func (s *session) checkout(base plumbing.Hash) (*gogit.Worktree, error) {
+// detached checks base out without touching any branch (Plan).
+func (s *session) checkout(base plumbing.Hash, detached bool) (*gogit.Worktree, error) {
 	wt, err := s.repo.Worktree()
 	if err != nil {
 		return nil, err
 	}
-	branch := plumbing.NewBranchReferenceName(s.b.target)
-	if err := s.repo.Storer.SetReference(plumbing.NewHashReference(branch, base)); err != nil {
-		return nil, err
+	opts := &gogit.CheckoutOptions{Hash: base, Force: true}
+	if !detached {
+		branch := plumbing.NewBranchReferenceName(s.b.target)
+		if err := s.repo.Storer.SetReference(plumbing.NewHashReference(branch, base)); err != nil {
+			return nil, err
+		}
+		opts = &gogit.CheckoutOptions{Branch: branch, Force: true}
 	}
-	if err := wt.Checkout(&gogit.CheckoutOptions{Branch: branch, Force: true}); err != nil {
+	if err := wt.Checkout(opts); err != nil {
 		return nil, fmt.Errorf("checking out %s: %w", s.b.target, err)
 	}
 	if err := wt.Clean(&gogit.CleanOptions{Dir: true}); err != nil {
@@ -429,7 +447,8 @@ func (s *session) checkout(base plumbing.Hash) (*gogit.Worktree, error) {
 	return wt, nil
 }
 
-func (s *session) commit(wt *gogit.Worktree, updates []Update) (string, error) {
+// message is the commit message of updates.
+func (s *session) message(updates []Update) (string, error) {
 	apps := []string{}
 	for _, u := range updates {
 		if !slices.Contains(apps, u.App) {
@@ -437,7 +456,11 @@ func (s *session) commit(wt *gogit.Worktree, updates []Update) (string, error) {
 		}
 	}
 	slices.Sort(apps)
-	msg, err := renderMessage(s.w.Message, MessageData{RepoURL: s.b.repoURL, Branch: s.b.target, Apps: apps, Updates: updates})
+	return renderMessage(s.w.Message, MessageData{RepoURL: s.b.repoURL, Branch: s.b.target, Apps: apps, Updates: updates})
+}
+
+func (s *session) commit(wt *gogit.Worktree, updates []Update) (string, error) {
+	msg, err := s.message(updates)
 	if err != nil {
 		return "", terminal(err)
 	}

@@ -31,10 +31,41 @@ func (e *ChangeError) Unwrap() error { return e.Err }
 // changes that failed. A change is applied whole or not at all. err is a
 // failure to write the work tree.
 func (w *Writer) edit(dir string, changes []Change) (updates []Update, files []string, failed []*ChangeError, err error) {
-	changed := map[string]bool{}
+	updates, eds, failed := edits(dir, changes)
+	files = make([]string, 0, len(eds))
+	for _, e := range eds {
+		full := filepath.Join(dir, filepath.FromSlash(e.rel))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return nil, nil, nil, err
+		}
+		if err := os.WriteFile(full, e.after, 0o644); err != nil {
+			return nil, nil, nil, fmt.Errorf("writing %s: %w", e.rel, err)
+		}
+		files = append(files, e.rel)
+	}
+	return updates, files, failed, nil
+}
+
+// fileEdit is one file of the work tree as a batch's changes leave it.
+type fileEdit struct {
+	rel string
+	// before is the file as checked out; existed is false when the
+	// batch creates it.
+	before  []byte
+	existed bool
+	after   []byte
+}
+
+// edits computes every change of a batch against the work tree at dir
+// without writing it: each change sees the files as the changes before it
+// left them, as when they are written one after the other. It returns the
+// values changed, the files written (sorted by path) and the changes that
+// failed. Apply writes what it returns (edit); Plan diffs it.
+func edits(dir string, changes []Change) (updates []Update, files []*fileEdit, failed []*ChangeError) {
+	byRel := map[string]*fileEdit{}
 	for i := range changes {
 		c := &changes[i]
-		rel, ups, out, cerr := editChange(dir, *c)
+		rel, ups, out, cerr := editChange(dir, *c, byRel)
 		if cerr != nil {
 			if !errors.Is(cerr, ErrInvalidChange) {
 				cerr = fmt.Errorf("%w: %w", ErrInvalidChange, cerr)
@@ -45,32 +76,44 @@ func (w *Writer) edit(dir string, changes []Change) (updates []Update, files []s
 		if out == nil {
 			continue
 		}
-		full := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return nil, nil, nil, err
+		e := byRel[rel]
+		if e == nil {
+			e = &fileEdit{rel: rel}
+			e.before, e.existed = readExisting(dir, rel)
+			byRel[rel] = e
+			files = append(files, e)
 		}
-		if err := os.WriteFile(full, out, 0o644); err != nil {
-			return nil, nil, nil, fmt.Errorf("writing %s: %w", rel, err)
-		}
+		e.after = out
 		updates = append(updates, ups...)
-		changed[rel] = true
 	}
-	files = make([]string, 0, len(changed))
-	for f := range changed {
-		files = append(files, f)
-	}
-	slices.Sort(files)
-	return updates, files, failed, nil
+	slices.SortFunc(files, func(a, b *fileEdit) int { return strings.Compare(a.rel, b.rel) })
+	return updates, files, failed
 }
 
-// editChange computes one change's new file content; out is nil when the
+// readExisting reads rel in the work tree at dir; ok is false when it is
+// not there.
+func readExisting(dir, rel string) (content []byte, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, false
+	}
+	return b, true
+}
+
+// editChange computes one change's new file content, reading the files
+// earlier changes of the batch edited from edited; out is nil when the
 // file is already as asked.
-func editChange(dir string, c Change) (rel string, updates []Update, out []byte, err error) {
+func editChange(dir string, c Change, edited map[string]*fileEdit) (rel string, updates []Update, out []byte, err error) {
 	rel, create, err := targetFile(dir, c)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	content, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	var content []byte
+	if e := edited[rel]; e != nil {
+		content = e.after
+	} else {
+		content, err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist) && create:
 		content = nil
