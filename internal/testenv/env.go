@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,11 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -29,9 +26,6 @@ const BinDirEnv = "CROWSNEST_KUBE_BIN"
 // startTimeout bounds how long the control plane may take to come up; the
 // apiserver serves /readyz in about 4 s here, CI machines may be slower.
 const startTimeout = 90 * time.Second
-
-//go:embed crds/*.yaml
-var crdFiles embed.FS
 
 // Resources the CRDs serve, for tests and for waiting on discovery.
 var (
@@ -199,21 +193,13 @@ func (e *Env) installCRDs(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building dynamic client: %w", err)
 	}
-	entries, err := crdFiles.ReadDir("crds")
+	crds, err := argoCDCRDs()
 	if err != nil {
-		return fmt.Errorf("reading embedded CRDs: %w", err)
+		return err
 	}
-	for _, entry := range entries {
-		data, err := crdFiles.ReadFile("crds/" + entry.Name())
-		if err != nil {
-			return fmt.Errorf("reading CRD %s: %w", entry.Name(), err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-			return fmt.Errorf("parsing CRD %s: %w", entry.Name(), err)
-		}
-		if _, err := dyn.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating CRD %s: %w", obj.GetName(), err)
+	for _, crd := range crds {
+		if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating CRD %s: %w", crd.GetName(), err)
 		}
 	}
 	// A CRD is usable once its resource is served; list until it is.
