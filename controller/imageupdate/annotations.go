@@ -128,8 +128,12 @@ func FromAnnotations(annotations map[string]string) (*Spec, []error) {
 	wb, wbErrs := readWriteBack(annotations)
 	errs = append(errs, wbErrs...)
 	spec.WriteBack = wb
-	unknown := unknownKeys(annotations, seen)
+	unknown := unknownKeys(annotations)
 	for _, k := range unknown[:min(len(unknown), maxUnknownKeys)] {
+		if k == KeyPlatforms {
+			fail(k, nil, "platforms is read per image only (<alias>.platforms), as argocd-image-updater reads it; ignored")
+			continue
+		}
 		fail(k, nil, "unknown key (not an argocd-image-updater annotation, or an alias not in image-list)")
 	}
 	if more := len(unknown) - maxUnknownKeys; more > 0 {
@@ -186,8 +190,10 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 	if v, k, ok := get(KeyIgnoreTags); ok {
 		img.Policy.IgnoreTags, keyOf["ignore-tags"] = splitList(v), k
 	}
-	if v, k, ok := get(KeyPlatforms); ok {
-		img.Policy.Platforms, keyOf["platforms"] = splitList(v), k
+	// Platforms are per image only: argocd-image-updater never reads an
+	// app-wide platforms annotation (unknownKeys reports one).
+	if v, ok := ann[Prefix+keyAlias+"."+KeyPlatforms]; ok && hasAlias {
+		img.Policy.Platforms, keyOf["platforms"] = splitList(v), keyAlias+"."+KeyPlatforms
 	}
 	if v, k, ok := get(KeyPullSecret); ok && v != "" {
 		if _, err := creds.Parse(v); err != nil {
@@ -210,9 +216,18 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 		img.Helm.ImageSpec = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyHelmImageSpec])
 		img.KustomizeName = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyKustomizeImage])
 		if img.Helm.ImageSpec != "" && (img.Helm.ImageName != "" || img.Helm.ImageTag != "") {
-			fail(keyAlias+"."+KeyHelmImageSpec, nil, "set either helm.image-spec or helm.image-name/helm.image-tag, not both")
-			bad = true
+			// argocd-image-updater lets image-spec win; say so.
+			fail(keyAlias+"."+KeyHelmImageSpec, nil, "set either helm.image-spec or helm.image-name/helm.image-tag, not both: "+
+				"helm.image-spec is used, helm.image-name and helm.image-tag are ignored")
+			img.Helm.ImageName, img.Helm.ImageTag = "", ""
 		}
+	}
+	// argocd-image-updater reads the constraint for semver and digest
+	// only; newest-build and alphabetical ignore it ("app:latest" with
+	// newest-build is common), so it is dropped rather than refused.
+	switch s := strings.ToLower(img.Policy.Strategy); s {
+	case "newest-build", "latest", "alphabetical", "name":
+		img.Policy.Constraint = ""
 	}
 	if _, err := policy.Compile(parsed.Repo(), img.Policy); err != nil {
 		for _, e := range unjoin(err) {
@@ -286,13 +301,17 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 		fail(KeyWriteBack, "unknown method %q: want argocd, git, git:repocreds or git:secret:<namespace>/<name>", m)
 	}
 	wb.Target = Target{Kind: TargetArgoCDSource}
+	var targetIgnored error
 	if t, ok := ann[Prefix+KeyWriteTarget]; ok {
 		kind, path, _ := strings.Cut(strings.TrimSpace(t), ":")
 		switch TargetKind(kind) {
 		case TargetKustomization, TargetHelmValues:
-			wb.Target = Target{Kind: TargetKind(kind), Path: strings.TrimSpace(path)}
-			if wb.Method != MethodGit && len(errs) == 0 {
-				fail(KeyWriteTarget, "%q needs write-back-method git", t)
+			if wb.Method == MethodGit {
+				wb.Target = Target{Kind: TargetKind(kind), Path: strings.TrimSpace(path)}
+			} else if len(errs) == 0 {
+				// argocd-image-updater ignores the target of the argocd
+				// method; so does crowsnest, visibly.
+				targetIgnored = &AnnotationError{Key: Prefix + KeyWriteTarget, Msg: fmt.Sprintf("%q needs write-back-method git; ignored", t)}
 			}
 		default:
 			fail(KeyWriteTarget, "unknown target %q: want kustomization[:<path>] or helmvalues[:<path>]", t)
@@ -322,6 +341,9 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 	if len(errs) > 0 {
 		wb.Method = ""
 	}
+	if targetIgnored != nil {
+		errs = append(errs, targetIgnored)
+	}
 	return wb, errs
 }
 
@@ -330,10 +352,11 @@ var (
 	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
-// knownAppKeys are the keys valid without an alias.
+// knownAppKeys are the keys valid without an alias. platforms is not
+// one: argocd-image-updater reads it per image only.
 var knownAppKeys = map[string]bool{
 	KeyImageList: true, KeyStrategy: true, KeyAllowTags: true, KeyIgnoreTags: true, KeyPullSecret: true,
-	KeyPlatforms: true, KeyForceUpdate: true, KeyWriteBack: true, KeyWriteTarget: true,
+	KeyForceUpdate: true, KeyWriteBack: true, KeyWriteTarget: true,
 	KeyGitBranch: true, KeyGitRepository: true,
 }
 
@@ -346,13 +369,11 @@ var knownImageKeys = map[string]bool{
 
 // unknownKeys returns the updater annotations that nothing reads: a typo
 // would otherwise be silently ignored. Settings of an alias that image-list
-// declares are known even when that entry failed to parse.
-func unknownKeys(ann map[string]string, aliases map[string]bool) []string {
+// declares ("<alias>=<image>") are known even when that entry failed to
+// parse; an image listed without alias takes no per-image settings (as in
+// argocd-image-updater), so "nginx.update-strategy" for "nginx" is unknown.
+func unknownKeys(ann map[string]string) []string {
 	declared := listNames(ann[Prefix+KeyImageList])
-	keyAliases := make(map[string]bool, len(aliases))
-	for a := range aliases {
-		keyAliases[OptionAlias(a)] = true
-	}
 	var out []string
 	for _, full := range slices.Sorted(maps.Keys(ann)) {
 		key, ok := strings.CutPrefix(full, Prefix)
@@ -360,7 +381,7 @@ func unknownKeys(ann map[string]string, aliases map[string]bool) []string {
 			continue
 		}
 		alias, rest, dotted := strings.Cut(key, ".")
-		if dotted && knownImageKeys[rest] && (keyAliases[alias] || declared[alias]) {
+		if dotted && knownImageKeys[rest] && declared[alias] {
 			continue
 		}
 		out = append(out, key)
