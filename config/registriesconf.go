@@ -41,8 +41,9 @@ var confKeys = registryKeys{
 	defaultNamespace: "defaultns", rateLimit: "limit", maxConcurrency: "limit", isDefault: "default",
 }
 
-// tagSortModes are argocd-image-updater's; crowsnest sorts tags itself,
-// so the value is checked and otherwise ignored, like ping.
+// tagSortModes are argocd-image-updater's, in any case (it lower-cases
+// them); crowsnest sorts tags itself, so the value is checked and
+// otherwise ignored, like ping.
 var tagSortModes = []string{"", "none", "latest-first", "latest-last"}
 
 // yaml11Bool is a bool that also reads YAML 1.1's yes/no/on/off, which
@@ -94,7 +95,7 @@ func ParseRegistriesConf(data []byte) (RegistryList, error) {
 			r.Prefix, r.Default = RegistryHost(r.APIURL), true
 		}
 		r.setDefaults()
-		if !slices.Contains(tagSortModes, c.TagSortMode) {
+		if !slices.Contains(tagSortModes, strings.ToLower(c.TagSortMode)) {
 			errs.invalid(join(p, "tagsortmode"), "unsupported value %q, want none, latest-first or latest-last", c.TagSortMode)
 		}
 		list[i] = r
