@@ -45,14 +45,17 @@ status:
   health: {status: Healthy}
   operationState:
     phase: Succeeded
+    startedAt: "2026-11-22T09:59:00Z"
+    operation:
+      sync: {revision: abc123}
     syncResult:
       revision: abc123
-      resources: [{kind: Deployment, name: shop}]
+      resources: [{group: apps, version: v1, kind: Deployment, namespace: shop, name: shop}]
   summary:
     images: [registry.example/shop:2.0.0]
   reconciledAt: "2026-11-22T10:00:00Z"
   resources: [{kind: Deployment, name: shop, status: Synced}]
-  history: [{id: 1, revision: abc000}]
+  history: [{id: 1, revision: abc000, deployedAt: "2026-11-21T10:00:00Z"}]
 `
 
 // normalize drops what only the apiserver sets, so a view from a file and a
@@ -85,7 +88,7 @@ func TestFileSourceMatchesInformer(t *testing.T) {
 		t.Fatal(err)
 	}
 	created.Object["status"] = obj.Object["status"]
-	if _, err := apps.Namespace(ns).UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+	if _, err := apps.Namespace(ns).Update(t.Context(), created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	key := ns + "/shop"

@@ -108,7 +108,7 @@ func testKubeSourceEvents(t *testing.T, streamed bool) {
 		"reconciledAt": "2026-11-22T10:00:00Z",
 		"resources":    []any{map[string]any{"kind": "Deployment", "name": "web", "status": "Synced"}},
 	}
-	a, err = apps.Namespace(ns1).UpdateStatus(t.Context(), a, metav1.UpdateOptions{})
+	a, err = apps.Namespace(ns1).Update(t.Context(), a, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func testKubeSourceEvents(t *testing.T, streamed bool) {
 	if err := unstructured.SetNestedField(a.Object, "Degraded", "status", "health", "status"); err != nil {
 		t.Fatal(err)
 	}
-	a, err = apps.Namespace(ns1).UpdateStatus(t.Context(), a, metav1.UpdateOptions{})
+	a, err = apps.Namespace(ns1).Update(t.Context(), a, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestKubeSourceAppProjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Object["status"] = map[string]any{"jwtTokensByRole": map[string]any{}}
-	if _, err := projects.UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+	if _, err := projects.Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cur, err := projects.Get(t.Context(), "payments", metav1.GetOptions{})
@@ -305,9 +305,13 @@ func TestAppStreamListAndWatch(t *testing.T) {
 			"health":    map[string]any{"status": "Healthy"},
 			"resources": []any{map[string]any{"kind": "Deployment", "name": "web"}},
 			"operationState": map[string]any{"phase": "Succeeded", "retryCount": int64(2),
-				"syncResult": map[string]any{"revision": "abc", "resources": []any{map[string]any{"name": "web"}}}},
+				"startedAt": "2026-11-22T09:59:00Z",
+				"operation": map[string]any{"sync": map[string]any{"revision": "abc"}},
+				"syncResult": map[string]any{"revision": "abc", "resources": []any{map[string]any{
+					"group": "apps", "version": "v1", "kind": "Deployment", "namespace": ns, "name": "web",
+				}}}},
 		}
-		if _, err := apps.Namespace(ns).UpdateStatus(t.Context(), a, metav1.UpdateOptions{}); err != nil {
+		if _, err := apps.Namespace(ns).Update(t.Context(), a, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -372,7 +376,7 @@ func TestAppStreamListAndWatch(t *testing.T) {
 	if err := unstructured.SetNestedField(cur.Object, "Degraded", "status", "health", "status"); err != nil {
 		t.Fatal(err)
 	}
-	if cur, err = apps.Namespace(ns).UpdateStatus(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
+	if cur, err = apps.Namespace(ns).Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -450,7 +454,7 @@ func TestAppStreamWithoutStreamingLists(t *testing.T) {
 	if err := unstructured.SetNestedField(b.Object, "Degraded", "status", "health", "status"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := apps.Namespace(ns).UpdateStatus(t.Context(), b, metav1.UpdateOptions{}); err != nil {
+	if _, err := apps.Namespace(ns).Update(t.Context(), b, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the watched change in the cache", func() bool {
