@@ -183,6 +183,12 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 	bad := false
 	if v, k, ok := get(KeyStrategy); ok {
 		img.Policy.Strategy, keyOf["strategy"] = v, k
+		if _, err := policy.Compile(parsed.Repo(), policy.Spec{Strategy: v, Constraint: "x"}); err != nil && unknownStrategy(err) {
+			// argocd-image-updater updates by semver, its default, when
+			// the strategy is unknown; crowsnest does too, and says so.
+			fail(k, nil, "unknown strategy %q: want semver, newest-build, digest or alphabetical; semver is used", v)
+			img.Policy.Strategy = ""
+		}
 	}
 	if v, k, ok := get(KeyAllowTags); ok {
 		img.Policy.AllowTags, keyOf["allow-tags"] = v, k
@@ -246,6 +252,17 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 		bad = true
 	}
 	return img, !bad
+}
+
+// unknownStrategy reports whether a policy error is about the strategy.
+func unknownStrategy(err error) bool {
+	for _, e := range unjoin(err) {
+		var pe *policy.Error
+		if errors.As(e, &pe) && pe.Field == "strategy" {
+			return true
+		}
+	}
+	return false
 }
 
 // splitConstraint cuts "repo[:constraint]": the constraint follows the

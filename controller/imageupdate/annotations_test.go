@@ -116,7 +116,7 @@ func TestMalformedAnnotations(t *testing.T) {
 	}{
 		{name: "bad image reference", in: ann("image-list", "ok=nginx, bad=UPPER/Case!"), key: "image-list", msg: "UPPER/Case!", images: []string{"ok"}},
 		{name: "bad constraint", in: ann("image-list", "ok=nginx, bad=redis:>>1"), key: "image-list", msg: "invalid semver range", images: []string{"ok"}},
-		{name: "unknown strategy", in: ann("image-list", "ok=nginx, bad=redis", "bad.update-strategy", "newest"), key: "bad.update-strategy", msg: `unknown strategy "newest"`, images: []string{"ok"}},
+		{name: "unknown strategy", in: ann("image-list", "ok=nginx, bad=redis", "bad.update-strategy", "newest"), key: "bad.update-strategy", msg: `unknown strategy "newest": want semver, newest-build, digest or alphabetical; semver is used`, images: []string{"ok", "bad"}},
 		{name: "bad allow-tags regexp", in: ann("image-list", "ok=nginx, bad=redis", "bad.allow-tags", "regexp:("), key: "bad.allow-tags", msg: "invalid regexp", images: []string{"ok"}},
 		{name: "bad allow-tags form", in: ann("image-list", "ok=nginx", "allow-tags", "^v1"), key: "allow-tags", msg: `want "any" or "regexp:<re>"`, images: nil},
 		{name: "bad platform", in: ann("image-list", "ok=nginx, bad=redis", "bad.platforms", "linux"), key: "bad.platforms", msg: "want os/arch", images: []string{"ok"}},
