@@ -47,7 +47,7 @@ func TestEngineReconcilesApplicationEvents(t *testing.T) {
 	// reconciles in queue order, so once "marker" is done, a reconcile
 	// caused by the churn would already have happened.
 	first.Object["status"] = map[string]any{"reconciledAt": "2026-11-22T10:00:00Z", "resources": []any{}}
-	if _, err := apps(t).Namespace(ns1).UpdateStatus(t.Context(), first, metav1.UpdateOptions{}); err != nil {
+	if _, err := apps(t).Namespace(ns1).Update(t.Context(), first, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	createApp(t, ns1, "marker")

@@ -68,10 +68,15 @@ func setAppStatus(t *testing.T, ns, name, phase, health, revision string) {
 		"health": map[string]any{"status": health},
 	}
 	if phase != "" {
-		status["operationState"] = map[string]any{"phase": phase, "syncResult": map[string]any{"revision": revision}}
+		status["operationState"] = map[string]any{
+			"phase":      phase,
+			"startedAt":  "2026-11-22T10:00:00Z",
+			"operation":  map[string]any{"sync": map[string]any{"revision": revision}},
+			"syncResult": map[string]any{"revision": revision},
+		}
 	}
 	cur.Object["status"] = status
-	if _, err := apps(t).Namespace(ns).UpdateStatus(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
+	if _, err := apps(t).Namespace(ns).Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -102,7 +102,7 @@ func createAppsRunning(t *testing.T, client dynamic.ResourceInterface, n int, do
 				return fmt.Errorf("creating application %d: %w", i, err)
 			}
 			created.Object["status"] = map[string]any{"summary": map[string]any{"images": []any{image(i)}}}
-			if _, err := client.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			if _, err := client.Update(ctx, created, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("setting the status of application %d: %w", i, err)
 			}
 			return nil

@@ -37,7 +37,7 @@ func setStatus(t *testing.T, ns, name string, status map[string]any) {
 		t.Fatal(err)
 	}
 	u.Object["status"] = status
-	if _, err := apps(t).Namespace(ns).UpdateStatus(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+	if _, err := apps(t).Namespace(ns).Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -55,7 +55,8 @@ func TestWindowTimerAtBoundaries(t *testing.T) {
 	setStatus(t, ns, "drift", map[string]any{"sync": map[string]any{"status": "OutOfSync"}})
 	setStatus(t, ns, "steady", map[string]any{"sync": map[string]any{"status": "Synced"}})
 	setStatus(t, ns, "busy", map[string]any{"sync": map[string]any{"status": "OutOfSync"},
-		"operationState": map[string]any{"phase": "Running"}})
+		"operationState": map[string]any{"phase": "Running", "startedAt": "2026-11-22T10:00:00Z",
+			"operation": map[string]any{"sync": map[string]any{}}}})
 
 	rec := &recorder{}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
