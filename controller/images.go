@@ -102,8 +102,11 @@ type ImageReconciler struct {
 	// Announces, when set, says whether an image event can become a
 	// message now (Notifier.Announces); no intent is recorded when not.
 	Announces func() bool
-	// DryRun decides and logs but writes nothing.
-	DryRun  bool
+	// DryRun decides and logs but writes nothing; each write it would
+	// make is planned (by the writers' own code) and handed to Plans.
+	DryRun bool
+	// Plans, when set, receives the dry run's plans.
+	Plans   PlanRecorder
 	Metrics *ImageMetrics
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -313,6 +316,11 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 			r.Log.Debug("image update still held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
 		}
 		r.notifyChanges(app, triggers.EventImageUpdateHeld, plan.Changes, plan.HoldReason)
+		if r.DryRun {
+			p := newPlan(req.Key, spec, plan.Changes)
+			p.HeldBy = plan.HoldReason
+			r.recordPlan(p)
+		}
 		if next, ok := r.nextBoundary(app); ok {
 			return Result{RequeueAfter: next}, nil
 		}
@@ -325,12 +333,18 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 				r.Log.Warn("git write-back refused", "app", req.Key, "error", err)
 				r.event(app, eventTypeWarning, EventWriteBackRefused, err.Error())
 			}
+			if r.DryRun {
+				p := newPlan(req.Key, spec, plan.Changes)
+				p.Error = err.Error()
+				r.recordPlan(p)
+			}
 			return Result{}, Terminal(err)
 		}
 		r.newSaid(saidKey{saidRefused, req.Key}, "")
 	}
 	if r.DryRun {
 		r.Log.Info("dry run: would update images", "app", req.Key, "changes", summary, "method", spec.WriteBack.Method)
+		r.planWrite(ctx, req.Key, app, spec, plan.Changes)
 		return Result{}, nil
 	}
 	if spec.WriteBack.Method == imageupdate.MethodGit {
@@ -339,15 +353,12 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 			r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(plan.Changes))
 			return Result{}, nil
 		}
-		chs, err := gitChanges(app, spec, plan.Changes)
+		chs, err := r.gitWrites(req.Key, app, spec, plan.Changes)
 		if err != nil {
 			r.event(app, eventTypeWarning, EventImageUpdateFailed, err.Error())
 			return Result{}, Terminal(err)
 		}
 		for i := range chs {
-			if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok {
-				chs[i].CredentialsSecret = secret
-			}
 			r.Log.Debug("git write-back queued", "app", req.Key, "repo", chs[i].RepoURL, "changes", summary)
 		}
 		r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodGit, plan.Changes, r.now()))

@@ -59,6 +59,7 @@ type runOptions struct {
 	webhookAddr             string
 	pprofAddr               string
 	dryRun                  bool
+	planFormat              string
 	gitCacheDir             string
 	stateDir                string
 	argocdNamespace         string
@@ -114,11 +115,12 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.StringSliceVar(&o.namespaces, "namespaces", nil, "comma-separated namespaces to watch (same as repeating --namespace)")
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector for Applications, e.g. team=payments,tier!=dev")
 	f.StringVar(&o.appsDir, "apps-dir", "", "read Applications from YAML files in this folder instead of a cluster (local mode: Git write-backs are real, Kubernetes-mode ones patch an in-memory copy)")
-	f.BoolVar(&o.once, "once", false, "with --apps-dir: one full pass (decide, write, notify), then exit; non-zero if anything failed")
+	f.BoolVar(&o.once, "once", false, "with --apps-dir or --dry-run: one full pass (decide, write or plan, notify), then exit; non-zero if anything failed")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" disables it`)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof/ profiles (for profiling, e.g. 127.0.0.1:6060); "0" disables it`)
-	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates and notifications; write and send nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "decide and log image updates and notifications; write and send nothing, and print to stdout each Application's write-back plan (see --plan-format)")
+	f.StringVar(&o.planFormat, "plan-format", planFormatText, "with --dry-run: text (per Application a '# ' header, then Git's unified diff of each file or the exact JSON patch) or json (one JSON object per Application and line)")
 	f.StringVar(&o.gitCacheDir, "git-cache-dir", filepath.Join(os.TempDir(), "crowsnest-git"), "where Git write-back keeps its clones")
 	f.StringVar(&o.stateDir, "state-dir", "", "where crowsnest keeps what must outlive the process (not the pod): the journal of notifications sent and not yet recorded, so a restarted container does not send them again; empty disables it (the shipped manifests use an emptyDir). In local mode it also holds the journal of Git writes not yet announced (default: --git-cache-dir)")
 	f.StringVar(&o.argocdNamespace, "argocd-namespace", "argocd", "namespace of Argo CD's repository credential Secrets")
@@ -191,8 +193,12 @@ func (o *runOptions) effective(cmd *cobra.Command, cfg *config.Config) (*config.
 }
 
 func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
-	if o.once && o.appsDir == "" {
-		return errors.New("--once needs --apps-dir (local mode)")
+	if o.once && o.appsDir == "" && !o.dryRun {
+		return errors.New("--once needs --apps-dir (local mode) or --dry-run")
+	}
+	plans, err := newPlanPrinter(cmd.OutOrStdout(), o.planFormat, o.once)
+	if err != nil {
+		return err
 	}
 	var (
 		cfgWatcher *config.Watcher
@@ -329,6 +335,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		Policies:      (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
 		Enqueue:       engine.Enqueue,
 		DryRun:        o.dryRun,
+		Plans:         plans,
 		Metrics:       controller.NewImageMetrics(reg),
 		Log:           log,
 	}
@@ -392,6 +399,10 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		images.Events = controller.RedactEvents(broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"}))
+		if o.dryRun { // a dry run records no Events either: they are log lines
+			localLogs = &logEvents{log: log, onEvent: o.onEvent}
+			images.Events = controller.RedactEvents(localLogs)
+		}
 		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
 			Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) }}
 		if gw, err = newGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
@@ -506,7 +517,13 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			if waiter.wait(ctx) != nil {
 				return ctx.Err() // stopped from outside before the pass ended
 			}
-			problems := files.Problems()
+			if o.dryRun {
+				log.Info("dry run: plans printed", "applications", plans.Flush())
+			}
+			var problems []watcher.FileProblem
+			if files != nil {
+				problems = files.Problems()
+			}
 			failed := localLogs.Warnings() + deadLetters(ctx, outbox) + len(problems)
 			if failed > 0 {
 				return fmt.Errorf("one pass finished with %d failure(s); see the warnings above%s", failed, describeFileProblems(problems))

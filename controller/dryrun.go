@@ -1,0 +1,221 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/internal/redact"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
+)
+
+// Write-back methods as a plan names them.
+const (
+	PlanMethodGit        = "git"
+	PlanMethodKubernetes = "kubernetes"
+)
+
+// WritePlan is what the write-back of one Application's changes would
+// write, computed by the writers' own code without writing: what
+// `crowsnest run --dry-run` prints, so that a user can check it before
+// trusting crowsnest with the write.
+type WritePlan struct {
+	// App is the Application's key, namespace/name.
+	App string `json:"app"`
+	// Method is PlanMethodGit or PlanMethodKubernetes (argocd-image-updater's
+	// write-back-method argocd).
+	Method  string          `json:"method"`
+	Changes []PlannedChange `json:"changes"`
+	// HeldBy, when set, is the sync window holding the write: nothing
+	// would be written now, and nothing else is planned.
+	HeldBy     string     `json:"heldBy,omitempty"`
+	Git        []GitPlan  `json:"git,omitempty"`
+	Kubernetes *PatchPlan `json:"kubernetes,omitempty"`
+	// Error says why the write could not be planned (or would fail).
+	Error string `json:"error,omitempty"`
+}
+
+// PlannedChange is one image's change.
+type PlannedChange struct {
+	Image string `json:"image"`
+	// From is empty when the image is not deployed yet.
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// GitPlan is the commit a Git write-back would push to one repository
+// and branch. Written with other Applications' changes to the same
+// branch, the real commit holds theirs too.
+type GitPlan struct {
+	// Repository is the repository URL without credentials.
+	Repository string `json:"repository"`
+	// Branch is pushed to (a write-branch template rendered); BaseBranch
+	// is the branch the commit goes on top of (the same unless the
+	// write-back branch is "base:target").
+	Branch     string `json:"branch"`
+	BaseBranch string `json:"baseBranch"`
+	// NewBranch says the push would create Branch.
+	NewBranch bool `json:"newBranch,omitempty"`
+	// BaseCommit is the commit the diffs are against.
+	BaseCommit    string        `json:"baseCommit"`
+	CommitMessage string        `json:"commitMessage,omitempty"`
+	Files         []PlannedFile `json:"files"`
+}
+
+// PlannedFile is one file a Git write-back would change.
+type PlannedFile struct {
+	Path string `json:"path"`
+	// New is true when the file would be created.
+	New bool `json:"new,omitempty"`
+	// Diff is a unified diff in Git's format (git apply takes it).
+	Diff string `json:"diff"`
+}
+
+// PatchPlan is the patch a Kubernetes-mode write-back would send.
+type PatchPlan struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	// ResourceVersion is the version the patch is pinned to.
+	ResourceVersion string `json:"resourceVersion"`
+	// PatchType is the patch's content type.
+	PatchType string `json:"patchType"`
+	// Patch is the patch exactly as it would be sent; null when the
+	// Application already carries every value.
+	Patch json.RawMessage `json:"patch"`
+}
+
+// PlanRecorder receives the plans of a dry run.
+type PlanRecorder interface {
+	RecordPlan(WritePlan)
+}
+
+// GitPlanner computes Git write-backs without writing (gitwb.Writer); the
+// dry run asks the GitBatcher's Writer for it.
+type GitPlanner interface {
+	Plan(ctx context.Context, changes []gitwb.Change) ([]gitwb.Plan, error)
+}
+
+// PatchPlanner computes Kubernetes-mode write-backs without writing
+// (kube.Writer); the dry run asks the reconciler's Writer for it.
+type PatchPlanner interface {
+	PlanFrom(ctx context.Context, namespace, name string, cached *unstructured.Unstructured, overrides []kube.Override) (kube.Patch, error)
+}
+
+var (
+	_ GitPlanner   = (*gitwb.Writer)(nil)
+	_ PatchPlanner = (*kube.Writer)(nil)
+)
+
+// errNoPlanner: the writer wired cannot say what it would write.
+var errNoPlanner = errors.New("this write-back cannot be planned here: its writer is not wired")
+
+// newPlan is the plan of changes with nothing computed yet.
+func newPlan(key string, spec *imageupdate.Spec, changes []imageupdate.Change) WritePlan {
+	p := WritePlan{App: key, Method: PlanMethodKubernetes, Changes: make([]PlannedChange, 0, len(changes))}
+	if spec.WriteBack.Method == imageupdate.MethodGit {
+		p.Method = PlanMethodGit
+	}
+	for i := range changes {
+		p.Changes = append(p.Changes, PlannedChange{Image: changes[i].Image, From: changes[i].From, To: changes[i].To})
+	}
+	return p
+}
+
+// recordPlan hands p to r.Plans, with its error redacted.
+func (r *ImageReconciler) recordPlan(p WritePlan) {
+	p.Error = redact.String(p.Error)
+	if r.Plans != nil {
+		r.Plans.RecordPlan(p)
+	}
+}
+
+// planWrite computes and records what writing changes would write. A
+// write that cannot be planned is a failure as a write would be: a
+// Warning Event (a log line under --dry-run).
+func (r *ImageReconciler) planWrite(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) {
+	p := newPlan(key, spec, changes)
+	var err error
+	if p.Method == PlanMethodGit {
+		p.Git, err = r.planGit(ctx, key, app, spec, changes)
+	} else {
+		p.Kubernetes, err = r.planPatch(ctx, app, changes)
+	}
+	if err != nil {
+		p.Error = err.Error()
+		r.Log.Warn("dry run: the write-back could not be planned", "app", key, "error", err)
+		r.event(app, eventTypeWarning, EventImageUpdateFailed, "dry run: "+err.Error())
+	}
+	r.recordPlan(p)
+}
+
+func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]GitPlan, error) {
+	var planner GitPlanner
+	if r.Git != nil {
+		planner, _ = r.Git.Writer.(GitPlanner)
+	}
+	if planner == nil {
+		return nil, errNoPlanner
+	}
+	chs, err := r.gitWrites(key, app, spec, changes)
+	if err != nil {
+		return nil, err
+	}
+	plans, err := planner.Plan(ctx, chs)
+	out := make([]GitPlan, 0, len(plans))
+	for i := range plans {
+		p := &plans[i]
+		g := GitPlan{
+			Repository: redact.URL(p.RepoURL), Branch: p.Branch, BaseBranch: p.BaseBranch, NewBranch: p.NewBranch,
+			BaseCommit: p.BaseCommit, CommitMessage: p.Message, Files: make([]PlannedFile, 0, len(p.Files)),
+		}
+		for _, f := range p.Files {
+			g.Files = append(g.Files, PlannedFile{Path: f.Path, New: f.New, Diff: f.Diff})
+		}
+		out = append(out, g)
+	}
+	return out, err
+}
+
+func (r *ImageReconciler) planPatch(ctx context.Context, app *watcher.App, changes []imageupdate.Change) (*PatchPlan, error) {
+	planner, _ := r.Writer.(PatchPlanner)
+	if planner == nil {
+		return nil, errNoPlanner
+	}
+	p, err := planner.PlanFrom(ctx, app.Namespace, app.Name, app.Object, overridesOf(changes))
+	if err != nil {
+		return nil, err
+	}
+	res := watcher.ApplicationsResource
+	plan := &PatchPlan{
+		APIVersion: res.GroupVersion().String(), Kind: "Application", Namespace: p.Namespace, Name: p.Name,
+		ResourceVersion: p.ResourceVersion, PatchType: string(p.Type), Patch: json.RawMessage("null"),
+	}
+	if p.Data != nil {
+		plan.Patch = json.RawMessage(p.Data)
+	}
+	return plan, nil
+}
+
+// gitWrites are the Git writer's changes for app, with the credentials
+// its write-back method names.
+func (r *ImageReconciler) gitWrites(key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]gitwb.Change, error) {
+	chs, err := gitChanges(app, spec, changes)
+	if err != nil {
+		return nil, err
+	}
+	for i := range chs {
+		chs[i].Key = key
+		if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok {
+			chs[i].CredentialsSecret = secret
+		}
+	}
+	return chs, nil
+}
