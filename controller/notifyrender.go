@@ -30,6 +30,14 @@ type notifyConfig struct {
 // compileNotifications compiles n (catalog merged when on) into what the
 // Notifier evaluates and renders; a broken trigger or template fails with
 // its name.
+// CheckNotifications compiles n as Notifier.Apply does (conditions,
+// resolver, every template for every service) and keeps nothing, for
+// `config validate`.
+func CheckNotifications(n *config.Notifications) error {
+	_, err := compileNotifications(n)
+	return err
+}
+
 func compileNotifications(n *config.Notifications, opts ...notify.CompileOption) (*notifyConfig, error) {
 	set, err := triggers.Compile(n)
 	if err != nil {

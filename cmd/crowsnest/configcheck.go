@@ -3,19 +3,23 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/triggers"
-	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
 // checkConfig is what a parsed config must also pass before `run` starts
 // with it or accepts it on reload, and what `config validate` checks: one
-// function, so the two never disagree. It compiles what packages above
-// config compile (notification conditions, image policies, the Git commit
-// message) and reads what the registries section names (registries.conf,
-// CA files, webhook secrets). baseDir is the config file's folder.
+// function, so the two never disagree. It builds what run builds from the
+// config alone, through run's own constructors: notification conditions
+// and templates, image policies, the Git writer (commit message, signing
+// key, CAs) and the registries (registries.conf, CA files, webhook
+// secrets). Left to run: what needs the cluster (argocd-notifications-cm,
+// pull secrets) and notification services' secrets.
+// baseDir is the config file's folder.
 func checkConfig(c *config.Config, baseDir string) error {
 	if _, err := triggers.Compile(&c.Notifications); err != nil {
 		return err
@@ -23,11 +27,16 @@ func checkConfig(c *config.Config, baseDir string) error {
 	if _, err := imageupdate.CompilePolicies(c.ImagePolicies); err != nil {
 		return err
 	}
+	quiet := slog.New(slog.DiscardHandler)
 	var errs []error
-	if c.Git.CommitMessage != "" {
-		if _, err := gitwb.ParseMessage(c.Git.CommitMessage); err != nil {
-			errs = append(errs, fmt.Errorf("git.commitMessage: %w", err))
-		}
+	// Notifications compile as run compiles them; services are built by
+	// run only, as their secrets ($key, env:, file:) are the cluster's
+	// and the daemon's environment's.
+	if err := controller.CheckNotifications(&c.Notifications); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := newGitWriter(c, "", nil, nil, quiet); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := c.Registries.Resolved(baseDir); err != nil {
 		errs = append(errs, err)

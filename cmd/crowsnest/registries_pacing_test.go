@@ -47,8 +47,8 @@ func writeTestFile(t *testing.T, path, content string) string {
 // `run` and `config validate` take the same decision on every config:
 // both accept two prefixes of one host with their own limits, both refuse
 // what only reading registries.conf, CA files, webhook secrets or the
-// Git commit message reveals. Before they shared checkConfig, validate
-// accepted each of the refused ones and run refused the first.
+// Git writer's files reveal. Before they shared checkConfig, validate
+// accepted each of the refused ones, which run refused.
 func TestRunAndConfigValidateAgree(t *testing.T) {
 	const header = "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\n"
 	tests := []struct {
@@ -69,6 +69,8 @@ func TestRunAndConfigValidateAgree(t *testing.T) {
 		{name: "webhook secret not set", config: header + "registries:\n  webhook:\n    sources:\n      - {type: harbor, secretEnv: CROWSNEST_TEST_UNSET_SECRET}\n",
 			wantErr: "CROWSNEST_TEST_UNSET_SECRET"},
 		{name: "broken commit message template", config: header + "git:\n  commitMessage: '{{ .Nope '\n", wantErr: "git.commitMessage"},
+		{name: "Git signing key that is not there", config: header + "git:\n  signingKey: file:/nonexistent/crowsnest-key.asc\n", wantErr: "git.signingKey"},
+		{name: "Git CA file that is not there", config: header + "git:\n  tls:\n    git.example.com:\n      caFile: /nonexistent/ca.pem\n", wantErr: "git.tls"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
