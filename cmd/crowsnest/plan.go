@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -165,4 +166,14 @@ func (l *localApps) PlanFrom(ctx context.Context, namespace, name string, _ *uns
 		return kube.Patch{}, err
 	}
 	return l.writer.PlanFrom(ctx, namespace, name, nil, overrides)
+}
+
+// teeEvents records each Event with both recorders: `run --dry-run
+// --once` against a cluster records its Events there, as any run does,
+// and counts their Warnings as local mode does, for the pass's exit code.
+type teeEvents struct{ first, second controller.EventRecorder }
+
+func (t teeEvents) Event(object runtime.Object, typ, reason, msg string) {
+	t.first.Event(object, typ, reason, msg)
+	t.second.Event(object, typ, reason, msg)
 }

@@ -399,9 +399,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		images.Events = controller.RedactEvents(broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"}))
-		if o.dryRun { // a dry run records no Events either: they are log lines
-			localLogs = &logEvents{log: log, onEvent: o.onEvent}
-			images.Events = controller.RedactEvents(localLogs)
+		if o.once { // --dry-run --once: Warnings count as in local mode
+			localLogs = &logEvents{log: slog.New(slog.DiscardHandler)}
+			images.Events = teeEvents{images.Events, localLogs}
 		}
 		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
 			Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) }}
