@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
@@ -274,5 +276,85 @@ spec:
 	}
 	if diff := cmp.Diff(written.Object["spec"], planned["spec"]); diff != "" {
 		t.Errorf("spec (-written +planned):\n%s", diff)
+	}
+}
+
+// Cluster mode, Git write-back with a Secret's credentials and a write
+// branch template: the plan names the rendered branch as new, from main,
+// and pushes nothing (no branch appears, main stays); the real run then
+// pushes that branch with exactly the planned diff on the planned base.
+func TestE2EDryRunPlanGitModeCluster(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	web := pushTags(t, reg, "team/web", "1.0.0", "1.4.0")
+	gitSrv := testgit.Start(t, testgit.Options{Username: "bot", Password: "s3cret-pl4n"})
+	gitSrv.CreateRepo(t, "deploy")
+	kustomization := fmt.Sprintf("images:\n- name: %s\n  newTag: 1.0.0\n", web)
+	before := gitSrv.Seed(t, "deploy", "main", map[string]string{"apps/web/kustomization.yaml": kustomization}, "initial")
+	kubeconfig, ns, dir := e2eCluster(t, "e2e-plan-git")
+	if _, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "git-creds"},
+		Data:       map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret-pl4n")},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createApp(t, ns, fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  annotations:
+    argocd-image-updater.argoproj.io/image-list: %s:^1
+    argocd-image-updater.argoproj.io/write-back-method: git:secret:%s/git-creds
+    argocd-image-updater.argoproj.io/write-back-target: kustomization
+    argocd-image-updater.argoproj.io/git-branch: "main:update/{{.AppName}}"
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+  source: {repoURL: %s, path: apps/web, targetRevision: main}
+`, web, ns, gitSrv.RepoURL("deploy")), web+":1.0.0")
+	args := []string{"--kubeconfig", kubeconfig, "--namespace", ns, "--argocd-namespace", ns, "--git-cache-dir", filepath.Join(dir, "git"),
+		"--log-format", "json", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", "0"}
+	rv := func() string {
+		u, err := appsIn(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.GetResourceVersion()
+	}
+	rvBefore := rv()
+
+	out, log := runPlan(t, append(args, "--plan-format", "json")...)
+	if strings.Contains(out+log, "s3cret-pl4n") {
+		t.Fatal("the Git password is printed")
+	}
+	if diff := cmp.Diff([]string{"main"}, gitSrv.Branches(t, "deploy")); diff != "" {
+		t.Errorf("branches after the dry run (-want +got):\n%s", diff)
+	}
+	if gitSrv.Head(t, "deploy", "main") != before || rv() != rvBefore {
+		t.Fatal("the dry run wrote: main moved or the Application changed")
+	}
+	plans := parsePlans(t, out)
+	if len(plans) != 1 || len(plans[0].Git) != 1 || len(plans[0].Git[0].Files) != 1 {
+		t.Fatalf("plans: %s", out)
+	}
+	g := plans[0].Git[0]
+	if g.Branch != "update/web" || g.BaseBranch != "main" || !g.NewBranch || g.BaseCommit != before {
+		t.Errorf("branch %q from %q at %s (new %v), want update/web, new, from main at %s", g.Branch, g.BaseBranch, g.BaseCommit, g.NewBranch, before)
+	}
+	planned := gitApply(t, gitSrv, "deploy", before, g.Files[0].Diff)
+
+	startDaemon(t, args...)
+	waitFor(t, "the branch update/web", func() bool { return slices.Contains(gitSrv.Branches(t, "deploy"), "update/web") })
+	commits := gitSrv.Log(t, "deploy", "update/web")
+	if len(commits) != 2 || gitSrv.Git(t, "deploy", "rev-parse", commits[0].SHA+"^") != before {
+		t.Fatalf("update/web: %+v, want one commit on %s", commits, before)
+	}
+	committed, _ := gitSrv.ReadFile(t, "deploy", "update/web", "apps/web/kustomization.yaml")
+	b, err := os.ReadFile(filepath.Join(planned, "apps", "web", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(committed, string(b)); diff != "" {
+		t.Errorf("kustomization.yaml (-committed +planned):\n%s", diff)
 	}
 }
