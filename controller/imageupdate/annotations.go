@@ -1,6 +1,7 @@
 package imageupdate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -234,6 +235,18 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 	switch s := strings.ToLower(img.Policy.Strategy); s {
 	case "newest-build", "latest", "alphabetical", "name":
 		img.Policy.Constraint = ""
+	}
+	// Platforms filter only the strategies that read metadata
+	// (newest-build, digest): argocd-image-updater reads none for semver
+	// and alphabetical, so platforms have no effect there (and cost no
+	// manifest pulls); crowsnest ignores them too, and says so.
+	switch s := strings.ToLower(img.Policy.Strategy); s {
+	case "", "semver", "alphabetical", "name":
+		if len(img.Policy.Platforms) > 0 {
+			fail(keyOf["platforms"], nil, "platforms have no effect with the %s strategy (as in argocd-image-updater, which reads no image metadata for it); ignored",
+				cmp.Or(s, "semver"))
+			img.Policy.Platforms = nil
+		}
 	}
 	if _, err := policy.Compile(parsed.Repo(), img.Policy); err != nil {
 		for _, e := range unjoin(err) {

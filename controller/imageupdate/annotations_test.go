@@ -119,7 +119,7 @@ func TestMalformedAnnotations(t *testing.T) {
 		{name: "unknown strategy", in: ann("image-list", "ok=nginx, bad=redis", "bad.update-strategy", "newest"), key: "bad.update-strategy", msg: `unknown strategy "newest": want semver, newest-build, digest or alphabetical; semver is used`, images: []string{"ok", "bad"}},
 		{name: "bad allow-tags regexp", in: ann("image-list", "ok=nginx, bad=redis", "bad.allow-tags", "regexp:("), key: "bad.allow-tags", msg: "invalid regexp", images: []string{"ok"}},
 		{name: "bad allow-tags form", in: ann("image-list", "ok=nginx", "allow-tags", "^v1"), key: "allow-tags", msg: `want "any" or "regexp:<re>"`, images: nil},
-		{name: "bad platform", in: ann("image-list", "ok=nginx, bad=redis", "bad.platforms", "linux"), key: "bad.platforms", msg: "want os/arch", images: []string{"ok"}},
+		{name: "bad platform", in: ann("image-list", "ok=nginx, bad=redis", "bad.platforms", "linux", "bad.update-strategy", "newest-build"), key: "bad.platforms", msg: "want os/arch", images: []string{"ok"}},
 		{name: "bad pull secret", in: ann("image-list", "ok=nginx, bad=redis", "bad.pull-secret", "vault:x"), key: "bad.pull-secret", msg: "vault", images: []string{"ok"}},
 		{name: "bad force-update", in: ann("image-list", "ok=nginx, bad=redis", "bad.force-update", "yes please"), key: "bad.force-update", msg: "not true or false", images: []string{"ok"}},
 		{name: "digest without a tag to track", in: ann("image-list", "ok=nginx, bad=redis", "bad.update-strategy", "digest"), key: "image-list", msg: "needs the tag to track", images: []string{"ok"}},
