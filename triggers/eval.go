@@ -60,10 +60,17 @@ func EvaluateAppend(dst []Result, t *Trigger, env *Env) []Result {
 			if err != nil {
 				r.Triggered, r.Err = false, fmt.Errorf("trigger %s[%d].oncePer: %w", t.Name, i, err)
 			} else {
-				r.OncePer = str(v)
+				r.OncePer = oncePerValue(v)
 			}
 		}
 		dst = append(dst, r)
 	}
 	return dst
 }
+
+// oncePerValue prints a oncePer result as notifications-engine does
+// (fmt's %v): a missing field is "<nil>", a value like any other, so a
+// condition whose oncePer reads nothing fires once for it rather than
+// each time it becomes true (Argo CD's catalog reads
+// operationState?.syncResult?.revision, nil for a multi-source sync).
+func oncePerValue(v any) string { return fmt.Sprintf("%v", v) }
