@@ -84,8 +84,8 @@ func (c *cluster) createGitSecret(ctx context.Context, ns, repoURL string) error
 }
 
 // createApps creates n Applications from obj(i) and then writes their
-// status (the CRD's status subresource ignores it on create), as Argo CD
-// would have.
+// status, as Argo CD would have (Argo CD's CRD has no status subresource:
+// its controller writes status through the Application itself).
 func (c *cluster) createApps(ctx context.Context, ns string, n int, obj func(i int) (spec, status map[string]any)) error {
 	apps := c.apps(ns)
 	g, ctx := errgroup.WithContext(ctx)
@@ -98,7 +98,7 @@ func (c *cluster) createApps(ctx context.Context, ns string, n int, obj func(i i
 				return fmt.Errorf("creating Application %d: %w", i, err)
 			}
 			created.Object["status"] = status
-			if _, err := apps.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			if _, err := apps.Update(ctx, created, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("writing the status of Application %d: %w", i, err)
 			}
 			return nil

@@ -91,7 +91,7 @@ func (e *env) notifyRound(ctx context.Context) (result, error) {
 						"syncResult": map[string]any{"revision": rev},
 					},
 				}})
-				if _, err := apps.Patch(gctx, e.s.app(i), types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+				if _, err := apps.Patch(gctx, e.s.app(i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 					return fmt.Errorf("driving %s to %s: %w", e.s.app(i), phase, err)
 				}
 				at := time.Now()

@@ -61,7 +61,7 @@ func createApp(t *testing.T, ns, doc string, images ...string) {
 		list[i] = s
 	}
 	created.Object["status"] = map[string]any{"summary": map[string]any{"images": list}}
-	if _, err := apps.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+	if _, err := apps.Update(t.Context(), created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -92,7 +92,7 @@ spec:
 			t.Fatal(err)
 		}
 		created.Object["status"] = map[string]any{"summary": map[string]any{"images": []any{a.image + ":1.0.0"}}}
-		if _, err := apps.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		if _, err := apps.Update(t.Context(), created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -38,8 +38,8 @@ imagePolicies:
 `, image))
 
 	apps := appsIn(ns)
-	// create reads status from doc, as Argo CD reports it in the status
-	// subresource.
+	// create reads status from doc, as Argo CD reports it in the
+	// Application's status.
 	create := func(doc string) {
 		t.Helper()
 		var obj struct {

@@ -171,7 +171,11 @@ func TestE2ERunWatchesReconcilesAndReloads(t *testing.T) {
 	app := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 		"metadata": map[string]any{"name": "web", "namespace": ns},
-		"spec":     map[string]any{"project": "default", "source": map[string]any{"repoURL": "https://git.example/a.git"}},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": "https://git.example/a.git"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "web"},
+		},
 	}}
 	if _, err := dyn.Resource(watcher.ApplicationsResource).Namespace(ns).Create(t.Context(), app, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
