@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/controller"
+)
+
+func testPlan(app, to string) controller.WritePlan {
+	return controller.WritePlan{
+		App: app, Method: controller.PlanMethodKubernetes,
+		Changes: []controller.PlannedChange{{Image: "ghcr.io/acme/web", From: "1.0.0", To: to}},
+		Kubernetes: &controller.PatchPlan{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "ns", Name: strings.TrimPrefix(app, "ns/"),
+			ResourceVersion: "7", PatchType: "application/json-patch+json", Patch: json.RawMessage(`[{"op":"add","path":"/x","value":"<&>"}]`)},
+	}
+}
+
+// A daemon prints a plan when it appears and again only when it changes;
+// --once holds them and prints them sorted at the end.
+func TestPlanPrinter(t *testing.T) {
+	var daemon strings.Builder
+	p, err := newPlanPrinter(&daemon, planFormatJSON, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.RecordPlan(testPlan("ns/b", "1.1.0"))
+	p.RecordPlan(testPlan("ns/b", "1.1.0"))
+	p.RecordPlan(testPlan("ns/a", "1.1.0"))
+	p.RecordPlan(testPlan("ns/b", "1.2.0"))
+	var got []string
+	for l := range strings.Lines(daemon.String()) {
+		var wp controller.WritePlan
+		if err := json.Unmarshal([]byte(l), &wp); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		got = append(got, wp.App+" "+wp.Changes[0].To)
+	}
+	if diff := cmp.Diff([]string{"ns/b 1.1.0", "ns/a 1.1.0", "ns/b 1.2.0"}, got); diff != "" {
+		t.Errorf("daemon printed (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(daemon.String(), `"patch":[{"op":"add","path":"/x","value":"<&>"}]`) {
+		t.Errorf("the patch is not printed as it is sent:\n%s", daemon.String())
+	}
+
+	var once strings.Builder
+	p, err = newPlanPrinter(&once, planFormatText, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.RecordPlan(testPlan("ns/b", "1.1.0"))
+	p.RecordPlan(testPlan("ns/a", "1.1.0"))
+	if once.Len() != 0 {
+		t.Fatalf("--once printed before the pass ended:\n%s", once.String())
+	}
+	if n := p.Flush(); n != 2 {
+		t.Errorf("Flush = %d, want 2", n)
+	}
+	want := `# ns/a: kubernetes write-back
+#   image ghcr.io/acme/web: 1.0.0 -> 1.1.0
+#   object argoproj.io/v1alpha1 Application ns/a (resourceVersion 7)
+#   patch (application/json-patch+json):
+[{"op":"add","path":"/x","value":"<&>"}]
+
+# ns/b: kubernetes write-back
+`
+	if !strings.HasPrefix(once.String(), want) {
+		t.Errorf("text plans:\n%s\nwant them to start with:\n%s", once.String(), want)
+	}
+
+	if _, err := newPlanPrinter(&once, "yaml", false); err == nil {
+		t.Error("--plan-format yaml accepted")
+	}
+}
