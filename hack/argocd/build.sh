@@ -4,6 +4,7 @@
 #   argocd     Argo CD's application controller and repo server (main.go)
 #   kustomize  the version Argo CD's hack/tool-versions.sh names (tools/go.mod)
 #   helm       likewise
+#   git-verify-wrapper.sh  Argo CD's own, from its module
 # redis-server comes from Debian (hack/apt.sh).
 #
 # The cache folder is keyed by the Argo CD version and a hash of the wrapper
@@ -34,4 +35,12 @@ flock 9
 build argocd "$here" .
 build kustomize "$here/tools" sigs.k8s.io/kustomize/kustomize/v5
 build helm "$here/tools" helm.sh/helm/v4/cmd/helm
+# The repo server runs git-verify-wrapper.sh on every revision it renders
+# (Argo CD's image installs it from the module's hack/); install the
+# module's own copy beside the binaries.
+if [ ! -x "$out/git-verify-wrapper.sh" ]; then
+  moddir=$(cd "$here" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)
+  install -m 0755 "$moddir/hack/git-verify-wrapper.sh" "$out/.git-verify-wrapper.sh.tmp"
+  mv "$out/.git-verify-wrapper.sh.tmp" "$out/git-verify-wrapper.sh"
+fi
 echo "$out"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds etcd and kube-apiserver for crowsnest's test environment from the Go
+# Builds etcd, kube-apiserver and kube-controller-manager for crowsnest's test environment from the Go
 # module proxy (no prebuilt binary can be downloaded here) and caches them.
 #
 # The cache folder is keyed by the Kubernetes version and a hash of the two
@@ -11,6 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 version=v1.36.3
 key=$(cat "$here"/etcd/go.mod "$here"/etcd/go.sum "$here"/etcd/main.go \
           "$here"/apiserver/go.mod "$here"/apiserver/go.sum "$here"/apiserver/main.go \
+          "$here"/controller-manager/go.mod "$here"/controller-manager/go.sum "$here"/controller-manager/main.go \
       | sha256sum | cut -c1-12)
 out="${XDG_CACHE_HOME:-$HOME/.cache}/crowsnest/kube/$version-$key"
 
@@ -32,4 +33,6 @@ exec 9>"$out/.lock"
 flock 9
 build etcd "$here/etcd"
 build kube-apiserver "$here/apiserver"
+# Only the Argo CD end-to-end tests (internal/argocdenv) run it.
+build kube-controller-manager "$here/controller-manager"
 echo "$out"

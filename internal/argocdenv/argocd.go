@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -184,6 +185,10 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 		// switch for running outside a cluster.
 		"ARGOCD_FAKE_IN_CLUSTER=true",
 	)
+	kubeBin, err := testenv.BinDir()
+	if err != nil {
+		return nil, err
+	}
 	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
@@ -211,12 +216,22 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 		"--status-processors", "4", "--operation-processors", "2",
 		"--metrics-port", strconv.Itoa(ports[3]), "--loglevel", "info",
 	}}
+	// The Deployment and ReplicaSet controllers make the Pods (Pending:
+	// no kubelet) whose images Argo CD reports in status.summary.images;
+	// the ServiceAccount controller the "default" ServiceAccount Pods need.
+	kcm := &proc{name: "kube-controller-manager", path: filepath.Join(kubeBin, "kube-controller-manager"), dir: dir, env: procEnv, args: []string{
+		"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
+		"--controllers", "deployment-controller,replicaset-controller,serviceaccount-controller",
+		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[4]),
+		"--cert-dir", filepath.Join(dir, "kcm"), "--use-service-account-credentials=false",
+	}}
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	steps := []struct {
 		p     *proc
 		ready func(context.Context) error
 	}{
+		{kcm, httpsUp(hostPort(ports[4]))},
 		{redis, tcpUp(redisAddr)},
 		{repo, httpOK("http://" + hostPort(ports[2]) + "/healthz")},
 		{ctrl, httpOK("http://" + hostPort(ports[3]) + "/healthz")},
@@ -399,6 +414,19 @@ func freePorts(n int) ([]int, error) {
 func tcpUp(addr string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+// httpsUp reports whether something serves TLS at addr (the controller
+// manager's self-signed port).
+func httpsUp(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a liveness probe of a local test process
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return err
