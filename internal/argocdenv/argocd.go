@@ -437,7 +437,7 @@ func httpsUp(addr string) func(context.Context) error {
 
 func httpOK(url string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 		if err != nil {
 			return err
 		}
