@@ -19,4 +19,20 @@ var windowDifferences = []Difference{}
 // notificationDifferences are the trigger, template and subscription
 // cases crowsnest answers differently from notifications-engine with
 // Argo CD's catalog, on purpose.
-var notificationDifferences = []Difference{}
+var notificationDifferences = []Difference{
+	{
+		ID:        "missing-field-empty",
+		Upstream:  `a template that reads a missing field prints "<no value>" (text/template's default)`,
+		Crowsnest: "prints nothing: a message shows a blank rather than Go's placeholder to people",
+	},
+	{
+		ID:        "service-type-not-name",
+		Upstream:  ".serviceType is the service's name (service.slack.team: \"team\"), so the catalog's `eq .serviceType \"slack\"` is false for a named Slack service",
+		Crowsnest: ".serviceType is the service's type (\"slack\"), so a named Slack service gets the catalog's Slack formatting",
+	},
+	{
+		ID:        "render-own-block",
+		Upstream:  "every block of a template (slack, email, webhook.<name>...) is rendered for every service, so a block that fails for one service stops the message to all",
+		Crowsnest: "a service renders the message and its own block only: a broken webhook block does not stop the Slack or email message",
+	},
+}
