@@ -2,6 +2,9 @@ package conformance
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -9,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,22 +34,36 @@ import (
 // installs) unchanged from the module cache.
 func argoCDCatalog(t *testing.T) map[string]string {
 	t.Helper()
+	catalogOnce.Do(func() { catalogData, catalogErr = readArgoCDCatalog() })
+	if catalogErr != nil {
+		t.Fatal(catalogErr)
+	}
+	return maps.Clone(catalogData)
+}
+
+var (
+	catalogOnce sync.Once
+	catalogData map[string]string
+	catalogErr  error
+)
+
+func readArgoCDCatalog() (map[string]string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/argoproj/argo-cd/v3").Output()
 	if err != nil {
-		t.Fatalf("locating the argo-cd module: %v", err)
+		return nil, fmt.Errorf("locating the argo-cd module: %w", err)
 	}
 	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "notifications_catalog", "install.yaml"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var cm corev1.ConfigMap
 	if err := yaml.Unmarshal(b, &cm); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("install.yaml: %w", err)
 	}
 	if len(cm.Data) == 0 {
-		t.Fatal("install.yaml: no data")
+		return nil, errors.New("install.yaml: no data")
 	}
-	return cm.Data
+	return cm.Data, nil
 }
 
 // catalogSides loads the catalog into crowsnest (argocd-notifications-cm
