@@ -66,6 +66,8 @@ type GitPlan struct {
 	BaseCommit    string        `json:"baseCommit"`
 	CommitMessage string        `json:"commitMessage,omitempty"`
 	Files         []PlannedFile `json:"files"`
+	// Error says why this repository's write could not be planned.
+	Error string `json:"error,omitempty"`
 }
 
 // PlannedFile is one file a Git write-back would change.
@@ -178,6 +180,9 @@ func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.
 		}
 		for _, f := range p.Files {
 			g.Files = append(g.Files, PlannedFile{Path: f.Path, New: f.New, Diff: f.Diff})
+		}
+		if p.Err != nil {
+			g.Error = redact.String(p.Err.Error())
 		}
 		out = append(out, g)
 	}

@@ -115,6 +115,10 @@ func planText(wp *controller.WritePlan) string {
 	for i := range wp.Git {
 		g := &wp.Git[i]
 		line("  repository %s", g.Repository)
+		if g.Error != "" {
+			line("  branch %s: not planned: %s", g.Branch, strings.ReplaceAll(g.Error, "\n", "; "))
+			continue
+		}
 		switch {
 		case g.NewBranch:
 			line("  branch %s (new, from %s at %s)", g.Branch, g.BaseBranch, g.BaseCommit)

@@ -75,3 +75,20 @@ func TestPlanPrinter(t *testing.T) {
 		t.Error("--plan-format yaml accepted")
 	}
 }
+
+// A repository whose write could not be planned says so, not that there is
+// nothing to commit.
+func TestPlanTextGitError(t *testing.T) {
+	wp := controller.WritePlan{App: "ns/web", Method: controller.PlanMethodGit,
+		Git:   []controller.GitPlan{{Repository: "https://git.example.com/deploy.git", Branch: "main", Error: "fetching: status 500"}},
+		Error: "https://git.example.com/deploy.git main: fetching: status 500"}
+	got := planText(&wp)
+	for _, want := range []string{"#   branch main: not planned: fetching: status 500\n", "#   error: https://git.example.com/deploy.git main: fetching: status 500\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("text lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "nothing to commit") {
+		t.Errorf("a failed plan reads as nothing to commit:\n%s", got)
+	}
+}
