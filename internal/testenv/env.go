@@ -43,6 +43,7 @@ type Env struct {
 
 	etcd      *process
 	apiserver *process
+	warnings  *warningLog
 }
 
 // BinDir returns the folder with the etcd and kube-apiserver binaries,
@@ -86,7 +87,7 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 	}
 	etcdURL := "http://" + hostPort(ports[0])
 	peerURL := "http://" + hostPort(ports[1])
-	e := &Env{Dir: dir}
+	e := &Env{Dir: dir, warnings: &warningLog{}}
 	e.etcd = &process{
 		name:    "etcd",
 		path:    filepath.Join(bin, "etcd"),
@@ -132,6 +133,7 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 		TLSClientConfig: rest.TLSClientConfig{CAData: p.caPEM},
 		QPS:             200,
 		Burst:           400,
+		WarningHandler:  e.warnings,
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)

@@ -1,21 +1,22 @@
-package testenv_test
+package testenv
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
-
-	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
-var env *testenv.Env
+var env *Env
 
-func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m, &env)) }
+func TestMain(m *testing.M) { os.Exit(RunMain(m, &env)) }
 
 // validApp is an Application as a user writes it and Argo CD accepts it.
 const validApp = `
@@ -96,7 +97,7 @@ func TestApplicationSchemaIsArgoCDs(t *testing.T) {
 			}
 			obj.SetName("web-" + string(rune('a'+i)))
 			tt.mutate(obj.Object)
-			_, err := dyn.Resource(testenv.ApplicationsGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
+			_, err := dyn.Resource(ApplicationsGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
 			if tt.wantErr {
 				if !apierrors.IsInvalid(err) {
 					t.Fatalf("create: got %v, want an Invalid error from the schema", err)
@@ -107,6 +108,42 @@ func TestApplicationSchemaIsArgoCDs(t *testing.T) {
 				t.Fatalf("create: %v", err)
 			}
 		})
+	}
+}
+
+// A field Argo CD's schema does not have is dropped by the apiserver with
+// only a warning (the default field validation); the Env's clients record
+// it, so New and RunMain fail the tests that make such a write.
+func TestPrunedFieldsAreRecorded(t *testing.T) {
+	cfg := rest.CopyConfig(env.Config)
+	warnings := &warningLog{}
+	cfg.WarningHandler = warnings
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := env.CreateNamespace(t, "pruned")
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(validApp), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	apps := dyn.Resource(ApplicationsGVR).Namespace(ns)
+	if _, err := apps.Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings.pruned) != 0 {
+		t.Fatalf("a valid Application was reported pruned: %q", warnings.pruned)
+	}
+	patch := []byte(`{"spec":{"source":{"kustomize":{"imagez":["registry.example/web:1.1.0"]}}}}`)
+	got, err := apps.Patch(t.Context(), "web", types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "source", "kustomize", "imagez"); found {
+		t.Fatal("the apiserver kept spec.source.kustomize.imagez; the schema is not pruning")
+	}
+	if len(warnings.pruned) != 1 || !strings.Contains(warnings.pruned[0], "spec.source.kustomize.imagez") {
+		t.Errorf("pruned-field warnings = %q, want one naming spec.source.kustomize.imagez", warnings.pruned)
 	}
 }
 

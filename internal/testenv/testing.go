@@ -21,7 +21,12 @@ func New(tb testing.TB) *Env {
 	if err != nil {
 		tb.Fatalf("starting test control plane: %v", err)
 	}
-	tb.Cleanup(e.Stop)
+	tb.Cleanup(func() {
+		e.Stop()
+		if e.reportPruned() {
+			tb.Error("the apiserver dropped fields Argo CD's schema does not have (see above)")
+		}
+	})
 	return e
 }
 
@@ -60,6 +65,9 @@ func RunMain(m *testing.M, env **Env) int {
 	*env = e
 	code := m.Run()
 	e.Stop()
+	if e.reportPruned() && code == 0 {
+		code = 1
+	}
 	if code == 0 {
 		if err := goleak.Find(LeakOptions()...); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak after the tests:", err)
