@@ -35,4 +35,9 @@ var notificationDifferences = []Difference{
 		Upstream:  "every block of a template (slack, email, webhook.<name>...) is rendered for every service, so a block that fails for one service stops the message to all",
 		Crowsnest: "a service renders the message and its own block only: a broken webhook block does not stop the Slack or email message",
 	},
+	{
+		ID:        "webhook-needs-block",
+		Upstream:  "a webhook service sends a template without a webhook.<service> block anyway: a GET of the service URL with the message as its body",
+		Crowsnest: "skips the delivery and records why (notify.Webhook.Send): a webhook receives only the request a template spells out for it",
+	},
 }
