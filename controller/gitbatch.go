@@ -95,8 +95,8 @@ type GitBatcher struct {
 	// pushed, to have Argo CD look at the commit now (ArgoRefresher); a
 	// failure is logged, the write stands.
 	Refresh func(ctx context.Context, key string) error
-	Metrics     *ImageMetrics
-	Log         *slog.Logger
+	Metrics *ImageMetrics
+	Log     *slog.Logger
 
 	mu       sync.Mutex
 	pending  map[string][]gitwb.Change // by Application key; the latest wins

@@ -221,6 +221,7 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 	// the ServiceAccount controller the "default" ServiceAccount Pods need.
 	kcm := &proc{name: "kube-controller-manager", path: filepath.Join(kubeBin, "kube-controller-manager"), dir: dir, env: procEnv, args: []string{
 		"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
+		"--authentication-skip-lookup",
 		"--controllers", "deployment-controller,replicaset-controller,serviceaccount-controller",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[4]),
 		"--cert-dir", filepath.Join(dir, "kcm"), "--use-service-account-credentials=false",
