@@ -80,8 +80,8 @@ type batchLog struct {
 
 func (l *batchLog) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.Result, error) {
 	res := gitwb.Result{RepoURL: "http://git/config.git", Branch: "main", CommitSHA: "0123456789abcdef"}
-	for _, c := range changes {
-		res.Keys = append(res.Keys, c.Key)
+	for i := range changes {
+		res.Keys = append(res.Keys, changes[i].Key)
 	}
 	l.mu.Lock()
 	l.batches = append(l.batches, res.Keys)

@@ -27,9 +27,6 @@ type notifyConfig struct {
 	appTriggers, eventTriggers []string
 }
 
-// compileNotifications compiles n (catalog merged when on) into what the
-// Notifier evaluates and renders; a broken trigger or template fails with
-// its name.
 // CheckNotifications compiles n as Notifier.Apply does (conditions,
 // resolver, every template for every service) and keeps nothing, for
 // `config validate`.
@@ -37,6 +34,10 @@ func CheckNotifications(n *config.Notifications) error {
 	_, err := compileNotifications(n)
 	return err
 }
+
+// compileNotifications compiles n (catalog merged when on) into what the
+// Notifier evaluates and renders; a broken trigger or template fails with
+// its name.
 
 func compileNotifications(n *config.Notifications, opts ...notify.CompileOption) (*notifyConfig, error) {
 	set, err := triggers.Compile(n)
