@@ -38,7 +38,6 @@ func CheckNotifications(n *config.Notifications) error {
 // compileNotifications compiles n (catalog merged when on) into what the
 // Notifier evaluates and renders; a broken trigger or template fails with
 // its name.
-
 func compileNotifications(n *config.Notifications, opts ...notify.CompileOption) (*notifyConfig, error) {
 	set, err := triggers.Compile(n)
 	if err != nil {
