@@ -46,6 +46,15 @@ type argoWorld struct {
 // the apiserver.
 func newArgoWorld(t *testing.T, app string, annotations func(w *argoWorld) string, opts argocdenv.Options) *argoWorld {
 	t.Helper()
+	w := newArgoWorldWith(t, app, annotations, opts, "{automated: {}}")
+	w.waitDeployed(t, w.image+":1.0.0")
+	return w
+}
+
+// newArgoWorldWith is newArgoWorld with the Application's syncPolicy, and
+// without waiting for a first sync.
+func newArgoWorldWith(t *testing.T, app string, annotations func(w *argoWorld) string, opts argocdenv.Options, syncPolicy string) *argoWorld {
+	t.Helper()
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	w := &argoWorld{app: app, image: pushTags(t, reg, "team/web", "1.0.0", "1.1.0")}
 	w.git = testgit.Start(t, testgit.Options{Username: "bot", Password: "s3cret-token"})
@@ -89,9 +98,8 @@ spec:
   project: default
   source: {repoURL: %s, path: web, targetRevision: main}
   destination: {server: https://kubernetes.default.svc, namespace: %s}
-  syncPolicy: {automated: {}}
-`, w.app, annotations(w), w.repoURL, w.dest))
-	w.waitDeployed(t, w.image+":1.0.0")
+  syncPolicy: %s
+`, w.app, annotations(w), w.repoURL, w.dest, syncPolicy))
 	return w
 }
 
@@ -125,11 +133,11 @@ func (w *argoWorld) waitDeployed(t *testing.T, image string) *unstructured.Unstr
 }
 
 // daemon runs crowsnest on the world's namespace, Argo CD's own.
-func (w *argoWorld) daemon(t *testing.T) *daemon {
+func (w *argoWorld) daemon(t *testing.T, args ...string) *daemon {
 	t.Helper()
-	return startDaemon(t, "--kubeconfig", w.kubeconfig, "--namespace", w.ns, "--argocd-namespace", w.ns,
+	return startDaemon(t, append([]string{"--kubeconfig", w.kubeconfig, "--namespace", w.ns, "--argocd-namespace", w.ns,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json",
-		"--git-cache-dir", filepath.Join(w.dir, "git"))
+		"--git-cache-dir", filepath.Join(w.dir, "git")}, args...)...)
 }
 
 // Kubernetes mode with the real Argo CD: crowsnest reads the running
@@ -180,6 +188,43 @@ func TestE2EArgoCDGitModeDeploysTheCommit(t *testing.T) {
 	}
 	if _, ok := app.GetAnnotations()[controller.ArgoRefreshAnnotation]; ok {
 		t.Errorf("the refresh annotation is still there: Argo CD removes it when it has refreshed")
+	}
+}
+
+// An allow window with syncOnOpen, with the real Argo CD: when the window
+// opens, crowsnest sets the Application's operation and Argo CD runs that
+// sync to Succeeded (the Application has no automated sync policy, so
+// nothing else syncs it). The window opens every second minute.
+func TestE2EArgoCDWindowOpeningStartsARealSync(t *testing.T) {
+	w := newArgoWorldWith(t, "web-window", func(*argoWorld) string {
+		return "    crowsnest.dev/test: window"
+	}, argocdenv.Options{}, "{}")
+	waitFor(t, "Argo CD to find the Application OutOfSync", func() bool {
+		app, err := appsIn(w.ns).Get(t.Context(), w.app, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+		return sync == "OutOfSync"
+	})
+	cfg := filepath.Join(w.dir, "crowsnest.yaml")
+	writeFile(t, cfg, `apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+syncWindows:
+  - kind: allow
+    schedule: "*/2 * * * *"
+    duration: 1m
+    applications: [web-window]
+    syncOnOpen: true
+`)
+	w.daemon(t, "--config", cfg)
+	app := w.waitDeployed(t, w.image+":1.0.0")
+	if phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); phase != "Succeeded" {
+		t.Errorf("the sync ended %q, want Succeeded", phase)
+	}
+	by, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "operation", "initiatedBy", "username")
+	if by != "crowsnest" {
+		t.Errorf("the sync was initiated by %q, want crowsnest", by)
 	}
 }
 
