@@ -135,7 +135,8 @@ func TestNextBoundaryAndHolding(t *testing.T) {
 	}{
 		{at: "2026-03-02T11:00:00Z", want: "2026-03-02T11:30:00Z"},           // morning closes
 		{at: "2026-03-02T11:30:00Z", want: "2026-03-02T21:00:00Z"},           // nightly opens (22:00 CET)
-		{at: "2026-03-02T21:00:00Z", want: "2026-03-03T01:00:00Z"},           // nightly closes across midnight
+		{at: "2026-03-02T21:00:00Z", want: "2026-03-02T21:00:00Z"},           // closed at the start second; opens just after
+		{at: "2026-03-02T21:00:00.5Z", want: "2026-03-03T01:00:00Z"},         // nightly closes across midnight
 		{at: "2026-03-06T12:00:00Z", want: "2026-03-06T21:00:00Z"},           // Friday
 		{at: "2026-03-07T01:00:00Z", want: "2026-03-07T21:00:00Z"},           // weekend: only nightly
 		{at: "2026-03-28T21:30:00Z", want: "2026-03-29T01:00:00Z"},           // 4h elapsed across the DST jump

@@ -3,10 +3,12 @@ package windows
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/windows/spec"
 )
 
 // FromConfig compiles the windows of crowsnest's config, named
@@ -78,12 +80,20 @@ func FromAppProject(obj map[string]any) (Set, error) {
 			Applications: pw.Applications, Namespaces: pw.Namespaces, Clusters: pw.Clusters,
 			AndOperator: pw.AndOperator, ManualSync: pw.ManualSync, Description: pw.Description,
 		}
-		d, err := config.ParseDuration(pw.Duration)
+		// Argo CD reads the duration with time.ParseDuration (no "d" unit)
+		// and the schedule without descriptors; what it cannot read blocks
+		// the Applications the window matches, so it is refused here too.
+		d, err := time.ParseDuration(pw.Duration)
 		if err != nil {
-			errs = append(errs, &Error{Window: name, Description: pw.Description, Field: "duration", Err: err})
+			errs = append(errs, &Error{Window: name, Description: pw.Description, Field: "duration",
+				Err: fmt.Errorf("invalid duration %q: Argo CD reads it with Go's time.ParseDuration (e.g. 90m, 36h; no d unit): %w", pw.Duration, err)})
 			continue
 		}
-		sw.Duration = d
+		if err := spec.CheckAppProjectSchedule(pw.Schedule); err != nil {
+			errs = append(errs, &Error{Window: name, Description: pw.Description, Field: "schedule", Err: err})
+			continue
+		}
+		sw.Duration = config.Duration{Duration: d}
 		w, err := Compile(name, sw)
 		if err != nil {
 			errs = append(errs, err)

@@ -191,3 +191,22 @@ func LoadZone(name string) (*time.Location, error) {
 	}
 	return loc, nil
 }
+
+// appProjectParser reads schedules as Argo CD v3.6.1 reads AppProject
+// windows: five fields, no descriptors, weekdays 0-6.
+var appProjectParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
+
+// CheckAppProjectSchedule returns an error for a schedule Argo CD cannot
+// read in an AppProject (it then refuses every sync of the Applications
+// the window matches): descriptors such as @daily and weekday 7 are
+// crowsnest config extensions that Argo CD rejects.
+func CheckAppProjectSchedule(schedule string) error {
+	text := strings.TrimSpace(schedule)
+	if strings.HasPrefix(text, "@") {
+		return fmt.Errorf("invalid schedule %q: Argo CD does not accept descriptors such as @daily in an AppProject; write five fields, e.g. \"0 0 * * *\"", schedule)
+	}
+	if _, err := appProjectParser.Parse(text); err != nil {
+		return fmt.Errorf("invalid schedule %q (as Argo CD reads it; weekdays are 0-6): %w", schedule, err)
+	}
+	return nil
+}

@@ -8,16 +8,18 @@
 //
 // A schedule names wall-clock start times in its zone (5-field cron as read by
 // robfig/cron/v3, plus @yearly, @monthly, @weekly, @daily, @hourly; 7 is
-// accepted as Sunday). A window is active at t when some start s has
-// s <= t < s+duration. Durations are elapsed time, not wall-clock time: a 3h
-// window starting at 01:00 on the night clocks go forward closes at 05:00.
+// accepted as Sunday). Evaluation is Argo CD's (v3.6.1 SyncWindows, checked
+// by test/conformance): a window is active at t when the wall clock of its
+// zone at t lies strictly between a start s and s+duration, both read on the
+// wall clock. So a window is closed at its exact start second and open just
+// after, and the duration is wall-clock time: a 3h window starting at 01:00
+// on the night clocks go forward closes at 04:00 local time, two hours later.
 //
-// Daylight saving time: a start whose wall time occurs twice (clocks turned
-// back) starts the window at both instants; a start whose wall time is
-// skipped (clocks turned forward) starts it at the instant of the jump, so a
-// window is never lost for a day. robfig/cron and Argo CD skip such a start
-// instead; crowsnest's rule keeps a nightly deny window in force on the night
-// of the change.
+// Daylight saving time follows from reading the wall clock: when clocks jump
+// forward over a start, the window opens at the jump if the jump lands
+// inside (s, s+duration), and is lost for that day otherwise; when clocks
+// turn back, a wall time inside a window occurs twice and the window is
+// active both times.
 //
 // Evaluation searches at most Horizon ahead: a schedule that can fire at all
 // fires within it (the longest gap is Feb 29 across 2100), and one that never

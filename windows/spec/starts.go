@@ -14,12 +14,11 @@ const Horizon = 10 * 365 * 24 * time.Hour
 // with the duration.
 const MaxDuration = 366 * 24 * time.Hour
 
-// Instants are handled as Unix seconds: every start is a whole second, since
-// zone offsets are whole seconds.
+// Zone offsets are whole seconds, so the stretches of one offset start and
+// end on whole seconds.
 const (
-	minInstant  = math.MinInt64 / 4
-	maxInstant  = math.MaxInt64 / 4
-	horizonSecs = int64(Horizon / time.Second)
+	minInstant = math.MinInt64 / 4
+	maxInstant = math.MaxInt64 / 4
 )
 
 // span is a stretch of time with one UTC offset: instants [start, end) read
@@ -41,79 +40,52 @@ func (s *Schedule) spanAt(u int64) span {
 	return sp
 }
 
-// skippedStart reports whether a start falls on sp.start because the clocks
-// jumped forward there over a matching wall time.
-func (s *Schedule) skippedStart(sp span) bool {
-	if sp.start == minInstant {
-		return false
-	}
-	prev := s.spanAt(sp.start - 1).off
-	if sp.off <= prev {
-		return false
-	}
-	_, ok := s.nextCivil(ceilMinute(sp.start+prev), ceilMinute(sp.start+sp.off))
-	return ok
+// wall returns what the clock on the wall in the schedule's zone reads at t,
+// as a zone-free time (a UTC time with the same fields), and the span of
+// instants that share t's offset.
+func (s *Schedule) wall(t time.Time) (time.Time, span) {
+	sp := s.spanAt(t.Unix())
+	return time.Unix(t.Unix()+sp.off, int64(t.Nanosecond())).UTC(), sp
 }
 
-// nextStart returns the first start in [u, limit).
-func (s *Schedule) nextStart(u, limit int64) (int64, bool) {
-	for u < limit {
-		sp := s.spanAt(u)
-		if u == sp.start && s.skippedStart(sp) {
-			return u, true
-		}
-		end := min(sp.end, limit)
-		if w, ok := s.nextCivil(ceilMinute(u+sp.off), ceilMinute(end+sp.off)); ok {
-			return w*60 - sp.off, true
-		}
-		u = end
+// ceilMinuteOf returns the first wall minute at or after w.
+func ceilMinuteOf(w time.Time) int64 {
+	sec := w.Unix()
+	if w.Nanosecond() > 0 {
+		sec++
 	}
-	return 0, false
+	return ceilMinute(sec)
 }
 
-// prevStart returns the last start in [lower, u].
-func (s *Schedule) prevStart(u, lower int64) (int64, bool) {
-	for u >= lower {
-		sp := s.spanAt(u)
-		begin := max(sp.start, lower)
-		if w, ok := s.prevCivil(ceilMinute(begin+sp.off), floorDiv(u+sp.off, 60)+1); ok {
-			return w*60 - sp.off, true
-		}
-		if sp.start < lower {
-			return 0, false
-		}
-		if s.skippedStart(sp) {
-			return sp.start, true
-		}
-		u = sp.start - 1
-	}
-	return 0, false
+// civilTime returns wall minute m as a time in loc (for display: a wall
+// time skipped by a DST jump comes out as Go's time.Date normalises it).
+func civilTime(m int64, loc *time.Location) time.Time {
+	day := floorDiv(m, minutesPerDay)
+	mod := int(m - day*minutesPerDay)
+	y, mo, d := civilFromDays(day)
+	return time.Date(y, time.Month(mo), d, mod/60, mod%60, 0, 0, loc)
 }
 
-// Next returns the first start at or after t, or false if there is none
-// within Horizon.
+// Next returns the first start whose wall-clock time is at or after the
+// wall-clock reading of t, or false if there is none within Horizon.
 func (s *Schedule) Next(t time.Time) (time.Time, bool) {
-	u := ceilSecond(t)
-	return s.instant(s.nextStart(u, u+horizonSecs))
-}
-
-// Prev returns the last start at or before t, or false if there is none
-// within Horizon.
-func (s *Schedule) Prev(t time.Time) (time.Time, bool) {
-	u := t.Unix()
-	return s.instant(s.prevStart(u, u-horizonSecs))
-}
-
-func (s *Schedule) instant(u int64, ok bool) (time.Time, bool) {
+	w, _ := s.wall(t)
+	from := ceilMinuteOf(w)
+	m, ok := s.nextCivil(from, from+int64(Horizon/time.Minute))
 	if !ok {
 		return time.Time{}, false
 	}
-	return time.Unix(u, 0).In(s.loc), true
+	return civilTime(m, s.loc), true
 }
 
-func ceilSecond(t time.Time) int64 {
-	if t.Nanosecond() > 0 {
-		return t.Unix() + 1
+// Prev returns the last start whose wall-clock time is at or before the
+// wall-clock reading of t, or false if there is none within Horizon.
+func (s *Schedule) Prev(t time.Time) (time.Time, bool) {
+	w, _ := s.wall(t)
+	to := floorDiv(w.Unix(), 60) + 1
+	m, ok := s.prevCivil(to-int64(Horizon/time.Minute), to)
+	if !ok {
+		return time.Time{}, false
 	}
-	return t.Unix()
+	return civilTime(m, s.loc), true
 }
