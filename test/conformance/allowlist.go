@@ -14,7 +14,26 @@ type Difference struct {
 
 // windowDifferences are the sync-window cases crowsnest answers
 // differently from Argo CD's SyncWindows, on purpose.
-var windowDifferences = []Difference{}
+var windowDifferences = []Difference{
+	{ID: "never-fires",
+		Upstream:  "a schedule no date satisfies (0 0 30 2 *) is parsed; robfig/cron's Next finds nothing in five years and returns the zero time, so the window is always active",
+		Crowsnest: "refuses the window with an error naming the schedule (it can never fire), and holds the project's write-backs until it is fixed"},
+	{ID: "unknown-zone",
+		Upstream:  "an unknown timeZone (or \"Local\") logs a warning and is read as UTC (Local: the zone of the Argo CD pod)",
+		Crowsnest: "refuses the window with an error naming timeZone: a misspelt zone silently shifts the window by hours"},
+	{ID: "schedule-zone-prefix",
+		Upstream:  "a TZ= or CRON_TZ= prefix in the schedule is accepted by robfig/cron and applied on top of the timeZone offset",
+		Crowsnest: "refuses it with an error naming the schedule: the zone belongs in timeZone"},
+	{ID: "duration-out-of-range",
+		Upstream:  "a zero or negative duration makes a window that is never active; durations have no upper bound",
+		Crowsnest: "refuses durations that are not positive or longer than 366 days, naming the duration"},
+	{ID: "unknown-kind",
+		Upstream:  "a kind other than allow or deny is ignored by CanSync (the window neither allows nor denies)",
+		Crowsnest: "refuses the window with an error naming kind"},
+	{ID: "invalid-pattern",
+		Upstream:  "an applications, namespaces or clusters pattern that does not compile as a glob never matches (logged)",
+		Crowsnest: "refuses the window with an error naming the pattern"},
+}
 
 // notificationDifferences are the trigger, template and subscription
 // cases crowsnest answers differently from notifications-engine with
