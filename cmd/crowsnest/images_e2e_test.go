@@ -75,7 +75,10 @@ kind: Application
 metadata:
   name: broken
   annotations:
-    argocd-image-updater.argoproj.io/image-list: web=%[1]s
+    # The unknown strategy is reported and semver used, as in
+    # argocd-image-updater; ~1.0 keeps it at 1.0.0, so the updates counted
+    # below are web's and policied's.
+    argocd-image-updater.argoproj.io/image-list: web=%[1]s:~1.0
     argocd-image-updater.argoproj.io/web.update-strategy: newest
 spec:
   project: default
