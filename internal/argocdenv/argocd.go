@@ -33,7 +33,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,7 +93,7 @@ type Repository struct {
 type ArgoCD struct {
 	Namespace string
 	dir       string
-	procs     []*proc
+	procs     []*testenv.Process
 }
 
 // BinDir builds (first run) or finds the cached Argo CD, kustomize and
@@ -196,11 +195,11 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 	redisAddr := hostPort(ports[0])
 	repoAddr := hostPort(ports[1])
 
-	redis := &proc{name: "redis", path: redisPath, dir: dir, env: procEnv, args: []string{
+	redis := &testenv.Process{Name: "redis", Path: redisPath, Dir: dir, Env: procEnv, LogPath: filepath.Join(dir, "redis.log"), Args: []string{
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--save", "", "--appendonly", "no",
 		"--dir", tmp,
 	}}
-	repo := &proc{name: "repo-server", path: filepath.Join(bin, "argocd"), dir: dir, env: procEnv, args: []string{
+	repo := &testenv.Process{Name: "repo-server", Path: filepath.Join(bin, "argocd"), Dir: dir, Env: procEnv, LogPath: filepath.Join(dir, "repo-server.log"), Args: []string{
 		"repo-server", "--address", "127.0.0.1", "--port", strconv.Itoa(ports[1]),
 		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[2]),
 		"--disable-tls", "--client-ca-path", "", "--redis", redisAddr, "--loglevel", "info",
@@ -209,7 +208,7 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 	if resync <= 0 {
 		resync = 10 * time.Second
 	}
-	ctrl := &proc{name: "application-controller", path: filepath.Join(bin, "argocd"), dir: dir, env: procEnv, args: []string{
+	ctrl := &testenv.Process{Name: "application-controller", Path: filepath.Join(bin, "argocd"), Dir: dir, Env: procEnv, LogPath: filepath.Join(dir, "application-controller.log"), Args: []string{
 		"application-controller", "--kubeconfig", kubeconfig, "--namespace", a.Namespace,
 		"--repo-server", repoAddr, "--repo-server-plaintext", "--redis", redisAddr,
 		"--app-resync", strconv.Itoa(int(resync.Seconds())), "--app-resync-jitter", "0",
@@ -219,7 +218,7 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 	// The Deployment and ReplicaSet controllers make the Pods (Pending:
 	// no kubelet) whose images Argo CD reports in status.summary.images;
 	// the ServiceAccount controller the "default" ServiceAccount Pods need.
-	kcm := &proc{name: "kube-controller-manager", path: filepath.Join(kubeBin, "kube-controller-manager"), dir: dir, env: procEnv, args: []string{
+	kcm := &testenv.Process{Name: "kube-controller-manager", Path: filepath.Join(kubeBin, "kube-controller-manager"), Dir: dir, Env: procEnv, LogPath: filepath.Join(dir, "kube-controller-manager.log"), Args: []string{
 		"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
 		"--authentication-skip-lookup",
 		"--controllers", "deployment-controller,replicaset-controller,serviceaccount-controller",
@@ -229,7 +228,7 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	steps := []struct {
-		p     *proc
+		p     *testenv.Process
 		ready func(context.Context) error
 	}{
 		{kcm, httpsUp(hostPort(ports[4]))},
@@ -238,11 +237,11 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 		{ctrl, httpOK("http://" + hostPort(ports[3]) + "/healthz")},
 	}
 	for _, s := range steps {
-		if err := s.p.start(); err != nil {
+		if err := s.p.Start(); err != nil {
 			return nil, err
 		}
 		a.procs = append(a.procs, s.p)
-		if err := s.p.waitReady(startCtx, s.ready); err != nil {
+		if err := s.p.WaitReady(startCtx, s.ready); err != nil {
 			return nil, err
 		}
 	}
@@ -303,7 +302,7 @@ func (a *ArgoCD) meta(name string) metav1.ObjectMeta {
 // Stop stops the processes, the controller first.
 func (a *ArgoCD) Stop() {
 	for i := len(a.procs) - 1; i >= 0; i-- {
-		a.procs[i].stop()
+		_ = a.procs[i].Stop()
 	}
 	a.procs = nil
 }
@@ -312,85 +311,9 @@ func (a *ArgoCD) Stop() {
 func (a *ArgoCD) Logs() string {
 	var b strings.Builder
 	for _, p := range a.procs {
-		fmt.Fprintf(&b, "== %s\n%s\n", p.name, p.logTail())
+		fmt.Fprintf(&b, "== %s\n%s\n", p.Name, p.LogTail())
 	}
 	return b.String()
-}
-
-// proc is one process Argo CD's test environment runs.
-type proc struct {
-	name, path, dir string
-	args, env       []string
-
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-func (p *proc) logPath() string { return filepath.Join(p.dir, p.name+".log") }
-
-func (p *proc) start() error {
-	f, err := os.OpenFile(p.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(p.path, p.args...)
-	cmd.Stdout, cmd.Stderr, cmd.Env, cmd.Dir = f, f, p.env, p.dir
-	// The child dies with the test binary even if the test is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("starting %s: %w", p.name, err)
-	}
-	p.cmd, p.done = cmd, make(chan struct{})
-	go func() {
-		p.err = cmd.Wait()
-		_ = f.Close()
-		close(p.done)
-	}()
-	return nil
-}
-
-func (p *proc) stop() {
-	if p.cmd == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-	p.cmd = nil
-}
-
-func (p *proc) waitReady(ctx context.Context, check func(context.Context) error) error {
-	var last error
-	for {
-		if last = check(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready (%w); log tail:\n%s", p.name, p.err, p.logTail())
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w (last check: %w); log tail:\n%s", p.name, ctx.Err(), last, p.logTail())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func (p *proc) logTail() string {
-	data, err := os.ReadFile(p.logPath())
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	const keep = 6000
-	if len(data) > keep {
-		data = data[len(data)-keep:]
-	}
-	return string(data)
 }
 
 func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }

@@ -41,8 +41,8 @@ type Env struct {
 	// Dir holds certificates, data and the process logs.
 	Dir string
 
-	etcd      *process
-	apiserver *process
+	etcd      *Process
+	apiserver *Process
 	warnings  *warningLog
 }
 
@@ -88,11 +88,11 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 	etcdURL := "http://" + hostPort(ports[0])
 	peerURL := "http://" + hostPort(ports[1])
 	e := &Env{Dir: dir, warnings: &warningLog{}}
-	e.etcd = &process{
-		name:    "etcd",
-		path:    filepath.Join(bin, "etcd"),
-		logPath: filepath.Join(dir, "etcd.log"),
-		args: []string{
+	e.etcd = &Process{
+		Name:    "etcd",
+		Path:    filepath.Join(bin, "etcd"),
+		LogPath: filepath.Join(dir, "etcd.log"),
+		Args: []string{
 			"--name=default",
 			"--data-dir=" + filepath.Join(dir, "etcd"),
 			"--listen-client-urls=" + etcdURL,
@@ -104,11 +104,11 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 			"--log-level=warn",
 		},
 	}
-	e.apiserver = &process{
-		name:    "kube-apiserver",
-		path:    filepath.Join(bin, "kube-apiserver"),
-		logPath: filepath.Join(dir, "kube-apiserver.log"),
-		args: []string{
+	e.apiserver = &Process{
+		Name:    "kube-apiserver",
+		Path:    filepath.Join(bin, "kube-apiserver"),
+		LogPath: filepath.Join(dir, "kube-apiserver.log"),
+		Args: []string{
 			"--etcd-servers=" + etcdURL,
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
@@ -138,10 +138,10 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	if err := e.etcd.start(); err != nil {
+	if err := e.etcd.Start(); err != nil {
 		return nil, err
 	}
-	if err := e.etcd.waitReady(ctx, httpOK(http.DefaultClient, etcdURL+"/health")); err != nil {
+	if err := e.etcd.WaitReady(ctx, httpOK(http.DefaultClient, etcdURL+"/health")); err != nil {
 		e.Stop()
 		return nil, err
 	}
@@ -158,14 +158,14 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 
 // Stop ends both processes. It is safe to call more than once.
 func (e *Env) Stop() {
-	_ = e.apiserver.stop()
-	_ = e.etcd.stop()
+	_ = e.apiserver.Stop()
+	_ = e.etcd.Stop()
 }
 
 // StopAPIServer ends the kube-apiserver process and leaves etcd running, to
 // test clients surviving an apiserver restart.
 func (e *Env) StopAPIServer() error {
-	return e.apiserver.stop()
+	return e.apiserver.Stop()
 }
 
 // StartAPIServer starts the kube-apiserver again on the same address and
@@ -177,18 +177,18 @@ func (e *Env) StartAPIServer(ctx context.Context) error {
 }
 
 func (e *Env) startAPIServer(ctx context.Context) error {
-	if err := e.apiserver.start(); err != nil {
+	if err := e.apiserver.Start(); err != nil {
 		return err
 	}
 	client, err := rest.HTTPClientFor(e.Config)
 	if err != nil {
 		return fmt.Errorf("building apiserver client: %w", err)
 	}
-	return e.apiserver.waitReady(ctx, httpOK(client, e.Config.Host+"/readyz"))
+	return e.apiserver.WaitReady(ctx, httpOK(client, e.Config.Host+"/readyz"))
 }
 
 // APIServerLog returns the tail of the kube-apiserver log, for failing tests.
-func (e *Env) APIServerLog() string { return e.apiserver.logTail() }
+func (e *Env) APIServerLog() string { return e.apiserver.LogTail() }
 
 func (e *Env) installCRDs(ctx context.Context) error {
 	dyn, err := dynamic.NewForConfig(e.Config)

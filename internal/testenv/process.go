@@ -16,24 +16,31 @@ import (
 // killed; etcd and kube-apiserver shut down in well under a second.
 const stopGrace = 10 * time.Second
 
-// process is one control-plane binary run by the test environment.
-type process struct {
-	name    string
-	path    string
-	args    []string
-	logPath string
+// Process is one binary a test environment runs (etcd, kube-apiserver;
+// internal/argocdenv's Argo CD and its companions), its output in a log
+// file, killed if the test binary dies.
+type Process struct {
+	Name    string
+	Path    string
+	Args    []string
+	LogPath string
+	// Env is the environment (nil: the test's); Dir the working folder.
+	Env []string
+	Dir string
 
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // set when done is closed
 }
 
-func (p *process) start() error {
-	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+// Start starts the process.
+func (p *Process) Start() error {
+	logFile, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("opening %s log: %w", p.name, err)
+		return fmt.Errorf("opening %s log: %w", p.Name, err)
 	}
-	cmd := exec.Command(p.path, p.args...)
+	cmd := exec.Command(p.Path, p.Args...)
+	cmd.Env, cmd.Dir = p.Env, p.Dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// The child dies with the test binary even if the test is killed, so no
@@ -41,7 +48,7 @@ func (p *process) start() error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return fmt.Errorf("starting %s: %w", p.name, err)
+		return fmt.Errorf("starting %s: %w", p.Name, err)
 	}
 	p.cmd = cmd
 	p.done = make(chan struct{})
@@ -53,8 +60,8 @@ func (p *process) start() error {
 	return nil
 }
 
-// running reports whether the process was started and has not exited.
-func (p *process) running() bool {
+// Running reports whether the process was started and has not exited.
+func (p *Process) Running() bool {
 	if p.cmd == nil {
 		return false
 	}
@@ -66,8 +73,10 @@ func (p *process) running() bool {
 	}
 }
 
-func (p *process) stop() error {
-	if !p.running() {
+// Stop sends SIGTERM and, after stopGrace, SIGKILL; it returns once the
+// process has exited.
+func (p *Process) Stop() error {
+	if !p.Running() {
 		return nil
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -81,8 +90,8 @@ func (p *process) stop() error {
 	return nil
 }
 
-// waitReady polls check until it succeeds, the process exits or ctx ends.
-func (p *process) waitReady(ctx context.Context, check func(context.Context) error) error {
+// WaitReady polls check until it succeeds, the process exits or ctx ends.
+func (p *Process) WaitReady(ctx context.Context, check func(context.Context) error) error {
 	var last error
 	for {
 		if last = check(ctx); last == nil {
@@ -90,17 +99,17 @@ func (p *process) waitReady(ctx context.Context, check func(context.Context) err
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready (%w); log tail:\n%s", p.name, p.err, p.logTail())
+			return fmt.Errorf("%s exited before it was ready (%w); log tail:\n%s", p.Name, p.err, p.LogTail())
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w (last check: %w); log tail:\n%s", p.name, ctx.Err(), last, p.logTail())
+			return fmt.Errorf("%s not ready: %w (last check: %w); log tail:\n%s", p.Name, ctx.Err(), last, p.LogTail())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-// logTail returns the last lines of the process log, for error messages.
-func (p *process) logTail() string {
-	data, err := os.ReadFile(p.logPath)
+// LogTail returns the last lines of the process log, for error messages.
+func (p *Process) LogTail() string {
+	data, err := os.ReadFile(p.LogPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
