@@ -44,9 +44,11 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
-// Version is the Argo CD version the tests run; hack/argocd/build.sh
-// builds the same one.
-const Version = "v3.6.1"
+// Version is the Argo CD version the tests run: ARGOCD_VERSION from the
+// environment, else the pinned default (testenv.ArgoCDVersion).
+// hack/argocd/build.sh builds the same one, and the control plane installs
+// its CRDs.
+func Version() string { return testenv.ArgoCDVersion() }
 
 // Namespace is where Argo CD runs and its Applications live, unless
 // Options say otherwise.
@@ -96,8 +98,8 @@ type ArgoCD struct {
 	procs     []*testenv.Process
 }
 
-// BinDir builds (first run) or finds the cached Argo CD, kustomize and
-// helm binaries and returns their folder.
+// BinDir builds (first run) or finds the cached Argo CD (of Version),
+// kustomize and helm binaries and returns their folder.
 func BinDir() (string, error) {
 	binOnce.Do(func() {
 		if dir := os.Getenv("CROWSNEST_ARGOCD_BIN"); dir != "" {
@@ -119,6 +121,10 @@ func BinDir() (string, error) {
 		}
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		binDir = lines[len(lines)-1]
+		// The cache folder is named by the version it holds.
+		if !strings.HasPrefix(filepath.Base(binDir), Version()+"-") {
+			binErr = fmt.Errorf("hack/argocd/build.sh built %s, not Argo CD %s", binDir, Version())
+		}
 	})
 	return binDir, binErr
 }
@@ -134,8 +140,9 @@ func New(tb testing.TB, env *testenv.Env, opts Options) *ArgoCD {
 	tb.Helper()
 	a, err := Start(tb.Context(), env, tb.TempDir(), opts)
 	if err != nil {
-		tb.Fatalf("starting Argo CD: %v", err)
+		tb.Fatalf("starting Argo CD %s: %v", Version(), err)
 	}
+	tb.Logf("Argo CD %s running in namespace %s", Version(), a.Namespace)
 	tb.Cleanup(a.Stop)
 	return a
 }

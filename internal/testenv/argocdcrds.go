@@ -15,11 +15,23 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ArgoCDVersion is the Argo CD release whose CRDs the control plane
+// DefaultArgoCDVersion is the Argo CD release the tests run against unless
+// the environment names another: the one whose CRDs the control plane
 // installs, so the apiserver validates what tests and crowsnest write with
-// Argo CD's own schema. test/conformance/go.mod pins the same version of
-// github.com/argoproj/argo-cd/v3; change both together.
-const ArgoCDVersion = "v3.6.1"
+// Argo CD's own schema. hack/argocd (its checked-in wrapper module) and
+// test/conformance/go.mod pin the same version; change them together.
+const DefaultArgoCDVersion = "v3.6.1"
+
+// ArgoCDVersion is the Argo CD release the tests run against: the
+// environment's ARGOCD_VERSION (the compatibility matrix, `make
+// e2e-argocd ARGOCD_VERSION=v3.6.0`), else DefaultArgoCDVersion.
+// hack/argocd/build.sh reads the same variable.
+func ArgoCDVersion() string {
+	if v := os.Getenv("ARGOCD_VERSION"); v != "" {
+		return v
+	}
+	return DefaultArgoCDVersion
+}
 
 // argoCDModule is the Go module that carries the CRD manifests.
 const argoCDModule = "github.com/argoproj/argo-cd/v3"
@@ -52,7 +64,7 @@ type moduleDownload struct {
 // (Argo CD v3.6.1 asks for go 1.27, crowsnest builds with an older one and
 // GOTOOLCHAIN=local), but it has fetched and checked the zip by then.
 func loadArgoCDCRDs() ([]*unstructured.Unstructured, error) {
-	ref := argoCDModule + "@" + ArgoCDVersion
+	ref := argoCDModule + "@" + ArgoCDVersion()
 	cmd := exec.Command("go", "mod", "download", "-json", ref)
 	// Outside any module or workspace, so the crowsnest go.mod and go.sum
 	// are neither read nor touched.
