@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,4 +258,37 @@ func latencySamples(t *testing.T, reg *prometheus.Registry) (uint64, float64) {
 		}
 	}
 	return 0, 0
+}
+
+// A post that got no answer may have reached Slack: before sending it
+// again, the outbox looks for it in the channel's history, finds it, and
+// records it delivered without a second post.
+func TestOutboxAsksBeforeRetryingAPostThatGotNoAnswer(t *testing.T) {
+	f := newFakeSlack(t)
+	f.epoch = time.Now().Unix()
+	f.unanswered = 1
+	reg := prometheus.NewRegistry()
+	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"slack": newSlack(t, f, notify.WithSlackTimeout(time.Minute))}, notify.NewMetrics(reg))
+	// Long enough for the history search on a loaded machine; the
+	// unanswered post waits this long once.
+	o.AttemptTimeout = 3 * time.Second
+	runOutbox(t, o)
+	rec, created, err := o.Enqueue(t.Context(), notify.Delivery{Key: "k", App: "argocd/web", Service: "slack", Recipient: "C0DEPLOYS",
+		Notification: notify.Notification{Message: "web 1.1.0 deployed"}})
+	if err != nil || !created {
+		t.Fatalf("Enqueue = %v, %v", created, err)
+	}
+	got := waitState(t, o, rec.ID, notify.StateDelivered)
+	if n := countCalls(f, "chat.postMessage"); n != 1 {
+		t.Errorf("%d messages posted, want 1", n)
+	}
+	if h := countCalls(f, "conversations.history"); h == 0 {
+		t.Error("the channel's history was never searched before the retry")
+	}
+	if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": notify.ResultConfirmed}); n != 1 {
+		t.Errorf("%v deliveries confirmed at the destination, want 1", n)
+	}
+	if !strings.Contains(got.Receipt.Detail, "after an attempt that got no answer") {
+		t.Errorf("receipt detail %q does not say how the message was found", got.Receipt.Detail)
+	}
 }

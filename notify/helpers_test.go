@@ -42,6 +42,9 @@ type fakeSlack struct {
 	// epoch is the seconds of the timestamps posts get (1700000000 when
 	// zero): set it to now where conversations.history's "oldest" matters.
 	epoch int64
+	// unanswered posts: this many next chat.postMessage calls are posted
+	// but get no answer until the caller gives up.
+	unanswered int
 }
 
 type fakeMessage struct {
@@ -100,6 +103,13 @@ func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 			f.posted = map[string][]fakeMessage{}
 		}
 		f.posted[channel] = append(f.posted[channel], m)
+		if f.unanswered > 0 {
+			f.unanswered--
+			f.mu.Unlock()
+			<-r.Context().Done()
+			f.mu.Lock()
+			return
+		}
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": channel, "ts": ts,
 		"message": map[string]any{"text": r.PostForm.Get("text"), "ts": ts}})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -514,14 +515,29 @@ func (o *Outbox) drain(ctx context.Context, key string, q *destQueue) {
 // deliver attempts rec until it is delivered, dead or the outbox stops.
 func (o *Outbox) deliver(ctx context.Context, rec Record) {
 	log := o.Logger.With("delivery", rec.ID, "app", rec.App, "trigger", rec.Trigger, "service", rec.Service, "recipient", rec.Recipient)
-	if o.confirmed(ctx, log, rec) {
+	o.mu.Lock()
+	unsure := ""
+	if o.recovered[rec.ID] {
+		unsure = "after a restart"
+	}
+	delete(o.recovered, rec.ID)
+	o.mu.Unlock()
+	if o.confirmed(ctx, log, rec, unsure) {
 		return
 	}
+	unsure = ""
+	var attempted time.Time // when the last attempt started
 	rateWaits := 0
 	for {
 		if wait := rec.NextAttempt.Sub(o.Now()); wait > 0 && !sleep(ctx, wait) {
 			return
 		}
+		// The last attempt may have reached the destination (it timed
+		// out waiting for the answer): ask before sending again.
+		if unsure != "" && o.confirmed(WithAttemptedSince(ctx, attempted), log, rec, unsure) {
+			return
+		}
+		unsure = ""
 		if err := o.limiter(rec.Service).Wait(ctx); err != nil {
 			return
 		}
@@ -540,6 +556,7 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 			return
 		}
 		start := time.Now()
+		attempted = start
 		receipt, err := o.send(ctx, rec)
 		sent := time.Now()
 		took := sent.Sub(start)
@@ -589,6 +606,9 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 			continue
 		}
 		rec.Attempts++
+		if mayHaveArrived(err) {
+			unsure = "after an attempt that got no answer"
+		}
 		if IsPermanent(err) || rec.Attempts >= o.MaxAttempts {
 			rec.State, rec.DoneAt, rec.NextAttempt = StateDead, now, time.Time{}
 			o.save(ctx, log, rec)
@@ -621,13 +641,12 @@ func (o *Outbox) send(ctx context.Context, rec Record) (Receipt, error) {
 }
 
 // confirmed records rec as delivered when the Journal says its message
-// was sent, or, for a delivery an earlier process may have sent, when its
-// destination says it has the message (Confirmer). It reports whether rec
-// needs no send.
-func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record) bool {
+// was sent, or, when it may have been sent (unsure says when: after a
+// restart, or after an attempt that got no answer; empty when it cannot
+// have been), when its destination says it has the message (Confirmer).
+// It reports whether rec needs no send.
+func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record, unsure string) bool {
 	o.mu.Lock()
-	recovered := o.recovered[rec.ID]
-	delete(o.recovered, rec.ID)
 	svc := o.Services[rec.Service]
 	o.mu.Unlock()
 	if receipt, ok := o.Journal.Lookup(rec); ok {
@@ -640,7 +659,7 @@ func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record) bo
 		svc = p.Service
 	}
 	c, ok := svc.(Confirmer)
-	if !recovered || !ok {
+	if unsure == "" || !ok {
 		return false
 	}
 	cctx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
@@ -650,14 +669,27 @@ func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record) bo
 	cancel()
 	switch {
 	case err != nil:
-		log.Info("could not look for a message an earlier process may have sent; sending it", "err", err)
+		log.Info("could not look for a message that may have been sent; sending it", "when", unsure, "err", err)
 		return false
 	case !found:
 		return false
 	}
-	o.recordFound(ctx, log, rec, receipt, took, "found at the destination after a restart",
-		"notification found at its destination after a restart, not sent again")
+	o.recordFound(ctx, log, rec, receipt, took, "found at the destination "+unsure,
+		"notification found at its destination "+unsure+", not sent again")
 	return true
+}
+
+// mayHaveArrived reports whether a failed send may have delivered its
+// message all the same: anything but a refused connection or an answer
+// that says it was not taken (rate limited, or a permanent refusal). A
+// timeout waiting for the answer is the case that matters.
+func mayHaveArrived(err error) bool {
+	var rl *RateLimitError
+	if errors.As(err, &rl) || IsPermanent(err) {
+		return false
+	}
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "dial"
 }
 
 // recordFound records rec as delivered with receipt without sending it:

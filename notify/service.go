@@ -99,6 +99,22 @@ type Confirmer interface {
 	Sent(ctx context.Context, rec Record) (Receipt, bool, error)
 }
 
+// WithAttemptedSince returns ctx for a Confirmer's Sent asking about a
+// message whose last attempt started at t: what the Confirmer learned of
+// the destination before t (a cached scan) cannot answer.
+func WithAttemptedSince(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, attemptedSinceKey{}, t)
+}
+
+// attemptedSince returns the time WithAttemptedSince put in ctx (zero
+// when none).
+func attemptedSince(ctx context.Context) time.Time {
+	t, _ := ctx.Value(attemptedSinceKey{}).(time.Time)
+	return t
+}
+
+type attemptedSinceKey struct{}
+
 type deliveryIDKey struct{}
 
 type redeliveryKey struct{}

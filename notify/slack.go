@@ -335,7 +335,7 @@ func (s *Slack) Sent(ctx context.Context, rec Record) (Receipt, bool, error) {
 	if rec.MaybeSent {
 		oldest = rec.CreatedAt.Add(-maybeSentLookBack).Unix()
 	}
-	marks, err := s.scan(ctx, channel, parent, oldest)
+	marks, err := s.scan(ctx, channel, parent, oldest, attemptedSince(ctx))
 	if err != nil {
 		return Receipt{}, false, err
 	}
@@ -374,14 +374,15 @@ type scanEntry struct {
 // scan returns the delivery marks (deliveryMark) in channel, or in the
 // thread of parent, since oldest (Unix seconds), reading at most
 // confirmPages pages; a scan of the same conversation from no later than
-// oldest, less than scanTTL old, is reused. A rate limit is waited out
-// (Retry-After, while ctx allows) up to three times.
-func (s *Slack) scan(ctx context.Context, channel, parent string, oldest int64) (map[string]string, error) {
+// oldest, less than scanTTL old and made after notBefore, is reused. A
+// rate limit is waited out (Retry-After, while ctx allows) up to three
+// times.
+func (s *Slack) scan(ctx context.Context, channel, parent string, oldest int64, notBefore time.Time) (map[string]string, error) {
 	v, _ := s.scans.LoadOrStore(channel+"|"+parent, &scanEntry{})
 	e := v.(*scanEntry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.marks != nil && e.oldest <= oldest && time.Since(e.fetched) < scanTTL {
+	if e.marks != nil && e.oldest <= oldest && time.Since(e.fetched) < scanTTL && e.fetched.After(notBefore) {
 		return e.marks, nil
 	}
 	method := "conversations.history"
