@@ -85,6 +85,11 @@ type Engine struct {
 	Workers        int
 	RetryBaseDelay time.Duration
 	RetryMaxDelay  time.Duration
+	// OnePass reports a failed reconcile without retrying it: a single
+	// pass (`run --once`) reports each failure once. The registry client
+	// has retried a registry's transient errors already, and a patch its
+	// conflicts.
+	OnePass bool
 	// FirstPassSettle is how long the first pass lasts after each
 	// Application known at its start was reconciled once;
 	// DefaultFirstPassSettle if 0 (see InFirstPass).
@@ -391,6 +396,10 @@ func (e *Engine) handleResult(ctx context.Context, key string, res Result, err e
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// Cancelled by shutdown or lost leadership: retry on the next run.
 		e.queue.AddRateLimited(key)
+		return ResultError
+	case e.OnePass:
+		e.queue.Forget(key)
+		e.Log.Warn("reconcile failed", "app", key, "error", err)
 		return ResultError
 	default:
 		e.queue.AddRateLimited(key)

@@ -299,3 +299,31 @@ func TestEngineFirstPassEndsOnceEveryApplicationWasReconciled(t *testing.T) {
 	}()
 	waitFor(t, "the first pass to end", func() bool { return !e.InFirstPass() })
 }
+
+// A single pass (run --once) reports a failed reconcile once and does not
+// put it back on the queue: the failure is counted, and no retry was
+// scheduled when it was (the queue counts a retry as it schedules it).
+func TestEngineOnePassDoesNotRetry(t *testing.T) {
+	var calls atomic.Int32
+	reg := prometheus.NewRegistry()
+	e := &controller.Engine{
+		Sources:        []controller.Source{fileSource(t, "broken")},
+		RetryBaseDelay: 5 * time.Millisecond,
+		OnePass:        true,
+		Metrics:        controller.NewMetrics(reg),
+		Reconciler: controller.ReconcilerFunc(func(context.Context, controller.Request) (controller.Result, error) {
+			calls.Add(1)
+			return controller.Result{}, errors.New("registry unavailable")
+		}),
+	}
+	runEngine(t, e)
+	waitFor(t, "the failure to be counted", func() bool {
+		return counter(t, reg, "crowsnest_reconcile_total", map[string]string{"result": "error"}) == 1
+	})
+	if got := counter(t, reg, "crowsnest_workqueue_retries_total", nil); got != 0 {
+		t.Errorf("crowsnest_workqueue_retries_total = %v, want 0: a single pass scheduled a retry", got)
+	}
+	if got := calls.Load(); got != 1 {
+		t.Errorf("%d reconciles, want 1", got)
+	}
+}

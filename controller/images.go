@@ -85,6 +85,9 @@ type ImageReconciler struct {
 	// Enqueue puts an Application key on the engine's queue.
 	Enqueue func(key string)
 	Events  EventRecorder
+	// Tally, when set, keeps each Application's last outcome for a
+	// single pass's summary (`run --once`).
+	Tally *PassTally
 	// Git batches Git write-backs; GitCredentials learns the Secrets
 	// named by git:secret:<ns>/<name>.
 	Git            *GitBatcher
@@ -216,6 +219,7 @@ var _ Reconciler = (*ImageReconciler)(nil)
 // nothing else would come back to it until the informer's resync.
 func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Result, err error) {
 	if req.App == nil {
+		r.Tally.forget(req.Key, true)
 		r.Log.Debug("application gone", "app", req.Key)
 		r.setRepos(req.Key, nil)
 		r.setHeld(req.Key, false)
@@ -228,6 +232,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		return Result{}, nil
 	}
 	app := req.App
+	r.Tally.observe(req.Key)
 	r.Log.Debug("application observed", "app", req.Key, "resourceVersion", app.ResourceVersion, "project", app.Project,
 		"sources", len(app.Sources), "images", len(app.Images),
 		"sync", app.SyncStatus, "health", app.HealthStatus)
@@ -251,11 +256,23 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		}
 	}
 	if spec == nil {
+		r.Tally.forget(req.Key, false)
 		r.setRepos(req.Key, nil)
 		r.setHeld(req.Key, false)
 		r.newInvalid(req.Key, nil)
 		return Result{}, nil
 	}
+	// How this reconcile ended, for a single pass's summary; a reconcile
+	// waiting for tag lists comes back and says then.
+	outcome := OutcomeUpToDate
+	defer func() {
+		if err != nil || (len(errs) > 0 && outcome != OutcomeUpdated) {
+			outcome = OutcomeFailed
+		}
+		if !res.Waiting {
+			r.Tally.record(req.Key, outcome)
+		}
+	}()
 	errs = append(errs, spec.Qualify(r.Names)...)
 	errs = append(errs, r.Tenancy.CheckAnnotations(app, spec)...)
 	if r.newInvalid(req.Key, errs) {
@@ -291,6 +308,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	for _, s := range plan.Skipped {
 		switch s.Reason {
 		case imageupdate.ReasonSelectionFailed:
+			outcome = OutcomeFailed
 			r.Log.Warn("no version selected", "app", req.Key, "image", s.Alias, "error", s.Detail)
 			r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("image %s: %s", s.Alias, s.Detail))
 		case imageupdate.ReasonNoCandidate:
@@ -307,6 +325,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	}
 	summary := describeChanges(plan.Changes)
 	if plan.Held {
+		outcome = OutcomeHeld
 		r.Metrics.update(string(spec.WriteBack.Method), "held", len(plan.Changes))
 		what := fmt.Sprintf("%s held by %s", summary, plan.HoldReason)
 		if r.newHold(req.Key, what) {
@@ -344,12 +363,14 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	}
 	if r.DryRun {
 		r.Log.Info("dry run: would update images", "app", req.Key, "changes", summary, "method", spec.WriteBack.Method)
+		outcome = OutcomeUpdated
 		r.planWrite(ctx, req.Key, app, spec, plan.Changes)
 		return Result{}, nil
 	}
 	if spec.WriteBack.Method == imageupdate.MethodGit {
 		if r.Git == nil {
 			r.event(app, eventTypeWarning, EventWriteBackNotWired, "write-back-method git needs a cluster (or a Git writer); nothing written")
+			outcome = OutcomeFailed
 			r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(plan.Changes))
 			return Result{}, nil
 		}
@@ -363,6 +384,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		}
 		r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodGit, plan.Changes, r.now()))
 		r.Git.Add(req.Key, chs...)
+		outcome = OutcomeUpdated
 		return Result{}, nil
 	}
 	r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodArgoCD, plan.Changes, r.now()))
@@ -374,6 +396,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		return Result{}, fmt.Errorf("updating images of %s: %w", req.Key, err)
 	}
 	r.Metrics.update(string(imageupdate.MethodArgoCD), "success", len(plan.Changes))
+	outcome = OutcomeUpdated
 	if written.Patched {
 		r.Log.Info("images updated", "app", req.Key, "changes", summary, "method", "argocd")
 		r.event(app, eventTypeNormal, EventImagesUpdated, summary+" (patched the Application)")

@@ -196,6 +196,17 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if o.once && o.appsDir == "" && !o.dryRun {
 		return errors.New("--once needs --apps-dir (local mode) or --dry-run")
 	}
+	if o.once {
+		// A single pass has nobody scraping or probing it, and a second
+		// run (or a busy CI host) must not fail on a taken port: its
+		// servers listen only where asked to.
+		for name, addr := range map[string]*string{"metrics-bind-address": &o.metricsAddr,
+			"health-probe-bind-address": &o.probeAddr, "webhook-bind-address": &o.webhookAddr} {
+			if !cmd.Flags().Changed(name) {
+				*addr = "0"
+			}
+		}
+	}
 	plans, err := newPlanPrinter(cmd.OutOrStdout(), o.planFormat, o.once)
 	if err != nil {
 		return err
@@ -245,6 +256,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		Workers:        cfg.Controller.Workers,
 		RetryBaseDelay: cfg.Controller.RetryBaseDelay.Duration,
 		RetryMaxDelay:  cfg.Controller.RetryMaxDelay.Duration,
+		OnePass:        o.once,
 		Metrics:        controller.NewMetrics(reg),
 		Log:            log,
 		Config: func() *config.Config {
@@ -325,7 +337,12 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return err
 	}
 	windowSource := &controller.WindowSource{Engine: engine, Config: engine.Config, Log: log}
+	var tally *controller.PassTally
+	if o.once {
+		tally = &controller.PassTally{}
+	}
 	images := &controller.ImageReconciler{
+		Tally:         tally,
 		Registry:      regs.client,
 		RegistryFor:   regs.forPullSecret,
 		Names:         regs.qualify,
@@ -525,10 +542,13 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 				problems = files.Problems()
 			}
 			failed := localLogs.Warnings() + deadLetters(ctx, outbox) + len(problems)
+			summary := tally.Summary()
+			fmt.Fprintf(cmd.ErrOrStderr(), "crowsnest: one pass: %s\n", summary)
 			if failed > 0 {
 				return fmt.Errorf("one pass finished with %d failure(s); see the warnings above%s", failed, describeFileProblems(problems))
 			}
-			log.Info("one pass finished", "applications", engine.AppCount())
+			log.Info("one pass finished", "applications", engine.AppCount(), "updated", summary.Updated,
+				"upToDate", summary.UpToDate, "held", summary.Held)
 			return nil
 		})
 	}
