@@ -97,6 +97,9 @@ type GitBatcher struct {
 	Refresh func(ctx context.Context, key string) error
 	Metrics *ImageMetrics
 	Log     *slog.Logger
+	// Tally, when set, hears of each Application whose write failed (a
+	// single pass counts it failed, not updated).
+	Tally *PassTally
 
 	mu       sync.Mutex
 	pending  map[string][]gitwb.Change // by Application key; the latest wins
@@ -316,6 +319,7 @@ func (b *GitBatcher) report(res *gitwb.Result, pending map[string][]gitwb.Change
 
 func (b *GitBatcher) fail(key string, err error) {
 	b.Metrics.update("git", "error", 1)
+	b.Tally.record(key, OutcomeFailed)
 	b.Log.Warn("git write-back failed; will retry", "app", key, "error", err, "retryIn", gitRetryDelay)
 	b.event(key, corev1.EventTypeWarning, EventImageUpdateFailed, "git write-back: "+err.Error())
 	if b.Enqueue != nil {

@@ -89,6 +89,7 @@ func TestE2ELocalModeOnce(t *testing.T) {
 	for _, want := range []string{
 		`"reason":"ImagesUpdated","message":"` + api + `: 1.0.0 -> 1.2.0 (patched the Application)"`,
 		`"msg":"one pass finished"`,
+		"crowsnest: one pass: 2 applications, 2 managed: 2 updated, 0 up to date, 0 held, 0 failed\n",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %s:\n%s", want, log)
@@ -107,6 +108,14 @@ func TestE2ELocalModeOnce(t *testing.T) {
 	}
 	if !strings.Contains(log, "one pass finished with 1 failure(s)") {
 		t.Errorf("the failure is not reported:\n%s", log)
+	}
+	// The failed write is not retried within the pass, and the summary
+	// counts it failed.
+	if n := strings.Count(log, `"msg":"git write-back failed; will retry"`); n != 1 {
+		t.Errorf("%d failed Git writes logged, want 1 (a single pass does not retry):\n%s", n, log)
+	}
+	if want := "crowsnest: one pass: 2 applications, 2 managed: 1 updated, 0 up to date, 0 held, 1 failed\n"; !strings.Contains(log, want) {
+		t.Errorf("log lacks %q:\n%s", want, log)
 	}
 
 	// --once is local mode's.

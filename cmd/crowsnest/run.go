@@ -430,6 +430,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if gw != nil {
 		images.Git = &controller.GitBatcher{
 			Writer:  gw,
+			Tally:   tally,
 			Busy:    func() bool { return !engine.Idle() },
 			Enqueue: engine.EnqueueAfter,
 			Events:  images.Events,
