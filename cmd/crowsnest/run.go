@@ -48,6 +48,10 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 // runOptions are the flags of `crowsnest run`. Flags that are set win over
 // the config file; the rest come from the file or its defaults.
 type runOptions struct {
+	// aiu are argocd-image-updater's run flags (aiuflags.go); aiuNotes
+	// the ones given that have no effect, logged at start.
+	aiu                     aiuFlags
+	aiuNotes                []aiuNote
 	configPath              string
 	kubeconfig              string
 	namespace               []string
@@ -134,6 +138,7 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.IntVar(&o.workers, "workers", 0, "concurrent reconciles (default 16)")
 	f.Float64Var(&o.kubeQPS, "kube-api-qps", 0, "sustained requests per second to the kube-apiserver (default 300)")
 	f.IntVar(&o.kubeBurst, "kube-api-burst", 0, "burst of requests to the kube-apiserver (default 1000)")
+	o.aiu.add(f)
 	return cmd
 }
 
@@ -176,6 +181,11 @@ func (o *runOptions) effective(cmd *cobra.Command, cfg *config.Config) (*config.
 	if f.Changed("kube-api-burst") {
 		c.Controller.KubeBurst = o.kubeBurst
 	}
+	notes, err := o.aiu.apply(cmd, o, &c)
+	if err != nil {
+		return nil, err
+	}
+	o.aiuNotes = notes
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("flags and config together are invalid (flags name the same fields):\n%w", err)
 	}
@@ -524,6 +534,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			return err
 		}
 	}
+	logAIUNotes(log, o.aiuNotes)
 	log.Info("crowsnest starting", "version", version, "namespaces", strings.Join(cfg.Watch.Namespaces, ","),
 		"selector", cfg.Watch.Selector, "appsDir", o.appsDir, "leaderElect", cfg.LeaderElection.Enabled)
 

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+)
+
+// aiuFlags are argocd-image-updater's `run` flags (its 0.x and 1.x
+// releases), accepted by `crowsnest run` so that a Deployment's arguments
+// keep working when the image is switched. Each one either sets what
+// crowsnest's own flag or config field of the same meaning sets (an
+// alias), or has no counterpart and is reported at start with the reason
+// (ignored, never silently). They are hidden from --help; docs list them.
+type aiuFlags struct {
+	registriesConf  string
+	logLevel        string
+	logFormat       string
+	interval        time.Duration
+	workers         map[string]*int // max-concurrent-apps, -reconciles, max-concurrency
+	watchNamespaces string
+	leaderElection  bool
+	ports           map[string]*int // health-port, metrics-port, webhook-port
+	gitUser         string
+	gitEmail        string
+	matchLabel      string
+}
+
+// aiuAliasOf names crowsnest's flag or field for each alias, for messages
+// and the docs.
+var aiuAliasOf = map[string]string{
+	"registries-conf-path":      "registries.confFile",
+	"loglevel":                  "--log-level",
+	"logformat":                 "--log-format",
+	"interval":                  "registries.pollInterval",
+	"max-concurrent-apps":       "--workers",
+	"max-concurrent-reconciles": "--workers",
+	"max-concurrency":           "--workers",
+	"watch-namespaces":          "--namespaces",
+	"leader-election":           "--leader-elect",
+	"health-port":               "--health-probe-bind-address",
+	"metrics-port":              "--metrics-bind-address",
+	"webhook-port":              "--webhook-bind-address",
+	"git-commit-user":           "git.author.name",
+	"git-commit-email":          "git.author.email",
+	"match-application-label":   "--selector",
+}
+
+// aiuIgnored are the flags with no counterpart, and why.
+var aiuIgnored = map[string]string{
+	"metrics-secure":             "crowsnest serves /metrics over plain HTTP; put TLS in front of it",
+	"enable-http2":               "crowsnest's servers follow Go's defaults",
+	"warmup-cache":               "crowsnest always lists every repository once before its first decisions",
+	"disable-kube-events":        "crowsnest always records Events",
+	"git-commit-signing-key":     "set git.signingKey (an ASCII-armored OpenPGP key) in crowsnest's config",
+	"git-commit-signing-method":  "crowsnest signs with OpenPGP (git.signingKey)",
+	"git-commit-sign-off":        "set git.commitMessage with a Signed-off-by line",
+	"git-commit-message-path":    "its template's fields differ; set git.commitMessage in crowsnest's config",
+	"git-commit-method":          "crowsnest commits with Git",
+	"enable-webhook":             "crowsnest serves the webhook receiver when registries.webhook.sources are configured",
+	"webhook-require-secret":     "set each source's secret in registries.webhook.sources",
+	"docker-webhook-secret":      "set the source's secret in registries.webhook.sources",
+	"ghcr-webhook-secret":        "set the source's secret in registries.webhook.sources",
+	"quay-webhook-secret":        "set the source's secret in registries.webhook.sources",
+	"harbor-webhook-secret":      "set the source's secret in registries.webhook.sources",
+	"aliyun-acr-webhook-secret":  "set the source's secret in registries.webhook.sources",
+	"acr-webhook-secret":         "set the source's secret in registries.webhook.sources",
+	"cloudevents-webhook-secret": "set the source's secret in registries.webhook.sources",
+	"webhook-ratelimit-allowed":  "crowsnest paces the polls a webhook causes per registry (registries.webhook)",
+	"disable-tls":                "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
+	"tlsminversion":              "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
+	"tlsmaxversion":              "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
+	"tlsciphers":                 "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
+	"applications-api":           "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-server-addr":         "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-grpc-web":            "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-insecure":            "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-plaintext":           "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-auth-token":          "crowsnest reads Applications through the Kubernetes API only",
+	"disable-kubernetes":         "crowsnest needs the Kubernetes API (or --apps-dir)",
+	"match-application-name":     "select Applications with --selector, or crowsnest's imagePolicies",
+}
+
+// aiuBoolIgnored are the ignored flags that take no value.
+var aiuBoolIgnored = []string{"metrics-secure", "enable-http2", "warmup-cache", "disable-kube-events",
+	"git-commit-sign-off", "enable-webhook", "webhook-require-secret", "disable-tls", "argocd-grpc-web",
+	"argocd-insecure", "argocd-plaintext", "disable-kubernetes"}
+
+// add registers the flags on f, hidden.
+func (a *aiuFlags) add(f *pflag.FlagSet) {
+	a.workers = map[string]*int{}
+	a.ports = map[string]*int{}
+	f.StringVar(&a.registriesConf, "registries-conf-path", "", "")
+	f.StringVar(&a.logLevel, "loglevel", "", "")
+	f.StringVar(&a.logFormat, "logformat", "", "")
+	f.DurationVar(&a.interval, "interval", 0, "")
+	for _, name := range []string{"max-concurrent-apps", "max-concurrent-reconciles", "max-concurrency"} {
+		a.workers[name] = f.Int(name, 0, "")
+	}
+	f.StringVar(&a.watchNamespaces, "watch-namespaces", "", "")
+	f.BoolVar(&a.leaderElection, "leader-election", false, "")
+	for _, name := range []string{"health-port", "metrics-port", "webhook-port"} {
+		a.ports[name] = f.Int(name, 0, "")
+	}
+	f.StringVar(&a.gitUser, "git-commit-user", "", "")
+	f.StringVar(&a.gitEmail, "git-commit-email", "", "")
+	f.StringVar(&a.matchLabel, "match-application-label", "", "")
+	for name := range aiuIgnored {
+		if slices.Contains(aiuBoolIgnored, name) {
+			f.Bool(name, false, "")
+		} else {
+			f.String(name, "", "")
+		}
+	}
+	for name := range aiuAliasOf {
+		_ = f.MarkHidden(name)
+	}
+	for name := range aiuIgnored {
+		_ = f.MarkHidden(name)
+	}
+}
+
+// apply sets what the aliases given on cmd's command line say, over c and
+// o's addresses, and returns a note for each flag given that has no effect
+// (to log at start). An alias given with the crowsnest flag it stands for
+// is an error: which one wins would be a guess.
+func (a *aiuFlags) apply(cmd *cobra.Command, o *runOptions, c *config.Config) (notes []aiuNote, _ error) {
+	f := cmd.Flags()
+	var errs []error
+	set := func(alias string) bool {
+		if !f.Changed(alias) {
+			return false
+		}
+		if own := aiuAliasOf[alias]; strings.HasPrefix(own, "--") && f.Changed(strings.TrimPrefix(own, "--")) {
+			errs = append(errs, fmt.Errorf("--%s is argocd-image-updater's name for %s: give one of them", alias, own))
+			return false
+		}
+		return true
+	}
+	if set("registries-conf-path") {
+		path, err := filepath.Abs(a.registriesConf)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--registries-conf-path: %w", err))
+		}
+		c.Registries.ConfFile = path
+	}
+	if set("loglevel") {
+		c.Log.Level = strings.ToLower(a.logLevel)
+		if c.Log.Level == "trace" { // argocd-image-updater's most verbose level
+			c.Log.Level = "debug"
+		}
+	}
+	if set("logformat") {
+		c.Log.Format = strings.ToLower(a.logFormat)
+	}
+	if set("interval") {
+		if a.interval > 0 {
+			c.Registries.PollInterval = config.Duration{Duration: a.interval}
+		} else {
+			notes = append(notes, aiuNote{"interval", "--interval=0 (run once): crowsnest runs one pass with --once"})
+		}
+	}
+	workers := 0
+	for _, name := range slices.Sorted(maps.Keys(a.workers)) {
+		if set(name) {
+			workers = max(workers, *a.workers[name]) // several given: the largest
+		}
+	}
+	if workers != 0 {
+		c.Controller.Workers = workers
+	}
+	if set("watch-namespaces") {
+		switch ns := strings.TrimSpace(a.watchNamespaces); ns {
+		case "*":
+			c.Watch.Namespaces = nil
+		case "":
+			// argocd-image-updater's default: its own namespace.
+			data, err := os.ReadFile(inClusterNamespaceFile)
+			if err != nil {
+				errs = append(errs, errors.New(`--watch-namespaces="" means the pod's own namespace, which is unknown outside a cluster: name the namespaces`))
+				break
+			}
+			c.Watch.Namespaces = []string{strings.TrimSpace(string(data))}
+		default:
+			c.Watch.Namespaces = strings.Split(ns, ",")
+		}
+	}
+	if set("leader-election") {
+		c.LeaderElection.Enabled = a.leaderElection
+	}
+	addrs := map[string]*string{"health-port": &o.probeAddr, "metrics-port": &o.metricsAddr, "webhook-port": &o.webhookAddr}
+	for name, port := range a.ports {
+		if !set(name) {
+			continue
+		}
+		switch {
+		case *port == 0:
+			*addrs[name] = "0"
+		case *port > 0 && *port < 65536:
+			*addrs[name] = ":" + strconv.Itoa(*port)
+		default:
+			errs = append(errs, fmt.Errorf("--%s=%d: not a port", name, *port))
+		}
+	}
+	if set("git-commit-user") {
+		c.Git.Author.Name = a.gitUser
+	}
+	if set("git-commit-email") {
+		c.Git.Author.Email = a.gitEmail
+	}
+	if set("match-application-label") {
+		c.Watch.Selector = a.matchLabel
+	}
+	f.Visit(func(fl *pflag.Flag) { // in name order
+		if why, ok := aiuIgnored[fl.Name]; ok {
+			notes = append(notes, aiuNote{fl.Name, why})
+		}
+	})
+	return notes, errors.Join(errs...)
+}
+
+// aiuNote is an argocd-image-updater flag given that has no effect.
+type aiuNote struct{ flag, instead string }
+
+// logAIUNotes logs each note once, at start.
+func logAIUNotes(log *slog.Logger, notes []aiuNote) {
+	for _, n := range notes {
+		log.Warn("argocd-image-updater flag has no effect in crowsnest", "flag", "--"+n.flag, "instead", n.instead)
+	}
+}
