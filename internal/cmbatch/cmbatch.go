@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,8 +200,33 @@ func (w *Writer) write(ops []*op) {
 			}
 			return
 		}
-		time.Sleep(backoff.Step())
+		sleepUnlessAllDone(backoff.Step(), live)
 		ops = live
+	}
+}
+
+// sleepUnlessAllDone waits d, or less when every op's context ends first
+// (their changes are then dropped, and nobody waits for the write).
+func sleepUnlessAllDone(d time.Duration, ops []*op) {
+	allDone := make(chan struct{})
+	var left atomic.Int32
+	left.Store(int32(len(ops)))
+	stops := make([]func() bool, 0, len(ops))
+	for _, o := range ops {
+		stops = append(stops, context.AfterFunc(o.ctx, func() {
+			if left.Add(-1) == 0 {
+				close(allDone)
+			}
+		}))
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-allDone:
+	}
+	t.Stop()
+	for _, stop := range stops {
+		stop()
 	}
 }
 

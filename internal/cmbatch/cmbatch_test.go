@@ -9,8 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -264,5 +266,70 @@ func TestShardsSpreadKeys(t *testing.T) {
 	}
 	if len(seen) != 4 {
 		t.Errorf("100 keys went to %d of 4 shards", len(seen))
+	}
+}
+
+// conflictingTransport changes the ConfigMap behind the Writer's back
+// before each of its writes, so the real apiserver answers 409; after the
+// first such answer it calls conflicted.
+type conflictingTransport struct {
+	next       http.RoundTripper
+	other      kubernetes.Interface
+	ns, name   string
+	n          *atomic.Int32
+	conflicted func()
+}
+
+func (t conflictingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPut {
+		return t.next.RoundTrip(r)
+	}
+	cms := t.other.CoreV1().ConfigMaps(t.ns)
+	cm, err := cms.Get(r.Context(), t.name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data["other"] = fmt.Sprint(t.n.Add(1))
+	if _, err := cms.Update(r.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		return nil, err
+	}
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusConflict {
+		t.conflicted()
+	}
+	return resp, err
+}
+
+// A change whose context ends while the Writer waits to retry after a
+// conflict is given up at once with the context's error: the wait (an
+// hour here) watches the contexts of the changes it holds.
+func TestWriterStopsRetryingWhenTheChangeIsCancelled(t *testing.T) {
+	c := newClient(t)
+	ns := env.CreateNamespace(t, "cmbatch")
+	if err := (&cmbatch.Writer{Client: c, Namespace: ns, Name: "state"}).Apply(t.Context(), set("k", "v0")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	var n atomic.Int32
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return conflictingTransport{next: rt, other: c.Interface, ns: ns, name: "state", n: &n, conflicted: cancel}
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &cmbatch.Writer{Client: cs, Namespace: ns, Name: "state",
+		Backoff: wait.Backoff{Steps: 5, Duration: time.Hour, Factor: 1}}
+	if err := w.Apply(ctx, set("k", "v1")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Apply cancelled while waiting to retry = %v, want context.Canceled", err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("%d writes tried, want 1 (no retry after the cancel)", got)
 	}
 }
