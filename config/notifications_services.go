@@ -104,6 +104,12 @@ type WebhookService struct {
 	HMACHeader         string    `yaml:"hmacHeader"`
 	InsecureSkipVerify bool      `yaml:"insecureSkipVerify"`
 	Timeout            Duration  `yaml:"timeout"`
+	// SendMessage sends the message as the body of a request with the
+	// service's method when a template has no webhook block for this
+	// service, as argocd-notifications does (its catalog's templates have
+	// none); without it such a notification is skipped. Set for webhook
+	// services read from an argocd-notifications-cm.
+	SendMessage bool `yaml:"-"`
 }
 
 // Header is one HTTP header. `$key` references in Value are replaced by the

@@ -227,7 +227,7 @@ func decodeCMService(typ string, node *yaml.Node, key string, n *Notifications, 
 	case ServiceWebhook:
 		var c cmWebhook
 		decodeCMNode(node, &c, key, n, errs)
-		w := &WebhookService{URL: c.URL, Method: cmWebhookMethod, Headers: c.Headers, InsecureSkipVerify: c.InsecureSkipVerify}
+		w := &WebhookService{URL: c.URL, Method: cmWebhookMethod, Headers: c.Headers, InsecureSkipVerify: c.InsecureSkipVerify, SendMessage: true}
 		if c.BasicAuth != nil {
 			w.BasicAuth = &BasicAuth{Username: c.BasicAuth.Username, Password: secretOrZero(c.BasicAuth.Password)}
 		}

@@ -44,6 +44,7 @@ type Webhook struct {
 	timeout         time.Duration
 	tls             *tls.Config
 	client          *http.Client
+	sendMessage     bool
 }
 
 var _ Service = (*Webhook)(nil)
@@ -149,6 +150,13 @@ func WithWebhookTimeout(d time.Duration) WebhookOption {
 	}
 }
 
+// WithMessageBody sends the notification's message as the body (with the
+// service's method and URL) when it has no webhook.<name> request, as
+// argocd-notifications' webhook service does, instead of skipping it.
+func WithMessageBody() WebhookOption {
+	return func(w *Webhook) error { w.sendMessage = true; return nil }
+}
+
 // WithWebhookHTTPClient sends through c (its transport's TLS settings then
 // win over WithWebhookTLS).
 func WithWebhookHTTPClient(c *http.Client) WebhookOption {
@@ -156,10 +164,15 @@ func WithWebhookHTTPClient(c *http.Client) WebhookOption {
 }
 
 // Send makes the request of n.Webhook[name]. A notification without one
-// is skipped. 4xx other than 408 and 429 is permanent.
+// is skipped, or sent as its message (WithMessageBody). 4xx other than 408
+// and 429 is permanent.
 func (w *Webhook) Send(ctx context.Context, n Notification, _ Destination) (Receipt, error) {
 	wt, ok := n.Webhook[w.name]
-	if !ok {
+	contentType := "application/json"
+	switch {
+	case !ok && w.sendMessage:
+		wt, contentType = WebhookTemplate{Body: n.Message}, "text/plain; charset=utf-8"
+	case !ok:
 		return Receipt{Skipped: true, Detail: "template has no webhook." + w.name}, nil
 	}
 	method := w.method
@@ -182,7 +195,7 @@ func (w *Webhook) Send(ctx context.Context, n Notification, _ Destination) (Rece
 		req.Header[k] = v
 	}
 	if req.Header.Get("Content-Type") == "" && len(body) > 0 {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("User-Agent", userAgent)
 	if id := DeliveryIDFrom(ctx); id != "" {

@@ -204,6 +204,9 @@ func buildService(name string, s config.Service, threads notify.ThreadStore) (no
 	case s.Webhook != nil:
 		c := s.Webhook
 		opts := []notify.WebhookOption{notify.WithWebhookMethod(c.Method), notify.WithWebhookTLS(c.InsecureSkipVerify, nil)}
+		if c.SendMessage {
+			opts = append(opts, notify.WithMessageBody())
+		}
 		if c.Timeout.Duration > 0 {
 			opts = append(opts, notify.WithWebhookTimeout(c.Timeout.Duration))
 		}
