@@ -323,6 +323,23 @@ func (a *ArgoCD) Logs() string {
 	return b.String()
 }
 
+// Log returns the whole log of the process called name
+// ("application-controller", "repo-server", "redis",
+// "kube-controller-manager"), for tests that assert on what Argo CD
+// only logs (a sync a window prevented).
+func (a *ArgoCD) Log(name string) string {
+	for _, p := range a.procs {
+		if p.Name == name {
+			data, err := os.ReadFile(p.LogPath)
+			if err != nil {
+				return "(no log: " + err.Error() + ")"
+			}
+			return string(data)
+		}
+	}
+	return ""
+}
+
 func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 // freePorts returns n distinct free ports.

@@ -64,6 +64,46 @@ type moduleDownload struct {
 // (Argo CD v3.6.1 asks for go 1.27, crowsnest builds with an older one and
 // GOTOOLCHAIN=local), but it has fetched and checked the zip by then.
 func loadArgoCDCRDs() ([]*unstructured.Unstructured, error) {
+	crds := make([]*unstructured.Unstructured, 0, len(argoCDCRDFiles))
+	for _, name := range argoCDCRDFiles {
+		path := "manifests/crds/" + name
+		data, err := ArgoCDModuleFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("getting Argo CD CRDs: %w", err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", path, err)
+		}
+		crds = append(crds, obj)
+	}
+	return crds, nil
+}
+
+// ArgoCDModuleFile returns the file at path (slash-separated, relative to
+// the module root, e.g. "notifications_catalog/install.yaml") of the Argo
+// CD module of ArgoCDVersion, read from its verified zip in the module
+// cache: tests use Argo CD's own manifests without a copy in this repo.
+func ArgoCDModuleFile(path string) ([]byte, error) {
+	zipPath, err := argoCDModuleZip()
+	if err != nil {
+		return nil, err
+	}
+	zr, err := zip.OpenReader(zipPath)
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	data, err := readZipFile(&zr.Reader, argoCDModule+"@"+ArgoCDVersion()+"/"+path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", zipPath, err)
+	}
+	return data, nil
+}
+
+// argoCDModuleZip finds the Argo CD module's zip in the Go module cache,
+// downloading it through the module proxy if needed, once per process.
+var argoCDModuleZip = sync.OnceValues(func() (string, error) {
 	ref := argoCDModule + "@" + ArgoCDVersion()
 	cmd := exec.Command("go", "mod", "download", "-json", ref)
 	// Outside any module or workspace, so the crowsnest go.mod and go.sum
@@ -76,35 +116,17 @@ func loadArgoCDCRDs() ([]*unstructured.Unstructured, error) {
 	var m moduleDownload
 	if err := json.Unmarshal(out, &m); err != nil {
 		if runErr != nil {
-			return nil, fmt.Errorf("getting Argo CD CRDs: go mod download -json %s: %w; stderr: %s", ref, runErr, stderr.Bytes())
+			return "", fmt.Errorf("go mod download -json %s: %w; stderr: %s", ref, runErr, stderr.Bytes())
 		}
-		return nil, fmt.Errorf("getting Argo CD CRDs: reading go mod download -json %s: %w", ref, err)
+		return "", fmt.Errorf("reading go mod download -json %s: %w", ref, err)
 	}
 	if m.Zip == "" {
-		return nil, fmt.Errorf("getting Argo CD CRDs: go mod download -json %s fetched no zip: %s; stderr: %s", ref, m.Error, stderr.Bytes())
+		return "", fmt.Errorf("go mod download -json %s fetched no zip: %s; stderr: %s", ref, m.Error, stderr.Bytes())
 	}
-	zr, err := zip.OpenReader(m.Zip)
-	if err != nil {
-		return nil, fmt.Errorf("getting Argo CD CRDs: %w", err)
-	}
-	defer zr.Close()
-	crds := make([]*unstructured.Unstructured, 0, len(argoCDCRDFiles))
-	for _, name := range argoCDCRDFiles {
-		path := ref + "/manifests/crds/" + name
-		data, err := readZipFile(&zr.Reader, path)
-		if err != nil {
-			return nil, fmt.Errorf("getting Argo CD CRDs from %s: %w", m.Zip, err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-			return nil, fmt.Errorf("parsing %s: %w", path, err)
-		}
-		crds = append(crds, obj)
-	}
-	return crds, nil
-}
+	return m.Zip, nil
+})
 
-// maxCRDBytes bounds one manifest read from the zip; the largest
+// maxCRDBytes bounds one file read from the zip; the largest CRD
 // (ApplicationSet) is about 1.6 MB as YAML.
 const maxCRDBytes = 16 << 20
 
