@@ -55,23 +55,35 @@ func newArgoWorld(t *testing.T, app string, annotations func(w *argoWorld) strin
 // without waiting for a first sync.
 func newArgoWorldWith(t *testing.T, app string, annotations func(w *argoWorld) string, opts argocdenv.Options, syncPolicy string) *argoWorld {
 	t.Helper()
+	w := newArgoWorldFiles(t, app, kustomizeWebFiles, opts)
+	createApp(t, w.ns, fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+  annotations:
+%s
+spec:
+  project: default
+  source: {repoURL: %s, path: web, targetRevision: main}
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  syncPolicy: %s
+`, w.app, annotations(w), w.repoURL, w.dest, syncPolicy))
+	return w
+}
+
+// newArgoWorldFiles starts the world without its Application: the
+// registry with team/web 1.0.0 and 1.1.0, the Git repository "deploy"
+// seeded on main with files(w) (w.image is set when files is called), Argo
+// CD and its default AppProject. The test creates the Application (named
+// app, deploying a Deployment "web" to w.dest) itself.
+func newArgoWorldFiles(t *testing.T, app string, files func(w *argoWorld) map[string]string, opts argocdenv.Options) *argoWorld {
+	t.Helper()
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	w := &argoWorld{app: app, image: pushTags(t, reg, "team/web", "1.0.0", "1.1.0")}
 	w.git = testgit.Start(t, testgit.Options{Username: "bot", Password: "s3cret-token"})
 	w.git.CreateRepo(t, "deploy")
-	w.git.Seed(t, "deploy", "main", map[string]string{
-		"web/kustomization.yaml": "resources: [deployment.yaml]\n",
-		"web/deployment.yaml": fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: "%s:1.0.0"}]
-`, w.image),
-	}, "initial")
+	w.git.Seed(t, "deploy", "main", files(w), "initial")
 	w.repoURL = w.git.RepoURL("deploy")
 	w.kubeconfig, w.ns, w.dir = e2eCluster(t, "e2e-argocd")
 	w.dest = env.CreateNamespace(t, "e2e-argocd-dest")
@@ -87,20 +99,25 @@ spec:
   destinations: [{server: '*', namespace: '*'}]
   clusterResourceWhitelist: [{group: '*', kind: '*'}]
 `)
-	createApp(t, w.ns, fmt.Sprintf(`
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: %s
-  annotations:
-%s
-spec:
-  project: default
-  source: {repoURL: %s, path: web, targetRevision: main}
-  destination: {server: https://kubernetes.default.svc, namespace: %s}
-  syncPolicy: %s
-`, w.app, annotations(w), w.repoURL, w.dest, syncPolicy))
 	return w
+}
+
+// kustomizeWebFiles is a kustomize directory web/ with the Deployment
+// "web" running w.image at 1.0.0.
+func kustomizeWebFiles(w *argoWorld) map[string]string {
+	return map[string]string{
+		"web/kustomization.yaml": "resources: [deployment.yaml]\n",
+		"web/deployment.yaml": fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "%s:1.0.0"}]
+`, w.image),
+	}
 }
 
 // waitDeployed waits until Argo CD has applied image to the Deployment

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crowsnest-dev/crowsnest/internal/argocdenv"
+)
+
+// The write-back shapes with the real Argo CD: each test lets Argo CD
+// sync team/web 1.0.0 from the seeded repository, runs crowsnest, and
+// checks what Argo CD then rendered and recorded. Argo CD's own resync is
+// as long as the wait (argoCDWait) in Git mode, so a deployment within
+// the wait is crowsnest's refresh request's doing.
+
+// helmWebChart is a local Helm chart in dir/ whose Deployment "web" runs
+// {{ .Values.image.name }}:{{ .Values.image.tag }}. Its own values name
+// the tag "chart-default", a tag the registry does not have: a
+// Deployment at 1.0.0 shows that Argo CD rendered the values the test
+// gives elsewhere.
+func helmWebChart(w *argoWorld, dir string) map[string]string {
+	return map[string]string{
+		dir + "/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		dir + "/values.yaml": fmt.Sprintf("image:\n  name: %s\n  tag: chart-default\n", w.image),
+		dir + "/templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "{{ .Values.image.name }}:{{ .Values.image.tag }}"}]
+`,
+	}
+}
+
+// helmValues is a values file setting team/web's tag.
+func helmValues(w *argoWorld, tag string) string {
+	return fmt.Sprintf("# the environment's values\nimage:\n  name: %s\n  tag: %s\n", w.image, tag)
+}
+
+// createArgoApp creates the world's automated Application with the
+// annotations (lines of YAML) and spec lines (source or sources).
+func (w *argoWorld) createArgoApp(t *testing.T, annotations, source string) {
+	t.Helper()
+	createApp(t, w.ns, fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+  annotations:
+%s
+spec:
+  project: default
+%s
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  syncPolicy: {automated: {}}
+`, w.app, annotations, source, w.dest))
+}
+
+// gitAnnotations are the annotations of a Git-mode Application updating
+// team/web within 1.x, with extra lines appended.
+func (w *argoWorld) gitAnnotations(extra ...string) string {
+	lines := append([]string{
+		"argocd-image-updater.argoproj.io/image-list: web=" + w.image + ":^1",
+		"argocd-image-updater.argoproj.io/write-back-method: git:secret:" + w.ns + "/git-creds",
+	}, extra...)
+	return "    " + strings.Join(lines, "\n    ")
+}
+
+// runGit starts crowsnest in Git mode and returns main's head before it
+// ran.
+func (w *argoWorld) runGit(t *testing.T) (before string, d *daemon) {
+	t.Helper()
+	createSecret(t, w.ns, "git-creds", map[string]string{"username": "bot", "password": "s3cret-token"})
+	before = w.git.Head(t, "deploy", "main")
+	return before, w.daemon(t)
+}
+
+// checkSyncedCommit checks that Argo CD's app synced, and recorded in its
+// last history entry, crowsnest's commit (the head of main, not before):
+// status.sync.revision for one source, status.sync.revisions for many.
+func (w *argoWorld) checkSyncedCommit(t *testing.T, app *unstructured.Unstructured, before string) {
+	t.Helper()
+	head := w.git.Head(t, "deploy", "main")
+	if head == before {
+		t.Fatal("no commit on main")
+	}
+	if log := w.git.Log(t, "deploy", "main"); len(log) != 2 {
+		t.Errorf("%d commits on main, want the seed and crowsnest's: %+v", len(log), log)
+	}
+	sources, _, _ := unstructured.NestedSlice(app.Object, "spec", "sources")
+	history, _, _ := unstructured.NestedSlice(app.Object, "status", "history")
+	var last map[string]any
+	if len(history) > 0 {
+		last, _ = history[len(history)-1].(map[string]any)
+	}
+	if len(sources) == 0 {
+		if rev, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision"); rev != head {
+			t.Errorf("status.sync.revision = %s, want crowsnest's commit %s", rev, head)
+		}
+		if rev, _, _ := unstructured.NestedString(last, "revision"); rev != head {
+			t.Errorf("the last status.history entry deployed %q, want crowsnest's commit %s (history %v)", rev, head, history)
+		}
+		return
+	}
+	want := make([]string, len(sources))
+	for i := range want {
+		want[i] = head // every source is the one repository's main
+	}
+	if revs, _, _ := unstructured.NestedStringSlice(app.Object, "status", "sync", "revisions"); !slices.Equal(revs, want) {
+		t.Errorf("status.sync.revisions = %v, want crowsnest's commit %s for each source", revs, head)
+	}
+	if revs, _, _ := unstructured.NestedStringSlice(last, "revisions"); !slices.Equal(revs, want) {
+		t.Errorf("the last status.history entry deployed %v, want crowsnest's commit %s for each source (history %v)", revs, head, history)
+	}
+}
+
+// checkOperation checks that Argo CD's last operation, a sync to
+// crowsnest's commit, ended Succeeded.
+func checkOperation(t *testing.T, app *unstructured.Unstructured) {
+	t.Helper()
+	if phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); phase != "Succeeded" {
+		t.Errorf("Argo CD's last operation ended %q, want Succeeded", phase)
+	}
+}
+
+// Git mode, kustomization target: crowsnest edits the images of the
+// kustomization.yaml Argo CD renders, and Argo CD syncs that commit.
+func TestE2EArgoCDGitKustomizationTarget(t *testing.T) {
+	w := newArgoWorldFiles(t, "web-kustomization", kustomizeWebFiles, argocdenv.Options{AppResync: argoCDWait})
+	w.createArgoApp(t, w.gitAnnotations("argocd-image-updater.argoproj.io/write-back-target: kustomization"),
+		fmt.Sprintf("  source: {repoURL: %s, path: web, targetRevision: main}", w.repoURL))
+	w.waitDeployed(t, w.image+":1.0.0")
+	before, d := w.runGit(t)
+	app := w.waitDeployed(t, w.image+":1.1.0")
+	d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
+	w.checkSyncedCommit(t, app, before)
+	checkOperation(t, app)
+	if typ, _, _ := unstructured.NestedString(app.Object, "status", "sourceType"); typ != "Kustomize" {
+		t.Errorf("Argo CD rendered the source as %q, want Kustomize", typ)
+	}
+	if _, ok := w.git.ReadFile(t, "deploy", "main", "web/.argocd-source-"+w.app+".yaml"); ok {
+		t.Error("crowsnest wrote .argocd-source-<app>.yaml; the target is the kustomization")
+	}
+	kzn, _ := w.git.ReadFile(t, "deploy", "main", "web/kustomization.yaml")
+	t.Logf("web/kustomization.yaml:\n%s", kzn)
+}
+
+// Git mode, Helm parameters in .argocd-source-<app>.yaml: Argo CD merges
+// the file's helm.parameters into the chart's values.
+func TestE2EArgoCDHelmGitParameters(t *testing.T) {
+	w := newArgoWorldFiles(t, "web-helm-params", func(w *argoWorld) map[string]string {
+		files := helmWebChart(w, "web")
+		files["web/values-prod.yaml"] = helmValues(w, "1.0.0")
+		return files
+	}, argocdenv.Options{AppResync: argoCDWait})
+	w.createArgoApp(t, w.gitAnnotations(
+		"argocd-image-updater.argoproj.io/web.helm.image-name: image.name",
+		"argocd-image-updater.argoproj.io/web.helm.image-tag: image.tag"),
+		fmt.Sprintf("  source: {repoURL: %s, path: web, targetRevision: main, helm: {valueFiles: [values-prod.yaml]}}", w.repoURL))
+	w.waitDeployed(t, w.image+":1.0.0")
+	before, d := w.runGit(t)
+	app := w.waitDeployed(t, w.image+":1.1.0")
+	d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
+	w.checkSyncedCommit(t, app, before)
+	checkOperation(t, app)
+	if typ, _, _ := unstructured.NestedString(app.Object, "status", "sourceType"); typ != "Helm" {
+		t.Errorf("Argo CD rendered the source as %q, want Helm", typ)
+	}
+	if got, ok := w.git.ReadFile(t, "deploy", "main", "web/.argocd-source-"+w.app+".yaml"); !ok {
+		t.Error("web/.argocd-source-<app>.yaml missing on main")
+	} else {
+		t.Logf(".argocd-source-<app>.yaml:\n%s", got)
+	}
+	if got, _ := w.git.ReadFile(t, "deploy", "main", "web/values-prod.yaml"); got != helmValues(w, "1.0.0") {
+		t.Errorf("values-prod.yaml changed; the target is .argocd-source-<app>.yaml:\n%s", got)
+	}
+}
+
+// Git mode, helmvalues target: crowsnest rewrites the values file the
+// Application lists in helm.valueFiles, and Argo CD renders it.
+func TestE2EArgoCDHelmGitValuesFile(t *testing.T) {
+	w := newArgoWorldFiles(t, "web-helm-values", func(w *argoWorld) map[string]string {
+		files := helmWebChart(w, "web")
+		files["web/values-prod.yaml"] = helmValues(w, "1.0.0")
+		return files
+	}, argocdenv.Options{AppResync: argoCDWait})
+	w.createArgoApp(t, w.gitAnnotations(
+		"argocd-image-updater.argoproj.io/web.helm.image-name: image.name",
+		"argocd-image-updater.argoproj.io/web.helm.image-tag: image.tag",
+		"argocd-image-updater.argoproj.io/write-back-target: helmvalues:values-prod.yaml"),
+		fmt.Sprintf("  source: {repoURL: %s, path: web, targetRevision: main, helm: {valueFiles: [values-prod.yaml]}}", w.repoURL))
+	w.waitDeployed(t, w.image+":1.0.0")
+	before, d := w.runGit(t)
+	app := w.waitDeployed(t, w.image+":1.1.0")
+	d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
+	w.checkSyncedCommit(t, app, before)
+	checkOperation(t, app)
+	if _, ok := w.git.ReadFile(t, "deploy", "main", "web/.argocd-source-"+w.app+".yaml"); ok {
+		t.Error("crowsnest wrote .argocd-source-<app>.yaml; the target is values-prod.yaml")
+	}
+	got, _ := w.git.ReadFile(t, "deploy", "main", "web/values-prod.yaml")
+	t.Logf("values-prod.yaml:\n%s", got)
+}
+
+// Kubernetes mode, Helm: crowsnest patches spec.source.helm.parameters and
+// Argo CD renders the chart with them.
+func TestE2EArgoCDHelmKubernetesMode(t *testing.T) {
+	w := newArgoWorldFiles(t, "web-helm-kube", func(w *argoWorld) map[string]string {
+		files := helmWebChart(w, "web")
+		files["web/values-prod.yaml"] = helmValues(w, "1.0.0")
+		return files
+	}, argocdenv.Options{})
+	w.createArgoApp(t, "    argocd-image-updater.argoproj.io/image-list: web="+w.image+":^1\n"+
+		"    argocd-image-updater.argoproj.io/web.helm.image-name: image.name\n"+
+		"    argocd-image-updater.argoproj.io/web.helm.image-tag: image.tag",
+		fmt.Sprintf("  source: {repoURL: %s, path: web, targetRevision: main, helm: {valueFiles: [values-prod.yaml]}}", w.repoURL))
+	w.waitDeployed(t, w.image+":1.0.0")
+	d := w.daemon(t)
+	app := w.waitDeployed(t, w.image+":1.1.0")
+	d.waitLog(t, `"msg":"images updated"`, `"method":"argocd"`)
+	checkOperation(t, app)
+	params, _, _ := unstructured.NestedSlice(app.Object, "spec", "source", "helm", "parameters")
+	t.Logf("spec.source.helm.parameters: %v", params)
+	// What Argo CD synced is the spec with crowsnest's parameters.
+	synced, _, _ := unstructured.NestedSlice(app.Object, "status", "sync", "comparedTo", "source", "helm", "parameters")
+	if fmt.Sprint(synced) != fmt.Sprint(params) || len(params) == 0 {
+		t.Errorf("Argo CD compared with helm.parameters %v, want the spec's %v", synced, params)
+	}
+}
+
+// A multi-source Application: the chart from one source, its values from
+// a `ref: values` source through $values/...; crowsnest writes the values
+// file of the ref source (helmvalues:$values/<path>) and Argo CD renders
+// the chart with it.
+func TestE2EArgoCDMultiSourceValuesRef(t *testing.T) {
+	w := newArgoWorldFiles(t, "web-multi", func(w *argoWorld) map[string]string {
+		files := helmWebChart(w, "chart")
+		files["envs/prod/values.yaml"] = helmValues(w, "1.0.0")
+		return files
+	}, argocdenv.Options{AppResync: argoCDWait})
+	w.createArgoApp(t, w.gitAnnotations(
+		"argocd-image-updater.argoproj.io/web.helm.image-name: image.name",
+		"argocd-image-updater.argoproj.io/web.helm.image-tag: image.tag",
+		"argocd-image-updater.argoproj.io/write-back-target: helmvalues:$values/envs/prod/values.yaml"),
+		fmt.Sprintf(`  sources:
+  - {repoURL: %[1]s, path: chart, targetRevision: main, helm: {valueFiles: [$values/envs/prod/values.yaml]}}
+  - {repoURL: %[1]s, targetRevision: main, ref: values}`, w.repoURL))
+	w.waitDeployed(t, w.image+":1.0.0")
+	before, d := w.runGit(t)
+	app := w.waitDeployed(t, w.image+":1.1.0")
+	d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
+	w.checkSyncedCommit(t, app, before)
+	checkOperation(t, app)
+	if got, _ := w.git.ReadFile(t, "deploy", "main", "chart/values.yaml"); strings.Contains(got, "1.1.0") {
+		t.Errorf("crowsnest wrote the chart's own values; the target is the $values file:\n%s", got)
+	}
+	got, _ := w.git.ReadFile(t, "deploy", "main", "envs/prod/values.yaml")
+	t.Logf("envs/prod/values.yaml:\n%s", got)
+}
