@@ -1,0 +1,13 @@
+package kubeevents_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+)
+
+// env is the control plane the Sinks write to.
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m, &env)) }
