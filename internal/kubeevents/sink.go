@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/reference"
 )
 
@@ -35,7 +35,7 @@ const (
 	writtenMemory = 4096
 	// writeAttempts per Event when the apiserver fails transiently
 	// (timeouts, 429, 5xx, a broken connection).
-	writeAttempts = 4
+	writeAttempts   = 4
 	firstRetryDelay = 100 * time.Millisecond
 	// shedLogEvery is the longest a count of shed records waits before
 	// its log line; the first one of a quiet period is logged at once.
