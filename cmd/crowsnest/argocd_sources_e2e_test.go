@@ -82,10 +82,11 @@ func (w *argoWorld) runGit(t *testing.T) (before string, d *daemon) {
 	return before, w.daemon(t)
 }
 
-// checkSyncedCommit checks that Argo CD's app synced, and recorded in its
-// last history entry, crowsnest's commit (the head of main, not before):
-// status.sync.revision for one source, status.sync.revisions for many.
-func (w *argoWorld) checkSyncedCommit(t *testing.T, app *unstructured.Unstructured, before string) {
+// checkSyncedCommit checks that crowsnest's commit (the head of main, not
+// before) changed only the file edited, and that Argo CD's app synced it
+// and recorded it in its last history entry: status.sync.revision for one
+// source, status.sync.revisions for many.
+func (w *argoWorld) checkSyncedCommit(t *testing.T, app *unstructured.Unstructured, before, edited string) {
 	t.Helper()
 	head := w.git.Head(t, "deploy", "main")
 	if head == before {
@@ -93,6 +94,9 @@ func (w *argoWorld) checkSyncedCommit(t *testing.T, app *unstructured.Unstructur
 	}
 	if log := w.git.Log(t, "deploy", "main"); len(log) != 2 {
 		t.Errorf("%d commits on main, want the seed and crowsnest's: %+v", len(log), log)
+	}
+	if changed := w.git.ChangedFiles(t, "deploy", head); !slices.Equal(changed, []string{edited}) {
+		t.Errorf("crowsnest's commit changed %v, want only %s", changed, edited)
 	}
 	sources, _, _ := unstructured.NestedSlice(app.Object, "spec", "sources")
 	history, _, _ := unstructured.NestedSlice(app.Object, "status", "history")
@@ -131,25 +135,41 @@ func checkOperation(t *testing.T, app *unstructured.Unstructured) {
 }
 
 // Git mode, kustomization target: crowsnest edits the images of the
-// kustomization.yaml Argo CD renders, and Argo CD syncs that commit.
+// kustomization.yaml Argo CD renders, and Argo CD syncs that commit. With
+// a path, the kustomization is another folder's: here the base an
+// overlay (the Application's path) includes.
 func TestE2EArgoCDGitKustomizationTarget(t *testing.T) {
-	w := newArgoWorldFiles(t, "web-kustomization", kustomizeWebFiles, argocdenv.Options{AppResync: argoCDWait})
-	w.createArgoApp(t, w.gitAnnotations("argocd-image-updater.argoproj.io/write-back-target: kustomization"),
-		fmt.Sprintf("  source: {repoURL: %s, path: web, targetRevision: main}", w.repoURL))
-	w.waitDeployed(t, w.image+":1.0.0")
-	before, d := w.runGit(t)
-	app := w.waitDeployed(t, w.image+":1.1.0")
-	d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
-	w.checkSyncedCommit(t, app, before)
-	checkOperation(t, app)
-	if typ, _, _ := unstructured.NestedString(app.Object, "status", "sourceType"); typ != "Kustomize" {
-		t.Errorf("Argo CD rendered the source as %q, want Kustomize", typ)
+	overlay := func(w *argoWorld) map[string]string {
+		files := map[string]string{"envs/prod/kustomization.yaml": "resources: [../../base]\n"}
+		for p, content := range kustomizeWebFiles(w) {
+			files["base/"+strings.TrimPrefix(p, "web/")] = content
+		}
+		return files
 	}
-	if _, ok := w.git.ReadFile(t, "deploy", "main", "web/.argocd-source-"+w.app+".yaml"); ok {
-		t.Error("crowsnest wrote .argocd-source-<app>.yaml; the target is the kustomization")
+	for _, tc := range []struct {
+		app, target, path, edited string
+		files                     func(w *argoWorld) map[string]string
+	}{
+		{"web-kustomization", "kustomization", "web", "web/kustomization.yaml", kustomizeWebFiles},
+		{"web-kustomization-base", "kustomization:../../base", "envs/prod", "base/kustomization.yaml", overlay},
+	} {
+		t.Run(tc.app, func(t *testing.T) {
+			w := newArgoWorldFiles(t, tc.app, tc.files, argocdenv.Options{AppResync: argoCDWait})
+			w.createArgoApp(t, w.gitAnnotations("argocd-image-updater.argoproj.io/write-back-target: "+tc.target),
+				fmt.Sprintf("  source: {repoURL: %s, path: %s, targetRevision: main}", w.repoURL, tc.path))
+			w.waitDeployed(t, w.image+":1.0.0")
+			before, d := w.runGit(t)
+			app := w.waitDeployed(t, w.image+":1.1.0")
+			d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
+			w.checkSyncedCommit(t, app, before, tc.edited)
+			checkOperation(t, app)
+			if typ, _, _ := unstructured.NestedString(app.Object, "status", "sourceType"); typ != "Kustomize" {
+				t.Errorf("Argo CD rendered the source as %q, want Kustomize", typ)
+			}
+			kzn, _ := w.git.ReadFile(t, "deploy", "main", tc.edited)
+			t.Logf("%s:\n%s", tc.edited, kzn)
+		})
 	}
-	kzn, _ := w.git.ReadFile(t, "deploy", "main", "web/kustomization.yaml")
-	t.Logf("web/kustomization.yaml:\n%s", kzn)
 }
 
 // Git mode, Helm parameters in .argocd-source-<app>.yaml: Argo CD merges
@@ -168,7 +188,7 @@ func TestE2EArgoCDHelmGitParameters(t *testing.T) {
 	before, d := w.runGit(t)
 	app := w.waitDeployed(t, w.image+":1.1.0")
 	d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
-	w.checkSyncedCommit(t, app, before)
+	w.checkSyncedCommit(t, app, before, "web/.argocd-source-"+w.app+".yaml")
 	checkOperation(t, app)
 	if typ, _, _ := unstructured.NestedString(app.Object, "status", "sourceType"); typ != "Helm" {
 		t.Errorf("Argo CD rendered the source as %q, want Helm", typ)
@@ -177,9 +197,6 @@ func TestE2EArgoCDHelmGitParameters(t *testing.T) {
 		t.Error("web/.argocd-source-<app>.yaml missing on main")
 	} else {
 		t.Logf(".argocd-source-<app>.yaml:\n%s", got)
-	}
-	if got, _ := w.git.ReadFile(t, "deploy", "main", "web/values-prod.yaml"); got != helmValues(w, "1.0.0") {
-		t.Errorf("values-prod.yaml changed; the target is .argocd-source-<app>.yaml:\n%s", got)
 	}
 }
 
@@ -200,11 +217,8 @@ func TestE2EArgoCDHelmGitValuesFile(t *testing.T) {
 	before, d := w.runGit(t)
 	app := w.waitDeployed(t, w.image+":1.1.0")
 	d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
-	w.checkSyncedCommit(t, app, before)
+	w.checkSyncedCommit(t, app, before, "web/values-prod.yaml")
 	checkOperation(t, app)
-	if _, ok := w.git.ReadFile(t, "deploy", "main", "web/.argocd-source-"+w.app+".yaml"); ok {
-		t.Error("crowsnest wrote .argocd-source-<app>.yaml; the target is values-prod.yaml")
-	}
 	got, _ := w.git.ReadFile(t, "deploy", "main", "web/values-prod.yaml")
 	t.Logf("values-prod.yaml:\n%s", got)
 }
@@ -256,11 +270,51 @@ func TestE2EArgoCDMultiSourceValuesRef(t *testing.T) {
 	before, d := w.runGit(t)
 	app := w.waitDeployed(t, w.image+":1.1.0")
 	d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
-	w.checkSyncedCommit(t, app, before)
+	w.checkSyncedCommit(t, app, before, "envs/prod/values.yaml")
 	checkOperation(t, app)
-	if got, _ := w.git.ReadFile(t, "deploy", "main", "chart/values.yaml"); strings.Contains(got, "1.1.0") {
-		t.Errorf("crowsnest wrote the chart's own values; the target is the $values file:\n%s", got)
-	}
 	got, _ := w.git.ReadFile(t, "deploy", "main", "envs/prod/values.yaml")
 	t.Logf("envs/prod/values.yaml:\n%s", got)
+}
+
+// A multi-source Application in Kubernetes mode: crowsnest patches the
+// chart source's helm.parameters (spec.sources[0]), which Argo CD lays
+// over the $values file.
+func TestE2EArgoCDMultiSourceKubernetesMode(t *testing.T) {
+	w := newArgoWorldFiles(t, "web-multi-kube", func(w *argoWorld) map[string]string {
+		files := helmWebChart(w, "chart")
+		files["envs/prod/values.yaml"] = helmValues(w, "1.0.0")
+		return files
+	}, argocdenv.Options{})
+	w.createArgoApp(t, "    argocd-image-updater.argoproj.io/image-list: web="+w.image+":^1\n"+
+		"    argocd-image-updater.argoproj.io/web.helm.image-name: image.name\n"+
+		"    argocd-image-updater.argoproj.io/web.helm.image-tag: image.tag",
+		fmt.Sprintf(`  sources:
+  - {repoURL: %[1]s, path: chart, targetRevision: main, helm: {valueFiles: [$values/envs/prod/values.yaml]}}
+  - {repoURL: %[1]s, targetRevision: main, ref: values}`, w.repoURL))
+	w.waitDeployed(t, w.image+":1.0.0")
+	d := w.daemon(t)
+	app := w.waitDeployed(t, w.image+":1.1.0")
+	d.waitLog(t, `"msg":"images updated"`, `"method":"argocd"`)
+	checkOperation(t, app)
+	params := firstSourceParameters(app, "spec", "sources")
+	t.Logf("spec.sources[0].helm.parameters: %v", params)
+	synced := firstSourceParameters(app, "status", "sync", "comparedTo", "sources")
+	if fmt.Sprint(synced) != fmt.Sprint(params) || len(params) == 0 {
+		t.Errorf("Argo CD compared sources[0] with helm.parameters %v, want the spec's %v", synced, params)
+	}
+	if got, _ := w.git.ReadFile(t, "deploy", "main", "envs/prod/values.yaml"); got != helmValues(w, "1.0.0") {
+		t.Errorf("the values file changed in Kubernetes mode:\n%s", got)
+	}
+}
+
+// firstSourceParameters is helm.parameters of the first source in the
+// list of sources at fields.
+func firstSourceParameters(app *unstructured.Unstructured, fields ...string) []any {
+	sources, _, _ := unstructured.NestedSlice(app.Object, fields...)
+	if len(sources) == 0 {
+		return nil
+	}
+	src, _ := sources[0].(map[string]any)
+	params, _, _ := unstructured.NestedSlice(src, "helm", "parameters")
+	return params
 }
