@@ -20,19 +20,21 @@ import (
 // secrets). Left to run: what needs the cluster (argocd-notifications-cm,
 // pull secrets) and notification services' secrets.
 // baseDir is the config file's folder.
+// Every problem is returned (joined), not only the first, so `config
+// validate` shows them all in one pass.
 func checkConfig(c *config.Config, baseDir string) error {
-	if _, err := triggers.Compile(&c.Notifications); err != nil {
-		return err
-	}
-	if _, err := imageupdate.CompilePolicies(c.ImagePolicies); err != nil {
-		return err
-	}
 	quiet := slog.New(slog.DiscardHandler)
 	var errs []error
-	// Notifications compile as run compiles them; services are built by
-	// run only, as their secrets ($key, env:, file:) are the cluster's
-	// and the daemon's environment's.
-	if err := controller.CheckNotifications(&c.Notifications); err != nil {
+	// Notifications compile as run compiles them (triggers first: their
+	// errors name the trigger and condition); services are built by run
+	// only, as their secrets ($key, env:, file:) are the cluster's and the
+	// daemon's environment's.
+	if _, err := triggers.Compile(&c.Notifications); err != nil {
+		errs = append(errs, err)
+	} else if err := controller.CheckNotifications(&c.Notifications); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := imageupdate.CompilePolicies(c.ImagePolicies); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := newGitWriter(c, "", nil, nil, quiet); err != nil {

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
+	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
 func newConfigCommand() *cobra.Command {
@@ -18,25 +24,27 @@ func newConfigCommand() *cobra.Command {
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "validate FILE...",
-		Short: "Check config files; print every problem with its field path",
-		Args:  cobra.MinimumNArgs(1),
+		Short: "Check config files; print every problem with its file:line and field path",
+		Long: `Check config files as run checks them at startup and on reload: the schema
+(unknown keys, types, values, sync windows), trigger expressions, templates,
+image policies, Git and registry settings. Every problem is printed in one
+run, as FILE:LINE: FIELD: MESSAGE (no line when the field is not in the file,
+e.g. a catalog trigger).`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
 			for _, path := range args {
-				c, err := config.Load(path)
-				if err == nil {
-					err = checkConfig(c, filepath.Dir(path)) // what run checks
-				}
+				problems, err := validateConfigFile(path)
 				if err != nil {
 					bad++
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: invalid\n", path)
-					var verr *config.ValidationError
-					if errors.As(err, &verr) {
-						for _, fe := range verr.Errors {
-							fmt.Fprintf(cmd.ErrOrStderr(), "  %s\n", redact.String(fe.Error()))
-						}
-					} else {
-						fmt.Fprintf(cmd.ErrOrStderr(), "  %s\n", redact.String(err.Error()))
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: invalid\n  %s\n", path, redact.String(err.Error()))
+					continue
+				}
+				if len(problems) > 0 {
+					bad++
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: invalid (%d problems)\n", path, len(problems))
+					for _, p := range problems {
+						fmt.Fprintf(cmd.ErrOrStderr(), "  %s\n", redact.String(problemString(path, p)))
 					}
 					continue
 				}
@@ -49,4 +57,109 @@ func newConfigCommand() *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// problemString spells one problem as FILE:LINE: FIELD: MESSAGE, the form
+// editors and CI annotate.
+func problemString(file string, p config.FieldError) string {
+	loc := file
+	if p.Line > 0 {
+		loc += ":" + strconv.Itoa(p.Line)
+	}
+	// An expression's snippet spans lines: keep them under the problem.
+	msg := strings.ReplaceAll(p.Msg, "\n", "\n    ")
+	if p.Path != "" {
+		return loc + ": " + p.Path + ": " + msg
+	}
+	return loc + ": " + msg
+}
+
+// validateConfigFile returns every problem of the config file at path:
+// the schema's and, on what decoded, what run's startup check finds
+// (checkConfig), each located in the file where it can be. The error is
+// for a file that cannot be read.
+func validateConfigFile(path string) ([]config.FieldError, error) {
+	checked, err := config.LoadChecked(path)
+	if err != nil {
+		return nil, err
+	}
+	problems := checked.Problems
+	if checked.Config == nil {
+		return problems, nil
+	}
+	for _, err := range flattenErrors(checkConfig(checked.Config, filepath.Dir(path))) {
+		for _, fe := range locateCheckError(err) {
+			if checked.Covers(fe.Path) {
+				continue // the schema problem already says it
+			}
+			if fe.Path != "" && fe.Line == 0 {
+				fe.Line = checked.Line(fe.Path)
+			}
+			problems = append(problems, fe)
+		}
+	}
+	// File order; problems without a line last.
+	slices.SortStableFunc(problems, func(a, b config.FieldError) int {
+		if (a.Line == 0) != (b.Line == 0) {
+			return cmp.Compare(b.Line, a.Line)
+		}
+		return cmp.Compare(a.Line, b.Line)
+	})
+	return problems, nil
+}
+
+// flattenErrors splits errors.Join trees into their leaves.
+func flattenErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flattenErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+var (
+	// checkPathRE finds the field path an error of checkConfig's begins
+	// with ("imagePolicies[0].images[1].tag: ...").
+	checkPathRE = regexp.MustCompile(`^((?:notifications|imagePolicies|registries|git|syncWindows|watch|controller|tenancy)(?:[.\[][^:\s]*)?): (.*)$`)
+	// notifyTemplateRE finds notify.Compile's template "name": field: prefix.
+	notifyTemplateRE = regexp.MustCompile(`^template "([^"]+)": ([A-Za-z0-9_.\-\[\]]+): (.*)$`)
+	// notifyRefRE finds triggers.Compile's reference errors.
+	notifyRefRE = regexp.MustCompile(`^((?:defaultTriggers|subscriptions)[^:\s]*): (.*)$`)
+)
+
+// locateCheckError turns one of checkConfig's errors into FieldErrors with
+// the config field path each is about (empty when it names none).
+func locateCheckError(err error) []config.FieldError {
+	var ce *triggers.CompileError
+	if errors.As(err, &ce) {
+		msg := ce.Msg + ce.Snippet
+		if ce.Line > 0 {
+			msg = fmt.Sprintf("expression line %d, column %d: %s", ce.Line, ce.Column, msg)
+		}
+		return []config.FieldError{{
+			Path: fmt.Sprintf("notifications.triggers[%s][%d].%s", ce.Trigger, ce.Condition, ce.Field),
+			Msg:  msg,
+		}}
+	}
+	var ve *config.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Errors
+	}
+	s := err.Error()
+	if m := notifyTemplateRE.FindStringSubmatch(s); m != nil {
+		return []config.FieldError{{Path: "notifications.templates[" + m[1] + "]." + m[2], Msg: m[3]}}
+	}
+	if m := notifyRefRE.FindStringSubmatch(s); m != nil {
+		return []config.FieldError{{Path: "notifications." + m[1], Msg: m[2]}}
+	}
+	if m := checkPathRE.FindStringSubmatch(s); m != nil {
+		return []config.FieldError{{Path: m[1], Msg: m[2]}}
+	}
+	return []config.FieldError{{Msg: s}}
 }
