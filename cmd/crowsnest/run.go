@@ -22,16 +22,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
+	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -412,20 +410,21 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	if dyn != nil {
 		images.Writer = &kube.Writer{Client: dyn, MetaClient: meta, Log: log}
-		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-		// Events go through a client of their own (a rate limiter of the
-		// same size as the main one): a burst of Events never delays or
-		// throttles write-backs, and when they fall behind the broadcaster
-		// drops them rather than blocking.
+		// Events go through a client of their own, with a rate limiter of
+		// the same size as the main one: a burst of Events never delays
+		// or throttles write-backs, and keeps pace with them. The sink
+		// never drops one without counting and logging it.
 		eventCfg := rest.CopyConfig(restCfg)
-		eventCfg.QPS, eventCfg.Burst = eventQPS, eventBurst
+		eventCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(restCfg.QPS, restCfg.Burst)
 		eventClient, err := kubernetes.NewForConfig(eventCfg)
 		if err != nil {
 			return fmt.Errorf("kube client for Events: %w", err)
 		}
-		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
-		defer broadcaster.Shutdown()
-		images.Events = controller.RedactEvents(broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "crowsnest"}))
+		events := &kubeevents.Sink{Client: eventClient.CoreV1(), Source: corev1.EventSource{Component: "crowsnest"},
+			Metrics: kubeevents.NewMetrics(reg), Log: log}
+		events.Start()
+		defer events.Shutdown(eventFlushTimeout)
+		images.Events = controller.RedactEvents(events)
 		if o.once { // --dry-run --once: Warnings count as in local mode
 			localLogs = &logEvents{log: slog.New(slog.DiscardHandler)}
 			images.Events = teeEvents{images.Events, localLogs}
@@ -583,13 +582,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	return err
 }
 
-// Events' own client budget: Events trail a burst of write-backs (the
-// broadcaster queues up to 1000 and drops beyond) instead of competing
-// with them for the apiserver.
-const (
-	eventQPS   = 20
-	eventBurst = 50
-)
+// eventFlushTimeout bounds the writing of pending Events at exit: well
+// within a Pod's default 30 s grace period, after the rest has stopped.
+const eventFlushTimeout = 10 * time.Second
 
 // restConfig builds the kube client config from --kubeconfig, $KUBECONFIG or
 // the in-cluster service account, with the configured rate limits.
