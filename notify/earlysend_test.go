@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -106,6 +108,8 @@ func TestOutboxSendsNewDeliveriesWhileTheirRecordIsWritten(t *testing.T) {
 	store := &slowStore{}
 	reg := prometheus.NewRegistry()
 	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, notify.NewMetrics(reg))
+	var logs testenv.LogBuffer
+	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	runOutbox(t, o)
 	store.warmUp(t, o, hookDelivery("warm-up", "argocd/warm-up", `{}`))
 	release := store.hold()
@@ -125,7 +129,10 @@ func TestOutboxSendsNewDeliveriesWhileTheirRecordIsWritten(t *testing.T) {
 	if store.creating.Load() != 1 {
 		t.Fatalf("the record's Create is not in flight (%d) when the message arrived", store.creating.Load())
 	}
-	time.Sleep(100 * time.Millisecond) // room for an early save, which must not come
+	// The worker saves the delivered state next: it says so and waits.
+	waitFor(t, "the worker to wait for the record", func() bool {
+		return strings.Contains(logs.String(), "message sent before its record exists; its state waits for the record")
+	})
 	if w := store.Writes(); len(w) != 0 {
 		t.Fatalf("writes before the record was created: %v", w)
 	}
@@ -151,7 +158,7 @@ func TestOutboxSendsNewDeliveriesWhileTheirRecordIsWritten(t *testing.T) {
 	if _, created, err := o.Enqueue(t.Context(), hookDelivery("k1", "argocd/web", `{"n":1}`)); err != nil || created {
 		t.Fatalf("second Enqueue = %v, %v; want not created", created, err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitSettled(t, o)
 	if n := hook.delivered.Load(); n != 2 {
 		t.Errorf("%d messages, want 2 (the warm-up's and this one)", n)
 	}
@@ -178,7 +185,7 @@ func TestOutboxRecordsAnEarlySendWhoseCreateFailed(t *testing.T) {
 	if _, created, err := o.Enqueue(t.Context(), d); err != nil || created {
 		t.Fatalf("retried Enqueue = %v, %v; want not created", created, err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitSettled(t, o)
 	if n := hook.delivered.Load(); n != 2 {
 		t.Errorf("%d messages, want 2 (the warm-up's and this one)", n)
 	}

@@ -201,8 +201,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
 	}
+}
+
+// waitSettled waits until no worker holds a delivery: Enqueue, Redeliver,
+// Start and rescans hand a delivery over before they return, and it is
+// held until after its last send, so a duplicate handed over before the
+// call has been sent by then (see Outbox.Depth).
+func waitSettled(t *testing.T, o *notify.Outbox) {
+	t.Helper()
+	waitFor(t, "no delivery held", func() bool { return o.Depth() == 0 })
+}
+
+// waitRescanSettled waits for a whole rescan that read the store after the
+// call, then for what it picked up to be sent: a record the store still
+// showed pending would have been sent again by then.
+func waitRescanSettled(t *testing.T, o *notify.Outbox) {
+	t.Helper()
+	from := o.Rescans()
+	waitFor(t, "a rescan after this point", func() bool { return o.Rescans() >= from+2 })
+	waitSettled(t, o)
 }
 
 // waitState waits until the delivery id reaches state and returns it.

@@ -64,7 +64,7 @@ func TestJournalKeepsMessagesSentAcrossARestart(t *testing.T) {
 				ids = append(ids, rec.ID)
 			}
 			waitFor(t, "three messages sent", func() bool { return hook.delivered.Load() == 3 })
-			time.Sleep(100 * time.Millisecond) // the saves fail meanwhile
+			waitSettled(t, first) // the saves failed
 			stop()
 			if err := first.Journal.Close(); err != nil {
 				t.Fatal(err)

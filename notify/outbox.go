@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -146,6 +147,8 @@ type Outbox struct {
 	wg         sync.WaitGroup
 	// settledSome wakes the compaction loop (Compactor stores).
 	settledSome chan struct{}
+	// rescans counts the rescans done (Rescans).
+	rescans atomic.Int64
 }
 
 // pendingCreate is the Create of an early send's record; done closes
@@ -365,9 +368,30 @@ func (o *Outbox) awaitCreate(id string) {
 	pc := o.creating[id]
 	o.mu.Unlock()
 	if pc != nil {
+		o.Logger.Debug("message sent before its record exists; its state waits for the record", "delivery", id)
 		<-pc.done
 	}
 }
+
+// Depth returns how many deliveries workers hold (the outbox depth
+// gauge). Enqueue, Redeliver, Start and a rescan hand a delivery to a
+// worker before they return, and the worker holds it until its final
+// state is saved, after its last send: once Depth is 0, every send they
+// started is over. Tests wait for it to know a duplicate would have been
+// sent by then.
+func (o *Outbox) Depth() int {
+	o.init()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.queued)
+}
+
+// Rescans returns how many rescans of the store the running outbox did.
+// What a rescan found pending is handed to workers before it counts, so
+// once Rescans grew by two, a whole rescan read the store after the
+// caller looked. Tests wait for it to know a record left pending would
+// have been picked up.
+func (o *Outbox) Rescans() int64 { return o.rescans.Load() }
 
 // Log returns the delivery log of app ("namespace/name"; empty for every
 // app), oldest first: what was sent where, when, the result and attempts.
@@ -546,8 +570,13 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 		// delivered message is recorded.
 		select {
 		case o.unrecorded <- struct{}{}:
-		case <-ctx.Done():
-			return
+		default:
+			log.Debug("waiting for sent messages to be recorded before sending another", "unrecorded", o.MaxUnrecorded)
+			select {
+			case o.unrecorded <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
 		}
 		select {
 		case o.sem <- struct{}{}:
@@ -843,6 +872,7 @@ func (o *Outbox) rescanEvery(ctx context.Context) {
 // before its final save: it is skipped, as are queued ones, so nothing is
 // sent twice.
 func (o *Outbox) rescan(ctx context.Context) {
+	defer o.rescans.Add(1)
 	o.mu.Lock()
 	o.settled = map[string]bool{}
 	o.mu.Unlock()
@@ -867,6 +897,7 @@ func (o *Outbox) rescan(ctx context.Context) {
 	if picked > 0 {
 		o.Logger.Info("pending deliveries picked up from the store", "count", picked)
 	}
+	o.Logger.Debug("outbox rescanned the store", "pending", len(pending), "picked", picked)
 }
 
 func (o *Outbox) limiter(service string) *rate.Limiter {

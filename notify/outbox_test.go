@@ -106,7 +106,7 @@ func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
 	if err != nil || created || again.State != notify.StateDelivered {
 		t.Fatalf("second Enqueue = %+v, %v, %v; want the delivered record, not created", again.State, created, err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitSettled(t, o)
 	if hook.requests.Load() != 4 {
 		t.Errorf("a duplicate key was sent again: %d requests", hook.requests.Load())
 	}
@@ -264,7 +264,7 @@ func TestOutboxEnqueueBeforeStartAndRestart(t *testing.T) {
 	second := fastOutbox(store, svcs, nil)
 	runOutbox(t, second)
 	waitFor(t, "both pending deliveries", func() bool { return hook.delivered.Load() == 3 })
-	time.Sleep(50 * time.Millisecond)
+	waitSettled(t, second) // Start handed over all it found at once
 	got := map[string]int32{}
 	hook.bodies.Range(func(k, v any) bool { got[k.(string)] = v.(*atomic.Int32).Load(); return true })
 	if diff := cmp.Diff(map[string]int32{"done": 1, "p1": 1, "p2": 1}, got); diff != "" {
@@ -469,7 +469,7 @@ func TestOutboxRescanPicksUpRedeliveryFromAnotherOutbox(t *testing.T) {
 	}
 	waitFor(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
 	got := waitState(t, o, rec.ID, notify.StateDelivered)
-	time.Sleep(100 * time.Millisecond) // ten rescans
+	waitRescanSettled(t, o)
 	if hook.delivered.Load() != 2 || got.Attempts != 1 || got.Redeliveries != 1 {
 		t.Errorf("delivered %d times, record %+v; want 2 deliveries, 1 attempt, 1 redelivery", hook.delivered.Load(), got)
 	}
@@ -576,7 +576,7 @@ func TestOutboxRedeliverWhileSettling(t *testing.T) {
 	releaseSave()
 	waitFor(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
 	got := waitState(t, o, rec.ID, notify.StateDelivered)
-	time.Sleep(50 * time.Millisecond)
+	waitSettled(t, o)
 	if hook.delivered.Load() != 2 || got.Redeliveries != 1 {
 		t.Errorf("delivered %d times, record %+v; want 2 and 1 redelivery", hook.delivered.Load(), got)
 	}

@@ -3,10 +3,12 @@ package notify_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -39,6 +41,8 @@ func TestOutboxBoundsMessagesSentAndNotRecorded(t *testing.T) {
 	store := &heldStore{release: make(chan struct{})}
 	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
 	o.MaxUnrecorded = 3
+	var logs testenv.LogBuffer
+	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	runOutbox(t, o)
 	var ids []string
 	for i := range 8 {
@@ -50,7 +54,10 @@ func TestOutboxBoundsMessagesSentAndNotRecorded(t *testing.T) {
 		ids = append(ids, rec.ID)
 	}
 	waitFor(t, "three deliveries waiting to be recorded", func() bool { return store.waiting.Load() == 3 })
-	time.Sleep(200 * time.Millisecond) // room for a fourth send, which must not come
+	// The five other workers each say they wait for a slot, then wait.
+	waitFor(t, "five deliveries waiting for a slot", func() bool {
+		return strings.Count(logs.String(), "waiting for sent messages to be recorded before sending another") == 5
+	})
 	if n := hook.delivered.Load(); n != 3 {
 		t.Fatalf("%d messages sent while 3 deliveries were not recorded, want 3", n)
 	}
