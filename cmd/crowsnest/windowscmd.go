@@ -280,16 +280,26 @@ func printWindows(out io.Writer, rep *windowsReport) error {
 	return nil
 }
 
-// inZone shows a time in the window's own zone, where its schedule lives.
+// inZone shows a time in the window's own zone, where its schedule lives,
+// always with its date, then the same instant in UTC: with the UTC date
+// too whenever it is not the local one ("2026-11-28 08:00 JST
+// (2026-11-27 23:00Z)"), so neither reading is ambiguous.
 func inZone(t *time.Time, zone string) string {
 	if t == nil {
 		return "never"
 	}
-	utc := t.UTC().Format("15:04Z")
-	if loc, err := time.LoadLocation(zone); err == nil && loc != time.UTC {
-		return t.In(loc).Format("2006-01-02 15:04 MST") + " (" + utc + ")"
+	const day, clock = "2006-01-02", "15:04"
+	u := t.UTC()
+	loc, err := time.LoadLocation(zone)
+	if err != nil || loc == time.UTC {
+		return u.Format(day + " " + clock + "Z")
 	}
-	return t.UTC().Format("2006-01-02 15:04Z")
+	l := t.In(loc)
+	utc := u.Format(clock + "Z")
+	if u.Format(day) != l.Format(day) {
+		utc = u.Format(day + " " + clock + "Z")
+	}
+	return l.Format(day+" "+clock+" MST") + " (" + utc + ")"
 }
 
 // appsDirObjects is what one read of an apps folder holds.
