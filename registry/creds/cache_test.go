@@ -129,13 +129,13 @@ func TestAuthenticatorSharesOneRead(t *testing.T) {
 			errs <- err
 		})
 	}
-	for {
-		if data, _ := os.ReadFile(count); len(data) > 0 {
-			break
+	deadline := time.Now().Add(30 * time.Second)
+	for r.Waiting() < 8 { // every caller joined the read
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 8 callers joined the read", r.Waiting())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep-ok: poll interval
 	}
-	time.Sleep(50 * time.Millisecond) // let the other callers join the read
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestExtTimeoutKillsTheScriptAndItsChildren(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the script's child %s outlived the timeout", pid)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -64,6 +65,9 @@ type Resolver struct {
 	mu     sync.Mutex
 	cache  map[cacheKey]cached
 	flight singleflight.Group
+	// waiting counts the calls that joined a read and wait for it: tests
+	// open a held read once every caller joined.
+	waiting atomic.Int32
 }
 
 type cacheKey struct{ ref, host string }
@@ -106,6 +110,8 @@ func (r *Resolver) Authenticator(ctx context.Context, ref Ref, registryHost stri
 		r.log().Debug("credentials read", "credentials", key.ref, "registry", key.host)
 		return auth, nil
 	})
+	r.waiting.Add(1)
+	defer r.waiting.Add(-1)
 	select {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("credentials %s for %s: %w", key.ref, key.host, ctx.Err())
