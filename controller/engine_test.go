@@ -201,7 +201,7 @@ func TestEngineRunsOneReconcilePerKeyAtATime(t *testing.T) {
 					break
 				}
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // sleep-ok: a reconcile that takes a while, so reconciles overlap
 			calls.Add(1)
 			return controller.Result{}, nil
 		}),

@@ -207,7 +207,7 @@ func waitScale(t *testing.T, what string, cond func() bool, status func() string
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s: %s", scaleTimeout, what, status())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep-ok: poll interval
 	}
 }
 

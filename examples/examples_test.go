@@ -192,7 +192,7 @@ func readApps(t *testing.T, dir string) *collect {
 	go func() { done <- src.Start(ctx, c) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for !src.Synced() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
 	}
 	cancel()
 	if err := <-done; err != nil {

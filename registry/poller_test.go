@@ -202,7 +202,7 @@ func TestPollerStartRefreshAndStop(t *testing.T) {
 	// Wait for the baseline poll, then push and tell the poller.
 	deadline := time.Now().Add(10 * time.Second)
 	for reg.Count("list", "") == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep-ok: poll interval
 	}
 	reg.Push(t, "app:2", testreg.Image(t, t0, ""))
 	if p.Refresh(reg.Host() + "/nobody-uses-this") {

@@ -56,7 +56,7 @@ func startSource(t *testing.T, src interface {
 		if time.Now().After(deadline) {
 			t.Fatal("source did not sync")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
 	}
 }
 

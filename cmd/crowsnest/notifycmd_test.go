@@ -213,7 +213,7 @@ func TestNewNotifications(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no webhook request")
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep-ok: poll interval
 		recs, err := (&notify.ConfigMapStore{Client: cs, Namespace: ns}).List(ctx, notify.ListOptions{State: notify.StateDelivered})
 		if err == nil && len(recs) == 1 {
 			break
@@ -295,7 +295,7 @@ func TestNewNotificationsDryRunSendsAndStoresNothing(t *testing.T) {
 
 	n.MarkSynced()
 	n.OnTransition(nil, notifyApp(t, "web"))
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), `"msg":"dry run: would notify"`); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), `"msg":"dry run: would notify"`); time.Sleep(20 * time.Millisecond) { // sleep-ok: poll interval
 		if time.Now().After(deadline) {
 			t.Fatalf("no dry-run log line:\n%s", logs.String())
 		}

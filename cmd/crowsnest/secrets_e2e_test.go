@@ -395,7 +395,7 @@ notifications:
 		}
 		return strings.Join(evText, "\n")
 	}
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(100 * time.Millisecond) { // sleep-ok: poll interval
 		outputs["Events"] = listEvents()
 		missing := slices.ContainsFunc(wantEvents, func(want string) bool { return !strings.Contains(outputs["Events"], want) })
 		if !missing || time.Now().After(deadline) {

@@ -123,6 +123,6 @@ func waitFor(t *testing.T, argo *argocdenv.ArgoCD, what string, cond func() bool
 			}
 			t.Fatalf("timed out waiting for %s (last seen: %v); Argo CD's logs:\n%s", what, last, argo.Logs())
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // sleep-ok: poll interval
 	}
 }

@@ -99,7 +99,7 @@ func TestDistributionNotificationsWrongTokenE2E(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no rejected delivery within %s; registry log:\n%s", e2eWait, reg.Log())
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // sleep-ok: poll interval
 	}
 	select {
 	case ev := <-events:

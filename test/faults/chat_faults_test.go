@@ -115,7 +115,7 @@ func destinationFault(t *testing.T, scenario string, dest destination, desc stri
 	d.start(t)
 	// The fault starts counting once there is something to send.
 	waitFor(t, "the first image update", time.Minute, func() bool { return d.count(`"msg":"images updated"`) > 0 })
-	time.Sleep(sinkFaultFor)
+	time.Sleep(sinkFaultFor) // sleep-ok: fault duration
 	setFault(false)
 	var failed float64
 	finish(t, w, start, scenario, func() string {

@@ -111,7 +111,7 @@ func crashAndRestart(t *testing.T, w *world) *crashRun {
 		// however slow the machine is.
 		c.daemon.waitReady(t)
 		gap := time.Duration(rng.IntN(int(crashMaxGap/time.Millisecond))) * time.Millisecond
-		time.Sleep(gap)
+		time.Sleep(gap) // sleep-ok: fault timing: the kill lands a random time into the work
 		c.daemon.kill(t)
 		tl := w.measure(t)
 		c.kills = append(c.kills, fmt.Sprintf("%.1fs", gap.Seconds()))

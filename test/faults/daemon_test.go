@@ -310,7 +310,7 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep-ok: poll interval
 	}
 	return true
 }

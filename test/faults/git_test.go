@@ -109,7 +109,7 @@ func gitOutage(t *testing.T, w *world, scenario string, downFor time.Duration, m
 	w.git.SetDown(downFor, mode)
 	d := w.daemon(t, "crowsnest")
 	d.start(t)
-	time.Sleep(time.Until(start.Add(downFor)))
+	time.Sleep(time.Until(start.Add(downFor))) // sleep-ok: fault duration: Git stays down until then
 	failed := gitRequests(w)
 	finish(t, w, start, scenario, func() string {
 		return fmt.Sprintf("git: every request answered %s for the first %s (%d requests)", desc, downFor, failed)

@@ -30,7 +30,7 @@ func TestKubeAPIServerRestart(t *testing.T) {
 		t.Fatalf("stopping the apiserver: %v", err)
 	}
 	stopped := time.Now()
-	time.Sleep(apiserverDownFor)
+	time.Sleep(apiserverDownFor) // sleep-ok: fault duration: the apiserver stays down
 	if err := env.StartAPIServer(context.WithoutCancel(t.Context())); err != nil {
 		t.Fatalf("starting the apiserver again: %v\n%s", err, env.APIServerLog())
 	}
@@ -104,7 +104,7 @@ func TestApplicationWriteConflicts(t *testing.T) {
 		}
 		return updated == 10
 	})
-	time.Sleep(2 * time.Second) // keep writing a little after the last patch
+	time.Sleep(2 * time.Second) // sleep-ok: load duration: keep writing a little after the last patch
 	stop.Store(true)
 	wg.Wait()
 	crowsnestConflicts := d.count(`"msg":"Application changed while patching; reading it again"`)

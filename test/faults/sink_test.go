@@ -112,7 +112,7 @@ func listenAgain(t *testing.T, addr string) net.Listener {
 		if l, err = net.Listen("tcp", addr); err == nil {
 			return l
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // sleep-ok: retry interval while the port is released
 	}
 	t.Fatalf("listening again on %s: %v", addr, err)
 	return nil

@@ -35,7 +35,7 @@ func TestWebhookSinkFaults(t *testing.T) {
 			d.start(t)
 			// The fault starts counting once there is something to send.
 			waitFor(t, "the first image update", time.Minute, func() bool { return d.count(`"msg":"images updated"`) > 0 })
-			time.Sleep(sinkFaultFor)
+			time.Sleep(sinkFaultFor) // sleep-ok: fault duration
 			failed := d.deliveryAttempts(context.WithoutCancel(t.Context()), "failed", "rate_limited")
 			w.sink.setFault(t, sinkOK)
 			finish(t, w, start, tc.name, func() string {
