@@ -45,7 +45,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
 	}
 }
 
@@ -90,7 +90,14 @@ func TestTagWaitEnqueuesAfterTheLastList(t *testing.T) {
 		_, ok := client.CachedTags(repos[1], MaxFirstPass)
 		return ok
 	})
-	time.Sleep(50 * time.Millisecond) // an enqueue on the first list would be done by now
+	// The reader is done with the second list once it is off the map and
+	// no enqueue is under way: an enqueue on it would be done by now.
+	waitUntil(t, "the reader to be done with the second list", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		_, reading := w.lists[tagList{client, registry.RepoKey(repos[1])}]
+		return !reading && w.enqueuing == 0
+	})
 	if n := q.count("ns/app"); n != 0 {
 		t.Errorf("enqueued %d times while its other list was being read", n)
 	}
