@@ -1,8 +1,8 @@
 package main
 
-// The README is the reference for every CLI flag, annotation and metric;
-// these tests read the code's own lists and fail, naming what is missing and
-// where it goes, when the README falls behind.
+// docs/ is the reference for every CLI flag, annotation and metric, and
+// README.md links to it; these tests read the code's own lists and fail,
+// naming what is missing and where it goes, when the docs fall behind.
 
 import (
 	"go/ast"
@@ -34,15 +34,21 @@ import (
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
+const moduleRoot = "../.."
+
+// The docs pages that hold each reference, relative to the module root.
 const (
-	readmePath = "../../README.md"
-	moduleRoot = "../.."
+	commandsDoc      = "docs/commands.md"
+	imageUpdatesDoc  = "docs/image-updates.md"
+	notificationsDoc = "docs/notifications.md"
+	operationsDoc    = "docs/operations.md"
 )
 
-// readme returns README.md's text.
-func readme(t *testing.T) string {
+// doc returns the text of a file under the module root (a docs page, or
+// README.md).
+func doc(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(readmePath)
+	data, err := os.ReadFile(filepath.Join(moduleRoot, filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +57,9 @@ func readme(t *testing.T) string {
 
 // section returns the part of the markdown text under the heading line
 // exactly equal to heading, up to the next heading of the same or a higher
-// level. A missing heading fails the test: the README's structure is part
-// of what these tests rely on.
-func section(t *testing.T, text, heading string) string {
+// level. A missing heading fails the test: the page's structure is part of
+// what these tests rely on. name is the file, for the message.
+func section(t *testing.T, name, text, heading string) string {
 	t.Helper()
 	level := strings.IndexFunc(heading, func(r rune) bool { return r != '#' })
 	lines := strings.Split(text, "\n")
@@ -70,7 +76,7 @@ func section(t *testing.T, text, heading string) string {
 		}
 		return strings.Join(lines[i+1:end], "\n")
 	}
-	t.Fatalf("README.md has no %q heading", heading)
+	t.Fatalf("%s has no %q heading", name, heading)
 	return ""
 }
 
@@ -81,11 +87,11 @@ func mentions(text, word string) bool {
 }
 
 // flagSections says where the flags of a command are documented: the
-// commands with their own README section; every other command has its own
-// row in the table of the "## Commands" section.
+// commands with their own section of docs/commands.md; every other command
+// has its own row in the table of its "## Commands" section.
 var flagSections = map[string]string{
-	"crowsnest run":  "### `crowsnest run` flags",
-	"crowsnest test": "### `crowsnest test`",
+	"crowsnest run":  "## `crowsnest run` flags",
+	"crowsnest test": "## `crowsnest test`",
 }
 
 const commandsSection = "## Commands"
@@ -102,9 +108,9 @@ func commandRow(table, path string) (string, bool) {
 	return "", false
 }
 
-func TestREADMEDocumentsEveryFlag(t *testing.T) {
-	text := readme(t)
-	commands := section(t, text, commandsSection)
+func TestDocsDocumentEveryFlag(t *testing.T) {
+	text := doc(t, commandsDoc)
+	commands := section(t, commandsDoc, text, commandsSection)
 	checked := 0
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -115,16 +121,16 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 			return
 		}
 		path := c.CommandPath()
-		var doc, where string
+		var ref, where string
 		if heading, ok := flagSections[path]; ok {
-			doc, where = section(t, text, heading), "the flag table of README.md section "+strconv.Quote(heading)
+			ref, where = section(t, commandsDoc, text, heading), "the flag table of "+commandsDoc+" section "+strconv.Quote(heading)
 		} else {
 			row, ok := commandRow(commands, path)
 			if !ok {
-				t.Errorf("`%s` has no row in the table of README.md section %q: add `| `%s [flags]` | what it does |`", path, commandsSection, path)
+				t.Errorf("`%s` has no row in the table of %s section %q: add `| `%s [flags]` | what it does |`", path, commandsDoc, commandsSection, path)
 				return
 			}
-			doc, where = row, "the `"+path+"` row of the table in README.md section "+strconv.Quote(commandsSection)
+			ref, where = row, "the `"+path+"` row of the table in "+commandsDoc+" section "+strconv.Quote(commandsSection)
 		}
 		flags := pflag.NewFlagSet(path, pflag.ContinueOnError)
 		flags.AddFlagSet(c.LocalFlags())
@@ -134,10 +140,10 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 				return
 			}
 			checked++
-			if !mentions(doc, "--"+f.Name) {
+			if !mentions(ref, "--"+f.Name) {
 				t.Errorf("`%s --%s` (%s) is not documented: add `--%s` to %s", path, f.Name, f.Usage, f.Name, where)
 			}
-			if f.Shorthand != "" && !regexp.MustCompile("(^|[\\s`\\[(,|])-"+f.Shorthand+"([\\s,`\\]|)\\\\]|$)").MatchString(doc) {
+			if f.Shorthand != "" && !regexp.MustCompile("(^|[\\s`\\[(,|])-"+f.Shorthand+"([\\s,`\\]|)\\\\]|$)").MatchString(ref) {
 				t.Errorf("`%s -%s` (shorthand of --%s) is not documented: add `-%s` next to `--%s` in %s", path, f.Shorthand, f.Name, f.Shorthand, f.Name, where)
 			}
 		})
@@ -148,7 +154,8 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 	}
 }
 
-// annotationForm is how the README's annotation table writes a key: with
+// annotationForm is how the annotation table of docs/image-updates.md
+// writes a key: with
 // an optional alias when it works per image and app-wide, with a required
 // one when it works only per image.
 func annotationForm(key string) (string, bool) {
@@ -202,9 +209,9 @@ func annotationKeys(t *testing.T) []string {
 	return keys
 }
 
-func TestREADMEDocumentsEveryAnnotation(t *testing.T) {
-	text := readme(t)
-	images := section(t, text, "## Image updates")
+func TestDocsDocumentEveryAnnotation(t *testing.T) {
+	images := section(t, imageUpdatesDoc, doc(t, imageUpdatesDoc), "## Annotations")
+	notifications := doc(t, notificationsDoc)
 	keys := annotationKeys(t)
 	if len(keys) < 10 {
 		t.Fatalf("found only %d annotation keys in controller/imageupdate/annotations.go: %v", len(keys), keys)
@@ -216,7 +223,7 @@ func TestREADMEDocumentsEveryAnnotation(t *testing.T) {
 			continue
 		}
 		if !strings.Contains(images, form) {
-			t.Errorf("annotation %s%s is not documented: add a row with %s to the annotation table in README.md section \"## Image updates\"", imageupdate.Prefix, k, form)
+			t.Errorf("annotation %s%s is not documented: add a row with %s to the annotation table in %s section \"## Annotations\"", imageupdate.Prefix, k, form, imageUpdatesDoc)
 		}
 	}
 	for _, a := range []string{
@@ -224,8 +231,8 @@ func TestREADMEDocumentsEveryAnnotation(t *testing.T) {
 		triggers.SubscribePrefix + "<service>",
 		triggers.SubscriptionsAnnotation,
 	} {
-		if !strings.Contains(text, "`"+a+"`") {
-			t.Errorf("annotation %s is not documented: add `%s` to the Notifications part of README.md section \"## Configuration\"", a, a)
+		if !strings.Contains(notifications, "`"+a+"`") {
+			t.Errorf("annotation %s is not documented: add `%s` to the subscription table of %s", a, a, notificationsDoc)
 		}
 	}
 }
@@ -345,8 +352,8 @@ func definedMetricNames(t *testing.T) map[string]bool {
 	return found
 }
 
-func TestREADMEDocumentsEveryMetric(t *testing.T) {
-	metrics := section(t, readme(t), "### Metrics")
+func TestDocsDocumentEveryMetric(t *testing.T) {
+	metrics := section(t, operationsDoc, doc(t, operationsDoc), "## Metrics")
 	// The metric sets `crowsnest run` builds, and every metric name
 	// written in the module's code, in case a set is missing above.
 	names := registeredMetrics(t)
@@ -360,12 +367,12 @@ func TestREADMEDocumentsEveryMetric(t *testing.T) {
 		case strings.HasPrefix(name, "crowsnest_"):
 			crowsnest++
 			if !mentions(metrics, "`"+name) {
-				t.Errorf("metric %s is not documented: add `%s{<labels>}` and its meaning to the table in README.md section \"### Metrics\"", name, name)
+				t.Errorf("metric %s is not documented: add `%s{<labels>}` and its meaning to the table in %s section \"## Metrics\"", name, name, operationsDoc)
 			}
 		case strings.HasPrefix(name, "go_"), strings.HasPrefix(name, "process_"):
 			prefix := name[:strings.Index(name, "_")+1]
 			if !strings.Contains(metrics, "`"+prefix+"*`") {
-				t.Errorf("metric %s is not documented: README.md section \"### Metrics\" should list `%s*` under the Go and process collectors", name, prefix)
+				t.Errorf("metric %s is not documented: %s section \"## Metrics\" should list `%s*` under the Go and process collectors", name, operationsDoc, prefix)
 			}
 		default:
 			t.Errorf("metric %s has no crowsnest_, go_ or process_ prefix", name)
