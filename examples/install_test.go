@@ -384,8 +384,8 @@ func subset(sub, of map[string]string) bool {
 	return len(sub) > 0
 }
 
-// The RBAC is exactly the verbs the daemon uses (README's "Running in a
-// cluster" lists the same); cmd/crowsnest's install e2e test shows they
+// The RBAC is exactly the verbs the daemon uses (docs/install.md's "kustomize
+// install and RBAC" lists the same); cmd/crowsnest's install e2e test shows they
 // are enough and that each matters.
 func TestInstallRBAC(t *testing.T) {
 	r := renderInstall(t, installBase)

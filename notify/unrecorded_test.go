@@ -35,7 +35,7 @@ func (s *heldStore) Update(ctx context.Context, rec notify.Record) error {
 
 // No more than MaxUnrecorded messages are sent while their deliveries are
 // not recorded: that is the most a crash can make the next process send
-// again (README). The rest wait, and go out as records are written.
+// again (docs/guarantees.md). The rest wait, and go out as records are written.
 func TestOutboxBoundsMessagesSentAndNotRecorded(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
 	store := &heldStore{release: make(chan struct{})}

@@ -45,7 +45,7 @@ func seed(t *testing.T) uint64 {
 func TestCrashRestart(t *testing.T) {
 	w := newWorld(t, "crash", worldOptions{kubeApps: crashKubeApps, gitApps: crashGitApps, repos: 10, hooks: crashHooks})
 	c := crashAndRestart(t, w)
-	// The bound README documents for a restart with its --state-dir: a
+	// The bound docs/guarantees.md documents for a restart with its --state-dir: a
 	// crash may repeat a message whose destination answered and whose
 	// answer was not read yet (its send in flight), no more than the
 	// outbox sends at once. The journal has every message whose answer
