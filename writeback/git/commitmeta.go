@@ -1,0 +1,271 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// CommitMetadata is what Argo CD's repo server tells about a commit
+// (RevisionMetadata): Author is "Name <email>", Date the author date,
+// Message the whole message without surrounding space, Tags the tags
+// that point at the commit, sorted.
+type CommitMetadata struct {
+	Message string
+	Author  string
+	Date    time.Time
+	Tags    []string
+}
+
+// ErrRevisionNotFound means the repository has no such commit (after
+// fetching its branches and tags).
+var ErrRevisionNotFound = errors.New("revision not found in the repository")
+
+// shaRE is a full or abbreviated commit SHA, as Argo CD's repo server
+// accepts for revision metadata.
+var shaRE = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+
+// CommitMetadata reads revision (a commit SHA) of repoURL from the clone
+// cache, fetching branches and tags when the clone lacks it. Credentials
+// come from the URL and the Writer's CredentialsSource, as for a write;
+// each network operation is bounded by Timeout. It never pushes.
+func (w *Writer) CommitMetadata(ctx context.Context, repoURL, revision string) (CommitMetadata, error) {
+	var out CommitMetadata
+	revision = strings.ToLower(strings.TrimSpace(revision))
+	if !shaRE.MatchString(revision) {
+		return out, fmt.Errorf("revision %q is not a commit SHA", revision)
+	}
+	err := w.withClone(ctx, repoURL, func(s *session) error {
+		c, err := s.commitFor(ctx, revision)
+		if err != nil {
+			return err
+		}
+		out = CommitMetadata{
+			Author:  c.Author.Name + " <" + c.Author.Email + ">",
+			Date:    time.Unix(c.Author.When.Unix(), 0).UTC(),
+			Message: strings.TrimSpace(c.Message),
+		}
+		out.Tags, err = s.tagsAt(c.Hash)
+		return err
+	})
+	return out, err
+}
+
+// Dir is one directory of a repository at one commit.
+type Dir struct {
+	// SHA is the commit the revision resolved to.
+	SHA string
+	// Found reports whether the directory exists at that commit.
+	Found bool
+	// Names are the names of the files directly in the directory, sorted.
+	Names []string
+	// Files holds the contents of the files ReadDir was asked to read.
+	Files map[string][]byte
+}
+
+// ReadDir reads dir (a path in the repository, "" or "." the root) at
+// revision: a branch, a tag, a commit SHA, or "" / "HEAD" for the default
+// branch, after fetching branches and tags. It lists the files directly
+// in dir and reads those read selects; a file over maxBytes is an error.
+func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, read func(name string) bool, maxBytes int64) (Dir, error) {
+	var out Dir
+	err := w.withClone(ctx, repoURL, func(s *session) error {
+		c, err := s.resolve(ctx, revision)
+		if err != nil {
+			return err
+		}
+		out.SHA = c.Hash.String()
+		tree, err := c.Tree()
+		if err != nil {
+			return err
+		}
+		if d := strings.Trim(path.Clean("/"+dir), "/"); d != "" {
+			if tree, err = tree.Tree(d); err != nil {
+				if errors.Is(err, object.ErrDirectoryNotFound) {
+					return nil
+				}
+				return err
+			}
+		}
+		out.Found = true
+		out.Files = map[string][]byte{}
+		for _, e := range tree.Entries {
+			if !e.Mode.IsFile() {
+				continue
+			}
+			out.Names = append(out.Names, e.Name)
+			if read == nil || !read(e.Name) {
+				continue
+			}
+			b, err := readEntry(tree, e, maxBytes)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path.Join(dir, e.Name), err)
+			}
+			out.Files[e.Name] = b
+		}
+		sort.Strings(out.Names)
+		return nil
+	})
+	return out, err
+}
+
+func readEntry(tree *object.Tree, e object.TreeEntry, maxBytes int64) ([]byte, error) {
+	f, err := tree.TreeEntryFile(&e)
+	if err != nil {
+		return nil, err
+	}
+	if f.Size > maxBytes {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte limit", f.Size, maxBytes)
+	}
+	r, err := f.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	return io.ReadAll(io.LimitReader(r, maxBytes))
+}
+
+// withClone runs f on repoURL's clone, locked, opened (cloned when
+// missing). Errors are redacted of the credentials used.
+func (w *Writer) withClone(ctx context.Context, repoURL string, f func(*session) error) error {
+	if w.CacheDir == "" {
+		return errors.New("git: CacheDir is not set")
+	}
+	clean, urlCreds := splitURL(repoURL)
+	s, release, err := w.openSession(ctx, &batch{repoURL: clean, creds: urlCreds})
+	if err != nil {
+		return redact(err, urlCreds.Password)
+	}
+	defer release()
+	if err := s.open(ctx); err != nil {
+		return redact(err, s.creds.secrets()...)
+	}
+	return redact(f(s), s.creds.secrets()...)
+}
+
+// commitFor fetches branches and tags (so Tags are current: metadata is
+// asked for once per revision by the caller's cache) and finds revision.
+func (s *session) commitFor(ctx context.Context, revision string) (*object.Commit, error) {
+	if err := s.fetchTags(ctx); err != nil {
+		return nil, err
+	}
+	c, err := s.lookupCommit(revision)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrRevisionNotFound, revision)
+	}
+	return c, nil
+}
+
+// resolve finds a commit by SHA, branch or tag, fetching first.
+func (s *session) resolve(ctx context.Context, revision string) (*object.Commit, error) {
+	if err := s.fetchTags(ctx); err != nil {
+		return nil, err
+	}
+	revision = strings.TrimSpace(revision)
+	if revision == "" || revision == "HEAD" {
+		name, err := s.defaultBranch(ctx)
+		if err != nil {
+			return nil, err
+		}
+		revision = name
+	}
+	for _, ref := range []plumbing.ReferenceName{
+		plumbing.NewRemoteReferenceName(remoteName, revision), plumbing.NewTagReferenceName(revision),
+	} {
+		r, err := s.repo.Reference(ref, true)
+		if err != nil {
+			continue
+		}
+		return s.peel(r.Hash())
+	}
+	if shaRE.MatchString(strings.ToLower(revision)) {
+		if c, err := s.lookupCommit(strings.ToLower(revision)); err == nil {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", ErrRevisionNotFound, revision)
+}
+
+func (s *session) lookupCommit(revision string) (*object.Commit, error) {
+	if len(revision) == 40 {
+		return s.repo.CommitObject(plumbing.NewHash(revision))
+	}
+	h, err := s.repo.ResolveRevision(plumbing.Revision(revision))
+	if err != nil {
+		return nil, err
+	}
+	return s.repo.CommitObject(*h)
+}
+
+// peel returns the commit h names, through an annotated tag.
+func (s *session) peel(h plumbing.Hash) (*object.Commit, error) {
+	for range 8 {
+		t, err := s.repo.TagObject(h)
+		if err != nil {
+			break
+		}
+		h = t.Target
+	}
+	return s.repo.CommitObject(h)
+}
+
+// fetchTags fetches branches and tags (forced, pruned), as Argo CD's
+// repo server fetches before reading revision metadata.
+func (s *session) fetchTags(ctx context.Context) error {
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	start := time.Now()
+	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{
+		RemoteName: remoteName,
+		RefSpecs: []config.RefSpec{
+			"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*",
+		},
+		Auth:            s.auth(),
+		CABundle:        s.tls.CABundle,
+		InsecureSkipTLS: s.tls.InsecureSkipVerify,
+		Prune:           true,
+		Tags:            gogit.NoTags,
+	})
+	if errors.Is(err, gogit.NoErrAlreadyUpToDate) {
+		err = nil
+	}
+	s.w.Metrics.op(opFetch, start, err)
+	if err != nil {
+		return classify("fetching", err)
+	}
+	return nil
+}
+
+// tagsAt lists the tags pointing at commit h (lightweight or annotated),
+// as `git tag --points-at` does, sorted.
+func (s *session) tagsAt(h plumbing.Hash) ([]string, error) {
+	refs, err := s.repo.Tags()
+	if err != nil {
+		return nil, err
+	}
+	defer refs.Close()
+	var tags []string
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		target := r.Hash()
+		if t, err := s.repo.TagObject(target); err == nil {
+			target = t.Target
+		}
+		if target == h {
+			tags = append(tags, r.Name().Short())
+		}
+		return nil
+	})
+	sort.Strings(tags)
+	return tags, err
+}
