@@ -107,7 +107,18 @@ type testReport struct {
 	Ref        string             `json:"ref,omitempty"`
 	Update     bool               `json:"update"`
 	Error      string             `json:"error,omitempty"`
-	Candidates []policy.Candidate `json:"candidates"`
+	Candidates []testCandidate `json:"candidates"`
+}
+
+// testCandidate is a policy.Candidate with the lowerCamel JSON keys all of
+// crowsnest's JSON output uses.
+type testCandidate struct {
+	Tag string `json:"tag"`
+	// Version is the sort key; empty when the tag was skipped before it
+	// had one.
+	Version string        `json:"version,omitempty"`
+	Reason  policy.Reason `json:"reason"`
+	Created time.Time     `json:"created,omitzero"`
 }
 
 func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string) error {
@@ -165,7 +176,7 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	repo := img.Repository
-	rep := testReport{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []policy.Candidate{}}
+	rep := testReport{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []testCandidate{}}
 	tags, err := regs.client.ListTags(ctx, repo)
 	if err != nil {
 		return err
@@ -173,7 +184,9 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 	rep.Tags = len(tags)
 	res, selErr := pol.Explain(ctx, tags, regs.client.MetadataFunc(repo, pol.Platforms()))
 	if res.Candidates != nil {
-		rep.Candidates = res.Candidates
+		for _, c := range res.Candidates {
+			rep.Candidates = append(rep.Candidates, testCandidate(c))
+		}
 	}
 	switch {
 	case selErr == nil:
