@@ -98,15 +98,15 @@ the TLS settings of its registry host. Kubernetes secrets are read with
 
 // testReport is the JSON form of `crowsnest test`.
 type testReport struct {
-	Image      string             `json:"image"`
-	Current    string             `json:"current,omitempty"`
-	Strategy   string             `json:"strategy"`
-	Tags       int                `json:"tags"`
-	Selected   string             `json:"selected,omitempty"`
-	Digest     string             `json:"digest,omitempty"`
-	Ref        string             `json:"ref,omitempty"`
-	Update     bool               `json:"update"`
-	Error      string             `json:"error,omitempty"`
+	Image      string          `json:"image"`
+	Current    string          `json:"current,omitempty"`
+	Strategy   string          `json:"strategy"`
+	Tags       int             `json:"tags"`
+	Selected   string          `json:"selected,omitempty"`
+	Digest     string          `json:"digest,omitempty"`
+	Ref        string          `json:"ref,omitempty"`
+	Update     bool            `json:"update"`
+	Error      string          `json:"error,omitempty"`
 	Candidates []testCandidate `json:"candidates"`
 }
 
