@@ -96,6 +96,8 @@ type ArgoCD struct {
 	Namespace string
 	dir       string
 	procs     []*testenv.Process
+	// sockDir holds the repo server's askpass socket (see Start).
+	sockDir string
 }
 
 // BinDir builds (first run) or finds the cached Argo CD (of Version),
@@ -181,7 +183,16 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 			return nil, err
 		}
 	}
+	// The repo server hands Git credentials to git through a Unix socket
+	// whose path defaults to a fixed /tmp/reposerver-ask-pass.sock: two
+	// Argo CDs on one machine (parallel tests) would take it from each
+	// other, and every fetch of the first fails with "unknown nonce". A
+	// folder of its own, short enough for a socket path.
+	if a.sockDir, err = os.MkdirTemp("", "argocd-askpass-"); err != nil {
+		return nil, err
+	}
 	procEnv := append(os.Environ(),
+		"ARGOCD_ASK_PASS_SOCK="+filepath.Join(a.sockDir, "askpass.sock"),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HOME="+home, "TMPDIR="+tmp, "KUBECONFIG="+kubeconfig,
 		// No gpg here, and no signed commits to verify.
@@ -312,6 +323,10 @@ func (a *ArgoCD) Stop() {
 		_ = a.procs[i].Stop()
 	}
 	a.procs = nil
+	if a.sockDir != "" {
+		_ = os.RemoveAll(a.sockDir)
+		a.sockDir = ""
+	}
 }
 
 // Logs returns the tail of each process's log, for a failing test.
