@@ -189,6 +189,42 @@ func (c *countingWriter) ApplyFrom(ctx context.Context, ns, name string, cached 
 	return res, err
 }
 
+// requeueLog is the ImageReconciler as the engine sees it, noting on the
+// test's clock when the last reconcile started, when the latest requeue a
+// result asked for is due, and how many reconciles run.
+type requeueLog struct {
+	*controller.ImageReconciler
+	now       func() time.Time
+	mu        sync.Mutex
+	lastStart time.Time
+	requeueAt time.Time
+	running   int
+}
+
+func (l *requeueLog) Reconcile(ctx context.Context, req controller.Request) (controller.Result, error) {
+	l.mu.Lock()
+	l.lastStart = l.now()
+	l.running++
+	l.mu.Unlock()
+	res, err := l.ImageReconciler.Reconcile(ctx, req)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.running--
+	if at := l.now().Add(res.RequeueAfter); res.RequeueAfter > 0 && at.After(l.requeueAt) {
+		l.requeueAt = at
+	}
+	return res, err
+}
+
+// requeuedAndDone reports whether a reconcile started after the latest
+// requeue asked for was due, and none runs: nothing else enqueues the
+// Application that late, so that reconcile was the requeue's.
+func (l *requeueLog) requeuedAndDone() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.requeueAt.IsZero() && l.lastStart.After(l.requeueAt) && l.running == 0
+}
+
 func (c *countingWriter) patches() []time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -228,7 +264,14 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 		Log:      log,
 		Now:      now,
 	}
-	engine := runImageEngine(t, ns, images, log)
+	reconciles := &requeueLog{ImageReconciler: images, now: now}
+	engine := &controller.Engine{
+		Sources:    []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}, Log: log}},
+		Reconciler: reconciles,
+		Log:        log,
+	}
+	images.Enqueue = engine.Enqueue
+	runEngine(t, engine)
 	key := ns + "/shop"
 	waitFor(t, "the update to be held", func() bool { return images.Pending(key) })
 	if p := writer.patches(); len(p) != 0 {
@@ -246,7 +289,10 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 		}
 	})
 	waitFor(t, "the held update to be written", func() bool { return len(writer.patches()) > 0 })
-	time.Sleep(1500 * time.Millisecond) // room for a duplicate write to show up
+	// The held reconcile asked to come back a second after the boundary:
+	// a duplicate write would come from there, or from the timer's
+	// enqueue, or from the write's own watch event, all done by then.
+	waitFor(t, "the requeue after the boundary to be reconciled", reconciles.requeuedAndDone)
 	p := writer.patches()
 	if len(p) != 1 {
 		t.Fatalf("%d patches, want exactly 1", len(p))
