@@ -122,8 +122,14 @@ func TestNotificationsEndToEnd(t *testing.T) {
 		}
 	}
 	// Start in a later second than they were created in, so that their
-	// creationTimestamp also marks them as older than the Notifier.
-	time.Sleep(time.Second)
+	// creationTimestamp (whole seconds) also marks them as older than the
+	// Notifier.
+	last, err := apps(t).Namespace(ns).Get(t.Context(), "old-99", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := last.GetCreationTimestamp().Time
+	waitFor(t, "a later second than the last creation", func() bool { return time.Now().Truncate(time.Second).After(created) })
 	d := startNotifyDaemon(t, ns, sink.srv.URL)
 
 	createSubscribedApp(t, ns, "web")
