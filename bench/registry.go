@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -48,6 +49,9 @@ type registry struct {
 	host   string
 	caFile string // PEM of the server's certificate
 	seed   *http.Client
+	// latency delays every counted request (round 7): a registry's
+	// round trip over a real network, in nanoseconds.
+	latency atomic.Int64
 
 	mu     sync.Mutex
 	byKind map[string]int
@@ -93,6 +97,13 @@ func (r *registry) serve(w http.ResponseWriter, req *http.Request) {
 		r.listedAt[repo] = append(r.listedAt[repo], now)
 	}
 	r.mu.Unlock()
+	if d := time.Duration(r.latency.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-req.Context().Done():
+			return
+		}
+	}
 	r.inner.ServeHTTP(w, req)
 }
 

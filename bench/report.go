@@ -30,6 +30,17 @@ type result struct {
 	// to list and patch every Application (round 1): the apiserver's floor
 	// on this machine.
 	FloorSeconds float64 `json:"floorSeconds,omitempty"`
+	// FloorRatio is the round's time to patch every Application over
+	// FloorSeconds: WallSeconds for a cold start, AfterTriggerSeconds for
+	// a new tag.
+	FloorRatio float64 `json:"floorRatio,omitempty"`
+	// EventsExpected ImagesUpdated Events (one per Application updated),
+	// EventsRecorded as the apiserver holds them (counts summed), and
+	// LastEventSeconds from the round's start until the last one (0 when
+	// not all were recorded).
+	EventsExpected   int     `json:"eventsExpected,omitempty"`
+	EventsRecorded   int     `json:"eventsRecorded,omitempty"`
+	LastEventSeconds float64 `json:"lastEventSeconds,omitempty"`
 	// AfterTriggerSeconds is from the first poll tick or webhook to the
 	// last Application updated (round 3).
 	AfterTriggerSeconds float64 `json:"afterTriggerSeconds,omitempty"`
@@ -126,8 +137,8 @@ func (rep *report) markdown() string {
 		fmt.Fprintf(&b, "; registry %s", rep.Registry)
 	}
 	b.WriteString("\n\n")
-	b.WriteString("| scenario | round | done | wall s | after trigger s | p50 / p99 ms | CPU s | peak RSS MB (anon+file) | registry requests | kube-apiserver requests | commits | messages |\n")
-	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |\n")
+	b.WriteString("| scenario | round | done | wall s | after trigger s | x floor | Events recorded/expected | last Event s | p50 / p99 ms | CPU s | peak RSS MB (anon+file) | registry requests | kube-apiserver requests | commits | messages |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |\n")
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		lat := ""
@@ -138,11 +149,22 @@ func (rep *report) markdown() string {
 		if r.AfterTriggerSeconds > 0 {
 			after = fmt.Sprintf("%.2f", r.AfterTriggerSeconds)
 		}
-		fmt.Fprintf(&b, "| %s (N=%d K=%d T=%d) | %s %s | %d/%d | %.2f | %s | %s | %.2f | %.1f (%.0f+%.0f) | %s | %s | %s | %s |\n",
-			r.Scenario, r.N, r.K, r.T, r.Round, r.Title, r.Done, r.Want, r.WallSeconds, after, lat,
+		floor, events, lastEvent := "", "", ""
+		if r.FloorRatio > 0 {
+			floor = fmt.Sprintf("%.2f (floor %.2f s)", r.FloorRatio, r.FloorSeconds)
+		}
+		if r.EventsExpected > 0 {
+			events = fmt.Sprintf("%d/%d", r.EventsRecorded, r.EventsExpected)
+		}
+		if r.LastEventSeconds > 0 {
+			lastEvent = fmt.Sprintf("%.2f", r.LastEventSeconds)
+		}
+		fmt.Fprintf(&b, "| %s (N=%d K=%d T=%d) | %s %s | %d/%d | %.2f | %s | %s | %s | %s | %s | %.2f | %.1f (%.0f+%.0f) | %s | %s | %s | %s |\n",
+			r.Scenario, r.N, r.K, r.T, r.Round, r.Title, r.Done, r.Want, r.WallSeconds, after, floor, events, lastEvent, lat,
 			r.CPUSeconds, r.PeakRSSMB, r.PeakAnonMB, r.PeakFileMB, registryCell(r), kubeCell(r.Kube, r.KubeTotal), zeroBlank(r.Commits), messagesCell(r))
 	}
 	b.WriteString("\nRegistry requests: total (ping/list/HEAD/manifest GET/blob). kube-apiserver requests: crowsnest's own, by verb and resource.\n")
+	b.WriteString("x floor: the time to patch every Application (wall for a cold start, after trigger for a new tag) over the floor, the harness's own unthrottled client listing and patching every Application in the same run. Events: ImagesUpdated Events in the apiserver (counts summed) of those expected, one per Application updated; last Event is from the round's start, as wall.\n")
 	b.WriteString("Peak RSS is VmHWM of the crowsnest process, reset at each round's start where the kernel allows it; in brackets the sampled peaks (every 20 ms) of its anonymous (heap, stacks) and file-backed (the binary's pages) parts.\n")
 
 	b.WriteString("\n## Requirements\n\n| scenario | round | requirement | want | got | |\n| --- | --- | --- | --- | --- | --- |\n")
