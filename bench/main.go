@@ -46,7 +46,7 @@ func parseFlags(args []string) (*options, error) {
 		extra     string
 	)
 	fs.StringVar(&scen, "scenarios", "S1,S2,S3", "scenarios to run: S1 (N=100 K=10 T=50), S2 (N=1000 K=50 T=200), S3 (N=10000 K=500 T=200)")
-	fs.StringVar(&rds, "rounds", "1,2,3,4,5", "rounds: 1 cold start, 2 steady state, 3 new tag (poll and webhook), 4 Git mode, 5 notifications, 7 cold start with 50 ms registry latency; 4, 5 and 7 run for S1 and S2 only")
+	fs.StringVar(&rds, "rounds", "1,2,3,4,5,7", "rounds: 1 cold start, 2 steady state, 3 new tag (poll and webhook), 4 Git mode, 5 notifications, 7 cold start with 50 ms registry latency; 4, 5 and 7 run for S1 and S2 only")
 	fs.StringVar(&o.out, "out", "bin/bench", "folder for results.json, results.md and profiles")
 	fs.StringVar(&o.bin, "bin", "", "crowsnest binary to measure (default: go build ./cmd/crowsnest)")
 	fs.StringVar(&extra, "crowsnest-args", "", "extra flags for `crowsnest run`, space separated (e.g. \"--kube-api-qps=200 --workers=8\")")
