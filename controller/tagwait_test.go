@@ -65,14 +65,15 @@ func TestFirstPassWaitsForTagListsOffTheQueue(t *testing.T) {
 	events := &eventLog{}
 	engine := &controller.Engine{Workers: 1, FirstPassSettle: 10 * time.Millisecond, Metrics: controller.NewMetrics(metrics), Log: discardLog()}
 	engine.Sources = []controller.Source{&watcher.KubeSource{Client: dyn, Namespaces: []string{ns}, Log: discardLog()}}
-	engine.Reconciler = &controller.ImageReconciler{
+	reconciles := &requeueLog{ImageReconciler: &controller.ImageReconciler{
 		Registry:  &registry.Client{Log: discardLog()},
 		Writer:    &kube.Writer{Client: dyn, Log: discardLog()},
 		FirstPass: engine.InFirstPass,
 		Enqueue:   engine.Enqueue,
 		Events:    events,
 		Log:       discardLog(),
-	}
+	}, now: time.Now}
+	engine.Reconciler = reconciles
 	runEngine(t, engine)
 	updated := func(i int) bool {
 		return len(events.reasons(ns+"/"+appName(i))) > 0
@@ -91,8 +92,9 @@ func TestFirstPassWaitsForTagListsOffTheQueue(t *testing.T) {
 		}
 	}
 	// A wrong first pass would end FirstPassSettle after the last key
-	// came through; this one still waits for three.
-	time.Sleep(100 * time.Millisecond)
+	// came through (the engine notes it just after the reconcile returns:
+	// twice that covers the note); this one still waits for three.
+	waitFor(t, "no reconcile for twice FirstPassSettle", func() bool { return reconciles.quietFor(2 * engine.FirstPassSettle) })
 	if engine.Idle() {
 		t.Error("engine idle while three Applications wait for their tag lists")
 	}

@@ -190,13 +190,14 @@ func (c *countingWriter) ApplyFrom(ctx context.Context, ns, name string, cached 
 }
 
 // requeueLog is the ImageReconciler as the engine sees it, noting on the
-// test's clock when the last reconcile started, when the latest requeue a
-// result asked for is due, and how many reconciles run.
+// test's clock when the last reconcile started and ended, when the latest
+// requeue a result asked for is due, and how many reconciles run.
 type requeueLog struct {
 	*controller.ImageReconciler
 	now       func() time.Time
 	mu        sync.Mutex
 	lastStart time.Time
+	lastEnd   time.Time
 	requeueAt time.Time
 	running   int
 }
@@ -210,6 +211,7 @@ func (l *requeueLog) Reconcile(ctx context.Context, req controller.Request) (con
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.running--
+	l.lastEnd = l.now()
 	if at := l.now().Add(res.RequeueAfter); res.RequeueAfter > 0 && at.After(l.requeueAt) {
 		l.requeueAt = at
 	}
@@ -223,6 +225,13 @@ func (l *requeueLog) requeuedAndDone() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return !l.requeueAt.IsZero() && l.lastStart.After(l.requeueAt) && l.running == 0
+}
+
+// quietFor reports whether no reconcile ran for d.
+func (l *requeueLog) quietFor(d time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.running == 0 && !l.lastEnd.IsZero() && l.now().Sub(l.lastEnd) > d
 }
 
 func (c *countingWriter) patches() []time.Time {
