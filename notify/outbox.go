@@ -897,7 +897,7 @@ func (o *Outbox) rescan(ctx context.Context) {
 	if picked > 0 {
 		o.Logger.Info("pending deliveries picked up from the store", "count", picked)
 	}
-	o.Logger.Debug("outbox rescanned the store", "pending", len(pending), "picked", picked)
+	o.Logger.Debug("outbox rescanned the store", "pending", len(pending), "picked", picked, "held", len(o.queued))
 }
 
 func (o *Outbox) limiter(service string) *rate.Limiter {

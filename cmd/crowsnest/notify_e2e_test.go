@@ -34,9 +34,36 @@ notifications:
       webhook: {url: %s/notify}
 `, ns, sinkURL))
 	d = startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json")
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json", "--log-level", "debug")
 	d.waitLog(t, `"msg":"engine caches synced"`)
 	return kubeconfig, ns, d
+}
+
+// waitRescanSettled waits for the daemon's outbox to rescan its store twice
+// after since, the second time finding nothing to pick up and holding no
+// delivery: every rescan until then handed over what it found, and it was
+// sent; a record left pending would have been sent again by then.
+func waitRescanSettled(t *testing.T, d *daemon, since time.Time) {
+	t.Helper()
+	waitFor(t, "a rescan after the delivery with nothing held", func() bool {
+		after := 0
+		for _, l := range d.lines() {
+			var r struct {
+				Time   time.Time `json:"time"`
+				Msg    string    `json:"msg"`
+				Picked int       `json:"picked"`
+				Held   int       `json:"held"`
+			}
+			if json.Unmarshal([]byte(l), &r) != nil || r.Msg != "outbox rescanned the store" || !r.Time.After(since) {
+				continue
+			}
+			// The first one's list may have been read before since.
+			if after++; after >= 2 && r.Picked == 0 && r.Held == 0 {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // The daemon announces its own work: an Application subscribed to the
@@ -154,7 +181,7 @@ func TestE2ERedeliverDeadLetter(t *testing.T) {
 		r := deliveries()
 		return len(r) == 1 && r[0].State == notify.StateDelivered && r[0].Redeliveries == 1
 	})
-	time.Sleep(notify.DefaultRescanInterval + time.Second) // a full rescan for a duplicate to show up
+	waitRescanSettled(t, d, time.Now())
 	if a, r := counts(); a != 1 || r != 1 {
 		t.Errorf("destination got %d accepted and %d refused requests, want 1 and 1", a, r)
 	}
