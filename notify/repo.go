@@ -1,6 +1,10 @@
 package notify
 
-import "github.com/crowsnest-dev/crowsnest/internal/repourl"
+import (
+	"context"
+
+	"github.com/crowsnest-dev/crowsnest/internal/repourl"
+)
 
 // RepoURLToHTTPS turns a Git repository URL (ssh://, scp-like, git://,
 // http:// or https://) into its https:// browse URL without user info or a
@@ -14,10 +18,9 @@ func FullNameByRepoURL(repoURL string) string { return repourl.FullName(repoURL)
 
 // RepoHelpers returns Argo CD's template helpers under the names its
 // templates call them with (`{{call .repo.RepoURLToHTTPS .app.spec.source.repoURL}}`);
-// callers put it in the render variables as "repo".
+// callers put it in the render variables as "repo". GetCommitMetadata
+// and GetAppDetails are there and fail the render (ErrNoRepoAccess):
+// RepoHelpersFor answers them.
 func RepoHelpers() map[string]any {
-	return map[string]any{
-		"RepoURLToHTTPS":    RepoURLToHTTPS,
-		"FullNameByRepoURL": FullNameByRepoURL,
-	}
+	return RepoHelpersFor(context.Background(), nil, nil)
 }

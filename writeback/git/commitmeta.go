@@ -70,15 +70,20 @@ type Dir struct {
 	Found bool
 	// Names are the names of the files directly in the directory, sorted.
 	Names []string
-	// Files holds the contents of the files ReadDir was asked to read.
+	// Files holds the contents of the files ReadDir was asked to read:
+	// those in the directory by name, the extra ones by their path from
+	// the repository root with a leading "/". A missing extra file is
+	// not there.
 	Files map[string][]byte
 }
 
 // ReadDir reads dir (a path in the repository, "" or "." the root) at
 // revision: a branch, a tag, a commit SHA, or "" / "HEAD" for the default
 // branch, after fetching branches and tags. It lists the files directly
-// in dir and reads those read selects; a file over maxBytes is an error.
-func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, read func(name string) bool, maxBytes int64) (Dir, error) {
+// in dir and reads those read selects, and the extra files (paths from
+// the repository root; they cannot leave it); a file over maxBytes is an
+// error.
+func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, read func(name string) bool, maxBytes int64, extra ...string) (Dir, error) {
 	var out Dir
 	err := w.withClone(ctx, repoURL, func(s *session) error {
 		c, err := s.resolve(ctx, revision)
@@ -86,10 +91,27 @@ func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, rea
 			return err
 		}
 		out.SHA = c.Hash.String()
-		tree, err := c.Tree()
+		root, err := c.Tree()
 		if err != nil {
 			return err
 		}
+		out.Files = map[string][]byte{}
+		for _, p := range extra {
+			p = path.Clean("/" + p)
+			f, err := root.File(strings.TrimPrefix(p, "/"))
+			if err != nil {
+				continue
+			}
+			if f.Size > maxBytes {
+				return fmt.Errorf("%s: %d bytes, over the %d-byte limit", p, f.Size, maxBytes)
+			}
+			text, err := f.Contents()
+			if err != nil {
+				return err
+			}
+			out.Files[p] = []byte(text)
+		}
+		tree := root
 		if d := strings.Trim(path.Clean("/"+dir), "/"); d != "" {
 			if tree, err = tree.Tree(d); err != nil {
 				if errors.Is(err, object.ErrDirectoryNotFound) {
@@ -99,7 +121,6 @@ func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, rea
 			}
 		}
 		out.Found = true
-		out.Files = map[string][]byte{}
 		for _, e := range tree.Entries {
 			if !e.Mode.IsFile() {
 				continue

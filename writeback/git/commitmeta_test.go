@@ -98,11 +98,14 @@ func TestReadDirAtRevision(t *testing.T) {
 	w := newWriter(t, nil)
 	ctx := context.Background()
 
-	d, err := w.ReadDir(ctx, url, sha, "chart", func(n string) bool { return n == "values.yaml" }, 1<<10)
+	// An extra path cannot climb out of the repository: ../../big.yaml is /big.yaml.
+	d, err := w.ReadDir(ctx, url, sha, "chart", func(n string) bool { return n == "values.yaml" }, 1<<10, "../../big.yaml", "no/such.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Dir{SHA: sha, Found: true, Names: []string{"Chart.yaml", "values.yaml"}, Files: map[string][]byte{"values.yaml": []byte("image:\n  tag: v1\n")}}
+	want := Dir{SHA: sha, Found: true, Names: []string{"Chart.yaml", "values.yaml"}, Files: map[string][]byte{
+		"values.yaml": []byte("image:\n  tag: v1\n"), "/big.yaml": []byte(strings.Repeat("x", 100)),
+	}}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("at %s (-want +got):\n%s", sha, diff)
 	}
