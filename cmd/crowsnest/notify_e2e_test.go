@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
@@ -37,6 +40,29 @@ notifications:
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json", "--log-level", "debug")
 	d.waitLog(t, `"msg":"engine caches synced"`)
 	return kubeconfig, ns, d
+}
+
+// touchApp sets an annotation nothing reads on the Application and returns
+// its new resourceVersion.
+func touchApp(t *testing.T, ns, name string) string {
+	t.Helper()
+	for {
+		u, err := appsIn(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		anns := u.GetAnnotations()
+		anns["e2e.crowsnest.dev/touched"] = time.Now().Format(time.RFC3339Nano)
+		u.SetAnnotations(anns)
+		u, err = appsIn(ns).Update(t.Context(), u, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.GetResourceVersion()
+	}
 }
 
 // waitRescanSettled waits for the daemon's outbox to rescan its store twice
@@ -89,7 +115,7 @@ func TestE2ENotifiesImageUpdates(t *testing.T) {
 
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	image := pushTags(t, reg, "team/web", "1.0.0", "1.5.0")
-	_, ns, _ := startNotifyingDaemon(t, "e2e-notify", sink.URL)
+	_, ns, d := startNotifyingDaemon(t, "e2e-notify", sink.URL)
 
 	createApp(t, ns, annotatedApp("web", fmt.Sprintf(`    argocd-image-updater.argoproj.io/image-list: %s
     notifications.argoproj.io/subscribe.on-image-updated.hook: ""
@@ -106,7 +132,12 @@ func TestE2ENotifiesImageUpdates(t *testing.T) {
 		}
 		return createdMsg >= 1 && updated >= 1
 	})
-	time.Sleep(2 * time.Second) // room for a duplicate to show up
+	// A duplicate would come from a reconcile after the update (it is
+	// over once the engine reconciles a later version of the
+	// Application), or from the outbox (settled at a rescan after that).
+	later := touchApp(t, ns, "web")
+	d.waitLog(t, `"msg":"application observed"`, `"resourceVersion":"`+later+`"`)
+	waitRescanSettled(t, d, time.Now())
 	var updated int
 	for _, b := range received() {
 		if strings.Contains(b, "1.5.0") {
