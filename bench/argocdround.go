@@ -200,7 +200,7 @@ spec:
 	start := time.Now()
 	for _, app := range all {
 		if _, err := w.deps.wait(ctx, app, w.image(app)+":"+tag(0), 3*time.Minute); err != nil {
-			return fmt.Errorf("Argo CD's first sync: %w\n%s", err, w.argo.Logs())
+			return fmt.Errorf("first sync by Argo CD: %w\n%s", err, w.argo.Logs())
 		}
 	}
 	e.opts.logf("%s: round 6: Argo CD synced %d Applications in %s", e.s.Name, len(all), time.Since(start).Round(time.Millisecond))
@@ -225,8 +225,8 @@ spec:
 		rep.Modes = append(rep.Modes, rn)
 		d.stop()
 	}
-	for _, m := range rep.Modes[:2] {
-		if m.Deployed < m.Pushes {
+	for i := range min(2, len(rep.Modes)) {
+		if m := &rep.Modes[i]; m.Deployed < m.Pushes {
 			return fmt.Errorf("%s: %d of %d pushes deployed", m.Mode, m.Deployed, m.Pushes)
 		}
 	}
@@ -480,7 +480,7 @@ func (dw *deployWatch) wait(ctx context.Context, name, image string, timeout tim
 		case <-ctx.Done():
 			return time.Time{}, ctx.Err()
 		case <-deadline.C:
-			return time.Time{}, fmt.Errorf("Deployment %s does not carry %s after %s", name, image, timeout)
+			return time.Time{}, fmt.Errorf("the Deployment %s does not carry %s after %s", name, image, timeout)
 		case <-ch:
 		}
 	}
@@ -518,7 +518,8 @@ func (rep *argoReport) markdown() string {
 	b.WriteString("\nLatency is from sending the registry webhook (loopback) until the harness's watch sees the Deployment Argo CD applied carry the new image; " +
 		"\"write\" is until crowsnest's write (the Application patched, or the commit on main), \"Argo CD\" from that write to the Deployment.\n\n")
 	b.WriteString("| mode | deployed | p50 | p99 | max | write p50 / p99 | Argo CD p50 / p99 | target p99 |\n|---|---|---|---|---|---|---|---|\n")
-	for _, m := range rep.Modes {
+	for i := range rep.Modes {
+		m := &rep.Modes[i]
 		target := "-"
 		if m.Met != nil {
 			target = fmt.Sprintf("<= %.0f ms: %s", m.TargetP99Ms, map[bool]string{true: "met", false: "MISSED"}[*m.Met])
@@ -526,7 +527,8 @@ func (rep *argoReport) markdown() string {
 		fmt.Fprintf(&b, "| %s | %d/%d | %.0f ms | %.0f ms | %.0f ms | %.0f / %.0f ms | %.0f / %.0f ms | %s |\n",
 			m.Mode, m.Deployed, m.Pushes, m.P50Ms, m.P99Ms, m.MaxMs, m.WriteP50Ms, m.WriteP99Ms, m.ArgoP50Ms, m.ArgoP99Ms, target)
 	}
-	for _, m := range rep.Modes {
+	for i := range rep.Modes {
+		m := &rep.Modes[i]
 		for _, n := range m.Notes {
 			fmt.Fprintf(&b, "\n- %s: %s", m.Mode, n)
 		}
