@@ -93,8 +93,8 @@ func recorded(t *testing.T, cs kubernetes.Interface, ns string) ([]corev1.Event,
 		t.Fatal(err)
 	}
 	sum := 0
-	for _, e := range list.Items {
-		sum += int(e.Count)
+	for i := range list.Items {
+		sum += int(list.Items[i].Count)
 	}
 	return list.Items, sum
 }
@@ -211,7 +211,7 @@ func TestRefusedEventsAreCountedAndLogged(t *testing.T) {
 func TestShutdownFlushesWithinItsTime(t *testing.T) {
 	ns := env.CreateNamespace(t, "events")
 	cs := client(t, 300, 1000)
-	s, reg, _ := newSink(t, cs)
+	s, _, _ := newSink(t, cs)
 	s.Start()
 	for i := range 200 {
 		s.Event(app(ns, fmt.Sprintf("app-%d", i)), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
