@@ -29,7 +29,12 @@ type App struct {
 	Destination Destination
 
 	// Images is status.summary.images: what Argo CD reports as running.
-	Images         []string
+	Images []string
+	// SourceType is status.sourceType, the tool Argo CD found rendering
+	// spec.source (Helm, Kustomize, Directory, Plugin); SourceTypes is
+	// status.sourceTypes, one per entry of spec.sources.
+	SourceType     string
+	SourceTypes    []string
 	SyncStatus     string
 	SyncRevision   string
 	HealthStatus   string
@@ -104,6 +109,8 @@ type appShape struct {
 		Summary struct {
 			Images []string `json:"images,omitempty"`
 		} `json:"summary"`
+		SourceType  string   `json:"sourceType,omitempty"`
+		SourceTypes []string `json:"sourceTypes,omitempty"`
 	} `json:"status"`
 }
 
@@ -125,6 +132,8 @@ func AppFromObject(u *unstructured.Unstructured) (*App, error) {
 		Project:          shape.Spec.Project,
 		Destination:      shape.Spec.Destination,
 		Images:           shape.Status.Summary.Images,
+		SourceType:       shape.Status.SourceType,
+		SourceTypes:      shape.Status.SourceTypes,
 		SyncStatus:       shape.Status.Sync.Status,
 		SyncRevision:     shape.Status.Sync.Revision,
 		HealthStatus:     shape.Status.Health.Status,

@@ -318,3 +318,35 @@ func firstSourceParameters(app *unstructured.Unstructured, fields ...string) []a
 	params, _, _ := unstructured.NestedSlice(src, "helm", "parameters")
 	return params
 }
+
+// A Helm chart from a Git path, with no helm block in the spec and no
+// helm annotations: only Argo CD knows it is Helm (status.sourceType), and
+// as argocd-image-updater does, crowsnest sets the default parameters
+// image.name and image.tag. Overrides of the wrong tool would break the
+// render: a kustomize block makes Argo CD run kustomize on the chart.
+func TestE2EArgoCDHelmDetectedByArgoCD(t *testing.T) {
+	w := newArgoWorldFiles(t, "web-helm-detected", func(w *argoWorld) map[string]string {
+		files := helmWebChart(w, "web")
+		files["web/values.yaml"] = helmValues(w, "1.0.0")
+		return files
+	}, argocdenv.Options{})
+	w.createArgoApp(t, "    argocd-image-updater.argoproj.io/image-list: web="+w.image+":^1",
+		fmt.Sprintf("  source: {repoURL: %s, path: web, targetRevision: main}", w.repoURL))
+	w.waitDeployed(t, w.image+":1.0.0")
+	d := w.daemon(t)
+	app := w.waitDeployed(t, w.image+":1.1.0")
+	d.waitLog(t, `"msg":"images updated"`, `"method":"argocd"`)
+	checkOperation(t, app)
+	if typ, _, _ := unstructured.NestedString(app.Object, "status", "sourceType"); typ != "Helm" {
+		t.Errorf("Argo CD rendered the source as %q, want Helm", typ)
+	}
+	params, _, _ := unstructured.NestedSlice(app.Object, "spec", "source", "helm", "parameters")
+	t.Logf("spec.source.helm.parameters: %v", params)
+	if k, ok, _ := unstructured.NestedMap(app.Object, "spec", "source", "kustomize"); ok {
+		t.Errorf("crowsnest wrote kustomize overrides %v on a Helm source", k)
+	}
+	synced, _, _ := unstructured.NestedSlice(app.Object, "status", "sync", "comparedTo", "source", "helm", "parameters")
+	if fmt.Sprint(synced) != fmt.Sprint(params) || len(params) == 0 {
+		t.Errorf("Argo CD compared with helm.parameters %v, want the spec's %v", synced, params)
+	}
+}

@@ -138,7 +138,7 @@ func decideImage(app *watcher.App, spec *Spec, img *Image, res policy.Result) (C
 		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonUpToDate, Detail: to}
 	}
 	ch.From = current
-	if isHelm(img, src) {
+	if isHelm(app, spec, img, idx, src) {
 		ch.Helm = helmParams(img, to)
 	} else {
 		ch.KustomizeName = kustomizeName(img)
@@ -181,14 +181,31 @@ func targetSource(app *watcher.App, img *Image) (int, *watcher.Source) {
 	return -1, nil
 }
 
-func isHelm(img *Image, src *watcher.Source) bool {
-	if img.Helm != (HelmNames{}) {
+// isHelm says whether the image's overrides are Helm parameters: the
+// annotations' choice (helm names, a kustomize name, the kustomization
+// target), then the source's helm or kustomize block, then the tool Argo CD
+// found rendering the source (status.sourceType or sourceTypes), as
+// argocd-image-updater decides. A chart in a Git folder often has no helm
+// block; kustomize overrides on it make Argo CD run kustomize on the chart,
+// which fails.
+func isHelm(app *watcher.App, spec *Spec, img *Image, idx int, src *watcher.Source) bool {
+	switch {
+	case img.Helm != (HelmNames{}):
 		return true
-	}
-	if img.KustomizeName != "" {
+	case img.KustomizeName != "", spec.WriteBack.Target.Kind == TargetKustomization:
 		return false
+	case src == nil:
+		return false
+	case src.Kustomize != nil:
+		return false
+	case src.Chart != "" || src.Helm != nil:
+		return true
+	case idx < 0:
+		return app.SourceType == "Helm"
+	case idx < len(app.SourceTypes):
+		return app.SourceTypes[idx] == "Helm"
 	}
-	return src != nil && (src.Chart != "" || src.Helm != nil) && src.Kustomize == nil
+	return false
 }
 
 // Helm parameter names argocd-image-updater uses when none are given.

@@ -157,3 +157,40 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// With no helm or kustomize block in the spec, the tool Argo CD found
+// (status.sourceType, sourceTypes per source) decides the overrides, as in
+// argocd-image-updater; the kustomization target always means kustomize.
+func TestDecideToolFromArgoCDSourceType(t *testing.T) {
+	src := watcher.Source{RepoURL: "https://git.example.com/a.git", Path: "web"}
+	single := func(typ string) *watcher.App {
+		return &watcher.App{Name: "a", Sources: []watcher.Source{src}, SourceType: typ, Images: []string{"ghcr.io/org/web:1.0.0"}}
+	}
+	multi := &watcher.App{Name: "m", MultiSource: true, Sources: []watcher.Source{src, {RepoURL: src.RepoURL, Ref: "values"}},
+		SourceTypes: []string{"Helm", "Directory"}, Images: []string{"ghcr.io/org/web:1.0.0"}}
+	tests := []struct {
+		name     string
+		app      *watcher.App
+		kv       []string
+		wantHelm bool
+	}{
+		{"Helm", single("Helm"), nil, true},
+		{"Kustomize", single("Kustomize"), nil, false},
+		{"not yet rendered", single(""), nil, false},
+		{"multi-source Helm", multi, nil, true},
+		{"kustomization target", single("Helm"), []string{"write-back-method", "git", "write-back-target", "kustomization"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := mustSpec(t, append([]string{"image-list", "web=ghcr.io/org/web"}, tt.kv...)...)
+			p := Decide(tt.app, spec, map[string]Selection{"web": {Result: policy.Result{Tag: "1.1.0"}}}, Hold{})
+			if len(p.Changes) != 1 {
+				t.Fatalf("changes %+v, skipped %+v", p.Changes, p.Skipped)
+			}
+			ch := p.Changes[0]
+			if got := len(ch.Helm) > 0; got != tt.wantHelm || got == (ch.Kustomize != "") {
+				t.Errorf("helm %v, kustomize %q; want helm %v", ch.Helm, ch.Kustomize, tt.wantHelm)
+			}
+		})
+	}
+}
