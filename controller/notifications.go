@@ -73,7 +73,10 @@ type Notifier struct {
 	// Services builds the senders of a prepared config for the outbox; nil
 	// leaves the outbox's services alone.
 	Services func(n *config.Notifications) (map[string]notify.Service, error)
-	Metrics  *NotifierMetrics
+	// Repo answers repo.GetCommitMetadata and repo.GetAppDetails in
+	// templates (a *NotifyRepo); nil makes them fail the render.
+	Repo    notify.RepoLookup
+	Metrics *NotifierMetrics
 	// PruneAfter is how long after the sources synced the state of
 	// Applications not seen since start is deleted.
 	PruneAfter time.Duration
@@ -553,7 +556,7 @@ func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it *notifyItem,
 				n.Log.Warn("subscription names an unknown notification service", "app", app.Key(), "trigger", s.Trigger, "service", d.Service)
 				continue
 			}
-			msg, err := c.render(s.Templates, d.Service, TemplateVars(appMap, eventMap, c.set.Config.Context, typ))
+			msg, err := c.render(s.Templates, d.Service, TemplateVarsRepo(ctx, n.Repo, appMap, eventMap, c.set.Config.Context, typ))
 			if err != nil {
 				// A template that fails on this Application will fail on
 				// every retry: report it and move on.

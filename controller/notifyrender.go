@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -123,6 +124,15 @@ func TemplateVars(app, event map[string]any, context map[string]string, serviceT
 		"app": app, "context": context, "event": event,
 		"serviceType": serviceType, "repo": notify.RepoHelpers(),
 	}
+}
+
+// TemplateVarsRepo is TemplateVars whose repo.GetCommitMetadata and
+// repo.GetAppDetails are answered by repo about app (nil repo: they fail
+// the render).
+func TemplateVarsRepo(ctx context.Context, repo notify.RepoLookup, app, event map[string]any, vars map[string]string, serviceType string) map[string]any {
+	out := TemplateVars(app, event, vars, serviceType)
+	out["repo"] = notify.RepoHelpersFor(ctx, repo, app)
+	return out
 }
 
 // render renders the templates of one send for one service and merges
