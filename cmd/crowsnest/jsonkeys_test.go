@@ -32,6 +32,7 @@ func TestJSONOutputKeysAreLowerCamel(t *testing.T) {
 		"notify redeliver -o json":         &notify.Record{},
 		"run --dry-run --plan-format json": &controller.WritePlan{},
 		"demo -o json":                     &demoReport{},
+		"notify send -o json":              &notifySendReport{},
 	}
 	for name, v := range outputs {
 		t.Run(name, func(t *testing.T) {

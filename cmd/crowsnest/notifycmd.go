@@ -36,12 +36,14 @@ func newNotifyCommand() *cobra.Command {
 	o := &notifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "notify",
-		Short: "Dry-run notification triggers and templates; read the delivery log",
+		Short: "Dry-run notification triggers and templates, send one test message; read the delivery log",
 		Long: `The trigger and template commands evaluate triggers and render templates
 offline, with the notifications of --config (the default catalog when no
 config is given) and, with --notifications-cm, an argocd-notifications-cm read
-from a file. Secrets are not resolved: nothing is sent. The log command reads
-the daemon's delivery log from its ConfigMaps in the cluster.`,
+from a file. Secrets are not resolved: nothing is sent. The send command
+renders a template the same way and sends it, once, through a configured
+service. The log command reads the daemon's delivery log from its ConfigMaps
+in the cluster.`,
 	}
 	dryRunFlags := func(c *cobra.Command) {
 		pf := c.PersistentFlags()
@@ -81,38 +83,52 @@ Application, records instead of sending.`,
 	render.Flags().StringVar(&o.service, "service", "", "slack, webhook or email, or the name of a configured service")
 	template.AddCommand(render)
 
-	cmd.AddCommand(trigger, template, newNotifyLogCommand(), newNotifyRedeliverCommand())
+	send := newNotifySendCommand(o)
+	dryRunFlags(send)
+	cmd.AddCommand(trigger, template, send, newNotifyLogCommand(), newNotifyRedeliverCommand())
 	return cmd
 }
 
 // notifications returns the configured notifications, compiled.
 func (o *notifyOptions) notifications() (*triggers.Set, error) {
+	n, _, err := o.mergedNotifications()
+	if err != nil {
+		return nil, err
+	}
+	return triggers.Compile(n)
+}
+
+// mergedNotifications returns the notifications of --config (the default
+// catalog without one) with --notifications-cm merged under them, and the
+// --notifications-secret data that answers the ConfigMap's $key
+// references.
+func (o *notifyOptions) mergedNotifications() (*config.Notifications, map[string][]byte, error) {
 	n := &config.Notifications{Catalog: true}
 	if o.configPath != "" {
 		c, err := config.Load(o.configPath)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		n = &c.Notifications
+	}
+	secret, err := o.secret()
+	if err != nil {
+		return nil, nil, err
 	}
 	if o.cmPath != "" {
 		var cm struct {
 			Data map[string]string `json:"data"`
 		}
 		if err := readManifest(o.cmPath, &cm); err != nil {
-			return nil, err
-		}
-		secret, err := o.secret()
-		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		parsed, err := config.ParseArgoCDConfigMap(cm.Data, secret)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		n.Merge(parsed)
 	}
-	return triggers.Compile(n)
+	return n, secret, nil
 }
 
 // secret reads --notifications-secret: a Secret manifest's data
