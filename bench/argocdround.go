@@ -53,9 +53,9 @@ var argoOpts argocdOptions
 func (a *argocdOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.apps, "argocd-apps", 4, "round 6: Applications per mode")
 	fs.IntVar(&a.pushes, "argocd-pushes", 50, "round 6: pushes measured in Kubernetes mode and in Git mode with refresh")
-	fs.IntVar(&a.noRefreshPushes, "argocd-norefresh-pushes", 2, "round 6: pushes measured in Git mode with git.refresh: none (each waits for Argo CD's resync)")
+	fs.IntVar(&a.noRefreshPushes, "argocd-norefresh-pushes", 1, "round 6: pushes measured in Git mode with git.refresh: none (each may wait two of Argo CD's resyncs)")
 	fs.DurationVar(&a.resync, "argocd-resync", 3*time.Minute, "round 6: Argo CD's --app-resync (its default is 3m)")
-	fs.DurationVar(&a.timeout, "argocd-push-timeout", 30*time.Second, "round 6: give up on a push not deployed after this long (Git mode without refresh: after the resync plus this)")
+	fs.DurationVar(&a.timeout, "argocd-push-timeout", 30*time.Second, "round 6: give up on a push not deployed after this long (Git mode without refresh: after twice the resync plus this)")
 }
 
 // argoTarget is the goal for the p99 of push to deployed.
@@ -113,6 +113,9 @@ func (e *env) argocdRound(ctx context.Context) error {
 	o := argoOpts
 	rep := &argoReport{Started: time.Now(), Machine: machine(), ArgoCD: argocdenv.Version(),
 		Command: "go run ./bench -scenarios " + e.s.Name + " -rounds 6" + fmt.Sprintf(" -argocd-apps %d -argocd-pushes %d -argocd-norefresh-pushes %d -argocd-resync %s", o.apps, o.pushes, o.noRefreshPushes, o.resync)}
+	if len(e.opts.crowsnestArgs) > 0 {
+		rep.Command += fmt.Sprintf(" -crowsnest-args %q", strings.Join(e.opts.crowsnestArgs, " "))
+	}
 	if root, err := testenv.ModuleRoot(); err == nil {
 		rep.Commit = gitCommit(root)
 	}
@@ -220,8 +223,12 @@ spec:
 		if err != nil {
 			return err
 		}
-		rn := w.measure(ctx, d, "Git mode, git.refresh: none", git, o.noRefreshPushes, o.resync+o.timeout, true)
-		rn.Notes = append(rn.Notes, fmt.Sprintf("no target: Argo CD finds the commit at its next resync (--app-resync %s), so a push waits up to that long", o.resync))
+		// Argo CD's periodic resync compares with the revision its repo
+		// server resolved for main earlier, cached for
+		// --revision-cache-expiration (3m by default); only a refresh
+		// request resolves it again. A commit can wait two resyncs.
+		rn := w.measure(ctx, d, "Git mode, git.refresh: none", git, o.noRefreshPushes, 2*o.resync+o.timeout, true)
+		rn.Notes = append(rn.Notes, fmt.Sprintf("no target: Argo CD finds the commit at a periodic resync (--app-resync %s) that comes after the repo server's cached resolution of the branch expired (--revision-cache-expiration, 3m by default): up to about twice %s", o.resync, o.resync))
 		rep.Modes = append(rep.Modes, rn)
 		d.stop()
 	}
@@ -387,7 +394,7 @@ func (w *argoWorld) measure(ctx context.Context, d *daemon, mode string, apps []
 	r.P50Ms, r.P99Ms, r.MaxMs = argoMs(total, 50), argoMs(total, 99), argoMs(total, 100)
 	r.WriteP50Ms, r.WriteP99Ms = argoMs(write, 50), argoMs(write, 99)
 	r.ArgoP50Ms, r.ArgoP99Ms = argoMs(argo, 50), argoMs(argo, 99)
-	if r.TargetP99Ms > 0 {
+	if r.TargetP99Ms > 0 && r.Pushes > 0 {
 		met := r.Deployed == r.Pushes && r.P99Ms <= r.TargetP99Ms
 		r.Met = &met
 	}
