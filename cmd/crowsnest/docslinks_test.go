@@ -46,7 +46,7 @@ func TestREADMENamesEveryCommand(t *testing.T) {
 }
 
 var (
-	fenceRE    = regexp.MustCompile("(?ms)^```.*?^```[^\n]*$")
+	fenceRE    = regexp.MustCompile("(?ms)^```.*?\n```[^\n]*$")
 	codeSpanRE = regexp.MustCompile("`[^`\n]*`")
 	linkRE     = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	headingRE  = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
