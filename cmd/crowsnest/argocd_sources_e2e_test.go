@@ -39,9 +39,9 @@ spec:
 	}
 }
 
-// helmValues is a values file setting team/web's tag.
-func helmValues(w *argoWorld, tag string) string {
-	return fmt.Sprintf("# the environment's values\nimage:\n  name: %s\n  tag: %s\n", w.image, tag)
+// helmValues is a values file setting team/web at 1.0.0.
+func helmValues(w *argoWorld) string {
+	return fmt.Sprintf("# the environment's values\nimage:\n  name: %s\n  tag: 1.0.0\n", w.image)
 }
 
 // createArgoApp creates the world's automated Application with the
@@ -177,7 +177,7 @@ func TestE2EArgoCDGitKustomizationTarget(t *testing.T) {
 func TestE2EArgoCDHelmGitParameters(t *testing.T) {
 	w := newArgoWorldFiles(t, "web-helm-params", func(w *argoWorld) map[string]string {
 		files := helmWebChart(w, "web")
-		files["web/values-prod.yaml"] = helmValues(w, "1.0.0")
+		files["web/values-prod.yaml"] = helmValues(w)
 		return files
 	}, argocdenv.Options{AppResync: argoCDWait})
 	w.createArgoApp(t, w.gitAnnotations(
@@ -205,7 +205,7 @@ func TestE2EArgoCDHelmGitParameters(t *testing.T) {
 func TestE2EArgoCDHelmGitValuesFile(t *testing.T) {
 	w := newArgoWorldFiles(t, "web-helm-values", func(w *argoWorld) map[string]string {
 		files := helmWebChart(w, "web")
-		files["web/values-prod.yaml"] = helmValues(w, "1.0.0")
+		files["web/values-prod.yaml"] = helmValues(w)
 		return files
 	}, argocdenv.Options{AppResync: argoCDWait})
 	w.createArgoApp(t, w.gitAnnotations(
@@ -228,7 +228,7 @@ func TestE2EArgoCDHelmGitValuesFile(t *testing.T) {
 func TestE2EArgoCDHelmKubernetesMode(t *testing.T) {
 	w := newArgoWorldFiles(t, "web-helm-kube", func(w *argoWorld) map[string]string {
 		files := helmWebChart(w, "web")
-		files["web/values-prod.yaml"] = helmValues(w, "1.0.0")
+		files["web/values-prod.yaml"] = helmValues(w)
 		return files
 	}, argocdenv.Options{})
 	w.createArgoApp(t, "    argocd-image-updater.argoproj.io/image-list: web="+w.image+":^1\n"+
@@ -256,7 +256,7 @@ func TestE2EArgoCDHelmKubernetesMode(t *testing.T) {
 func TestE2EArgoCDMultiSourceValuesRef(t *testing.T) {
 	w := newArgoWorldFiles(t, "web-multi", func(w *argoWorld) map[string]string {
 		files := helmWebChart(w, "chart")
-		files["envs/prod/values.yaml"] = helmValues(w, "1.0.0")
+		files["envs/prod/values.yaml"] = helmValues(w)
 		return files
 	}, argocdenv.Options{AppResync: argoCDWait})
 	w.createArgoApp(t, w.gitAnnotations(
@@ -282,7 +282,7 @@ func TestE2EArgoCDMultiSourceValuesRef(t *testing.T) {
 func TestE2EArgoCDMultiSourceKubernetesMode(t *testing.T) {
 	w := newArgoWorldFiles(t, "web-multi-kube", func(w *argoWorld) map[string]string {
 		files := helmWebChart(w, "chart")
-		files["envs/prod/values.yaml"] = helmValues(w, "1.0.0")
+		files["envs/prod/values.yaml"] = helmValues(w)
 		return files
 	}, argocdenv.Options{})
 	w.createArgoApp(t, "    argocd-image-updater.argoproj.io/image-list: web="+w.image+":^1\n"+
@@ -302,7 +302,7 @@ func TestE2EArgoCDMultiSourceKubernetesMode(t *testing.T) {
 	if fmt.Sprint(synced) != fmt.Sprint(params) || len(params) == 0 {
 		t.Errorf("Argo CD compared sources[0] with helm.parameters %v, want the spec's %v", synced, params)
 	}
-	if got, _ := w.git.ReadFile(t, "deploy", "main", "envs/prod/values.yaml"); got != helmValues(w, "1.0.0") {
+	if got, _ := w.git.ReadFile(t, "deploy", "main", "envs/prod/values.yaml"); got != helmValues(w) {
 		t.Errorf("the values file changed in Kubernetes mode:\n%s", got)
 	}
 }
@@ -327,7 +327,7 @@ func firstSourceParameters(app *unstructured.Unstructured, fields ...string) []a
 func TestE2EArgoCDHelmDetectedByArgoCD(t *testing.T) {
 	w := newArgoWorldFiles(t, "web-helm-detected", func(w *argoWorld) map[string]string {
 		files := helmWebChart(w, "web")
-		files["web/values.yaml"] = helmValues(w, "1.0.0")
+		files["web/values.yaml"] = helmValues(w)
 		return files
 	}, argocdenv.Options{})
 	w.createArgoApp(t, "    argocd-image-updater.argoproj.io/image-list: web="+w.image+":^1",
