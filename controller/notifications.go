@@ -452,6 +452,9 @@ func (n *Notifier) process(ctx context.Context, it *notifyItem) error {
 		names = c.eventTriggers
 	}
 	env := triggers.NewEnv(appMap, prevMap, eventMap, c.set.Config.Context, n.Now())
+	if n.Repo != nil {
+		env.Repo = TriggerRepo(ctx, n.Repo, appMap)
+	}
 	var results []triggers.Result
 	for _, name := range names {
 		results = triggers.EvaluateAppend(results, c.set.Triggers[name], env)

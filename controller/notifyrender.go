@@ -135,6 +135,19 @@ func TemplateVarsRepo(ctx context.Context, repo notify.RepoLookup, app, event ma
 	return out
 }
 
+// TriggerRepo is `repo` in trigger conditions about app: its
+// GetCommitMetadata and GetAppDetails are answered by repo as in
+// templates (nil repo: they fail the condition).
+func TriggerRepo(ctx context.Context, repo notify.RepoLookup, app map[string]any) triggers.RepoFuncs {
+	h := notify.RepoHelpersFor(ctx, repo, app)
+	commit, _ := h["GetCommitMetadata"].(func(any) (notify.CommitMetadata, error))
+	details, _ := h["GetAppDetails"].(func() (notify.AppDetail, error))
+	return triggers.NewRepoFuncs(
+		func(sha any) (any, error) { return commit(sha) },
+		func() (any, error) { return details() },
+	)
+}
+
 // render renders the templates of one send for one service and merges
 // them as argocd-notifications does: a later template's non-empty parts
 // win.

@@ -111,7 +111,8 @@ func TestCommitMetadataThroughNotifier(t *testing.T) {
 	cfg := notifyConfig(sink.URL)
 	cfg.Notifications.Catalog = false
 	cfg.Notifications.Triggers = map[string][]config.Condition{
-		"on-commit": {{When: "app.status.sync.status == 'Synced'", Send: []string{"commit"}}},
+		// The condition reads the commit too, as Argo CD's expressions may.
+		"on-commit": {{When: "app.status.sync.status == 'Synced' && repo.GetCommitMetadata(app.status.sync.revision).Author contains '<" + testgit.SeedEmail + ">'", Send: []string{"commit"}}},
 	}
 	cfg.Notifications.Templates = map[string]config.Template{"commit": {Webhook: map[string]config.WebhookTemplate{"hook": {
 		Method: "POST",

@@ -1,7 +1,9 @@
 package triggers
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -141,8 +143,41 @@ func (StringFuncs) Count(s, sub any) int { return strings.Count(str(s), str(sub)
 // Fields is strings.Fields.
 func (StringFuncs) Fields(s any) []string { return strings.Fields(str(s)) }
 
-// RepoFuncs is `repo` in conditions.
-type RepoFuncs struct{}
+// RepoFuncs is `repo` in conditions. GetCommitMetadata and GetAppDetails
+// are answered by what NewRepoFuncs was given; the zero value fails
+// them (an evaluation error of that condition).
+type RepoFuncs struct {
+	commit  func(sha any) (any, error)
+	details func() (any, error)
+}
+
+// NewRepoFuncs returns `repo` whose GetCommitMetadata and GetAppDetails
+// call commit and details (Argo CD's repo helpers about the Application
+// being evaluated).
+func NewRepoFuncs(commit func(sha any) (any, error), details func() (any, error)) RepoFuncs {
+	return RepoFuncs{commit: commit, details: details}
+}
+
+// GetCommitMetadata is Argo CD's repo.GetCommitMetadata: the commit's
+// Message, Author, Date and Tags.
+func (r RepoFuncs) GetCommitMetadata(sha any) (any, error) {
+	if r.commit == nil {
+		return nil, errors.New("repo.GetCommitMetadata: no access to the Application's repository here")
+	}
+	return r.commit(sha)
+}
+
+// GetAppDetails is Argo CD's repo.GetAppDetails: the source's Type and
+// its Helm, Kustomize or Directory details.
+func (r RepoFuncs) GetAppDetails() (any, error) {
+	if r.details == nil {
+		return nil, errors.New("repo.GetAppDetails: no access to the Application's repository here")
+	}
+	return r.details()
+}
+
+// QueryEscape is url.QueryEscape, as Argo CD's repo.QueryEscape.
+func (RepoFuncs) QueryEscape(s any) string { return url.QueryEscape(str(s)) }
 
 // RepoURLToHTTPS turns a Git URL (git@host:org/repo.git, ssh://...,
 // http://...) into its https:// web address without ".git"; other values
