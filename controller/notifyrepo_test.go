@@ -227,3 +227,19 @@ func TestCommitMetadataRefusedByProject(t *testing.T) {
 		t.Errorf("permitted repository: %v", err)
 	}
 }
+
+// `config validate` accepts triggers and templates that call Argo CD's
+// repo helpers.
+func TestCommitMetadataConfigValidates(t *testing.T) {
+	cfg := notifyConfig("http://127.0.0.1:1")
+	cfg.Notifications.Catalog = false
+	cfg.Notifications.Triggers = map[string][]config.Condition{"on-commit": {{
+		When: "repo.GetCommitMetadata(app.status.sync.revision).Author != '' && repo.GetAppDetails().Type == 'Helm'", Send: []string{"commit"},
+	}}}
+	cfg.Notifications.Templates = map[string]config.Template{"commit": {
+		Message: `Author: {{(call .repo.GetCommitMetadata .app.status.sync.revision).Author}} {{(call .repo.GetAppDetails).Helm.GetParameterValueByName "image.tag"}}`,
+	}}
+	if err := controller.CheckNotifications(&cfg.Notifications); err != nil {
+		t.Fatal(err)
+	}
+}
