@@ -84,7 +84,8 @@ func waitRescanSettled(t *testing.T, d *daemon, since time.Time) {
 				continue
 			}
 			// The first one's list may have been read before since.
-			if after++; after >= 2 && r.Picked == 0 && r.Held == 0 {
+			after++
+			if after >= 2 && r.Picked == 0 && r.Held == 0 {
 				return true
 			}
 		}
