@@ -36,6 +36,7 @@ func TestE2EArgoCDWindowDenyBlocksAutoSyncAndHoldsTheUpdate(t *testing.T) {
 	head := w.git.Seed(t, "deploy", "main", map[string]string{
 		"web/deployment.yaml": webDeployment(w.image+":1.0.0", 2),
 	}, "two replicas")
+	argoRefresh(t, w)
 
 	d := w.daemon(t)
 	d.waitLog(t, `"msg":"image update held by a sync window"`, `"app":"`+w.ns+`/`+w.app+`"`)
