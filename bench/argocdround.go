@@ -223,12 +223,12 @@ spec:
 		if err != nil {
 			return err
 		}
-		// Argo CD's periodic resync compares with the revision its repo
-		// server resolved for main earlier, cached for
-		// --revision-cache-expiration (3m by default); only a refresh
-		// request resolves it again. A commit can wait two resyncs.
+		// Argo CD's resync ticks come every --app-resync, and a tick
+		// compares an Application only if its last comparison is older
+		// than --app-resync: one compared just before a tick (after its
+		// last sync) waits for the next. A commit can wait two resyncs.
 		rn := w.measure(ctx, d, "Git mode, git.refresh: none", git, o.noRefreshPushes, 2*o.resync+o.timeout, true)
-		rn.Notes = append(rn.Notes, fmt.Sprintf("no target: Argo CD finds the commit at a periodic resync (--app-resync %s) that comes after the repo server's cached resolution of the branch expired (--revision-cache-expiration, 3m by default): up to about twice %s", o.resync, o.resync))
+		rn.Notes = append(rn.Notes, fmt.Sprintf("no target: Argo CD finds the commit at a resync tick (every --app-resync %s) that finds the Application's last comparison older than %s, so up to about twice %s (a tick just after the previous sync skips it); the repo server's cached resolution of the branch (--revision-cache-expiration, 3m by default) can add to that", o.resync, o.resync, o.resync))
 		rep.Modes = append(rep.Modes, rn)
 		d.stop()
 	}
