@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 // Checked is a config file read for checking: the config as decoded (even
@@ -29,11 +30,20 @@ func (c *Checked) Line(path string) int {
 	return 0
 }
 
-// Covers reports whether a schema problem is already about path or one of
-// its enclosing fields: a further check's complaint about it would repeat
-// that problem (or be about a value that failed to decode).
+// Covers reports whether a schema problem is already about path, one of
+// its enclosing fields or a field within it: a further check's complaint
+// about path would repeat that problem, or judge a value the schema
+// rejected (which may be a pasted secret the schema refused to echo).
 func (c *Checked) Covers(path string) bool {
-	return path != "" && decodedBadly(path, c.Problems)
+	if path == "" {
+		return false
+	}
+	for _, p := range c.Problems {
+		if p.Path == path || strings.HasPrefix(p.Path, path+".") || strings.HasPrefix(p.Path, path+"[") {
+			return true
+		}
+	}
+	return decodedBadly(path, c.Problems)
 }
 
 // ParseChecked decodes and validates data like Parse, but keeps the

@@ -125,8 +125,9 @@ func flattenErrors(err error) []error {
 
 var (
 	// checkPathRE finds the field path an error of checkConfig's begins
-	// with ("imagePolicies[0].images[1].tag: ...").
-	checkPathRE = regexp.MustCompile(`^((?:notifications|imagePolicies|registries|git|syncWindows|watch|controller|tenancy)(?:[.\[][^:\s]*)?): (.*)$`)
+	// with ("imagePolicies[0].images[1].tag: ...", "git.signingKey
+	// (file:key): ...").
+	checkPathRE = regexp.MustCompile(`^((?:notifications|imagePolicies|registries|git|syncWindows|watch|controller|tenancy)(?:[.\[][^:\s(]*)?)(?: (\([^)]*\)))?: (.*)$`)
 	// notifyTemplateRE finds notify.Compile's template "name": field: prefix.
 	notifyTemplateRE = regexp.MustCompile(`^template "([^"]+)": ([A-Za-z0-9_.\-\[\]]+): (.*)$`)
 	// notifyRefRE finds triggers.Compile's reference errors.
@@ -159,7 +160,11 @@ func locateCheckError(err error) []config.FieldError {
 		return []config.FieldError{{Path: "notifications." + m[1], Msg: m[2]}}
 	}
 	if m := checkPathRE.FindStringSubmatch(s); m != nil {
-		return []config.FieldError{{Path: m[1], Msg: m[2]}}
+		msg := m[3]
+		if m[2] != "" {
+			msg = m[2] + ": " + msg
+		}
+		return []config.FieldError{{Path: m[1], Msg: msg}}
 	}
 	return []config.FieldError{{Msg: s}}
 }
