@@ -272,6 +272,13 @@ func TestE2EArgoCDMultiSourceValuesRef(t *testing.T) {
 	d.waitLog(t, `"msg":"images updated"`, `"method":"git"`)
 	w.checkSyncedCommit(t, app, before, "envs/prod/values.yaml")
 	checkOperation(t, app)
+	// One source type per spec.sources entry, the ref-only one included (as ""):
+	// crowsnest reads the tool of sources[i] at sourceTypes[i].
+	if types, _, _ := unstructured.NestedStringSlice(app.Object, "status", "sourceTypes"); len(types) != 2 || types[0] != "Helm" {
+		t.Errorf("status.sourceTypes = %v, want Helm for the chart and one entry for the ref source", types)
+	} else {
+		t.Logf("status.sourceTypes: %v", types)
+	}
 	got, _ := w.git.ReadFile(t, "deploy", "main", "envs/prod/values.yaml")
 	t.Logf("envs/prod/values.yaml:\n%s", got)
 }
