@@ -119,9 +119,9 @@ func ServiceTemplate(name string, t config.Template, svcName, typ string) notify
 // TemplateVars are the variables templates read: the Application, the
 // configured context, the crowsnest event (nil for Application
 // transitions), the service type and Argo CD's repo helpers.
-func TemplateVars(app, event map[string]any, context map[string]string, serviceType string) map[string]any {
+func TemplateVars(app, event map[string]any, vars map[string]string, serviceType string) map[string]any {
 	return map[string]any{
-		"app": app, "context": context, "event": event,
+		"app": app, "context": vars, "event": event,
 		"serviceType": serviceType, "repo": notify.RepoHelpers(),
 	}
 }

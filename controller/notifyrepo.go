@@ -254,9 +254,3 @@ func (l *lruCache[V]) add(key string, val V) {
 		delete(l.items, old.Value.(*lruEntry[V]).key)
 	}
 }
-
-func (l *lruCache[V]) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.order.Len()
-}
