@@ -247,9 +247,9 @@ func (s *notifySettler) settle(t *testing.T, step string, want map[string]int) {
 		t.Errorf("after %s: messages per trigger (-want +got):\n%s\nbodies: %q", step, diff, s.sink.all())
 	}
 	logged := map[string]int{}
-	for _, r := range recs {
-		if r.Trigger != "on-witness" {
-			logged[r.Trigger]++
+	for i := range recs {
+		if tr := recs[i].Trigger; tr != "on-witness" {
+			logged[tr]++
 		}
 	}
 	if diff := cmp.Diff(want, logged); diff != "" {
