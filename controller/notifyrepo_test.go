@@ -3,6 +3,7 @@ package controller_test
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -241,5 +242,43 @@ func TestCommitMetadataConfigValidates(t *testing.T) {
 	}}
 	if err := controller.CheckNotifications(&cfg.Notifications); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Git server that never answers fails the call when Timeout passes
+// (the writer's own per-operation bound is far longer here).
+func TestCommitMetadataBoundedTime(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	w := &gitwb.Writer{CacheDir: filepath.Join(t.TempDir(), "cache"), Timeout: 10 * time.Minute, Metrics: gitwb.NewMetrics(prometheus.NewRegistry())}
+	r := &controller.NotifyRepo{Git: w, Timeout: 300 * time.Millisecond}
+	url := "http://" + ln.Addr().String() + "/apps.git"
+	sha := "0123456789abcdef0123456789abcdef01234567"
+	_, err = r.CommitMetadata(t.Context(), appObject("stuck", url, sha), sha)
+	if err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Errorf("err = %v, want the deadline", err)
 	}
 }
