@@ -46,7 +46,8 @@ func parseFlags(args []string) (*options, error) {
 		extra     string
 	)
 	fs.StringVar(&scen, "scenarios", "S1,S2,S3", "scenarios to run: S1 (N=100 K=10 T=50), S2 (N=1000 K=50 T=200), S3 (N=10000 K=500 T=200)")
-	fs.StringVar(&rds, "rounds", "1,2,3,4,5,7", "rounds: 1 cold start, 2 steady state, 3 new tag (poll and webhook), 4 Git mode, 5 notifications, 7 cold start with 50 ms registry latency; 4, 5 and 7 run for S1 and S2 only")
+	fs.StringVar(&rds, "rounds", "1,2,3,4,5,7", "rounds: 1 cold start, 2 steady state, 3 new tag (poll and webhook), 4 Git mode, 5 notifications, 6 push to deployed with a real Argo CD (opt-in; first scenario only), 7 cold start with 50 ms registry latency; 4, 5 and 7 run for S1 and S2 only")
+	argoOpts.register(fs)
 	fs.StringVar(&o.out, "out", "bin/bench", "folder for results.json, results.md and profiles")
 	fs.StringVar(&o.bin, "bin", "", "crowsnest binary to measure (default: go build ./cmd/crowsnest)")
 	fs.StringVar(&extra, "crowsnest-args", "", "extra flags for `crowsnest run`, space separated (e.g. \"--kube-api-qps=200 --workers=8\")")
@@ -236,6 +237,11 @@ func runScenario(ctx context.Context, o *options, s scenario, dir string) ([]res
 	}
 	if o.rounds["7"] && small {
 		if err := step("round 7, cold start with registry latency", one(e.latencyRound)); err != nil {
+			return results, err
+		}
+	}
+	if o.rounds["6"] && s.Name == o.scenarios[0].Name {
+		if err := step("round 6, push to deployed with Argo CD", func() ([]result, error) { return nil, e.argocdRound(ctx) }); err != nil {
 			return results, err
 		}
 	}
