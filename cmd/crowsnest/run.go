@@ -470,6 +470,11 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	notifier.Synced = controller.SourcesSynced(engine.Sources)
 	notifier.Project = controller.EngineProject(engine)
+	if gw != nil {
+		// repo.GetCommitMetadata / GetAppDetails read through write-back's
+		// Writer: its clone locks are per Writer.
+		notifier.Repo = &controller.NotifyRepo{Git: gw, Check: images.Tenancy.CheckRepository}
+	}
 	engine.Transitions = notifier.OnAppEvent
 	images.Notify, timer.Notify = notifier.OnEvent, notifier.OnEvent
 	images.Announces = notifier.Announces
