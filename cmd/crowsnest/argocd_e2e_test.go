@@ -145,7 +145,7 @@ func (w *argoWorld) waitDeployed(t *testing.T, image string) *unstructured.Unstr
 			t.Fatalf("Argo CD did not deploy %s within %s (Deployment found: %v, sync %q, images %v); Argo CD's logs:\n%s",
 				image, argoCDWait, dep != nil && err == nil, sync, images, w.argo.Logs())
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // sleep-ok: poll interval
 	}
 }
 

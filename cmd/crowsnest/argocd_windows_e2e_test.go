@@ -221,7 +221,7 @@ func argoAppWait(t *testing.T, w *argoWorld, what string, cond func(*unstructure
 			status, _ := json.Marshal(app.Object["status"])
 			t.Fatalf("timed out after %s waiting for %s; status: %s\nArgo CD's logs:\n%s", argoCDWait, what, status, w.argo.Logs())
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // sleep-ok: poll interval
 	}
 }
 
@@ -270,6 +270,6 @@ func waitLogWithin(t *testing.T, d *daemon, timeout time.Duration, parts ...stri
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for a log line with %q", timeout, parts)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep-ok: poll interval
 	}
 }
