@@ -42,7 +42,6 @@ type sent struct {
 	NotifyBroadcast                                        bool
 	Subject, Body                                          string
 	Method, Path, WebhookBody                              string
-	Skipped                                                bool
 }
 
 func engineSent(n *services.Notification, svcType, svcName string) sent {
@@ -65,7 +64,8 @@ func engineSent(n *services.Notification, svcType, svcName string) sent {
 	case config.ServiceWebhook:
 		w, ok := n.Webhook[svcName]
 		if !ok {
-			return sent{Skipped: true}
+			// The service's URL, GET, the message as body.
+			return sent{Method: "GET", WebhookBody: n.Message}
 		}
 		s.Method, s.Path, s.WebhookBody = w.Method, w.Path, w.Body
 	}
@@ -89,7 +89,9 @@ func crowsnestSent(n notify.Notification, svcType, svcName string) sent {
 	case config.ServiceWebhook:
 		w, ok := n.Webhook[svcName]
 		if !ok {
-			return sent{Skipped: true}
+			// A webhook service read from argocd-notifications-cm, as
+			// the catalog's are (notify.WithMessageBody).
+			return sent{Method: "GET", WebhookBody: n.Message}
 		}
 		s.Method, s.Path, s.WebhookBody = w.Method, w.Path, w.Body
 	}
