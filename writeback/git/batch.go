@@ -358,13 +358,23 @@ func (s *session) verify() (*gogit.Repository, error) {
 	})
 }
 
+// branchesRefSpec fetches every branch, forced, as the remote has it.
+const branchesRefSpec config.RefSpec = "+refs/heads/*:refs/remotes/origin/*"
+
+// fetch fetches every branch (forced, pruned).
 func (s *session) fetch(ctx context.Context) error {
+	return s.fetchRefs(ctx, branchesRefSpec)
+}
+
+// fetchRefs fetches specs from the remote (pruned), within the session's
+// per-operation time limit.
+func (s *session) fetchRefs(ctx context.Context, specs ...config.RefSpec) error {
 	ctx, cancel := s.opCtx(ctx)
 	defer cancel()
 	start := time.Now()
 	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{
 		RemoteName:      remoteName,
-		RefSpecs:        []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"},
+		RefSpecs:        specs,
 		Auth:            s.auth(),
 		CABundle:        s.tls.CABundle,
 		InsecureSkipTLS: s.tls.InsecureSkipVerify,

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	gogit "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -244,28 +242,7 @@ func (s *session) peel(h plumbing.Hash) (*object.Commit, error) {
 // fetchTags fetches branches and tags (forced, pruned), as Argo CD's
 // repo server fetches before reading revision metadata.
 func (s *session) fetchTags(ctx context.Context) error {
-	ctx, cancel := s.opCtx(ctx)
-	defer cancel()
-	start := time.Now()
-	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs: []config.RefSpec{
-			"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*",
-		},
-		Auth:            s.auth(),
-		CABundle:        s.tls.CABundle,
-		InsecureSkipTLS: s.tls.InsecureSkipVerify,
-		Prune:           true,
-		Tags:            gogit.NoTags,
-	})
-	if errors.Is(err, gogit.NoErrAlreadyUpToDate) {
-		err = nil
-	}
-	s.w.Metrics.op(opFetch, start, err)
-	if err != nil {
-		return classify("fetching", err)
-	}
-	return nil
+	return s.fetchRefs(ctx, branchesRefSpec, "+refs/tags/*:refs/tags/*")
 }
 
 // tagsAt lists the tags pointing at commit h (lightweight or annotated),
