@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/lru"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -210,47 +211,20 @@ func (r *NotifyRepo) check(app map[string]any, repoURL string) error {
 	return nil
 }
 
-// lruCache is a small, size-bounded, least-recently-used map.
-type lruCache[V any] struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // front = most recent
-	items map[string]*list.Element
-}
-
-type lruEntry[V any] struct {
-	key string
-	val V
-}
+// lruCache is k8s.io/utils/lru with typed values.
+type lruCache[V any] struct{ c *lru.Cache }
 
 func newLRUCache[V any](maxEntries int) *lruCache[V] {
-	return &lruCache[V]{max: maxEntries, order: list.New(), items: map[string]*list.Element{}}
+	return &lruCache[V]{c: lru.New(maxEntries)}
 }
 
 func (l *lruCache[V]) get(key string) (V, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	el, ok := l.items[key]
+	v, ok := l.c.Get(key)
 	if !ok {
 		var zero V
 		return zero, false
 	}
-	l.order.MoveToFront(el)
-	return el.Value.(*lruEntry[V]).val, true
+	return v.(V), true
 }
 
-func (l *lruCache[V]) add(key string, val V) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if el, ok := l.items[key]; ok {
-		el.Value.(*lruEntry[V]).val = val
-		l.order.MoveToFront(el)
-		return
-	}
-	l.items[key] = l.order.PushFront(&lruEntry[V]{key: key, val: val})
-	for l.order.Len() > l.max {
-		old := l.order.Back()
-		l.order.Remove(old)
-		delete(l.items, old.Value.(*lruEntry[V]).key)
-	}
-}
+func (l *lruCache[V]) add(key string, val V) { l.c.Add(key, val) }

@@ -15,7 +15,7 @@ func TestCommitMetadataCacheBounded(t *testing.T) {
 			l.get("0") // 0 is now more recent than 1 and 2
 		}
 	}
-	if n := l.order.Len(); n != 3 {
+	if n := l.c.Len(); n != 3 {
 		t.Fatalf("%d entries, want 3", n)
 	}
 	for k, want := range map[string]bool{"0": true, "1": false, "2": false, "3": true, "4": true} {
