@@ -1,0 +1,562 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+// ImageUpdater is argocd-image-updater 1.x's ImageUpdater custom resource
+// (argocd-image-updater.argoproj.io/v1alpha1), read unchanged: the same
+// field names, the same meaning. crowsnest reads its spec and writes its
+// status; the status here is only what is needed to compare.
+type ImageUpdater struct {
+	APIVersion string            `json:"apiVersion,omitempty"`
+	Kind       string            `json:"kind,omitempty"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       ImageUpdaterSpec  `json:"spec"`
+	// Status is kept as read; crowsnest rebuilds it rather than edit it.
+	Status map[string]any `json:"status,omitempty"`
+}
+
+// ImageUpdaterGroup, ImageUpdaterVersion and ImageUpdaterResource name the
+// resource on the apiserver.
+const (
+	ImageUpdaterGroup    = "argocd-image-updater.argoproj.io"
+	ImageUpdaterVersion  = "v1alpha1"
+	ImageUpdaterResource = "imageupdaters"
+	ImageUpdaterKind     = "ImageUpdater"
+)
+
+// ImageUpdaterSpec is the resource's spec. Settings written at the spec
+// level are defaults for every applicationRef and image below.
+type ImageUpdaterSpec struct {
+	CommonUpdateSettings *UpdaterSettings     `json:"commonUpdateSettings,omitempty"`
+	WriteBackConfig      *UpdaterWriteBack    `json:"writeBackConfig,omitempty"`
+	ApplicationRefs      []UpdaterAppRef      `json:"applicationRefs"`
+	ImagesVerification   *UpdaterVerification `json:"imagesVerification,omitempty"`
+}
+
+// UpdaterAppRef selects Applications in the resource's own namespace by
+// name glob and labels, and says what to update in them.
+type UpdaterAppRef struct {
+	NamePattern          string                `json:"namePattern"`
+	LabelSelectors       *metav1.LabelSelector `json:"labelSelectors,omitempty"`
+	UseAnnotations       *bool                 `json:"useAnnotations,omitempty"`
+	ImagesVerification   *UpdaterVerification  `json:"imagesVerification,omitempty"`
+	CommonUpdateSettings *UpdaterSettings      `json:"commonUpdateSettings,omitempty"`
+	WriteBackConfig      *UpdaterWriteBack     `json:"writeBackConfig,omitempty"`
+	Images               []UpdaterImage        `json:"images,omitempty"`
+}
+
+// UpdaterImage is one image: Alias names it, ImageName is the image with
+// an optional version constraint after the colon ("nginx:1.27.x").
+type UpdaterImage struct {
+	Alias                string               `json:"alias"`
+	ImageName            string               `json:"imageName"`
+	CommonUpdateSettings *UpdaterSettings     `json:"commonUpdateSettings,omitempty"`
+	ManifestTargets      *UpdaterTargets      `json:"manifestTargets,omitempty"`
+	ImagesVerification   *UpdaterVerification `json:"imagesVerification,omitempty"`
+}
+
+// UpdaterSettings are the version-selection settings; a field left unset
+// inherits from the level above.
+type UpdaterSettings struct {
+	UpdateStrategy *string  `json:"updateStrategy,omitempty"`
+	ForceUpdate    *bool    `json:"forceUpdate,omitempty"`
+	AllowTags      *string  `json:"allowTags,omitempty"`
+	IgnoreTags     []string `json:"ignoreTags,omitempty"`
+	PullSecret     *string  `json:"pullSecret,omitempty"`
+	Platforms      []string `json:"platforms,omitempty"`
+}
+
+// UpdaterWriteBack says how changes are written; applicationRef fields
+// override the spec's one by one.
+type UpdaterWriteBack struct {
+	Method    *string           `json:"method,omitempty"`
+	GitConfig *UpdaterGitConfig `json:"gitConfig,omitempty"`
+}
+
+// UpdaterGitConfig holds the Git write-back settings.
+type UpdaterGitConfig struct {
+	Repository      *string         `json:"repository,omitempty"`
+	Branch          *string         `json:"branch,omitempty"`
+	WriteBackTarget *string         `json:"writeBackTarget,omitempty"`
+	PullRequest     *map[string]any `json:"pullRequest,omitempty"`
+}
+
+// UpdaterTargets names where an image goes in Helm or Kustomize sources
+// (plugin targets are read, and refused: crowsnest does not write them).
+type UpdaterTargets struct {
+	Helm      *UpdaterHelmTarget      `json:"helm,omitempty"`
+	Kustomize *UpdaterKustomizeTarget `json:"kustomize,omitempty"`
+	Plugin    *map[string]any         `json:"plugin,omitempty"`
+}
+
+// UpdaterKustomizeTarget names the image in a kustomization's images list.
+type UpdaterKustomizeTarget struct {
+	Name *string `json:"name"`
+}
+
+// UpdaterHelmTarget names the Helm parameters an image is written to.
+type UpdaterHelmTarget struct {
+	Name *string `json:"name,omitempty"`
+	Tag  *string `json:"tag,omitempty"`
+	Spec *string `json:"spec,omitempty"`
+}
+
+// UpdaterVerification is cosign signature verification, which crowsnest
+// does not do: an image that asks for it is not updated.
+type UpdaterVerification struct {
+	Enabled   *bool          `json:"enabled,omitempty"`
+	CosignKey map[string]any `json:"cosignKey,omitempty"`
+}
+
+// ParseImageUpdater reads one ImageUpdater object, YAML or JSON, as kubectl
+// or the apiserver gives it. Unknown fields are errors (a misspelt setting
+// would otherwise be silently ignored); the status is read loosely.
+func ParseImageUpdater(data []byte) (*ImageUpdater, error) {
+	var u ImageUpdater
+	if err := yaml.UnmarshalStrict(data, &u); err != nil {
+		return nil, fmt.Errorf("reading ImageUpdater: %w", err)
+	}
+	if u.Kind != "" && u.Kind != ImageUpdaterKind {
+		return nil, fmt.Errorf("reading ImageUpdater: kind is %q, want %s", u.Kind, ImageUpdaterKind)
+	}
+	if g, _, _ := strings.Cut(u.APIVersion, "/"); u.APIVersion != "" && g != ImageUpdaterGroup {
+		return nil, fmt.Errorf("reading ImageUpdater: apiVersion is %q, want %s/%s", u.APIVersion, ImageUpdaterGroup, ImageUpdaterVersion)
+	}
+	return &u, nil
+}
+
+// UpdaterRule is one applicationRef with the settings of the levels above
+// it merged in, as argocd-image-updater 1.x merges them: spec, then
+// applicationRef, then image, a field set at a lower level winning.
+// Rules() returns them most specific first; an Application takes the first
+// rule that matches it.
+type UpdaterRule struct {
+	// Path is the applicationRef's field path, "spec.applicationRefs[1]".
+	Path string
+	// Namespace is the resource's: it selects Applications there only.
+	Namespace   string
+	NamePattern string
+	// LabelSelector is the selector as a string; "" selects every label
+	// set.
+	LabelSelector string
+	// UseAnnotations says the Application's own argocd-image-updater
+	// annotations say what to update; Images and WriteBack are then empty.
+	UseAnnotations bool
+	// Images are the images that translated without problems.
+	Images []UpdaterRuleImage
+	// WriteBack is the merged write-back configuration.
+	WriteBack PolicyWriteBack
+	// WriteBackFields maps each WriteBack field set (method, target,
+	// branch, repository) to the resource field it came from.
+	WriteBackFields map[string]string
+
+	selector    labels.Selector
+	specificity int
+}
+
+// UpdaterRuleImage is one image of a rule, in crowsnest's image policy
+// terms (config.PolicyImage), and where each setting came from.
+type UpdaterRuleImage struct {
+	// Path is the image's field path, "spec.applicationRefs[0].images[2]".
+	Path string
+	PolicyImage
+	// Fields maps each PolicyImage key set ("image", "constraint",
+	// "strategy", "allowTags", "ignoreTags", "pullSecret", "platforms",
+	// "forceUpdate", "helm.imageName", "helm.imageTag", "helm.imageSpec",
+	// "kustomizeImageName") to the resource field it came from, e.g.
+	// "spec.commonUpdateSettings.updateStrategy" for a spec-wide default.
+	Fields map[string]string
+}
+
+// Matches reports whether the rule selects the Application namespace/name
+// with the given labels: the resource's namespace, the name glob (Go's
+// path.Match, as argocd-image-updater's filepath.Match) and the labels.
+func (r *UpdaterRule) Matches(namespace, name string, lbls map[string]string) bool {
+	if namespace != r.Namespace {
+		return false
+	}
+	if ok, err := path.Match(r.NamePattern, name); err != nil || !ok {
+		return false
+	}
+	return r.selector == nil || r.selector.Matches(labels.Set(lbls))
+}
+
+// ImagePolicy returns the rule as one of crowsnest's imagePolicies entries
+// (for `crowsnest migrate`). A policy has no namespace: the caller must
+// keep the rule to r.Namespace some other way, and a useAnnotations rule
+// has no policy equivalent (crowsnest reads annotations anyway).
+func (r *UpdaterRule) ImagePolicy(name string) ImagePolicy {
+	p := ImagePolicy{Name: name, WriteBack: r.WriteBack}
+	p.Match.Applications = []string{r.NamePattern}
+	p.Match.LabelSelector = r.LabelSelector
+	for i := range r.Images {
+		p.Images = append(p.Images, r.Images[i].PolicyImage)
+	}
+	return p
+}
+
+// updaterStrategies are argocd-image-updater's update strategies and their
+// aliases.
+var updaterStrategies = []string{"semver", "latest", "newest-build", "name", "alphabetical", "digest"}
+
+// updaterAliasRE is the CRD's alias pattern, tightened to what crowsnest's
+// per-image settings accept (no '.', which separates an alias from the
+// setting in annotation keys) and to its length.
+var updaterAliasRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+
+// MaxUpdaterRules and MaxUpdaterImages cap what one resource may ask for:
+// each image costs registry requests on every poll, and whoever may write
+// an ImageUpdater is no more trusted than an Application's annotations
+// (see imageupdate.MaxImages).
+const (
+	MaxUpdaterRules  = 100
+	MaxUpdaterImages = 200
+)
+
+// Rules translates the resource into crowsnest's model, one rule per
+// applicationRef, most specific first (argocd-image-updater's order: an
+// exact name before any glob, more literal characters first, a label
+// selector and each of its terms adding weight; ties keep written order).
+// Each problem names the field ("spec.applicationRefs[0].images[2].
+// commonUpdateSettings.updateStrategy: ..."); a broken image is left out
+// of its rule, a broken applicationRef (selector, write-back) out of the
+// result, and the rest stays.
+func (u *ImageUpdater) Rules() ([]UpdaterRule, []FieldError) {
+	var errs fieldErrors
+	s := &u.Spec
+	if len(s.ApplicationRefs) == 0 {
+		errs.invalid("spec.applicationRefs", "required: at least one applicationRef")
+	}
+	if len(s.ApplicationRefs) > MaxUpdaterRules {
+		errs.invalid("spec.applicationRefs", "%d entries, more than the %d one ImageUpdater may have", len(s.ApplicationRefs), MaxUpdaterRules)
+		return nil, errs.list
+	}
+	global := layer{"spec.commonUpdateSettings", s.CommonUpdateSettings}
+	verifyAt := verifyPath("spec.imagesVerification", s.ImagesVerification, "")
+	var rules []UpdaterRule
+	seen := map[string]bool{}
+	images := 0
+	for i := range s.ApplicationRefs {
+		ref := &s.ApplicationRefs[i]
+		rp := index("spec.applicationRefs", i)
+		r, ok := translateRef(rp, u.Metadata.Namespace, s, ref, global, verifyAt, &errs)
+		if seen[ref.NamePattern] {
+			errs.invalid(join(rp, "namePattern"), "%q is used by another applicationRef (namePattern is the list's key)", ref.NamePattern)
+			ok = false
+		}
+		seen[ref.NamePattern] = true
+		if images += len(r.Images); images > MaxUpdaterImages {
+			errs.invalid(join(rp, "images"), "more than the %d images one ImageUpdater may list; this applicationRef is left out", MaxUpdaterImages)
+			ok = false
+		}
+		if ok {
+			rules = append(rules, r)
+		}
+	}
+	slices.SortStableFunc(rules, func(a, b UpdaterRule) int { return cmp.Compare(b.specificity, a.specificity) })
+	return rules, errs.list
+}
+
+// translateRef merges and checks one applicationRef; ok is false when the
+// whole ref must be left out.
+func translateRef(rp, namespace string, s *ImageUpdaterSpec, ref *UpdaterAppRef, global layer, verifyAt string, errs *fieldErrors) (UpdaterRule, bool) {
+	r := UpdaterRule{Path: rp, Namespace: namespace, NamePattern: ref.NamePattern, specificity: specificity(ref)}
+	ok := true
+	if ref.NamePattern == "" {
+		errs.invalid(join(rp, "namePattern"), "required")
+		ok = false
+	} else if _, err := path.Match(ref.NamePattern, ""); err != nil {
+		errs.invalid(join(rp, "namePattern"), "invalid glob %q: %v", ref.NamePattern, err)
+		ok = false
+	}
+	if ref.LabelSelectors != nil {
+		sel, err := metav1.LabelSelectorAsSelector(ref.LabelSelectors)
+		if err != nil {
+			errs.invalid(join(rp, "labelSelectors"), "%v", err)
+			ok = false
+		} else {
+			r.selector, r.LabelSelector = sel, sel.String()
+		}
+	}
+	if ref.UseAnnotations != nil && *ref.UseAnnotations {
+		r.UseAnnotations = true
+		return r, ok
+	}
+	if len(ref.Images) == 0 {
+		errs.invalid(join(rp, "images"), "required unless useAnnotations is true")
+		ok = false
+	}
+	wb, fields, wbOK := mergeWriteBack(rp, s.WriteBackConfig, ref.WriteBackConfig, errs)
+	r.WriteBack, r.WriteBackFields = wb, fields
+	ok = ok && wbOK
+	refLayer := layer{join(rp, "commonUpdateSettings"), ref.CommonUpdateSettings}
+	refVerify := verifyPath(join(rp, "imagesVerification"), ref.ImagesVerification, verifyAt)
+	aliases := map[string]bool{}
+	for j := range ref.Images {
+		ip := index(join(rp, "images"), j)
+		img, imgOK := translateImage(ip, &ref.Images[j], []layer{global, refLayer}, refVerify, errs)
+		if a := ref.Images[j].Alias; aliases[a] && a != "" {
+			errs.invalid(join(ip, "alias"), "%q names two images of the applicationRef (alias is the list's key)", a)
+			imgOK = false
+		}
+		aliases[ref.Images[j].Alias] = true
+		if imgOK {
+			r.Images = append(r.Images, img)
+		}
+	}
+	return r, ok
+}
+
+// layer is one level of commonUpdateSettings and its field path.
+type layer struct {
+	path string
+	s    *UpdaterSettings
+}
+
+// translateImage merges the settings layers under one image and checks
+// what config can check; ok is false when the image must be left out.
+func translateImage(ip string, im *UpdaterImage, layers []layer, verifyAt string, errs *fieldErrors) (UpdaterRuleImage, bool) {
+	out := UpdaterRuleImage{Path: ip, Fields: map[string]string{}}
+	ok := true
+	fail := func(field, format string, args ...any) {
+		errs.invalid(join(ip, field), format, args...)
+		ok = false
+	}
+	switch {
+	case im.Alias == "":
+		fail("alias", "required")
+	case !updaterAliasRE.MatchString(im.Alias):
+		fail("alias", "%q: want a letter or digit, then letters, digits, '-' or '_' (at most 63; crowsnest does not take '.' in an alias)", im.Alias)
+	}
+	out.Alias = im.Alias
+	name, constraint := cutConstraint(strings.TrimSpace(im.ImageName))
+	switch {
+	case name == "":
+		fail("imageName", "required")
+	case strings.ContainsAny(im.ImageName, "@ \t\n,="):
+		fail("imageName", "%q: want <image>[:<constraint>], no digest, spaces, ',' or '='", im.ImageName)
+	}
+	out.Image, out.Constraint = name, constraint
+	out.Fields["image"] = join(ip, "imageName")
+	if constraint != "" {
+		out.Fields["constraint"] = join(ip, "imageName")
+	}
+	layers = append(layers, layer{join(ip, "commonUpdateSettings"), im.CommonUpdateSettings})
+	for _, l := range layers {
+		if l.s == nil {
+			continue
+		}
+		set := func(key, field string) { out.Fields[key] = join(l.path, field) }
+		if v := l.s.UpdateStrategy; v != nil {
+			out.Strategy = strings.TrimSpace(*v)
+			set("strategy", "updateStrategy")
+		}
+		if v := l.s.AllowTags; v != nil {
+			out.AllowTags = strings.TrimSpace(*v)
+			set("allowTags", "allowTags")
+		}
+		if v := l.s.IgnoreTags; v != nil {
+			out.IgnoreTags = v
+			set("ignoreTags", "ignoreTags")
+		}
+		if v := l.s.PullSecret; v != nil {
+			out.PullSecret = strings.TrimSpace(*v)
+			set("pullSecret", "pullSecret")
+		}
+		if v := l.s.ForceUpdate; v != nil {
+			out.ForceUpdate = *v
+			set("forceUpdate", "forceUpdate")
+		}
+		if v := l.s.Platforms; v != nil {
+			out.Platforms = v
+			set("platforms", "platforms")
+		}
+	}
+	if st := out.Strategy; st != "" && !slices.Contains(updaterStrategies, strings.ToLower(st)) {
+		errs.invalid(out.Fields["strategy"], "unknown strategy %q: want semver, newest-build (latest), alphabetical (name) or digest; the image %s is not updated", st, im.Alias)
+		ok = false
+	}
+	if at, ok2 := strings.CutPrefix(out.AllowTags, "regexp:"); ok2 {
+		if _, err := regexp.Compile(at); err != nil {
+			errs.invalid(out.Fields["allowTags"], "%v; the image %s is not updated", err, im.Alias)
+			ok = false
+		}
+	} else if out.AllowTags != "" && !strings.EqualFold(out.AllowTags, "any") {
+		errs.invalid(out.Fields["allowTags"], `%q: want "any" or "regexp:<re>"; the image %s is not updated`, out.AllowTags, im.Alias)
+		ok = false
+	}
+	if out.PullSecret != "" {
+		if _, err := ParseCredentialRef(out.PullSecret); err != nil {
+			errs.invalid(out.Fields["pullSecret"], "%v; the image %s is not updated", err, im.Alias)
+			ok = false
+		}
+	}
+	if !translateTargets(ip, im.ManifestTargets, &out, errs) {
+		ok = false
+	}
+	if verifyAt = verifyPath(join(ip, "imagesVerification"), im.ImagesVerification, verifyAt); verifyAt != "" {
+		errs.invalid(verifyAt, "signature verification is on for this image and crowsnest does not verify signatures; the image %s is not updated", im.Alias)
+		ok = false
+	}
+	return out, ok
+}
+
+// translateTargets reads manifestTargets: exactly one of helm, kustomize,
+// plugin, as the CRD says.
+func translateTargets(ip string, t *UpdaterTargets, out *UpdaterRuleImage, errs *fieldErrors) bool {
+	if t == nil {
+		return true
+	}
+	tp := join(ip, "manifestTargets")
+	n := 0
+	for _, set := range []bool{t.Helm != nil, t.Kustomize != nil, t.Plugin != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		errs.invalid(tp, "set exactly one of helm, kustomize or plugin; the image %s is not updated", out.Alias)
+		return false
+	}
+	switch {
+	case t.Plugin != nil:
+		errs.invalid(join(tp, "plugin"), "crowsnest does not write Config Management Plugin environment variables; the image %s is not updated", out.Alias)
+		return false
+	case t.Kustomize != nil:
+		if t.Kustomize.Name == nil || strings.TrimSpace(*t.Kustomize.Name) == "" {
+			errs.invalid(join(join(tp, "kustomize"), "name"), "required")
+			return false
+		}
+		out.KustomizeImageName = strings.TrimSpace(*t.Kustomize.Name)
+		out.Fields["kustomizeImageName"] = join(join(tp, "kustomize"), "name")
+	default:
+		hp := join(tp, "helm")
+		// argocd-image-updater lets spec win over name and tag.
+		if v := t.Helm.Spec; v != nil && *v != "" {
+			out.Helm.ImageSpec = strings.TrimSpace(*v)
+			out.Fields["helm.imageSpec"] = join(hp, "spec")
+			return true
+		}
+		if v := t.Helm.Name; v != nil {
+			out.Helm.ImageName = strings.TrimSpace(*v)
+			out.Fields["helm.imageName"] = join(hp, "name")
+		}
+		if v := t.Helm.Tag; v != nil {
+			out.Helm.ImageTag = strings.TrimSpace(*v)
+			out.Fields["helm.imageTag"] = join(hp, "tag")
+		}
+	}
+	return true
+}
+
+// verifyPath returns the path of the imagesVerification block that turns
+// signature verification on at this level ("" for off): v when it is set,
+// else the level above's (inherited). crowsnest does not verify
+// signatures, so the images it covers are left out.
+func verifyPath(p string, v *UpdaterVerification, above string) string {
+	switch {
+	case v == nil:
+		return above
+	case v.Enabled == nil || *v.Enabled:
+		return p
+	default:
+		return ""
+	}
+}
+
+// mergeWriteBack merges the spec's and the applicationRef's write-back
+// settings field by field; ok is false when the applicationRef must be left
+// out (nothing could be written as asked).
+func mergeWriteBack(rp string, global, ref *UpdaterWriteBack, errs *fieldErrors) (PolicyWriteBack, map[string]string, bool) {
+	var wb PolicyWriteBack
+	fields := map[string]string{}
+	var pr string
+	for _, l := range []struct {
+		path string
+		c    *UpdaterWriteBack
+	}{{"spec.writeBackConfig", global}, {join(rp, "writeBackConfig"), ref}} {
+		if l.c == nil {
+			continue
+		}
+		if l.c.Method != nil {
+			wb.Method, fields["method"] = strings.TrimSpace(*l.c.Method), join(l.path, "method")
+		}
+		g := l.c.GitConfig
+		if g == nil {
+			continue
+		}
+		gp := join(l.path, "gitConfig")
+		if g.Repository != nil {
+			wb.Repository, fields["repository"] = strings.TrimSpace(*g.Repository), join(gp, "repository")
+		}
+		if g.Branch != nil {
+			wb.Branch, fields["branch"] = strings.TrimSpace(*g.Branch), join(gp, "branch")
+		}
+		if g.WriteBackTarget != nil {
+			wb.Target, fields["target"] = strings.TrimSpace(*g.WriteBackTarget), join(gp, "writeBackTarget")
+		}
+		if g.PullRequest != nil {
+			pr = join(gp, "pullRequest")
+		}
+	}
+	ok := true
+	m := wb.Method
+	isGit := m == "git" || strings.HasPrefix(m, "git:")
+	switch {
+	case m == "" || m == "argocd":
+	case m == "git" || m == "git:repocreds" || strings.HasPrefix(m, "git:secret:"):
+	default:
+		errs.invalid(fields["method"], "unsupported value %q, want argocd, git, git:repocreds or git:secret:<namespace>/<name>; nothing is written for this applicationRef", m)
+		ok = false
+	}
+	if pr != "" && isGit {
+		// Pushing where argocd-image-updater would open a pull request
+		// would skip the review the resource asks for.
+		errs.invalid(pr, "crowsnest does not open pull requests; nothing is written for this applicationRef")
+		ok = false
+	}
+	if t := wb.Target; t != "" && isGit && !strings.HasPrefix(t, "kustomization") && !strings.HasPrefix(t, "helmvalues") {
+		errs.invalid(fields["target"], "%q: want kustomization[:<path>] or helmvalues[:<path>] (crowsnest does not write other parameter files); nothing is written for this applicationRef", t)
+		ok = false
+	}
+	return wb, fields, ok
+}
+
+// cutConstraint cuts "<image>[:<constraint>]": the constraint follows the
+// first colon after the last slash, so a registry port stays in the name.
+func cutConstraint(ref string) (name, constraint string) {
+	slash := strings.LastIndexByte(ref, '/')
+	if i := strings.IndexByte(ref[slash+1:], ':'); i >= 0 {
+		return ref[:slash+1+i], strings.TrimSpace(ref[slash+1+i+1:])
+	}
+	return ref, ""
+}
+
+// specificity scores an applicationRef as argocd-image-updater 1.x orders
+// them: an exact name far above any glob, then a label selector, then
+// each selector term, then the pattern's literal characters.
+func specificity(ref *UpdaterAppRef) int {
+	p := ref.NamePattern
+	score := 0
+	if !strings.ContainsAny(p, "*?[]") {
+		score += 1_000_000
+	}
+	score += len(strings.NewReplacer("*", "", "?", "").Replace(charClassRE.ReplaceAllString(p, "")))
+	if s := ref.LabelSelectors; s != nil {
+		score += 10_000 + 100*(len(s.MatchLabels)+len(s.MatchExpressions))
+	}
+	return score
+}
+
+var charClassRE = regexp.MustCompile(`\[.*?]`)

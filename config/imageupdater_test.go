@@ -1,0 +1,302 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+const updaterFull = `
+apiVersion: argocd-image-updater.argoproj.io/v1alpha1
+kind: ImageUpdater
+metadata:
+  name: shop
+  namespace: team-a
+spec:
+  commonUpdateSettings:
+    updateStrategy: semver
+    allowTags: regexp:^v?[0-9.]+$
+    pullSecret: pullsecret:team-a/regcred
+  writeBackConfig:
+    method: git
+    gitConfig:
+      branch: main
+  applicationRefs:
+  - namePattern: "shop-*"
+    commonUpdateSettings:
+      ignoreTags: ["*-rc*"]
+    images:
+    - alias: web
+      imageName: ghcr.io/acme/web:1.x
+      manifestTargets:
+        helm:
+          name: web.image.repository
+          tag: web.image.tag
+    - alias: api
+      imageName: localhost:5000/acme/api
+      commonUpdateSettings:
+        updateStrategy: newest-build
+        platforms: [linux/amd64]
+      manifestTargets:
+        kustomize:
+          name: acme/api
+  - namePattern: shop-prod
+    labelSelectors:
+      matchLabels: {tier: prod}
+    writeBackConfig:
+      method: argocd
+    images:
+    - alias: web
+      imageName: ghcr.io/acme/web:~1.2
+  - namePattern: "legacy-?"
+    useAnnotations: true
+`
+
+func TestImageUpdaterRules(t *testing.T) {
+	u, err := ParseImageUpdater([]byte(updaterFull))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, problems := u.Rules()
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	want := []UpdaterRule{
+		{
+			Path: "spec.applicationRefs[1]", Namespace: "team-a", NamePattern: "shop-prod", LabelSelector: "tier=prod",
+			WriteBack:       PolicyWriteBack{Method: "argocd", Branch: "main"},
+			WriteBackFields: map[string]string{"method": "spec.applicationRefs[1].writeBackConfig.method", "branch": "spec.writeBackConfig.gitConfig.branch"},
+			Images: []UpdaterRuleImage{{
+				Path:        "spec.applicationRefs[1].images[0]",
+				PolicyImage: PolicyImage{Alias: "web", Image: "ghcr.io/acme/web", Constraint: "~1.2", Strategy: "semver", AllowTags: "regexp:^v?[0-9.]+$", PullSecret: "pullsecret:team-a/regcred"},
+				Fields: map[string]string{
+					"image": "spec.applicationRefs[1].images[0].imageName", "constraint": "spec.applicationRefs[1].images[0].imageName",
+					"strategy": "spec.commonUpdateSettings.updateStrategy", "allowTags": "spec.commonUpdateSettings.allowTags",
+					"pullSecret": "spec.commonUpdateSettings.pullSecret",
+				},
+			}},
+		},
+		// "legacy-?" has more literal characters than "shop-*".
+		{Path: "spec.applicationRefs[2]", Namespace: "team-a", NamePattern: "legacy-?", UseAnnotations: true},
+		{
+			Path: "spec.applicationRefs[0]", Namespace: "team-a", NamePattern: "shop-*",
+			WriteBack:       PolicyWriteBack{Method: "git", Branch: "main"},
+			WriteBackFields: map[string]string{"method": "spec.writeBackConfig.method", "branch": "spec.writeBackConfig.gitConfig.branch"},
+			Images: []UpdaterRuleImage{
+				{
+					Path: "spec.applicationRefs[0].images[0]",
+					PolicyImage: func() PolicyImage {
+						p := PolicyImage{Alias: "web", Image: "ghcr.io/acme/web", Constraint: "1.x", Strategy: "semver", AllowTags: "regexp:^v?[0-9.]+$",
+							IgnoreTags: []string{"*-rc*"}, PullSecret: "pullsecret:team-a/regcred"}
+						p.Helm.ImageName, p.Helm.ImageTag = "web.image.repository", "web.image.tag"
+						return p
+					}(),
+					Fields: map[string]string{
+						"image": "spec.applicationRefs[0].images[0].imageName", "constraint": "spec.applicationRefs[0].images[0].imageName",
+						"strategy": "spec.commonUpdateSettings.updateStrategy", "allowTags": "spec.commonUpdateSettings.allowTags",
+						"pullSecret": "spec.commonUpdateSettings.pullSecret", "ignoreTags": "spec.applicationRefs[0].commonUpdateSettings.ignoreTags",
+						"helm.imageName": "spec.applicationRefs[0].images[0].manifestTargets.helm.name",
+						"helm.imageTag":  "spec.applicationRefs[0].images[0].manifestTargets.helm.tag",
+					},
+				},
+				{
+					Path: "spec.applicationRefs[0].images[1]",
+					PolicyImage: PolicyImage{Alias: "api", Image: "localhost:5000/acme/api", Strategy: "newest-build", AllowTags: "regexp:^v?[0-9.]+$",
+						IgnoreTags: []string{"*-rc*"}, PullSecret: "pullsecret:team-a/regcred", Platforms: []string{"linux/amd64"}, KustomizeImageName: "acme/api"},
+					Fields: map[string]string{
+						"image": "spec.applicationRefs[0].images[1].imageName", "strategy": "spec.applicationRefs[0].images[1].commonUpdateSettings.updateStrategy",
+						"allowTags": "spec.commonUpdateSettings.allowTags", "pullSecret": "spec.commonUpdateSettings.pullSecret",
+						"ignoreTags": "spec.applicationRefs[0].commonUpdateSettings.ignoreTags", "platforms": "spec.applicationRefs[0].images[1].commonUpdateSettings.platforms",
+						"kustomizeImageName": "spec.applicationRefs[0].images[1].manifestTargets.kustomize.name",
+					},
+				},
+			},
+		},
+	}
+	opts := []cmp.Option{cmpopts.IgnoreUnexported(UpdaterRule{}), cmpopts.EquateEmpty()}
+	if d := cmp.Diff(want, rules, opts...); d != "" {
+		t.Errorf("rules (-want +got):\n%s", d)
+	}
+
+	matches := []struct {
+		ns, name string
+		labels   map[string]string
+		want     string
+	}{
+		{"team-a", "shop-prod", map[string]string{"tier": "prod"}, "spec.applicationRefs[1]"},
+		{"team-a", "shop-prod", nil, "spec.applicationRefs[0]"},
+		{"team-a", "shop-dev", nil, "spec.applicationRefs[0]"},
+		{"team-a", "legacy-1", nil, "spec.applicationRefs[2]"},
+		{"team-a", "legacy-10", nil, ""},
+		{"team-b", "shop-dev", nil, ""}, // another namespace: never
+	}
+	for _, m := range matches {
+		got := ""
+		for i := range rules {
+			if rules[i].Matches(m.ns, m.name, m.labels) {
+				got = rules[i].Path
+				break
+			}
+		}
+		if got != m.want {
+			t.Errorf("%s/%s %v: matched %q, want %q", m.ns, m.name, m.labels, got, m.want)
+		}
+	}
+
+	p := rules[2].ImagePolicy("team-a/shop")
+	if p.Name != "team-a/shop" || p.Match.Applications[0] != "shop-*" || len(p.Images) != 2 || p.WriteBack.Method != "git" {
+		t.Errorf("ImagePolicy = %+v", p)
+	}
+}
+
+func TestImageUpdaterProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string
+		// want are the problems' paths; rules the refs kept (paths) and
+		// their images' aliases.
+		want  []string
+		rules map[string][]string
+	}{
+		{
+			name: "no refs",
+			spec: `{}`,
+			want: []string{"spec.applicationRefs: required"},
+		},
+		{
+			name: "bad strategy at the spec level names the spec's field; only the images it reaches are left out",
+			spec: `
+commonUpdateSettings: {updateStrategy: newest}
+applicationRefs:
+- namePattern: a
+  images:
+  - {alias: x, imageName: nginx}
+  - {alias: yy, imageName: redis, commonUpdateSettings: {updateStrategy: digest}}`,
+			want:  []string{"spec.commonUpdateSettings.updateStrategy: unknown strategy"},
+			rules: map[string][]string{"spec.applicationRefs[0]": {"yy"}},
+		},
+		{
+			name: "broken image fields",
+			spec: `
+applicationRefs:
+- namePattern: a
+  images:
+  - {alias: "x.y", imageName: nginx}
+  - {alias: ok, imageName: "nginx@sha256:abc"}
+  - {alias: ok2, imageName: nginx, commonUpdateSettings: {allowTags: "regexp:(("}}
+  - {alias: ok3, imageName: nginx, commonUpdateSettings: {allowTags: "v1"}}
+  - {alias: ok4, imageName: nginx, commonUpdateSettings: {pullSecret: "hunter2"}}
+  - {alias: ok5, imageName: nginx, manifestTargets: {plugin: {name: IMG}}}
+  - {alias: ok6, imageName: nginx, manifestTargets: {helm: {name: a}, kustomize: {name: b}}}
+  - {alias: ok7, imageName: nginx, imagesVerification: {cosignKey: {secretName: k, key: cosign.pub}}}
+  - {alias: ok8, imageName: ""}
+  - {alias: good, imageName: nginx, imagesVerification: {enabled: false}}
+  - {alias: good, imageName: redis}`,
+			want: []string{
+				"spec.applicationRefs[0].images[0].alias:",
+				"spec.applicationRefs[0].images[1].imageName:",
+				"spec.applicationRefs[0].images[2].commonUpdateSettings.allowTags:",
+				"spec.applicationRefs[0].images[3].commonUpdateSettings.allowTags:",
+				"spec.applicationRefs[0].images[4].commonUpdateSettings.pullSecret:",
+				"spec.applicationRefs[0].images[5].manifestTargets.plugin:",
+				"spec.applicationRefs[0].images[6].manifestTargets:",
+				"spec.applicationRefs[0].images[7].imagesVerification:",
+				"spec.applicationRefs[0].images[8].imageName: required",
+				"spec.applicationRefs[0].images[10].alias:",
+			},
+			rules: map[string][]string{"spec.applicationRefs[0]": {"good"}},
+		},
+		{
+			name: "broken refs are left out, the others stay",
+			spec: `
+writeBackConfig: {method: "git:ssh"}
+applicationRefs:
+- namePattern: "a["
+  writeBackConfig: {method: argocd}
+  images: [{alias: x, imageName: nginx}]
+- namePattern: b
+  labelSelectors: {matchExpressions: [{key: tier, operator: Bogus}]}
+  writeBackConfig: {method: argocd}
+  images: [{alias: x, imageName: nginx}]
+- namePattern: c
+  images: [{alias: x, imageName: nginx}]
+- namePattern: d
+  writeBackConfig: {method: git, gitConfig: {pullRequest: {github: {}}}}
+  images: [{alias: x, imageName: nginx}]
+- namePattern: e
+  writeBackConfig: {method: git, gitConfig: {writeBackTarget: "values.yaml"}}
+  images: [{alias: x, imageName: nginx}]
+- namePattern: f
+  writeBackConfig: {method: argocd}
+- namePattern: f
+  writeBackConfig: {method: argocd}
+  images: [{alias: x, imageName: nginx}]
+- namePattern: g
+  useAnnotations: true`,
+			want: []string{
+				"spec.applicationRefs[0].namePattern: invalid glob",
+				"spec.applicationRefs[1].labelSelectors:",
+				"spec.writeBackConfig.method: unsupported value",
+				"spec.applicationRefs[3].writeBackConfig.gitConfig.pullRequest:",
+				"spec.applicationRefs[4].writeBackConfig.gitConfig.writeBackTarget:",
+				"spec.applicationRefs[5].images: required unless useAnnotations",
+				"spec.applicationRefs[6].namePattern:",
+			},
+			rules: map[string][]string{"spec.applicationRefs[7]": nil},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := "kind: ImageUpdater\nmetadata: {name: u, namespace: n}\nspec:\n" + indent(strings.TrimPrefix(tt.spec, "\n"), "  ") + "\n"
+			u, err := ParseImageUpdater([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rules, problems := u.Rules()
+			if len(problems) != len(tt.want) {
+				t.Errorf("got %d problems, want %d:\n%v", len(problems), len(tt.want), problems)
+			}
+			for i := range min(len(problems), len(tt.want)) {
+				if !strings.HasPrefix(problems[i].Error(), tt.want[i]) {
+					t.Errorf("problem %d = %q, want prefix %q", i, problems[i].Error(), tt.want[i])
+				}
+				if strings.Contains(problems[i].Error(), "hunter2") {
+					t.Errorf("problem %d repeats a value that may be a secret: %q", i, problems[i].Error())
+				}
+			}
+			got := map[string][]string{}
+			for _, r := range rules {
+				var aliases []string
+				for _, img := range r.Images {
+					aliases = append(aliases, img.Alias)
+				}
+				got[r.Path] = aliases
+			}
+			if d := cmp.Diff(tt.rules, got, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("rules kept (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestParseImageUpdater(t *testing.T) {
+	tests := []struct {
+		name, doc, wantErr string
+	}{
+		{"json", `{"apiVersion":"argocd-image-updater.argoproj.io/v1alpha1","kind":"ImageUpdater","metadata":{"name":"u"},"spec":{"applicationRefs":[{"namePattern":"a","useAnnotations":true}]},"status":{"applicationsMatched":1}}`, ""},
+		{"misspelt field", "kind: ImageUpdater\nspec:\n  applicationRefs:\n  - namePatern: a\n", "namePatern"},
+		{"other kind", "kind: Application\n", "kind is"},
+		{"other group", "apiVersion: argoproj.io/v1alpha1\n", "apiVersion is"},
+		{"not yaml", "spec: [", "reading ImageUpdater"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseImageUpdater([]byte(tt.doc))
+			if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
