@@ -39,6 +39,14 @@ func decodeStrict(data []byte, out any, errs *fieldErrors) {
 	d.decode(root, reflect.ValueOf(out).Elem(), "")
 }
 
+// extraDecoder is implemented by structs that take keys beyond their
+// fields (a service's type block, a template's service blocks): it
+// decodes the key's value and reports true, or reports false for an
+// unknown field.
+type extraDecoder interface {
+	decodeExtra(d *decoder, key, val *yaml.Node, path string) bool
+}
+
 type decoder struct {
 	errs *fieldErrors
 }
@@ -134,6 +142,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		}
 		seen[k.Value] = true
 		fi, ok := fields[k.Value]
+		if !ok && v.CanAddr() {
+			if x, isX := v.Addr().Interface().(extraDecoder); isX && x.decodeExtra(d, k, val, p) {
+				continue
+			}
+		}
 		if !ok {
 			if s := suggest(k.Value, fields); s != "" {
 				d.errs.add(p, k.Line, "unknown field (did you mean %q?)", s)

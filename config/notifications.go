@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -46,9 +47,15 @@ type Notifications struct {
 	ArgoCDConfigMap ArgoCDConfigMapRef `yaml:"argocdConfigMap"`
 
 	// Ignored lists what an argocd-notifications-cm holds that crowsnest
-	// reads but does not act on (services it has no sender for, their
-	// template blocks), so the caller can log it once.
+	// reads but does not act on and Argo CD ignores too (unknown keys), so
+	// the caller can log it once.
 	Ignored []string `yaml:"-"`
+	// Unsupported lists what an argocd-notifications-cm configures that
+	// crowsnest cannot send (a service type or template block it has no
+	// sender for): notifications would go nowhere, so the daemon warns and
+	// counts them, `config validate` fails on them, and deliveries to such
+	// a service dead-letter with the reason.
+	Unsupported []string `yaml:"-"`
 }
 
 // ArgoCDConfigMapRef locates an argocd-notifications-cm and the Secret its
@@ -92,6 +99,10 @@ type Template struct {
 	// entry serves every webhook service without its own.
 	Webhook map[string]WebhookTemplate `yaml:"webhook"`
 	Email   *EmailTemplate             `yaml:"email"`
+	// Blocks are the blocks of the other service types (teams, github,
+	// ...: package services), by type; each holds a pointer to the
+	// Kind's block struct, whose strings are templates.
+	Blocks map[string]any `yaml:"-"`
 }
 
 // AnyWebhook is the Template.Webhook key that applies to every webhook
@@ -293,6 +304,9 @@ func (t *Template) validate(path string, errs *fieldErrors) {
 		if s.DeliveryPolicy != "" && !slices.Contains(SlackDeliveryPolicies, s.DeliveryPolicy) {
 			errs.invalid(join(path, "slack.deliveryPolicy"), "unsupported value %q, want one of %s", s.DeliveryPolicy, strings.Join(SlackDeliveryPolicies, ", "))
 		}
+	}
+	for _, name := range sortedKeys(t.Blocks) {
+		eachString(reflect.ValueOf(t.Blocks[name]), name, func(p string, s *string) { check(p, *s) })
 	}
 	for _, name := range sortedKeys(t.Webhook) {
 		w := t.Webhook[name]

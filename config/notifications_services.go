@@ -22,6 +22,13 @@ type Service struct {
 	Slack   *SlackService   `yaml:"slack"`
 	Webhook *WebhookService `yaml:"webhook"`
 	Email   *EmailService   `yaml:"email"`
+	// Ext is a service of another type (teams, github, opsgenie, ...:
+	// package services), read from the key of its type.
+	Ext *ExtService `yaml:"-"`
+	// Unsupported is the type of an argocd-notifications-cm service that
+	// crowsnest has no sender for: its deliveries fail visibly (dead
+	// letter, log, metric) instead of going nowhere.
+	Unsupported string `yaml:"-"`
 	// RateLimit paces the messages sent to the service; nil keeps the
 	// type's default (DefaultServiceRateLimit).
 	RateLimit *ServiceRateLimit `yaml:"rateLimit"`
@@ -71,6 +78,10 @@ func (s *Service) Type() string {
 		return ServiceWebhook
 	case s.Email != nil:
 		return ServiceEmail
+	case s.Ext != nil:
+		return s.Ext.Type
+	case s.Unsupported != "":
+		return s.Unsupported
 	}
 	return ""
 }
@@ -200,7 +211,7 @@ func (s *Service) validate(path string, blocks bool, errs *fieldErrors) {
 		return path
 	}
 	n := 0
-	for _, set := range []bool{s.Slack != nil, s.Webhook != nil, s.Email != nil} {
+	for _, set := range []bool{s.Slack != nil, s.Webhook != nil, s.Email != nil, s.Ext != nil, s.Unsupported != ""} {
 		if set {
 			n++
 		}
@@ -218,6 +229,8 @@ func (s *Service) validate(path string, blocks bool, errs *fieldErrors) {
 		}
 	}
 	switch {
+	case s.Ext != nil:
+		s.Ext.validate(block(s.Ext.Type), errs)
 	case s.Slack != nil:
 		p := block(ServiceSlack)
 		if s.Slack.Token.IsZero() {
@@ -464,6 +477,10 @@ func (n *Notifications) ResolveSecrets(secret map[string][]byte) error {
 			for i := range w.Headers {
 				w.Headers[i].Value = expandSecrets(w.Headers[i].Value, secret)
 			}
+		}
+		if s.Ext != nil {
+			s.Ext = s.Ext.Clone()
+			s.Ext.resolveSecrets(secret)
 		}
 		n.Services[name] = s
 	}

@@ -252,14 +252,14 @@ func TestArgoCDConfigMap(t *testing.T) {
 		Subscriptions                 []Subscription
 		GitHubHeader, EmailFrom       string
 		EmailTLS, GitHubMethod        string
-		Ignored                       []string
+		Ignored, Unsupported          []string
 	}
 	got := summary{
 		Triggers: sortedKeys(n.Triggers), Templates: sortedKeys(n.Templates), Services: sortedKeys(n.Services),
 		Types: map[string]string{}, Context: n.Context, Defaults: n.DefaultTriggers, SlackDefaults: n.ServiceDefaultTriggers["slack"],
 		Subscriptions: n.Subscriptions, GitHubHeader: n.Services["github"].Webhook.Headers[0].Value,
 		EmailFrom: n.Services["gmail"].Email.From, EmailTLS: n.Services["gmail"].Email.TLS,
-		GitHubMethod: n.Services["github"].Webhook.Method, Ignored: n.Ignored,
+		GitHubMethod: n.Services["github"].Webhook.Method, Ignored: n.Ignored, Unsupported: n.Unsupported,
 	}
 	for name, s := range n.Services {
 		got.Types[name] = s.Type()
@@ -267,8 +267,8 @@ func TestArgoCDConfigMap(t *testing.T) {
 	want := summary{
 		Triggers:      []string{"on-deployed", "on-sync-failed", "on-sync-status-unknown"},
 		Templates:     []string{"app-deployed", "app-sync-failed", "app-sync-status-unknown", "github-commit-status"},
-		Services:      []string{"audit", "github", "gmail", "slack"},
-		Types:         map[string]string{"audit": "webhook", "github": "webhook", "gmail": "email", "slack": "slack"},
+		Services:      []string{"audit", "github", "gmail", "nats", "slack"},
+		Types:         map[string]string{"audit": "webhook", "github": "webhook", "gmail": "email", "nats": "nats", "slack": "slack"},
 		Context:       map[string]string{"argocdUrl": "https://argocd.example.com", "environment": "production"},
 		Defaults:      []string{"on-sync-status-unknown"},
 		SlackDefaults: []string{"on-deployed", "on-sync-failed"},
@@ -277,7 +277,10 @@ func TestArgoCDConfigMap(t *testing.T) {
 			{Recipients: []string{"github"}},
 		},
 		GitHubHeader: "token ghp-secret", EmailFrom: "bot@example.com", EmailTLS: EmailTLSImplicit, GitHubMethod: "GET",
-		Ignored: []string{"service.teams (no teams sender in crowsnest)", "template.app-deployed.teams (not used by crowsnest)"},
+		Unsupported: []string{
+			"service.nats (service type not supported by crowsnest)",
+			"template.app-deployed.gcppubsub (gcppubsub block: service type not supported by crowsnest)",
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ConfigMap model (-want +got):\n%s", diff)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
 // argocd-notifications-cm service blocks, with their key names. Keys they
@@ -160,6 +162,10 @@ func decodeCMNode(node *yaml.Node, out any, path string, n *Notifications, errs 
 			n.Ignored = append(n.Ignored, e.Path+" (not used by crowsnest)")
 			continue
 		}
+		if strings.HasSuffix(e.Msg, unsupportedType) {
+			n.Unsupported = append(n.Unsupported, e.Path+" ("+e.Msg+")")
+			continue
+		}
 		errs.list = append(errs.list, e)
 	}
 }
@@ -240,8 +246,13 @@ func decodeCMService(typ string, node *yaml.Node, key string, n *Notifications, 
 			From: c.From, InsecureSkipVerify: c.InsecureSkipVerify,
 		}}, true
 	}
-	n.Ignored = append(n.Ignored, key+" (no "+typ+" sender in crowsnest)")
-	return Service{}, false
+	if k, ok := services.Lookup(typ); ok {
+		st := k.Settings()
+		decodeCMNode(node, st, key, n, errs)
+		return Service{Ext: &ExtService{Type: typ, Settings: st}}, true
+	}
+	n.Unsupported = append(n.Unsupported, key+" ("+unsupportedType+")")
+	return Service{Unsupported: typ}, true
 }
 
 func secretOrZero(v string) SecretRef {
@@ -266,6 +277,7 @@ func (n *Notifications) Merge(other *Notifications) {
 		n.DefaultTriggers = slices.Clone(other.DefaultTriggers)
 	}
 	n.Ignored = append(n.Ignored, other.Ignored...)
+	n.Unsupported = append(n.Unsupported, other.Unsupported...)
 }
 
 // mergeMap returns a new map of src's entries under dst's.

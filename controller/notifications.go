@@ -199,6 +199,12 @@ func (n *Notifier) Apply(cfg *config.Config) error {
 	for _, ig := range nc.Ignored {
 		n.Log.Debug("notification setting not used", "key", ig)
 	}
+	for _, u := range nc.Unsupported {
+		n.Log.Warn("notification setting cannot be sent by crowsnest; its deliveries will fail", "key", u)
+	}
+	if n.Metrics != nil && n.Metrics.unsupported != nil {
+		n.Metrics.unsupported.Set(float64(len(nc.Unsupported)))
+	}
 	return nil
 }
 

@@ -112,6 +112,10 @@ func ServiceTemplate(name string, t config.Template, svcName, typ string) notify
 		if subject != "" {
 			out.Email = &notify.EmailTemplate{Subject: subject}
 		}
+	default:
+		if b, ok := t.Blocks[typ]; ok {
+			out.Blocks = map[string]any{typ: b}
+		}
 	}
 	return out
 }
@@ -224,6 +228,7 @@ func deliveryKey(s triggers.Send, seq uint64, service, recipient string) string 
 type NotifierMetrics struct {
 	evaluations *prometheus.CounterVec
 	pending     prometheus.Gauge
+	unsupported prometheus.Gauge
 }
 
 // Trigger evaluation results, the result label of
@@ -245,8 +250,12 @@ func NewNotifierMetrics(reg prometheus.Registerer) *NotifierMetrics {
 			Name: "crowsnest_notify_pending_transitions",
 			Help: "Observed Application transitions waiting for trigger evaluation.",
 		}),
+		unsupported: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "crowsnest_notify_config_unsupported",
+			Help: "Service types and template blocks in the notifications config in force that crowsnest cannot send (each logged as a warning; deliveries to such a service dead-letter).",
+		}),
 	}
-	reg.MustRegister(m.evaluations, m.pending)
+	reg.MustRegister(m.evaluations, m.pending, m.unsupported)
 	return m
 }
 

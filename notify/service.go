@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -145,4 +148,27 @@ func WithDeliveryID(ctx context.Context, id string) context.Context {
 func DeliveryIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(deliveryIDKey{}).(string)
 	return id
+}
+
+// RedactURL is a URL for errors and logs: scheme and host only, since
+// paths and queries of service URLs often hold the secret (incoming
+// webhook paths, bot tokens, API keys).
+func RedactURL(raw string) string { return redactURL(raw) }
+
+// CleanURLError is err with the URL net/http put in it redacted.
+func CleanURLError(err error, raw string) error { return cleanURLError(err, raw) }
+
+// RetryAfter reads how long a 429 answer asks to wait: Retry-After
+// (seconds or an HTTP date), else X-RateLimit-Reset (a Unix time, as
+// GitHub sends). It reports false when the answer says nothing.
+func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
+		return d, true
+	}
+	if v := strings.TrimSpace(h.Get("X-RateLimit-Reset")); v != "" {
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs > 0 {
+			return max(0, time.Unix(secs, 0).Sub(now)), true
+		}
+	}
+	return 0, false
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,6 +35,10 @@ type Template struct {
 	Slack   *SlackTemplate             `json:"slack,omitempty"`
 	Webhook map[string]WebhookTemplate `json:"webhook,omitempty"`
 	Email   *EmailTemplate             `json:"email,omitempty"`
+	// Blocks are the template blocks of the other service types, by type
+	// ("teams", "github"): each a struct (package services' Kind.Block)
+	// or a JSON object whose strings are all templates.
+	Blocks map[string]any `json:"blocks,omitempty"`
 }
 
 // SlackTemplate is the Slack part of a template: Blocks and Attachments
@@ -66,6 +71,9 @@ type Notification struct {
 	Slack   *SlackTemplate             `json:"slack,omitempty"`
 	Webhook map[string]WebhookTemplate `json:"webhook,omitempty"`
 	Email   *EmailTemplate             `json:"email,omitempty"`
+	// Blocks are the rendered blocks of Template.Blocks, as JSON objects
+	// (package services decodes them into its types).
+	Blocks map[string]json.RawMessage `json:"blocks,omitempty"`
 }
 
 // MaxRenderedSize bounds one rendered field (256 KiB), far above any
@@ -81,7 +89,8 @@ type Compiled struct {
 	src    Template
 	funcs  template.FuncMap
 	fields []compiledField
-	bound  sync.Pool // of *bound
+	blocks map[string]any // Template.Blocks as JSON trees, the base of each render
+	bound  sync.Pool      // of *bound
 }
 
 // bound is a copy of a Compiled's field templates whose functions charge
@@ -111,6 +120,9 @@ type compiledField struct {
 	tmpl *template.Template
 	used []string // the functions it calls, which Render wraps in its budget
 	set  func(n *Notification, s string)
+	// leaf is set instead of set for a string in a block: the block and
+	// the keys (string or int) leading to it in the block's tree.
+	leaf []any
 }
 
 // CompileOption tunes Compile.
@@ -221,7 +233,131 @@ func Compile(t Template, opts ...CompileOption) (*Compiled, error) {
 			return nil, err
 		}
 	}
+	if err := c.compileBlocks(t, add); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// compileBlocks compiles every string of every block in t.Blocks as a
+// template, in a fixed order, remembering where each goes in the block.
+func (c *Compiled) compileBlocks(t Template, add func(path, text string, set func(*Notification, string)) error) error {
+	if len(t.Blocks) == 0 {
+		return nil
+	}
+	c.blocks = make(map[string]any, len(t.Blocks))
+	names := make([]string, 0, len(t.Blocks))
+	for name := range t.Blocks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b, err := json.Marshal(t.Blocks[name])
+		if err != nil {
+			return fmt.Errorf("template %q: %s: %w", t.Name, name, err)
+		}
+		var tree any
+		if err := json.Unmarshal(b, &tree); err != nil {
+			return fmt.Errorf("template %q: %s: %w", t.Name, name, err)
+		}
+		if _, ok := tree.(map[string]any); !ok {
+			return fmt.Errorf("template %q: %s: want a mapping", t.Name, name)
+		}
+		c.blocks[name] = tree
+		var walkErr error
+		walkStrings(tree, []any{name}, func(keys []any, text string) {
+			if walkErr != nil || text == "" {
+				return
+			}
+			if walkErr = add(blockPath(keys), text, nil); walkErr == nil {
+				c.fields[len(c.fields)-1].leaf = slices.Clone(keys)
+			}
+		})
+		if walkErr != nil {
+			return walkErr
+		}
+	}
+	return nil
+}
+
+// walkStrings calls fn for every string in tree, with the keys leading to
+// it after prefix; map keys are visited in sorted order.
+func walkStrings(tree any, prefix []any, fn func(keys []any, s string)) {
+	switch v := tree.(type) {
+	case string:
+		fn(prefix, v)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			walkStrings(v[k], append(prefix[:len(prefix):len(prefix)], k), fn)
+		}
+	case []any:
+		for i, e := range v {
+			walkStrings(e, append(prefix[:len(prefix):len(prefix)], i), fn)
+		}
+	}
+}
+
+// blockPath names a block string in errors: "teams.sections",
+// "alertmanager.labels.severity", "github.deployment.requiredContexts[0]".
+func blockPath(keys []any) string {
+	var b strings.Builder
+	for i, k := range keys {
+		switch k := k.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", k)
+		case string:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(k)
+		}
+	}
+	return b.String()
+}
+
+// copyTree deep-copies a JSON tree.
+func copyTree(tree any) any {
+	switch v := tree.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = copyTree(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = copyTree(e)
+		}
+		return out
+	}
+	return tree
+}
+
+// setLeaf replaces the string at keys (below the block name) in tree.
+func setLeaf(tree any, keys []any, s string) {
+	for i, k := range keys {
+		last := i == len(keys)-1
+		switch node := tree.(type) {
+		case map[string]any:
+			if last {
+				node[k.(string)] = s
+				return
+			}
+			tree = node[k.(string)]
+		case []any:
+			if last {
+				node[k.(int)] = s
+				return
+			}
+			tree = node[k.(int)]
+		}
+	}
 }
 
 // Name is the template's name.
@@ -259,13 +395,34 @@ func (c *Compiled) render(vars map[string]any, bd *bound) (Notification, error) 
 	if c.src.Email != nil {
 		n.Email = &EmailTemplate{}
 	}
+	var blocks map[string]any
+	if c.blocks != nil {
+		blocks = make(map[string]any, len(c.blocks))
+		for name, tree := range c.blocks {
+			blocks[name] = copyTree(tree)
+		}
+	}
 	var b strings.Builder
 	for i, f := range c.fields {
 		b.Reset()
 		if err := bd.tmpls[i].Execute(&limitWriter{w: &b, n: MaxRenderedSize}, vars); err != nil {
 			return Notification{}, fmt.Errorf("rendering template %q: %s: %w", c.name, f.path, err)
 		}
+		if f.leaf != nil {
+			setLeaf(blocks[f.leaf[0].(string)], f.leaf[1:], b.String())
+			continue
+		}
 		f.set(&n, b.String())
+	}
+	if blocks != nil {
+		n.Blocks = make(map[string]json.RawMessage, len(blocks))
+		for name, tree := range blocks {
+			raw, err := json.Marshal(tree)
+			if err != nil {
+				return Notification{}, fmt.Errorf("rendering template %q: %s: %w", c.name, name, err)
+			}
+			n.Blocks[name] = raw
+		}
 	}
 	if s := n.Slack; s != nil {
 		for _, j := range []struct{ path, text string }{{"slack.blocks", s.Blocks}, {"slack.attachments", s.Attachments}} {

@@ -18,6 +18,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
 // newNotifications builds the Notifier and its Outbox from cfg: services
@@ -143,6 +144,9 @@ func cloneService(s config.Service) config.Service {
 		c := *s.Email
 		s.Email = &c
 	}
+	if s.Ext != nil {
+		s.Ext = s.Ext.Clone()
+	}
 	return s
 }
 
@@ -237,8 +241,32 @@ func buildService(name string, s config.Service, threads notify.ThreadStore) (no
 		return notify.NewWebhook(name, c.URL, opts...)
 	case s.Email != nil:
 		return buildEmail(name, s.Email)
+	case s.Ext != nil:
+		return buildExt(name, s.Ext, services.Options{})
+	case s.Unsupported != "":
+		return unsupportedService{typ: s.Unsupported}, nil
 	}
-	return nil, errors.New("no slack, webhook or email block")
+	return nil, errors.New("no service type block")
+}
+
+// buildExt builds the sender of a service of a type from package
+// services.
+func buildExt(name string, e *config.ExtService, o services.Options) (notify.Service, error) {
+	k, ok := services.Lookup(e.Type)
+	if !ok {
+		return nil, fmt.Errorf("service type %q not supported by crowsnest", e.Type)
+	}
+	return k.New(name, e.Settings, o)
+}
+
+// unsupportedService stands for an argocd-notifications-cm service of a
+// type crowsnest cannot send to: every delivery dead-letters at once with
+// the reason, so the message shows in the delivery log, the metrics and
+// the error log instead of going nowhere.
+type unsupportedService struct{ typ string }
+
+func (u unsupportedService) Send(context.Context, notify.Notification, notify.Destination) (notify.Receipt, error) {
+	return notify.Receipt{}, notify.Permanent(fmt.Errorf("service type %q is not supported by crowsnest; see docs/notifications.md#services", u.typ))
 }
 
 // emailService sends a body that starts with '<' as HTML and anything

@@ -1,0 +1,79 @@
+package services
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// MattermostSettings are the keys of `service.mattermost`.
+type MattermostSettings struct {
+	APIURL             string `yaml:"apiURL" json:"apiURL,omitempty"`
+	Token              string `yaml:"token" json:"token,omitempty"`
+	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
+}
+
+// MattermostBlock is a template's `mattermost:` block.
+type MattermostBlock struct {
+	// Attachments is a JSON array of Slack-style message attachments.
+	Attachments string `yaml:"attachments" json:"attachments,omitempty"`
+}
+
+func init() {
+	Register(&Kind{
+		Type:     "mattermost",
+		Settings: func() any { return &MattermostSettings{} },
+		Block:    func() any { return &MattermostBlock{} },
+		Validate: func(s any) error {
+			m := s.(*MattermostSettings)
+			return errors.Join(requireURL("apiURL", m.APIURL), require("token", m.Token))
+		},
+		New: func(name string, s any, o Options) (notify.Service, error) {
+			m := s.(*MattermostSettings)
+			return &mattermost{c: NewClient(name, m.InsecureSkipVerify, o), s: *m}, nil
+		},
+	})
+}
+
+// mattermost posts to a channel (the recipient is its ID) with a
+// personal access or bot token, as Argo CD Notifications does.
+type mattermost struct {
+	c *Client
+	s MattermostSettings
+}
+
+func (m *mattermost) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
+	var b MattermostBlock
+	if _, err := DecodeBlock(n, "mattermost", &b); err != nil {
+		return notify.Receipt{}, err
+	}
+	attachments := []any{}
+	if b.Attachments != "" {
+		if err := json.Unmarshal([]byte(b.Attachments), &attachments); err != nil {
+			return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: mattermost.attachments: not a JSON array: %w", m.c.Service, err))
+		}
+	}
+	resp, err := m.c.Do(ctx, Request{
+		Method: http.MethodPost,
+		URL:    strings.TrimSuffix(m.s.APIURL, "/") + "/api/v4/posts",
+		Header: http.Header{"Authorization": {"Bearer " + m.s.Token}},
+		JSON: map[string]any{
+			"channel_id": d.Recipient,
+			"message":    n.Message,
+			"props":      map[string]any{"attachments": attachments},
+		},
+	})
+	if err != nil {
+		return notify.Receipt{}, err
+	}
+	var post struct {
+		ID string `json:"id"`
+	}
+	_ = resp.Decode(&post)
+	return notify.Receipt{ID: post.ID}, nil
+}
