@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,6 +22,11 @@ func main() {
 		// The one exit of every command's error: a value it quotes (a
 		// config field, an image reference) may hold credentials.
 		fmt.Fprintln(os.Stderr, "crowsnest:", redact.String(err.Error()))
-		os.Exit(1)
+		code := 1
+		var ec interface{ CommandExitCode() int } // a command's own exit codes (migrate)
+		if errors.As(err, &ec) {
+			code = ec.CommandExitCode()
+		}
+		os.Exit(code)
 	}
 }

@@ -21,7 +21,7 @@ happened (Slack, webhooks, email) and keeps deployments inside sync windows.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newDemoCommand(), newTestCommand(), newWindowsCommand(), newVersionCommand(), newConfigCommand(), newNotifyCommand())
+	root.AddCommand(newRunCommand(), newDemoCommand(), newTestCommand(), newWindowsCommand(), newVersionCommand(), newConfigCommand(), newNotifyCommand(), newMigrateCommand())
 	return root
 }
 

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/windows"
+)
+
+// migration is one analysis in progress: the inputs, the crowsnest config
+// the install would run with, and what the daemon's own code builds from
+// them (registries, policies, tenancy rules, notifications, windows).
+type migration struct {
+	in *migrateInputs
+	// cfg is the config the install runs with: the one migrate proposes
+	// (parsed back with config.Parse) or --config's.
+	cfg     *config.Config
+	cfgPath string // --config, or ""
+	baseDir string
+	rep     *migrateReport
+
+	regs     *registries
+	policies *imageupdate.Policies
+	tenancy  *controller.Tenancy
+	notify   *migrateNotify
+	windows  windows.Set
+	// brokenProjects are AppProjects whose windows do not compile.
+	brokenProjects map[string]error
+	// secretNamespaces are namespaces (other than Argo CD's) whose
+	// Secrets the annotations or registries name, with what names them.
+	secretNamespaces map[string][]string
+	// updaterRules are the ImageUpdaters' rules, in the order
+	// argocd-image-updater tries them.
+	updaterRules []updaterRule
+}
+
+// analyzeMigration reads in with crowsnest's readers and returns the
+// report. userCfg is --config's (nil: migrate proposes one).
+func analyzeMigration(in *migrateInputs, userCfg *config.Config, cfgPath, baseDir string) (*migrateReport, error) {
+	m := &migration{in: in, cfgPath: cfgPath, baseDir: baseDir, secretNamespaces: map[string][]string{},
+		brokenProjects: map[string]error{},
+		rep:            &migrateReport{Source: in.source, ArgoCDNamespace: in.argoNamespace, Read: in.readList()}}
+	proposed := m.readAIUConfig()
+	policies, updaterProblems := m.readImageUpdaters()
+	proposed.ImagePolicies = policies
+	if _, ok := in.configMap(config.DefaultArgoCDNotificationsConfigMap); ok {
+		proposed.Notifications = &migrateConfigNotify{ArgoCDConfigMap: migrateConfigCMRef{
+			Name: config.DefaultArgoCDNotificationsConfigMap, Namespace: in.argoNamespace}}
+	}
+	if userCfg == nil {
+		values, cfg, err := proposed.build()
+		if err != nil {
+			return nil, err
+		}
+		m.cfg, m.rep.Install.Values = cfg, values
+	} else {
+		m.cfg = userCfg
+		if proposed.Notifications != nil && userCfg.Notifications.ArgoCDConfigMap.Name == "" {
+			m.cannot(migrateFinding{Where: "--config " + cfgPath, What: "notifications.argocdConfigMap is not set: argocd-notifications-cm is not read, so none of its notifications are sent",
+				Why: "crowsnest reads the ConfigMap the config names", Breaks: true})
+		}
+	}
+	for _, p := range updaterProblems {
+		m.cannot(p)
+	}
+	// What run checks at start: a config it refuses starts nothing.
+	for _, err := range flattenErrors(checkConfig(m.cfg, baseDir)) {
+		m.cannot(migrateFinding{Where: "crowsnest config", What: "crowsnest would not start: " + err.Error(), Breaks: true})
+	}
+	if err := m.build(); err != nil {
+		return nil, err
+	}
+	for _, app := range in.apps {
+		m.rep.Applications = append(m.rep.Applications, m.analyzeApp(app))
+	}
+	m.notifyFindings()
+	m.windowFindings()
+	m.summarize()
+	m.install()
+	return m.rep, nil
+}
+
+// readList names what was read; Secrets by key name only.
+func (in *migrateInputs) readList() []string {
+	out := []string{fmt.Sprintf("%d Applications, %d AppProjects, %d ImageUpdaters", len(in.apps), len(in.projects), len(in.imageUpdaters))}
+	for _, k := range slices.Sorted(maps.Keys(in.configMaps)) {
+		out = append(out, fmt.Sprintf("ConfigMap %s (keys: %s)", k, strings.Join(slices.Sorted(maps.Keys(in.configMaps[k])), ", ")))
+	}
+	for _, k := range slices.Sorted(maps.Keys(in.secrets)) {
+		out = append(out, fmt.Sprintf("Secret %s (keys: %s; values not shown)", k, strings.Join(slices.Sorted(maps.Keys(in.secrets[k])), ", ")))
+	}
+	return out
+}
+
+// differs records an installation-wide thing crowsnest reads
+// differently.
+func (m *migration) differs(f migrateFinding) { m.rep.Differs = append(m.rep.Differs, f) }
+
+// cannot records an installation-wide thing crowsnest does not do.
+func (m *migration) cannot(f migrateFinding) { m.rep.Cannot = append(m.rep.Cannot, f) }
+
+// build makes what the daemon makes from the config: the registries
+// (offline: no client is used), the image policies, the tenancy rules,
+// the notifications and the sync windows.
+func (m *migration) build() error {
+	quiet := slog.New(slog.DiscardHandler)
+	list, err := m.cfg.Registries.Resolved(m.baseDir)
+	if err != nil {
+		list = nil // reported by checkConfig
+	}
+	m.regs = newRegistriesFor(m.cfg, list, nil, nil, quiet)
+	for i := range list {
+		m.noteSecret(list[i].Credentials, "registries "+cmp.Or(list[i].Name, list[i].Prefix))
+	}
+	if m.policies, err = imageupdate.CompilePolicies(m.cfg.ImagePolicies); err != nil {
+		m.policies, _ = imageupdate.CompilePolicies(nil) // reported by checkConfig
+	}
+	m.tenancy = &controller.Tenancy{
+		Config:   func() *config.Tenancy { return &m.cfg.Tenancy },
+		Project:  m.projectOf,
+		Assigned: m.regs.assigned,
+	}
+	m.notify = m.buildNotify()
+	set, err := windows.FromConfig(m.cfg.Windows)
+	if err != nil {
+		set = nil // reported by checkConfig
+	}
+	for _, p := range m.in.projects {
+		ps, err := windows.FromAppProject(p.Object.Object)
+		if err != nil {
+			m.brokenProjects[p.Name] = err
+		}
+		set = append(set, ps...)
+	}
+	m.windows = set
+	return nil
+}
+
+// projectOf finds an Application's AppProject as the daemon does: by name
+// in Argo CD's namespace, or (files) in the Application's own.
+func (m *migration) projectOf(app *watcher.App) *watcher.Project {
+	name := cmp.Or(app.Project, "default")
+	var inAppNS *watcher.Project
+	for _, p := range m.in.projects {
+		if p.Name != name {
+			continue
+		}
+		switch p.Namespace {
+		case m.in.argoNamespace:
+			return p
+		case app.Namespace:
+			inAppNS = p
+		}
+	}
+	return inAppNS
+}
+
+// noteSecret remembers a Secret credentials reference outside Argo CD's
+// namespace: crowsnest needs a Role there to read it.
+func (m *migration) noteSecret(ref config.CredentialRef, by string) {
+	if ref.Source != config.CredsPullSecret && ref.Source != config.CredsSecret {
+		return
+	}
+	if ref.Namespace == m.in.argoNamespace {
+		return
+	}
+	if !slices.Contains(m.secretNamespaces[ref.Namespace], by) {
+		m.secretNamespaces[ref.Namespace] = append(m.secretNamespaces[ref.Namespace], by)
+	}
+}
+
+// migrateConfig is the crowsnest config migrate proposes: only what
+// differs from the defaults, in crowsnest's own keys.
+type migrateConfig struct {
+	APIVersion    string               `yaml:"apiVersion"`
+	Kind          string               `yaml:"kind"`
+	Log           *migrateConfigLog    `yaml:"log,omitempty"`
+	Registries    *migrateConfigRegs   `yaml:"registries,omitempty"`
+	Notifications *migrateConfigNotify `yaml:"notifications,omitempty"`
+	ImagePolicies []config.ImagePolicy `yaml:"imagePolicies,omitempty"`
+	Git           *migrateConfigGit    `yaml:"git,omitempty"`
+}
+
+type migrateConfigLog struct {
+	Level string `yaml:"level"`
+}
+
+type migrateConfigRegs struct {
+	List []migrateConfigRegistry `yaml:"list"`
+}
+
+// migrateConfigRegistry is config.Registry with only the keys set.
+type migrateConfigRegistry struct {
+	Name             string  `yaml:"name,omitempty"`
+	Prefix           string  `yaml:"prefix"`
+	APIURL           string  `yaml:"apiURL,omitempty"`
+	Credentials      string  `yaml:"credentials,omitempty"`
+	CredsExpire      string  `yaml:"credsExpire,omitempty"`
+	Insecure         bool    `yaml:"insecure,omitempty"`
+	CAData           string  `yaml:"caData,omitempty"`
+	DefaultNamespace string  `yaml:"defaultNamespace,omitempty"`
+	RateLimit        float64 `yaml:"rateLimit,omitempty"`
+	Default          bool    `yaml:"default,omitempty"`
+}
+
+type migrateConfigNotify struct {
+	ArgoCDConfigMap migrateConfigCMRef `yaml:"argocdConfigMap"`
+}
+
+// migrateConfigCMRef is config.ArgoCDConfigMapRef with only the keys set.
+type migrateConfigCMRef struct {
+	Name      string `yaml:"name"`
+	Namespace string `yaml:"namespace,omitempty"`
+}
+
+type migrateConfigGit struct {
+	Author migrateConfigAuthor `yaml:"author"`
+}
+
+type migrateConfigAuthor struct {
+	Name  string `yaml:"name,omitempty"`
+	Email string `yaml:"email,omitempty"`
+}
+
+// build writes the proposed config as Helm values and parses it back
+// with crowsnest's own config reader, so the analysis runs on exactly
+// what the install would run.
+func (c *migrateConfig) build() (string, *config.Config, error) {
+	c.APIVersion, c.Kind = config.APIVersion, config.Kind
+	var doc yaml.Node
+	if err := doc.Encode(c); err != nil {
+		return "", nil, err
+	}
+	pruneEmpty(&doc)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return "", nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return "", nil, err
+	}
+	data := buf.Bytes()
+	cfg, err := config.Parse(data)
+	if err != nil {
+		return "", nil, fmt.Errorf("the proposed config does not parse (a crowsnest bug):\n%w", err)
+	}
+	var b strings.Builder
+	b.WriteString("config:\n")
+	for l := range strings.Lines(string(data)) {
+		b.WriteString("  " + l)
+	}
+	return b.String(), cfg, nil
+}
+
+// pruneEmpty drops the mapping entries whose value is empty ("", false,
+// an empty list or mapping), so the proposed config shows only what is
+// set (config types spell every key).
+func pruneEmpty(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Tag == "!!null" || (n.Tag == "!!str" && n.Value == "") || (n.Tag == "!!bool" && n.Value == "false")
+	case yaml.MappingNode:
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if !pruneEmpty(n.Content[i+1]) {
+				kept = append(kept, n.Content[i], n.Content[i+1])
+			}
+		}
+		n.Content = kept
+		return len(kept) == 0
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			pruneEmpty(c)
+		}
+		return len(n.Content) == 0
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			pruneEmpty(c)
+		}
+	}
+	return false
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// migrateNewTag is the tag the write-back decision is asked to write, to
+// see where it would go; it never reaches the report.
+const migrateNewTag = "0.0.0-crowsnest-migrate"
+
+// analyzeApp reports one Application as the daemon would handle it.
+func (m *migration) analyzeApp(app *watcher.App) migrateApp {
+	ma := migrateApp{App: app.Key(), Project: cmp.Or(app.Project, "default")}
+	proj := m.projectOf(app)
+	m.appImages(app, &ma)
+	m.appNotifications(app, proj, &ma)
+	m.appWindows(app, &ma)
+	return ma
+}
+
+// appImages reads the Application's images as ImageReconciler.Reconcile
+// does: annotations first, else a matching image policy, then the
+// registries' name completion and the tenancy rules.
+func (m *migration) appImages(app *watcher.App, ma *migrateApp) {
+	spec, errs := imageupdate.FromAnnotations(app.Annotations)
+	policyName := ""
+	if ps, name := m.policies.Match(app); ps != nil {
+		if err := m.tenancy.AdmitsPolicy(app); err != nil {
+			ma.Cannot = append(ma.Cannot, migrateFinding{Where: "image policy " + name, What: "not applied: " + err.Error(), Breaks: spec == nil})
+		} else if spec == nil {
+			spec, policyName = ps, name
+		} else {
+			ma.Differs = append(ma.Differs, migrateFinding{Where: "image policy " + name,
+				What: "matches, but the Application's annotations win", Why: "annotations are the Application owner's explicit word"})
+		}
+	}
+	m.updaterDifferences(app, spec, policyName, ma)
+	if spec == nil {
+		return
+	}
+	errs = append(errs, spec.Qualify(m.regs.qualify)...)
+	errs = append(errs, m.tenancy.CheckAnnotations(app, spec)...)
+	seen := map[string]bool{} // an app-wide key's problem repeats per image
+	for _, err := range errs {
+		if seen[err.Error()] {
+			continue
+		}
+		seen[err.Error()] = true
+		f := migrateFinding{Where: "annotations", What: err.Error()}
+		var ae *imageupdate.AnnotationError
+		if errors.As(err, &ae) {
+			f.Where, f.What = ae.Key, ae.Msg
+		}
+		if errors.Is(err, controller.ErrRefused) {
+			f.Why = "annotations may only use their own namespace's Secrets and their AppProject's repositories (the config's tenancy section widens that)"
+			f.Breaks = true
+			ma.Cannot = append(ma.Cannot, f)
+			continue
+		}
+		ma.Differs = append(ma.Differs, f)
+	}
+	mi := &migrateImages{From: spec.Source, WriteBack: string(spec.WriteBack.Method)}
+	for i := range m.updaterRules {
+		if ur := &m.updaterRules[i]; ur.policy != "" && ur.policy == policyName {
+			mi.From = fmt.Sprintf("ImageUpdater %s (%s), as image policy %s", ur.updater, ur.rule.Path, ur.policy)
+		}
+	}
+	if spec.Source == imageupdate.SourceAnnotations {
+		for _, dropped := range droppedImages(app.Annotations[imageupdate.Prefix+imageupdate.KeyImageList], spec) {
+			ma.Cannot = append(ma.Cannot, migrateFinding{Where: imageupdate.Prefix + imageupdate.KeyImageList,
+				What: "image " + dropped + " would not be updated (see the problems above)", Breaks: true})
+		}
+	}
+	if spec.WriteBack.Method == "" && len(spec.Images) > 0 {
+		ma.Cannot = append(ma.Cannot, migrateFinding{Where: "write-back", What: "nothing would be written: the write-back settings are invalid (see above)", Breaks: true})
+	}
+	target, err := m.writeTarget(app, spec)
+	if err != nil {
+		ma.Cannot = append(ma.Cannot, migrateFinding{Where: "write-back", What: "nothing would be written: " + err.Error(),
+			Why: "Git write-back pushes only to repositories the Application's AppProject sourceRepos (or tenancy.gitRepositories) permit", Breaks: true})
+	}
+	mi.Target = target
+	writes, notes := imageWrites(app, spec)
+	for i := range spec.Images {
+		img := &spec.Images[i]
+		mi.Images = append(mi.Images, migrateImage{
+			Alias: img.Alias, Image: img.Ref.Repo(), Strategy: string(policyStrategy(img)), Constraint: img.Policy.Constraint,
+			AllowTags: img.Policy.AllowTags, IgnoreTags: img.Policy.IgnoreTags, Platforms: img.Policy.Platforms,
+			PullSecret: img.PullSecret, Writes: writes[img.Alias], Note: notes[img.Alias],
+		})
+		if ref, err := config.ParseCredentialRef(img.PullSecret); err == nil {
+			m.noteSecret(ref, "Application "+app.Key())
+		}
+	}
+	ma.Images = mi
+}
+
+// policyStrategy is the strategy the image's policy compiles to.
+func policyStrategy(img *imageupdate.Image) policy.Strategy {
+	p, err := policy.Compile(img.Ref.Repo(), img.Policy)
+	if err != nil {
+		return policy.Strategy(img.Policy.Strategy)
+	}
+	return p.Strategy()
+}
+
+// droppedImages names the image-list entries the spec lost to problems.
+func droppedImages(list string, spec *imageupdate.Spec) []string {
+	var out []string
+	for entry := range strings.SplitSeq(list, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		alias, ref, hasAlias := strings.Cut(entry, "=")
+		if !hasAlias {
+			ref, alias = entry, ""
+		}
+		name := strings.TrimSpace(ref)
+		if i := strings.LastIndexByte(name, '/'); strings.Contains(name[i+1:], ":") {
+			name = name[:i+1+strings.IndexByte(name[i+1:], ':')]
+		}
+		alias = cmp.Or(strings.TrimSpace(alias), name)
+		if !slices.ContainsFunc(spec.Images, func(img imageupdate.Image) bool { return img.Alias == alias }) {
+			out = append(out, alias)
+		}
+	}
+	return out
+}
+
+// imageWrites asks the daemon's decision where a new tag of each image
+// would be written (forcing images not deployed yet, which it would skip
+// until they are), and which images it would skip now.
+func imageWrites(app *watcher.App, spec *imageupdate.Spec) (writes, notes map[string]string) {
+	writes, notes = map[string]string{}, map[string]string{}
+	if spec.WriteBack.Method == "" {
+		return writes, notes
+	}
+	results := map[string]imageupdate.Selection{}
+	forced := *spec
+	forced.Images = slices.Clone(spec.Images)
+	for i := range forced.Images {
+		forced.Images[i].ForceUpdate = true
+		results[forced.Images[i].Alias] = imageupdate.Selection{Result: policy.Result{Tag: migrateNewTag}}
+	}
+	for _, s := range imageupdate.Decide(app, spec, results, imageupdate.Hold{}).Skipped {
+		if s.Reason == imageupdate.ReasonNotDeployed || s.Reason == imageupdate.ReasonNoSource {
+			notes[s.Alias] = s.Detail
+		}
+	}
+	plan := imageupdate.Decide(app, &forced, results, imageupdate.Hold{})
+	for _, ch := range plan.Changes {
+		var w string
+		switch {
+		case len(ch.Helm) > 0:
+			names := make([]string, len(ch.Helm))
+			for i, p := range ch.Helm {
+				names[i] = p.Name
+			}
+			w = "Helm parameters " + strings.Join(names, ", ")
+		default:
+			w = "kustomize image " + ch.KustomizeName
+		}
+		if app.MultiSource {
+			w += fmt.Sprintf(" (spec.sources[%d])", ch.SourceIndex)
+		}
+		writes[ch.Alias] = w
+	}
+	return writes, notes
+}
+
+// writeTarget describes where the write-back goes, and checks a Git
+// repository against the tenancy rules as the daemon does before a push
+// (a refusal leaves the spec with nothing to write).
+func (m *migration) writeTarget(app *watcher.App, spec *imageupdate.Spec) (string, error) {
+	wb := &spec.WriteBack
+	switch wb.Method {
+	case imageupdate.MethodArgoCD:
+		return "the Application's spec (a patch of its parameter overrides)", nil
+	case imageupdate.MethodGit:
+	default:
+		return "", nil
+	}
+	repo := wb.Repository
+	if repo == "" && len(app.Sources) > 0 {
+		repo = app.Sources[0].RepoURL
+	}
+	file := ".argocd-source-" + app.Name + ".yaml"
+	switch wb.Target.Kind {
+	case imageupdate.TargetKustomization:
+		file = "kustomization " + cmp.Or(wb.Target.Path, "(the source path)")
+	case imageupdate.TargetHelmValues:
+		file = "Helm values " + cmp.Or(wb.Target.Path, "values.yaml")
+	}
+	branch := cmp.Or(wb.Branch, "the targetRevision")
+	if wb.PushBranch != "" {
+		branch += ", pushed to " + wb.PushBranch
+	}
+	creds := "Argo CD's repository credentials"
+	if s, ok := strings.CutPrefix(wb.GitCredentials, "secret:"); ok {
+		creds = "Secret " + s
+		ns, name, _ := strings.Cut(s, "/")
+		m.noteSecret(config.CredentialRef{Source: config.CredsSecret, Namespace: ns, Name: name}, "Application "+app.Key())
+	}
+	out := fmt.Sprintf("git %s, %s on %s, with %s", repo, file, branch, creds)
+	if spec.Source == imageupdate.SourceAnnotations || wb.Repository == "" {
+		if err := m.tenancy.CheckRepository(app, repo); err != nil {
+			wb.Method = ""
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// appWindows lists the sync windows that match the Application.
+func (m *migration) appWindows(app *watcher.App, ma *migrateApp) {
+	if err, broken := m.brokenProjects[ma.Project]; broken {
+		ma.Cannot = append(ma.Cannot, migrateFinding{Where: "AppProject " + ma.Project + " syncWindows",
+			What: "do not compile, so image write-backs are held until they are fixed: " + err.Error(),
+			Why:  "Argo CD refuses the project's syncs too; crowsnest does not act on a partial set", Breaks: ma.Images != nil})
+	}
+	for _, w := range m.windows.Matching(controller.WindowRef(app)) {
+		sp := w.Spec()
+		ma.Windows = append(ma.Windows, migrateWindow{Name: w.Name(), Kind: string(w.Kind()), Schedule: sp.Schedule,
+			Duration: w.Duration().String(), TimeZone: w.Location().String(), HoldsImages: w.HoldsImageUpdates()})
+		if w.HoldsImageUpdates() && ma.Images != nil {
+			ma.Differs = append(ma.Differs, migrateFinding{Where: "sync window " + w.Name(),
+				What: "image write-backs are held while it keeps syncs from running (an active deny window, or outside every allow window), and written after",
+				Why:  "argocd-image-updater writes regardless of windows; Argo CD only stops the sync"})
+		}
+	}
+}
+
+// windowFindings adds the installation-wide sync window findings.
+func (m *migration) windowFindings() {
+	for _, name := range slices.Sorted(maps.Keys(m.brokenProjects)) {
+		m.cannot(migrateFinding{Where: "AppProject " + name + " syncWindows", What: "do not compile: " + m.brokenProjects[name].Error(),
+			Why: "its Applications' image write-backs are held until fixed"})
+	}
+}
+
+// summarize counts and collects what would stop working.
+func (m *migration) summarize() {
+	s := &m.rep.Summary
+	s.Applications = len(m.rep.Applications)
+	s.Breaks = []string{}
+	add := func(prefix string, fs []migrateFinding) {
+		for _, f := range fs {
+			if f.Breaks {
+				s.Breaks = append(s.Breaks, prefix+f.Where+": "+f.What)
+			}
+		}
+	}
+	for i := range m.rep.Applications {
+		a := &m.rep.Applications[i]
+		if a.Images != nil {
+			s.ImagesManaged++
+		}
+		for _, sub := range a.Notifications {
+			if sub.Status == subDelivers {
+				s.Subscriptions++
+			}
+		}
+		s.ReadDiffer += len(a.Differs)
+		s.CannotDo += len(a.Cannot)
+		add("Application "+a.App+" ", a.Cannot)
+	}
+	s.ReadDiffer += len(m.rep.Differs)
+	s.CannotDo += len(m.rep.Cannot)
+	add("", m.rep.Cannot)
+	if len(s.Breaks) > 0 {
+		s.ExitCode = 1
+	}
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+// Names of argocd-image-updater's objects that `crowsnest migrate` reads.
+const (
+	aiuConfigMap = "argocd-image-updater-config"
+	// aiuRegistriesKey is the key of aiuConfigMap argocd-image-updater
+	// mounts as its registries.conf.
+	aiuRegistriesKey = "registries.conf"
+	kindImageUpdater = "ImageUpdater"
+)
+
+// imageUpdatersResource is argocd-image-updater 1.x's custom resource.
+var imageUpdatersResource = schema.GroupVersionResource{Group: "argocd-image-updater.argoproj.io", Version: "v1alpha1", Resource: "imageupdaters"}
+
+// migrateInputs is what `crowsnest migrate` reads of an installation of
+// argocd-image-updater and Argo CD Notifications. Secret values are kept
+// in memory for the readers (`$key` references) and never printed.
+type migrateInputs struct {
+	// source says where the objects came from, for the report.
+	source        string
+	argoNamespace string
+	apps          []*watcher.App
+	projects      []*watcher.Project
+	// configMaps and secrets by "namespace/name".
+	configMaps    map[string]map[string]string
+	secrets       map[string]map[string][]byte
+	imageUpdaters []*unstructured.Unstructured
+}
+
+func newMigrateInputs(source, argoNamespace string) *migrateInputs {
+	return &migrateInputs{source: source, argoNamespace: argoNamespace,
+		configMaps: map[string]map[string]string{}, secrets: map[string]map[string][]byte{}}
+}
+
+// configMap returns the data of the ConfigMap name in Argo CD's namespace.
+func (in *migrateInputs) configMap(name string) (map[string]string, bool) {
+	d, ok := in.configMaps[in.argoNamespace+"/"+name]
+	return d, ok
+}
+
+// readMigrateDir reads a folder of manifests: Applications and AppProjects
+// through the file source `run --apps-dir` uses, ConfigMaps, Secrets and
+// ImageUpdaters from the same files.
+func readMigrateDir(ctx context.Context, dir, argoNamespace string) (*migrateInputs, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a folder", dir)
+	}
+	objs, err := readAppsDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	in := newMigrateInputs("folder "+dir, argoNamespace)
+	in.apps, in.projects = objs.apps, objs.projects
+	slices.SortFunc(in.projects, func(a, b *watcher.Project) int { return strings.Compare(a.Key(), b.Key()) })
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != dir && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".yaml", ".yml", ".json":
+		default:
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := in.addManifests(data); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(in.imageUpdaters, func(a, b *unstructured.Unstructured) int {
+		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
+	})
+	return in, nil
+}
+
+// addManifests keeps the ConfigMaps, Secrets and ImageUpdaters of a YAML
+// or JSON stream (List items included); other kinds are left to the file
+// source or ignored.
+func (in *migrateInputs) addManifests(data []byte) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for i := 1; ; i++ {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+		if err := in.addObject(obj); err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+	}
+}
+
+func (in *migrateInputs) addObject(obj map[string]any) error {
+	if obj == nil {
+		return nil
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(u.GetKind(), "List") {
+		for _, item := range items {
+			if m, ok := item.(map[string]any); ok {
+				if err := in.addObject(m); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	ns := u.GetNamespace()
+	if ns == "" {
+		ns = in.argoNamespace
+	}
+	key := ns + "/" + u.GetName()
+	switch {
+	case u.GetAPIVersion() == "v1" && u.GetKind() == "ConfigMap":
+		data, _, err := unstructured.NestedStringMap(obj, "data")
+		if err != nil {
+			return fmt.Errorf("ConfigMap %s: %w", key, err)
+		}
+		in.configMaps[key] = data
+	case u.GetAPIVersion() == "v1" && u.GetKind() == "Secret":
+		data, err := secretData(obj)
+		if err != nil {
+			return fmt.Errorf("Secret %s: %w", key, err)
+		}
+		in.secrets[key] = data
+	case u.GetKind() == kindImageUpdater && strings.HasPrefix(u.GetAPIVersion(), imageUpdatersResource.Group+"/"):
+		u.SetNamespace(ns)
+		in.imageUpdaters = append(in.imageUpdaters, u)
+	}
+	return nil
+}
+
+// secretData reads a Secret manifest's data (base64) and stringData.
+func secretData(obj map[string]any) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	data, _, err := unstructured.NestedStringMap(obj, "data")
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range data {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("data.%s: not base64", k) // never the value
+		}
+		out[k] = b
+	}
+	str, _, err := unstructured.NestedStringMap(obj, "stringData")
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range str {
+		out[k] = []byte(v)
+	}
+	return out, nil
+}
+
+// readMigrateCluster reads the same objects from a cluster, with get and
+// list only: Applications and AppProjects in every namespace (through
+// the typed views the daemon uses), argocd-image-updater's and Argo CD
+// Notifications' ConfigMaps and Secret in Argo CD's namespace, and
+// ImageUpdaters where their CRD is installed.
+func readMigrateCluster(ctx context.Context, kubeconfig, argoNamespace string) (*migrateInputs, error) {
+	rc, err := (&runOptions{kubeconfig: kubeconfig}).restConfig(config.Default())
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building kube client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building kube client: %w", err)
+	}
+	objs, err := (&windowsOptions{kubeconfig: kubeconfig}).readCluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := newMigrateInputs("cluster "+rc.Host, argoNamespace)
+	in.apps, in.projects = objs.apps, objs.projects
+	slices.SortFunc(in.projects, func(a, b *watcher.Project) int { return strings.Compare(a.Key(), b.Key()) })
+	for _, name := range []string{aiuConfigMap, config.DefaultArgoCDNotificationsConfigMap} {
+		cm, err := cs.CoreV1().ConfigMaps(argoNamespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", argoNamespace, name, err)
+		default:
+			in.configMaps[argoNamespace+"/"+name] = cm.Data
+		}
+	}
+	s, err := cs.CoreV1().Secrets(argoNamespace).Get(ctx, config.DefaultArgoCDNotificationsSecret, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", argoNamespace, config.DefaultArgoCDNotificationsSecret, err)
+	default:
+		in.secrets[argoNamespace+"/"+s.Name] = s.Data
+	}
+	list, err := dyn.Resource(imageUpdatersResource).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		// The CRD is not installed: argocd-image-updater 0.x.
+	case err != nil:
+		return nil, fmt.Errorf("listing ImageUpdaters: %w", err)
+	default:
+		for i := range list.Items {
+			in.imageUpdaters = append(in.imageUpdaters, &list.Items[i])
+		}
+	}
+	return in, nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+)
+
+// The install migrate proposes: the repository's Helm chart, released as
+// crowsnest in the crowsnest namespace (its ServiceAccount is then
+// crowsnest/crowsnest).
+const (
+	migrateRelease   = "crowsnest"
+	migrateNamespace = "crowsnest"
+	migrateValues    = "crowsnest-values.yaml"
+)
+
+// install writes the commands and the RBAC crowsnest needs for what was
+// found.
+func (m *migration) install() {
+	ins := &m.rep.Install
+	helm := fmt.Sprintf("helm install %s charts/crowsnest --namespace %s --create-namespace --set argocdNamespace=%s",
+		migrateRelease, migrateNamespace, m.in.argoNamespace)
+	if m.cfgPath != "" {
+		ins.Commands = append(ins.Commands, helm+" --set-file config="+m.cfgPath)
+	} else {
+		ins.Commands = append(ins.Commands,
+			"cat > "+migrateValues+" <<'EOF'\n"+ins.Values+"EOF",
+			helm+" -f "+migrateValues)
+	}
+	argo := "namespace " + m.in.argoNamespace
+	ins.RBAC = []migrateRBAC{
+		{Where: "cluster", Resources: "applications (argoproj.io)", Verbs: "get, list, watch, patch", Chart: true,
+			Why: "watch Applications; patch only the fields crowsnest owns (images, Helm parameters, the refresh annotation after a commit)"},
+		{Where: "cluster", Resources: "appprojects (argoproj.io)", Verbs: "list, watch", Chart: true,
+			Why: "sync windows, sourceRepos and subscription annotations"},
+		{Where: "cluster", Resources: "events", Verbs: "create, patch", Chart: true,
+			Why: "ImagesUpdated, ImageUpdateHeld, InvalidAnnotation ... Events on Applications"},
+		{Where: "namespace " + migrateNamespace, Resources: "configmaps", Verbs: "get, create, update", Chart: true,
+			Why: "notification state and outbox"},
+	}
+	git, argoSecrets := false, false
+	for i := range m.rep.Applications {
+		if im := m.rep.Applications[i].Images; im != nil && im.WriteBack == string(imageupdate.MethodGit) {
+			git = true
+		}
+	}
+	var why []string
+	if git {
+		why = append(why, "Git write-back credentials (Argo CD's repository Secrets, found by label)")
+	}
+	for i := range m.cfg.Registries.List {
+		if r := m.cfg.Registries.List[i].Credentials; isSecretRef(r) && r.Namespace == m.in.argoNamespace {
+			argoSecrets = true
+		}
+	}
+	for i := range m.rep.Applications {
+		if im := m.rep.Applications[i].Images; im != nil {
+			for _, img := range im.Images {
+				if r, err := config.ParseCredentialRef(img.PullSecret); err == nil && isSecretRef(r) && r.Namespace == m.in.argoNamespace {
+					argoSecrets = true
+				}
+			}
+		}
+	}
+	if argoSecrets {
+		why = append(why, "pull secrets named by registries and annotations")
+	}
+	ref := m.cfg.Notifications.ArgoCDConfigMap
+	if ref.Name != "" {
+		why = append(why, "the notifications Secret "+ref.Secret)
+	}
+	if len(why) > 0 {
+		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: argo, Resources: "secrets", Verbs: "get, list", Chart: true, Why: strings.Join(why, "; ")})
+	}
+	if git {
+		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: argo, Resources: "configmaps argocd-ssh-known-hosts-cm", Verbs: "get", Chart: true,
+			Why: "SSH host keys Git write-back trusts"})
+	}
+	if ref.Name != "" {
+		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: "namespace " + m.in.argoNamespace, Resources: "configmaps " + ref.Name, Verbs: "get",
+			Chart: ref.Name == config.DefaultArgoCDNotificationsConfigMap && (ref.Namespace == "" || ref.Namespace == m.in.argoNamespace),
+			Why:   "the Argo CD Notifications ConfigMap"})
+	}
+	var extra strings.Builder
+	for _, ns := range slices.Sorted(maps.Keys(m.secretNamespaces)) {
+		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: "namespace " + ns, Resources: "secrets", Verbs: "get",
+			Why: "Secrets named by " + strings.Join(m.secretNamespaces[ns], ", ")})
+		fmt.Fprintf(&extra, `---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: %[1]s-secrets, namespace: %[2]s}
+rules:
+  - {apiGroups: [""], resources: [secrets], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: %[1]s-secrets, namespace: %[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s-secrets}
+subjects:
+  - {kind: ServiceAccount, name: %[1]s, namespace: %[3]s}
+`, migrateRelease, ns, migrateNamespace)
+	}
+	if extra.Len() > 0 {
+		ins.ExtraRBAC = extra.String()
+		ins.Commands = append(ins.Commands, "kubectl apply -f - <<'EOF'\n"+ins.ExtraRBAC+"EOF")
+	}
+}
+
+func isSecretRef(r config.CredentialRef) bool {
+	return r.Source == config.CredsPullSecret || r.Source == config.CredsSecret
+}
