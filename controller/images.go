@@ -82,6 +82,12 @@ type ImageReconciler struct {
 	// Policies returns crowsnest's image policies in force; nil means
 	// annotations only.
 	Policies func() *imageupdate.Policies
+	// ImageUpdaters, when set, returns what argocd-image-updater's
+	// ImageUpdater resources say to update in app, and their problems
+	// for it; ok is false when none selects app. One that selects it
+	// decides: the annotations apply only when it says useAnnotations,
+	// image policies not at all.
+	ImageUpdaters func(app *watcher.App) (spec *imageupdate.Spec, errs []error, ok bool)
 	// Enqueue puts an Application key on the engine's queue.
 	Enqueue func(key string)
 	Events  EventRecorder
@@ -237,7 +243,13 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		"sources", len(app.Sources), "images", len(app.Images),
 		"sync", app.SyncStatus, "health", app.HealthStatus)
 	spec, errs := imageupdate.FromAnnotations(app.Annotations)
-	if r.Policies != nil {
+	byUpdater := false
+	if r.ImageUpdaters != nil {
+		if s, e, ok := r.ImageUpdaters(app); ok {
+			spec, errs, byUpdater = s, e, true
+		}
+	}
+	if r.Policies != nil && !byUpdater {
 		// The Application's own annotations win over crowsnest's
 		// policies: they are the owner's explicit word on this object.
 		ps, name := r.Policies().Match(app)

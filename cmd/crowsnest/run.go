@@ -75,6 +75,7 @@ type runOptions struct {
 	kubeQPS                 float64
 	kubeBurst               int
 	once                    bool
+	imageUpdaters           string
 
 	// For `crowsnest demo`, which runs this same code: onEvent sees each
 	// local-mode Event, started gets the parts once they are built.
@@ -136,6 +137,7 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.IntVar(&o.workers, "workers", 0, "concurrent reconciles (default 16)")
 	f.Float64Var(&o.kubeQPS, "kube-api-qps", 0, "sustained requests per second to the kube-apiserver (default 300)")
 	f.IntVar(&o.kubeBurst, "kube-api-burst", 0, "burst of requests to the kube-apiserver (default 1000)")
+	f.StringVar(&o.imageUpdaters, "imageupdater-resources", "auto", "read argocd-image-updater 1.x ImageUpdater resources and write their status: auto (when the apiserver serves them), on (fail without their CRD) or off")
 	o.aiu.add(f)
 	return cmd
 }
@@ -203,6 +205,9 @@ func (o *runOptions) effective(cmd *cobra.Command, cfg *config.Config) (*config.
 func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if o.once && o.appsDir == "" && !o.dryRun {
 		return errors.New("--once needs --apps-dir (local mode) or --dry-run")
+	}
+	if err := checkImageUpdaterMode(o.imageUpdaters); err != nil {
+		return err
 	}
 	if o.once {
 		// A single pass has nobody scraping or probing it, and a second
@@ -544,6 +549,10 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 
 	tasks := []func(context.Context) error{engine.Run, regs.poller.Start, timer.Start,
 		controller.WhenLeading(engine, outbox.Start), controller.WhenLeading(engine, notifier.Start)}
+	if dyn != nil {
+		tasks = append(tasks, wireImageUpdaters(o.imageUpdaters, dyn, clientset.Discovery(), cfg.Watch.Namespaces,
+			engine, images, o.dryRun, reg, log)...)
+	}
 	waiter := &passWaiter{engine: engine, git: images.Git, outbox: outbox, settle: 500 * time.Millisecond}
 	if o.once {
 		tasks = append(tasks, func(ctx context.Context) error {

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
+)
+
+// imageUpdaterModes are the values of --imageupdater-resources.
+var imageUpdaterModes = []string{imageupdaters.ModeAuto, imageupdaters.ModeOn, imageupdaters.ModeOff}
+
+func checkImageUpdaterMode(mode string) error {
+	if !slices.Contains(imageUpdaterModes, mode) {
+		return fmt.Errorf("--imageupdater-resources: %q, want %s", mode, strings.Join(imageUpdaterModes, ", "))
+	}
+	return nil
+}
+
+// wireImageUpdaters makes argocd-image-updater 1.x's ImageUpdater resources
+// one more say in what images reconciles: their watcher becomes one of
+// the engine's sources (the first pass waits for their first list) and
+// the status writer a task run while leading (never in a dry run).
+func wireImageUpdaters(mode string, dyn dynamic.Interface, disc discovery.DiscoveryInterface, namespaces []string,
+	engine *controller.Engine, images *controller.ImageReconciler, dryRun bool, reg prometheus.Registerer, log *slog.Logger,
+) []func(context.Context) error {
+	if mode == imageupdaters.ModeOff || dyn == nil {
+		return nil
+	}
+	metrics := imageupdaters.NewMetrics(reg)
+	set := &imageupdaters.Set{Check: images.Tenancy.CheckAnnotations, Log: log, Metrics: metrics}
+	w := &imageupdaters.Watcher{Client: dyn, Discovery: disc, Namespaces: namespaces, Mode: mode, Set: set, Log: log,
+		Requeue: func(ns string) {
+			for _, k := range engine.AppKeys() {
+				if strings.HasPrefix(k, ns+"/") {
+					engine.Enqueue(k)
+				}
+			}
+		}}
+	images.ImageUpdaters = set.Match
+	engine.Sources = append(engine.Sources, w)
+	if dryRun {
+		return nil
+	}
+	status := &imageupdaters.StatusWriter{Set: set, Apps: engine, Client: dyn, Get: w.Get, Log: log, Metrics: metrics}
+	return []func(context.Context) error{controller.WhenLeading(engine, status.Start)}
+}
