@@ -1,0 +1,175 @@
+package services
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// TeamsSettings are the keys of `service.teams`: one incoming webhook URL
+// per recipient name (`subscribe.on-deployed.teams: channelName`).
+type TeamsSettings struct {
+	RecipientURLs      map[string]string `yaml:"recipientUrls" json:"recipientUrls,omitempty"`
+	InsecureSkipVerify bool              `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
+}
+
+// TeamsBlock is a template's `teams:` block. Facts, Sections and
+// PotentialAction are JSON arrays; Template, when set, is the whole
+// request body and the other fields are not read.
+type TeamsBlock struct {
+	Template        string `yaml:"template" json:"template,omitempty"`
+	Title           string `yaml:"title" json:"title,omitempty"`
+	Summary         string `yaml:"summary" json:"summary,omitempty"`
+	Text            string `yaml:"text" json:"text,omitempty"`
+	ThemeColor      string `yaml:"themeColor" json:"themeColor,omitempty"`
+	Facts           string `yaml:"facts" json:"facts,omitempty"`
+	Sections        string `yaml:"sections" json:"sections,omitempty"`
+	PotentialAction string `yaml:"potentialAction" json:"potentialAction,omitempty"`
+}
+
+func init() {
+	Register(&Kind{
+		Type:     "teams",
+		Settings: func() any { return &TeamsSettings{} },
+		Block:    func() any { return &TeamsBlock{} },
+		Validate: func(s any) error {
+			return checkRecipientURLs("recipientUrls", s.(*TeamsSettings).RecipientURLs)
+		},
+		New: func(name string, s any, o Options) (notify.Service, error) {
+			t := s.(*TeamsSettings)
+			return &teams{c: NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}, nil
+		},
+	})
+}
+
+// checkRecipientURLs checks every URL of a recipient → webhook map. Errors
+// name the recipient, never the URL (its path is the secret).
+func checkRecipientURLs(key string, urls map[string]string) error {
+	names := make([]string, 0, len(urls))
+	for name := range urls {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, name := range names {
+		errs = append(errs, requireURL(key+"["+name+"]", urls[name]))
+	}
+	return errors.Join(errs...)
+}
+
+// recipientURL is the webhook URL of d.Recipient, or a permanent error
+// naming the recipient.
+func recipientURL(c *Client, key string, urls map[string]string, d notify.Destination) (string, error) {
+	u, ok := urls[d.Recipient]
+	if !ok || u == "" {
+		return "", notify.Permanent(fmt.Errorf("%s: no webhook for recipient %q in %s", c.Service, d.Recipient, key))
+	}
+	return u, nil
+}
+
+// teams posts an Office 365 connector message card to a channel's
+// incoming webhook, as Argo CD Notifications does.
+type teams struct {
+	c    *Client
+	urls map[string]string
+}
+
+// teamsCard is the message card Argo CD Notifications sends (its
+// "context" key, without "@", included).
+type teamsCard struct {
+	Type            string           `json:"@type"`
+	Context         string           `json:"context"`
+	Title           string           `json:"title"`
+	Summary         string           `json:"summary"`
+	Text            string           `json:"text"`
+	ThemeColor      string           `json:"themeColor,omitempty"`
+	PotentialAction []map[string]any `json:"potentialAction,omitempty"`
+	Sections        []map[string]any `json:"sections,omitempty"`
+}
+
+func (t *teams) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
+	u, err := recipientURL(t.c, "recipientUrls", t.urls, d)
+	if err != nil {
+		return notify.Receipt{}, err
+	}
+	var b TeamsBlock
+	if _, err := DecodeBlock(n, "teams", &b); err != nil {
+		return notify.Receipt{}, err
+	}
+	body, err := teamsBody(n.Message, &b)
+	if err != nil {
+		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: %w", t.c.Service, err))
+	}
+	resp, err := t.c.Do(ctx, Request{
+		Method: http.MethodPost, URL: u, Body: body,
+		Header: http.Header{"Content-Type": {"application/json"}},
+	})
+	if err != nil {
+		return notify.Receipt{}, err
+	}
+	return notify.Receipt{}, teamsAnswer(t.c.Service, resp)
+}
+
+// teamsBody is the request body: the block's template as is, or a
+// message card from its fields (the message as text when it has none).
+func teamsBody(message string, b *TeamsBlock) ([]byte, error) {
+	if b.Template != "" {
+		return []byte(b.Template), nil
+	}
+	card := teamsCard{
+		Type: "MessageCard", Context: "https://schema.org/extensions",
+		Title: b.Title, Summary: b.Summary, Text: message, ThemeColor: b.ThemeColor,
+	}
+	if b.Text != "" {
+		card.Text = b.Text
+	}
+	if b.Sections != "" {
+		if err := json.Unmarshal([]byte(b.Sections), &card.Sections); err != nil {
+			return nil, fmt.Errorf("teams.sections: not a JSON array of objects: %w", err)
+		}
+	}
+	if b.Facts != "" {
+		var facts []map[string]any
+		if err := json.Unmarshal([]byte(b.Facts), &facts); err != nil {
+			return nil, fmt.Errorf("teams.facts: not a JSON array of objects: %w", err)
+		}
+		card.Sections = append(card.Sections, map[string]any{"facts": facts})
+	}
+	if b.PotentialAction != "" {
+		if err := json.Unmarshal([]byte(b.PotentialAction), &card.PotentialAction); err != nil {
+			return nil, fmt.Errorf("teams.potentialAction: not a JSON array of objects: %w", err)
+		}
+	}
+	return json.Marshal(card)
+}
+
+// teamsAnswer applies Argo CD Notifications' rule: a connector webhook
+// that posted the card answers "1"; anything else is a failure, even
+// with status 200 (Teams reports its own throttling that way: "...
+// returned HTTP error 429 ..."), which is retried. A 2xx answer without
+// "1" and without an error (a Workflows URL answers 202 and nothing) may
+// have posted the card, so it is not sent again: it is dead-lettered with
+// a hint.
+func teamsAnswer(service string, resp *Response) error {
+	body := strings.TrimSpace(string(resp.Body))
+	if body == "1" {
+		return nil
+	}
+	snippet := body
+	if len(snippet) > 512 {
+		snippet = snippet[:512] + "..."
+	}
+	switch {
+	case strings.Contains(body, "429") || strings.Contains(body, "HTTP error 5"):
+		return fmt.Errorf("%s: webhook answered %d: %s", service, resp.Status, snippet)
+	case body == "":
+		return notify.Permanent(fmt.Errorf("%s: webhook answered %d without Teams' \"1\" (a Workflows URL wants service.teams-workflows)", service, resp.Status))
+	}
+	return notify.Permanent(fmt.Errorf("%s: webhook answered %d: %s", service, resp.Status, snippet))
+}

@@ -1,0 +1,217 @@
+package services_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// teamsHook is the secret part of a Teams incoming webhook URL.
+const teamsHook = "/webhookb2/0c0ffee-secret@tenant/IncomingWebhook/abc123/def456"
+
+func teamsCM(url string) map[string]string {
+	return map[string]string{
+		"service.teams": "recipientUrls:\n  channelName: $channel-teams-url\n",
+		"template.app-sync-succeeded": `message: Application {{.app.metadata.name}} has been successfully synced.
+teams:
+  themeColor: "#000080"
+  title: Synced {{.app.metadata.name}}
+  facts: |
+    [{"name": "Sync Status", "value": "{{.app.status.sync.status}}"},
+     {"name": "Repository", "value": "{{.app.spec.source.repoURL}}"}]
+  potentialAction: |-
+    [{"@type":"OpenUri", "name":"Operation Details",
+      "targets":[{"os":"default", "uri":"https://argocd.example.com/applications/{{.app.metadata.name}}"}]}]
+`,
+	}
+}
+
+func TestTeamsThroughOutbox(t *testing.T) {
+	s := newSink(t, false, answer{Body: "1"})
+	rec := deliver(t, delivery{
+		CM: teamsCM(s.URL), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
+		Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: testApp("guestbook"),
+	})
+	if rec.State != notify.StateDelivered {
+		t.Fatalf("record: state %s error %q", rec.State, rec.LastError)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("got %d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Method != http.MethodPost || r.Path != "/webhookb2/0c0ffee-secret@tenant/IncomingWebhook/abc123/def456" {
+		t.Errorf("request %s %s", r.Method, r.Path)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.Body), &got); err != nil {
+		t.Fatalf("body %s: %v", r.Body, err)
+	}
+	want := map[string]any{
+		"@type": "MessageCard", "context": "https://schema.org/extensions",
+		"title": "Synced guestbook", "summary": "", "themeColor": "#000080",
+		"text": "Application guestbook has been successfully synced.",
+		"sections": []any{map[string]any{"facts": []any{
+			map[string]any{"name": "Sync Status", "value": "Synced"},
+			map[string]any{"name": "Repository", "value": "https://github.com/example/guestbook.git"},
+		}}},
+		"potentialAction": []any{map[string]any{
+			"@type": "OpenUri", "name": "Operation Details",
+			"targets": []any{map[string]any{"os": "default", "uri": "https://argocd.example.com/applications/guestbook"}},
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("card (-want +got):\n%s", diff)
+	}
+}
+
+func TestTeamsTemplateIsTheBody(t *testing.T) {
+	s := newSink(t, false, answer{Body: "1"})
+	cm := teamsCM(s.URL)
+	cm["template.raw"] = "teams:\n  template: '{\"text\": \"raw {{.app.metadata.name}}\"}'\n"
+	rec := deliver(t, delivery{
+		CM: cm, Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
+		Service: "teams", Template: "raw", Recipient: "channelName", App: testApp("guestbook"),
+	})
+	if rec.State != notify.StateDelivered {
+		t.Fatalf("state %s: %s", rec.State, rec.LastError)
+	}
+	if got := s.Requests()[0].Body; got != `{"text": "raw guestbook"}` {
+		t.Errorf("body %s", got)
+	}
+}
+
+// Teams connector webhooks answer "1" when they posted the card and
+// report failures, throttling included, in the body of a 200.
+func TestTeamsAnswerBody(t *testing.T) {
+	secret := map[string][]byte{}
+	send := func(t *testing.T, answers ...answer) (notify.Record, *sink) {
+		t.Helper()
+		s := newSink(t, false, answers...)
+		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
+		return deliver(t, delivery{CM: teamsCM(s.URL), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
+			Recipient: "channelName", App: testApp("a")}), s
+	}
+	t.Run("throttled in a 200 is retried", func(t *testing.T) {
+		rec, s := send(t, answer{Body: "Webhook message delivery failed with error: Microsoft Teams endpoint returned HTTP error 429 with ContextId tcid=0"}, answer{Body: "1"})
+		if rec.State != notify.StateDelivered || rec.Attempts != 2 || len(s.Requests()) != 2 {
+			t.Fatalf("state %s attempts %d requests %d: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
+		}
+	})
+	t.Run("an error in a 200 is dead-lettered", func(t *testing.T) {
+		rec, s := send(t, answer{Body: "Summary or Text is required."})
+		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
+			t.Fatalf("state %s attempts %d requests %d", rec.State, rec.Attempts, len(s.Requests()))
+		}
+		mustContain(t, "last error", rec.LastError, "Summary or Text is required")
+		mustNotContain(t, "last error", rec.LastError, teamsHook, "0c0ffee-secret")
+	})
+	t.Run("202 and nothing is not sent again", func(t *testing.T) {
+		rec, s := send(t, answer{Status: http.StatusAccepted})
+		if rec.State != notify.StateDead || len(s.Requests()) != 1 {
+			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
+		}
+		mustContain(t, "last error", rec.LastError, "teams-workflows")
+	})
+	t.Run("unknown recipient", func(t *testing.T) {
+		s := newSink(t, false)
+		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
+		rec := deliver(t, delivery{CM: teamsCM(s.URL), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
+			Recipient: "other", App: testApp("a")})
+		if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
+		}
+		mustContain(t, "last error", rec.LastError, `"other"`)
+	})
+}
+
+func TestTeamsStatuses(t *testing.T) {
+	checkStatuses(t, statusCase{
+		Setup: func(s *sink) delivery {
+			return delivery{CM: teamsCM(s.URL), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
+				Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: testApp("a")}
+		},
+		OK:      answer{Body: "1"},
+		Secrets: []string{teamsHook, "0c0ffee-secret"},
+	})
+}
+
+// statusCase is one service's delivery for checkStatuses.
+type statusCase struct {
+	// Setup returns the delivery sent to sink s.
+	Setup func(s *sink) delivery
+	// TLS makes the sink HTTPS.
+	TLS bool
+	// OK is the service's success answer.
+	OK answer
+	// Route, when set, answers requests that are not the message (a
+	// login) and returns false; the message gets the script.
+	Route func(r received) (answer, bool)
+	// RateLimited is the service's 429 (Retry-After: 0 when unset).
+	RateLimited *answer
+	// Secrets must not appear in a dead letter's error.
+	Secrets []string
+}
+
+// checkStatuses sends c's delivery through the outbox against answers a
+// service's API gives: 429 with a wait then success (the wait is not an
+// attempt), a 5xx then success (retried), and a 4xx (dead-lettered at
+// once, its error naming the status and without a secret).
+func checkStatuses(t *testing.T, c statusCase) {
+	t.Helper()
+	limited := answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}, Body: `{"error":"slow down"}`}
+	if c.RateLimited != nil {
+		limited = *c.RateLimited
+	}
+	run := func(t *testing.T, maxAttempts int, script ...answer) (notify.Record, int) {
+		t.Helper()
+		s := newSink(t, c.TLS)
+		messages := 0
+		s.route = func(r received) answer {
+			if c.Route != nil {
+				if a, ok := c.Route(r); ok {
+					return a
+				}
+			}
+			messages++
+			a := script[0]
+			if len(script) > 1 {
+				script = script[1:]
+			}
+			return a
+		}
+		d := c.Setup(s)
+		d.MaxAttempts = maxAttempts
+		rec := deliver(t, d)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return rec, messages
+	}
+	t.Run("429 waits then delivers", func(t *testing.T) {
+		rec, n := run(t, 1, limited, c.OK)
+		if rec.State != notify.StateDelivered || n != 2 {
+			t.Fatalf("state %s after %d messages: %s", rec.State, n, rec.LastError)
+		}
+	})
+	t.Run("5xx retried", func(t *testing.T) {
+		rec, n := run(t, 3, answer{Status: http.StatusBadGateway, Body: "bad gateway"}, c.OK)
+		if rec.State != notify.StateDelivered || rec.Attempts != 2 || n != 2 {
+			t.Fatalf("state %s attempts %d messages %d: %s", rec.State, rec.Attempts, n, rec.LastError)
+		}
+	})
+	t.Run("4xx dead-lettered at once without a secret", func(t *testing.T) {
+		rec, n := run(t, 3, answer{Status: http.StatusBadRequest, Body: `{"error":"bad request"}`})
+		if rec.State != notify.StateDead || rec.Attempts != 1 || n != 1 {
+			t.Fatalf("state %s attempts %d messages %d", rec.State, rec.Attempts, n)
+		}
+		mustContain(t, "last error", rec.LastError, "400")
+		mustNotContain(t, "last error", rec.LastError, c.Secrets...)
+	})
+}
