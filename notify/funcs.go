@@ -3,17 +3,16 @@ package notify
 import (
 	"fmt"
 	"maps"
-	"math"
 	"reflect"
-	"strconv"
-	"strings"
 	"text/template"
 	"time"
+
+	"github.com/Masterminds/sprig/v3"
 )
 
 // The function names live in one list, config.TemplateFuncNames: config
 // checks templates against it at load and FuncMap implements exactly it
-// (TestFuncMapMatchesConfig compares both ways).
+// (TestFuncNamesMatchFuncMap compares both ways).
 
 // Limits on what one helper call may build, so a template cannot eat the
 // memory from a small config value (`repeat`, `until`, `seq`, doubling a
@@ -30,35 +29,249 @@ const (
 	maxRepeat = 10000
 )
 
+// sprigFuncs is sprig's text function map, the one Argo CD Notifications
+// starts from; FuncMap takes only the hermetic helpers named in
+// fromSprig, so env, expandenv, getHostByName, the random and crypto
+// helpers are never reachable.
+var sprigFuncs = sprig.TxtFuncMap()
+
+// toInt, toInt64 and toFloat64 are sprig's own conversions (spf13/cast),
+// so a number means the same to crowsnest's helpers as to sprig's.
+var (
+	toInt     = sprigFuncs["int"].(func(any) int)
+	toInt64   = sprigFuncs["int64"].(func(any) int64)
+	toFloat64 = sprigFuncs["float64"].(func(any) float64)
+)
+
 // FuncMap returns the template helpers bound to the clock now (nil means
-// time.Now). The names are exactly config.TemplateFuncNames, with sprig's
-// argument order and meaning; the set is hermetic: no environment, files
-// or network. Where sprig panics or quietly returns a zero value on bad
-// input (a broken regular expression, division by zero, a bad time zone),
-// these return an error that names the function.
+// time.Now). The names are exactly config.TemplateFuncNames: sprig's
+// functions as Argo CD Notifications has them (fromSprig), and
+// crowsnest's own where sprig's cannot keep a limit, would change the
+// Application data, read the process's clock or time zone, or panic or
+// quietly return a zero value on bad input (a broken regular expression,
+// division by zero, a bad time zone): these return an error that names
+// the function.
 func FuncMap(now func() time.Time) template.FuncMap {
 	if now == nil {
 		now = time.Now
 	}
 	m := template.FuncMap{}
+	for name, use := range fromSprig {
+		m[name] = use.adapt(name)
+	}
 	for _, part := range []template.FuncMap{
-		stringFuncs(), regexFuncs(), defaultFuncs(), listFuncs(), dictFuncs(),
-		mathFuncs(), encodingFuncs(), timeFuncs(now), repoFuncs(),
+		stringFuncs(), regexFuncs(), listFuncs(), dictFuncs(), encodingFuncs(), timeFuncs(now), repoFuncs(),
 	} {
 		maps.Copy(m, part)
 	}
 	return m
 }
 
-func defaultFuncs() template.FuncMap {
-	return template.FuncMap{
-		"default":  dfault,
-		"empty":    isEmpty,
-		"coalesce": coalesce,
-		"ternary":  ternary,
-		"required": required,
-		"fail":     func(msg any) (string, error) { return "", fmt.Errorf("%s", toString(msg)) },
-		"orEmpty":  orEmpty,
+// sprigUse is how FuncMap adapts one of sprig's functions.
+type sprigUse struct {
+	// from is sprig's name when it differs: the must- form, which returns
+	// an error where the plain one panics or returns a zero value.
+	from string
+	// list is how arguments sprig reads as lists are checked.
+	list listArg
+	// check refuses arguments that would build a value over crowsnest's
+	// limits, before sprig builds it; it may lower an argument (a count).
+	check func(args []any) error
+	// limit refuses a result over maxStringSize or maxListLen: the
+	// helpers whose result can outgrow their arguments.
+	limit bool
+	// then converts the result (pick and omit give a dict set may change).
+	then func(any) any
+}
+
+// listArg says which interface{} arguments of a sprig function are lists:
+// nil (a missing field) is then an empty list.
+type listArg int
+
+const (
+	noList     listArg = iota
+	firstList          // the first argument must be a list
+	nilIsEmpty         // the first argument, when nil, is an empty list
+)
+
+// fromSprig are the helpers that are sprig's functions, and how each is
+// adapted.
+var fromSprig = map[string]sprigUse{
+	// strings
+	"upper": {}, "lower": {}, "trim": {}, "trimAll": {}, "trimPrefix": {}, "trimSuffix": {},
+	"abbrev": {}, "nospace": {}, "contains": {}, "hasPrefix": {}, "hasSuffix": {},
+	"cat": {limit: true}, "quote": {limit: true}, "squote": {limit: true}, "join": {limit: true},
+	"plural": {}, "toStrings": {},
+	"sortAlpha": {list: nilIsEmpty},
+	"repeat":    {check: checkRepeat},
+	"replace":   {check: checkReplace},
+	"indent":    {check: checkIndent("indent")},
+	"nindent":   {check: checkIndent("nindent")},
+	"split":     {check: checkSplit("split")},
+	"splitList": {check: checkSplit("splitList")},
+	// regular expressions (Go's RE2: linear time whatever the pattern)
+	"regexMatch":     {from: "mustRegexMatch"},
+	"regexFind":      {from: "mustRegexFind"},
+	"regexFindAll":   {from: "mustRegexFindAll", check: capCount, limit: true},
+	"regexSplit":     {from: "mustRegexSplit", check: capCount, limit: true},
+	"regexQuoteMeta": {},
+	// defaults and flow
+	"default": {}, "empty": {}, "coalesce": {}, "ternary": {}, "fail": {},
+	// lists
+	"list": {}, "rest": {from: "mustRest", list: firstList}, "initial": {from: "mustInitial", list: firstList},
+	"reverse": {from: "mustReverse", list: firstList},
+	"compact": {from: "mustCompact", list: firstList},
+	// dicts
+	"get": {}, "hasKey": {}, "pluck": {},
+	"pick": {then: ownDict}, "omit": {then: ownDict},
+	// numbers
+	"add": {}, "add1": {}, "sub": {}, "mul": {}, "max": {}, "min": {}, "atoi": {},
+	"int": {}, "int64": {}, "float64": {},
+	"div": {check: nonZeroDivisor("div")},
+	"mod": {check: nonZeroDivisor("mod")},
+	// encoding
+	"toJson":       {from: "mustToJson", limit: true},
+	"toPrettyJson": {from: "mustToPrettyJson", limit: true},
+	"toRawJson":    {from: "mustToRawJson", limit: true},
+	"b64enc":       {}, "sha256sum": {},
+}
+
+// adapt returns sprig's function as a func(...any) (any, error), which
+// text/template and the render budget call directly. It converts each
+// argument to the type sprig's parameter wants, leniently, as a missing
+// field must render empty rather than fail: nil or a number is a string
+// where one is wanted (toString), a number is read as sprig reads it, a
+// truth value as text/template does, and any map with string keys is a
+// dict.
+func (u sprigUse) adapt(name string) func(...any) (any, error) {
+	from := name
+	if u.from != "" {
+		from = u.from
+	}
+	fn := reflect.ValueOf(sprigFuncs[from])
+	t := fn.Type()
+	return func(args ...any) (any, error) {
+		n := t.NumIn()
+		if t.IsVariadic() && len(args) < n-1 || !t.IsVariadic() && len(args) != n {
+			want := fmt.Sprint(n)
+			if t.IsVariadic() {
+				want = fmt.Sprintf("at least %d", n-1)
+			}
+			return nil, fmt.Errorf("wrong number of args for %s: want %s got %d", name, want, len(args))
+		}
+		if u.list != noList && len(args) > 0 {
+			l, err := asList(name, args[0], u.list == nilIsEmpty)
+			if err != nil {
+				return nil, err
+			}
+			args[0] = l
+		}
+		if u.check != nil {
+			if err := u.check(args); err != nil {
+				return nil, err
+			}
+		}
+		in := make([]reflect.Value, len(args))
+		for i, a := range args {
+			pt := t.In(min(i, n-1))
+			if t.IsVariadic() && i >= n-1 {
+				pt = pt.Elem()
+			}
+			v, err := convertArg(name, a, pt)
+			if err != nil {
+				return nil, err
+			}
+			in[i] = v
+		}
+		out := fn.Call(in)
+		if len(out) == 2 && out[1].Type() == errorType && !out[1].IsNil() {
+			return nil, out[1].Interface().(error)
+		}
+		r := out[0].Interface()
+		if u.limit {
+			if err := checkResult(name, out[0]); err != nil {
+				return nil, err
+			}
+		}
+		if u.then != nil {
+			r = u.then(r)
+		}
+		return r, nil
+	}
+}
+
+// convertArg converts a template value to sprig's parameter type t.
+func convertArg(fn string, a any, t reflect.Type) (reflect.Value, error) {
+	switch t.Kind() {
+	case reflect.Interface:
+		if a == nil {
+			return reflect.Zero(t), nil
+		}
+		return reflect.ValueOf(a), nil
+	case reflect.String:
+		return reflect.ValueOf(toString(a)), nil
+	case reflect.Int:
+		return reflect.ValueOf(toInt(a)), nil
+	case reflect.Bool:
+		b, _ := template.IsTrue(a)
+		return reflect.ValueOf(b), nil
+	case reflect.Map:
+		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.Interface {
+			d, ok := entries(a)
+			if !ok {
+				return reflect.Value{}, fmt.Errorf("%s: want a dict, got %T", fn, a)
+			}
+			return reflect.ValueOf(d), nil
+		}
+	}
+	if v := reflect.ValueOf(a); a != nil && v.Type().AssignableTo(t) {
+		return v, nil
+	}
+	return reflect.Value{}, fmt.Errorf("%s: want a %s, got %T", fn, t, a)
+}
+
+// checkResult refuses a string over maxStringSize or a list or dict over
+// maxListLen.
+func checkResult(fn string, v reflect.Value) error {
+	for v.Kind() == reflect.Interface && !v.IsNil() {
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return checkSize(fn, v.Len())
+	case reflect.Slice, reflect.Map:
+		return checkLen(fn, v.Len())
+	}
+	return nil
+}
+
+// asList returns a as a list sprig takes: nil is an empty list; a value
+// that is not a slice or an array is an error naming fn, or itself when
+// orValue (sortAlpha sorts a single value as a list of one).
+func asList(fn string, a any, orValue bool) (any, error) {
+	if a == nil {
+		return []any{}, nil
+	}
+	switch reflect.ValueOf(a).Kind() {
+	case reflect.Slice, reflect.Array:
+		if _, ok := a.([]byte); !ok {
+			return a, nil
+		}
+	}
+	if orValue {
+		return a, nil
+	}
+	return nil, fmt.Errorf("%s: want a list, got %T", fn, a)
+}
+
+// nonZeroDivisor refuses a divisor of 0, where sprig's div and mod
+// panic.
+func nonZeroDivisor(fn string) func([]any) error {
+	return func(args []any) error {
+		if toInt64(args[1]) == 0 {
+			return fmt.Errorf("%s: division by zero", fn)
+		}
+		return nil
 	}
 }
 
@@ -88,6 +301,8 @@ func checkLen(fn string, n int) error {
 	return nil
 }
 
+// toString is sprig's string conversion, except that nil (a missing
+// field) is "" rather than "<nil>".
 func toString(v any) string {
 	switch s := v.(type) {
 	case nil:
@@ -96,10 +311,10 @@ func toString(v any) string {
 		return s
 	case []byte:
 		return string(s)
-	case fmt.Stringer:
-		return s.String()
 	case error:
 		return s.Error()
+	case fmt.Stringer:
+		return s.String()
 	}
 	return fmt.Sprint(v)
 }
@@ -111,189 +326,11 @@ func orEmpty(v any) any {
 	return v
 }
 
-func dfault(def any, given ...any) any {
-	if len(given) == 0 || isEmpty(given[0]) {
-		return def
-	}
-	return given[0]
-}
-
-func isEmpty(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.String, reflect.Slice, reflect.Map, reflect.Array:
-		return rv.Len() == 0
-	case reflect.Bool:
-		return !rv.Bool()
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return rv.Int() == 0
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return rv.Uint() == 0
-	case reflect.Float32, reflect.Float64:
-		return rv.Float() == 0
-	case reflect.Pointer, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}
-
-func coalesce(v ...any) any {
-	for _, x := range v {
-		if !isEmpty(x) {
-			return x
-		}
-	}
-	return nil
-}
-
-// ternary returns yes when cond is true in text/template's sense (so a
-// missing field, nil, is false rather than an argument error).
-func ternary(yes, no, cond any) any {
-	if t, _ := template.IsTrue(cond); t {
-		return yes
-	}
-	return no
-}
-
 // required fails the render with msg when v is nil or an empty string, as
-// Helm's required does.
+// Helm's required does (sprig has none).
 func required(msg string, v any) (any, error) {
 	if s, ok := v.(string); v == nil || ok && s == "" {
 		return v, fmt.Errorf("%s", msg)
 	}
 	return v, nil
-}
-
-// toInt64 converts like sprig (spf13/cast): numbers (floats truncated),
-// bools as 0/1, decimal strings; anything else is 0.
-func toInt64(v any) int64 {
-	switch n := v.(type) {
-	case nil:
-		return 0
-	case int:
-		return int64(n)
-	case int64:
-		return n
-	case float64:
-		return floatToInt64(n)
-	case string:
-		return parseInt64(n)
-	case bool:
-		if n {
-			return 1
-		}
-		return 0
-	case time.Duration:
-		return int64(n)
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return rv.Int()
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		u := rv.Uint()
-		if u > math.MaxInt64 {
-			return math.MaxInt64
-		}
-		return int64(u)
-	case reflect.Float32, reflect.Float64:
-		return floatToInt64(rv.Float())
-	case reflect.String:
-		return parseInt64(rv.String())
-	}
-	return 0
-}
-
-func parseInt64(s string) int64 {
-	s = strings.TrimSpace(s)
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return i
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return floatToInt64(f)
-	}
-	return 0
-}
-
-// floatToInt64 truncates, saturating instead of Go's undefined result
-// for values out of range.
-func floatToInt64(f float64) int64 {
-	switch {
-	case math.IsNaN(f):
-		return 0
-	case f >= math.MaxInt64:
-		return math.MaxInt64
-	case f <= math.MinInt64:
-		return math.MinInt64
-	}
-	return int64(f)
-}
-
-// toInt is toInt64 clamped to int.
-func toInt(v any) int {
-	i := toInt64(v)
-	return int(max(min(i, math.MaxInt), math.MinInt))
-}
-
-// toFloat64 converts like sprig: numbers, bools as 0/1, decimal strings;
-// anything else is 0.
-func toFloat64(v any) float64 {
-	switch n := v.(type) {
-	case nil:
-		return 0
-	case float64:
-		return n
-	case int:
-		return float64(n)
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
-		if err != nil {
-			return 0
-		}
-		return f
-	case bool:
-		if n {
-			return 1
-		}
-		return 0
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return float64(rv.Int())
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return float64(rv.Uint())
-	case reflect.Float32, reflect.Float64:
-		return rv.Float()
-	case reflect.String:
-		return toFloat64(rv.String())
-	}
-	return 0
-}
-
-// isNumber reports whether v is of a Go number kind.
-func isNumber(v any) bool {
-	if v == nil {
-		return false
-	}
-	switch reflect.ValueOf(v).Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64:
-		return true
-	}
-	return false
-}
-
-// equalValues is reflect.DeepEqual, except that numbers compare by value
-// whatever their Go type: a literal 1 in a template equals the 1 that
-// JSON decoding made a float64.
-func equalValues(a, b any) bool {
-	if isNumber(a) && isNumber(b) {
-		return toFloat64(a) == toFloat64(b)
-	}
-	return reflect.DeepEqual(a, b)
 }

@@ -14,23 +14,32 @@ import (
 // renders, and must never be written.
 type templateDict map[string]any
 
-// Dicts are sprig's: string keys, any values. Functions that read a dict
-// take any map with string keys (an Application's fields are plain
-// maps); nil reads as an empty dict.
+// dictFuncs are crowsnest's own dict helpers; get, hasKey, pluck, pick
+// and omit are sprig's (fromSprig).
 func dictFuncs() template.FuncMap {
 	return template.FuncMap{
-		"dict":   newDict,
-		"get":    get,
-		"set":    set,
-		"unset":  unset,
-		"hasKey": func(m any, key string) bool { _, ok := lookup(m, key); return ok },
+		// dict, set and unset: sprig's set and unset change any map, the
+		// Application shared with the informer's cache included.
+		"dict":  newDict,
+		"set":   set,
+		"unset": unset,
+		// keys and values: sprig's come in map order, so a message would
+		// change from one render to the next.
 		"keys":   keys,
 		"values": values,
-		"pluck":  pluck,
-		"pick":   func(m any, keys ...string) (templateDict, error) { return filterDict("pick", m, keys, true) },
-		"omit":   func(m any, keys ...string) (templateDict, error) { return filterDict("omit", m, keys, false) },
-		"dig":    dig,
+		// dig: Compile's field chains call its field form (rewrite.go), and
+		// sprig's walks only map[string]any (a label map is a
+		// map[string]string).
+		"dig": dig,
 	}
+}
+
+// ownDict makes the dict sprig's pick or omit returned one set may change.
+func ownDict(v any) any {
+	if d, ok := v.(map[string]any); ok {
+		return templateDict(d)
+	}
+	return v
 }
 
 // newDict pairs keys (printed as strings) with values; a key without a
@@ -116,14 +125,6 @@ func dictOf(fn string, m any) (map[string]any, error) {
 		return nil, fmt.Errorf("%s: want a dict, got %T", fn, m)
 	}
 	return d, nil
-}
-
-// get is the value at key, or "" when it is missing, as in sprig.
-func get(m any, key string) any {
-	if v, ok := lookup(m, key); ok {
-		return v
-	}
-	return ""
 }
 
 // set stores value at key in a dict the template made and returns it.
@@ -227,37 +228,6 @@ func values(m any) ([]any, error) {
 	out := make([]any, len(ks))
 	for i, k := range ks {
 		out[i] = d[k]
-	}
-	return out, nil
-}
-
-// pluck is the value at key in each dict that has it.
-func pluck(key string, dicts ...any) []any {
-	out := []any{}
-	for _, m := range dicts {
-		if v, ok := lookup(m, key); ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// filterDict is a new dict of m's entries whose key is in keys (keep) or
-// is not (!keep).
-func filterDict(fn string, m any, keys []string, keep bool) (templateDict, error) {
-	d, err := dictOf(fn, m)
-	if err != nil {
-		return nil, err
-	}
-	want := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		want[k] = true
-	}
-	out := templateDict{}
-	for k, v := range d {
-		if want[k] == keep {
-			out[k] = v
-		}
 	}
 	return out, nil
 }

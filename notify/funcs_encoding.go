@@ -1,10 +1,7 @@
 package notify
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -14,31 +11,20 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// encodingFuncs are crowsnest's own encoding helpers; the JSON encoders,
+// b64enc and sha256sum are sprig's (fromSprig).
 func encodingFuncs() template.FuncMap {
 	return template.FuncMap{
-		"toJson":       func(v any) (string, error) { return toJSON("toJson", v, "", true) },
-		"toPrettyJson": func(v any) (string, error) { return toJSON("toPrettyJson", v, "  ", true) },
-		"toRawJson":    func(v any) (string, error) { return toJSON("toRawJson", v, "", false) },
-		"fromJson":     fromJSON,
-		"toYaml":       toYAML,
-		"b64enc":       func(v any) string { return base64.StdEncoding.EncodeToString([]byte(toString(v))) },
-		"b64dec":       b64dec,
-		"sha256sum":    func(v any) string { s := sha256.Sum256([]byte(toString(v))); return hex.EncodeToString(s[:]) },
-		"urlquery":     func(v any) string { return url.QueryEscape(toString(v)) },
+		// fromJson: objects become dicts set may change, and empty text (a
+		// missing field) is nil where sprig's mustFromJson fails.
+		"fromJson": fromJSON,
+		// toYaml is Helm's (sprig has none).
+		"toYaml": toYAML,
+		// b64dec: sprig's returns the error text as the decoded value.
+		"b64dec": b64dec,
+		// urlquery is text/template's, except that nil is "" (not "<nil>").
+		"urlquery": func(v any) string { return url.QueryEscape(toString(v)) },
 	}
-}
-
-// toJSON encodes v; escapeHTML false is toRawJson, which leaves <, > and &
-// as they are.
-func toJSON(fn string, v any, indent string, escapeHTML bool) (string, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(escapeHTML)
-	enc.SetIndent("", indent)
-	if err := enc.Encode(v); err != nil {
-		return "", fmt.Errorf("%s: %w", fn, err)
-	}
-	return sized(fn, strings.TrimSuffix(b.String(), "\n"))
 }
 
 // fromJSON decodes a JSON document; objects become dicts the template may

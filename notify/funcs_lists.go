@@ -3,52 +3,71 @@ package notify
 import (
 	"fmt"
 	"math"
-	"sort"
+	"reflect"
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode/utf8"
 )
 
-// Lists are sprig's: []any, never changed in place (append and the rest
-// return a new list). A function that wants a list takes nil (a missing
-// field) as an empty one and anything else that is not a slice or array
-// as an error naming the function.
+// listFuncs are crowsnest's own list helpers; the others are sprig's
+// (fromSprig). Lists are sprig's []any, never changed in place.
 func listFuncs() template.FuncMap {
 	return template.FuncMap{
-		"list":      func(v ...any) []any { return v },
-		"first":     first,
-		"last":      last,
-		"rest":      func(v any) ([]any, error) { return sliceOf("rest", v, 1, 0) },
-		"initial":   func(v any) ([]any, error) { return sliceOf("initial", v, 0, 1) },
-		"append":    func(l, v any) ([]any, error) { return joinLists("append", l, []any{v}) },
-		"prepend":   func(l, v any) ([]any, error) { return joinLists("prepend", []any{v}, l) },
-		"concat":    func(l ...any) ([]any, error) { return joinLists("concat", l...) },
-		"reverse":   reverse,
-		"compact":   compact,
-		"without":   without,
-		"has":       has,
-		"uniq":      uniq,
-		"sortAlpha": sortAlpha,
+		// first and last: sprig's refuse a string; these give its first or
+		// last character.
+		"first": first,
+		"last":  last,
+		// append, prepend and concat allocate their result once: sprig's
+		// copy the list and then grow it, so a list grown by append in a
+		// loop allocated 83 MiB before the budget stopped it
+		// (TestHostileTemplatesAreBounded wants under 64).
+		"append":  func(l, v any) ([]any, error) { return joinLists("append", l, []any{v}) },
+		"prepend": func(l, v any) ([]any, error) { return joinLists("prepend", []any{v}, l) },
+		"concat":  func(l ...any) ([]any, error) { return joinLists("concat", l...) },
+		// has, without and uniq compare numbers by value: sprig's
+		// (reflect.DeepEqual) finds no 3 in a JSON list [1, 3], whose
+		// numbers are float64s. uniq also caps its comparisons.
+		"has":     has,
+		"without": without,
+		"uniq":    uniq,
+		// until, untilStep and seq: sprig's build a list of any length, and
+		// their loops overflow and never end near the int limits.
 		"until":     until,
 		"untilStep": untilStep,
 		"seq":       seq,
 	}
 }
 
-// list returns v's elements, or an error naming fn when v is not a list.
+// list returns v's elements (nil is an empty list), or an error naming fn
+// when v is not a list.
 func list(fn string, v any) ([]any, error) {
-	items, ok := listItems(v)
-	if !ok {
+	switch l := v.(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		return l, nil
+	}
+	rv := reflect.ValueOf(v)
+	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array || k == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
 		return nil, fmt.Errorf("%s: want a list, got %T", fn, v)
 	}
-	return items, nil
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out, nil
 }
 
 // first is a list's first element (nil when empty); of a string, its
 // first character.
 func first(v any) (any, error) {
 	if s, ok := v.(string); ok {
-		return firstRune(s), nil
+		if s == "" {
+			return nil, nil
+		}
+		r, _ := utf8.DecodeRuneInString(s)
+		return string(r), nil
 	}
 	items, err := list("first", v)
 	if err != nil || len(items) == 0 {
@@ -61,7 +80,11 @@ func first(v any) (any, error) {
 // character.
 func last(v any) (any, error) {
 	if s, ok := v.(string); ok {
-		return lastRune(s), nil
+		if s == "" {
+			return nil, nil
+		}
+		r, _ := utf8.DecodeLastRuneInString(s)
+		return string(r), nil
 	}
 	items, err := list("last", v)
 	if err != nil || len(items) == 0 {
@@ -70,56 +93,24 @@ func last(v any) (any, error) {
 	return items[len(items)-1], nil
 }
 
-// sliceOf drops head elements from the front and tail from the back.
-func sliceOf(fn string, v any, head, tail int) ([]any, error) {
-	items, err := list(fn, v)
-	if err != nil {
-		return nil, err
-	}
-	if len(items) < head+tail {
-		return []any{}, nil
-	}
-	return append([]any{}, items[head:len(items)-tail]...), nil
-}
-
+// joinLists is the elements of lists, in one allocation.
 func joinLists(fn string, lists ...any) ([]any, error) {
-	out := []any{}
-	for _, l := range lists {
+	parts := make([][]any, len(lists))
+	n := 0
+	for i, l := range lists {
 		items, err := list(fn, l)
 		if err != nil {
 			return nil, err
 		}
-		if err := checkLen(fn, len(out)+len(items)); err != nil {
-			return nil, err
-		}
-		out = append(out, items...)
+		parts[i] = items
+		n += len(items)
 	}
-	return out, nil
-}
-
-func reverse(v any) ([]any, error) {
-	items, err := list("reverse", v)
-	if err != nil {
+	if err := checkLen(fn, n); err != nil {
 		return nil, err
 	}
-	out := make([]any, len(items))
-	for i, x := range items {
-		out[len(items)-1-i] = x
-	}
-	return out, nil
-}
-
-// compact drops empty elements ("", 0, nil, false, empty lists and dicts).
-func compact(v any) ([]any, error) {
-	items, err := list("compact", v)
-	if err != nil {
-		return nil, err
-	}
-	out := []any{}
-	for _, x := range items {
-		if !isEmpty(x) {
-			out = append(out, x)
-		}
+	out := make([]any, 0, n)
+	for _, p := range parts {
+		out = append(out, p...)
 	}
 	return out, nil
 }
@@ -156,6 +147,30 @@ func containsValue(items []any, x any) bool {
 		}
 	}
 	return false
+}
+
+// isNumber reports whether v is of a Go number kind.
+func isNumber(v any) bool {
+	if v == nil {
+		return false
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// equalValues is reflect.DeepEqual, except that numbers compare by value
+// whatever their Go type: a literal 1 in a template equals the 1 that
+// JSON decoding made a float64.
+func equalValues(a, b any) bool {
+	if isNumber(a) && isNumber(b) {
+		return toFloat64(a) == toFloat64(b)
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // maxUniqCompares caps the comparisons uniq makes between elements that
@@ -198,14 +213,6 @@ func uniq(v any) ([]any, error) {
 		out = append(out, x)
 	}
 	return out, nil
-}
-
-// sortAlpha prints a list's elements and sorts them; a value that is not a
-// list becomes a list of one.
-func sortAlpha(v any) []string {
-	out := toStrings(v)
-	sort.Strings(out)
-	return out
 }
 
 // until is the list 0, 1, ... n-1 (0, -1, ... n+1 for a negative n).

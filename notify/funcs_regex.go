@@ -4,58 +4,21 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"text/template"
 	"unicode"
 	"unicode/utf8"
 )
 
-// Regular expressions use Go's RE2 syntax, which matches in linear time,
-// so no pattern can make a render hang on backtracking. sprig takes the
-// pattern first and the text second (regexReplaceAll takes the
-// replacement last); so do these. A pattern that does not compile is an
-// error naming the function and the pattern, where sprig panics.
+// regexFuncs are crowsnest's own regular expression helpers; the others
+// are sprig's (fromSprig), in their must- form, which returns an error
+// for a pattern that does not compile.
 func regexFuncs() template.FuncMap {
 	return template.FuncMap{
-		"regexMatch": func(re string, v any) (bool, error) {
-			r, err := compileRegex("regexMatch", re)
-			if err != nil {
-				return false, err
-			}
-			return r.MatchString(toString(v)), nil
-		},
-		"regexFind": func(re string, v any) (string, error) {
-			r, err := compileRegex("regexFind", re)
-			if err != nil {
-				return "", err
-			}
-			return r.FindString(toString(v)), nil
-		},
-		"regexFindAll": func(re string, v, n any) ([]string, error) {
-			r, err := compileRegex("regexFindAll", re)
-			if err != nil {
-				return nil, err
-			}
-			return listLimit("regexFindAll", r.FindAllString(toString(v), toInt(n)))
-		},
+		// regexReplaceAll: sprig's builds the whole result, which an empty
+		// pattern or a replacement of many $0 makes a thousand times the
+		// text; this one stops at maxStringSize.
 		"regexReplaceAll": regexReplaceAll,
-		"regexSplit": func(re string, v, n any) ([]string, error) {
-			r, err := compileRegex("regexSplit", re)
-			if err != nil {
-				return nil, err
-			}
-			return listLimit("regexSplit", r.Split(toString(v), toInt(n)))
-		},
-		"regexQuoteMeta": func(v any) string { return regexp.QuoteMeta(toString(v)) },
 	}
-}
-
-// listLimit returns l, or an error naming fn when it is over maxListLen.
-func listLimit[T any](fn string, l []T) ([]T, error) {
-	if err := checkLen(fn, len(l)); err != nil {
-		return nil, err
-	}
-	return l, nil
 }
 
 // regexReplaceAll replaces every match of re in v with repl, where $1 or
@@ -170,32 +133,10 @@ func submatchRef(str string) (name string, num int, rest string, ok bool) {
 	return name, num, str[i:], true
 }
 
-// regexCache keeps compiled patterns: templates use a few literal ones,
-// rendered over and over. It is emptied when full, so patterns built from
-// data cannot grow it without bound.
-var regexCache = struct {
-	sync.Mutex
-	m map[string]*regexp.Regexp
-}{m: map[string]*regexp.Regexp{}}
-
-const regexCacheSize = 256
-
 func compileRegex(fn, re string) (*regexp.Regexp, error) {
-	regexCache.Lock()
-	r, ok := regexCache.m[re]
-	regexCache.Unlock()
-	if ok {
-		return r, nil
-	}
 	r, err := regexp.Compile(re)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", fn, err)
 	}
-	regexCache.Lock()
-	if len(regexCache.m) >= regexCacheSize {
-		clear(regexCache.m)
-	}
-	regexCache.m[re] = r
-	regexCache.Unlock()
 	return r, nil
 }

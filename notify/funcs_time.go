@@ -8,10 +8,15 @@ import (
 	_ "time/tzdata" // dateInZone's zones must not depend on the image having a zoneinfo folder
 )
 
-// Times: a time.Time, an RFC 3339 string (Kubernetes timestamps such as
-// .app.status.operationState.finishedAt) or Unix seconds. A value that is
-// none of these formats as "" rather than as year one (sprig would print
-// the current time). Layouts are Go's (2006-01-02 15:04:05).
+// timeFuncs are crowsnest's own time helpers, none of them sprig's:
+// sprig's read the process's clock (now, ago, durationRound) and time
+// zone (date and toDate use Local), take only a time.Time where
+// Kubernetes gives RFC 3339 strings (.app.status.operationState.finishedAt),
+// print the current time for a value that is no time, read a number of
+// seconds as 0 unless it is an int64 (duration), and fall back to UTC for
+// an unknown zone. These take a time.Time, an RFC 3339 string or Unix
+// seconds; a value that is none formats as "". Layouts are Go's
+// (2006-01-02 15:04:05).
 func timeFuncs(now func() time.Time) template.FuncMap {
 	return template.FuncMap{
 		"now":         now,
@@ -58,7 +63,7 @@ func asTime(v any) (time.Time, bool) {
 	case int64:
 		return time.Unix(t, 0).UTC(), true
 	case float64:
-		return time.Unix(floatToInt64(t), 0).UTC(), true
+		return time.Unix(toInt64(t), 0).UTC(), true
 	}
 	return time.Time{}, false
 }
