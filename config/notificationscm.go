@@ -60,7 +60,8 @@ const cmWebhookMethod = "GET"
 // secret (the argocd-notifications-secret's data). Services and template
 // blocks crowsnest has no sender for, and unknown keys, are listed in
 // Ignored. The error is a *ValidationError whose paths name the data key
-// ("trigger.on-x[1].when"), wrapped with "argocd-notifications-cm: ".
+// ("trigger.on-x[1].when"), wrapped with "argocd-notifications-cm: "; with
+// it, the Notifications returned hold what decoded.
 func ParseArgoCDConfigMap(data map[string]string, secret map[string][]byte) (*Notifications, error) {
 	n := &Notifications{}
 	errs := &fieldErrors{lines: map[string]int{}}
@@ -126,7 +127,8 @@ func ParseArgoCDConfigMap(data map[string]string, secret map[string][]byte) (*No
 		redactSecrets(&errs.list[i], data, secret)
 	}
 	if err := errs.err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", DefaultArgoCDNotificationsConfigMap, err)
+		// n holds what decoded, for callers that report every problem.
+		return n, fmt.Errorf("%s: %w", DefaultArgoCDNotificationsConfigMap, err)
 	}
 	return n, nil
 }

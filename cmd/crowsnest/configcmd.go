@@ -24,12 +24,15 @@ func newConfigCommand() *cobra.Command {
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "validate FILE...",
-		Short: "Check config files; print every problem with its file:line and field path",
+		Short: "Check config files (and argocd-notifications-cm manifests); print every problem with its file:line and field path",
 		Long: `Check config files as run checks them at startup and on reload: the schema
 (unknown keys, types, values, sync windows), trigger expressions, templates,
 image policies, Git and registry settings. Every problem is printed in one
 run, as FILE:LINE: FIELD: MESSAGE (no line when the field is not in the file,
-e.g. a catalog trigger).`,
+e.g. a catalog trigger). A FILE that is a ConfigMap manifest is checked as an
+argocd-notifications-cm: what the daemon rejects, its triggers and templates,
+and every service type or template block crowsnest cannot send to (the daemon
+warns about those and dead-letters their deliveries; here they fail).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
@@ -79,6 +82,9 @@ func problemString(file string, p config.FieldError) string {
 // (checkConfig), each located in the file where it can be. The error is
 // for a file that cannot be read.
 func validateConfigFile(path string) ([]config.FieldError, error) {
+	if data, lines, ok := notificationsConfigMap(path); ok {
+		return validateNotificationsCM(data, lines), nil
+	}
 	checked, err := config.LoadChecked(path)
 	if err != nil {
 		return nil, err

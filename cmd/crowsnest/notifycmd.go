@@ -29,6 +29,7 @@ type notifyOptions struct {
 	appPath    string
 	prevPath   string
 	service    string
+	recipient  string
 	eventType  string
 }
 
@@ -81,6 +82,7 @@ Application, records instead of sending.`,
 		},
 	}
 	render.Flags().StringVar(&o.service, "service", "", "slack, webhook or email, or the name of a configured service")
+	render.Flags().StringVar(&o.recipient, "recipient", "", "the recipient, for services whose request depends on it (a Teams channel, an Opsgenie team, ...)")
 	template.AddCommand(render)
 
 	send := newNotifySendCommand(o)
@@ -265,7 +267,11 @@ func (o *notifyOptions) renderTemplate(w io.Writer, name string) error {
 	if o.appPath == "" || o.service == "" {
 		return fmt.Errorf("--app and --service are required")
 	}
-	set, err := o.notifications()
+	merged, secret, err := o.mergedNotifications()
+	if err != nil {
+		return err
+	}
+	set, err := triggers.Compile(merged)
 	if err != nil {
 		return err
 	}
@@ -287,6 +293,11 @@ func (o *notifyOptions) renderTemplate(w io.Writer, name string) error {
 		controller.TemplateVars(app, o.event(), set.Config.Context, typ))
 	if err != nil {
 		return err
+	}
+	if svc := set.Config.Services[svcName]; svc.Ext != nil {
+		return printServiceRequests(w, svcName, svc, n, o.recipient, secret)
+	} else if svc.Unsupported != "" {
+		return fmt.Errorf("service %s: type %q is not supported by crowsnest: its notifications would fail", svcName, svc.Unsupported)
 	}
 	switch typ {
 	case config.ServiceSlack:

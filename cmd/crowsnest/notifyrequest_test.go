@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// TestNotifyTemplateRenderPrintsServiceRequest renders a template for a
+// service of a type from package services and checks that the exact
+// request is printed (method, URL, headers, body), with the token from
+// the Secret shown as its $key reference and the Authorization header
+// redacted; and that an unsupported service type is an error, not output.
+func TestNotifyTemplateRenderPrintsServiceRequest(t *testing.T) {
+	app := tempFile(t, "app.yaml", notifyTestApp)
+	const token = "mm-very-secret-token"
+	cm := tempFile(t, "cm.yaml", `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-notifications-cm}
+data:
+  service.mattermost: |
+    apiURL: https://chat.example.com
+    token: $mm-token
+  service.nats: |
+    url: nats://nats:4222
+  template.web: |
+    message: "{{.app.metadata.name}} deployed $mm-token"
+    mattermost:
+      attachments: '[{"title": "{{.app.metadata.name}}", "text": "`+token+`"}]'
+`)
+	secret := tempFile(t, "secret.yaml", `
+apiVersion: v1
+kind: Secret
+metadata: {name: argocd-notifications-secret}
+data:
+  mm-token: `+base64.StdEncoding.EncodeToString([]byte(token))+`
+`)
+	out, _, err := execute(t, "notify", "template", "render", "web", "--app", app, "--service", "mattermost",
+		"--recipient", "chan-1", "--notifications-cm", cm, "--notifications-secret", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := out
+	for _, w := range []string{"POST https://chat.example.com/api/v4/posts", "Authorization: <redacted>", "Content-Type: application/json",
+		`"channel_id": "chan-1"`, `"message": "web deployed $mm-token"`, `"text": "$mm-token"`, `"title": "web"`} {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("output lacks %q (in order):\n%s", w, out)
+		}
+		rest = rest[i+len(w):]
+	}
+	if strings.Contains(out, token) {
+		t.Errorf("output shows the secret:\n%s", out)
+	}
+	_, _, err = execute(t, "notify", "template", "render", "web", "--app", app, "--service", "nats",
+		"--notifications-cm", cm, "--notifications-secret", secret)
+	if err == nil || !strings.Contains(err.Error(), `"nats" is not supported`) {
+		t.Fatalf("nats: error %v, want unsupported", err)
+	}
+}
