@@ -43,3 +43,42 @@ func TestTeamsOnTheWire(t *testing.T) {
 		})
 	}
 }
+
+func TestTeamsWorkflowsOnTheWire(t *testing.T) {
+	for name, tmpl := range map[string]string{
+		"card from fields": `message: Application {{.app.metadata.name}} synced.
+teams-workflows:
+  title: Synced {{.app.metadata.name}}
+  summary: not sent
+  template: not sent either
+  themeColor: Good
+  facts: |
+    [{"name": "Sync Status", "value": "{{.app.status.sync.status}}"}, {"name": "Replicas", "value": 3},
+     {"name": "Nothing", "value": null}, {"value": "no name"}]
+  sections: |
+    [{"activityTitle": "x", "facts": [{"name": "Health", "value": "{{.app.status.health.status}}"}, "not an object"]},
+     {"facts": []}]
+  potentialAction: |
+    [{"@type":"OpenUri", "name":"Open", "targets":[{"os":"default", "uri":"{{.context.argocdUrl}}/applications/{{.app.metadata.name}}"}]},
+     {"@type":"OpenUri", "name":"No target", "targets":[]}, {"@type":"HttpPOST", "name":"Ignored"}]
+`,
+		"message only": "message: Application {{.app.metadata.name}} synced.\n",
+		"no text":      "teams-workflows:\n  title: Only a title\n",
+		"adaptive card": "teams-workflows:\n  title: ignored\n  adaptiveCard: |\n" +
+			`    {"type": "AdaptiveCard", "version": "1.5", "msteams": {"width": "Full"}, "body": [{"type": "TextBlock", "text": "{{.app.metadata.name}}"}]}` + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			compareOnWire(t, wireCase{
+				CM: map[string]string{
+					// A Power Platform URL's /powerautomate/ path passes notifications-engine's check on 127.0.0.1.
+					"service.teams-workflows": "recipientUrls:\n  channelName: SINK/powerautomate/automations/direct/workflows/wf1/triggers/manual/paths/invoke?api-version=1&sig=s3cr3t\n",
+					"template.app-synced":     tmpl,
+				},
+				Service: "teams-workflows", Template: "app-synced", Recipient: "channelName",
+				App:     wireApp("guestbook"),
+				Answer:  func(wireRequest) (int, string) { return http.StatusAccepted, "" },
+				Headers: []string{"Content-Type"},
+			})
+		})
+	}
+}
