@@ -49,6 +49,10 @@ type extraDecoder interface {
 
 type decoder struct {
 	errs *fieldErrors
+	// foldCase matches a key to a field whatever its case when no field
+	// has it exactly: argocd-notifications-cm values are read by Argo CD
+	// through encoding/json, which does (`priorityID` sets priorityId).
+	foldCase bool
 }
 
 var nodeDecoderType = reflect.TypeFor[nodeDecoder]()
@@ -147,6 +151,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 				continue
 			}
 		}
+		if !ok && d.foldCase {
+			fi, ok = foldField(fields, k.Value)
+		}
 		if !ok {
 			if s := suggest(k.Value, fields); s != "" {
 				d.errs.add(p, k.Line, "unknown field (did you mean %q?)", s)
@@ -156,8 +163,22 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		d.errs.lines[p] = k.Line // a block's key line reads better than its first child's
+		if intOrString(t.Field(fi), val) {
+			v.Field(fi).SetString(val.Value)
+			continue
+		}
 		d.decode(val, v.Field(fi), p)
 	}
+}
+
+// foldField finds the field whose tag matches key ignoring case.
+func foldField(fields map[string]int, key string) (int, bool) {
+	for tag, i := range fields {
+		if strings.EqualFold(tag, key) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
@@ -253,4 +274,12 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// intOrString reports whether val is an integer for a string field tagged
+// `config:"intOrString"`: a setting Argo CD reads as either (GitHub's
+// appID and installationID), kept as its decimal text.
+func intOrString(f reflect.StructField, val *yaml.Node) bool {
+	return f.Tag.Get("config") == "intOrString" && f.Type.Kind() == reflect.String &&
+		val.Kind == yaml.ScalarNode && val.Tag == "!!int"
 }

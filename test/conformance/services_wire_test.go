@@ -94,7 +94,8 @@ func (s *wireSink) redirectTransport() *http.Transport {
 // crowsnest from the same argocd-notifications-cm.
 type wireCase struct {
 	// CM is the ConfigMap's data; "SINK" in it is replaced by each side's
-	// sink URL.
+	// sink URL, "SINKHOST" by its host:port (settings that take a host,
+	// such as Alertmanager's targets).
 	CM     map[string]string
 	Secret map[string][]byte
 	// Service and Template name the CM's service and template.
@@ -119,7 +120,8 @@ func sendBothSides(t *testing.T, c wireCase) (engine, crowsnest []wireRequest) {
 	side := func(url string) map[string]string {
 		out := map[string]string{}
 		for k, v := range c.CM {
-			out[k] = strings.ReplaceAll(v, "SINK", url)
+			host := url[strings.Index(url, "://")+3:]
+			out[k] = strings.ReplaceAll(strings.ReplaceAll(v, "SINKHOST", host), "SINK", url)
 		}
 		return out
 	}
