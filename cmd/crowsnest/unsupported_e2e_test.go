@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// lockedBuffer is a log sink safe for the notifier's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestUnsupportedServiceFailsVisibly runs the daemon's notifications on
+// the real apiserver with an argocd-notifications-cm whose subscription
+// goes to a service type crowsnest cannot send to (nats): the daemon
+// starts, warns about the service, sets the unsupported metric, and the
+// message is dead-lettered with the reason in the delivery log instead of
+// going nowhere.
+func TestUnsupportedServiceFailsVisibly(t *testing.T) {
+	ns := env.CreateNamespace(t, "notify-unsupported")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: config.DefaultArgoCDNotificationsConfigMap},
+		Data: map[string]string{
+			"service.nats":  "url: nats://nats:4222\n",
+			"subscriptions": "- recipients: [nats:deploys]\n  triggers: [on-created]\n",
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Notifications.Catalog = true
+	cfg.Notifications.ArgoCDConfigMap = config.ArgoCDConfigMapRef{Name: config.DefaultArgoCDNotificationsConfigMap}
+	logs := &lockedBuffer{}
+	reg := prometheus.NewRegistry()
+	n, out, err := newNotifications(ctx, cfg, cs, ns, false, reg, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatalf("an unsupported service must not stop the daemon: %v", err)
+	}
+	if !strings.Contains(logs.String(), "service.nats") || !strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("no warning about service.nats:\n%s", logs.String())
+	}
+	if v := gatherGauge(t, reg, "crowsnest_notify_config_unsupported"); v != 1 {
+		t.Errorf("crowsnest_notify_config_unsupported = %v, want 1", v)
+	}
+	done := make(chan struct{}, 2)
+	runCtx, cancel := context.WithCancel(ctx)
+	go func() { _ = out.Start(runCtx); done <- struct{}{} }()
+	go func() { _ = n.Start(runCtx); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	n.MarkSynced()
+	n.OnTransition(nil, notifyApp(t, "web"))
+	store := &notify.ConfigMapStore{Client: cs, Namespace: ns}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep-ok: poll interval
+		recs, err := store.List(ctx, notify.ListOptions{State: notify.StateDead})
+		if err == nil && len(recs) == 1 {
+			if r := recs[0]; r.Service != "nats" || !strings.Contains(r.LastError, `"nats" is not supported`) || r.Attempts != 1 {
+				t.Fatalf("dead letter: service %s attempts %d error %q", r.Service, r.Attempts, r.LastError)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no dead-lettered delivery for the nats subscription: %v %v\n%s", recs, err, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "notification given up") {
+		t.Errorf("no error log for the dead letter:\n%s", logs.String())
+	}
+}
+
+func gatherGauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
