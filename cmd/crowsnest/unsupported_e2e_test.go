@@ -112,4 +112,3 @@ func gatherGauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
-
