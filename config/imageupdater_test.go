@@ -300,3 +300,26 @@ func TestParseImageUpdater(t *testing.T) {
 		})
 	}
 }
+
+// FuzzImageUpdater: any object reads without panicking, and every problem
+// names a field of the spec.
+func FuzzImageUpdater(f *testing.F) {
+	f.Add([]byte(updaterFull))
+	f.Add([]byte(`{"kind":"ImageUpdater","spec":{"applicationRefs":[{"namePattern":"[","images":[{"alias":"a","imageName":":"}]}]}}`))
+	f.Add([]byte("spec:\n  applicationRefs:\n  - namePattern: a\n    labelSelectors: {matchExpressions: [{key: k, operator: In}]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		u, err := ParseImageUpdater(data)
+		if err != nil {
+			return
+		}
+		rules, problems := u.Rules()
+		for _, p := range problems {
+			if !strings.HasPrefix(p.Path, "spec.") {
+				t.Errorf("problem without a spec field: %v", p)
+			}
+		}
+		for i := range rules {
+			_ = rules[i].Matches("ns", "name", map[string]string{"a": "b"})
+		}
+	})
+}

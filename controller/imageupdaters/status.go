@@ -12,6 +12,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
@@ -229,6 +230,7 @@ func desired(cur *unstructured.Unstructured, o *observed, now time.Time, refresh
 	st.ObservedGeneration = gen
 	st.ApplicationsMatched, st.ImagesManaged = o.apps, o.images
 	for _, c := range conditions(o, gen) {
+		c.LastTransitionTime = metav1.NewTime(now) // kept unless the status changes
 		apimeta.SetStatusCondition(&st.Conditions, c)
 	}
 	after, _ := json.Marshal(withoutTime(st))
@@ -238,12 +240,8 @@ func desired(cur *unstructured.Unstructured, o *observed, now time.Time, refresh
 	}
 	t := metav1.NewTime(now)
 	st.LastCheckedAt = &t
-	data, err := json.Marshal(st)
+	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
 	if err != nil {
-		return nil, false, err
-	}
-	var fields map[string]any
-	if err := json.Unmarshal(data, &fields); err != nil {
 		return nil, false, err
 	}
 	next := cur.DeepCopy()

@@ -1,0 +1,265 @@
+package imageupdaters
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+)
+
+func parse(t *testing.T, doc string) *config.ImageUpdater {
+	t.Helper()
+	u, err := config.ParseImageUpdater([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func newSet(t *testing.T, docs ...string) *Set {
+	t.Helper()
+	s := &Set{Check: (&controller.Tenancy{}).CheckAnnotations, Log: slog.New(slog.DiscardHandler)}
+	for _, d := range docs {
+		s.Apply(parse(t, d), nil)
+	}
+	return s
+}
+
+const shop = `
+kind: ImageUpdater
+metadata: {name: shop, namespace: team-a, generation: 3}
+spec:
+  commonUpdateSettings: {updateStrategy: semver, pullSecret: "pullsecret:team-a/regcred"}
+  writeBackConfig: {method: "git:secret:team-a/git", gitConfig: {branch: main, writeBackTarget: "helmvalues:values.yaml"}}
+  applicationRefs:
+  - namePattern: "shop-*"
+    images:
+    - alias: web
+      imageName: ghcr.io/acme/web:~1.2
+      manifestTargets: {helm: {name: image.repository, tag: image.tag}}
+    - alias: bad
+      imageName: "ghcr.io/acme/bad:~~1"
+    - alias: arm
+      imageName: ghcr.io/acme/arm
+      commonUpdateSettings: {platforms: [linux/arm64]}
+  - namePattern: shop-legacy
+    useAnnotations: true
+  - namePattern: shop-thief
+    images:
+    - {alias: web, imageName: ghcr.io/acme/web, commonUpdateSettings: {pullSecret: "pullsecret:team-b/regcred"}}
+    writeBackConfig: {method: "git:secret:team-b/git"}
+`
+
+// The rules read as the annotations that say the same: same spec, and each
+// problem the annotation reader finds names the resource's field.
+func TestCompileIsTheEquivalentAnnotations(t *testing.T) {
+	res := compile(parse(t, shop))
+	r := &res.rules[len(res.rules)-1] // "shop-*" is the least specific
+	if r.NamePattern != "shop-*" {
+		t.Fatalf("order: %+v", res.rules)
+	}
+	p := imageupdate.Prefix
+	want := map[string]string{
+		p + "image-list":          "web=ghcr.io/acme/web:~1.2,arm=ghcr.io/acme/arm",
+		p + "web.update-strategy": "semver",
+		p + "web.pull-secret":     "pullsecret:team-a/regcred",
+		p + "web.helm.image-name": "image.repository",
+		p + "web.helm.image-tag":  "image.tag",
+		p + "arm.update-strategy": "semver",
+		p + "arm.pull-secret":     "pullsecret:team-a/regcred",
+		p + "arm.platforms":       "linux/arm64",
+		p + "write-back-method":   "git:secret:team-a/git",
+		p + "write-back-target":   "helmvalues:values.yaml",
+		p + "git-branch":          "main",
+	}
+	if d := cmp.Diff(want, r.ann); d != "" {
+		t.Errorf("annotations (-want +got):\n%s", d)
+	}
+	var got []string
+	for _, err := range res.problems {
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			t.Fatalf("problem %v is not a FieldError", err)
+		}
+		got = append(got, fe.Path)
+	}
+	// The bad constraint names imageName; platforms with semver is a
+	// warning (the image stays) naming where platforms was set.
+	wantPaths := []string{"spec.applicationRefs[0].images[1].imageName", "spec.applicationRefs[0].images[2].commonUpdateSettings.platforms"}
+	if d := cmp.Diff(wantPaths, got); d != "" {
+		t.Errorf("problem paths (-want +got):\n%s\n%v", d, res.problems)
+	}
+	if r.images != 2 {
+		t.Errorf("images = %d, want 2", r.images)
+	}
+}
+
+func app(ns, name string, ann map[string]string) *watcher.App {
+	return &watcher.App{Namespace: ns, Name: name, Annotations: ann}
+}
+
+func TestMatchPrecedenceAndTenancy(t *testing.T) {
+	s := newSet(t, shop, `
+kind: ImageUpdater
+metadata: {name: a-first, namespace: team-a}
+spec:
+  applicationRefs:
+  - namePattern: shop-both
+    images: [{alias: api, imageName: ghcr.io/acme/api}]
+`, `
+kind: ImageUpdater
+metadata: {name: z-last, namespace: team-a}
+spec:
+  applicationRefs:
+  - namePattern: shop-both
+    images: [{alias: other, imageName: ghcr.io/acme/other}]
+`)
+	own := map[string]string{imageupdate.Prefix + "image-list": "mine=ghcr.io/acme/mine"}
+	aliases := func(spec *imageupdate.Spec) []string {
+		var out []string
+		if spec != nil {
+			for _, img := range spec.Images {
+				out = append(out, img.Alias)
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		app      *watcher.App
+		wantOK   bool
+		want     []string
+		wantErrs []string
+	}{
+		{"resource wins over annotations", app("team-a", "shop-web", own), true, []string{"web", "arm"}, nil},
+		{"useAnnotations reads the annotations", app("team-a", "shop-legacy", own), true, []string{"mine"}, nil},
+		{"another namespace is never selected", app("team-b", "shop-web", own), false, nil, nil},
+		{"no resource selects it", app("team-a", "blog", own), false, nil, nil},
+		{"the first resource by name decides", app("team-a", "shop-both", nil), true, []string{"api"}, nil},
+		{"another namespace's Secrets are refused, naming the field", app("team-a", "shop-thief", nil), true, nil, []string{
+			"ImageUpdater team-a/shop spec.applicationRefs[2].images[0].commonUpdateSettings.pullSecret: pullsecret:team-b/regcred for image web: refused",
+			"ImageUpdater team-a/shop spec.applicationRefs[2].writeBackConfig.method: refused",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, errs, ok := s.Match(tt.app)
+			if ok != tt.wantOK {
+				t.Fatalf("ok = %v", ok)
+			}
+			if d := cmp.Diff(tt.want, aliases(spec)); d != "" {
+				t.Errorf("images (-want +got):\n%s", d)
+			}
+			if len(errs) != len(tt.wantErrs) {
+				t.Fatalf("errs = %v, want %d", errs, len(tt.wantErrs))
+			}
+			for i, err := range errs {
+				if !strings.HasPrefix(err.Error(), tt.wantErrs[i]) || !errors.Is(err, controller.ErrRefused) {
+					t.Errorf("err %d = %q, want prefix %q wrapping ErrRefused", i, err, tt.wantErrs[i])
+				}
+			}
+			if spec != nil && spec.Source != imageupdate.SourceAnnotations {
+				t.Errorf("source %q: the reconciler applies the annotations' tenancy rules to SourceAnnotations only", spec.Source)
+			}
+		})
+	}
+	thief, _, _ := s.Match(app("team-a", "shop-thief", nil))
+	if thief.WriteBack.Method != "" {
+		t.Errorf("the refused git:secret left write-back method %q", thief.WriteBack.Method)
+	}
+}
+
+type apps []*watcher.App
+
+func (a apps) AppKeys() []string {
+	var out []string
+	for _, x := range a {
+		out = append(out, x.Key())
+	}
+	return out
+}
+
+func (a apps) App(key string) *watcher.App {
+	for _, x := range a {
+		if x.Key() == key {
+			return x
+		}
+	}
+	return nil
+}
+
+func TestStatusDesired(t *testing.T) {
+	s := newSet(t, shop)
+	w := &StatusWriter{Set: s, Apps: apps{
+		app("team-a", "shop-web", nil),
+		app("team-a", "shop-legacy", map[string]string{imageupdate.Prefix + "image-list": "a=x/a,b=x/b"}),
+		app("team-a", "shop-empty-legacy", nil),
+		app("team-b", "shop-web", nil),
+	}}
+	s.Match(app("team-a", "shop-thief", nil)) // records its refusals
+	w.Set.Apply(parse(t, strings.Replace(shop, "shop-legacy", "shop-*legacy", 1)), nil)
+	obs := w.observe()["team-a/shop"]
+	// shop-web: web, arm; shop-legacy: its two annotated images;
+	// shop-empty-legacy has no image; team-b is another namespace; the
+	// thief is not among the apps.
+	if obs.apps != 2 || obs.images != 4 || len(obs.problems) != 2 {
+		t.Fatalf("observed %+v", obs)
+	}
+
+	cur := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argocd-image-updater.argoproj.io/v1alpha1", "kind": "ImageUpdater",
+		"metadata": map[string]any{"name": "shop", "namespace": "team-a", "generation": int64(3)},
+		"status":   map[string]any{"recentUpdates": []any{map[string]any{"alias": "web"}}},
+	}}
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	next, changed, err := desired(cur, obs, t0, time.Minute)
+	if err != nil || !changed {
+		t.Fatalf("first write: changed %v, %v", changed, err)
+	}
+	st := next.Object["status"].(map[string]any)
+	if st["applicationsMatched"] != int64(2) || st["imagesManaged"] != int64(4) || st["observedGeneration"] != int64(3) || st["recentUpdates"] == nil {
+		t.Errorf("status %v", st)
+	}
+	conds := map[string]string{}
+	for _, c := range st["conditions"].([]any) {
+		m := c.(map[string]any)
+		conds[m["type"].(string)] = m["status"].(string) + "/" + m["reason"].(string)
+	}
+	if d := cmp.Diff(map[string]string{"Ready": "True/ReconcileCompletedWithErrors", "Error": "True/PartialErrors", "Reconciling": "False/Idle"}, conds); d != "" {
+		t.Errorf("conditions (-want +got):\n%s", d)
+	}
+	// Nothing changed: no write, until lastCheckedAt is a refresh old.
+	if _, changed, _ := desired(next, obs, t0.Add(30*time.Second), time.Minute); changed {
+		t.Error("an unchanged status was written again")
+	}
+	if _, changed, _ := desired(next, obs, t0.Add(time.Minute), time.Minute); !changed {
+		t.Error("lastCheckedAt was not refreshed")
+	}
+	// The problems gone: Ready succeeds, the transition time moves.
+	fixed := *obs
+	fixed.problems = nil
+	again, changed, _ := desired(next, &fixed, t0.Add(40*time.Second), time.Minute)
+	if !changed {
+		t.Fatal("a changed status was not written")
+	}
+	for _, c := range again.Object["status"].(map[string]any)["conditions"].([]any) {
+		m := c.(map[string]any)
+		if m["type"] == "Ready" && (m["reason"] != ReasonSucceeded || m["lastTransitionTime"] != t0.Format(time.RFC3339)) {
+			// Ready stayed True: its transition time is the first one.
+			t.Errorf("Ready %v", m)
+		}
+		if m["type"] == "Error" && m["status"] != string(metav1.ConditionFalse) {
+			t.Errorf("Error %v", m)
+		}
+	}
+}
