@@ -3,6 +3,9 @@ package conformance
 import (
 	"net/http"
 	"testing"
+	_ "unsafe" // go:linkname, to reach go-pagerduty's HTTP client
+
+	"github.com/PagerDuty/go-pagerduty"
 )
 
 // opsgenieTemplate is Argo CD's documented Opsgenie template (visibleTo
@@ -60,6 +63,53 @@ func TestOpsgenieOnTheWire(t *testing.T) {
 					return http.StatusAccepted, `{"result":"Request will be processed","took":0.302,"requestId":"43a29c5c"}`
 				},
 				Headers: []string{"Authorization", "Content-Type", "Accept"},
+			})
+		})
+	}
+}
+
+// pagerDutyDefaultClient is go-pagerduty's own HTTP client, which
+// notifications-engine's `pagerduty` service cannot replace: the test
+// points it at http.DefaultTransport, which Redirect sends to the sink.
+// The engine's code runs unchanged; only where its requests go changes.
+//
+//go:linkname pagerDutyDefaultClient github.com/PagerDuty/go-pagerduty.defaultHTTPClient
+var pagerDutyDefaultClient pagerduty.HTTPClient
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestPagerDutyOnTheWire(t *testing.T) {
+	saved := pagerDutyDefaultClient
+	pagerDutyDefaultClient = &http.Client{Transport: roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	t.Cleanup(func() { pagerDutyDefaultClient = saved })
+	for name, tmpl := range map[string]string{
+		// Argo CD's documented template, priorityID spelled as there.
+		"documented template": `message: Application {{.app.metadata.name}} is degraded.
+pagerduty:
+  title: "Application {{.app.metadata.name}}"
+  urgency: "high"
+  body: "Application {{.app.metadata.name}} is {{.app.status.health.status}}"
+  priorityID: "P53ZZH5"
+`,
+		"title only": "message: m\npagerduty:\n  title: \"{{.app.metadata.name}} degraded\"\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			compareOnWire(t, wireCase{
+				CM: map[string]string{
+					"service.pagerduty":     "token: $pagerdutyToken\nfrom: oncall@example.com\n",
+					"template.app-degraded": tmpl,
+				},
+				Secret:  map[string][]byte{"pagerdutyToken": []byte("pd-token")},
+				Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE",
+				App: wireApp("guestbook"), TLS: true, Redirect: true,
+				Answer: func(wireRequest) (int, string) {
+					return http.StatusCreated, `{"incident":{"id":"PT4KHLK","incident_number":1}}`
+				},
+				Headers: []string{"Authorization", "From", "Accept", "Content-Type"},
 			})
 		})
 	}

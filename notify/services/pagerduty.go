@@ -1,0 +1,119 @@
+package services
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// PagerDutySettings are the keys of `service.pagerduty`: a REST API
+// token and the email of the user the incidents are created as.
+type PagerDutySettings struct {
+	Token string `yaml:"token" json:"token,omitempty"`
+	From  string `yaml:"from" json:"from,omitempty"`
+	// ServiceID is the PagerDuty service of subscriptions without a
+	// recipient (Argo CD reads the recipient only).
+	ServiceID string `yaml:"serviceId" json:"serviceId,omitempty"`
+}
+
+// PagerDutyBlock is a template's `pagerduty:` block.
+type PagerDutyBlock struct {
+	Title      string `yaml:"title" json:"title,omitempty"`
+	Body       string `yaml:"body" json:"body,omitempty"`
+	Urgency    string `yaml:"urgency" json:"urgency,omitempty"`
+	PriorityID string `yaml:"priorityId" json:"priorityId,omitempty"`
+}
+
+// pagerDutyAPI is PagerDuty's REST API, fixed as in Argo CD (tests reach
+// a local server through Options.Transport).
+const pagerDutyAPI = "https://api.pagerduty.com"
+
+func init() {
+	Register(&Kind{
+		Type:     "pagerduty",
+		Settings: func() any { return &PagerDutySettings{} },
+		Block:    func() any { return &PagerDutyBlock{} },
+		Validate: func(s any) error { return require("token", s.(*PagerDutySettings).Token) },
+		New: func(name string, s any, o Options) (notify.Service, error) {
+			return &pagerDuty{c: NewClient(name, false, o), s: *s.(*PagerDutySettings)}, nil
+		},
+		DefaultRecipient: true,
+	})
+}
+
+// pagerDuty creates an incident on the service named by the recipient,
+// as Argo CD Notifications' `pagerduty` service does.
+type pagerDuty struct {
+	c *Client
+	s PagerDutySettings
+}
+
+type pagerDutyRef struct {
+	ID   string `json:"id,omitempty"`
+	Type string `json:"type,omitempty"`
+}
+
+type pagerDutyDetails struct {
+	Type    string `json:"type,omitempty"`
+	Details string `json:"details,omitempty"`
+}
+
+type pagerDutyIncident struct {
+	Type     string            `json:"type"`
+	Title    string            `json:"title"`
+	Service  *pagerDutyRef     `json:"service"`
+	Priority *pagerDutyRef     `json:"priority"`
+	Urgency  string            `json:"urgency,omitempty"`
+	Body     *pagerDutyDetails `json:"body,omitempty"`
+}
+
+// pagerDutyBodyType is the incident body's type exactly as Argo CD sends
+// it, with its trailing tab, so an incident reads the same.
+const pagerDutyBodyType = "incident_details\t"
+
+func (p *pagerDuty) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
+	var b PagerDutyBlock
+	ok, err := DecodeBlock(n, "pagerduty", &b)
+	if err != nil {
+		return notify.Receipt{}, err
+	}
+	if !ok {
+		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: the template has no pagerduty block", p.c.Service))
+	}
+	service := d.Recipient
+	if service == "" {
+		service = p.s.ServiceID
+	}
+	if service == "" {
+		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: no PagerDuty service ID: name it as the recipient or in serviceId", p.c.Service))
+	}
+	resp, err := p.c.Do(ctx, Request{
+		Method: http.MethodPost,
+		URL:    pagerDutyAPI + "/incidents",
+		Header: http.Header{
+			"Authorization": {"Token token=" + p.s.Token},
+			"From":          {p.s.From},
+			"Accept":        {"application/vnd.pagerduty+json;version=2"},
+		},
+		JSON: map[string]pagerDutyIncident{"incident": {
+			Type:     "incident",
+			Title:    b.Title,
+			Service:  &pagerDutyRef{ID: service, Type: "service_reference"},
+			Priority: &pagerDutyRef{ID: b.PriorityID, Type: "priority"},
+			Urgency:  b.Urgency,
+			Body:     &pagerDutyDetails{Type: pagerDutyBodyType, Details: b.Body},
+		}},
+	})
+	if err != nil {
+		return notify.Receipt{}, err
+	}
+	var created struct {
+		Incident struct {
+			ID string `json:"id"`
+		} `json:"incident"`
+	}
+	_ = resp.Decode(&created)
+	return notify.Receipt{ID: created.Incident.ID}, nil
+}
