@@ -2,7 +2,10 @@ package conformance
 
 import (
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // teamsTemplate uses every field of a `teams:` block.
@@ -79,6 +82,50 @@ teams-workflows:
 				Answer:  func(wireRequest) (int, string) { return http.StatusAccepted, "" },
 				Headers: []string{"Content-Type"},
 			})
+		})
+	}
+}
+
+// telegramAnswer answers the Bot API's getMe and sendMessage.
+func telegramAnswer(r wireRequest) (int, string) {
+	if strings.HasSuffix(r.Path, "/getMe") {
+		return http.StatusOK, `{"ok":true,"result":{"id":1,"is_bot":true,"first_name":"argocd","username":"argocd_bot"}}`
+	}
+	return http.StatusOK, `{"ok":true,"result":{"message_id":42,"chat":{"id":-100123}}}`
+}
+
+func TestTelegramOnTheWire(t *testing.T) {
+	const token = "123456:AAE-wire-token"
+	for _, recipient := range []string{"-1001234567890", "-1001234567890|17", "argocd_channel"} {
+		t.Run(recipient, func(t *testing.T) {
+			engine, crowsnest := sendBothSides(t, wireCase{
+				CM: map[string]string{
+					"service.telegram":      "token: $telegram-token\n",
+					"template.app-deployed": "message: |\n  *{{.app.metadata.name}}* is now running `{{.app.status.sync.revision}}` [link]({{.context.argocdUrl}}/applications/{{.app.metadata.name}}).\n",
+				},
+				Secret:  map[string][]byte{"telegram-token": []byte(token)},
+				Service: "telegram", Template: "app-deployed", Recipient: recipient,
+				App: wireApp("guestbook"), TLS: true, Redirect: true, Answer: telegramAnswer,
+			})
+			// notifications-engine's library asks getMe before every
+			// message; crowsnest sends the message only. The messages
+			// must be the same request.
+			if len(engine) != 2 || engine[0].Path != "/bot"+token+"/getMe" {
+				t.Fatalf("notifications-engine: %+v, want getMe then sendMessage", engine)
+			}
+			if len(crowsnest) != 1 {
+				t.Fatalf("crowsnest made %d requests, want 1: %+v", len(crowsnest), crowsnest)
+			}
+			w, g := engine[1], crowsnest[0]
+			if w.Method != g.Method || w.Path != g.Path || w.Query != g.Query {
+				t.Errorf("notifications-engine %s %s?%s, crowsnest %s %s?%s", w.Method, w.Path, w.Query, g.Method, g.Path, g.Query)
+			}
+			if w.Header.Get("Content-Type") != g.Header.Get("Content-Type") {
+				t.Errorf("Content-Type: notifications-engine %q, crowsnest %q", w.Header.Get("Content-Type"), g.Header.Get("Content-Type"))
+			}
+			if w.Body != g.Body {
+				t.Errorf("body (-notifications-engine +crowsnest):\n%s", cmp.Diff(w.Body, g.Body))
+			}
 		})
 	}
 }

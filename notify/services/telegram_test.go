@@ -1,0 +1,115 @@
+package services_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+const telegramToken = "123456:AAE-bot-secret-token"
+
+// redirect is a transport that sends every request, whatever its host, to
+// the sink (a TLS sink for https APIs with a fixed host such as
+// api.telegram.org).
+func redirect(s *sink) http.RoundTripper {
+	addr := s.Listener.Addr().String()
+	return &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test sink's own certificate
+	}
+}
+
+func telegramCM() map[string]string {
+	return map[string]string{
+		"service.telegram":      "token: $telegram-token\n",
+		"template.app-deployed": "message: |\n  *{{.app.metadata.name}}* is now running revision `{{.app.status.sync.revision}}`.\n",
+	}
+}
+
+var telegramSecret = map[string][]byte{"telegram-token": []byte(telegramToken)}
+
+const telegramOK = `{"ok":true,"result":{"message_id":42,"chat":{"id":-1001234567890}}}`
+
+func TestTelegramThroughOutbox(t *testing.T) {
+	text := "*guestbook* is now running revision `0123456789abcdef0123456789abcdef01234567`.\n"
+	for _, c := range []struct {
+		recipient string
+		want      url.Values
+	}{
+		{"-1001234567890", url.Values{"chat_id": {"-1001234567890"}}},
+		{"-1001234567890|17", url.Values{"chat_id": {"-1001234567890"}, "message_thread_id": {"17"}}},
+		{"argocd_channel", url.Values{"chat_id": {"@argocd_channel"}}},
+		// Argo CD sends these two as @@argocd_channel and @987654321, which Telegram refuses.
+		{"@argocd_channel", url.Values{"chat_id": {"@argocd_channel"}}},
+		{"987654321", url.Values{"chat_id": {"987654321"}}},
+	} {
+		t.Run(c.recipient, func(t *testing.T) {
+			s := newSink(t, true, answer{Body: telegramOK})
+			rec := deliver(t, delivery{
+				CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
+				Recipient: c.recipient, App: testApp("guestbook"), Transport: redirect(s),
+			})
+			if rec.State != notify.StateDelivered || rec.Receipt.ID != "42" {
+				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
+			}
+			reqs := s.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("got %d requests, want sendMessage only", len(reqs))
+			}
+			r := reqs[0]
+			if r.Method != http.MethodPost || r.Path != "/bot"+telegramToken+"/sendMessage" ||
+				r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
+				t.Errorf("request %s %s %v", r.Method, r.Path, r.Header)
+			}
+			got, err := url.ParseQuery(r.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := url.Values{
+				"text": {text}, "parse_mode": {"Markdown"}, "business_connection_id": {""}, "entities": {"null"},
+				"link_preview_options": {"{}"}, "reply_parameters": {`{"message_id":0}`},
+			}
+			for k, v := range c.want {
+				want[k] = v
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("form (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTelegramBadRecipient(t *testing.T) {
+	s := newSink(t, true)
+	rec := deliver(t, delivery{
+		CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
+		Recipient: "-100x|1", App: testApp("a"), Transport: redirect(s),
+	})
+	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
+	}
+}
+
+func TestTelegramStatuses(t *testing.T) {
+	setup := func(s *sink) delivery {
+		return delivery{CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
+			Recipient: "-1001234567890", App: testApp("a"), Transport: redirect(s)}
+	}
+	checkStatuses(t, statusCase{Setup: setup, TLS: true, OK: answer{Body: telegramOK}, Secrets: []string{telegramToken, "bot-secret"}})
+	// The Bot API's flood control says how long to wait in the body only.
+	t.Run("retry_after in the body", func(t *testing.T) {
+		checkStatuses(t, statusCase{Setup: setup, TLS: true, OK: answer{Body: telegramOK},
+			RateLimited: &answer{Status: http.StatusTooManyRequests,
+				Body: `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}`}})
+	})
+}
