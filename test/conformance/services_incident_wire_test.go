@@ -114,3 +114,42 @@ pagerduty:
 		})
 	}
 }
+
+func TestPagerDutyV2OnTheWire(t *testing.T) {
+	for name, tmpl := range map[string]string{
+		"every field": `message: Application {{.app.metadata.name}} is degraded.
+pagerdutyv2:
+  summary: "Application {{.app.metadata.name}} is {{.app.status.health.status}}"
+  severity: critical
+  source: "{{.app.metadata.name}}"
+  component: "{{.app.metadata.namespace}}"
+  group: apps
+  class: deploy
+  url: "{{.context.argocdUrl}}/applications/{{.app.metadata.name}}"
+  dedupKey: "argocd-{{.app.metadata.name}}"
+`,
+		// Argo CD's documented template.
+		"required fields": `message: Application {{.app.metadata.name}} is aborted.
+pagerdutyv2:
+  summary: "Application {{.app.metadata.name}} is aborted."
+  severity: "critical"
+  source: "{{.app.metadata.name}}"
+`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			compareOnWire(t, wireCase{
+				CM: map[string]string{
+					"service.pagerdutyv2":   "serviceKeys:\n  my-service: $pagerduty-key-my-service\n",
+					"template.app-degraded": tmpl,
+				},
+				Secret:  map[string][]byte{"pagerduty-key-my-service": []byte("routing-key")},
+				Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service",
+				App: wireApp("guestbook"), TLS: true, Redirect: true,
+				Answer: func(wireRequest) (int, string) {
+					return http.StatusAccepted, `{"status":"success","message":"Event processed","dedup_key":"k"}`
+				},
+				Headers: []string{"Content-Type"},
+			})
+		})
+	}
+}
