@@ -27,7 +27,7 @@ import (
 
 // wireRequest is one request as a service's API received it.
 type wireRequest struct {
-	Method, Path, Query string
+	Method, Host, Path, Query string
 	Header              http.Header
 	Body                string
 }
@@ -47,7 +47,7 @@ func newWireSink(t *testing.T, tlsServer bool, answer func(wireRequest) (int, st
 	s := &wireSink{answer: answer}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		req := wireRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: string(b)}
+		req := wireRequest{Method: r.Method, Host: r.Host, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: string(b)}
 		s.mu.Lock()
 		s.reqs = append(s.reqs, req)
 		s.mu.Unlock()
