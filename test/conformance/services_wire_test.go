@@ -28,8 +28,8 @@ import (
 // wireRequest is one request as a service's API received it.
 type wireRequest struct {
 	Method, Host, Path, Query string
-	Header              http.Header
-	Body                string
+	Header                    http.Header
+	Body                      string
 }
 
 // wireSink is a 127.0.0.1 server (TLS when asked) standing in for a
