@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -126,6 +127,123 @@ func TestTelegramOnTheWire(t *testing.T) {
 			if w.Body != g.Body {
 				t.Errorf("body (-notifications-engine +crowsnest):\n%s", cmp.Diff(w.Body, g.Body))
 			}
+		})
+	}
+}
+
+// compareNormalized is compareOnWire for bodies with a field that cannot
+// match (a random ID): norm rewrites that field in both JSON bodies before
+// they are compared.
+func compareNormalized(t *testing.T, c wireCase, norm func(body any)) {
+	t.Helper()
+	want, got := sendBothSides(t, c)
+	if len(want) == 0 || len(want) != len(got) {
+		t.Fatalf("notifications-engine made %d requests, crowsnest %d\nengine:    %+v\ncrowsnest: %+v", len(want), len(got), want, got)
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.Method != g.Method || w.Path != g.Path || w.Query != g.Query {
+			t.Errorf("request %d: notifications-engine %s %s?%s, crowsnest %s %s?%s", i, w.Method, w.Path, w.Query, g.Method, g.Path, g.Query)
+		}
+		for _, h := range c.Headers {
+			if w.Header.Get(h) != g.Header.Get(h) {
+				t.Errorf("request %d: header %s: notifications-engine %q, crowsnest %q", i, h, w.Header.Get(h), g.Header.Get(h))
+			}
+		}
+		var wb, gb any
+		if err := json.Unmarshal([]byte(w.Body), &wb); err != nil {
+			t.Fatalf("notifications-engine body %s: %v", w.Body, err)
+		}
+		if err := json.Unmarshal([]byte(g.Body), &gb); err != nil {
+			t.Fatalf("crowsnest body %s: %v", g.Body, err)
+		}
+		norm(wb)
+		norm(gb)
+		if diff := cmp.Diff(wb, gb); diff != "" {
+			t.Errorf("request %d body (-notifications-engine +crowsnest):\n%s", i, diff)
+		}
+	}
+}
+
+// googleChatCardIDs replaces each cardsV2 entry's cardId, a random UUID on
+// both sides, after checking it is one.
+func googleChatCardIDs(t *testing.T) func(any) {
+	return func(body any) {
+		m, _ := body.(map[string]any)
+		cards, _ := m["cardsV2"].([]any)
+		for _, c := range cards {
+			cm, _ := c.(map[string]any)
+			if id, _ := cm["cardId"].(string); len(id) != 36 {
+				t.Errorf("cardId %q is not a UUID", id)
+			}
+			cm["cardId"] = "random"
+		}
+	}
+}
+
+func TestGoogleChatOnTheWire(t *testing.T) {
+	for name, tmpl := range map[string]string{
+		"text": "message: The app {{.app.metadata.name}} has synced.\n",
+		"cardsV2 in a thread": `message: not sent beside cards
+googlechat:
+  threadKey: "{{.app.metadata.name}}"
+  cardsV2: |
+    - header:
+        title: ArgoCD Bot Notification
+        subtitle: ""
+      sections:
+        - header: Sync
+          collapsible: false
+          uncollapsibleWidgetsCount: 0
+          widgets:
+            - decoratedText:
+                topLabel: Status
+                text: The app {{ .app.metadata.name }} is {{.app.status.health.status}}
+                wrapText: true
+            - divider: {}
+            - buttonList:
+                buttons:
+                  - text: Open
+                    disabled: false
+                    onClick:
+                      openLink:
+                        url: "{{.context.argocdUrl}}/applications/{{.app.metadata.name}}"
+    - sections:
+        - widgets:
+            - textParagraph:
+                text: second card
+`,
+		"legacy cards": `googlechat:
+  cards: |
+    - header:
+        title: "{{.app.metadata.name}}"
+      sections:
+        - widgets:
+            - keyValue:
+                topLabel: Repository
+                content: "{{.app.spec.source.repoURL}}"
+            - buttons:
+                - textButton:
+                    text: Open
+                    onClick:
+                      openLink:
+                        url: "{{.context.argocdUrl}}/applications/{{.app.metadata.name}}"
+`,
+		"cards as JSON": `googlechat:
+  cardsV2: '[{"header": {"title": "{{.app.metadata.name}}"}, "sections": [{"widgets": [{"textParagraph": {"text": "hi"}}]}]}]'
+`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			compareNormalized(t, wireCase{
+				CM: map[string]string{
+					"service.googlechat":  "webhooks:\n  spaceName: SINK/v1/spaces/AAAA/messages?key=k3y&token=t0ken\n",
+					"template.app-synced": tmpl,
+				},
+				Service: "googlechat", Template: "app-synced", Recipient: "spaceName",
+				App:     wireApp("guestbook"),
+				Answer:  func(wireRequest) (int, string) { return http.StatusOK, `{"name":"spaces/AAAA/messages/m1"}` },
+				Headers: []string{"Content-Type"},
+			}, googleChatCardIDs(t))
 		})
 	}
 }
