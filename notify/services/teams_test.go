@@ -13,7 +13,7 @@ import (
 // teamsHook is the secret part of a Teams incoming webhook URL.
 const teamsHook = "/webhookb2/0c0ffee-secret@tenant/IncomingWebhook/abc123/def456"
 
-func teamsCM(url string) map[string]string {
+func teamsCM() map[string]string {
 	return map[string]string{
 		"service.teams": "recipientUrls:\n  channelName: $channel-teams-url\n",
 		"template.app-sync-succeeded": `message: Application {{.app.metadata.name}} has been successfully synced.
@@ -33,7 +33,7 @@ teams:
 func TestTeamsThroughOutbox(t *testing.T) {
 	s := newSink(t, false, answer{Body: "1"})
 	rec := deliver(t, delivery{
-		CM: teamsCM(s.URL), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
+		CM: teamsCM(), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
 		Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: testApp("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
@@ -74,7 +74,7 @@ func TestTeamsThroughOutbox(t *testing.T) {
 
 func TestTeamsTemplateIsTheBody(t *testing.T) {
 	s := newSink(t, false, answer{Body: "1"})
-	cm := teamsCM(s.URL)
+	cm := teamsCM()
 	cm["template.raw"] = "teams:\n  template: '{\"text\": \"raw {{.app.metadata.name}}\"}'\n"
 	rec := deliver(t, delivery{
 		CM: cm, Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
@@ -96,7 +96,7 @@ func TestTeamsAnswerBody(t *testing.T) {
 		t.Helper()
 		s := newSink(t, false, answers...)
 		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
-		return deliver(t, delivery{CM: teamsCM(s.URL), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
+		return deliver(t, delivery{CM: teamsCM(), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
 			Recipient: "channelName", App: testApp("a")}), s
 	}
 	t.Run("throttled in a 200 is retried", func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestTeamsAnswerBody(t *testing.T) {
 	t.Run("unknown recipient", func(t *testing.T) {
 		s := newSink(t, false)
 		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
-		rec := deliver(t, delivery{CM: teamsCM(s.URL), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
+		rec := deliver(t, delivery{CM: teamsCM(), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
 			Recipient: "other", App: testApp("a")})
 		if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
@@ -135,7 +135,7 @@ func TestTeamsAnswerBody(t *testing.T) {
 func TestTeamsStatuses(t *testing.T) {
 	checkStatuses(t, statusCase{
 		Setup: func(s *sink) delivery {
-			return delivery{CM: teamsCM(s.URL), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
+			return delivery{CM: teamsCM(), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
 				Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: testApp("a")}
 		},
 		OK:      answer{Body: "1"},
