@@ -343,11 +343,25 @@ spec:
 	if got := kustomizeImages(t, nsCR, "hostile"); len(got) != 0 {
 		t.Errorf("hostile's image was updated with another namespace's Secret: %v", got)
 	}
+	// recentUpdates: web to 1.4.0 in web-helm and web-shadowed, counted
+	// once, as argocd-image-updater aggregates by alias and version.
+	waitFor(t, "kube-apps recentUpdates", func() bool {
+		st := imageUpdaterStatus(t, nsCR, "kube-apps")
+		list, _ := st["recentUpdates"].([]any)
+		for _, e := range list {
+			m, _ := e.(map[string]any)
+			if m["alias"] == "web" && m["newVersion"] == "1.4.0" && m["image"] == web && m["applicationsUpdated"] == int64(2) {
+				return st["lastUpdatedAt"] != nil
+			}
+		}
+		return false
+	})
 	waitFor(t, "git-apps and everything status", func() bool {
 		g := imageUpdaterStatus(t, nsCR, "git-apps")
 		e := imageUpdaterStatus(t, nsEvil, "everything")
 		r := condition(g, "Ready")
-		return g["applicationsMatched"] == int64(2) && g["imagesManaged"] == int64(2) && r != nil && r["reason"] == "ReconcileSucceeded" &&
+		ups, _ := g["recentUpdates"].([]any)
+		return g["applicationsMatched"] == int64(2) && g["imagesManaged"] == int64(2) && r != nil && r["reason"] == "ReconcileSucceeded" && len(ups) == 2 &&
 			e["applicationsMatched"] == int64(0) && condition(e, "Ready") != nil
 	})
 	// The hostile resource's namePattern "*" matched no Application of

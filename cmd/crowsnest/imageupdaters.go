@@ -13,6 +13,8 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
 // imageUpdaterModes are the values of --imageupdater-resources.
@@ -49,6 +51,20 @@ func wireImageUpdaters(mode string, dyn dynamic.Interface, disc discovery.Discov
 	engine.Sources = append(engine.Sources, w)
 	if dryRun {
 		return nil
+	}
+	// Updates made for an ImageUpdater's Applications become its
+	// status's recentUpdates.
+	observe := func(next func(*watcher.App, triggers.Event)) func(*watcher.App, triggers.Event) {
+		return func(app *watcher.App, ev triggers.Event) {
+			set.Observe(app, ev)
+			if next != nil {
+				next(app, ev)
+			}
+		}
+	}
+	images.Notify = observe(images.Notify)
+	if images.Git != nil {
+		images.Git.Notify = observe(images.Git.Notify)
 	}
 	status := &imageupdaters.StatusWriter{Set: set, Apps: engine, Client: dyn, Get: w.Get, Log: log, Metrics: metrics}
 	return []func(context.Context) error{controller.WhenLeading(engine, status.Start)}

@@ -30,6 +30,8 @@ type Set struct {
 	// appProblems are per resource and Application key the problems
 	// last found for that Application (tenancy refusals).
 	appProblems map[string]map[string][]error
+	// updates are per resource the image updates made for it.
+	updates map[string]*updates
 	// changed is signalled (never blocking) when the set or a problem
 	// changes, for the status writer.
 	changed chan struct{}
@@ -39,6 +41,7 @@ func (s *Set) init() {
 	if s.resources == nil {
 		s.resources = map[string]*resource{}
 		s.appProblems = map[string]map[string][]error{}
+		s.updates = map[string]*updates{}
 		s.changed = make(chan struct{}, 1)
 	}
 }
@@ -94,6 +97,7 @@ func (s *Set) Delete(key string) {
 	s.init()
 	delete(s.resources, key)
 	delete(s.appProblems, key)
+	delete(s.updates, key)
 	s.mu.Unlock()
 	s.Metrics.forget(key)
 	s.Log.Info("ImageUpdater removed", "imageupdater", key)

@@ -14,6 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -261,5 +262,22 @@ func TestStatusDesired(t *testing.T) {
 		if m["type"] == "Error" && m["status"] != string(metav1.ConditionFalse) {
 			t.Errorf("Error %v", m)
 		}
+	}
+}
+
+func TestObserveRecentUpdates(t *testing.T) {
+	s := newSet(t, shop)
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, name := range []string{"shop-a", "shop-b"} {
+		s.Observe(app("team-a", name, nil), triggers.Event{Type: triggers.EventImageUpdated, Image: "ghcr.io/acme/web", From: "1.2.0", To: "1.2.3", Time: at})
+	}
+	s.Observe(app("team-a", "shop-a", nil), triggers.Event{Type: triggers.EventImageUpdateHeld, Image: "ghcr.io/acme/arm", To: "2"})
+	s.Observe(app("team-a", "blog", nil), triggers.Event{Type: triggers.EventImageUpdated, Image: "ghcr.io/acme/web", To: "9"})
+	w := &StatusWriter{Set: s, Apps: apps{}}
+	o := w.observe()["team-a/shop"]
+	want := []RecentUpdate{{Alias: "web", Image: "ghcr.io/acme/web", NewVersion: "1.2.3", ApplicationsUpdated: 2,
+		UpdatedAt: metav1.NewTime(at), Message: "Updated from 1.2.0 to 1.2.3."}}
+	if d := cmp.Diff(want, o.updates); d != "" || !o.lastUpdate.Equal(at) {
+		t.Errorf("recent updates (-want +got):\n%s\nlast %v", d, o.lastUpdate)
 	}
 }

@@ -117,6 +117,8 @@ type observed struct {
 	images     int32
 	problems   []error
 	failed     bool // no applicationRef usable
+	updates    []RecentUpdate
+	lastUpdate time.Time
 }
 
 // observe computes every resource's counts and problems from the
@@ -127,7 +129,16 @@ func (w *StatusWriter) observe() map[string]*observed {
 	defer s.mu.RUnlock()
 	out := map[string]*observed{}
 	for key, res := range s.resources {
-		out[key] = &observed{generation: res.generation, problems: res.problems, failed: len(res.rules) == 0}
+		o := &observed{generation: res.generation, problems: res.problems, failed: len(res.rules) == 0}
+		if u := s.updates[key]; u != nil {
+			o.lastUpdate = u.last
+			for _, e := range u.list {
+				o.updates = append(o.updates, RecentUpdate{Alias: e.alias, Image: e.image, NewVersion: e.version,
+					ApplicationsUpdated: int32(len(e.apps)), //nolint:gosec // bounded by the Applications known
+					UpdatedAt:           metav1.NewTime(e.at), Message: e.message})
+			}
+		}
+		out[key] = o
 	}
 	for _, appKey := range w.Apps.AppKeys() {
 		app := w.Apps.App(appKey)
@@ -201,18 +212,29 @@ func (w *StatusWriter) write(ctx context.Context, key string, o *observed) error
 	})
 }
 
-// status is the part of argocd-image-updater's status crowsnest writes.
+// RecentUpdate is one entry of status.recentUpdates.
+type RecentUpdate struct {
+	Alias               string      `json:"alias"`
+	Image               string      `json:"image"`
+	NewVersion          string      `json:"newVersion"`
+	ApplicationsUpdated int32       `json:"applicationsUpdated"`
+	UpdatedAt           metav1.Time `json:"updatedAt"`
+	Message             string      `json:"message,omitempty"`
+}
+
+// status is argocd-image-updater's status.
 type status struct {
 	ObservedGeneration  int64              `json:"observedGeneration,omitempty"`
 	LastCheckedAt       *metav1.Time       `json:"lastCheckedAt,omitempty"`
+	LastUpdatedAt       *metav1.Time       `json:"lastUpdatedAt,omitempty"`
+	RecentUpdates       []RecentUpdate     `json:"recentUpdates,omitempty"`
 	ApplicationsMatched int32              `json:"applicationsMatched"`
 	ImagesManaged       int32              `json:"imagesManaged"`
 	Conditions          []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // desired returns cur with its status brought up to o, and whether that
-// changed anything worth a write. Fields crowsnest does not write
-// (recentUpdates, lastUpdatedAt) are kept.
+// changed anything worth a write. Fields crowsnest does not know are kept.
 func desired(cur *unstructured.Unstructured, o *observed, now time.Time, refresh time.Duration) (*unstructured.Unstructured, bool, error) {
 	var st status
 	raw, _, _ := unstructured.NestedMap(cur.Object, "status")
@@ -229,6 +251,12 @@ func desired(cur *unstructured.Unstructured, o *observed, now time.Time, refresh
 	gen := cur.GetGeneration()
 	st.ObservedGeneration = gen
 	st.ApplicationsMatched, st.ImagesManaged = o.apps, o.images
+	// Updates this process made; after a restart, the ones written
+	// before stay until the next.
+	if len(o.updates) > 0 {
+		t := metav1.NewTime(o.lastUpdate)
+		st.LastUpdatedAt, st.RecentUpdates = &t, o.updates
+	}
 	for _, c := range conditions(o, gen) {
 		c.LastTransitionTime = metav1.NewTime(now) // kept unless the status changes
 		apimeta.SetStatusCondition(&st.Conditions, c)
