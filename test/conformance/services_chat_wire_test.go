@@ -247,3 +247,43 @@ googlechat:
 		})
 	}
 }
+
+// rocketChatAnswer answers Rocket.Chat's login and chat.postMessage.
+func rocketChatAnswer(r wireRequest) (int, string) {
+	if strings.HasSuffix(r.Path, "/login") {
+		return http.StatusOK, `{"status":"success","data":{"authToken":"rc-token","userId":"user-1"}}`
+	}
+	return http.StatusOK, `{"success":true,"message":{"_id":"m1"}}`
+}
+
+func TestRocketChatOnTheWire(t *testing.T) {
+	const attachments = `message: Application {{.app.metadata.name}} has been successfully synced.
+rocketchat:
+  attachments: |
+    [{"title": "{{.app.metadata.name}}", "title_link": "{{.context.argocdUrl}}/applications/{{.app.metadata.name}}",
+      "color": "#18be52", "not_a_field": "dropped", "collapsed": false, "ts": "",
+      "fields": [{"title": "Sync Status", "value": "{{.app.status.sync.status}}", "short": true}, {"title": "Repository"}],
+      "actions": [{"type": "button", "text": "Open", "url": "{{.context.argocdUrl}}/applications/{{.app.metadata.name}}"}],
+      "button_alignment": "horizontal"}]
+`
+	for _, c := range []struct {
+		name, settings, tmpl, recipient string
+	}{
+		{"attachments to a channel", "alias: Argo CD\nicon: \":rocket:\"\navatar: https://example.com/argo.png\n", attachments, "#deployments"},
+		{"message to a room", "", "message: Application {{.app.metadata.name}} synced.\n", "GENERAL"},
+		{"icon and avatar ignored when not valid", "icon: rocket\navatar: not a url\n", "message: x\nrocketchat:\n  attachments: ''\n", "@alice"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			compareOnWire(t, wireCase{
+				CM: map[string]string{
+					"service.rocketchat":  "serverUrl: SINK\nemail: argocd@example.com\npassword: $rocketchat-password\n" + c.settings,
+					"template.app-synced": c.tmpl,
+				},
+				Secret:  map[string][]byte{"rocketchat-password": []byte("rc-p4ss&word")},
+				Service: "rocketchat", Template: "app-synced", Recipient: c.recipient,
+				App: wireApp("guestbook"), Answer: rocketChatAnswer,
+				Headers: []string{"Content-Type", "X-Auth-Token", "X-User-Id"},
+			})
+		})
+	}
+}
