@@ -287,3 +287,24 @@ rocketchat:
 		})
 	}
 }
+
+func TestWebexOnTheWire(t *testing.T) {
+	for _, c := range []struct{ name, apiURL, recipient, tmpl string }{
+		{"person", "SINK", "alice@example.com", "message: |\n  **{{.app.metadata.name}}** is {{.app.status.health.status}}.\n"},
+		{"room, apiURL with a slash", "SINK/", "Y2lzY29zcGFyazovL3VzL1JPT00vYmJj", "message: \"[{{.app.metadata.name}}]({{.context.argocdUrl}}/applications/{{.app.metadata.name}})\"\n"},
+		{"empty message", "SINK", "not-an-email@localhost", "message: \"{{if false}}x{{end}}\"\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			compareOnWire(t, wireCase{
+				CM: map[string]string{
+					"service.webex":       "token: $webex-token\napiURL: " + c.apiURL + "\n",
+					"template.app-synced": c.tmpl,
+				},
+				Secret:  map[string][]byte{"webex-token": []byte("webex-t0ken")},
+				Service: "webex", Template: "app-synced", Recipient: c.recipient,
+				App: wireApp("guestbook"), Answer: func(wireRequest) (int, string) { return http.StatusOK, `{"id":"m1"}` },
+				Headers: []string{"Content-Type", "Authorization"},
+			})
+		})
+	}
+}

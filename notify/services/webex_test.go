@@ -1,0 +1,72 @@
+package services_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+const webexToken = "webex-secret-bot-token"
+
+func webexCM(url string) map[string]string {
+	return map[string]string{
+		"service.webex":         "token: $webex-token\napiURL: " + url + "/\n",
+		"template.app-deployed": "message: |\n  **{{.app.metadata.name}}** is {{.app.status.health.status}}.\n",
+	}
+}
+
+var webexSecret = map[string][]byte{"webex-token": []byte(webexToken)}
+
+func TestWebexThroughOutbox(t *testing.T) {
+	for _, c := range []struct{ recipient, key string }{
+		{"alice@example.com", "toPersonEmail"},
+		{"Y2lzY29zcGFyazovL3VzL1JPT00vYmJjZWIxYWQtNDNmMS0zYjU4LTkxNDctZjE0YmIwYzRkMTU0", "roomId"},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			s := newSink(t, false, answer{Body: `{"id":"msg-1","roomId":"r"}`})
+			rec := deliver(t, delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
+				Template: "app-deployed", Recipient: c.recipient, App: testApp("guestbook")})
+			if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-1" {
+				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
+			}
+			r := s.Requests()[0]
+			if r.Method != http.MethodPost || r.Path != "/v1/messages" || r.Header.Get("Authorization") != "Bearer "+webexToken ||
+				r.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("request %s %s %v", r.Method, r.Path, r.Header)
+			}
+			var got map[string]any
+			if err := json.Unmarshal([]byte(r.Body), &got); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]any{c.key: c.recipient, "markdown": "**guestbook** is Healthy.\n"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Argo CD counts only 200 as sent; another 2xx is not sent again.
+func TestWebexOnly200(t *testing.T) {
+	s := newSink(t, false, answer{Status: http.StatusNoContent})
+	rec := deliver(t, delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
+		Template: "app-deployed", Recipient: "room", App: testApp("a")})
+	if rec.State != notify.StateDead || len(s.Requests()) != 1 {
+		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
+	}
+}
+
+func TestWebexStatuses(t *testing.T) {
+	checkStatuses(t, statusCase{
+		Setup: func(s *sink) delivery {
+			return delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
+				Template: "app-deployed", Recipient: "alice@example.com", App: testApp("a")}
+		},
+		OK:      answer{Body: `{"id":"m"}`},
+		Secrets: []string{webexToken},
+	})
+}
