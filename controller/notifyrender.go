@@ -11,6 +11,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -114,6 +115,9 @@ func ServiceTemplate(name string, t config.Template, svcName, typ string) notify
 		}
 	default:
 		if b, ok := t.Blocks[typ]; ok {
+			if k, found := services.Lookup(typ); found && k.BlockDefaults != nil {
+				b = k.BlockDefaults(name, b)
+			}
 			out.Blocks = map[string]any{typ: b}
 		}
 	}

@@ -45,6 +45,11 @@ type Kind struct {
 	Validate func(settings any) error
 	// New builds the sender of the service called name.
 	New func(name string, settings any, o Options) (notify.Service, error)
+	// BlockDefaults, when set, returns a copy of a template's block (of
+	// Block's type) with what Argo CD derives from the template itself
+	// before rendering, e.g. Alertmanager's alertname label, the
+	// template's name.
+	BlockDefaults func(template string, block any) any
 	// DefaultRecipient is true when subscriptions may name the service
 	// without a recipient (GitHub, Grafana, Alertmanager: the recipient
 	// is in the settings or in the Application).

@@ -1,11 +1,14 @@
 package conformance
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 	_ "unsafe" // go:linkname, to reach go-pagerduty's HTTP client
 
 	"github.com/PagerDuty/go-pagerduty"
+	"github.com/google/go-cmp/cmp"
 )
 
 // opsgenieTemplate is Argo CD's documented Opsgenie template (visibleTo
@@ -152,4 +155,80 @@ pagerdutyv2:
 			})
 		})
 	}
+}
+
+// TestAlertmanagerOnTheWire compares the alerts both send, except
+// startsAt: each side stamps the time of its own render or send (the test
+// checks it is a time within the test instead).
+func TestAlertmanagerOnTheWire(t *testing.T) {
+	for name, tmpl := range map[string]string{
+		// Argo CD's documented template, less the repo.GetCommitMetadata calls.
+		"documented template": `message: Application {{.app.metadata.name}} has been healthy.
+alertmanager:
+  labels:
+    fault_priority: "P5"
+    event_bucket: "deploy"
+    event_status: "succeed"
+    app: "{{.app.metadata.name}}"
+  annotations:
+    application: '<a href="{{.context.argocdUrl}}/applications/{{.app.metadata.name}}">{{.app.metadata.name}}</a>'
+    health: "{{.app.status.health.status}}"
+`,
+		"alertname and git generatorURL": `message: m
+alertmanager:
+  labels:
+    alertname: app-deployed
+  generatorURL: "git@github.com:example/{{.app.metadata.name}}.git"
+`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			c := wireCase{
+				CM: map[string]string{
+					"service.alertmanager":  "targets:\n- SINKHOST\nbearerToken: $am-token\n",
+					"template.app-deployed": tmpl,
+				},
+				Secret:  map[string][]byte{"am-token": []byte("am-token")},
+				Service: "alertmanager", Template: "app-deployed",
+				App:     wireApp("guestbook"),
+				Headers: []string{"Authorization", "Content-Type"},
+			}
+			want, got := sendBothSides(t, c)
+			if len(want) != 1 || len(got) != 1 {
+				t.Fatalf("notifications-engine made %d requests, crowsnest %d", len(want), len(got))
+			}
+			w, g := want[0], got[0]
+			if w.Method != g.Method || w.Path != g.Path || w.Query != g.Query {
+				t.Errorf("notifications-engine %s %s?%s, crowsnest %s %s?%s", w.Method, w.Path, w.Query, g.Method, g.Path, g.Query)
+			}
+			for _, h := range c.Headers {
+				if w.Header.Get(h) != g.Header.Get(h) {
+					t.Errorf("header %s: notifications-engine %q, crowsnest %q", h, w.Header.Get(h), g.Header.Get(h))
+				}
+			}
+			wb, gb := alertsWithoutStartsAt(t, w.Body, start), alertsWithoutStartsAt(t, g.Body, start)
+			if d := cmp.Diff(wb, gb); d != "" {
+				t.Errorf("body (-notifications-engine +crowsnest):\n%s", d)
+			}
+		})
+	}
+}
+
+// alertsWithoutStartsAt decodes a body of alerts, checks each startsAt is
+// a time since start and removes it.
+func alertsWithoutStartsAt(t *testing.T, body string, start time.Time) []map[string]any {
+	t.Helper()
+	var alerts []map[string]any
+	if err := json.Unmarshal([]byte(body), &alerts); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	for _, a := range alerts {
+		s, _ := a["startsAt"].(string)
+		at, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || at.Before(start) || at.After(time.Now()) {
+			t.Errorf("startsAt %q: not a time within the test (%v)", s, err)
+		}
+		delete(a, "startsAt")
+	}
+	return alerts
 }
