@@ -99,7 +99,7 @@ const (
 var fromSprig = map[string]sprigUse{
 	// strings
 	"upper": {}, "lower": {}, "trim": {}, "trimAll": {}, "trimPrefix": {}, "trimSuffix": {},
-	"abbrev": {}, "nospace": {}, "contains": {}, "hasPrefix": {}, "hasSuffix": {},
+	"nospace": {}, "contains": {}, "hasPrefix": {}, "hasSuffix": {},
 	"cat": {limit: true}, "quote": {limit: true}, "squote": {limit: true}, "join": {limit: true},
 	"plural": {}, "toStrings": {},
 	"sortAlpha": {list: nilIsEmpty},

@@ -14,10 +14,11 @@ func stringFuncs() template.FuncMap {
 	return template.FuncMap{
 		// title: strings.Title, sprig's, starts a word after an apostrophe ("Don'T").
 		"title": title,
-		// trunc, truncate and substr count runes: sprig's count bytes and cut
-		// a character in two (or panic when start is past end).
+		// trunc, truncate, abbrev and substr count runes: sprig's count bytes
+		// and cut a character in two (substr panics when start is past end).
 		"trunc":    truncate,
 		"truncate": truncate,
+		"abbrev":   abbrev,
 		"substr":   substr,
 		// toString: sprig's prints nil (a missing field) as "<nil>".
 		"toString": toString,
@@ -65,6 +66,18 @@ func truncate(n, v any) string {
 		return string(r[len(r)+c:])
 	}
 	return string(r)
+}
+
+// abbrev shortens to width runes, the "..." counted in; below a width of
+// 4 there is no room for it and the text is returned whole, as in sprig.
+func abbrev(width, v any) string {
+	w := toInt(width)
+	s := toString(v)
+	r := []rune(s)
+	if w < 4 || len(r) <= w {
+		return s
+	}
+	return string(r[:w-3]) + "..."
 }
 
 // substr is the runes from start up to end: a negative start is 0, a
