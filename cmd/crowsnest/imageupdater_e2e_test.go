@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,6 +44,20 @@ func installImageUpdaterCRD(t *testing.T) {
 	if _, err := dyn.Resource(crdResource).Create(t.Context(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	// The control plane is shared with the other tests, which run
+	// without argocd-image-updater's CRD (and the install tests with the
+	// shipped RBAC): take it out again, and wait until it is gone.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := dyn.Resource(crdResource).Delete(ctx, "imageupdaters.argocd-image-updater.argoproj.io", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the ImageUpdater CRD: %v", err)
+			return
+		}
+		waitFor(t, "the ImageUpdater CRD gone", func() bool {
+			_, err := dyn.Resource(crdResource).Get(ctx, "imageupdaters.argocd-image-updater.argoproj.io", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+	})
 	disc := kubernetes.NewForConfigOrDie(env.Config).Discovery()
 	waitFor(t, "the ImageUpdater CRD served", func() bool {
 		_, err := dyn.Resource(imageUpdaterResource).Namespace("default").List(t.Context(), metav1.ListOptions{Limit: 1})
@@ -95,12 +110,24 @@ func condition(st map[string]any, typ string) map[string]any {
 // Applications or Secrets of another namespace; broken fields are named
 // in the status and only what they break is left out.
 func TestE2EImageUpdaterResources(t *testing.T) {
+	kubeconfig, nsCR, dir := e2eCluster(t, "e2e-iu-cr")
+	// Without the CRD, auto runs as before and on refuses to start.
+	for _, mode := range []string{"auto", "on"} {
+		d := startDaemon(t, "--kubeconfig", kubeconfig, "--namespace", nsCR, "--imageupdater-resources", mode,
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json")
+		if mode == "auto" {
+			d.waitLog(t, "ImageUpdater resources are not served")
+			d.waitLog(t, "engine caches synced")
+		} else {
+			d.waitLog(t, "--imageupdater-resources=on: the apiserver does not serve imageupdaters.argocd-image-updater.argoproj.io/v1alpha1")
+		}
+	}
+
 	installImageUpdaterCRD(t)
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	web := pushTags(t, reg, "team/web", "1.0.0", "1.3.0", "1.4.0", "2.0.0")
 	api := pushTags(t, reg, "team/api", "1.0.0", "1.2.0")
 
-	kubeconfig, nsCR, dir := e2eCluster(t, "e2e-iu-cr")
 	nsAnn := env.CreateNamespace(t, "e2e-iu-ann")
 	nsEvil := env.CreateNamespace(t, "e2e-iu-evil")
 
