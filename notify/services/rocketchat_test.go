@@ -22,9 +22,9 @@ const (
 	rocketPostOK   = `{"success":true,"message":{"_id":"msg-7","rid":"GENERAL","msg":"hi"}}`
 )
 
-func rocketCM(url string) map[string]string {
+func rocketCM(server string) map[string]string {
 	return map[string]string{
-		"service.rocketchat": "serverUrl: " + url + "\nemail: argocd@example.com\npassword: $rocketchat-password\nalias: Argo CD\nicon: \":rocket:\"\navatar: https://example.com/argo.png\n",
+		"service.rocketchat": "serverUrl: " + server + "\nemail: argocd@example.com\npassword: $rocketchat-password\nalias: Argo CD\nicon: \":rocket:\"\navatar: https://example.com/argo.png\n",
 		"template.app-sync-succeeded": `message: Application {{.app.metadata.name}} has been successfully synced.
 rocketchat:
   attachments: |

@@ -12,9 +12,9 @@ import (
 
 const webexToken = "webex-secret-bot-token"
 
-func webexCM(url string) map[string]string {
+func webexCM(api string) map[string]string {
 	return map[string]string{
-		"service.webex":         "token: $webex-token\napiURL: " + url + "/\n",
+		"service.webex":         "token: $webex-token\napiURL: " + api + "/\n",
 		"template.app-deployed": "message: |\n  **{{.app.metadata.name}}** is {{.app.status.health.status}}.\n",
 	}
 }
