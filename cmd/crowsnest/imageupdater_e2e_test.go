@@ -53,9 +53,11 @@ func installImageUpdaterCRD(t *testing.T) {
 			t.Errorf("deleting the ImageUpdater CRD: %v", err)
 			return
 		}
-		waitFor(t, "the ImageUpdater CRD gone", func() bool {
+		disc := kubernetes.NewForConfigOrDie(env.Config).Discovery()
+		waitFor(t, "the ImageUpdater CRD gone, from discovery too", func() bool {
 			_, err := dyn.Resource(crdResource).Get(ctx, "imageupdaters.argocd-image-updater.argoproj.io", metav1.GetOptions{})
-			return apierrors.IsNotFound(err)
+			_, derr := disc.ServerResourcesForGroupVersion(imageUpdaterResource.GroupVersion().String())
+			return apierrors.IsNotFound(err) && apierrors.IsNotFound(derr)
 		})
 	})
 	disc := kubernetes.NewForConfigOrDie(env.Config).Discovery()
@@ -111,9 +113,12 @@ func condition(st map[string]any, typ string) map[string]any {
 // in the status and only what they break is left out.
 func TestE2EImageUpdaterResources(t *testing.T) {
 	kubeconfig, nsCR, dir := e2eCluster(t, "e2e-iu-cr")
-	// Without the CRD, auto runs as before and on refuses to start.
+	// Without the CRD, auto runs as before and on refuses to start. (In
+	// a namespace of their own: the auto one keeps running, and finds the
+	// CRD a minute after it is installed.)
+	nsNoCRD := env.CreateNamespace(t, "e2e-iu-nocrd")
 	for _, mode := range []string{"auto", "on"} {
-		d := startDaemon(t, "--kubeconfig", kubeconfig, "--namespace", nsCR, "--imageupdater-resources", mode,
+		d := startDaemon(t, "--kubeconfig", kubeconfig, "--namespace", nsNoCRD, "--imageupdater-resources", mode,
 			"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "json")
 		if mode == "auto" {
 			d.waitLog(t, "ImageUpdater resources are not served")
