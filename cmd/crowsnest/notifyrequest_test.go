@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -57,5 +60,48 @@ data:
 		"--notifications-cm", cm, "--notifications-secret", secret)
 	if err == nil || !strings.Contains(err.Error(), `"nats" is not supported`) {
 		t.Fatalf("nats: error %v, want unsupported", err)
+	}
+}
+
+// TestNotifySendNewServiceType sends one real message through a service
+// of a type from package services (Mattermost) to a local server.
+func TestNotifySendNewServiceType(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+string(b))
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"post-9"}`)
+	}))
+	t.Cleanup(srv.Close)
+	app := tempFile(t, "app.yaml", notifyTestApp)
+	cm := tempFile(t, "cm.yaml", `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-notifications-cm}
+data:
+  service.mattermost: |
+    apiURL: `+srv.URL+`
+    token: $mm-token
+  template.web: |
+    message: "{{.app.metadata.name}} deployed"
+`)
+	secret := tempFile(t, "secret.yaml", `
+apiVersion: v1
+kind: Secret
+metadata: {name: argocd-notifications-secret}
+stringData:
+  mm-token: tok-123456
+`)
+	out, _, err := execute(t, "notify", "send", "web", "--app", app, "--service", "mattermost", "--recipient", "chan-9",
+		"--notifications-cm", cm, "--notifications-secret", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "POST /api/v4/posts Bearer tok-123456 ") || !strings.Contains(got[0], `"channel_id":"chan-9"`) {
+		t.Fatalf("requests %q", got)
+	}
+	if !strings.Contains(out, "post-9") || strings.Contains(out, "tok-123456") {
+		t.Errorf("report:\n%s", out)
 	}
 }

@@ -166,6 +166,8 @@ func serviceEndpoint(s config.Service) string {
 			port = config.DefaultSMTPPort
 		}
 		return "smtp://" + net.JoinHostPort(s.Email.Host, strconv.Itoa(port))
+	case s.Ext != nil:
+		return s.Ext.Type + " API"
 	}
 	return ""
 }
