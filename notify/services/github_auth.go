@@ -107,9 +107,11 @@ func (a *githubAuth) exchange(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", notify.Permanent(fmt.Errorf("%s: signing the GitHub App JWT: %w", a.c.Service, err))
 	}
+	// The body is JSON null, as ghinstallation sends its unset options:
+	// GitHub reads it as no restriction of the token.
 	resp, err := a.c.Do(ctx, Request{
-		Method: http.MethodPost, URL: a.tokenURL,
-		Header: http.Header{"Authorization": {"Bearer " + jwt}, "Accept": {githubMediaV3}},
+		Method: http.MethodPost, URL: a.tokenURL, Body: []byte("null"),
+		Header: http.Header{"Authorization": {"Bearer " + jwt}, "Accept": {githubMediaV3}, "Content-Type": {"application/json"}},
 	})
 	if err != nil {
 		return "", fmt.Errorf("GitHub App installation token: %w", scrub(githubRateLimited(a.c, resp, err), jwt))
