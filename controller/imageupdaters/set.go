@@ -27,6 +27,8 @@ type Set struct {
 
 	mu        sync.RWMutex
 	resources map[string]*resource // namespace/name -> compiled
+	// byNamespace are the resources of each namespace, by name.
+	byNamespace map[string][]*resource
 	// appProblems are per resource and Application key the problems
 	// last found for that Application (tenancy refusals).
 	appProblems map[string]map[string][]error
@@ -74,6 +76,7 @@ func (s *Set) Apply(u *config.ImageUpdater, parseErr error) {
 	s.init()
 	prev := s.resources[res.key]
 	s.resources[res.key] = res
+	s.index()
 	s.mu.Unlock()
 	if prev == nil || prev.generation != res.generation || problemText(prev.problems, 1000) != problemText(res.problems, 1000) {
 		s.report(res)
@@ -96,6 +99,7 @@ func (s *Set) Delete(key string) {
 	s.mu.Lock()
 	s.init()
 	delete(s.resources, key)
+	s.index()
 	delete(s.appProblems, key)
 	delete(s.updates, key)
 	s.mu.Unlock()
@@ -104,26 +108,20 @@ func (s *Set) Delete(key string) {
 	s.signal()
 }
 
-// Namespaces returns the namespaces with a resource in force.
-func (s *Set) Namespaces() map[string]bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := map[string]bool{}
-	for _, r := range s.resources {
-		out[r.namespace] = true
+// index rebuilds byNamespace; called with s.mu held.
+func (s *Set) index() {
+	s.byNamespace = map[string][]*resource{}
+	for _, key := range slices.Sorted(maps.Keys(s.resources)) {
+		res := s.resources[key]
+		s.byNamespace[res.namespace] = append(s.byNamespace[res.namespace], res)
 	}
-	return out
 }
 
 // winner returns the resource and rule that decide for app: resources of
 // its namespace by name, each's applicationRefs most specific first, the
 // first that matches. Called with s.mu held.
 func (s *Set) winner(app *watcher.App) (*resource, *rule) {
-	for _, key := range slices.Sorted(maps.Keys(s.resources)) {
-		res := s.resources[key]
-		if res.namespace != app.Namespace {
-			continue
-		}
+	for _, res := range s.byNamespace[app.Namespace] {
 		for i := range res.rules {
 			if res.rules[i].Matches(app.Namespace, app.Name, app.Labels) {
 				return res, &res.rules[i]

@@ -18,7 +18,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-func parse(t *testing.T, doc string) *config.ImageUpdater {
+func parse(t testing.TB, doc string) *config.ImageUpdater {
 	t.Helper()
 	u, err := config.ParseImageUpdater([]byte(doc))
 	if err != nil {
@@ -27,7 +27,7 @@ func parse(t *testing.T, doc string) *config.ImageUpdater {
 	return u
 }
 
-func newSet(t *testing.T, docs ...string) *Set {
+func newSet(t testing.TB, docs ...string) *Set {
 	t.Helper()
 	s := &Set{Check: (&controller.Tenancy{}).CheckAnnotations, Log: slog.New(slog.DiscardHandler)}
 	for _, d := range docs {
