@@ -21,6 +21,7 @@ const migrateExitUsage = 2
 type migrateOptions struct {
 	kubeconfig string
 	namespace  string
+	appsNS     string
 	fromDir    string
 	configPath string
 	output     string
@@ -60,6 +61,7 @@ stop working (each is named, marked "!"), 2 when the input cannot be read.`,
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read ($KUBECONFIG or in-cluster when empty)")
 	f.StringVarP(&o.namespace, "namespace", "n", "argocd", "Argo CD's namespace, where argocd-image-updater-config and argocd-notifications-cm live")
+	f.StringVar(&o.appsNS, "apps-namespace", "", "from a cluster, only Applications and ImageUpdaters in this namespace (default: every namespace)")
 	f.StringVar(&o.fromDir, "from-dir", "", "read manifests from this folder (YAML or JSON, multi-document, Lists) instead of a cluster")
 	f.StringVar(&o.configPath, "config", "", "crowsnest config to analyse with and install, instead of the one migrate proposes")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
@@ -74,8 +76,8 @@ func (o *migrateOptions) run(ctx context.Context, out io.Writer) error {
 	if o.output != "text" && o.output != "json" {
 		return usage(fmt.Errorf("--output: unsupported value %q, want text or json", o.output))
 	}
-	if o.fromDir != "" && o.kubeconfig != "" {
-		return usage(errors.New("--from-dir and --kubeconfig exclude each other"))
+	if o.fromDir != "" && (o.kubeconfig != "" || o.appsNS != "") {
+		return usage(errors.New("--from-dir reads a folder: --kubeconfig and --apps-namespace are for a cluster"))
 	}
 	var userCfg *config.Config
 	baseDir := "."
@@ -91,7 +93,7 @@ func (o *migrateOptions) run(ctx context.Context, out io.Writer) error {
 	if o.fromDir != "" {
 		in, err = readMigrateDir(ctx, o.fromDir, o.namespace)
 	} else {
-		in, err = readMigrateCluster(ctx, o.kubeconfig, o.namespace)
+		in, err = readMigrateCluster(ctx, o.kubeconfig, o.namespace, o.appsNS)
 	}
 	if err != nil {
 		return usage(err)

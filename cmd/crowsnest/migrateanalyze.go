@@ -14,6 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 )
@@ -40,9 +41,10 @@ type migration struct {
 	// secretNamespaces are namespaces (other than Argo CD's) whose
 	// Secrets the annotations or registries name, with what names them.
 	secretNamespaces map[string][]string
-	// updaterRules are the ImageUpdaters' rules, in the order
-	// argocd-image-updater tries them.
-	updaterRules []updaterRule
+	// updaters are the ImageUpdaters in force, as the daemon holds them;
+	// updaterRules name the rule that decides for an Application.
+	updaters     *imageupdaters.Set
+	updaterRules []migrateUpdaterRules
 }
 
 // analyzeMigration reads in with crowsnest's readers and returns the
@@ -52,8 +54,6 @@ func analyzeMigration(in *migrateInputs, userCfg *config.Config, cfgPath, baseDi
 		brokenProjects: map[string]error{},
 		rep:            &migrateReport{Source: in.source, ArgoCDNamespace: in.argoNamespace, Read: in.readList()}}
 	proposed := m.readAIUConfig()
-	policies, updaterProblems := m.readImageUpdaters()
-	proposed.ImagePolicies = policies
 	if _, ok := in.configMap(config.DefaultArgoCDNotificationsConfigMap); ok {
 		proposed.Notifications = &migrateConfigNotify{ArgoCDConfigMap: migrateConfigCMRef{
 			Name: config.DefaultArgoCDNotificationsConfigMap, Namespace: in.argoNamespace}}
@@ -71,16 +71,12 @@ func analyzeMigration(in *migrateInputs, userCfg *config.Config, cfgPath, baseDi
 				Why: "crowsnest reads the ConfigMap the config names", Breaks: true})
 		}
 	}
-	for _, p := range updaterProblems {
-		m.cannot(p)
-	}
 	// What run checks at start: a config it refuses starts nothing.
 	for _, err := range flattenErrors(checkConfig(m.cfg, baseDir)) {
 		m.cannot(migrateFinding{Where: "crowsnest config", What: "crowsnest would not start: " + err.Error(), Breaks: true})
 	}
-	if err := m.build(); err != nil {
-		return nil, err
-	}
+	m.build()
+	m.readImageUpdaters()
 	for _, app := range in.apps {
 		m.rep.Applications = append(m.rep.Applications, m.analyzeApp(app))
 	}
@@ -113,7 +109,7 @@ func (m *migration) cannot(f migrateFinding) { m.rep.Cannot = append(m.rep.Canno
 // build makes what the daemon makes from the config: the registries
 // (offline: no client is used), the image policies, the tenancy rules,
 // the notifications and the sync windows.
-func (m *migration) build() error {
+func (m *migration) build() {
 	quiet := slog.New(slog.DiscardHandler)
 	list, err := m.cfg.Registries.Resolved(m.baseDir)
 	if err != nil {
@@ -144,7 +140,6 @@ func (m *migration) build() error {
 		set = append(set, ps...)
 	}
 	m.windows = set
-	return nil
 }
 
 // projectOf finds an Application's AppProject as the daemon does: by name
@@ -188,7 +183,6 @@ type migrateConfig struct {
 	Log           *migrateConfigLog    `yaml:"log,omitempty"`
 	Registries    *migrateConfigRegs   `yaml:"registries,omitempty"`
 	Notifications *migrateConfigNotify `yaml:"notifications,omitempty"`
-	ImagePolicies []config.ImagePolicy `yaml:"imagePolicies,omitempty"`
 	Git           *migrateConfigGit    `yaml:"git,omitempty"`
 }
 

@@ -34,18 +34,24 @@ func (m *migration) analyzeApp(app *watcher.App) migrateApp {
 // registries' name completion and the tenancy rules.
 func (m *migration) appImages(app *watcher.App, ma *migrateApp) {
 	spec, errs := imageupdate.FromAnnotations(app.Annotations)
-	policyName := ""
-	if ps, name := m.policies.Match(app); ps != nil {
+	from, ownAnnotations := "", true
+	if s, e, ref, ok := m.updaterSpec(app, ma); ok {
+		// An ImageUpdater that selects the Application decides, as
+		// argocd-image-updater 1.x does; policies are not asked.
+		spec, errs, from, ownAnnotations = s, e, ref.where, ref.useAnnotations
+		if ref.useAnnotations {
+			from += " (useAnnotations: the Application's annotations)"
+		}
+	} else if ps, name := m.policies.Match(app); ps != nil {
 		if err := m.tenancy.AdmitsPolicy(app); err != nil {
 			ma.Cannot = append(ma.Cannot, migrateFinding{Where: "image policy " + name, What: "not applied: " + err.Error(), Breaks: spec == nil})
 		} else if spec == nil {
-			spec, policyName = ps, name
+			spec, from = ps, "image policy "+name
 		} else {
 			ma.Differs = append(ma.Differs, migrateFinding{Where: "image policy " + name,
 				What: "matches, but the Application's annotations win", Why: "annotations are the Application owner's explicit word"})
 		}
 	}
-	m.updaterDifferences(app, spec, policyName, ma)
 	if spec == nil {
 		return
 	}
@@ -70,14 +76,9 @@ func (m *migration) appImages(app *watcher.App, ma *migrateApp) {
 		}
 		ma.Differs = append(ma.Differs, f)
 	}
-	mi := &migrateImages{From: spec.Source, WriteBack: string(spec.WriteBack.Method)}
-	for i := range m.updaterRules {
-		if ur := &m.updaterRules[i]; ur.policy != "" && ur.policy == policyName {
-			mi.From = fmt.Sprintf("ImageUpdater %s (%s), as image policy %s", ur.updater, ur.rule.Path, ur.policy)
-		}
-	}
-	if spec.Source == imageupdate.SourceAnnotations {
-		for _, dropped := range droppedImages(app.Annotations[imageupdate.Prefix+imageupdate.KeyImageList], spec) {
+	mi := &migrateImages{From: cmp.Or(from, spec.Source), WriteBack: string(spec.WriteBack.Method)}
+	if ownAnnotations && spec.Source == imageupdate.SourceAnnotations {
+		for _, dropped := range droppedImages(app.Annotations[imageUpdateListKey], spec) {
 			ma.Cannot = append(ma.Cannot, migrateFinding{Where: imageupdate.Prefix + imageupdate.KeyImageList,
 				What: "image " + dropped + " would not be updated (see the problems above)", Breaks: true})
 		}
@@ -160,7 +161,8 @@ func imageWrites(app *watcher.App, spec *imageupdate.Spec) (writes, notes map[st
 		}
 	}
 	plan := imageupdate.Decide(app, &forced, results, imageupdate.Hold{})
-	for _, ch := range plan.Changes {
+	for i := range plan.Changes {
+		ch := &plan.Changes[i]
 		var w string
 		switch {
 		case len(ch.Helm) > 0:

@@ -157,13 +157,13 @@ func (in *migrateInputs) addObject(obj map[string]any) error {
 	case u.GetAPIVersion() == "v1" && u.GetKind() == "ConfigMap":
 		data, _, err := unstructured.NestedStringMap(obj, "data")
 		if err != nil {
-			return fmt.Errorf("ConfigMap %s: %w", key, err)
+			return fmt.Errorf("reading ConfigMap %s: %w", key, err)
 		}
 		in.configMaps[key] = data
 	case u.GetAPIVersion() == "v1" && u.GetKind() == "Secret":
 		data, err := secretData(obj)
 		if err != nil {
-			return fmt.Errorf("Secret %s: %w", key, err)
+			return fmt.Errorf("reading Secret %s: %w", key, err)
 		}
 		in.secrets[key] = data
 	case u.GetKind() == kindImageUpdater && strings.HasPrefix(u.GetAPIVersion(), imageUpdatersResource.Group+"/"):
@@ -198,11 +198,12 @@ func secretData(obj map[string]any) (map[string][]byte, error) {
 }
 
 // readMigrateCluster reads the same objects from a cluster, with get and
-// list only: Applications and AppProjects in every namespace (through
-// the typed views the daemon uses), argocd-image-updater's and Argo CD
-// Notifications' ConfigMaps and Secret in Argo CD's namespace, and
-// ImageUpdaters where their CRD is installed.
-func readMigrateCluster(ctx context.Context, kubeconfig, argoNamespace string) (*migrateInputs, error) {
+// list only: Applications (in appsNamespace, "" for every namespace) and
+// ImageUpdaters (the same; none when their CRD is not installed) through
+// the typed views the daemon uses, and in Argo CD's namespace the
+// AppProjects, argocd-image-updater's and Argo CD Notifications'
+// ConfigMaps and the notifications Secret.
+func readMigrateCluster(ctx context.Context, kubeconfig, argoNamespace, appsNamespace string) (*migrateInputs, error) {
 	rc, err := (&runOptions{kubeconfig: kubeconfig}).restConfig(config.Default())
 	if err != nil {
 		return nil, err
@@ -215,12 +216,27 @@ func readMigrateCluster(ctx context.Context, kubeconfig, argoNamespace string) (
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
 	}
-	objs, err := (&windowsOptions{kubeconfig: kubeconfig}).readCluster(ctx)
-	if err != nil {
-		return nil, err
-	}
 	in := newMigrateInputs("cluster "+rc.Host, argoNamespace)
-	in.apps, in.projects = objs.apps, objs.projects
+	apps, err := dyn.Resource(watcher.ApplicationsResource).Namespace(appsNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Applications: %w", err)
+	}
+	for i := range apps.Items {
+		a, err := watcher.AppFromObject(&apps.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		in.apps = append(in.apps, a)
+	}
+	slices.SortFunc(in.apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
+	// Argo CD reads AppProjects in its own namespace only.
+	projects, err := dyn.Resource(watcher.AppProjectsResource).Namespace(argoNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing AppProjects: %w", err)
+	}
+	for i := range projects.Items {
+		in.projects = append(in.projects, watcher.ProjectFromObject(&projects.Items[i]))
+	}
 	slices.SortFunc(in.projects, func(a, b *watcher.Project) int { return strings.Compare(a.Key(), b.Key()) })
 	for _, name := range []string{aiuConfigMap, config.DefaultArgoCDNotificationsConfigMap} {
 		cm, err := cs.CoreV1().ConfigMaps(argoNamespace).Get(ctx, name, metav1.GetOptions{})
@@ -240,7 +256,7 @@ func readMigrateCluster(ctx context.Context, kubeconfig, argoNamespace string) (
 	default:
 		in.secrets[argoNamespace+"/"+s.Name] = s.Data
 	}
-	list, err := dyn.Resource(imageUpdatersResource).List(ctx, metav1.ListOptions{})
+	list, err := dyn.Resource(imageUpdatersResource).Namespace(appsNamespace).List(ctx, metav1.ListOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		// The CRD is not installed: argocd-image-updater 0.x.

@@ -60,8 +60,8 @@ func (m *migration) install() {
 	}
 	for i := range m.rep.Applications {
 		if im := m.rep.Applications[i].Images; im != nil {
-			for _, img := range im.Images {
-				if r, err := config.ParseCredentialRef(img.PullSecret); err == nil && isSecretRef(r) && r.Namespace == m.in.argoNamespace {
+			for j := range im.Images {
+				if r, err := config.ParseCredentialRef(im.Images[j].PullSecret); err == nil && isSecretRef(r) && r.Namespace == m.in.argoNamespace {
 					argoSecrets = true
 				}
 			}
@@ -87,6 +87,28 @@ func (m *migration) install() {
 			Why:   "the Argo CD Notifications ConfigMap"})
 	}
 	var extra strings.Builder
+	if len(m.in.imageUpdaters) > 0 {
+		ins.RBAC = append(ins.RBAC,
+			migrateRBAC{Where: "cluster", Resources: "imageupdaters (argocd-image-updater.argoproj.io)", Verbs: "get, list, watch",
+				Why: "the ImageUpdater resources found (run --imageupdater-resources=auto reads them when it may)"},
+			migrateRBAC{Where: "cluster", Resources: "imageupdaters/status (argocd-image-updater.argoproj.io)", Verbs: "update",
+				Why: "their status, as argocd-image-updater wrote it"})
+		fmt.Fprintf(&extra, `---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: %[1]s-imageupdaters}
+rules:
+  - {apiGroups: [argocd-image-updater.argoproj.io], resources: [imageupdaters], verbs: [get, list, watch]}
+  - {apiGroups: [argocd-image-updater.argoproj.io], resources: [imageupdaters/status], verbs: [update]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: %[1]s-imageupdaters}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s-imageupdaters}
+subjects:
+  - {kind: ServiceAccount, name: %[1]s, namespace: %[2]s}
+`, migrateRelease, migrateNamespace)
+	}
 	for _, ns := range slices.Sorted(maps.Keys(m.secretNamespaces)) {
 		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: "namespace " + ns, Resources: "secrets", Verbs: "get",
 			Why: "Secrets named by " + strings.Join(m.secretNamespaces[ns], ", ")})

@@ -42,8 +42,8 @@ type migrateApp struct {
 
 // migrateImages is how crowsnest updates one Application's images.
 type migrateImages struct {
-	// From is "annotations" or "policy <name>" (an ImageUpdater's rules
-	// become policies named after it).
+	// From is "annotations", "image policy <name>" or the ImageUpdater
+	// and applicationRef that select the Application.
 	From string `json:"from"`
 	// WriteBack is "argocd", "git", or "" when nothing can be written.
 	WriteBack string         `json:"writeBack"`
@@ -100,11 +100,9 @@ type migrateWindow struct {
 // migrateUpdater is one argocd-image-updater 1.x ImageUpdater resource.
 type migrateUpdater struct {
 	Name string `json:"name"`
-	// Analysed is false when this build cannot read ImageUpdaters.
+	// Analysed is false when it cannot be read.
 	Analysed bool `json:"analysed"`
-	// Policies are the imagePolicies its rules become.
-	Policies []string `json:"policies,omitempty"`
-	// Apps are the Applications it selects.
+	// Apps are the Applications it decides for.
 	Apps []string `json:"applications,omitempty"`
 }
 

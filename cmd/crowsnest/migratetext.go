@@ -29,11 +29,11 @@ func printMigrateReport(w io.Writer, rep *migrateReport) error {
 		for _, u := range rep.Updaters {
 			switch {
 			case !u.Analysed:
-				p.f("  %s: found, not analysed\n", u.Name)
+				p.f("  %s: unreadable (see below)\n", u.Name)
 			case len(u.Apps) == 0:
-				p.f("  %s: policies %s; selects no Application\n", u.Name, strings.Join(u.Policies, ", "))
+				p.f("  %s: read by crowsnest; decides for no Application\n", u.Name)
 			default:
-				p.f("  %s: policies %s; selects %s\n", u.Name, strings.Join(u.Policies, ", "), strings.Join(u.Apps, ", "))
+				p.f("  %s: read by crowsnest; decides for %s\n", u.Name, strings.Join(u.Apps, ", "))
 			}
 		}
 	}
@@ -63,7 +63,7 @@ func printMigrateReport(w io.Writer, rep *migrateReport) error {
 	for _, r := range rep.Install.RBAC {
 		by := "the chart"
 		if !r.Chart {
-			by = "the Role above"
+			by = "kubectl apply above"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.Where, r.Resources, r.Verbs, by, r.Why)
 	}
@@ -114,7 +114,8 @@ func (p *textPrinter) app(a *migrateApp) {
 		if im.Target != "" {
 			p.f("      target: %s\n", im.Target)
 		}
-		for _, img := range im.Images {
+		for i := range im.Images {
+			img := &im.Images[i]
 			pol := img.Strategy
 			if img.Constraint != "" {
 				pol += " " + img.Constraint

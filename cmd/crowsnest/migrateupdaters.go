@@ -1,113 +1,119 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
+	"cmp"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// updaterRule is one rule of an ImageUpdater, with the resource it came
-// from and the image policy it becomes ("" for a useAnnotations rule).
-type updaterRule struct {
-	updater string // namespace/name
-	policy  string
-	rule    config.UpdaterRule
+// migrateUpdaterRules is one ImageUpdater's rules, for naming the
+// resource and applicationRef that decide for an Application.
+type migrateUpdaterRules struct {
+	key, namespace string
+	rules          []config.UpdaterRule
 }
 
-// readImageUpdaters reads argocd-image-updater 1.x's ImageUpdater
-// resources with config.ParseImageUpdater and translates each rule into
-// one of crowsnest's image policies, in the order argocd-image-updater
-// tries them (most specific first). A resource or image that does not
-// translate is a finding: its images would not be updated.
-func (m *migration) readImageUpdaters() ([]config.ImagePolicy, []migrateFinding) {
-	var policies []config.ImagePolicy
-	var problems []migrateFinding
+// readImageUpdaters puts argocd-image-updater 1.x's ImageUpdater
+// resources in force as the daemon does (imageupdaters.Decode, Set.Apply;
+// the image reconciler then asks Set.Match first) and records each
+// resource's problems: what they leave out would not be updated.
+func (m *migration) readImageUpdaters() {
+	m.updaters = &imageupdaters.Set{Check: m.tenancy.CheckAnnotations, Log: slog.New(slog.DiscardHandler)}
 	for _, u := range m.in.imageUpdaters {
 		key := u.GetNamespace() + "/" + u.GetName()
 		where := "ImageUpdater " + key
 		mu := migrateUpdater{Name: key}
-		data, err := json.Marshal(u.Object)
-		if err != nil {
-			return nil, append(problems, migrateFinding{Where: where, What: err.Error(), Breaks: true})
-		}
-		iu, err := config.ParseImageUpdater(data)
-		if err != nil {
-			problems = append(problems, migrateFinding{Where: where, What: "does not parse, so the images it configures would not be updated: " + err.Error(), Breaks: true})
+		iu, parseErr := imageupdaters.Decode(u)
+		if iu == nil {
+			m.cannot(migrateFinding{Where: where, What: "unreadable, so the images it configures would not be updated: " + parseErr.Error(), Breaks: true})
 			m.rep.Updaters = append(m.rep.Updaters, mu)
 			continue
 		}
 		mu.Analysed = true
-		rules, errs := iu.Rules()
-		for _, fe := range errs {
-			problems = append(problems, migrateFinding{Where: where + " " + fe.Path, What: fe.Msg + " (left out: not updated)", Breaks: true})
+		if parseErr != nil {
+			m.differs(migrateFinding{Where: where, What: "fields this crowsnest does not know are ignored: " + parseErr.Error()})
 		}
-		for i := range rules {
-			ur := updaterRule{updater: key, rule: rules[i]}
-			if !rules[i].UseAnnotations {
-				ur.policy = fmt.Sprintf("imageupdater-%s-%s-%d", u.GetNamespace(), u.GetName(), i)
-				policies = append(policies, rules[i].ImagePolicy(ur.policy))
-				mu.Policies = append(mu.Policies, ur.policy)
-			}
-			m.updaterRules = append(m.updaterRules, ur)
+		m.updaters.Apply(iu, parseErr)
+		rules, problems := iu.Rules()
+		for _, fe := range problems {
+			m.cannot(migrateFinding{Where: where + " " + fe.Path, What: fe.Msg, Breaks: true})
 		}
+		m.updaterRules = append(m.updaterRules, migrateUpdaterRules{key: key, namespace: u.GetNamespace(), rules: rules})
 		for _, app := range m.in.apps {
-			for i := range rules {
-				if rules[i].Matches(app.Namespace, app.Name, app.Labels) {
-					mu.Apps = append(mu.Apps, app.Key())
-					break
-				}
+			if r := m.updaterRuleFor(app); r != nil && strings.HasPrefix(r.where, where+" ") {
+				mu.Apps = append(mu.Apps, app.Key())
 			}
 		}
 		m.rep.Updaters = append(m.rep.Updaters, mu)
 	}
-	return policies, problems
+	slices.SortFunc(m.updaterRules, func(a, b migrateUpdaterRules) int { return cmp.Compare(a.key, b.key) })
 }
 
-// updaterRuleFor returns the ImageUpdater rule argocd-image-updater 1.x
-// applies to app (the first that matches), or nil.
-func (m *migration) updaterRuleFor(app *watcher.App) *updaterRule {
-	for i := range m.updaterRules {
-		if m.updaterRules[i].rule.Matches(app.Namespace, app.Name, app.Labels) {
-			return &m.updaterRules[i]
+// updaterRuleRef names the resource and applicationRef that decide for an
+// Application, in the daemon's order (resources of the Application's
+// namespace by name, each one's rules most specific first).
+type updaterRuleRef struct {
+	where          string
+	useAnnotations bool
+}
+
+func (m *migration) updaterRuleFor(app *watcher.App) *updaterRuleRef {
+	for _, ur := range m.updaterRules {
+		if ur.namespace != app.Namespace {
+			continue
+		}
+		for i := range ur.rules {
+			if ur.rules[i].Matches(app.Namespace, app.Name, app.Labels) {
+				return &updaterRuleRef{where: "ImageUpdater " + ur.key + " " + ur.rules[i].Path, useAnnotations: ur.rules[i].UseAnnotations}
+			}
 		}
 	}
 	return nil
 }
 
-// updaterDifferences compares what crowsnest uses for app (spec, from
-// annotations or the policy named policy) with what argocd-image-updater
-// 1.x does when ImageUpdaters exist.
-func (m *migration) updaterDifferences(app *watcher.App, spec *imageupdate.Spec, policy string, ma *migrateApp) {
-	if len(m.in.imageUpdaters) == 0 {
-		return
+// updaterSpec asks the ImageUpdaters in force about app, as the image
+// reconciler does before annotations and policies. Problems that name
+// the resource's field are recorded here (a refusal by the tenancy rules
+// is something that would stop working); the annotations' own problems
+// (a useAnnotations rule) are returned, as FromAnnotations' are.
+func (m *migration) updaterSpec(app *watcher.App, ma *migrateApp) (spec *imageupdate.Spec, annErrs []error, ref *updaterRuleRef, ok bool) {
+	spec, errs, ok := m.updaters.Match(app)
+	if !ok {
+		if len(m.in.imageUpdaters) > 0 && app.Annotations[imageUpdateListKey] != "" {
+			ma.Differs = append(ma.Differs, migrateFinding{Where: "annotations", What: "read: no ImageUpdater selects this Application, and crowsnest reads its argocd-image-updater annotations",
+				Why: "argocd-image-updater 1.x reads annotations only where an ImageUpdater rule with useAnnotations selects the Application"})
+		}
+		return nil, nil, nil, false
 	}
-	rule := m.updaterRuleFor(app)
-	fromAnnotations := spec != nil && spec.Source == imageupdate.SourceAnnotations
-	switch {
-	case fromAnnotations && (rule == nil || !rule.rule.UseAnnotations):
-		f := migrateFinding{Where: "annotations", What: "read: crowsnest reads every Application's argocd-image-updater annotations",
-			Why: "argocd-image-updater 1.x reads them only where an ImageUpdater rule with useAnnotations selects the Application"}
-		if rule != nil {
-			f.What += "; they win over ImageUpdater " + rule.updater + " (" + rule.rule.Path + "), which selects it"
+	ref = m.updaterRuleFor(app)
+	if ref == nil {
+		ref = &updaterRuleRef{where: "an ImageUpdater"}
+	}
+	for _, err := range errs {
+		var fe *imageupdaters.FieldError
+		if !errors.As(err, &fe) {
+			annErrs = append(annErrs, err)
+			continue
+		}
+		f := migrateFinding{Where: "ImageUpdater " + fe.Resource + " " + fe.Path, What: fe.Msg}
+		if errors.Is(err, controller.ErrRefused) {
+			f.Why, f.Breaks = "an ImageUpdater is as trusted as its namespace's annotations: Secrets of its own namespace, its Applications' AppProject repositories", true
+			ma.Cannot = append(ma.Cannot, f)
+			continue
 		}
 		ma.Differs = append(ma.Differs, f)
-	case policy != "" && rule != nil && rule.policy != policy:
-		for i := range m.updaterRules {
-			ur := &m.updaterRules[i]
-			if ur.policy == policy {
-				ma.Cannot = append(ma.Cannot, migrateFinding{Where: "image policy " + policy,
-					What:   fmt.Sprintf("would update this Application, though ImageUpdater %s (%s) does not select it", ur.updater, ur.rule.Path),
-					Why:    "crowsnest's imagePolicies match names, projects and labels in every namespace; narrow the policy's match",
-					Breaks: true})
-			}
-		}
-	case policy != "" && rule == nil:
-		ma.Cannot = append(ma.Cannot, migrateFinding{Where: "image policy " + policy,
-			What:   "would update this Application, which no ImageUpdater selects (the policy's ImageUpdater selects only its own namespace)",
-			Why:    "crowsnest's imagePolicies match names, projects and labels in every namespace; narrow the policy's match",
-			Breaks: true})
 	}
+	return spec, annErrs, ref, true
 }
+
+// imageUpdateListKey is the annotation that makes an Application one
+// argocd-image-updater manages.
+const imageUpdateListKey = imageupdate.Prefix + imageupdate.KeyImageList
