@@ -53,14 +53,16 @@ func TestExtServicesInOwnConfig(t *testing.T) {
 			"notifications.services[chat].mattermost.channel: unknown field"},
 		{"missing setting", "  services:\n    chat:\n      mattermost:\n        token: t\n",
 			"notifications.services[chat].mattermost: apiURL: required"},
-		{"unsupported type", "  services:\n    bus:\n      nats:\n        url: nats://x\n",
-			"notifications.services[bus].nats: service type not supported by crowsnest"},
+		// Every Argo CD type has a sender; a type neither has is an
+		// unknown key of crowsnest's strict config.
+		{"unknown type", "  services:\n    bus:\n      carrierpigeon:\n        url: https://x\n",
+			"notifications.services[bus].carrierpigeon: unknown field"},
 		{"two types", "  services:\n    chat:\n      mattermost: {apiURL: 'https://x', token: t}\n      email: {host: smtp.example.com, from: a@example.com}\n",
 			"notifications.services[chat]"},
 		{"unknown block field", "  templates:\n    t:\n      message: hi\n      mattermost:\n        color: red\n",
 			"notifications.templates[t].mattermost.color: unknown field"},
-		{"unsupported block", "  templates:\n    t:\n      message: hi\n      gcppubsub:\n        attributes: {a: b}\n",
-			"notifications.templates[t].gcppubsub: gcppubsub block: service type not supported by crowsnest"},
+		{"unknown block", "  templates:\n    t:\n      message: hi\n      carrierpigeon:\n        attributes: {a: b}\n",
+			"notifications.templates[t].carrierpigeon: unknown field"},
 		{"bad template in block", "  templates:\n    t:\n      message: hi\n      mattermost:\n        attachments: '{{.app'\n",
 			"notifications.templates[t].mattermost.attachments"},
 	} {

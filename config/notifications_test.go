@@ -267,8 +267,8 @@ func TestArgoCDConfigMap(t *testing.T) {
 	want := summary{
 		Triggers:      []string{"on-deployed", "on-sync-failed", "on-sync-status-unknown"},
 		Templates:     []string{"app-deployed", "app-sync-failed", "app-sync-status-unknown", "github-commit-status"},
-		Services:      []string{"audit", "github", "gmail", "nats", "slack"},
-		Types:         map[string]string{"audit": "webhook", "github": "webhook", "gmail": "email", "nats": "nats", "slack": "slack"},
+		Services:      []string{"audit", "carrierpigeon", "github", "gmail", "slack"},
+		Types:         map[string]string{"audit": "webhook", "carrierpigeon": "carrierpigeon", "github": "webhook", "gmail": "email", "slack": "slack"},
 		Context:       map[string]string{"argocdUrl": "https://argocd.example.com", "environment": "production"},
 		Defaults:      []string{"on-sync-status-unknown"},
 		SlackDefaults: []string{"on-deployed", "on-sync-failed"},
@@ -277,10 +277,10 @@ func TestArgoCDConfigMap(t *testing.T) {
 			{Recipients: []string{"github"}},
 		},
 		GitHubHeader: "token ghp-secret", EmailFrom: "bot@example.com", EmailTLS: EmailTLSImplicit, GitHubMethod: "GET",
-		Unsupported: []string{
-			"service.nats (service type not supported by crowsnest)",
-			"template.app-deployed.gcppubsub (gcppubsub block: service type not supported by crowsnest)",
-		},
+		// An unknown service type is reported; an unknown template block is
+		// ignored, as Argo CD ignores it.
+		Unsupported: []string{"service.carrierpigeon (service type not supported by crowsnest)"},
+		Ignored:     []string{"template.app-deployed.carrierpigeon (not used by crowsnest)"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ConfigMap model (-want +got):\n%s", diff)

@@ -6,18 +6,17 @@ import (
 )
 
 // TestConfigValidateNotificationsCM checks `config validate` on an
-// argocd-notifications-cm manifest: a service type and a template block
-// crowsnest cannot send to, a bad service setting and a broken trigger
-// expression are each reported with the data key's line; a valid one
-// passes.
+// argocd-notifications-cm manifest: a service type crowsnest cannot send
+// to, a bad service setting and a broken trigger expression are each
+// reported with the data key's line; a valid one passes.
 func TestConfigValidateNotificationsCM(t *testing.T) {
 	bad := tempFile(t, "argocd-notifications-cm.yaml", `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: argocd-notifications-cm
 data:
-  service.nats: |
-    url: nats://nats:4222
+  service.carrierpigeon: |
+    loft: rooftop-4
   service.mattermost: |
     token: $mm-token
   trigger.on-x: |
@@ -25,18 +24,15 @@ data:
       send: [x]
   template.x: |
     message: hello
-    gcppubsub:
-      attributes: {app: "{{.app.metadata.name}}"}
 `)
 	_, errOut, err := execute(t, "config", "validate", bad)
 	if err == nil {
 		t.Fatal("config validate accepted a ConfigMap crowsnest cannot fully serve")
 	}
 	for _, want := range []string{
-		bad + ":6: service.nats: service type not supported by crowsnest: its notifications would not be sent",
+		bad + ":6: service.carrierpigeon: service type not supported by crowsnest: its notifications would not be sent",
 		bad + ":8: service.mattermost: apiURL: required",
 		bad + ":10: trigger.on-x[0].when",
-		bad + ":13: template.x.gcppubsub",
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("output lacks %q:\n%s", want, errOut)

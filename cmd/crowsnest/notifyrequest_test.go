@@ -25,8 +25,8 @@ data:
   service.mattermost: |
     apiURL: https://chat.example.com
     token: $mm-token
-  service.nats: |
-    url: nats://nats:4222
+  service.carrierpigeon: |
+    loft: rooftop-4
   template.web: |
     message: "{{.app.metadata.name}} deployed $mm-token"
     mattermost:
@@ -56,10 +56,10 @@ data:
 	if strings.Contains(out, token) {
 		t.Errorf("output shows the secret:\n%s", out)
 	}
-	_, _, err = execute(t, "notify", "template", "render", "web", "--app", app, "--service", "nats",
+	_, _, err = execute(t, "notify", "template", "render", "web", "--app", app, "--service", "carrierpigeon",
 		"--notifications-cm", cm, "--notifications-secret", secret)
-	if err == nil || !strings.Contains(err.Error(), `"nats" is not supported`) {
-		t.Fatalf("nats: error %v, want unsupported", err)
+	if err == nil || !strings.Contains(err.Error(), `"carrierpigeon" is not supported`) {
+		t.Fatalf("carrierpigeon: error %v, want unsupported", err)
 	}
 }
 

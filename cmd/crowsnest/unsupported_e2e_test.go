@@ -38,7 +38,9 @@ func (l *lockedBuffer) String() string {
 
 // TestUnsupportedServiceFailsVisibly runs the daemon's notifications on
 // the real apiserver with an argocd-notifications-cm whose subscription
-// goes to a service type crowsnest cannot send to (nats): the daemon
+// goes to a service type crowsnest cannot send to (carrierpigeon, as
+// Argo CD has none crowsnest lacks; a ConfigMap's unknown type is read
+// the same way): the daemon
 // starts, warns about the service, sets the unsupported metric, and the
 // message is dead-lettered with the reason in the delivery log instead of
 // going nowhere.
@@ -52,8 +54,8 @@ func TestUnsupportedServiceFailsVisibly(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: config.DefaultArgoCDNotificationsConfigMap},
 		Data: map[string]string{
-			"service.nats":  "url: nats://nats:4222\n",
-			"subscriptions": "- recipients: [nats:deploys]\n  triggers: [on-created]\n",
+			"service.carrierpigeon": "loft: rooftop-4\n",
+			"subscriptions":         "- recipients: [carrierpigeon:deploys]\n  triggers: [on-created]\n",
 		},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -67,8 +69,8 @@ func TestUnsupportedServiceFailsVisibly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an unsupported service must not stop the daemon: %v", err)
 	}
-	if !strings.Contains(logs.String(), "service.nats") || !strings.Contains(logs.String(), "level=WARN") {
-		t.Errorf("no warning about service.nats:\n%s", logs.String())
+	if !strings.Contains(logs.String(), "service.carrierpigeon") || !strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("no warning about service.carrierpigeon:\n%s", logs.String())
 	}
 	if v := gatherGauge(t, reg, "crowsnest_notify_config_unsupported"); v != 1 {
 		t.Errorf("crowsnest_notify_config_unsupported = %v, want 1", v)
@@ -84,13 +86,13 @@ func TestUnsupportedServiceFailsVisibly(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep-ok: poll interval
 		recs, err := store.List(ctx, notify.ListOptions{State: notify.StateDead})
 		if err == nil && len(recs) == 1 {
-			if r := recs[0]; r.Service != "nats" || !strings.Contains(r.LastError, `"nats" is not supported`) || r.Attempts != 1 {
+			if r := recs[0]; r.Service != "carrierpigeon" || !strings.Contains(r.LastError, `"carrierpigeon" is not supported`) || r.Attempts != 1 {
 				t.Fatalf("dead letter: service %s attempts %d error %q", r.Service, r.Attempts, r.LastError)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no dead-lettered delivery for the nats subscription: %v %v\n%s", recs, err, logs.String())
+			t.Fatalf("no dead-lettered delivery for the carrierpigeon subscription: %v %v\n%s", recs, err, logs.String())
 		}
 	}
 	if !strings.Contains(logs.String(), "notification given up") {
