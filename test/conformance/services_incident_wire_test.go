@@ -193,42 +193,136 @@ alertmanager:
 				App:     wireApp("guestbook"),
 				Headers: []string{"Authorization", "Content-Type"},
 			}
-			want, got := sendBothSides(t, c)
-			if len(want) != 1 || len(got) != 1 {
-				t.Fatalf("notifications-engine made %d requests, crowsnest %d", len(want), len(got))
-			}
-			w, g := want[0], got[0]
-			if w.Method != g.Method || w.Path != g.Path || w.Query != g.Query {
-				t.Errorf("notifications-engine %s %s?%s, crowsnest %s %s?%s", w.Method, w.Path, w.Query, g.Method, g.Path, g.Query)
-			}
-			for _, h := range c.Headers {
-				if w.Header.Get(h) != g.Header.Get(h) {
-					t.Errorf("header %s: notifications-engine %q, crowsnest %q", h, w.Header.Get(h), g.Header.Get(h))
-				}
-			}
-			wb, gb := alertsWithoutStartsAt(t, w.Body, start), alertsWithoutStartsAt(t, g.Body, start)
-			if d := cmp.Diff(wb, gb); d != "" {
-				t.Errorf("body (-notifications-engine +crowsnest):\n%s", d)
-			}
+			compareOnWireExcept(t, c, func(body any) any { return alertsWithoutStartsAt(t, body, start) })
 		})
 	}
 }
 
-// alertsWithoutStartsAt decodes a body of alerts, checks each startsAt is
-// a time since start and removes it.
-func alertsWithoutStartsAt(t *testing.T, body string, start time.Time) []map[string]any {
+// alertsWithoutStartsAt checks each alert's startsAt is a time since
+// start and removes it.
+func alertsWithoutStartsAt(t *testing.T, body any, start time.Time) any {
 	t.Helper()
-	var alerts []map[string]any
-	if err := json.Unmarshal([]byte(body), &alerts); err != nil {
-		t.Fatalf("body %s: %v", body, err)
+	alerts, _ := body.([]any)
+	if len(alerts) == 0 {
+		t.Errorf("body %v: want an array of alerts", body)
 	}
 	for _, a := range alerts {
-		s, _ := a["startsAt"].(string)
+		m, _ := a.(map[string]any)
+		s, _ := m["startsAt"].(string)
 		at, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil || at.Before(start) || at.After(time.Now()) {
 			t.Errorf("startsAt %q: not a time within the test (%v)", s, err)
 		}
-		delete(a, "startsAt")
+		delete(m, "startsAt")
 	}
-	return alerts
+	return body
+}
+
+// compareOnWireExcept is compareOnWire for a JSON body with a field that
+// each side fills with its own clock: normalise checks that field on each
+// body and removes it before the bodies are compared.
+func compareOnWireExcept(t *testing.T, c wireCase, normalise func(body any) any) {
+	t.Helper()
+	want, got := sendBothSides(t, c)
+	if len(want) == 0 {
+		t.Fatal("notifications-engine sent nothing: the case tests nothing")
+	}
+	if len(want) != len(got) {
+		t.Fatalf("notifications-engine made %d requests, crowsnest %d", len(want), len(got))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.Method != g.Method || w.Path != g.Path || w.Query != g.Query {
+			t.Errorf("request %d: notifications-engine %s %s?%s, crowsnest %s %s?%s", i, w.Method, w.Path, w.Query, g.Method, g.Path, g.Query)
+		}
+		for _, h := range c.Headers {
+			if w.Header.Get(h) != g.Header.Get(h) {
+				t.Errorf("request %d: header %s: notifications-engine %q, crowsnest %q", i, h, w.Header.Get(h), g.Header.Get(h))
+			}
+		}
+		var wb, gb any
+		if err := json.Unmarshal([]byte(w.Body), &wb); err != nil {
+			t.Fatalf("notifications-engine body %s: %v", w.Body, err)
+		}
+		if err := json.Unmarshal([]byte(g.Body), &gb); err != nil {
+			t.Fatalf("crowsnest body %s: %v", g.Body, err)
+		}
+		if d := cmp.Diff(normalise(wb), normalise(gb)); d != "" {
+			t.Errorf("request %d body (-notifications-engine +crowsnest):\n%s", i, d)
+		}
+	}
+}
+
+// TestPushoverOnTheWire: the engine's client then reports the sink's
+// answer lacks Pushover's X-Limit-App-* headers; the request is what is
+// compared.
+func TestPushoverOnTheWire(t *testing.T) {
+	compareOnWire(t, wireCase{
+		CM: map[string]string{
+			"service.pushover":      "token: $pushover-token\n",
+			"template.app-deployed": "message: Application {{.app.metadata.name}} is now running a new version & is {{.app.status.health.status}}.\n",
+		},
+		Secret:  map[string][]byte{"pushover-token": []byte("azGDORePK8gMaC0QOYAMyEEuzJnyUi")},
+		Service: "pushover", Template: "app-deployed", Recipient: "uQiRzpo4DXghDmr9QzzfQu27cmVRsG",
+		App: wireApp("guestbook"), TLS: true, Redirect: true,
+		Answer: func(wireRequest) (int, string) {
+			return http.StatusOK, `{"status":1,"request":"647d2300-702c-4b38-8b2f-d56326ae460b"}`
+		},
+		Headers: []string{"Content-Type"},
+	})
+}
+
+// TestNewrelicOnTheWire sets changelog and user: their defaults call
+// repo.GetCommitMetadata, which the engine side has no repository for.
+func TestNewrelicOnTheWire(t *testing.T) {
+	for name, block := range map[string]string{
+		"defaults for revision and description": "newrelic:\n  changelog: \"sync of {{.app.metadata.name}}\"\n  user: argocd\n",
+		"every field":                           "newrelic:\n  revision: \"{{.app.status.sync.revision}}\"\n  changelog: c\n  description: \"{{.app.metadata.name}} deployed\"\n  user: u\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			compareOnWire(t, wireCase{
+				CM: map[string]string{
+					"service.newrelic":      "apiURL: SINK/\napiKey: $newrelic-apiKey\n",
+					"template.app-deployed": "message: Application {{.app.metadata.name}} has successfully deployed.\n" + block,
+				},
+				Secret:  map[string][]byte{"newrelic-apiKey": []byte("NRAK-key")},
+				Service: "newrelic", Template: "app-deployed", Recipient: "987654",
+				App: wireApp("guestbook"),
+				Answer: func(wireRequest) (int, string) {
+					return http.StatusCreated, `{"deployment":{"id":1234}}`
+				},
+				Headers: []string{"X-Api-Key", "Content-Type"},
+			})
+		})
+	}
+}
+
+// TestGrafanaOnTheWire compares the annotation except its time, which
+// each side takes from its own clock (checked to be whole seconds within
+// the test).
+func TestGrafanaOnTheWire(t *testing.T) {
+	for name, recipient := range map[string]string{"tags": "argocd|deploy", "no recipient": ""} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now().Unix() * 1000
+			compareOnWireExcept(t, wireCase{
+				CM: map[string]string{
+					"service.grafana":       "apiUrl: SINK/api\napiKey: $grafana-api-key\n",
+					"template.app-deployed": "message: Application {{.app.metadata.name}} is now running a new version.\n",
+				},
+				Secret:  map[string][]byte{"grafana-api-key": []byte("glsa_key")},
+				Service: "grafana", Template: "app-deployed", Recipient: recipient,
+				App:     wireApp("guestbook"),
+				Answer:  func(wireRequest) (int, string) { return http.StatusOK, `{"message":"Annotation added","id":1}` },
+				Headers: []string{"Authorization", "Content-Type"},
+			}, func(body any) any {
+				m, _ := body.(map[string]any)
+				ms, _ := m["time"].(float64)
+				if int64(ms) < start || int64(ms) > time.Now().Unix()*1000 || int64(ms)%1000 != 0 {
+					t.Errorf("time %v: not whole seconds within the test", m["time"])
+				}
+				delete(m, "time")
+				return m
+			})
+		})
+	}
 }

@@ -1,0 +1,78 @@
+package services
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// GrafanaSettings are the keys of `service.grafana`.
+type GrafanaSettings struct {
+	// APIURL is Grafana's API root, e.g. https://grafana.example.com/api.
+	APIURL             string `yaml:"apiUrl" json:"apiUrl,omitempty"`
+	APIKey             string `yaml:"apiKey" json:"apiKey,omitempty"`
+	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
+}
+
+func init() {
+	Register(&Kind{
+		Type:     "grafana",
+		Settings: func() any { return &GrafanaSettings{} },
+		Validate: func(s any) error {
+			g := s.(*GrafanaSettings)
+			return errors.Join(requireURL("apiUrl", g.APIURL), require("apiKey", g.APIKey))
+		},
+		New: func(name string, s any, o Options) (notify.Service, error) {
+			g := s.(*GrafanaSettings)
+			u, err := url.Parse(g.APIURL)
+			if err != nil {
+				return nil, errors.New("apiUrl: not a URL")
+			}
+			u.Path = path.Join(u.Path, "annotations")
+			return &grafana{c: NewClient(name, g.InsecureSkipVerify, o), key: g.APIKey, url: u.String()}, nil
+		},
+		DefaultRecipient: true,
+	})
+}
+
+// grafana adds an annotation with the message as text and the recipient's
+// "|"-separated tags, as Argo CD Notifications does.
+type grafana struct {
+	c   *Client
+	key string
+	url string
+}
+
+type grafanaAnnotation struct {
+	Time     int64    `json:"time"` // Unix milliseconds, whole seconds as Argo CD sends
+	IsRegion bool     `json:"isRegion"`
+	Tags     []string `json:"tags"`
+	Text     string   `json:"text"`
+}
+
+func (g *grafana) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
+	resp, err := g.c.Do(ctx, Request{
+		Method: http.MethodPost,
+		URL:    g.url,
+		Header: http.Header{"Authorization": {"Bearer " + g.key}},
+		JSON: grafanaAnnotation{
+			Time: g.c.Now().Unix() * 1000, Tags: strings.Split(d.Recipient, "|"), Text: n.Message,
+		},
+	})
+	if err != nil {
+		return notify.Receipt{}, err
+	}
+	var added struct {
+		ID int64 `json:"id"`
+	}
+	if resp.Decode(&added) == nil && added.ID != 0 {
+		return notify.Receipt{ID: fmt.Sprint(added.ID)}, nil
+	}
+	return notify.Receipt{}, nil
+}
