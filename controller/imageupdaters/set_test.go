@@ -18,20 +18,20 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-func parse(t testing.TB, doc string) *config.ImageUpdater {
-	t.Helper()
+func parse(tb testing.TB, doc string) *config.ImageUpdater {
+	tb.Helper()
 	u, err := config.ParseImageUpdater([]byte(doc))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return u
 }
 
-func newSet(t testing.TB, docs ...string) *Set {
-	t.Helper()
+func newSet(tb testing.TB, docs ...string) *Set {
+	tb.Helper()
 	s := &Set{Check: (&controller.Tenancy{}).CheckAnnotations, Log: slog.New(slog.DiscardHandler)}
 	for _, d := range docs {
-		s.Apply(parse(t, d), nil)
+		s.Apply(parse(tb, d), nil)
 	}
 	return s
 }
