@@ -14,12 +14,10 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
-// TeamsWorkflowsSettings are the keys of `service.teams-workflows`: one
-// Workflows (Power Automate) webhook URL per recipient name.
-type TeamsWorkflowsSettings struct {
-	RecipientURLs      map[string]string `yaml:"recipientUrls" json:"recipientUrls,omitempty"`
-	InsecureSkipVerify bool              `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
-}
+// TeamsWorkflowsSettings are the keys of `service.teams-workflows`, those
+// of `service.teams`: one Workflows (Power Automate) webhook URL per
+// recipient name.
+type TeamsWorkflowsSettings = TeamsSettings
 
 // TeamsWorkflowsBlock is a template's `teams-workflows:` block. AdaptiveCard,
 // when set, is the card sent as is; otherwise a card is built from Title,

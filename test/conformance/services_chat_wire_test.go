@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -131,40 +130,6 @@ func TestTelegramOnTheWire(t *testing.T) {
 	}
 }
 
-// compareNormalized is compareOnWire for bodies with a field that cannot
-// match (a random ID): norm rewrites that field in both JSON bodies before
-// they are compared.
-func compareNormalized(t *testing.T, c wireCase, norm func(body any)) {
-	t.Helper()
-	want, got := sendBothSides(t, c)
-	if len(want) == 0 || len(want) != len(got) {
-		t.Fatalf("notifications-engine made %d requests, crowsnest %d\nengine:    %+v\ncrowsnest: %+v", len(want), len(got), want, got)
-	}
-	for i := range want {
-		w, g := want[i], got[i]
-		if w.Method != g.Method || w.Path != g.Path || w.Query != g.Query {
-			t.Errorf("request %d: notifications-engine %s %s?%s, crowsnest %s %s?%s", i, w.Method, w.Path, w.Query, g.Method, g.Path, g.Query)
-		}
-		for _, h := range c.Headers {
-			if w.Header.Get(h) != g.Header.Get(h) {
-				t.Errorf("request %d: header %s: notifications-engine %q, crowsnest %q", i, h, w.Header.Get(h), g.Header.Get(h))
-			}
-		}
-		var wb, gb any
-		if err := json.Unmarshal([]byte(w.Body), &wb); err != nil {
-			t.Fatalf("notifications-engine body %s: %v", w.Body, err)
-		}
-		if err := json.Unmarshal([]byte(g.Body), &gb); err != nil {
-			t.Fatalf("crowsnest body %s: %v", g.Body, err)
-		}
-		norm(wb)
-		norm(gb)
-		if diff := cmp.Diff(wb, gb); diff != "" {
-			t.Errorf("request %d body (-notifications-engine +crowsnest):\n%s", i, diff)
-		}
-	}
-}
-
 // googleChatCardIDs replaces each cardsV2 entry's cardId, a random UUID on
 // both sides, after checking it is one.
 func googleChatCardIDs(t *testing.T) func(any) {
@@ -234,16 +199,17 @@ googlechat:
 `,
 	} {
 		t.Run(name, func(t *testing.T) {
-			compareNormalized(t, wireCase{
+			compareOnWire(t, wireCase{
 				CM: map[string]string{
 					"service.googlechat":  "webhooks:\n  spaceName: SINK/v1/spaces/AAAA/messages?key=k3y&token=t0ken\n",
 					"template.app-synced": tmpl,
 				},
 				Service: "googlechat", Template: "app-synced", Recipient: "spaceName",
-				App:     wireApp("guestbook"),
-				Answer:  func(wireRequest) (int, string) { return http.StatusOK, `{"name":"spaces/AAAA/messages/m1"}` },
-				Headers: []string{"Content-Type"},
-			}, googleChatCardIDs(t))
+				App:       wireApp("guestbook"),
+				Answer:    func(wireRequest) (int, string) { return http.StatusOK, `{"name":"spaces/AAAA/messages/m1"}` },
+				Headers:   []string{"Content-Type"},
+				Normalize: googleChatCardIDs(t),
+			})
 		})
 	}
 }
