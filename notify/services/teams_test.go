@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
 // teamsHook is the secret part of a Teams incoming webhook URL.
@@ -214,4 +216,49 @@ func checkStatuses(t *testing.T, c statusCase) {
 		mustContain(t, "last error", rec.LastError, "400")
 		mustNotContain(t, "last error", rec.LastError, c.Secrets...)
 	})
+}
+
+// crowsnest's own config names the same settings and template block as
+// argocd-notifications-cm; a `$key` in recipientUrls reads the Secret.
+func TestTeamsInOwnConfig(t *testing.T) {
+	s := newSink(t, false, answer{Body: "1"})
+	c, err := config.Parse([]byte(`apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+notifications:
+  services:
+    ops:
+      teams:
+        recipientUrls:
+          channelName: $teams-url
+  templates:
+    deployed:
+      message: "{{.app.metadata.name}} deployed"
+      teams:
+        title: Deployed {{.app.metadata.name}}
+  subscriptions:
+  - recipients: ["ops:channelName"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := &c.Notifications
+	if err := nc.ResolveSecrets(map[string][]byte{"teams-url": []byte(s.URL + teamsHook)}); err != nil {
+		t.Fatal(err)
+	}
+	ext := nc.Services["ops"].Ext
+	kind, _ := services.Lookup(ext.Type)
+	svc, err := kind.New("ops", ext.Settings, services.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := render(t, nc, delivery{Service: "ops", Template: "deployed", App: testApp("guestbook")})
+	if _, err := svc.Send(t.Context(), n, notify.Destination{Service: "ops", Recipient: "channelName"}); err != nil {
+		t.Fatal(err)
+	}
+	r := s.Requests()[0]
+	var card map[string]any
+	_ = json.Unmarshal([]byte(r.Body), &card)
+	if r.Path != "/webhookb2/0c0ffee-secret@tenant/IncomingWebhook/abc123/def456" || card["title"] != "Deployed guestbook" || card["text"] != "guestbook deployed" {
+		t.Errorf("request %s %s", r.Path, r.Body)
+	}
 }
