@@ -61,7 +61,7 @@ func (n *natsService) publish(ctx context.Context, u *url.URL, key *nkeyPair, su
 	if err != nil {
 		return fmt.Errorf("%s: connecting to %s: %w", n.name, u.Host, err)
 	}
-	var conn net.Conn = raw
+	conn := raw
 	defer func() { _ = conn.Close() }()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = raw.SetDeadline(dl)

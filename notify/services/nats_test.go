@@ -1,7 +1,12 @@
 package services_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +16,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
 // startNATS runs a real NATS server on 127.0.0.1 in the test process.
@@ -82,14 +88,12 @@ func TestNATSUserPassword(t *testing.T) {
 	const password = "nats-very-secret-pw"
 	s := startNATS(t, server.Options{Users: []*server.User{{Username: "argocd", Password: password}}})
 	sub := subscribe(t, s, "deploys", nats.UserInfo("argocd", password))
-	cm := func(pw string) map[string]string {
-		return map[string]string{
-			"service.nats":      "url: " + s.ClientURL() + "\nusername: argocd\npassword: $nats-password\n",
-			"template.deployed": natsTemplate,
-		}
+	cm := map[string]string{
+		"service.nats":      "url: " + s.ClientURL() + "\nusername: argocd\npassword: $nats-password\n",
+		"template.deployed": natsTemplate,
 	}
 	rec := deliver(t, delivery{
-		CM: cm(password), Secret: map[string][]byte{"nats-password": []byte(password)},
+		CM: cm, Secret: map[string][]byte{"nats-password": []byte(password)},
 		Service: "nats", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
@@ -102,7 +106,7 @@ func TestNATSUserPassword(t *testing.T) {
 	t.Run("wrong password", func(t *testing.T) {
 		const wrong = "not-the-password-123"
 		rec := deliver(t, delivery{
-			CM: cm(wrong), Secret: map[string][]byte{"nats-password": []byte(wrong)},
+			CM: cm, Secret: map[string][]byte{"nats-password": []byte(wrong)},
 			Service: "nats", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"), MaxAttempts: 5,
 		})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
@@ -170,3 +174,61 @@ func TestNATSServerDownIsRetried(t *testing.T) {
 	}
 	mustContain(t, "LastError", rec.LastError, "connecting to 127.0.0.1:"+strconv.Itoa(port))
 }
+
+// TestNATSTLS: a server that requires TLS is reached with nats:// and
+// tls:// (verified against the test's root); an untrusted certificate is
+// permanent.
+func TestNATSTLS(t *testing.T) {
+	certSrv := httptest.NewTLSServer(http.NotFoundHandler()) // only for its 127.0.0.1 certificate
+	certSrv.Close()
+	s := startNATS(t, server.Options{TLSConfig: &tls.Config{Certificates: certSrv.TLS.Certificates, MinVersion: tls.VersionTLS12}})
+	roots := x509.NewCertPool()
+	roots.AddCert(certSrv.Certificate())
+	sub := subscribe(t, s, "deploys", nats.Secure(&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}))
+	kind, _ := services.Lookup("nats")
+	port := strconv.Itoa(s.Addr().(*net.TCPAddr).Port)
+	for _, u := range []string{"nats://127.0.0.1:" + port, "tls://127.0.0.1:" + port} {
+		svc, err := kind.New("nats", &services.NATSSettings{URL: u}, services.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Send(t.Context(), notify.Notification{Message: "over TLS"}, notify.Destination{Recipient: "deploys"}); err == nil || !notify.IsPermanent(err) {
+			t.Errorf("%s with the system's roots: %v, want a permanent certificate error", u, err)
+		}
+		services.SetNATSRoots(svc, roots)
+		if _, err := svc.Send(t.Context(), notify.Notification{Message: "over TLS"}, notify.Destination{Recipient: "deploys"}); err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		if m, err := sub.NextMsg(10 * time.Second); err != nil || string(m.Data) != "over TLS" {
+			t.Fatalf("%s: subscriber: %v %v", u, m, err)
+		}
+	}
+}
+
+// TestNATSDryRun: with a transport (`notify template render --service`)
+// the publish is handed to it as a pseudo request and no connection is
+// made.
+func TestNATSDryRun(t *testing.T) {
+	var got *http.Request
+	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = r
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})
+	kind, _ := services.Lookup("nats")
+	svc, err := kind.New("nats", &services.NATSSettings{URL: "nats://nats.invalid:4222", Headers: map[string]string{"X-App": "web"},
+		Username: "u", Password: "p"}, services.Options{Transport: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Send(t.Context(), notify.Notification{Message: "hello"}, notify.Destination{Recipient: "deploys"}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(got.Body)
+	if got.Method != "HPUB" || got.URL.String() != "nats://nats.invalid:4222/deploys" || got.Header.Get("X-App") != "web" || string(body) != "hello" {
+		t.Errorf("recorded %s %s %v %q", got.Method, got.URL, got.Header, body)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -1,0 +1,11 @@
+package services
+
+import (
+	"crypto/x509"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// SetNATSRoots makes a NATS sender trust roots instead of the system's
+// (tests' own certificates).
+func SetNATSRoots(s notify.Service, roots *x509.CertPool) { s.(*natsService).roots = roots }
