@@ -191,27 +191,33 @@ func (a *googleAuth) readToken(resp *Response) (string, time.Duration, error) {
 // signGoogleJWT returns the RS256 assertion of a service account asking
 // for a Pub/Sub token at aud (the key's token_uri).
 func signGoogleJWT(key *rsa.PrivateKey, keyID, email, aud string, now time.Time) (string, error) {
-	header, err := json.Marshal(struct {
+	iat := now.Truncate(time.Second)
+	return signRS256JWT(key, struct {
 		Alg string `json:"alg"`
 		Typ string `json:"typ"`
 		Kid string `json:"kid,omitempty"`
-	}{"RS256", "JWT", keyID})
-	if err != nil {
-		return "", err
-	}
-	iat := now.Truncate(time.Second)
-	claims, err := json.Marshal(struct {
+	}{"RS256", "JWT", keyID}, struct {
 		Iss   string `json:"iss"`
 		Scope string `json:"scope"`
 		Aud   string `json:"aud"`
 		Iat   int64  `json:"iat"`
 		Exp   int64  `json:"exp"`
 	}{email, pubsubScope, aud, iat.Unix(), iat.Add(googleAssertionLifetime).Unix()})
+}
+
+// signRS256JWT returns the compact JWT of header and claims (each
+// marshalled as JSON) signed with RSASSA-PKCS1-v1_5 SHA-256.
+func signRS256JWT(key *rsa.PrivateKey, header, claims any) (string, error) {
+	h, err := json.Marshal(header)
+	if err != nil {
+		return "", err
+	}
+	c, err := json.Marshal(claims)
 	if err != nil {
 		return "", err
 	}
 	enc := base64.RawURLEncoding
-	signed := enc.EncodeToString(header) + "." + enc.EncodeToString(claims)
+	signed := enc.EncodeToString(h) + "." + enc.EncodeToString(c)
 	sum := sha256.Sum256([]byte(signed))
 	sig, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, sum[:])
 	if err != nil {
