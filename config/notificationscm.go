@@ -92,10 +92,7 @@ func ParseArgoCDConfigMap(data map[string]string, secret map[string][]byte) (*No
 				errs.add(key, 0, "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 				continue
 			}
-			svc, ok := decodeCMService(typ, node, key, n, errs)
-			if !ok {
-				continue
-			}
+			svc := decodeCMService(typ, node, key, n, errs)
 			serviceKeys[svcName] = key
 			n.Services = setEntry(n.Services, svcName, svc)
 		case key == "subscriptions":
@@ -223,7 +220,7 @@ func expandSecretNodes(val string, secret map[string][]byte) (*yaml.Node, error)
 	return doc.Content[0], nil
 }
 
-func decodeCMService(typ string, node *yaml.Node, key string, n *Notifications, errs *fieldErrors) (Service, bool) {
+func decodeCMService(typ string, node *yaml.Node, key string, n *Notifications, errs *fieldErrors) Service {
 	switch typ {
 	case ServiceSlack:
 		var c cmSlack
@@ -231,7 +228,7 @@ func decodeCMService(typ string, node *yaml.Node, key string, n *Notifications, 
 		return Service{Slack: &SlackService{
 			Token: secretOrZero(c.Token), Username: c.Username, Icon: c.Icon,
 			APIURL: c.APIURL, InsecureSkipVerify: c.InsecureSkipVerify,
-		}}, true
+		}}
 	case ServiceWebhook:
 		var c cmWebhook
 		decodeCMNode(node, &c, key, n, errs)
@@ -239,22 +236,22 @@ func decodeCMService(typ string, node *yaml.Node, key string, n *Notifications, 
 		if c.BasicAuth != nil {
 			w.BasicAuth = &BasicAuth{Username: c.BasicAuth.Username, Password: secretOrZero(c.BasicAuth.Password)}
 		}
-		return Service{Webhook: w}, true
+		return Service{Webhook: w}
 	case ServiceEmail:
 		var c cmEmail
 		decodeCMNode(node, &c, key, n, errs)
 		return Service{Email: &EmailService{
 			Host: c.Host, Port: c.Port, Username: c.Username, Password: secretOrZero(c.Password),
 			From: c.From, InsecureSkipVerify: c.InsecureSkipVerify,
-		}}, true
+		}}
 	}
 	if k, ok := services.Lookup(typ); ok {
 		st := k.Settings()
 		decodeCMNode(node, st, key, n, errs)
-		return Service{Ext: &ExtService{Type: typ, Settings: st}}, true
+		return Service{Ext: &ExtService{Type: typ, Settings: st}}
 	}
 	n.Unsupported = append(n.Unsupported, key+" ("+unsupportedType+")")
-	return Service{Unsupported: typ}, true
+	return Service{Unsupported: typ}
 }
 
 func secretOrZero(v string) SecretRef {

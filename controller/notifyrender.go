@@ -114,12 +114,7 @@ func ServiceTemplate(name string, t config.Template, svcName, typ string) notify
 			out.Email = &notify.EmailTemplate{Subject: subject}
 		}
 	default:
-		if b, ok := t.Blocks[typ]; ok {
-			if k, found := services.Lookup(typ); found && k.BlockDefaults != nil {
-				b = k.BlockDefaults(name, b)
-			}
-			out.Blocks = map[string]any{typ: b}
-		}
+		out.Blocks = services.TemplateBlocks(name, t.Blocks, typ)
 	}
 	return out
 }

@@ -98,6 +98,9 @@ func printServiceRequests(w io.Writer, svcName string, svc config.Service, n not
 			}
 			fmt.Fprintf(&b, "%s: %s\n", k, v)
 		}
+		if len(r.Body) > 0 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+			r.Body = redactForm(r.Body)
+		}
 		if len(r.Body) > 0 {
 			b.WriteString("\n")
 			var pretty bytes.Buffer
@@ -152,4 +155,28 @@ func redactUserinfo(raw string) string {
 		u.User = url.UserPassword(u.User.Username(), "<redacted>")
 	}
 	return u.String()
+}
+
+// secretFormFields are form fields that carry a credential minted during
+// the dry run (a signed JWT assertion is usable for an hour) or read from
+// a key file.
+var secretFormFields = []string{"assertion", "client_secret", "refresh_token", "WebIdentityToken", "password"}
+
+// redactForm replaces the values of secretFormFields in a form body.
+func redactForm(body []byte) []byte {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return []byte("<form body not shown: unreadable>")
+	}
+	changed := false
+	for _, k := range secretFormFields {
+		if form.Has(k) {
+			form.Set(k, "<redacted>")
+			changed = true
+		}
+	}
+	if !changed {
+		return body
+	}
+	return []byte(form.Encode())
 }

@@ -133,19 +133,23 @@ func (a *awsSQS) Send(ctx context.Context, n notify.Notification, d notify.Desti
 	if a.s.Account != "" {
 		get["QueueOwnerAWSAccountId"] = a.s.Account
 	}
-	var q struct{ QueueUrl string }
+	var q struct {
+		QueueURL string `json:"QueueUrl"`
+	}
 	if err := a.call(ctx, region, creds, "GetQueueUrl", get, &q); err != nil {
 		return notify.Receipt{}, err
 	}
-	send := map[string]any{"QueueUrl": q.QueueUrl, "MessageBody": n.Message, "DelaySeconds": sqsDelaySeconds}
+	send := map[string]any{"QueueUrl": q.QueueURL, "MessageBody": n.Message, "DelaySeconds": sqsDelaySeconds}
 	if b.MessageGroupID != "" {
 		send["MessageGroupId"] = b.MessageGroupID
 	}
-	var m struct{ MessageId string }
+	var m struct {
+		MessageID string `json:"MessageId"`
+	}
 	if err := a.call(ctx, region, creds, "SendMessage", send, &m); err != nil {
 		return notify.Receipt{}, err
 	}
-	return notify.Receipt{ID: m.MessageId}, nil
+	return notify.Receipt{ID: m.MessageID}, nil
 }
 
 // call makes one SQS JSON API request, signed.

@@ -90,14 +90,16 @@ func TestAWSSQSThroughOutbox(t *testing.T) {
 	}
 	var get struct{ QueueName string }
 	var send struct {
-		QueueUrl, MessageBody, MessageGroupId string
-		DelaySeconds                          int
-		MessageAttributes                     any
+		QueueURL          string `json:"QueueUrl"`
+		MessageBody       string
+		MessageGroupID    string `json:"MessageGroupId"`
+		DelaySeconds      int
+		MessageAttributes any
 	}
 	_ = json.Unmarshal([]byte(reqs[0].Body), &get)
 	_ = json.Unmarshal([]byte(reqs[1].Body), &send)
-	if get.QueueName != "deploys.fifo" || send.QueueUrl != "https://sqs.eu-west-1.amazonaws.com/123456789012/deploys.fifo" ||
-		send.MessageGroupId != "guestbook" || send.DelaySeconds != 10 || send.MessageAttributes != nil ||
+	if get.QueueName != "deploys.fifo" || send.QueueURL != "https://sqs.eu-west-1.amazonaws.com/123456789012/deploys.fifo" ||
+		send.MessageGroupID != "guestbook" || send.DelaySeconds != 10 || send.MessageAttributes != nil ||
 		send.MessageBody != `{"app": "guestbook", "revision": "0123456789abcdef0123456789abcdef01234567"}` {
 		t.Errorf("GetQueueUrl %s\nSendMessage %s", reqs[0].Body, reqs[1].Body)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
@@ -178,11 +177,14 @@ func render(t *testing.T, nc *config.Notifications, d delivery) notify.Notificat
 	}
 	svcCfg := nc.Services[d.Service]
 	typ := svcCfg.Type()
-	c, err := notify.Compile(controller.ServiceTemplate(d.Template, tmpl, d.Service, typ))
+	// As the notifier renders for a service of these types
+	// (controller.ServiceTemplate and TemplateVars, which this leaf
+	// package's tests may not import).
+	c, err := notify.Compile(notify.Template{Name: d.Template, Message: tmpl.Message, Blocks: services.TemplateBlocks(d.Template, tmpl.Blocks, typ)})
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
-	n, err := c.Render(controller.TemplateVars(d.App, nil, nc.Context, typ))
+	n, err := c.Render(map[string]any{"app": d.App, "context": nc.Context, "event": nil, "serviceType": typ, "repo": notify.RepoHelpers()})
 	if err != nil {
 		t.Fatalf("Render: %v", err)
 	}

@@ -141,3 +141,17 @@ func DecodeBlock(n notify.Notification, typ string, out any) (bool, error) {
 	}
 	return true, nil
 }
+
+// TemplateBlocks returns the blocks of template (called name) that a
+// service of type typ sends: its own block, with the Kind's defaults
+// applied; nil when the template has none.
+func TemplateBlocks(name string, blocks map[string]any, typ string) map[string]any {
+	b, ok := blocks[typ]
+	if !ok {
+		return nil
+	}
+	if k, found := Lookup(typ); found && k.BlockDefaults != nil {
+		b = k.BlockDefaults(name, b)
+	}
+	return map[string]any{typ: b}
+}
