@@ -185,3 +185,27 @@ func TestMigrateDocsExample(t *testing.T) {
 		t.Errorf("docs/migration.md's example is not the golden report (-golden +docs); copy testdata/migrate/mixed.txt into it:\n%s", diff)
 	}
 }
+
+// --config replaces the proposed config: one that does not read
+// argocd-notifications-cm stops the notifications it holds, and the
+// install passes the file as it is.
+func TestMigrateWithConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "crowsnest.yaml")
+	if err := os.WriteFile(cfg, []byte("apiVersion: crowsnest.dev/v1alpha1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := execute(t, "migrate", "--from-dir", "testdata/migrate/clean", "--config", cfg, "-o", "json")
+	if got := exitCode(err); got != 1 {
+		t.Fatalf("exit code %d (%v), want 1", got, err)
+	}
+	var rep migrateReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !containsPrefix(rep.Summary.Breaks, "--config "+cfg+": notifications.argocdConfigMap is not set") {
+		t.Errorf("breaks = %q, want the missing argocdConfigMap named", rep.Summary.Breaks)
+	}
+	if rep.Install.Values != "" || !strings.HasSuffix(rep.Install.Commands[0], " --set-file config="+cfg) {
+		t.Errorf("install = %+v, want the config file passed as it is", rep.Install)
+	}
+}

@@ -159,7 +159,7 @@ func (m *migration) appNotifications(app *watcher.App, proj *watcher.Project, ma
 	}
 	if mn.set == nil {
 		if len(appSubs)+len(projSubs) > 0 {
-			ma.Cannot = append(ma.Cannot, migrateFinding{Where: "notifications", What: "subscribed, but crowsnest's notifications would not start (see below)", Breaks: true})
+			ma.Cannot = append(ma.Cannot, migrateFinding{Where: "notifications", What: "subscribed, but crowsnest would send no notifications (see the installation's findings)", Breaks: true})
 		}
 		return
 	}
