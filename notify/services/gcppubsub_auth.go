@@ -1,15 +1,9 @@
 package services
 
 import (
-	"bytes"
 	"context"
-	"crypto"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -205,39 +199,6 @@ func signGoogleJWT(key *rsa.PrivateKey, keyID, email, aud string, now time.Time)
 	}{email, pubsubScope, aud, iat.Unix(), iat.Add(googleAssertionLifetime).Unix()})
 }
 
-// signRS256JWT returns the compact JWT of header and claims (each
-// marshalled as JSON) signed with RSASSA-PKCS1-v1_5 SHA-256.
-func signRS256JWT(key *rsa.PrivateKey, header, claims any) (string, error) {
-	h, err := json.Marshal(header)
-	if err != nil {
-		return "", err
-	}
-	c, err := json.Marshal(claims)
-	if err != nil {
-		return "", err
-	}
-	enc := base64.RawURLEncoding
-	signed := enc.EncodeToString(h) + "." + enc.EncodeToString(c)
-	sum := sha256.Sum256([]byte(signed))
-	sig, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, sum[:])
-	if err != nil {
-		return "", err
-	}
-	return signed + "." + enc.EncodeToString(sig), nil
-}
-
 // parseGoogleKey reads a service account's private_key (PEM, PKCS #8 as
 // Google issues it, or PKCS #1).
-func parseGoogleKey(s string) (*rsa.PrivateKey, error) {
-	block, _ := pem.Decode(bytes.TrimSpace([]byte(s)))
-	if block == nil {
-		return nil, errors.New("not PEM")
-	}
-	if k, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
-		if rk, ok := k.(*rsa.PrivateKey); ok {
-			return rk, nil
-		}
-		return nil, errors.New("not RSA")
-	}
-	return x509.ParsePKCS1PrivateKey(block.Bytes)
-}
+func parseGoogleKey(s string) (*rsa.PrivateKey, error) { return parseRSAKey(s) }

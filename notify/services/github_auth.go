@@ -3,14 +3,8 @@ package services
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -140,43 +134,24 @@ func (a *githubAuth) exchange(ctx context.Context) (string, error) {
 // its order, so both clients sign the same JWT in the same second).
 func signGitHubJWT(key *rsa.PrivateKey, appID string, now time.Time) (string, error) {
 	iat := now.Add(-githubJWTSkew).Truncate(time.Second)
-	claims, err := json.Marshal(struct {
+	return signRS256JWT(key, struct {
+		Alg string `json:"alg"`
+		Typ string `json:"typ"`
+	}{"RS256", "JWT"}, struct {
 		Iss string `json:"iss"`
 		Exp int64  `json:"exp"`
 		Iat int64  `json:"iat"`
 	}{appID, iat.Add(githubJWTLifetime).Unix(), iat.Unix()})
-	if err != nil {
-		return "", err
-	}
-	enc := base64.RawURLEncoding
-	signed := enc.EncodeToString([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + enc.EncodeToString(claims)
-	sum := sha256.Sum256([]byte(signed))
-	sig, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, sum[:])
-	if err != nil {
-		return "", err
-	}
-	return signed + "." + enc.EncodeToString(sig), nil
 }
 
 // parseGitHubKey reads a GitHub App's private key: PEM, PKCS #1 as
 // GitHub hands it out, or PKCS #8. Errors never quote the key.
 func parseGitHubKey(s string) (*rsa.PrivateKey, error) {
-	block, _ := pem.Decode(bytes.TrimSpace([]byte(s)))
-	if block == nil {
-		return nil, errors.New("privateKey: not a PEM block")
-	}
-	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
-		return k, nil
-	}
-	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	k, err := parseRSAKey(s)
 	if err != nil {
-		return nil, errors.New("privateKey: not an RSA private key in PKCS #1 or PKCS #8")
+		return nil, fmt.Errorf("privateKey: %w", err)
 	}
-	rk, ok := k.(*rsa.PrivateKey)
-	if !ok {
-		return nil, errors.New("privateKey: not an RSA key (GitHub Apps sign with RS256)")
-	}
-	return rk, nil
+	return k, nil
 }
 
 // parseGitHubID reads appID or installationID (a number, written with or
