@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/retryafter"
 )
 
 // Destination is where one delivery goes: a configured service instance
@@ -162,13 +162,5 @@ func CleanURLError(err error, raw string) error { return cleanURLError(err, raw)
 // (seconds or an HTTP date), else X-RateLimit-Reset (a Unix time, as
 // GitHub sends). It reports false when the answer says nothing.
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
-		return d, true
-	}
-	if v := strings.TrimSpace(h.Get("X-RateLimit-Reset")); v != "" {
-		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs > 0 {
-			return max(0, time.Unix(secs, 0).Sub(now)), true
-		}
-	}
-	return 0, false
+	return retryafter.FromHeader(h, now)
 }

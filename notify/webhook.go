@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/retryafter"
 )
 
 // Webhook defaults: most receivers answer in well under a second; ten
@@ -223,7 +225,7 @@ func (w *Webhook) Send(ctx context.Context, n Notification, _ Destination) (Rece
 	err = fmt.Errorf("webhook %s: %s %s: %s: %s", w.name, method, redactURL(target.String()), resp.Status, strings.TrimSpace(string(snippet)))
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		if d, ok := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return Receipt{}, fmt.Errorf("%w: %w", &RateLimitError{Service: "webhook " + w.name, RetryAfter: d}, err)
 		}
 		return Receipt{}, err
@@ -242,22 +244,6 @@ func Sign(secret, body []byte) string {
 }
 
 const userAgent = "crowsnest"
-
-// parseRetryAfter reads delta-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var secs int
-	if _, err := fmt.Sscanf(v, "%d", &secs); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(0, t.Sub(now)), true
-	}
-	return 0, false
-}
 
 // Close releases idle connections.
 func (w *Webhook) Close() error {

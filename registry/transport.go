@@ -13,12 +13,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/crowsnest-dev/crowsnest/internal/retryafter"
 )
 
 // HostConfig tunes how crowsnest talks to one registry. Zero fields take
@@ -383,7 +384,7 @@ func (t *hostTransport) classify(ctx context.Context, resp *http.Response, err e
 	}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests:
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
+		if d, ok := retryafter.Parse(resp.Header.Get("Retry-After"), t.now()); ok {
 			return d, "429", true
 		}
 		return backoff, "429", true
@@ -455,21 +456,6 @@ func (t *hostTransport) wait(ctx context.Context, pace *pacer) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// retryAfter parses a Retry-After header: delta seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -10,29 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in     string
-		want   time.Duration
-		wantOK bool
-	}{
-		{in: "", wantOK: false},
-		{in: "7", want: 7 * time.Second, wantOK: true},
-		{in: " 0 ", want: 0, wantOK: true},
-		{in: "-3", wantOK: false},
-		{in: "Sun, 22 Nov 2026 10:00:30 GMT", want: 30 * time.Second, wantOK: true},
-		{in: "Sun, 22 Nov 2026 09:00:00 GMT", want: 0, wantOK: true},
-		{in: "soon", wantOK: false},
-	}
-	for _, tt := range tests {
-		got, ok := retryAfter(tt.in, now)
-		if diff := cmp.Diff([]any{tt.want, tt.wantOK}, []any{got, ok}); diff != "" {
-			t.Errorf("retryAfter(%q) (-want +got):\n%s", tt.in, diff)
-		}
-	}
-}
-
 // TestAPIURLRedirectsRequests checks that a registry whose API lives
 // elsewhere (registries.conf api_url) is reached there.
 func TestAPIURLRedirectsRequests(t *testing.T) {
