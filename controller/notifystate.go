@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/internal/cmbatch"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -92,17 +93,17 @@ type ConfigMapNotifyState struct {
 	// zero. Keep it fixed for an installation.
 	Shards int
 
-	shards lazyShards
+	shards cmbatch.LazyKV
 }
 
-func (s *ConfigMapNotifyState) kv() *configMapShards {
-	return s.shards.get(s.Client, s.Namespace, cmp.Or(s.Prefix, DefaultNotifyStatePrefix), cmp.Or(s.Shards, DefaultNotifyStateShards), ErrNotifyStateFull)
+func (s *ConfigMapNotifyState) kv() *cmbatch.KV {
+	return s.shards.Get(s.Client, s.Namespace, cmp.Or(s.Prefix, DefaultNotifyStatePrefix), cmp.Or(s.Shards, DefaultNotifyStateShards), ErrNotifyStateFull)
 }
 
 // LoadAll implements NotifyStateStore. Undecodable entries are skipped:
 // the Application is then seen afresh.
 func (s *ConfigMapNotifyState) LoadAll(ctx context.Context) (map[string]NotifyState, error) {
-	data, err := s.kv().loadAll(ctx)
+	data, err := s.kv().LoadAll(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -126,5 +127,5 @@ func (s *ConfigMapNotifyState) Save(ctx context.Context, app string, st NotifySt
 		}
 		val = string(b)
 	}
-	return s.kv().put(ctx, app, val)
+	return s.kv().Put(ctx, app, val)
 }

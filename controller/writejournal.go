@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/internal/cmbatch"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
@@ -85,18 +86,18 @@ type ConfigMapWriteJournal struct {
 	// zero. Keep it fixed for an installation.
 	Shards int
 
-	shards lazyShards
+	shards cmbatch.LazyKV
 }
 
 var _ WriteJournal = (*ConfigMapWriteJournal)(nil)
 
-func (j *ConfigMapWriteJournal) kv() *configMapShards {
-	return j.shards.get(j.Client, j.Namespace, cmp.Or(j.Prefix, DefaultWriteJournalPrefix), cmp.Or(j.Shards, DefaultWriteJournalShards), ErrWriteJournalFull)
+func (j *ConfigMapWriteJournal) kv() *cmbatch.KV {
+	return j.shards.Get(j.Client, j.Namespace, cmp.Or(j.Prefix, DefaultWriteJournalPrefix), cmp.Or(j.Shards, DefaultWriteJournalShards), ErrWriteJournalFull)
 }
 
 // LoadAll implements WriteJournal; undecodable entries are skipped.
 func (j *ConfigMapWriteJournal) LoadAll(ctx context.Context) (map[string]WriteIntent, error) {
-	data, err := j.kv().loadAll(ctx)
+	data, err := j.kv().LoadAll(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func (j *ConfigMapWriteJournal) Save(ctx context.Context, key string, in *WriteI
 		}
 		val = string(b)
 	}
-	return j.kv().put(ctx, key, val)
+	return j.kv().Put(ctx, key, val)
 }
 
 // intents is the reconciler's view of its WriteJournal: loaded at the

@@ -1,4 +1,4 @@
-package controller
+package cmbatch
 
 import (
 	"context"
@@ -9,21 +9,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/crowsnest-dev/crowsnest/internal/cmbatch"
 )
 
 // maxShardBytes keeps a shard under the 1 MiB a ConfigMap may hold.
 const maxShardBytes = 900 << 10
 
-// configMapShards keeps one string per key (an Application ID or key) in
+// KV keeps one string per key (an Application ID or key) in
 // ConfigMaps <Prefix>-<shard> in Namespace, sharded by key so a write
 // rewrites one small object. The puts that arrive while a shard's write is
 // in flight go out together in its next write (many workers write a
 // handful of shards at once on a cold start); writes are guarded by
 // resourceVersion and retried on conflict, so replicas and restarts lose
 // no update.
-type configMapShards struct {
+type KV struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Prefix    string
@@ -32,27 +30,27 @@ type configMapShards struct {
 	Full error
 
 	once sync.Once
-	set  *cmbatch.Shards
+	set  *Shards
 }
 
-// lazyShards makes a store's configMapShards on first use and keeps it,
+// LazyKV makes a store's KV on first use and keeps it,
 // so its Writers (and the objects they last wrote) last as long as the
 // store.
-type lazyShards struct {
+type LazyKV struct {
 	once sync.Once
-	kv   *configMapShards
+	kv   *KV
 }
 
-func (l *lazyShards) get(client kubernetes.Interface, namespace, prefix string, shards int, full error) *configMapShards {
+func (l *LazyKV) Get(client kubernetes.Interface, namespace, prefix string, shards int, full error) *KV {
 	l.once.Do(func() {
-		l.kv = &configMapShards{Client: client, Namespace: namespace, Prefix: prefix, Shards: shards, Full: full}
+		l.kv = &KV{Client: client, Namespace: namespace, Prefix: prefix, Shards: shards, Full: full}
 	})
 	return l.kv
 }
 
-func (s *configMapShards) writers() *cmbatch.Shards {
+func (s *KV) writers() *Shards {
 	s.once.Do(func() {
-		s.set = cmbatch.NewShards(s.Client, s.Namespace, s.Prefix, s.Shards,
+		s.set = NewShards(s.Client, s.Namespace, s.Prefix, s.Shards,
 			map[string]string{"app.kubernetes.io/managed-by": "crowsnest"})
 	})
 	return s.set
@@ -64,8 +62,8 @@ func dataKey(app string) string { return strings.ReplaceAll(app, "/", "_") }
 
 func appOfKey(k string) string { return strings.Replace(k, "_", "/", 1) }
 
-// loadAll returns every value by key.
-func (s *configMapShards) loadAll(ctx context.Context) (map[string]string, error) {
+// LoadAll returns every value by key.
+func (s *KV) LoadAll(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	set := s.writers()
 	for shard := range set.Len() {
@@ -83,11 +81,11 @@ func (s *configMapShards) loadAll(ctx context.Context) (map[string]string, error
 	return out, nil
 }
 
-// put stores val under key; "" deletes it.
-func (s *configMapShards) put(ctx context.Context, app, val string) error {
+// Put stores val under key; "" deletes it.
+func (s *KV) Put(ctx context.Context, app, val string) error {
 	set := s.writers()
 	shard, key := set.Of(app), dataKey(app)
-	return set.Writer(shard).Apply(ctx, func(b *cmbatch.Batch) (bool, error) {
+	return set.Writer(shard).Apply(ctx, func(b *Batch) (bool, error) {
 		cur, ok := b.Data[key]
 		if ok == (val != "") && cur == val {
 			return false, nil
