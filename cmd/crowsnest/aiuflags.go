@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
 	"github.com/crowsnest-dev/crowsnest/config"
 )
 
@@ -58,41 +59,6 @@ var aiuAliasOf = map[string]string{
 	"match-application-label":   "--selector",
 }
 
-// aiuIgnored are the flags with no counterpart, and why.
-var aiuIgnored = map[string]string{
-	"metrics-secure":             "crowsnest serves /metrics over plain HTTP; put TLS in front of it",
-	"enable-http2":               "crowsnest's servers follow Go's defaults",
-	"warmup-cache":               "crowsnest always lists every repository once before its first decisions",
-	"disable-kube-events":        "crowsnest always records Events",
-	"git-commit-signing-key":     "set git.signingKey (an ASCII-armored OpenPGP key) in crowsnest's config",
-	"git-commit-signing-method":  "crowsnest signs with OpenPGP (git.signingKey)",
-	"git-commit-sign-off":        "set git.commitMessage with a Signed-off-by line",
-	"git-commit-message-path":    "its template's fields differ; set git.commitMessage in crowsnest's config",
-	"git-commit-method":          "crowsnest commits with Git",
-	"enable-webhook":             "crowsnest serves the webhook receiver when registries.webhook.sources are configured",
-	"webhook-require-secret":     "set each source's secret in registries.webhook.sources",
-	"docker-webhook-secret":      "set the source's secret in registries.webhook.sources",
-	"ghcr-webhook-secret":        "set the source's secret in registries.webhook.sources",
-	"quay-webhook-secret":        "set the source's secret in registries.webhook.sources",
-	"harbor-webhook-secret":      "set the source's secret in registries.webhook.sources",
-	"aliyun-acr-webhook-secret":  "set the source's secret in registries.webhook.sources",
-	"acr-webhook-secret":         "set the source's secret in registries.webhook.sources",
-	"cloudevents-webhook-secret": "set the source's secret in registries.webhook.sources",
-	"webhook-ratelimit-allowed":  "crowsnest paces the polls a webhook causes per registry (registries.webhook)",
-	"disable-tls":                "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
-	"tlsminversion":              "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
-	"tlsmaxversion":              "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
-	"tlsciphers":                 "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
-	"applications-api":           "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-server-addr":         "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-grpc-web":            "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-insecure":            "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-plaintext":           "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-auth-token":          "crowsnest reads Applications through the Kubernetes API only",
-	"disable-kubernetes":         "crowsnest needs the Kubernetes API (or --apps-dir)",
-	"match-application-name":     "select Applications with --selector, or crowsnest's imagePolicies",
-}
-
 // aiuBoolIgnored are the ignored flags that take no value.
 var aiuBoolIgnored = []string{"metrics-secure", "enable-http2", "warmup-cache", "disable-kube-events",
 	"git-commit-sign-off", "enable-webhook", "webhook-require-secret", "disable-tls", "argocd-grpc-web",
@@ -117,7 +83,7 @@ func (a *aiuFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&a.gitUser, "git-commit-user", "", "")
 	f.StringVar(&a.gitEmail, "git-commit-email", "", "")
 	f.StringVar(&a.matchLabel, "match-application-label", "", "")
-	for name := range aiuIgnored {
+	for name := range migrate.IgnoredAIUFlags {
 		if slices.Contains(aiuBoolIgnored, name) {
 			f.Bool(name, false, "")
 		} else {
@@ -127,7 +93,7 @@ func (a *aiuFlags) add(f *pflag.FlagSet) {
 	for name := range aiuAliasOf {
 		_ = f.MarkHidden(name)
 	}
-	for name := range aiuIgnored {
+	for name := range migrate.IgnoredAIUFlags {
 		_ = f.MarkHidden(name)
 	}
 }
@@ -224,7 +190,7 @@ func (a *aiuFlags) apply(cmd *cobra.Command, o *runOptions, c *config.Config) (n
 		c.Watch.Selector = a.matchLabel
 	}
 	f.Visit(func(fl *pflag.Flag) { // in name order
-		if why, ok := aiuIgnored[fl.Name]; ok {
+		if why, ok := migrate.IgnoredAIUFlags[fl.Name]; ok {
 			notes = append(notes, aiuNote{fl.Name, why})
 		}
 	})

@@ -19,13 +19,12 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
@@ -196,7 +195,7 @@ func (o *runOptions) effective(cmd *cobra.Command, cfg *config.Config) (*config.
 	if o.configPath != "" {
 		baseDir = filepath.Dir(o.configPath)
 	}
-	if err := checkConfig(&c, baseDir); err != nil {
+	if err := setup.CheckConfig(&c, baseDir); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -341,11 +340,11 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if o.configPath != "" {
 		baseDir = filepath.Dir(o.configPath)
 	}
-	regs, err := newRegistries(cfg, baseDir, secrets, registry.NewMetrics(reg), log)
+	regs, err := setup.NewRegistries(cfg, baseDir, secrets, registry.NewMetrics(reg), log)
 	if err != nil {
 		return err
 	}
-	webhooks, err := newWebhookHandler(cfg.Registries.Webhook, regs.poller, reg, log)
+	webhooks, err := setup.NewWebhookHandler(cfg.Registries.Webhook, regs.Poller, reg, log)
 	if err != nil {
 		return err
 	}
@@ -356,10 +355,10 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	images := &controller.ImageReconciler{
 		Tally:         tally,
-		Registry:      regs.client,
-		RegistryFor:   regs.forPullSecret,
-		Names:         regs.qualify,
-		Poller:        regs.poller,
+		Registry:      regs.Client,
+		RegistryFor:   regs.ForPullSecret,
+		Names:         regs.Qualify,
+		Poller:        regs.Poller,
 		Windows:       windowSource.Set,
 		BrokenProject: windowSource.Broken,
 		Policies:      (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
@@ -372,7 +371,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	images.Tenancy = &controller.Tenancy{
 		Config:   func() *config.Tenancy { return &engine.Config().Tenancy },
 		Project:  controller.ArgoProject(engine, o.argocdNamespace, files != nil),
-		Assigned: regs.assigned,
+		Assigned: regs.Assigned,
 	}
 	images.Tenancy.LocalRepos = files != nil
 	if files == nil && !cfg.Watch.WatchAppProjects() {
@@ -386,10 +385,10 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if dyn != nil && !o.dryRun {
 		timer.Apps = dyn
 	}
-	regs.poller.OnChange = images.RepoChanged
+	regs.Poller.OnChange = images.RepoChanged
 	// One tag list per repository serves the whole first pass, however
 	// long it takes.
-	images.FirstPass, regs.poller.Hold = engine.InFirstPass, engine.InFirstPass
+	images.FirstPass, regs.Poller.Hold = engine.InFirstPass, engine.InFirstPass
 	engine.Reconciler = images
 	var (
 		local      *localApps
@@ -401,7 +400,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		local = newLocalApps(files, log)
 		localLogs = &logEvents{log: log, onEvent: o.onEvent}
 		images.Writer, images.Events = local, controller.RedactEvents(localLogs)
-		if gw, err = newGitWriter(cfg, o.gitCacheDir, envGitCredentials(), gitMetrics, log); err != nil {
+		if gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, envGitCredentials(), gitMetrics, log); err != nil {
 			return err
 		}
 		// A Git write a killed run pushed but did not announce is
@@ -436,7 +435,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		}
 		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
 			Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) }}
-		if gw, err = newGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
+		if gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
 			return err
 		}
 		images.Journal = &controller.ConfigMapWriteJournal{Client: clientset, Namespace: o.ownNamespace(cfg)}
@@ -517,7 +516,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			prev := effectiveCfg
 			effectiveCfg = eff
 			current.Unlock()
-			if err := regs.reload(eff, baseDir); err != nil {
+			if err := regs.Reload(eff, baseDir); err != nil {
 				log.Error("registries reload failed; the previous registry settings stay in force", "error", err)
 			}
 			if err := notifier.Apply(eff); err != nil {
@@ -547,7 +546,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	log.Info("crowsnest starting", "version", version, "namespaces", strings.Join(cfg.Watch.Namespaces, ","),
 		"selector", cfg.Watch.Selector, "appsDir", o.appsDir, "leaderElect", cfg.LeaderElection.Enabled)
 
-	tasks := []func(context.Context) error{engine.Run, regs.poller.Start, timer.Start,
+	tasks := []func(context.Context) error{engine.Run, regs.Poller.Start, timer.Start,
 		controller.WhenLeading(engine, outbox.Start), controller.WhenLeading(engine, notifier.Start)}
 	if dyn != nil {
 		tasks = append(tasks, wireImageUpdaters(o.imageUpdaters, dyn, clientset.Discovery(), cfg.Watch.Namespaces,
@@ -578,7 +577,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		})
 	}
 	if o.started != nil {
-		o.started(&runParts{engine: engine, poller: regs.poller, local: local, outbox: outbox, wait: waiter})
+		o.started(&runParts{engine: engine, poller: regs.Poller, local: local, outbox: outbox, wait: waiter})
 	}
 	if images.Git != nil {
 		tasks = append(tasks, images.Git.Start)
@@ -603,23 +602,7 @@ const eventFlushTimeout = 10 * time.Second
 // restConfig builds the kube client config from --kubeconfig, $KUBECONFIG or
 // the in-cluster service account, with the configured rate limits.
 func (o *runOptions) restConfig(cfg *config.Config) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kube config (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
-	}
-	rc.QPS = float32(cfg.Controller.KubeQPS)
-	rc.Burst = cfg.Controller.KubeBurst
-	rc.UserAgent = "crowsnest/" + version
-	// Built-in kinds (Events, ConfigMaps, Secrets, Leases) travel as
-	// protobuf, as Kubernetes' own controllers send them: cheaper to
-	// encode and decode than JSON on both ends, and a cold start sends an
-	// Event per update. Clients of Applications (dynamic.ConfigFor) speak
-	// JSON whatever this says; custom resources have no protobuf.
-	rc.ContentType = runtime.ContentTypeProtobuf
-	rc.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	return rc, nil
+	return setup.RestConfig(o.kubeconfig, cfg, "crowsnest/"+version)
 }
 
 // warnRestartOnly logs settings that a reload cannot apply to a running

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -172,17 +173,17 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 			return err
 		}
 	}
-	regs := newRegistriesFor(cfg, list, secrets, nil, log)
+	regs := setup.NewRegistriesFor(cfg, list, secrets, nil, log)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	repo := img.Repository
 	rep := testReport{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []testCandidate{}}
-	tags, err := regs.client.ListTags(ctx, repo)
+	tags, err := regs.Client.ListTags(ctx, repo)
 	if err != nil {
 		return err
 	}
 	rep.Tags = len(tags)
-	res, selErr := pol.Explain(ctx, tags, regs.client.MetadataFunc(repo, pol.Platforms()))
+	res, selErr := pol.Explain(ctx, tags, regs.Client.MetadataFunc(repo, pol.Platforms()))
 	if res.Candidates != nil {
 		for _, c := range res.Candidates {
 			rep.Candidates = append(rep.Candidates, testCandidate(c))

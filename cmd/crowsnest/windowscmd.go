@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -135,17 +134,17 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 	var apps []*watcher.App
 	broken := map[string]bool{} // AppProjects with a window that does not compile
 	if o.appsDir != "" || o.cluster {
-		var objs *appsDirObjects
+		var objs *setup.AppsDir
 		var err error
 		if o.cluster {
 			objs, err = o.readCluster(ctx)
 		} else {
-			objs, err = readAppsDir(ctx, o.appsDir)
+			objs, err = setup.ReadAppsDir(ctx, o.appsDir)
 		}
 		if err != nil {
 			return err
 		}
-		for _, p := range objs.projects {
+		for _, p := range objs.Projects {
 			ps, err := windows.FromAppProject(p.Object.Object)
 			if err != nil {
 				// The rest of the project's windows still show, but its
@@ -156,7 +155,7 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 			}
 			set = append(set, ps...)
 		}
-		apps = objs.apps
+		apps = objs.Apps
 		if o.app != "" {
 			apps = slices.DeleteFunc(apps, func(a *watcher.App) bool { return a.Name != o.app && a.Key() != o.app })
 			if len(apps) == 0 {
@@ -302,63 +301,9 @@ func inZone(t *time.Time, zone string) string {
 	return l.Format(day+" "+clock+" MST") + " (" + utc + ")"
 }
 
-// appsDirObjects is what one read of an apps folder holds.
-type appsDirObjects struct {
-	mu       sync.Mutex
-	apps     []*watcher.App
-	projects []*watcher.Project
-}
-
-func (o *appsDirObjects) OnAppEvent(ev watcher.AppEvent) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ev.New != nil {
-		o.apps = append(o.apps, ev.New)
-	}
-}
-
-func (o *appsDirObjects) OnProjectEvent(ev watcher.ProjectEvent) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ev.New != nil {
-		o.projects = append(o.projects, ev.New)
-	}
-}
-
-// readAppsDir reads the folder once with the file source, the same code
-// `run --apps-dir` uses.
-func readAppsDir(ctx context.Context, dir string) (*appsDirObjects, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	objs := &appsDirObjects{}
-	src := &watcher.FileSource{Dir: dir, Log: slog.New(slog.DiscardHandler)}
-	done := make(chan error, 1)
-	go func() { done <- src.Start(ctx, objs) }()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !src.Synced() {
-		select {
-		case err := <-done:
-			if err == nil {
-				err = ctx.Err()
-			}
-			return nil, err
-		case <-tick.C:
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		return nil, err
-	}
-	objs.mu.Lock()
-	defer objs.mu.Unlock()
-	slices.SortFunc(objs.apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
-	return objs, nil
-}
-
 // readCluster lists Applications and AppProjects with the same typed views
 // the daemon uses.
-func (o *windowsOptions) readCluster(ctx context.Context) (*appsDirObjects, error) {
+func (o *windowsOptions) readCluster(ctx context.Context) (*setup.AppsDir, error) {
 	rc, err := (&runOptions{kubeconfig: o.kubeconfig}).restConfig(config.Default())
 	if err != nil {
 		return nil, err
@@ -367,7 +312,7 @@ func (o *windowsOptions) readCluster(ctx context.Context) (*appsDirObjects, erro
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
 	}
-	objs := &appsDirObjects{}
+	objs := &setup.AppsDir{}
 	list, err := dyn.Resource(watcher.ApplicationsResource).Namespace(o.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Applications: %w", err)
@@ -377,15 +322,15 @@ func (o *windowsOptions) readCluster(ctx context.Context) (*appsDirObjects, erro
 		if err != nil {
 			return nil, err
 		}
-		objs.apps = append(objs.apps, a)
+		objs.Apps = append(objs.Apps, a)
 	}
 	projects, err := dyn.Resource(watcher.AppProjectsResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing AppProjects: %w", err)
 	}
 	for i := range projects.Items {
-		objs.projects = append(objs.projects, watcher.ProjectFromObject(&projects.Items[i]))
+		objs.Projects = append(objs.Projects, watcher.ProjectFromObject(&projects.Items[i]))
 	}
-	slices.SortFunc(objs.apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
+	slices.SortFunc(objs.Apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
 	return objs, nil
 }

@@ -1,4 +1,4 @@
-package main
+package migrate
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ import (
 // crowsnest in the crowsnest namespace (its ServiceAccount is then
 // crowsnest/crowsnest).
 const (
-	migrateRelease   = "crowsnest"
-	migrateNamespace = "crowsnest"
-	migrateValues    = "crowsnest-values.yaml"
+	helmRelease      = "crowsnest"
+	installNamespace = "crowsnest"
+	valuesFile       = "crowsnest-values.yaml"
 )
 
 // install writes the commands and the RBAC crowsnest needs for what was
@@ -24,23 +24,23 @@ const (
 func (m *migration) install() {
 	ins := &m.rep.Install
 	helm := fmt.Sprintf("helm install %s charts/crowsnest --namespace %s --create-namespace --set argocdNamespace=%s",
-		migrateRelease, migrateNamespace, m.in.argoNamespace)
+		helmRelease, installNamespace, m.in.argoNamespace)
 	if m.cfgPath != "" {
 		ins.Commands = append(ins.Commands, helm+" --set-file config="+m.cfgPath)
 	} else {
 		ins.Commands = append(ins.Commands,
-			"cat > "+migrateValues+" <<'EOF'\n"+ins.Values+"EOF",
-			helm+" -f "+migrateValues)
+			"cat > "+valuesFile+" <<'EOF'\n"+ins.Values+"EOF",
+			helm+" -f "+valuesFile)
 	}
 	argo := "namespace " + m.in.argoNamespace
-	ins.RBAC = []migrateRBAC{
+	ins.RBAC = []RBAC{
 		{Where: "cluster", Resources: "applications (argoproj.io)", Verbs: "get, list, watch, patch", Chart: true,
 			Why: "watch Applications; patch only the fields crowsnest owns (images, Helm parameters, the refresh annotation after a commit)"},
 		{Where: "cluster", Resources: "appprojects (argoproj.io)", Verbs: "list, watch", Chart: true,
 			Why: "sync windows, sourceRepos and subscription annotations"},
 		{Where: "cluster", Resources: "events", Verbs: "create, patch", Chart: true,
 			Why: "ImagesUpdated, ImageUpdateHeld, InvalidAnnotation ... Events on Applications"},
-		{Where: "namespace " + migrateNamespace, Resources: "configmaps", Verbs: "get, create, update", Chart: true,
+		{Where: "namespace " + installNamespace, Resources: "configmaps", Verbs: "get, create, update", Chart: true,
 			Why: "notification state and outbox"},
 	}
 	git, argoSecrets := false, false
@@ -75,23 +75,23 @@ func (m *migration) install() {
 		why = append(why, "the notifications Secret "+ref.Secret)
 	}
 	if len(why) > 0 {
-		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: argo, Resources: "secrets", Verbs: "get, list", Chart: true, Why: strings.Join(why, "; ")})
+		ins.RBAC = append(ins.RBAC, RBAC{Where: argo, Resources: "secrets", Verbs: "get, list", Chart: true, Why: strings.Join(why, "; ")})
 	}
 	if git {
-		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: argo, Resources: "configmaps argocd-ssh-known-hosts-cm", Verbs: "get", Chart: true,
+		ins.RBAC = append(ins.RBAC, RBAC{Where: argo, Resources: "configmaps argocd-ssh-known-hosts-cm", Verbs: "get", Chart: true,
 			Why: "SSH host keys Git write-back trusts"})
 	}
 	if ref.Name != "" {
-		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: "namespace " + m.in.argoNamespace, Resources: "configmaps " + ref.Name, Verbs: "get",
+		ins.RBAC = append(ins.RBAC, RBAC{Where: "namespace " + m.in.argoNamespace, Resources: "configmaps " + ref.Name, Verbs: "get",
 			Chart: ref.Name == config.DefaultArgoCDNotificationsConfigMap && (ref.Namespace == "" || ref.Namespace == m.in.argoNamespace),
 			Why:   "the Argo CD Notifications ConfigMap"})
 	}
 	var extra strings.Builder
 	if len(m.in.imageUpdaters) > 0 {
 		ins.RBAC = append(ins.RBAC,
-			migrateRBAC{Where: "cluster", Resources: "imageupdaters (argocd-image-updater.argoproj.io)", Verbs: "get, list, watch",
+			RBAC{Where: "cluster", Resources: "imageupdaters (argocd-image-updater.argoproj.io)", Verbs: "get, list, watch",
 				Why: "the ImageUpdater resources found (run --imageupdater-resources=auto reads them when it may)"},
-			migrateRBAC{Where: "cluster", Resources: "imageupdaters/status (argocd-image-updater.argoproj.io)", Verbs: "update",
+			RBAC{Where: "cluster", Resources: "imageupdaters/status (argocd-image-updater.argoproj.io)", Verbs: "update",
 				Why: "their status, as argocd-image-updater wrote it"})
 		fmt.Fprintf(&extra, `---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -107,10 +107,10 @@ metadata: {name: %[1]s-imageupdaters}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s-imageupdaters}
 subjects:
   - {kind: ServiceAccount, name: %[1]s, namespace: %[2]s}
-`, migrateRelease, migrateNamespace)
+`, helmRelease, installNamespace)
 	}
 	for _, ns := range slices.Sorted(maps.Keys(m.secretNamespaces)) {
-		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: "namespace " + ns, Resources: "secrets", Verbs: "get",
+		ins.RBAC = append(ins.RBAC, RBAC{Where: "namespace " + ns, Resources: "secrets", Verbs: "get",
 			Why: "Secrets named by " + strings.Join(m.secretNamespaces[ns], ", ")})
 		fmt.Fprintf(&extra, `---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -125,7 +125,7 @@ metadata: {name: %[1]s-secrets, namespace: %[2]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s-secrets}
 subjects:
   - {kind: ServiceAccount, name: %[1]s, namespace: %[3]s}
-`, migrateRelease, ns, migrateNamespace)
+`, helmRelease, ns, installNamespace)
 	}
 	if extra.Len() > 0 {
 		ins.ExtraRBAC = extra.String()
