@@ -103,22 +103,9 @@ type windowsReport struct {
 }
 
 func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
-	if o.output != "text" && o.output != "json" {
-		return fmt.Errorf("--output: unsupported value %q, want text or json", o.output)
-	}
-	if o.app != "" && o.appsDir == "" && !o.cluster {
-		return errors.New("--app needs --apps-dir or --cluster")
-	}
-	if o.appsDir != "" && o.cluster {
-		return errors.New("--apps-dir and --cluster exclude each other")
-	}
-	now := time.Now()
-	if o.at != "" {
-		t, err := time.Parse(time.RFC3339, o.at)
-		if err != nil {
-			return fmt.Errorf("--at: want RFC 3339 such as 2026-12-24T18:00:00Z: %w", err)
-		}
-		now = t
+	now, err := o.check()
+	if err != nil {
+		return err
 	}
 	var set windows.Set
 	if o.configPath != "" {
@@ -134,33 +121,8 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 	var apps []*watcher.App
 	broken := map[string]bool{} // AppProjects with a window that does not compile
 	if o.appsDir != "" || o.cluster {
-		var objs *setup.AppsDir
-		var err error
-		if o.cluster {
-			objs, err = o.readCluster(ctx)
-		} else {
-			objs, err = setup.ReadAppsDir(ctx, o.appsDir)
-		}
-		if err != nil {
+		if set, apps, err = o.readApps(ctx, set, &rep, broken); err != nil {
 			return err
-		}
-		for _, p := range objs.Projects {
-			ps, err := windows.FromAppProject(p.Object.Object)
-			if err != nil {
-				// The rest of the project's windows still show, but its
-				// Applications get no decision: Argo CD refuses their
-				// syncs and the daemon holds their write-backs.
-				rep.Problems = append(rep.Problems, err.Error())
-				broken[p.Name] = true
-			}
-			set = append(set, ps...)
-		}
-		apps = objs.Apps
-		if o.app != "" {
-			apps = slices.DeleteFunc(apps, func(a *watcher.App) bool { return a.Name != o.app && a.Key() != o.app })
-			if len(apps) == 0 {
-				return fmt.Errorf("--app %s: no such Application", o.app)
-			}
 		}
 	}
 	shown := set
@@ -170,6 +132,82 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 	for _, w := range shown {
 		rep.Windows = append(rep.Windows, rowOf(w, now))
 	}
+	decideApps(&rep, set, apps, broken, now)
+	if o.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = printWindows(out, &rep)
+	}
+	if err != nil {
+		return err
+	}
+	return rep.problems()
+}
+
+// check checks the flags and returns the time to evaluate at (--at, or
+// now).
+func (o *windowsOptions) check() (time.Time, error) {
+	if o.output != "text" && o.output != "json" {
+		return time.Time{}, fmt.Errorf("--output: unsupported value %q, want text or json", o.output)
+	}
+	if o.app != "" && o.appsDir == "" && !o.cluster {
+		return time.Time{}, errors.New("--app needs --apps-dir or --cluster")
+	}
+	if o.appsDir != "" && o.cluster {
+		return time.Time{}, errors.New("--apps-dir and --cluster exclude each other")
+	}
+	now := time.Now()
+	if o.at != "" {
+		t, err := time.Parse(time.RFC3339, o.at)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("--at: want RFC 3339 such as 2026-12-24T18:00:00Z: %w", err)
+		}
+		now = t
+	}
+	return now, nil
+}
+
+// readApps reads the Applications and AppProjects (--cluster or
+// --apps-dir), adds the projects' windows to set, and marks in broken the
+// projects with a window that does not compile (its problem in rep). With
+// --app, only that Application is returned.
+func (o *windowsOptions) readApps(ctx context.Context, set windows.Set, rep *windowsReport, broken map[string]bool) (windows.Set, []*watcher.App, error) {
+	var objs *setup.AppsDir
+	var err error
+	if o.cluster {
+		objs, err = o.readCluster(ctx)
+	} else {
+		objs, err = setup.ReadAppsDir(ctx, o.appsDir)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range objs.Projects {
+		ps, err := windows.FromAppProject(p.Object.Object)
+		if err != nil {
+			// The rest of the project's windows still show, but its
+			// Applications get no decision: Argo CD refuses their
+			// syncs and the daemon holds their write-backs.
+			rep.Problems = append(rep.Problems, err.Error())
+			broken[p.Name] = true
+		}
+		set = append(set, ps...)
+	}
+	apps := objs.Apps
+	if o.app != "" {
+		apps = slices.DeleteFunc(apps, func(a *watcher.App) bool { return a.Name != o.app && a.Key() != o.app })
+		if len(apps) == 0 {
+			return nil, nil, fmt.Errorf("--app %s: no such Application", o.app)
+		}
+	}
+	return set, apps, nil
+}
+
+// decideApps adds each Application's decision to rep; those of a broken
+// AppProject are undecided.
+func decideApps(rep *windowsReport, set windows.Set, apps []*watcher.App, broken map[string]bool, now time.Time) {
 	for _, a := range apps {
 		if broken[cmp.Or(a.Project, "default")] {
 			rep.Undecided = append(rep.Undecided, a.Key())
@@ -184,25 +222,18 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 			Windows: names(d.Matching), ActiveWindows: names(d.Active)}
 		rep.Apps = append(rep.Apps, ad)
 	}
-	var err error
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
-	} else {
-		err = printWindows(out, &rep)
+}
+
+// problems is the command's error when a window is invalid, nil else.
+func (rep *windowsReport) problems() error {
+	if len(rep.Problems) == 0 {
+		return nil
 	}
-	if err != nil {
-		return err
+	msg := fmt.Sprintf("%d sync window(s) invalid: %s", len(rep.Problems), strings.Join(rep.Problems, "; "))
+	if len(rep.Undecided) > 0 {
+		msg += fmt.Sprintf("; no decision for %s (their AppProject's windows must be fixed first)", strings.Join(rep.Undecided, ", "))
 	}
-	if len(rep.Problems) > 0 {
-		msg := fmt.Sprintf("%d sync window(s) invalid: %s", len(rep.Problems), strings.Join(rep.Problems, "; "))
-		if len(rep.Undecided) > 0 {
-			msg += fmt.Sprintf("; no decision for %s (their AppProject's windows must be fixed first)", strings.Join(rep.Undecided, ", "))
-		}
-		return errors.New(msg)
-	}
-	return nil
+	return errors.New(msg)
 }
 
 func rowOf(w *windows.Window, now time.Time) windowRow {
