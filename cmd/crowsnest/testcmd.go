@@ -144,23 +144,7 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 	if err != nil {
 		return err
 	}
-	// The image is looked up where the daemon would look: a name without
-	// a registry goes to the default registry, with its namespace.
-	img, err := registry.ParseImage(list.Qualify(image))
-	if err != nil {
-		return err
-	}
-	if !tagWritten(image) {
-		img.Tag = "" // ParseImage's "latest" is not a current version
-	}
-	spec := policy.Spec{
-		Strategy: o.strategy, Constraint: o.constraint, AllowTags: o.allowTags, IgnoreTags: o.ignoreTags,
-		Extract: o.extract, ExtractOrder: o.extractOrder, Platforms: o.platforms,
-	}
-	if spec.Constraint == "" && img.Tag != "" && isDigestStrategy(spec.Strategy) {
-		spec.Constraint = img.Tag
-	}
-	pol, err := policy.Compile(img.Repo(), spec)
+	img, pol, err := o.policy(list, image)
 	if err != nil {
 		return err
 	}
@@ -176,11 +160,56 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 	regs := setup.NewRegistriesFor(cfg, list, secrets, nil, log)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	repo := img.Repository
-	rep := testReport{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []testCandidate{}}
-	tags, err := regs.Client.ListTags(ctx, repo)
+	rep, selErr, err := selectTag(ctx, regs, img, pol)
 	if err != nil {
 		return err
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else if err := printTestReport(cmd.OutOrStdout(), &rep); err != nil {
+		return err
+	}
+	if rep.Selected == "" {
+		return fmt.Errorf("%s: %w: %w", img.Repo(), errNothingSelected, selErr)
+	}
+	return nil
+}
+
+// policy reads the image as the daemon would look it up (a name without
+// a registry goes to the default registry, with its namespace) and
+// compiles the flags' policy for it.
+func (o *testOptions) policy(list config.RegistryList, image string) (registry.Image, *policy.Policy, error) {
+	img, err := registry.ParseImage(list.Qualify(image))
+	if err != nil {
+		return img, nil, err
+	}
+	if !tagWritten(image) {
+		img.Tag = "" // ParseImage's "latest" is not a current version
+	}
+	spec := policy.Spec{
+		Strategy: o.strategy, Constraint: o.constraint, AllowTags: o.allowTags, IgnoreTags: o.ignoreTags,
+		Extract: o.extract, ExtractOrder: o.extractOrder, Platforms: o.platforms,
+	}
+	if spec.Constraint == "" && img.Tag != "" && isDigestStrategy(spec.Strategy) {
+		spec.Constraint = img.Tag
+	}
+	pol, err := policy.Compile(img.Repo(), spec)
+	return img, pol, err
+}
+
+// selectTag lists the repository's tags and selects as the daemon would.
+// selErr is the selection's policy.ErrNoCandidate (in the report); err
+// any other failure.
+func selectTag(ctx context.Context, regs *setup.Registries, img registry.Image, pol *policy.Policy) (rep testReport, selErr, err error) {
+	repo := img.Repository
+	rep = testReport{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []testCandidate{}}
+	tags, err := regs.Client.ListTags(ctx, repo)
+	if err != nil {
+		return rep, nil, err
 	}
 	rep.Tags = len(tags)
 	res, selErr := pol.Explain(ctx, tags, regs.Client.MetadataFunc(repo, pol.Platforms()))
@@ -196,21 +225,9 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 	case errors.Is(selErr, policy.ErrNoCandidate):
 		rep.Error = selErr.Error()
 	default:
-		return selErr
+		return rep, nil, selErr
 	}
-	if o.output == "json" {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else if err := printTestReport(cmd.OutOrStdout(), &rep); err != nil {
-		return err
-	}
-	if rep.Selected == "" {
-		return fmt.Errorf("%s: %w: %w", img.Repo(), errNothingSelected, selErr)
-	}
-	return nil
+	return rep, selErr, nil
 }
 
 // tagWritten reports whether the reference names a tag: a colon in its
