@@ -32,8 +32,18 @@ func (m *migration) install() {
 			"cat > "+valuesFile+" <<'EOF'\n"+ins.Values+"EOF",
 			helm+" -f "+valuesFile)
 	}
-	argo := "namespace " + m.in.argoNamespace
-	ins.RBAC = []RBAC{
+	ins.RBAC = baseRBAC()
+	m.argoRBAC(ins)
+	extra := m.extraRBAC(ins)
+	if extra != "" {
+		ins.ExtraRBAC = extra
+		ins.Commands = append(ins.Commands, "kubectl apply -f - <<'EOF'\n"+ins.ExtraRBAC+"EOF")
+	}
+}
+
+// baseRBAC is what crowsnest needs whatever was found.
+func baseRBAC() []RBAC {
+	return []RBAC{
 		{Where: "cluster", Resources: "applications (argoproj.io)", Verbs: "get, list, watch, patch", Chart: true,
 			Why: "watch Applications; patch only the fields crowsnest owns (images, Helm parameters, the refresh annotation after a commit)"},
 		{Where: "cluster", Resources: "appprojects (argoproj.io)", Verbs: "list, watch", Chart: true,
@@ -43,31 +53,19 @@ func (m *migration) install() {
 		{Where: "namespace " + installNamespace, Resources: "configmaps", Verbs: "get, create, update", Chart: true,
 			Why: "notification state and outbox"},
 	}
-	git, argoSecrets := false, false
-	for i := range m.rep.Applications {
-		if im := m.rep.Applications[i].Images; im != nil && im.WriteBack == string(imageupdate.MethodGit) {
-			git = true
-		}
-	}
+}
+
+// argoRBAC adds what crowsnest needs in Argo CD's namespace: Secrets (Git
+// credentials, pull secrets, the notifications Secret), SSH known hosts
+// and the notifications ConfigMap.
+func (m *migration) argoRBAC(ins *Install) {
+	git := m.usesGit()
+	argo := "namespace " + m.in.argoNamespace
 	var why []string
 	if git {
 		why = append(why, "Git write-back credentials (Argo CD's repository Secrets, found by label)")
 	}
-	for i := range m.cfg.Registries.List {
-		if r := m.cfg.Registries.List[i].Credentials; isSecretRef(r) && r.Namespace == m.in.argoNamespace {
-			argoSecrets = true
-		}
-	}
-	for i := range m.rep.Applications {
-		if im := m.rep.Applications[i].Images; im != nil {
-			for j := range im.Images {
-				if r, err := config.ParseCredentialRef(im.Images[j].PullSecret); err == nil && isSecretRef(r) && r.Namespace == m.in.argoNamespace {
-					argoSecrets = true
-				}
-			}
-		}
-	}
-	if argoSecrets {
+	if m.argoPullSecrets() {
 		why = append(why, "pull secrets named by registries and annotations")
 	}
 	ref := m.cfg.Notifications.ArgoCDConfigMap
@@ -86,6 +84,43 @@ func (m *migration) install() {
 			Chart: ref.Name == config.DefaultArgoCDNotificationsConfigMap && (ref.Namespace == "" || ref.Namespace == m.in.argoNamespace),
 			Why:   "the Argo CD Notifications ConfigMap"})
 	}
+}
+
+// usesGit reports whether an Application writes back to Git.
+func (m *migration) usesGit() bool {
+	git := false
+	for i := range m.rep.Applications {
+		if im := m.rep.Applications[i].Images; im != nil && im.WriteBack == string(imageupdate.MethodGit) {
+			git = true
+		}
+	}
+	return git
+}
+
+// argoPullSecrets reports whether the registries or an image name a pull
+// secret in Argo CD's namespace.
+func (m *migration) argoPullSecrets() bool {
+	argoSecrets := false
+	for i := range m.cfg.Registries.List {
+		if r := m.cfg.Registries.List[i].Credentials; isSecretRef(r) && r.Namespace == m.in.argoNamespace {
+			argoSecrets = true
+		}
+	}
+	for i := range m.rep.Applications {
+		if im := m.rep.Applications[i].Images; im != nil {
+			for j := range im.Images {
+				if r, err := config.ParseCredentialRef(im.Images[j].PullSecret); err == nil && isSecretRef(r) && r.Namespace == m.in.argoNamespace {
+					argoSecrets = true
+				}
+			}
+		}
+	}
+	return argoSecrets
+}
+
+// extraRBAC adds what the chart does not grant (ImageUpdaters, Secrets in
+// other namespaces) and returns the manifests that grant it ("" if none).
+func (m *migration) extraRBAC(ins *Install) string {
 	var extra strings.Builder
 	if len(m.in.imageUpdaters) > 0 {
 		ins.RBAC = append(ins.RBAC,
@@ -127,10 +162,7 @@ subjects:
   - {kind: ServiceAccount, name: %[1]s, namespace: %[3]s}
 `, helmRelease, ns, installNamespace)
 	}
-	if extra.Len() > 0 {
-		ins.ExtraRBAC = extra.String()
-		ins.Commands = append(ins.Commands, "kubectl apply -f - <<'EOF'\n"+ins.ExtraRBAC+"EOF")
-	}
+	return extra.String()
 }
 
 func isSecretRef(r config.CredentialRef) bool {
