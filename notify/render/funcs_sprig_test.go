@@ -1,4 +1,4 @@
-package notify
+package render
 
 import (
 	"regexp"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // sprigParity are templates over the helpers that are sprig's
@@ -42,7 +44,7 @@ func TestSprigHelpersRenderAsSprig(t *testing.T) {
 	for _, text := range sprigParity {
 		var want strings.Builder
 		wantErr := template.Must(template.New("t").Funcs(sprigMap).Parse(text)).Execute(&want, nil)
-		n, err := Render(Template{Name: "t", Message: text}, nil)
+		n, err := Once(notify.Template{Name: "t", Message: text}, nil)
 		switch {
 		case wantErr != nil:
 			if err == nil || !strings.Contains(err.Error(), errorText(wantErr)) {
@@ -85,7 +87,7 @@ func TestSprigHelpersTakeAMissingField(t *testing.T) {
 		{`{{hasKey .nope "a"}} [{{get .nope "a"}}] {{pick .nope "a"}} {{keys .nope}} {{pluck "a" .nope}}`, "false [] map[] [] []"},
 	}
 	for _, tt := range tests {
-		n, err := Render(Template{Name: "t", Message: tt.text}, map[string]any{})
+		n, err := Once(notify.Template{Name: "t", Message: tt.text}, map[string]any{})
 		if err != nil {
 			t.Errorf("%s: %v", tt.text, err)
 			continue
