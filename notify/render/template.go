@@ -96,52 +96,72 @@ func Compile(t notify.Template, opts ...CompileOption) (*Compiled, error) {
 	funcs["html"], funcs["js"] = template.HTMLEscaper, template.JSEscaper
 	funcs[renderStep] = func() string { return "" } // Render binds the real one
 	c := &Compiled{name: t.Name, src: t, funcs: funcs}
-	add := func(path, text string, set func(*notify.Notification, string)) error {
-		if text == "" {
-			return nil
-		}
-		tm, err := template.New(path).Funcs(funcs).Option("missingkey=zero").Parse(text)
-		if err != nil {
-			return fmt.Errorf("template %q: %s: %w", t.Name, path, err)
-		}
-		trees := map[string]*parse.Tree{}
-		var all []*parse.Tree
-		for _, d := range tm.Templates() {
-			if d.Tree != nil {
-				rewriteTree(d.Tree)
-				trees[d.Name()] = d.Tree
-				all = append(all, d.Tree)
-			}
-		}
-		if err := checkRecursion(trees); err != nil {
-			return fmt.Errorf("template %q: %s: %w", t.Name, path, err)
-		}
-		c.fields = append(c.fields, compiledField{path: path, tmpl: tm, used: usedFuncs(all), set: set})
-		return nil
-	}
-	if err := add("message", t.Message, func(n *notify.Notification, s string) { n.Message = s }); err != nil {
+	if err := c.add("message", t.Message, func(n *notify.Notification, s string) { n.Message = s }); err != nil {
 		return nil, err
 	}
-	if s := t.Slack; s != nil {
-		switch s.DeliveryPolicy {
-		case "", notify.PolicyPost, notify.PolicyPostAndUpdate, notify.PolicyUpdate:
-		default:
-			return nil, fmt.Errorf("template %q: slack.deliveryPolicy: %q is not Post, PostAndUpdate or Update", t.Name, s.DeliveryPolicy)
-		}
-		for _, f := range []struct {
-			path, text string
-			set        func(*notify.SlackTemplate, string)
-		}{
-			{"slack.attachments", s.Attachments, func(st *notify.SlackTemplate, v string) { st.Attachments = v }},
-			{"slack.blocks", s.Blocks, func(st *notify.SlackTemplate, v string) { st.Blocks = v }},
-			{"slack.groupingKey", s.GroupingKey, func(st *notify.SlackTemplate, v string) { st.GroupingKey = v }},
-		} {
-			set := f.set
-			if err := add(f.path, f.text, func(n *notify.Notification, v string) { set(n.Slack, v) }); err != nil {
-				return nil, err
-			}
+	for _, step := range []func(notify.Template) error{c.compileSlack, c.compileWebhooks, c.compileEmail, c.compileBlocks} {
+		if err := step(t); err != nil {
+			return nil, err
 		}
 	}
+	return c, nil
+}
+
+// add parses text as the field at path, which Render writes with set;
+// empty text is no field.
+func (c *Compiled) add(path, text string, set func(*notify.Notification, string)) error {
+	if text == "" {
+		return nil
+	}
+	tm, err := template.New(path).Funcs(c.funcs).Option("missingkey=zero").Parse(text)
+	if err != nil {
+		return fmt.Errorf("template %q: %s: %w", c.name, path, err)
+	}
+	trees := map[string]*parse.Tree{}
+	var all []*parse.Tree
+	for _, d := range tm.Templates() {
+		if d.Tree != nil {
+			rewriteTree(d.Tree)
+			trees[d.Name()] = d.Tree
+			all = append(all, d.Tree)
+		}
+	}
+	if err := checkRecursion(trees); err != nil {
+		return fmt.Errorf("template %q: %s: %w", c.name, path, err)
+	}
+	c.fields = append(c.fields, compiledField{path: path, tmpl: tm, used: usedFuncs(all), set: set})
+	return nil
+}
+
+// compileSlack checks t.Slack's delivery policy and compiles its fields.
+func (c *Compiled) compileSlack(t notify.Template) error {
+	s := t.Slack
+	if s == nil {
+		return nil
+	}
+	switch s.DeliveryPolicy {
+	case "", notify.PolicyPost, notify.PolicyPostAndUpdate, notify.PolicyUpdate:
+	default:
+		return fmt.Errorf("template %q: slack.deliveryPolicy: %q is not Post, PostAndUpdate or Update", t.Name, s.DeliveryPolicy)
+	}
+	for _, f := range []struct {
+		path, text string
+		set        func(*notify.SlackTemplate, string)
+	}{
+		{"slack.attachments", s.Attachments, func(st *notify.SlackTemplate, v string) { st.Attachments = v }},
+		{"slack.blocks", s.Blocks, func(st *notify.SlackTemplate, v string) { st.Blocks = v }},
+		{"slack.groupingKey", s.GroupingKey, func(st *notify.SlackTemplate, v string) { st.GroupingKey = v }},
+	} {
+		set := f.set
+		if err := c.add(f.path, f.text, func(n *notify.Notification, v string) { set(n.Slack, v) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compileWebhooks compiles every webhook request of t, by webhook name.
+func (c *Compiled) compileWebhooks(t notify.Template) error {
 	names := make([]string, 0, len(t.Webhook))
 	for name := range t.Webhook {
 		names = append(names, name)
@@ -158,29 +178,29 @@ func Compile(t notify.Template, opts ...CompileOption) (*Compiled, error) {
 			{"body", w.Body, func(wt *notify.WebhookTemplate, v string) { wt.Body = v }},
 		} {
 			name, set := name, f.set
-			if err := add("webhook."+name+"."+f.field, f.text, func(n *notify.Notification, v string) {
+			if err := c.add("webhook."+name+"."+f.field, f.text, func(n *notify.Notification, v string) {
 				wt := n.Webhook[name]
 				set(&wt, v)
 				n.Webhook[name] = wt
 			}); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	if t.Email != nil {
-		if err := add("email.subject", t.Email.Subject, func(n *notify.Notification, v string) { n.Email.Subject = v }); err != nil {
-			return nil, err
-		}
+	return nil
+}
+
+// compileEmail compiles t's email subject.
+func (c *Compiled) compileEmail(t notify.Template) error {
+	if t.Email == nil {
+		return nil
 	}
-	if err := c.compileBlocks(t, add); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c.add("email.subject", t.Email.Subject, func(n *notify.Notification, v string) { n.Email.Subject = v })
 }
 
 // compileBlocks compiles every string of every block in t.Blocks as a
 // template, in a fixed order, remembering where each goes in the block.
-func (c *Compiled) compileBlocks(t notify.Template, add func(path, text string, set func(*notify.Notification, string)) error) error {
+func (c *Compiled) compileBlocks(t notify.Template) error {
 	if len(t.Blocks) == 0 {
 		return nil
 	}
@@ -208,7 +228,7 @@ func (c *Compiled) compileBlocks(t notify.Template, add func(path, text string, 
 			if walkErr != nil || text == "" {
 				return
 			}
-			if walkErr = add(blockPath(keys), text, nil); walkErr == nil {
+			if walkErr = c.add(blockPath(keys), text, nil); walkErr == nil {
 				c.fields[len(c.fields)-1].leaf = slices.Clone(keys)
 			}
 		})
