@@ -121,6 +121,7 @@ var fromSprig = map[string]sprigUse{
 	"list": {}, "rest": {from: "mustRest", list: firstList}, "initial": {from: "mustInitial", list: firstList},
 	"reverse": {from: "mustReverse", list: firstList},
 	"compact": {from: "mustCompact", list: firstList},
+	"until":   {check: checkUntil},
 	// dicts
 	"get": {}, "hasKey": {}, "pluck": {},
 	"pick": {then: ownDict}, "omit": {then: ownDict},

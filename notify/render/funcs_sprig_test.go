@@ -28,6 +28,7 @@ var sprigParity = []string{
 	`{{regexSplit "z+" "pizza" -1}} {{regexSplit "z+" "pizza" 1}} {{regexQuoteMeta "1.2.3"}}`,
 	`{{default "none" ""}} {{default "none" "x"}} {{default "d" 0}} {{empty (list)}} {{empty 0}} {{empty "x"}} {{coalesce "" 0 "x" "y"}} {{ternary "yes" "no" true}} {{ternary "yes" "no" false}}`,
 	`{{list 1 "a" 2.5}} {{rest (list 1 2 3)}} {{initial (list 1 2 3)}} {{reverse (list 1 2 3)}} {{compact (list 1 0 "" "hello" nil)}} {{rest (list)}}`,
+	`{{until 3}} {{until -3}} {{until 0}} {{range until 2}}.{{end}}`,
 	`{{get (dict "a" 1) "a"}} [{{get (dict "a" 1) "b"}}] {{hasKey (dict "a" 1) "a"}} {{hasKey (dict "a" 1) "b"}} {{pluck "a" (dict "a" 1) (dict "b" 2) (dict "a" 3)}}`,
 	`{{pick (dict "a" 1 "b" 2 "c" 3) "a" "c" "z"}} {{omit (dict "a" 1 "b" 2 "c" 3) "a"}}`,
 	`{{add 1 2 3}} {{add 1 2.9}} {{add "4" 1}} {{add1 4}} {{sub 14 3}} {{mul 2 3 4}} {{div 7 2}} {{div -7 2}} {{mod 7 3}} {{max 1 345 5}} {{min 1 2 -3}}`,
