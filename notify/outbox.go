@@ -554,7 +554,6 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 		if unsure != "" && o.confirmed(WithAttemptedSince(ctx, attempted), log, rec, unsure) {
 			return
 		}
-		unsure = ""
 		if err := o.limiter(rec.Service).Wait(ctx); err != nil {
 			return
 		}
