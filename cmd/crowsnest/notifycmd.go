@@ -17,7 +17,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -288,7 +288,7 @@ func (o *notifyOptions) renderTemplate(w io.Writer, name string) error {
 	if err != nil {
 		return err
 	}
-	n, err := notify.Render(controller.ServiceTemplate(name, t, svcName, typ),
+	n, err := render.Once(controller.ServiceTemplate(name, t, svcName, typ),
 		controller.TemplateVars(app, o.event(), set.Config.Context, typ))
 	if err != nil {
 		return err

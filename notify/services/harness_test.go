@@ -13,6 +13,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	notifyrender "github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
@@ -180,11 +181,11 @@ func render(t *testing.T, nc *config.Notifications, d delivery) notify.Notificat
 	// As the notifier renders for a service of these types
 	// (controller.ServiceTemplate and TemplateVars, which this leaf
 	// package's tests may not import).
-	c, err := notify.Compile(notify.Template{Name: d.Template, Message: tmpl.Message, Blocks: services.TemplateBlocks(d.Template, tmpl.Blocks, typ)})
+	c, err := notifyrender.Compile(notify.Template{Name: d.Template, Message: tmpl.Message, Blocks: services.TemplateBlocks(d.Template, tmpl.Blocks, typ)})
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
-	n, err := c.Render(map[string]any{"app": d.App, "context": nc.Context, "event": nil, "serviceType": typ, "repo": notify.RepoHelpers()})
+	n, err := c.Render(map[string]any{"app": d.App, "context": nc.Context, "event": nil, "serviceType": typ, "repo": notifyrender.RepoHelpers()})
 	if err != nil {
 		t.Fatalf("Render: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	cncontroller "github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
@@ -180,7 +181,7 @@ func sendBothSides(t *testing.T, c wireCase) (engine, crowsnest []wireRequest) {
 		t.Fatalf("crowsnest service: %v", err)
 	}
 	typ := svcCfg.Type()
-	n, err := notify.Render(cncontroller.ServiceTemplate(c.Template, nc.Templates[c.Template], c.Service, typ),
+	n, err := render.Once(cncontroller.ServiceTemplate(c.Template, nc.Templates[c.Template], c.Service, typ),
 		cncontroller.TemplateVars(c.App, nil, vars, typ))
 	if err != nil {
 		t.Fatalf("crowsnest render: %v", err)
