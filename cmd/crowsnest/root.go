@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -21,7 +23,7 @@ happened (Slack, webhooks, email) and keeps deployments inside sync windows.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newDemoCommand(), newTestCommand(), newWindowsCommand(), newVersionCommand(), newConfigCommand(), newNotifyCommand(), newMigrateCommand())
+	root.AddCommand(newRunCommand(), newDemoCommand(), newTestCommand(), windowscmd.NewCommand("crowsnest/"+version), newVersionCommand(), newConfigCommand(), newNotifyCommand(), newMigrateCommand())
 	return root
 }
 

@@ -1,4 +1,4 @@
-package main
+package windowscmd
 
 import (
 	"cmp"
@@ -23,7 +23,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/windows"
 )
 
-type windowsOptions struct {
+type options struct {
+	userAgent  string
 	configPath string
 	appsDir    string
 	kubeconfig string
@@ -34,8 +35,9 @@ type windowsOptions struct {
 	output     string
 }
 
-func newWindowsCommand() *cobra.Command {
-	o := &windowsOptions{}
+// NewCommand is `crowsnest windows`; userAgent is its kube client's.
+func NewCommand(userAgent string) *cobra.Command {
+	o := &options{userAgent: userAgent}
 	cmd := &cobra.Command{
 		Use:   "windows",
 		Short: "List sync windows: which are open, when they open and close next, and what they decide",
@@ -66,8 +68,8 @@ at another time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00).`,
 	return cmd
 }
 
-// windowRow is one window as `crowsnest windows` shows it.
-type windowRow struct {
+// Window is one window as `crowsnest windows` shows it.
+type Window struct {
 	Name        string     `json:"name"`
 	Kind        string     `json:"kind"`
 	Schedule    string     `json:"schedule"`
@@ -80,8 +82,8 @@ type windowRow struct {
 	Description string     `json:"description,omitempty"`
 }
 
-// appDecision is one Application's window decision.
-type appDecision struct {
+// AppDecision is one Application's window decision.
+type AppDecision struct {
 	App           string   `json:"app"`
 	SyncAllowed   bool     `json:"syncAllowed"`
 	Reason        string   `json:"reason"`
@@ -92,17 +94,18 @@ type appDecision struct {
 	ActiveWindows []string `json:"activeWindows"`
 }
 
-type windowsReport struct {
+// Report is what `crowsnest windows` shows; -o json prints it as is.
+type Report struct {
 	At       time.Time     `json:"at"`
-	Windows  []windowRow   `json:"windows"`
-	Apps     []appDecision `json:"applications,omitempty"`
+	Windows  []Window      `json:"windows"`
+	Apps     []AppDecision `json:"applications,omitempty"`
 	Problems []string      `json:"problems,omitempty"`
 	// Undecided are the Applications of AppProjects with a window in
 	// Problems: no decision is given for them.
 	Undecided []string `json:"undecided,omitempty"`
 }
 
-func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
+func (o *options) run(ctx context.Context, out io.Writer) error {
 	now, err := o.check()
 	if err != nil {
 		return err
@@ -117,7 +120,7 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 	}
-	rep := windowsReport{At: now, Windows: []windowRow{}}
+	rep := Report{At: now, Windows: []Window{}}
 	var apps []*watcher.App
 	broken := map[string]bool{} // AppProjects with a window that does not compile
 	if o.appsDir != "" || o.cluster {
@@ -148,7 +151,7 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 
 // check checks the flags and returns the time to evaluate at (--at, or
 // now).
-func (o *windowsOptions) check() (time.Time, error) {
+func (o *options) check() (time.Time, error) {
 	if o.output != "text" && o.output != "json" {
 		return time.Time{}, fmt.Errorf("--output: unsupported value %q, want text or json", o.output)
 	}
@@ -173,7 +176,7 @@ func (o *windowsOptions) check() (time.Time, error) {
 // --apps-dir), adds the projects' windows to set, and marks in broken the
 // projects with a window that does not compile (its problem in rep). With
 // --app, only that Application is returned.
-func (o *windowsOptions) readApps(ctx context.Context, set windows.Set, rep *windowsReport, broken map[string]bool) (windows.Set, []*watcher.App, error) {
+func (o *options) readApps(ctx context.Context, set windows.Set, rep *Report, broken map[string]bool) (windows.Set, []*watcher.App, error) {
 	var objs *setup.AppsDir
 	var err error
 	if o.cluster {
@@ -207,7 +210,7 @@ func (o *windowsOptions) readApps(ctx context.Context, set windows.Set, rep *win
 
 // decideApps adds each Application's decision to rep; those of a broken
 // AppProject are undecided.
-func decideApps(rep *windowsReport, set windows.Set, apps []*watcher.App, broken map[string]bool, now time.Time) {
+func decideApps(rep *Report, set windows.Set, apps []*watcher.App, broken map[string]bool, now time.Time) {
 	for _, a := range apps {
 		if broken[cmp.Or(a.Project, "default")] {
 			rep.Undecided = append(rep.Undecided, a.Key())
@@ -217,7 +220,7 @@ func decideApps(rep *windowsReport, set windows.Set, apps []*watcher.App, broken
 		d := set.Decide(ref, now, false)
 		m := set.Decide(ref, now, true)
 		held := !set.HoldingUpdates().Decide(ref, now, false).Allowed
-		ad := appDecision{App: a.Key(), SyncAllowed: d.Allowed, Reason: string(d.Reason),
+		ad := AppDecision{App: a.Key(), SyncAllowed: d.Allowed, Reason: string(d.Reason),
 			ManualAllowed: m.Allowed, ManualReason: string(m.Reason), UpdatesHeld: held,
 			Windows: names(d.Matching), ActiveWindows: names(d.Active)}
 		rep.Apps = append(rep.Apps, ad)
@@ -225,7 +228,7 @@ func decideApps(rep *windowsReport, set windows.Set, apps []*watcher.App, broken
 }
 
 // problems is the command's error when a window is invalid, nil else.
-func (rep *windowsReport) problems() error {
+func (rep *Report) problems() error {
 	if len(rep.Problems) == 0 {
 		return nil
 	}
@@ -236,9 +239,9 @@ func (rep *windowsReport) problems() error {
 	return errors.New(msg)
 }
 
-func rowOf(w *windows.Window, now time.Time) windowRow {
+func rowOf(w *windows.Window, now time.Time) Window {
 	sp := w.Spec()
-	r := windowRow{
+	r := Window{
 		Name: w.Name(), Kind: string(w.Kind()), Schedule: sp.Schedule, Duration: w.Duration().String(),
 		TimeZone: w.Location().String(), Active: w.Active(now), HoldsImages: w.HoldsImageUpdates(),
 		Description: w.Description(),
@@ -260,7 +263,7 @@ func names(s windows.Set) []string {
 	return out
 }
 
-func printWindows(out io.Writer, rep *windowsReport) error {
+func printWindows(out io.Writer, rep *Report) error {
 	fmt.Fprintf(out, "at %s\n\n", rep.At.Format(time.RFC3339))
 	if len(rep.Windows) == 0 {
 		fmt.Fprintln(out, "no sync windows")
@@ -334,8 +337,8 @@ func inZone(t *time.Time, zone string) string {
 
 // readCluster lists Applications and AppProjects with the same typed views
 // the daemon uses.
-func (o *windowsOptions) readCluster(ctx context.Context) (*setup.AppsDir, error) {
-	rc, err := (&runOptions{kubeconfig: o.kubeconfig}).restConfig(config.Default())
+func (o *options) readCluster(ctx context.Context) (*setup.AppsDir, error) {
+	rc, err := setup.RestConfig(o.kubeconfig, config.Default(), o.userAgent)
 	if err != nil {
 		return nil, err
 	}
