@@ -7,11 +7,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
 var version = "dev"
+
+// userAgent is what crowsnest's kube clients call themselves.
+func userAgent() string { return "crowsnest/" + version }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -23,7 +27,7 @@ happened (Slack, webhooks, email) and keeps deployments inside sync windows.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newDemoCommand(), newTestCommand(), windowscmd.NewCommand("crowsnest/"+version), newVersionCommand(), newConfigCommand(), newNotifyCommand(), newMigrateCommand())
+	root.AddCommand(newRunCommand(), newDemoCommand(), testcmd.NewCommand(userAgent()), windowscmd.NewCommand(userAgent()), newVersionCommand(), newConfigCommand(), newNotifyCommand(), newMigrateCommand())
 	return root
 }
 

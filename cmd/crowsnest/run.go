@@ -232,7 +232,7 @@ const eventFlushTimeout = 10 * time.Second
 // restConfig builds the kube client config from --kubeconfig, $KUBECONFIG or
 // the in-cluster service account, with the configured rate limits.
 func (o *runOptions) restConfig(cfg *config.Config) (*rest.Config, error) {
-	return setup.RestConfig(o.kubeconfig, cfg, "crowsnest/"+version)
+	return setup.RestConfig(o.kubeconfig, cfg, userAgent())
 }
 
 // warnRestartOnly logs settings that a reload cannot apply to a running
