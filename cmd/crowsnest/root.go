@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/configcmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 )
@@ -27,7 +28,7 @@ happened (Slack, webhooks, email) and keeps deployments inside sync windows.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newDemoCommand(), testcmd.NewCommand(userAgent()), windowscmd.NewCommand(userAgent()), newVersionCommand(), newConfigCommand(), newNotifyCommand(), newMigrateCommand())
+	root.AddCommand(newRunCommand(), newDemoCommand(), testcmd.NewCommand(userAgent()), windowscmd.NewCommand(userAgent()), newVersionCommand(), configcmd.NewCommand(), newNotifyCommand(), newMigrateCommand())
 	return root
 }
 

@@ -1,4 +1,4 @@
-package main
+package configcmd
 
 import (
 	"cmp"
@@ -18,7 +18,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
-func newConfigCommand() *cobra.Command {
+// NewCommand is `crowsnest config` and its subcommand validate.
+func NewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Work with crowsnest config files",
