@@ -22,6 +22,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -107,7 +108,7 @@ type ImageReconciler struct {
 	// Journal records each write before it is made, so that its
 	// announcement survives a crash between the write and the notifier
 	// recording it; nil turns that off (local mode).
-	Journal WriteJournal
+	Journal journal.Store
 	// Announces, when set, says whether an image event can become a
 	// message now (Notifier.Announces); no intent is recorded when not.
 	Announces func() bool

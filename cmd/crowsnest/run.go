@@ -36,6 +36,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -411,7 +412,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		if journalDir == "" {
 			journalDir = o.gitCacheDir
 		}
-		images.Journal = &controller.FileWriteJournal{Path: controller.WriteJournalFile(journalDir, o.appsDir)}
+		images.Journal = &journal.File{Path: journal.FileName(journalDir, o.appsDir)}
 	}
 	if dyn != nil {
 		images.Writer = &kube.Writer{Client: dyn, MetaClient: meta, Log: log}
@@ -439,7 +440,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		if gw, err = newGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
 			return err
 		}
-		images.Journal = &controller.ConfigMapWriteJournal{Client: clientset, Namespace: o.ownNamespace(cfg)}
+		images.Journal = &journal.ConfigMaps{Client: clientset, Namespace: o.ownNamespace(cfg)}
 	}
 	if gw != nil {
 		images.Git = &controller.GitBatcher{
