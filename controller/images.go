@@ -22,6 +22,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
@@ -98,7 +99,7 @@ type ImageReconciler struct {
 	// Git batches Git write-backs; GitCredentials learns the Secrets
 	// named by git:secret:<ns>/<name>.
 	Git            *GitBatcher
-	GitCredentials *ArgoRepoCredentials
+	GitCredentials *repocreds.ArgoCD
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.
 	Tenancy *Tenancy
