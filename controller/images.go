@@ -22,16 +22,18 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
-// Event reasons on Applications.
+// Event reasons on Applications. The Git batcher records the first and
+// third too, after the reconcile.
 const (
-	EventImagesUpdated      = "ImagesUpdated"
+	EventImagesUpdated      = collect.EventImagesUpdated
 	EventImageUpdateHeld    = "ImageUpdateHeld"
-	EventImageUpdateFailed  = "ImageUpdateFailed"
+	EventImageUpdateFailed  = collect.EventImageUpdateFailed
 	EventInvalidAnnotation  = "InvalidAnnotation"
 	EventWriteBackNotWired  = "WriteBackUnavailable"
 	EventWriteBackRefused   = "WriteBackRefused"
@@ -98,7 +100,7 @@ type ImageReconciler struct {
 	Tally *PassTally
 	// Git batches Git write-backs; GitCredentials learns the Secrets
 	// named by git:secret:<ns>/<name>.
-	Git            *GitBatcher
+	Git            *collect.Batcher
 	GitCredentials *repocreds.ArgoCD
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.

@@ -19,6 +19,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
 
@@ -107,7 +108,7 @@ spec:
 		Metrics:     gitwb.NewMetrics(metrics),
 		Log:         discardLog(),
 	}
-	images.Git = &controller.GitBatcher{
+	images.Git = &collect.Batcher{
 		Writer:  writer,
 		Enqueue: engine.EnqueueAfter,
 		Events:  events,

@@ -10,6 +10,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 )
 
@@ -209,7 +210,7 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent
 	var evs []triggers.Event
 	if in.Method == string(imageupdate.MethodGit) {
 		for _, c := range in.Changes {
-			evs = append(evs, gitUpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
+			evs = append(evs, collect.UpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
 		}
 	} else {
 		evs = r.changeEvents(app, triggers.EventImageUpdated, changes, "")
@@ -220,7 +221,7 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent
 	}
 }
 
-// GitUnchanged is the GitBatcher's OnUnchanged: a batch found app's
+// GitUnchanged is the Git batcher's OnUnchanged: a batch found app's
 // changes (unchanged) already in the repository. If a previous process
 // recorded that write and did not live to announce it, it is announced now: an
 // ImagesUpdated Event that says so, and the notifications (which the
@@ -253,7 +254,7 @@ func (r *ImageReconciler) GitUnchanged(ctx context.Context, app *watcher.App, un
 	}
 }
 
-// GitAnnounced is the GitBatcher's OnAnnounced: the batch pushed key's
+// GitAnnounced is the Git batcher's OnAnnounced: the batch pushed key's
 // changes (written) and announced them. The key's intent, when it is the
 // write those changes make (a newer reconcile may have recorded the next
 // one meanwhile), is done.

@@ -19,6 +19,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 )
 
@@ -59,14 +60,14 @@ type localRun struct {
 	notes  *gitNotes
 }
 
-func newLocalRun(journalFile string, w controller.GitApplier, reqs ...controller.Request) *localRun {
+func newLocalRun(journalFile string, w collect.Applier, reqs ...controller.Request) *localRun {
 	r := &localRun{events: &appEvents{}, notes: &gitNotes{}}
 	log := slog.New(slog.DiscardHandler)
 	r.images = &controller.ImageReconciler{
 		Registry: &registry.Client{}, Events: r.events, Notify: r.notes.notify,
 		Journal: &journal.File{Path: journalFile}, Log: log,
 	}
-	r.images.Git = &controller.GitBatcher{
+	r.images.Git = &collect.Batcher{
 		Writer: w, Delay: time.Millisecond, Events: r.events, Notify: r.notes.notify, App: appLookup(reqs...),
 		OnUnchanged: r.images.GitUnchanged, OnAnnounced: r.images.GitAnnounced, Log: log,
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -444,7 +445,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		images.Journal = &journal.ConfigMaps{Client: clientset, Namespace: o.ownNamespace(cfg)}
 	}
 	if gw != nil {
-		images.Git = &controller.GitBatcher{
+		images.Git = &collect.Batcher{
 			Writer:  gw,
 			Tally:   tally,
 			Busy:    func() bool { return !engine.Idle() },
