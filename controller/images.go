@@ -229,16 +229,7 @@ var _ Reconciler = (*ImageReconciler)(nil)
 // nothing else would come back to it until the informer's resync.
 func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Result, err error) {
 	if req.App == nil {
-		r.Tally.forget(req.Key, true)
-		r.Log.Debug("application gone", "app", req.Key)
-		r.setRepos(req.Key, nil)
-		r.setHeld(req.Key, false)
-		r.newInvalid(req.Key, nil)
-		r.newSaid(saidKey{saidRefused, req.Key}, "")
-		r.newSaid(saidKey{saidNoCandidate, req.Key}, "")
-		if err := r.forgetIntent(ctx, req.Key); err != nil {
-			r.Log.Warn("forgetting the write intent failed", "app", req.Key, "error", err)
-		}
+		r.forget(ctx, req.Key)
 		return Result{}, nil
 	}
 	app := req.App
@@ -246,31 +237,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	r.Log.Debug("application observed", "app", req.Key, "resourceVersion", app.ResourceVersion, "project", app.Project,
 		"sources", len(app.Sources), "images", len(app.Images),
 		"sync", app.SyncStatus, "health", app.HealthStatus)
-	spec, errs := imageupdate.FromAnnotations(app.Annotations)
-	byUpdater := false
-	if r.ImageUpdaters != nil {
-		if s, e, ok := r.ImageUpdaters(app); ok {
-			spec, errs, byUpdater = s, e, true
-		}
-	}
-	if r.Policies != nil && !byUpdater {
-		// The Application's own annotations win over crowsnest's
-		// policies: they are the owner's explicit word on this object.
-		ps, name := r.Policies().Match(app)
-		if ps != nil && spec == nil {
-			if err := r.Tenancy.AdmitsPolicy(app); err != nil {
-				if r.newSaid(saidKey{saidRefused, req.Key}, err.Error()) {
-					r.Log.Warn("image policy not applied", "app", req.Key, "policy", name, "error", err)
-				}
-				ps = nil
-			}
-		}
-		if ps != nil && spec == nil {
-			spec = ps
-		} else if ps != nil {
-			r.Log.Debug("annotations win over a matching image policy", "app", req.Key, "policy", name)
-		}
-	}
+	spec, errs := r.specOf(req.Key, app)
 	if spec == nil {
 		r.Tally.forget(req.Key, false)
 		r.setRepos(req.Key, nil)
@@ -289,19 +256,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 			r.Tally.record(req.Key, outcome)
 		}
 	}()
-	errs = append(errs, spec.Qualify(r.Names)...)
-	errs = append(errs, r.Tenancy.CheckAnnotations(app, spec)...)
-	if r.newInvalid(req.Key, errs) {
-		for _, err := range errs {
-			r.Log.Warn("invalid annotation", "app", req.Key, "error", err)
-			r.Metrics.invalidAnnotation(annotationKey(err))
-			r.event(app, eventTypeWarning, EventInvalidAnnotation, err.Error())
-		}
-	} else {
-		for _, err := range errs {
-			r.Log.Debug("annotation still invalid", "app", req.Key, "error", err)
-		}
-	}
+	errs = r.checkSpec(app, req.Key, spec, errs)
 	r.setRepos(req.Key, r.interests(spec))
 
 	results, waiting := r.selectAll(ctx, req.Key, spec)
@@ -309,23 +264,128 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		r.Log.Debug("waiting for tag lists off the queue", "app", req.Key)
 		return Result{Waiting: true}, nil
 	}
-	if selErr := retryableSelection(spec, results); selErr != nil {
-		defer func() {
-			if err == nil {
-				err = selErr
-			}
-		}()
+	// A selection the registry failed fails the reconcile, after the
+	// other images are handled.
+	selErr := retryableSelection(spec, results)
+	res, outcome, err = r.update(ctx, req.Key, app, spec, results)
+	if err == nil {
+		err = selErr
 	}
+	return res, err
+}
+
+// forget drops what is kept about an Application that is gone.
+func (r *ImageReconciler) forget(ctx context.Context, key string) {
+	r.Tally.forget(key, true)
+	r.Log.Debug("application gone", "app", key)
+	r.setRepos(key, nil)
+	r.setHeld(key, false)
+	r.newInvalid(key, nil)
+	r.newSaid(saidKey{saidRefused, key}, "")
+	r.newSaid(saidKey{saidNoCandidate, key}, "")
+	if err := r.forgetIntent(ctx, key); err != nil {
+		r.Log.Warn("forgetting the write intent failed", "app", key, "error", err)
+	}
+}
+
+// specOf is what app asks to update: an image updater's (ImageUpdaters),
+// else its annotations, else a matching image policy its tenancy admits;
+// nil when none. errs are the annotations' errors.
+func (r *ImageReconciler) specOf(key string, app *watcher.App) (spec *imageupdate.Spec, errs []error) {
+	spec, errs = imageupdate.FromAnnotations(app.Annotations)
+	if r.ImageUpdaters != nil {
+		if s, e, ok := r.ImageUpdaters(app); ok {
+			return s, e
+		}
+	}
+	if r.Policies == nil {
+		return spec, errs
+	}
+	// The Application's own annotations win over crowsnest's
+	// policies: they are the owner's explicit word on this object.
+	ps, name := r.Policies().Match(app)
+	if ps != nil && spec == nil {
+		if err := r.Tenancy.AdmitsPolicy(app); err != nil {
+			if r.newSaid(saidKey{saidRefused, key}, err.Error()) {
+				r.Log.Warn("image policy not applied", "app", key, "policy", name, "error", err)
+			}
+			ps = nil
+		}
+	}
+	if ps != nil && spec == nil {
+		spec = ps
+	} else if ps != nil {
+		r.Log.Debug("annotations win over a matching image policy", "app", key, "policy", name)
+	}
+	return spec, errs
+}
+
+// checkSpec adds to errs what spec gets wrong (names, tenancy) and
+// reports them all: as a Warning each when they changed, else at Debug.
+func (r *ImageReconciler) checkSpec(app *watcher.App, key string, spec *imageupdate.Spec, errs []error) []error {
+	errs = append(errs, spec.Qualify(r.Names)...)
+	errs = append(errs, r.Tenancy.CheckAnnotations(app, spec)...)
+	if !r.newInvalid(key, errs) {
+		for _, err := range errs {
+			r.Log.Debug("annotation still invalid", "app", key, "error", err)
+		}
+		return errs
+	}
+	for _, err := range errs {
+		r.Log.Warn("invalid annotation", "app", key, "error", err)
+		r.Metrics.invalidAnnotation(annotationKey(err))
+		r.event(app, eventTypeWarning, EventInvalidAnnotation, err.Error())
+	}
+	return errs
+}
+
+// update decides what results mean for app and carries it out: nothing,
+// a hold, a refusal, a plan (dry run) or a write. It returns how the
+// reconcile ended, for the pass's tally (an error counts as failed
+// whatever it says).
+func (r *ImageReconciler) update(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, results map[string]imageupdate.Selection) (Result, string, error) {
+	plan, outcome := r.decide(ctx, key, app, spec, results)
+	if len(plan.Changes) == 0 {
+		return Result{}, outcome, nil
+	}
+	summary := describeChanges(plan.Changes)
+	if plan.Held {
+		return r.holdChanges(key, app, spec, plan, summary), OutcomeHeld, nil
+	}
+	if spec.WriteBack.Method == imageupdate.MethodGit {
+		if err := r.admitGit(key, app, spec, plan.Changes); err != nil {
+			return Result{}, OutcomeFailed, err
+		}
+	}
+	if r.DryRun {
+		r.Log.Info("dry run: would update images", "app", key, "changes", summary, "method", spec.WriteBack.Method)
+		r.planWrite(ctx, key, app, spec, plan.Changes)
+		return Result{}, OutcomeUpdated, nil
+	}
+	if spec.WriteBack.Method == imageupdate.MethodGit {
+		outcome, err := r.queueGit(ctx, key, app, spec, plan.Changes, summary)
+		return Result{}, outcome, err
+	}
+	outcome, err := r.writeKube(ctx, key, app, plan.Changes, summary)
+	return Result{}, outcome, err
+}
+
+// decide plans the changes results call for, announces a write of a
+// previous process found landed, and reports the images no version was
+// selected for: as a failure when selection failed, once while it stays
+// the same when no tag qualifies.
+func (r *ImageReconciler) decide(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, results map[string]imageupdate.Selection) (imageupdate.Plan, string) {
 	hold := r.hold(app)
 	plan := imageupdate.Decide(app, spec, results, hold)
-	r.setHeld(req.Key, plan.Held)
-	r.recoverLanded(r.previousIntent(ctx, req.Key), app, spec, plan)
+	r.setHeld(key, plan.Held)
+	r.recoverLanded(r.previousIntent(ctx, key), app, spec, plan)
+	outcome := OutcomeUpToDate
 	var noCandidate []string
 	for _, s := range plan.Skipped {
 		switch s.Reason {
 		case imageupdate.ReasonSelectionFailed:
 			outcome = OutcomeFailed
-			r.Log.Warn("no version selected", "app", req.Key, "image", s.Alias, "error", s.Detail)
+			r.Log.Warn("no version selected", "app", key, "image", s.Alias, "error", s.Detail)
 			r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("image %s: %s", s.Alias, s.Detail))
 		case imageupdate.ReasonNoCandidate:
 			noCandidate = append(noCandidate, s.Alias+": "+s.Detail)
@@ -333,92 +393,95 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	}
 	// No tag passing the policy is nothing to do: said once while it
 	// stays the same, never a failure.
-	if what := strings.Join(noCandidate, "; "); r.newSaid(saidKey{saidNoCandidate, req.Key}, what) {
-		r.Log.Info("no tag qualifies; nothing to update", "app", req.Key, "images", what)
+	if what := strings.Join(noCandidate, "; "); r.newSaid(saidKey{saidNoCandidate, key}, what) {
+		r.Log.Info("no tag qualifies; nothing to update", "app", key, "images", what)
 	}
-	if len(plan.Changes) == 0 {
-		return Result{}, nil
+	return plan, outcome
+}
+
+// holdChanges reports changes a sync window holds (once while they stay
+// the same) and comes back at the window's next boundary.
+func (r *ImageReconciler) holdChanges(key string, app *watcher.App, spec *imageupdate.Spec, plan imageupdate.Plan, summary string) Result {
+	r.Metrics.update(string(spec.WriteBack.Method), "held", len(plan.Changes))
+	what := fmt.Sprintf("%s held by %s", summary, plan.HoldReason)
+	if r.newHold(key, what) {
+		r.Log.Info("image update held by a sync window", "app", key, "changes", summary, "window", plan.HoldReason)
+		r.event(app, eventTypeNormal, EventImageUpdateHeld, what)
+	} else {
+		r.Log.Debug("image update still held by a sync window", "app", key, "changes", summary, "window", plan.HoldReason)
 	}
-	summary := describeChanges(plan.Changes)
-	if plan.Held {
-		outcome = OutcomeHeld
-		r.Metrics.update(string(spec.WriteBack.Method), "held", len(plan.Changes))
-		what := fmt.Sprintf("%s held by %s", summary, plan.HoldReason)
-		if r.newHold(req.Key, what) {
-			r.Log.Info("image update held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
-			r.event(app, eventTypeNormal, EventImageUpdateHeld, what)
-		} else {
-			r.Log.Debug("image update still held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
-		}
-		r.notifyChanges(app, triggers.EventImageUpdateHeld, plan.Changes, plan.HoldReason)
-		if r.DryRun {
-			p := newPlan(req.Key, spec, plan.Changes)
-			p.HeldBy = plan.HoldReason
-			r.recordPlan(p)
-		}
-		if next, ok := r.nextBoundary(app); ok {
-			return Result{RequeueAfter: next}, nil
-		}
-		return Result{}, nil
+	r.notifyChanges(app, triggers.EventImageUpdateHeld, plan.Changes, plan.HoldReason)
+	if r.DryRun {
+		p := newPlan(key, spec, plan.Changes)
+		p.HeldBy = plan.HoldReason
+		r.recordPlan(p)
 	}
-	if spec.WriteBack.Method == imageupdate.MethodGit {
-		if err := r.checkRepositories(app, spec, plan.Changes); err != nil {
-			r.Metrics.update(string(spec.WriteBack.Method), "refused", len(plan.Changes))
-			if r.newSaid(saidKey{saidRefused, req.Key}, err.Error()) {
-				r.Log.Warn("git write-back refused", "app", req.Key, "error", err)
-				r.event(app, eventTypeWarning, EventWriteBackRefused, err.Error())
-			}
-			if r.DryRun {
-				p := newPlan(req.Key, spec, plan.Changes)
-				p.Error = err.Error()
-				r.recordPlan(p)
-			}
-			return Result{}, Terminal(err)
-		}
-		r.newSaid(saidKey{saidRefused, req.Key}, "")
+	if next, ok := r.nextBoundary(app); ok {
+		return Result{RequeueAfter: next}
+	}
+	return Result{}
+}
+
+// admitGit refuses a Git write-back to a repository app may not write
+// (said once while the refusal stays the same), terminally.
+func (r *ImageReconciler) admitGit(key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) error {
+	err := r.checkRepositories(app, spec, changes)
+	if err == nil {
+		r.newSaid(saidKey{saidRefused, key}, "")
+		return nil
+	}
+	r.Metrics.update(string(spec.WriteBack.Method), "refused", len(changes))
+	if r.newSaid(saidKey{saidRefused, key}, err.Error()) {
+		r.Log.Warn("git write-back refused", "app", key, "error", err)
+		r.event(app, eventTypeWarning, EventWriteBackRefused, err.Error())
 	}
 	if r.DryRun {
-		r.Log.Info("dry run: would update images", "app", req.Key, "changes", summary, "method", spec.WriteBack.Method)
-		outcome = OutcomeUpdated
-		r.planWrite(ctx, req.Key, app, spec, plan.Changes)
-		return Result{}, nil
+		p := newPlan(key, spec, changes)
+		p.Error = err.Error()
+		r.recordPlan(p)
 	}
-	if spec.WriteBack.Method == imageupdate.MethodGit {
-		if r.Git == nil {
-			r.event(app, eventTypeWarning, EventWriteBackNotWired, "write-back-method git needs a cluster (or a Git writer); nothing written")
-			outcome = OutcomeFailed
-			r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(plan.Changes))
-			return Result{}, nil
-		}
-		chs, err := r.gitWrites(req.Key, app, spec, plan.Changes)
-		if err != nil {
-			r.event(app, eventTypeWarning, EventImageUpdateFailed, err.Error())
-			return Result{}, Terminal(err)
-		}
-		for i := range chs {
-			r.Log.Debug("git write-back queued", "app", req.Key, "repo", chs[i].RepoURL, "changes", summary)
-		}
-		r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodGit, plan.Changes, r.now()))
-		r.Git.Add(req.Key, chs...)
-		outcome = OutcomeUpdated
-		return Result{}, nil
+	return Terminal(err)
+}
+
+// queueGit hands changes to the Git batcher, which writes and announces
+// them after the reconcile.
+func (r *ImageReconciler) queueGit(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change, summary string) (string, error) {
+	if r.Git == nil {
+		r.event(app, eventTypeWarning, EventWriteBackNotWired, "write-back-method git needs a cluster (or a Git writer); nothing written")
+		r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(changes))
+		return OutcomeFailed, nil
 	}
-	r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodArgoCD, plan.Changes, r.now()))
-	written, err := r.Writer.ApplyFrom(ctx, app.Namespace, app.Name, app.Object, overridesOf(plan.Changes))
+	chs, err := r.gitWrites(key, app, spec, changes)
 	if err != nil {
-		r.Metrics.update(string(imageupdate.MethodArgoCD), "error", len(plan.Changes))
+		r.event(app, eventTypeWarning, EventImageUpdateFailed, err.Error())
+		return OutcomeFailed, Terminal(err)
+	}
+	for i := range chs {
+		r.Log.Debug("git write-back queued", "app", key, "repo", chs[i].RepoURL, "changes", summary)
+	}
+	r.recordIntent(ctx, key, intentOf(imageupdate.MethodGit, changes, r.now()))
+	r.Git.Add(key, chs...)
+	return OutcomeUpdated, nil
+}
+
+// writeKube patches changes into the Application (write-back-method
+// argocd) and announces them.
+func (r *ImageReconciler) writeKube(ctx context.Context, key string, app *watcher.App, changes []imageupdate.Change, summary string) (string, error) {
+	r.recordIntent(ctx, key, intentOf(imageupdate.MethodArgoCD, changes, r.now()))
+	written, err := r.Writer.ApplyFrom(ctx, app.Namespace, app.Name, app.Object, overridesOf(changes))
+	if err != nil {
+		r.Metrics.update(string(imageupdate.MethodArgoCD), "error", len(changes))
 		r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("writing %s: %v", summary, err))
-		r.notifyChanges(app, triggers.EventImageUpdateFailed, plan.Changes, err.Error())
-		return Result{}, fmt.Errorf("updating images of %s: %w", req.Key, err)
+		r.notifyChanges(app, triggers.EventImageUpdateFailed, changes, err.Error())
+		return OutcomeFailed, fmt.Errorf("updating images of %s: %w", key, err)
 	}
-	r.Metrics.update(string(imageupdate.MethodArgoCD), "success", len(plan.Changes))
-	outcome = OutcomeUpdated
+	r.Metrics.update(string(imageupdate.MethodArgoCD), "success", len(changes))
 	if written.Patched {
-		r.Log.Info("images updated", "app", req.Key, "changes", summary, "method", "argocd")
+		r.Log.Info("images updated", "app", key, "changes", summary, "method", "argocd")
 		r.event(app, eventTypeNormal, EventImagesUpdated, summary+" (patched the Application)")
-		r.notifyChanges(app, triggers.EventImageUpdated, plan.Changes, "")
+		r.notifyChanges(app, triggers.EventImageUpdated, changes, "")
 	}
-	return Result{}, nil
+	return OutcomeUpdated, nil
 }
 
 // checkRepositories applies the tenancy rules to every repository the
