@@ -271,12 +271,20 @@ func (b *Batcher) flush(ctx context.Context) {
 	for i := range results {
 		b.report(&results[i], pending, outcomes)
 	}
+	b.settle(ctx, keys, pending, outcomes)
+}
+
+// settle follows up each Application of a flush by its outcome: one the
+// writer said nothing of fails; one written has Argo CD refresh and its
+// announcement recorded (Refresh, OnAnnounced); one found unchanged is
+// handed to OnUnchanged.
+func (b *Batcher) settle(ctx context.Context, keys []string, pending map[string][]gitwb.Change, outcomes map[string]*gitOutcome) {
 	// What was written is recorded even when ctx ended during the push
 	// (a shutdown), within a bound of its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	var settle errgroup.Group
-	settle.SetLimit(settleWorkers)
+	var work errgroup.Group
+	work.SetLimit(settleWorkers)
 	for _, k := range keys {
 		o := outcomes[k]
 		switch {
@@ -285,7 +293,7 @@ func (b *Batcher) flush(ctx context.Context) {
 		case o.failed:
 		case o.written:
 			if b.Refresh != nil {
-				settle.Go(func() error {
+				work.Go(func() error {
 					if err := b.Refresh(ctx, k); err != nil {
 						b.Log.Warn("could not ask Argo CD to refresh; it will see the commit at its next poll", "app", k, "error", err)
 					}
@@ -293,15 +301,15 @@ func (b *Batcher) flush(ctx context.Context) {
 				})
 			}
 			if b.OnAnnounced != nil {
-				settle.Go(func() error { b.OnAnnounced(ctx, k, pending[k]); return nil })
+				work.Go(func() error { b.OnAnnounced(ctx, k, pending[k]); return nil })
 			}
 		case b.OnUnchanged != nil && b.App != nil:
 			if app := b.App(k); app != nil {
-				settle.Go(func() error { b.OnUnchanged(ctx, app, pending[k]); return nil })
+				work.Go(func() error { b.OnUnchanged(ctx, app, pending[k]); return nil })
 			}
 		}
 	}
-	_ = settle.Wait()
+	_ = work.Wait()
 }
 
 // gitOutcome is what one flush did for one Application, over the results
