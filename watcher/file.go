@@ -23,6 +23,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/crowsnest-dev/crowsnest/internal/fsdebounce"
 )
 
 // Defaults of the file source.
@@ -127,32 +129,11 @@ func (s *FileSource) Start(ctx context.Context, h Handler) error {
 	s.scan(d, w)
 	s.synced.Store(true)
 
-	ticker := time.NewTicker(fileRescanInterval)
-	defer ticker.Stop()
-	var debounce <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-w.Events:
-			if !ok {
-				return nil
-			}
-			if debounce == nil {
-				debounce = time.After(fileDebounce)
-			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return nil
-			}
-			s.Log.Warn("file watch error", "dir", s.Dir, "error", err)
-		case <-debounce:
-			debounce = nil
-			s.scan(d, w)
-		case <-ticker.C:
-			s.scan(d, w)
-		}
-	}
+	return fsdebounce.Loop{
+		Watcher: w, Quiet: fileDebounce, Recheck: fileRescanInterval,
+		Fire: func() { s.scan(d, w) },
+		Warn: func(err error) { s.Log.Warn("file watch error", "dir", s.Dir, "error", err) },
+	}.Run(ctx)
 }
 
 // Synced reports whether the folder was read once.
