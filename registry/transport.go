@@ -12,13 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/crowsnest-dev/crowsnest/internal/backoff"
+	"github.com/crowsnest-dev/crowsnest/internal/ocireq"
 	"github.com/crowsnest-dev/crowsnest/internal/retryafter"
 )
 
@@ -242,7 +242,7 @@ func (e endpointTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 func (t *hostTransport) roundTrip(req *http.Request, p *pacer) (*http.Response, error) {
-	kind := requestKind(req)
+	kind := ocireq.Kind(req)
 	if kind == "ping" && req.Method == http.MethodGet {
 		return t.ping(req, p)
 	}
@@ -463,25 +463,4 @@ func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.release()
 	return err
-}
-
-// requestKind names a registry request for metrics.
-func requestKind(r *http.Request) string {
-	p := r.URL.Path
-	switch {
-	case p == "/v2/" || p == "/v2":
-		return "ping"
-	case strings.HasSuffix(p, "/tags/list"):
-		return "list"
-	case strings.Contains(p, "/manifests/") && r.Method == http.MethodHead:
-		return "head"
-	case strings.Contains(p, "/manifests/"):
-		return "manifest"
-	case strings.Contains(p, "/blobs/"):
-		return "blob"
-	case !strings.HasPrefix(p, "/v2/"):
-		return "token"
-	default:
-		return "other"
-	}
 }
