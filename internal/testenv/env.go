@@ -86,47 +86,9 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 		}
 	}
 	etcdURL := "http://" + hostPort(ports[0])
-	peerURL := "http://" + hostPort(ports[1])
 	e := &Env{Dir: dir, warnings: &warningLog{}}
-	e.etcd = &Process{
-		Name:    "etcd",
-		Path:    filepath.Join(bin, "etcd"),
-		LogPath: filepath.Join(dir, "etcd.log"),
-		Args: []string{
-			"--name=default",
-			"--data-dir=" + filepath.Join(dir, "etcd"),
-			"--listen-client-urls=" + etcdURL,
-			"--advertise-client-urls=" + etcdURL,
-			"--listen-peer-urls=" + peerURL,
-			"--initial-advertise-peer-urls=" + peerURL,
-			"--initial-cluster=default=" + peerURL,
-			"--unsafe-no-fsync=true", // test data is thrown away; fsync only costs time
-			"--log-level=warn",
-		},
-	}
-	e.apiserver = &Process{
-		Name:    "kube-apiserver",
-		Path:    filepath.Join(bin, "kube-apiserver"),
-		LogPath: filepath.Join(dir, "kube-apiserver.log"),
-		Args: []string{
-			"--etcd-servers=" + etcdURL,
-			"--bind-address=127.0.0.1",
-			"--advertise-address=127.0.0.1",
-			fmt.Sprintf("--secure-port=%d", ports[2]),
-			"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
-			"--tls-cert-file=" + p.servingCert,
-			"--tls-private-key-file=" + p.servingKey,
-			"--token-auth-file=" + p.tokenAuthFile,
-			"--authorization-mode=RBAC",
-			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file=" + p.saPublicKey,
-			"--service-account-signing-key-file=" + p.saPrivateKey,
-			"--service-cluster-ip-range=10.0.0.0/24",
-			"--enable-priority-and-fairness=false",
-			"--profiling=false",
-			"-v=0",
-		},
-	}
+	e.etcd = etcdProcess(bin, dir, etcdURL, "http://"+hostPort(ports[1]))
+	e.apiserver = apiserverProcess(bin, dir, etcdURL, ports[2], p)
 	e.Config = &rest.Config{
 		Host:            "https://" + hostPort(ports[2]),
 		BearerToken:     p.adminToken,
@@ -154,6 +116,51 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+func etcdProcess(bin, dir, etcdURL, peerURL string) *Process {
+	return &Process{
+		Name:    "etcd",
+		Path:    filepath.Join(bin, "etcd"),
+		LogPath: filepath.Join(dir, "etcd.log"),
+		Args: []string{
+			"--name=default",
+			"--data-dir=" + filepath.Join(dir, "etcd"),
+			"--listen-client-urls=" + etcdURL,
+			"--advertise-client-urls=" + etcdURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=default=" + peerURL,
+			"--unsafe-no-fsync=true", // test data is thrown away; fsync only costs time
+			"--log-level=warn",
+		},
+	}
+}
+
+func apiserverProcess(bin, dir, etcdURL string, port int, p *pki) *Process {
+	return &Process{
+		Name:    "kube-apiserver",
+		Path:    filepath.Join(bin, "kube-apiserver"),
+		LogPath: filepath.Join(dir, "kube-apiserver.log"),
+		Args: []string{
+			"--etcd-servers=" + etcdURL,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", port),
+			"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
+			"--tls-cert-file=" + p.servingCert,
+			"--tls-private-key-file=" + p.servingKey,
+			"--token-auth-file=" + p.tokenAuthFile,
+			"--authorization-mode=RBAC",
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + p.saPublicKey,
+			"--service-account-signing-key-file=" + p.saPrivateKey,
+			"--service-cluster-ip-range=10.0.0.0/24",
+			"--enable-priority-and-fairness=false",
+			"--profiling=false",
+			"-v=0",
+		},
+	}
 }
 
 // Stop ends both processes. It is safe to call more than once.
