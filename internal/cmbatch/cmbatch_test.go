@@ -333,3 +333,90 @@ func TestWriterStopsRetryingWhenTheChangeIsCancelled(t *testing.T) {
 		t.Errorf("%d writes tried, want 1 (no retry after the cancel)", got)
 	}
 }
+
+// gatedTransport holds the Writer's first write until open is closed
+// (telling held it is held), then makes each later write conflict, as
+// conflictingTransport does.
+type gatedTransport struct {
+	conflictingTransport
+	first      *atomic.Bool
+	held, open chan struct{}
+}
+
+func (t gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut && t.first.CompareAndSwap(false, true) {
+		close(t.held)
+		<-t.open
+		return t.next.RoundTrip(r)
+	}
+	return t.conflictingTransport.RoundTrip(r)
+}
+
+// A change cancelled while its batch waits to retry after a conflict is
+// given up at once even though another change of the batch keeps
+// waiting: its Apply does not wait for the others' retries.
+func TestWriterReleasesACancelledChangeWhileItsBatchRetries(t *testing.T) {
+	c := newClient(t)
+	ns := env.CreateNamespace(t, "cmbatch")
+	if err := (&cmbatch.Writer{Client: c, Namespace: ns, Name: "state"}).Apply(t.Context(), set("k", "v0")); err != nil {
+		t.Fatal(err)
+	}
+	ctxA, cancelA := context.WithCancel(t.Context())
+	defer cancelA()
+	ctxB, cancelB := context.WithCancel(t.Context())
+	defer cancelB()
+	var n atomic.Int32
+	tr := gatedTransport{
+		conflictingTransport: conflictingTransport{other: c.Interface, ns: ns, name: "state", n: &n, conflicted: cancelB},
+		first:                new(atomic.Bool), held: make(chan struct{}), open: make(chan struct{}),
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		tr.next = rt
+		return tr
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &cmbatch.Writer{Client: cs, Namespace: ns, Name: "state",
+		Backoff: wait.Backoff{Steps: 5, Duration: time.Hour, Factor: 1}}
+	apply := func(ctx context.Context, key string) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- w.Apply(ctx, set(key, "v1")) }()
+		return done
+	}
+	first := apply(t.Context(), "first")
+	<-tr.held
+	// A and B queue behind the held write, so they go out together next.
+	doneA, doneB := apply(ctxA, "a"), apply(ctxB, "b")
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return w.Queued() == 2, nil }); err != nil {
+		t.Fatalf("the two changes did not queue: %v", err)
+	}
+	close(tr.open)
+	if err := <-first; err != nil {
+		t.Fatalf("the held write: %v", err)
+	}
+	select {
+	case err := <-doneB:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Apply cancelled while its batch waits to retry = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Apply of a cancelled change waited for its batch's retry")
+	}
+	select {
+	case err := <-doneA:
+		t.Fatalf("Apply of the change still wanted returned during the hour-long wait: %v", err)
+	default:
+	}
+	cancelA()
+	if err := <-doneA; !errors.Is(err, context.Canceled) {
+		t.Errorf("Apply cancelled afterwards = %v, want context.Canceled", err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("%d conflicting writes, want 1 (no retry after the cancels)", got)
+	}
+}
