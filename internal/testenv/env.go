@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 )
 
 // BinDirEnv names the environment variable that points at a folder holding
@@ -218,10 +220,8 @@ func (e *Env) installCRDs(ctx context.Context) error {
 			if err == nil {
 				break
 			}
-			select {
-			case <-ctx.Done():
+			if backoff.Sleep(ctx, 50*time.Millisecond) != nil {
 				return fmt.Errorf("waiting for %s to be served: %w (last error: %w)", gvr.Resource, ctx.Err(), err)
-			case <-time.After(50 * time.Millisecond):
 			}
 		}
 	}
