@@ -23,7 +23,7 @@ func TestKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := httptest.NewRequest(tt.method, tt.path, nil)
+			r := httptest.NewRequest(tt.method, tt.path, http.NoBody)
 			if got := ocireq.Kind(r); got != tt.want {
 				t.Errorf("Kind(%s %s) = %q, want %q", tt.method, tt.path, got, tt.want)
 			}
