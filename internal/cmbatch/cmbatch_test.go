@@ -50,15 +50,32 @@ func newClient(t *testing.T) *countingClient {
 		t.Fatal("no control plane (TestMain did not start one)")
 	}
 	c := &countingClient{counts: map[string]int{}}
+	c.Interface = wrappedClient(t, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: c} })
+	return c
+}
+
+// wrappedClient is a clientset of the control plane, unthrottled, whose
+// requests go through wrap's RoundTripper.
+func wrappedClient(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) kubernetes.Interface {
+	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: c} })
+	cfg.Wrap(wrap)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Interface = cs
-	return c
+	return cs
+}
+
+// seeded is a new namespace with the ConfigMap "state" written once.
+func seeded(t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	ns := env.CreateNamespace(t, "cmbatch")
+	if err := (&cmbatch.Writer{Client: c, Namespace: ns, Name: "state"}).Apply(t.Context(), set("k", "v0")); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 func set(key, val string) cmbatch.Change {
@@ -308,22 +325,13 @@ func (t conflictingTransport) RoundTrip(r *http.Request) (*http.Response, error)
 // hour here) watches the contexts of the changes it holds.
 func TestWriterStopsRetryingWhenTheChangeIsCancelled(t *testing.T) {
 	c := newClient(t)
-	ns := env.CreateNamespace(t, "cmbatch")
-	if err := (&cmbatch.Writer{Client: c, Namespace: ns, Name: "state"}).Apply(t.Context(), set("k", "v0")); err != nil {
-		t.Fatal(err)
-	}
+	ns := seeded(t, c)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = -1, 0
 	var n atomic.Int32
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+	cs := wrappedClient(t, func(rt http.RoundTripper) http.RoundTripper {
 		return conflictingTransport{next: rt, other: c.Interface, ns: ns, name: "state", n: &n, conflicted: cancel}
 	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &cmbatch.Writer{Client: cs, Namespace: ns, Name: "state",
 		Backoff: wait.Backoff{Steps: 5, Duration: time.Hour, Factor: 1}}
 	if err := w.Apply(ctx, set("k", "v1")); !errors.Is(err, context.Canceled) {
@@ -357,10 +365,7 @@ func (t gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // waiting: its Apply does not wait for the others' retries.
 func TestWriterReleasesACancelledChangeWhileItsBatchRetries(t *testing.T) {
 	c := newClient(t)
-	ns := env.CreateNamespace(t, "cmbatch")
-	if err := (&cmbatch.Writer{Client: c, Namespace: ns, Name: "state"}).Apply(t.Context(), set("k", "v0")); err != nil {
-		t.Fatal(err)
-	}
+	ns := seeded(t, c)
 	ctxA, cancelA := context.WithCancel(t.Context())
 	defer cancelA()
 	ctxB, cancelB := context.WithCancel(t.Context())
@@ -370,16 +375,10 @@ func TestWriterReleasesACancelledChangeWhileItsBatchRetries(t *testing.T) {
 		conflictingTransport: conflictingTransport{other: c.Interface, ns: ns, name: "state", n: &n, conflicted: cancelB},
 		first:                new(atomic.Bool), held: make(chan struct{}), open: make(chan struct{}),
 	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+	cs := wrappedClient(t, func(rt http.RoundTripper) http.RoundTripper {
 		tr.next = rt
 		return tr
 	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &cmbatch.Writer{Client: cs, Namespace: ns, Name: "state",
 		Backoff: wait.Backoff{Steps: 5, Duration: time.Hour, Factor: 1}}
 	apply := func(ctx context.Context, key string) <-chan error {
