@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
@@ -149,10 +150,8 @@ func (d *daemon) waitReady(ctx context.Context) error {
 		if code, _, err := httpGet(ctx, "http://"+d.probeAddr+"/readyz"); err == nil && code == http.StatusOK {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("crowsnest not ready: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+		if err := backoff.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("crowsnest not ready: %w", err)
 		}
 	}
 }

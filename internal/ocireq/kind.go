@@ -5,25 +5,36 @@ import (
 	"strings"
 )
 
-// Kind names a registry request: "ping" (GET /v2/), "list" (tags),
-// "head" and "manifest" (manifests), "blob", "token" (anything outside
-// /v2/: the auth realm a registry points to) or "other".
+// The kinds Kind tells apart.
+const (
+	Ping     = "ping"
+	Token    = "token"
+	List     = "list"
+	Head     = "head"
+	Manifest = "manifest"
+	Blob     = "blob"
+	Other    = "other"
+)
+
+// Kind names a registry request: Ping (GET /v2/), List (tags), Head and
+// Manifest (manifests), Blob, Token (anything outside /v2/: the auth
+// realm a registry points to) or Other.
 func Kind(r *http.Request) string {
 	p := r.URL.Path
 	switch {
 	case p == "/v2/" || p == "/v2":
-		return "ping"
+		return Ping
 	case strings.HasSuffix(p, "/tags/list"):
-		return "list"
+		return List
 	case strings.Contains(p, "/manifests/") && r.Method == http.MethodHead:
-		return "head"
+		return Head
 	case strings.Contains(p, "/manifests/"):
-		return "manifest"
+		return Manifest
 	case strings.Contains(p, "/blobs/"):
-		return "blob"
+		return Blob
 	case !strings.HasPrefix(p, "/v2/"):
-		return "token"
+		return Token
 	default:
-		return "other"
+		return Other
 	}
 }
