@@ -282,11 +282,7 @@ func (c *Client) Tags(ctx context.Context, repo name.Repository, maxAge time.Dur
 		c.mu.Unlock()
 		return tags, nil
 	})
-	if shared {
-		c.Metrics.cacheResult("tags", "shared")
-	} else {
-		c.Metrics.cacheResult("tags", "miss")
-	}
+	c.countFlight("tags", shared)
 	if err != nil {
 		return nil, err
 	}
@@ -377,13 +373,19 @@ func (c *Client) Digest(ctx context.Context, repo name.Repository, tag string, m
 		c.mu.Unlock()
 		return digest, nil
 	})
-	if shared {
-		c.Metrics.cacheResult("digest", "shared")
-	} else {
-		c.Metrics.cacheResult("digest", "miss")
-	}
+	c.countFlight("digest", shared)
 	if err != nil {
 		return "", err
 	}
 	return v.(string), nil
+}
+
+// countFlight counts a cache miss: one that asked the registry, or that
+// shared another caller's request in flight.
+func (c *Client) countFlight(cache string, shared bool) {
+	result := "miss"
+	if shared {
+		result = "shared"
+	}
+	c.Metrics.cacheResult(cache, result)
 }
