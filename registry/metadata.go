@@ -36,7 +36,7 @@ const unknownPlatform = "unknown"
 // (HEAD), platforms and created time. Only children of an index that match
 // want (all runnable ones when want is empty) have their config read.
 // Everything is cached by digest, so a digest is fetched once.
-func (c *Client) Metadata(ctx context.Context, repo name.Repository, tag string, want []policy.Platform) (policy.Metadata, error) {
+func (c *Client) Metadata(ctx context.Context, repo Repository, tag string, want []policy.Platform) (policy.Metadata, error) {
 	digest, err := c.Digest(ctx, repo, tag, 0)
 	if err != nil {
 		return policy.Metadata{}, err
@@ -70,7 +70,7 @@ func (c *Client) Metadata(ctx context.Context, repo name.Repository, tag string,
 }
 
 // MetadataFunc adapts Metadata for policy.Policy.Select.
-func (c *Client) MetadataFunc(repo name.Repository, want []policy.Platform) policy.MetadataFunc {
+func (c *Client) MetadataFunc(repo Repository, want []policy.Platform) policy.MetadataFunc {
 	return func(ctx context.Context, tag string) (policy.Metadata, error) {
 		return c.Metadata(ctx, repo, tag, want)
 	}
@@ -78,7 +78,7 @@ func (c *Client) MetadataFunc(repo name.Repository, want []policy.Platform) poli
 
 // manifest returns the facts of one manifest digest, from the cache or by
 // reading the manifest (and, for an image, its config blob).
-func (c *Client) manifest(ctx context.Context, repo name.Repository, digest string) (manifestInfo, error) {
+func (c *Client) manifest(ctx context.Context, repo Repository, digest string) (manifestInfo, error) {
 	c.init()
 	if info, ok := c.meta.get(digest); ok {
 		c.Metrics.cacheResult("manifest", "hit")

@@ -10,10 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crowsnest-dev/crowsnest/registry"
-	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
-	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/branchtmpl"
 )
 
 // Prefix is argocd-image-updater's annotation prefix, read unchanged.
@@ -154,7 +153,7 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 	ref = strings.TrimSpace(ref)
 	alias = strings.TrimSpace(alias)
 	name, constraint := splitConstraint(ref)
-	parsed, err := registry.ParseImage(name)
+	parsed, err := imageref.Parse(name)
 	if err != nil {
 		fail(KeyImageList, err, "image %q: %v", ref, err)
 		return Image{}, false
@@ -203,7 +202,7 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 		img.Policy.Platforms, keyOf["platforms"] = splitList(v), keyAlias+"."+KeyPlatforms
 	}
 	if v, k, ok := get(KeyPullSecret); ok && v != "" {
-		if _, err := creds.Parse(v); err != nil {
+		if _, err := parsePullSecret(v); err != nil {
 			fail(k, err, "%v", err)
 			bad = true
 		}
@@ -353,7 +352,7 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 		if hasTarget {
 			if target == "" {
 				fail(KeyGitBranch, "%q: the target branch after ':' is empty", b)
-			} else if _, err := gitwb.ParseBranchTemplate(target); err != nil {
+			} else if _, err := branchtmpl.Parse(target); err != nil {
 				fail(KeyGitBranch, "target branch template: %v", err)
 			}
 			wb.PushBranch = target
