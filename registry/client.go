@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
 )
 
 // Authorizer supplies credentials per repository, named as RepoKey names
@@ -70,7 +71,7 @@ type Client struct {
 	tags     map[string]*tagEntry
 	digests  map[string]*digestEntry
 	flight   singleflight.Group
-	meta     *lru
+	meta     *lru.Cache
 }
 
 // hostState is one registry host's transport (pacing, retries, TLS) and
@@ -120,7 +121,7 @@ func (c *Client) init() {
 		c.hosts = map[string]*hostState{}
 		c.tags = map[string]*tagEntry{}
 		c.digests = map[string]*digestEntry{}
-		c.meta = newLRU(c.MetadataCacheSize)
+		c.meta = lru.New(c.MetadataCacheSize)
 		if c.Pacers == nil {
 			c.Pacers = &Pacers{}
 		}

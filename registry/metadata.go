@@ -76,18 +76,30 @@ func (c *Client) MetadataFunc(repo Repository, want []policy.Platform) policy.Me
 	}
 }
 
+// cachedManifest reads the metadata cache: digests to manifest facts,
+// bounded, the least recently used dropped first. Entries never go
+// stale: a digest names immutable content.
+func (c *Client) cachedManifest(digest string) (manifestInfo, bool) {
+	v, ok := c.meta.Get(digest)
+	if !ok {
+		return manifestInfo{}, false
+	}
+	info, ok := v.(manifestInfo)
+	return info, ok
+}
+
 // manifest returns the facts of one manifest digest, from the cache or by
 // reading the manifest (and, for an image, its config blob).
 func (c *Client) manifest(ctx context.Context, repo Repository, digest string) (manifestInfo, error) {
 	c.init()
-	if info, ok := c.meta.get(digest); ok {
+	if info, ok := c.cachedManifest(digest); ok {
 		c.Metrics.cacheResult("manifest", "hit")
 		return info, nil
 	}
 	v, err, shared := c.flight.Do("manifest\x00"+digest, func() (any, error) {
 		// A flight that ended between our cache check and this one
 		// filled the cache: do not fetch again.
-		if info, ok := c.meta.get(digest); ok {
+		if info, ok := c.cachedManifest(digest); ok {
 			return info, nil
 		}
 		var info manifestInfo
@@ -99,7 +111,7 @@ func (c *Client) manifest(ctx context.Context, repo Repository, digest string) (
 		if err != nil {
 			return nil, err
 		}
-		c.meta.add(digest, info)
+		c.meta.Add(digest, info)
 		return info, nil
 	})
 	if shared {
