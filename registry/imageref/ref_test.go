@@ -1,4 +1,4 @@
-package registry
+package imageref
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestParseImage(t *testing.T) {
+func TestParse(t *testing.T) {
 	const dgst = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	tests := []struct {
 		in       string
@@ -30,7 +30,7 @@ func TestParseImage(t *testing.T) {
 		{in: " nginx", wantErr: true},
 		// 246 characters, 254 with Docker Hub's library/: accepted.
 		{in: strings.Repeat("a", 246), wantRepo: "docker.io/library/" + strings.Repeat("a", 246), wantTag: "latest", wantStr: "docker.io/library/" + strings.Repeat("a", 246) + ":latest"},
-		// 248 characters, 256 with library/: its canonical form would not parse (found by FuzzParseImage).
+		// 248 characters, 256 with library/: its canonical form would not parse (found by FuzzParse).
 		{in: strings.Repeat("0", 248), wantErr: true},
 		{in: "Nginx", wantErr: true},
 		{in: "nginx:bad tag", wantErr: true},
@@ -39,9 +39,9 @@ func TestParseImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			img, err := ParseImage(tt.in)
+			img, err := Parse(tt.in)
 			if (err != nil) != tt.wantErr {
-				t.Fatalf("ParseImage(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+				t.Fatalf("Parse(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
 			}
 			if err != nil {
 				return
@@ -49,23 +49,23 @@ func TestParseImage(t *testing.T) {
 			got := []string{img.Repo(), img.Tag, img.Digest, img.String()}
 			want := []string{tt.wantRepo, tt.wantTag, tt.wantDig, tt.wantStr}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("ParseImage(%q) (-want +got):\n%s", tt.in, diff)
+				t.Errorf("Parse(%q) (-want +got):\n%s", tt.in, diff)
 			}
 		})
 	}
 }
 
-func FuzzParseImage(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{"nginx", "a/b:c", "h:1/x@sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "localhost:5000/x:y", ":", "@", "a:b:c"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		img, err := ParseImage(s)
+		img, err := Parse(s)
 		if err != nil {
 			return
 		}
 		// A parsed reference round-trips through its canonical form.
-		again, err := ParseImage(img.String())
+		again, err := Parse(img.String())
 		if err != nil {
 			t.Fatalf("canonical form %q of %q does not parse: %v", img.String(), s, err)
 		}
@@ -77,8 +77,8 @@ func FuzzParseImage(f *testing.F) {
 
 // A reference with control characters is refused in one line: the
 // parser's message repeats the input, and errors name their field per line.
-func TestParseImageErrorKeepsToOneLine(t *testing.T) {
-	_, err := ParseImage("0\n0")
+func TestParseErrorKeepsToOneLine(t *testing.T) {
+	_, err := Parse("0\n0")
 	if err == nil {
 		t.Fatal("parsed a reference with a newline")
 	}

@@ -1,4 +1,4 @@
-package git
+package branchtmpl
 
 import (
 	"errors"
@@ -37,21 +37,36 @@ func TestBranchTemplateLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseBranchTemplate(tt.text)
+			_, err := Parse(tt.text)
 			switch {
-			case tt.refused && !errors.Is(err, ErrBranchTemplate):
-				t.Errorf("ParseBranchTemplate(%q) = %v, want ErrBranchTemplate", tt.text, err)
+			case tt.refused && !errors.Is(err, ErrOutsideLimits):
+				t.Errorf("Parse(%q) = %v, want ErrOutsideLimits", tt.text, err)
 			case !tt.refused && err != nil:
-				t.Errorf("ParseBranchTemplate(%q) = %v", tt.text, err)
+				t.Errorf("Parse(%q) = %v", tt.text, err)
 			}
 		})
 	}
-	c := &Change{App: "web", Images: []Image{{Name: "ghcr.io/a/web", NewTag: "1.0.0"}}}
-	long := "main:" + strings.Repeat("{{.SHA256}}", 20)
-	if _, _, err := splitBranch(long, c); !errors.Is(err, ErrBranchTemplate) || !strings.Contains(err.Error(), "longer than") {
+}
+
+// Render caps the output at maxBranchBytes and trims it.
+func TestRenderLimits(t *testing.T) {
+	type image struct{ NewTag string }
+	data := struct {
+		SHA256 string
+		Images []image
+	}{SHA256: strings.Repeat("a", 64), Images: []image{{NewTag: "1.0.0"}}}
+	long, err := Parse(strings.Repeat("{{.SHA256}}", 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(long, data); !errors.Is(err, ErrOutsideLimits) || !strings.Contains(err.Error(), "longer than") {
 		t.Errorf("a 1280-byte branch rendered with error %v, want the length limit", err)
 	}
-	if base, target, err := splitBranch("main:updates-{{range .Images}}{{.NewTag}}{{end}}", c); err != nil || base != "main" || target != "updates-1.0.0" {
-		t.Errorf("splitBranch = %q, %q, %v; want main, updates-1.0.0", base, target, err)
+	ranged, err := Parse(" updates-{{range .Images}}{{.NewTag}}{{end}} ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Render(ranged, data); err != nil || got != "updates-1.0.0" {
+		t.Errorf("Render = %q, %v; want updates-1.0.0", got, err)
 	}
 }

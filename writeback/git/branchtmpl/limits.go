@@ -1,4 +1,4 @@
-package git
+package branchtmpl
 
 import (
 	"errors"
@@ -26,14 +26,14 @@ import (
 // (`{{range .Images}}{{.Name}}-{{.NewTag}}{{end}}`, `{{.SHA256}}`) work.
 const maxBranchBytes = 1024
 
-// ErrBranchTemplate says a branch template does something a branch name
+// ErrOutsideLimits says a branch template does something a branch name
 // never needs and a hostile one would use to burn CPU.
-var ErrBranchTemplate = errors.New("branch template outside its limits")
+var ErrOutsideLimits = errors.New("branch template outside its limits")
 
 // checkBranchTemplate applies the rules above to a parsed template.
 func checkBranchTemplate(t *template.Template) error {
 	if len(t.Templates()) > 1 {
-		return fmt.Errorf("%w: define and block are not allowed", ErrBranchTemplate)
+		return fmt.Errorf("%w: define and block are not allowed", ErrOutsideLimits)
 	}
 	if t.Tree == nil || t.Root == nil {
 		return nil
@@ -53,15 +53,15 @@ func checkBranchNode(n parse.Node, ranges int) error {
 			}
 		}
 	case *parse.TemplateNode:
-		return fmt.Errorf("%w: {{template %q}}", ErrBranchTemplate, n.Name)
+		return fmt.Errorf("%w: {{template %q}}", ErrOutsideLimits, n.Name)
 	case *parse.ActionNode:
 		return checkBranchPipe(n.Pipe)
 	case *parse.RangeNode:
 		if ranges > 0 {
-			return fmt.Errorf("%w: a range inside a range", ErrBranchTemplate)
+			return fmt.Errorf("%w: a range inside a range", ErrOutsideLimits)
 		}
 		if !rangesOverData(n.Pipe) {
-			return fmt.Errorf("%w: range over %s; range only over the data's lists, such as .Images", ErrBranchTemplate, n.Pipe)
+			return fmt.Errorf("%w: range over %s; range only over the data's lists, such as .Images", ErrOutsideLimits, n.Pipe)
 		}
 		return checkBranchBranch(&n.BranchNode, ranges+1)
 	case *parse.IfNode:
@@ -94,7 +94,7 @@ func checkBranchPipe(p *parse.PipeNode) error {
 		return nil
 	}
 	if p.IsAssign || len(p.Decl) > 0 {
-		return fmt.Errorf("%w: setting a variable (%s)", ErrBranchTemplate, p)
+		return fmt.Errorf("%w: setting a variable (%s)", ErrOutsideLimits, p)
 	}
 	for _, c := range p.Cmds {
 		for i, a := range c.Args {
@@ -107,7 +107,7 @@ func checkBranchPipe(p *parse.PipeNode) error {
 					continue
 				}
 				if !branchFuncsAllowed[a.Ident] {
-					return fmt.Errorf("%w: function %s; a branch template may call sha256 and the builtins that compare or pick", ErrBranchTemplate, a.Ident)
+					return fmt.Errorf("%w: function %s; a branch template may call sha256 and the builtins that compare or pick", ErrOutsideLimits, a.Ident)
 				}
 			case *parse.PipeNode:
 				if err := checkBranchPipe(a); err != nil {
@@ -145,16 +145,16 @@ var printfNumber = regexp.MustCompile(`%[-+# 0]*(\d*)(?:\.(\d*))?`)
 // whose widths and precisions are at most maxBranchWidth, without '*'.
 func checkBranchPrintf(c *parse.CommandNode) error {
 	if len(c.Args) < 2 {
-		return fmt.Errorf("%w: printf without a format", ErrBranchTemplate)
+		return fmt.Errorf("%w: printf without a format", ErrOutsideLimits)
 	}
 	format, ok := c.Args[1].(*parse.StringNode)
 	if !ok || strings.Contains(format.Text, "*") {
-		return fmt.Errorf("%w: printf takes a literal format without '*' here", ErrBranchTemplate)
+		return fmt.Errorf("%w: printf takes a literal format without '*' here", ErrOutsideLimits)
 	}
 	for _, m := range printfNumber.FindAllStringSubmatch(format.Text, -1) {
 		for _, n := range m[1:] {
 			if v, err := strconv.Atoi(n); n != "" && (err != nil || v > maxBranchWidth) {
-				return fmt.Errorf("%w: printf width or precision %s is over %d", ErrBranchTemplate, n, maxBranchWidth)
+				return fmt.Errorf("%w: printf width or precision %s is over %d", ErrOutsideLimits, n, maxBranchWidth)
 			}
 		}
 	}
@@ -186,7 +186,7 @@ type cappedWriter struct {
 
 func (c *cappedWriter) Write(p []byte) (int, error) {
 	if len(p) > c.max {
-		return 0, fmt.Errorf("%w: a branch name longer than %d bytes", ErrBranchTemplate, maxBranchBytes)
+		return 0, fmt.Errorf("%w: a branch name longer than %d bytes", ErrOutsideLimits, maxBranchBytes)
 	}
 	c.max -= len(p)
 	return c.w.Write(p)

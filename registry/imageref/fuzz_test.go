@@ -1,4 +1,4 @@
-package registry
+package imageref
 
 import (
 	"regexp"
@@ -16,11 +16,11 @@ var (
 	tagGrammar       = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
 )
 
-// FuzzParseImageGrammar: whatever ParseImage accepts is a reference the
+// FuzzParseGrammar: whatever Parse accepts is a reference the
 // distribution grammar allows: no "..", no empty path component, no tag
 // a registry could not hold. What it refuses, it refuses with an error
 // that names the input.
-func FuzzParseImageGrammar(f *testing.F) {
+func FuzzParseGrammar(f *testing.F) {
 	for _, s := range []string{
 		"nginx", "ghcr.io/org/team/app:v1.2.3", "localhost:5000/a/b", "127.0.0.1:5000/a__b/c-d/e.f_g:1",
 		"[::1]:5000/app:1", "../../etc/passwd", "a/../b", "host/./x", "host//x", "-a/b", "a./b", "h:5000/a-/b",
@@ -30,17 +30,17 @@ func FuzzParseImageGrammar(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		img, err := ParseImage(s)
+		img, err := Parse(s)
 		if err != nil {
 			if !strings.Contains(err.Error(), "invalid image reference") {
 				t.Fatalf("error %q does not say what is wrong", err)
 			}
 			return
 		}
-		if host := img.Repository.RegistryStr(); !hostGrammar.MatchString(host) {
+		if host := img.Repository.Host(); !hostGrammar.MatchString(host) {
 			t.Fatalf("accepted %q with registry host %q", s, host)
 		}
-		for _, c := range strings.Split(img.Repository.RepositoryStr(), "/") {
+		for _, c := range strings.Split(img.Repository.Path(), "/") {
 			if !componentGrammar.MatchString(c) {
 				t.Fatalf("accepted %q with path component %q", s, c)
 			}

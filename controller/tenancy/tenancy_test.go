@@ -1,4 +1,4 @@
-package controller
+package tenancy
 
 import (
 	"errors"
@@ -79,7 +79,7 @@ func TestCheckRepository(t *testing.T) {
 		"team-a": project("team-a", []any{"https://git.example.com/team-a/*"}, []any{"team-a"}),
 		"open":   project("open", []any{"*"}, nil),
 	}
-	ten := &Tenancy{
+	ten := &Rules{
 		Config: func() *config.Tenancy {
 			return &config.Tenancy{GitRepositories: []string{"https://git.example.com/shared/*"}}
 		},
@@ -123,7 +123,7 @@ func TestCheckAnnotationsCredentials(t *testing.T) {
 		}
 		return true, strings.HasPrefix(repo, "ghcr.io/")
 	}
-	ten := &Tenancy{Config: func() *config.Tenancy { return cfg }, Assigned: assigned}
+	ten := &Rules{Config: func() *config.Tenancy { return cfg }, Assigned: assigned}
 	tests := []struct {
 		name, ns, secret, image string
 		wantRule                string
@@ -177,7 +177,7 @@ func TestCheckAnnotationsCredentials(t *testing.T) {
 
 func TestCheckAnnotationsGitSecret(t *testing.T) {
 	cfg := &config.Tenancy{Credentials: []config.TenancyCredential{{GitSecret: "argocd/git-creds", Namespaces: []string{"team-a"}}}}
-	ten := &Tenancy{Config: func() *config.Tenancy { return cfg }}
+	ten := &Rules{Config: func() *config.Tenancy { return cfg }}
 	for _, tt := range []struct {
 		ns, method string
 		refused    bool
@@ -219,7 +219,7 @@ func mustRef(t *testing.T, s string) config.CredentialRef {
 // https://host/team-b/..%2Fteam-a would reach team-a through "team-b/*".
 func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
 	proj := project("team-b", []any{"https://git.example.com/team-b/*", "https://git.example.com/team-b/**"}, nil)
-	ten := &Tenancy{Project: func(*watcher.App) *watcher.Project { return proj }}
+	ten := &Rules{Project: func(*watcher.App) *watcher.Project { return proj }}
 	app := &watcher.App{Namespace: "argocd", Name: "web", Project: "team-b"}
 	for _, u := range []string{
 		"https://git.example.com/team-b/..%2Fteam-a%2Fdeploy",
@@ -243,7 +243,7 @@ func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
 			t.Errorf("CheckRepository(%q) = %v, want it permitted", u, err)
 		}
 	}
-	local := &Tenancy{LocalRepos: true}
+	local := &Rules{LocalRepos: true}
 	demo := &watcher.App{Namespace: "demo", Name: "web"}
 	if err := local.CheckRepository(demo, "file:///tmp/demo/deploy.git"); err != nil {
 		t.Errorf("local mode, file:// repository: %v", err)
@@ -251,7 +251,7 @@ func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
 	if err := local.CheckRepository(demo, "file:///tmp/demo/../etc/deploy.git"); !errors.Is(err, ErrRefused) {
 		t.Errorf("local mode, file:// repository with ..: %v, want a refusal", err)
 	}
-	open := &Tenancy{ArgoNamespace: "argocd"}
+	open := &Rules{ArgoNamespace: "argocd"}
 	if err := open.CheckRepository(&watcher.App{Namespace: "team-a", Name: "web"}, "https://x.example.com/r"); !errors.Is(err, ErrRefused) {
 		t.Errorf("no AppProjects known, default project, outside Argo CD's namespace: %v, want a refusal", err)
 	}
@@ -264,7 +264,7 @@ func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
 // naming a project that does not admit its namespace is not served.
 func TestAdmitsPolicy(t *testing.T) {
 	proj := project("platform", []any{"*"}, []any{"platform-*"})
-	ten := &Tenancy{Project: func(*watcher.App) *watcher.Project { return proj }}
+	ten := &Rules{Project: func(*watcher.App) *watcher.Project { return proj }}
 	for _, tt := range []struct {
 		ns   string
 		want bool
@@ -274,7 +274,7 @@ func TestAdmitsPolicy(t *testing.T) {
 			t.Errorf("AdmitsPolicy in %s = %v, want admitted %v", tt.ns, err, tt.want)
 		}
 	}
-	if err := (&Tenancy{}).AdmitsPolicy(&watcher.App{Namespace: "x", Name: "web"}); err != nil {
+	if err := (&Rules{}).AdmitsPolicy(&watcher.App{Namespace: "x", Name: "web"}); err != nil {
 		t.Errorf("no AppProjects known: %v", err)
 	}
 }
@@ -282,7 +282,7 @@ func TestAdmitsPolicy(t *testing.T) {
 // tenancy.registries, when set, bounds the registries an annotation's
 // image-list may make crowsnest contact; the other images are kept.
 func TestCheckAnnotationsRegistries(t *testing.T) {
-	ten := &Tenancy{Config: func() *config.Tenancy { return &config.Tenancy{Registries: []string{"ghcr.io", "*.example.com"}} }}
+	ten := &Rules{Config: func() *config.Tenancy { return &config.Tenancy{Registries: []string{"ghcr.io", "*.example.com"}} }}
 	app := &watcher.App{Namespace: "team-a", Name: "web", Annotations: map[string]string{
 		imageupdate.Prefix + "image-list": "a=ghcr.io/org/a,b=r.example.com/b,c=10.0.0.5:5000/internal,d=GHCR.io/org/d",
 	}}

@@ -1,4 +1,4 @@
-package registry
+package imageref
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 // An image reference someone wrote with credentials in it is refused
 // with an error that shows neither the password nor a token (the error
 // goes to logs, the Application's Events and the CLI's output).
-func TestParseImageErrorHidesCredentials(t *testing.T) {
+func TestParseErrorHidesCredentials(t *testing.T) {
 	const secret = "pa55-S3CR3T"
 	tests := []struct {
 		in   string
@@ -22,7 +22,7 @@ func TestParseImageErrorHidesCredentials(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			_, err := ParseImage(tt.in)
+			_, err := Parse(tt.in)
 			if err == nil {
 				t.Fatal("accepted")
 			}

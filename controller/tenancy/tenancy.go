@@ -1,4 +1,4 @@
-package controller
+package tenancy
 
 import (
 	"errors"
@@ -21,7 +21,7 @@ import (
 // credentials or a repository its Application may not use.
 var ErrRefused = errors.New("refused by the tenancy rules")
 
-// Tenancy enforces what an Application, whose annotations anyone who may
+// Rules enforce what an Application, whose annotations anyone who may
 // edit it writes, may use of crowsnest's privileges:
 //   - credentials its annotations name (pull-secret, write-back-method
 //     git:secret:) are Secrets in its own namespace, or entries of the
@@ -34,7 +34,7 @@ var ErrRefused = errors.New("refused by the tenancy rules")
 //     the project's (Argo CD's) namespace.
 //
 // The zero value enforces the defaults with no AppProjects known.
-type Tenancy struct {
+type Rules struct {
 	// Config returns the operator's widenings; nil (or a nil result) is
 	// none.
 	Config func() *config.Tenancy
@@ -56,7 +56,7 @@ type Tenancy struct {
 	Assigned func(ref config.CredentialRef, repo string) (configured, here bool)
 }
 
-func (t *Tenancy) config() *config.Tenancy {
+func (t *Rules) config() *config.Tenancy {
 	if t == nil || t.Config == nil {
 		return &config.Tenancy{}
 	}
@@ -72,7 +72,7 @@ func (t *Tenancy) config() *config.Tenancy {
 // and Git write-back with a git:secret: it may not use. Each refusal is
 // an error naming the annotation, the reference and the rule; the rest of
 // the Application is kept.
-func (t *Tenancy) CheckAnnotations(app *watcher.App, spec *imageupdate.Spec) []error {
+func (t *Rules) CheckAnnotations(app *watcher.App, spec *imageupdate.Spec) []error {
 	if spec == nil || spec.Source != imageupdate.SourceAnnotations {
 		return nil // crowsnest's own policies are the operator's word
 	}
@@ -117,7 +117,7 @@ func (t *Tenancy) CheckAnnotations(app *watcher.App, spec *imageupdate.Spec) []e
 
 // pullSecretAllowed applies the credential rules to one pull-secret
 // reference for one repository.
-func (t *Tenancy) pullSecretAllowed(cfg *config.Tenancy, namespace, raw, repo string) error {
+func (t *Rules) pullSecretAllowed(cfg *config.Tenancy, namespace, raw, repo string) error {
 	ref, err := config.ParseCredentialRef(raw)
 	if err != nil {
 		return err // FromAnnotations refused it already
@@ -147,7 +147,7 @@ func (t *Tenancy) pullSecretAllowed(cfg *config.Tenancy, namespace, raw, repo st
 
 // CheckRepository reports whether app may have Git write-back push to
 // repoURL; the error names the rule that refuses it.
-func (t *Tenancy) CheckRepository(app *watcher.App, repoURL string) error {
+func (t *Rules) CheckRepository(app *watcher.App, repoURL string) error {
 	if err := plainRepoURL(repoURL, t != nil && t.LocalRepos); err != nil {
 		return fmt.Errorf("%w: Git write-back to %s: %w", ErrRefused, repoURL, err)
 	}
@@ -194,7 +194,7 @@ func (t *Tenancy) CheckRepository(app *watcher.App, repoURL string) error {
 // spec.project), so an Application in a namespace its AppProject does not
 // admit (spec.sourceNamespaces) is not one of the project's, whatever it
 // names.
-func (t *Tenancy) AdmitsPolicy(app *watcher.App) error {
+func (t *Rules) AdmitsPolicy(app *watcher.App) error {
 	if t == nil || t.Project == nil {
 		return nil
 	}
@@ -250,6 +250,8 @@ func namespacePermitted(patterns []string, ns string) bool {
 	return false
 }
 
+// globMatch is Argo CD's glob.Match (util/glob): gobwas/glob, and a
+// pattern that does not compile matches nothing.
 func globMatch(pattern, s string, separators ...rune) bool {
 	g, err := glob.Compile(pattern, separators...)
 	return err == nil && g.Match(s)
@@ -287,26 +289,6 @@ func stringList(obj *unstructured.Unstructured, fields ...string) []string {
 		}
 	}
 	return out
-}
-
-// ArgoProject looks an Application's AppProject up as Argo CD does: by
-// name ("" is default) in Argo CD's namespace. inAppNamespace also takes
-// one in the Application's own namespace, for local mode, whose files
-// need not say where Argo CD runs.
-func ArgoProject(e *Engine, argoNamespace string, inAppNamespace bool) func(*watcher.App) *watcher.Project {
-	return func(a *watcher.App) *watcher.Project {
-		name := a.Project
-		if name == "" {
-			name = "default"
-		}
-		if p := e.Project(argoNamespace + "/" + name); p != nil {
-			return p
-		}
-		if inAppNamespace {
-			return e.Project(a.Namespace + "/" + name)
-		}
-		return nil
-	}
 }
 
 // plainRepoURL refuses repository URLs whose meaning a pattern match
@@ -350,3 +332,7 @@ func plainRepoURL(repoURL string, local bool) error {
 	}
 	return nil
 }
+
+// scpLikeURL is Git's scp-like address: [user@]host:path (the same
+// pattern controller's repository credentials read).
+var scpLikeURL = regexp.MustCompile(`^([\w.-]+@)?([\w.-]+):/*([^/].*)?$`)
