@@ -332,7 +332,3 @@ func plainRepoURL(repoURL string, local bool) error {
 	}
 	return nil
 }
-
-// scpLikeURL is Git's scp-like address: [user@]host:path (the same
-// pattern controller's repository credentials read).
-var scpLikeURL = regexp.MustCompile(`^([\w.-]+@)?([\w.-]+):/*([^/].*)?$`)
