@@ -20,11 +20,13 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
 
 // repoFixture is a password-protected Git server whose credentials are
@@ -69,7 +71,7 @@ func newRepoFixture(t *testing.T) *repoFixture {
 	}
 	f.writer = &gitwb.Writer{
 		CacheDir:    filepath.Join(t.TempDir(), "cache"),
-		Credentials: &controller.ArgoRepoCredentials{Client: cs, Namespace: ns},
+		Credentials: &repocreds.ArgoCD{Client: cs, Namespace: ns},
 		Timeout:     30 * time.Second,
 		Metrics:     gitwb.NewMetrics(prometheus.NewRegistry()),
 	}
@@ -211,13 +213,13 @@ func TestCommitMetadataRefusedByProject(t *testing.T) {
 	proj := &watcher.Project{Namespace: "argocd", Name: "team", Object: &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{"sourceRepos": []any{f.url}},
 	}}}
-	ten := &controller.Tenancy{Project: func(*watcher.App) *watcher.Project { return proj }}
+	ten := &tenancy.Rules{Project: func(*watcher.App) *watcher.Project { return proj }}
 	f.repo.Check = ten.CheckRepository
 	app := appObject("evil", f.otherURL, "0123456789abcdef0123456789abcdef01234567")
 	app["spec"].(map[string]any)["project"] = "team"
 	f.other.ResetCounts()
 	_, err := f.repo.CommitMetadata(t.Context(), app, "0123456789abcdef0123456789abcdef01234567")
-	if !errors.Is(err, controller.ErrRefused) {
+	if !errors.Is(err, tenancy.ErrRefused) {
 		t.Fatalf("err = %v, want ErrRefused", err)
 	}
 	if n := f.other.Count(testgit.KindInfoRefs); n != 0 {

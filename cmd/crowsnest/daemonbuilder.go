@@ -25,6 +25,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
@@ -33,6 +34,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -116,7 +120,7 @@ func (b *daemonBuilder) buildConfig() error {
 		return err
 	}
 	if o.gitSSHKnownHosts != "" {
-		if _, err := controller.ReadKnownHostsFile(o.gitSSHKnownHosts); err != nil {
+		if _, err := gitwb.ReadKnownHostsFile(o.gitSSHKnownHosts); err != nil {
 			return fmt.Errorf("--git-ssh-known-hosts: %w", err)
 		}
 	}
@@ -267,7 +271,7 @@ func (b *daemonBuilder) buildImages() error {
 		Metrics:       controller.NewImageMetrics(b.reg),
 		Log:           log,
 	}
-	images.Tenancy = &controller.Tenancy{
+	images.Tenancy = &tenancy.Rules{
 		Config:   func() *config.Tenancy { return &engine.Config().Tenancy },
 		Project:  controller.ArgoProject(engine, o.argocdNamespace, b.files != nil),
 		Assigned: regs.Assigned,
@@ -312,7 +316,7 @@ func (b *daemonBuilder) buildLocalWriters(gitMetrics *gitwb.Metrics) error {
 	if journalDir == "" {
 		journalDir = o.gitCacheDir
 	}
-	images.Journal = &controller.FileWriteJournal{Path: controller.WriteJournalFile(journalDir, o.appsDir)}
+	images.Journal = &journal.File{Path: journal.FileName(journalDir, o.appsDir)}
 	return nil
 }
 
@@ -341,12 +345,12 @@ func (b *daemonBuilder) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 		b.localLogs = &logEvents{log: slog.New(slog.DiscardHandler)}
 		images.Events = teeEvents{images.Events, b.localLogs}
 	}
-	images.GitCredentials = &controller.ArgoRepoCredentials{Client: b.clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
+	images.GitCredentials = &repocreds.ArgoCD{Client: b.clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
 		Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) }}
 	if b.gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
 		return err
 	}
-	images.Journal = &controller.ConfigMapWriteJournal{Client: b.clientset, Namespace: o.ownNamespace(cfg)}
+	images.Journal = &journal.ConfigMaps{Client: b.clientset, Namespace: o.ownNamespace(cfg)}
 	return nil
 }
 
@@ -368,7 +372,7 @@ func (b *daemonBuilder) buildWriters() error {
 		return nil
 	}
 	images, engine := b.images, b.engine
-	images.Git = &controller.GitBatcher{
+	images.Git = &collect.Batcher{
 		Writer:  b.gw,
 		Tally:   b.tally,
 		Busy:    func() bool { return !engine.Idle() },

@@ -13,9 +13,9 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
@@ -37,7 +37,7 @@ type migration struct {
 
 	regs     *setup.Registries
 	policies *imageupdate.Policies
-	tenancy  *controller.Tenancy
+	tenancy  *tenancy.Rules
 	notify   *notifications
 	windows  windows.Set
 	// brokenProjects are AppProjects whose windows do not compile.
@@ -142,7 +142,7 @@ func (m *migration) build() {
 	if m.policies, err = imageupdate.CompilePolicies(m.cfg.ImagePolicies); err != nil {
 		m.policies, _ = imageupdate.CompilePolicies(nil) // reported by setup.CheckConfig
 	}
-	m.tenancy = &controller.Tenancy{
+	m.tenancy = &tenancy.Rules{
 		Config:   func() *config.Tenancy { return &m.cfg.Tenancy },
 		Project:  m.projectOf,
 		Assigned: m.regs.Assigned,

@@ -271,7 +271,7 @@ func (o *options) override(list config.RegistryList, img registry.Image) (config
 		return list, nil
 	}
 	list = slices.Clone(list)
-	host := registry.Host(img.Repository.Registry)
+	host := img.Repository.Host()
 	entry := func(prefix string) config.Registry {
 		return config.Registry{Prefix: prefix, RateLimit: config.DefaultRegistryRateLimit, MaxConcurrency: config.DefaultRegistryMaxConcurrency}
 	}

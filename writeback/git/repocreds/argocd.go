@@ -1,0 +1,176 @@
+package repocreds
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+)
+
+// Argo CD's labels for repository credentials, and where it keeps the
+// SSH host keys it trusts.
+const (
+	argoSecretTypeLabel = "argocd.argoproj.io/secret-type"
+	argoRepository      = "repository"
+	argoRepoCreds       = "repo-creds"
+	// KnownHostsConfigMap and KnownHostsKey hold Argo CD's SSH
+	// known_hosts, in its namespace.
+	KnownHostsConfigMap = "argocd-ssh-known-hosts-cm"
+	KnownHostsKey       = "ssh_known_hosts"
+)
+
+// ArgoCD finds Git credentials the way Argo CD does: a
+// `repository` Secret whose url equals the repository's, else the
+// `repo-creds` Secret with the longest url prefix, in Namespace (Argo CD's).
+// A change's own Secret (write-back-method git:secret:<ns>/<name>, carried
+// as gitwb.Change.CredentialsSecret and handed over through the context)
+// wins for its batch only; one Argo CD or Kubernetes keeps for itself is
+// refused unless Trusted says the operator named it. Secrets give username and password
+// (HTTPS) or sshPrivateKey (SSH); for SSH the host keys trusted are Argo
+// CD's argocd-ssh-known-hosts-cm plus KnownHostsFile.
+type ArgoCD struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// KnownHostsFile is a known_hosts file (--git-ssh-known-hosts) whose
+	// hosts are trusted besides those in Argo CD's ConfigMap. It is read
+	// at each use, so an edit needs no restart.
+	KnownHostsFile string
+	// Trusted reports whether the operator's config names the Secret
+	// namespace/name for Git (tenancy.credentials gitSecret, an image
+	// policy's git:secret:), which lets a reserved one through.
+	Trusted func(namespace, name string) bool
+}
+
+var _ gitwb.CredentialsSource = (*ArgoCD)(nil)
+
+// Credentials implements gitwb.CredentialsSource.
+func (a *ArgoCD) Credentials(ctx context.Context, repoURL string) (gitwb.Credentials, bool, error) {
+	want := normalizeRepoURL(repoURL)
+	c, ok, err := a.find(ctx, want)
+	if err != nil || !ok || c.SSHPrivateKey == "" || !strings.HasPrefix(want, "ssh://") {
+		return c, ok, err
+	}
+	c.SSHKnownHosts, err = a.knownHosts(ctx)
+	return c, ok, err
+}
+
+func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool, error) {
+	if named := gitwb.CredentialsSecret(ctx); named != "" {
+		ns, name, _ := strings.Cut(named, "/")
+		s, err := a.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return gitwb.Credentials{}, false, fmt.Errorf("reading git credentials secret %s: %w", named, err)
+		}
+		if a.Trusted == nil || !a.Trusted(ns, name) {
+			if err := creds.CheckReserved(s); err != nil {
+				return gitwb.Credentials{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
+			}
+		}
+		return credentialsOf(s), true, nil
+	}
+	list, err := a.Client.CoreV1().Secrets(a.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: argoSecretTypeLabel + " in (" + argoRepository + "," + argoRepoCreds + ")",
+	})
+	if err != nil {
+		return gitwb.Credentials{}, false, fmt.Errorf("listing Argo CD repository secrets in %s: %w", a.Namespace, err)
+	}
+	var best gitwb.Credentials
+	bestLen := -1
+	for i := range list.Items {
+		s := &list.Items[i]
+		u := normalizeRepoURL(string(s.Data["url"]))
+		if u == "" {
+			continue
+		}
+		switch s.Labels[argoSecretTypeLabel] {
+		case argoRepository:
+			if u == want {
+				return credentialsOf(s), true, nil
+			}
+		case argoRepoCreds:
+			// A plain prefix, as Argo CD matches, but on the same
+			// host: repo-creds for https://git.example.com/ never go
+			// to https://git.example.com.evil.io/x.
+			if strings.HasPrefix(want, u) && hostOf(want) == hostOf(u) && len(u) > bestLen {
+				best, bestLen = credentialsOf(s), len(u)
+			}
+		}
+	}
+	return best, bestLen >= 0, nil
+}
+
+// credentialsOf reads the fields Argo CD's repository Secrets use.
+func credentialsOf(s *corev1.Secret) gitwb.Credentials {
+	return gitwb.Credentials{
+		Username:      string(s.Data["username"]),
+		Password:      string(s.Data["password"]),
+		SSHPrivateKey: string(s.Data["sshPrivateKey"]),
+	}
+}
+
+// knownHosts joins Argo CD's known hosts ConfigMap (none is no hosts) and
+// KnownHostsFile, each checked so a bad line is reported where it is.
+func (a *ArgoCD) knownHosts(ctx context.Context) (string, error) {
+	var parts []string
+	cm, err := a.Client.CoreV1().ConfigMaps(a.Namespace).Get(ctx, KnownHostsConfigMap, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return "", fmt.Errorf("reading SSH known hosts ConfigMap %s/%s: %w", a.Namespace, KnownHostsConfigMap, err)
+	default:
+		text := cm.Data[KnownHostsKey]
+		if err := gitwb.CheckKnownHosts("ConfigMap "+a.Namespace+"/"+KnownHostsConfigMap+" "+KnownHostsKey, text); err != nil {
+			return "", err
+		}
+		parts = append(parts, text)
+	}
+	if a.KnownHostsFile != "" {
+		text, err := gitwb.ReadKnownHostsFile(a.KnownHostsFile)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, text)
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
+// normalizeRepoURL compares repository URLs as Argo CD does, ignoring case
+// and a trailing ".git" or "/", and credentials in the URL (gitwb.RepoID:
+// Use hears the Application's URL, the writer asks with the one it
+// stripped them from). An scp-like address (and git+ssh://)
+// becomes the ssh:// URL it stands for and SSH's default port is dropped, so git@host:org/repo,
+// ssh://git@host/org/repo and ssh://git@host:22/org/repo match each
+// other, also as repo-creds prefixes.
+func normalizeRepoURL(u string) string {
+	u = strings.ToLower(gitwb.RepoID(strings.TrimSpace(u)))
+	if !strings.Contains(u, "://") {
+		if m := gitwb.SCPLikeURL.FindStringSubmatch(u); m != nil {
+			u = "ssh://" + m[1] + m[2] + "/" + m[3]
+		}
+	}
+	for _, scheme := range []string{"git+ssh://", "ssh+git://"} {
+		if rest, ok := strings.CutPrefix(u, scheme); ok {
+			u = "ssh://" + rest
+		}
+	}
+	if rest, ok := strings.CutPrefix(u, "ssh://"); ok {
+		host, path, _ := strings.Cut(rest, "/")
+		u = "ssh://" + strings.TrimSuffix(host, ":22") + "/" + path
+	}
+	u = strings.TrimSuffix(u, "/")
+	return strings.TrimSuffix(u, ".git")
+}
+
+// hostOf is the user@host:port part of a normalized repository URL.
+func hostOf(u string) string {
+	_, rest, _ := strings.Cut(u, "://")
+	host, _, _ := strings.Cut(rest, "/")
+	return host
+}
