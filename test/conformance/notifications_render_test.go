@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	cncontroller "github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
 )
 
 // webhookProbe is a template in the shape Argo CD's docs give for a
@@ -158,7 +158,7 @@ func TestCatalogTemplatesMatchNotificationsEngine(t *testing.T) {
 	compiled := map[string]*notify.Compiled{}
 	for _, name := range names {
 		for _, svc := range svcs {
-			c, err := notify.Compile(cncontroller.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ))
+			c, err := notify.Compile(cnpipeline.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ))
 			if err != nil {
 				t.Fatalf("crowsnest: %v", err)
 			}
@@ -181,7 +181,7 @@ func TestCatalogTemplatesMatchNotificationsEngine(t *testing.T) {
 				vars := engineVars(app, ectx)
 				vars["serviceType"] = svc.name
 				en, eerr := engine.FormatNotification(vars, name)
-				cn, cerr := compiled[name+"/"+svc.name].Render(cncontroller.TemplateVars(app, nil, ctx, svc.typ))
+				cn, cerr := compiled[name+"/"+svc.name].Render(cnpipeline.TemplateVars(app, nil, ctx, svc.typ))
 				appJSON, _ := json.Marshal(app)
 				if eerr == nil && cerr != nil && strings.Contains(cerr.Error(), "not valid JSON") && en.Slack != nil &&
 					(!validJSON(en.Slack.Attachments) || !validJSON(en.Slack.Blocks)) {

@@ -1,4 +1,4 @@
-package controller
+package pipeline
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
-// notifyConfig is one compiled notifications config: triggers, the
+// compiled is one notifications config, compiled: triggers, the
 // subscription resolver and every template compiled for every service
 // (a template's blocks depend on the service's type and name).
-type notifyConfig struct {
+type compiled struct {
 	set      *triggers.Set
 	resolver *triggers.Resolver
 	// templates[template][service]
@@ -29,18 +29,18 @@ type notifyConfig struct {
 	appTriggers, eventTriggers []string
 }
 
-// CheckNotifications compiles n as Notifier.Apply does (conditions,
+// Check compiles n as Notifier.Apply does (conditions,
 // resolver, every template for every service) and keeps nothing, for
 // `config validate`.
-func CheckNotifications(n *config.Notifications) error {
-	_, err := compileNotifications(n)
+func Check(n *config.Notifications) error {
+	_, err := compile(n)
 	return err
 }
 
-// compileNotifications compiles n (catalog merged when on) into what the
+// compile compiles n (catalog merged when on) into what the
 // Notifier evaluates and renders; a broken trigger or template fails with
 // its name.
-func compileNotifications(n *config.Notifications, opts ...notify.CompileOption) (*notifyConfig, error) {
+func compile(n *config.Notifications, opts ...notify.CompileOption) (*compiled, error) {
 	set, err := triggers.Compile(n)
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func compileNotifications(n *config.Notifications, opts ...notify.CompileOption)
 	if err != nil {
 		return nil, err
 	}
-	c := &notifyConfig{set: set, resolver: res, templates: map[string]map[string]*notify.Compiled{}, baseline: n.BaselineEnabled()}
+	c := &compiled{set: set, resolver: res, templates: map[string]map[string]*notify.Compiled{}, baseline: n.BaselineEnabled()}
 	var errs []error
 	for name, t := range set.Config.Templates {
 		per := map[string]*notify.Compiled{}
@@ -154,7 +154,7 @@ func TriggerRepo(ctx context.Context, repo notify.RepoLookup, app map[string]any
 // render renders the templates of one send for one service and merges
 // them as argocd-notifications does: a later template's non-empty parts
 // win.
-func (c *notifyConfig) render(templates []string, service string, vars map[string]any) (notify.Notification, error) {
+func (c *compiled) render(templates []string, service string, vars map[string]any) (notify.Notification, error) {
 	var out notify.Notification
 	for _, name := range templates {
 		ct := c.templates[name][service]
@@ -190,7 +190,7 @@ func mergeNotification(dst *notify.Notification, n notify.Notification) {
 
 // recipients expands a destination: a Slack subscription that names no
 // channel goes to the service's default channels.
-func (c *notifyConfig) recipients(d triggers.Destination) []string {
+func (c *compiled) recipients(d triggers.Destination) []string {
 	if d.Recipient != "" {
 		return []string{d.Recipient}
 	}
@@ -202,7 +202,7 @@ func (c *notifyConfig) recipients(d triggers.Destination) []string {
 }
 
 // serviceType returns the type of a configured service, "" when unknown.
-func (c *notifyConfig) serviceType(name string) string {
+func (c *compiled) serviceType(name string) string {
 	svc, ok := c.set.Config.Services[name]
 	if !ok {
 		return ""
@@ -223,8 +223,8 @@ func deliveryKey(s triggers.Send, seq uint64, service, recipient string) string 
 	return b.String()
 }
 
-// NotifierMetrics count trigger evaluations and what they led to.
-type NotifierMetrics struct {
+// Metrics count trigger evaluations and what they led to.
+type Metrics struct {
 	evaluations *prometheus.CounterVec
 	pending     prometheus.Gauge
 	unsupported prometheus.Gauge
@@ -238,9 +238,9 @@ const (
 	EvalError     = "error" // the condition failed to evaluate
 )
 
-// NewNotifierMetrics creates the trigger metrics and registers them.
-func NewNotifierMetrics(reg prometheus.Registerer) *NotifierMetrics {
-	m := &NotifierMetrics{
+// NewMetrics creates the trigger metrics and registers them.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
 		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crowsnest_notify_trigger_evaluations_total",
 			Help: "Trigger condition evaluations by trigger and result (triggered, false, error).",
@@ -258,7 +258,7 @@ func NewNotifierMetrics(reg prometheus.Registerer) *NotifierMetrics {
 	return m
 }
 
-func (m *NotifierMetrics) evaluated(results []triggers.Result) {
+func (m *Metrics) evaluated(results []triggers.Result) {
 	if m == nil {
 		return
 	}
@@ -274,7 +274,7 @@ func (m *NotifierMetrics) evaluated(results []triggers.Result) {
 	}
 }
 
-func (m *NotifierMetrics) addPending(n int) {
+func (m *Metrics) addPending(n int) {
 	if m != nil {
 		m.pending.Add(float64(n))
 	}
