@@ -48,8 +48,8 @@ var ErrNotConfigured = errors.New("notifier: no config applied")
 
 // Notifier turns observed Application transitions and crowsnest's own
 // events into notifications. The engine hands it every transition in the
-// order the sources observed it (Engine.Transitions); it queues them per
-// Application and returns at once. Its workers evaluate the triggers on
+// order the sources observed it (controller.Engine.Transitions); it
+// queues them per Application and returns at once. Its workers evaluate the triggers on
 // each transition in order, step the Application's persisted trigger
 // state, resolve subscriptions, render templates and enqueue deliveries in
 // the outbox under their dedupe key, so that a restart replays nothing
@@ -221,7 +221,7 @@ func (n *Notifier) config() *compiled {
 }
 
 // OnTransition queues one observed change of an Application; it returns at
-// once. Engine.Transitions calls it in the sources' order.
+// once. controller.Engine.Transitions calls it in the sources' order.
 func (n *Notifier) OnTransition(old, cur *watcher.App) { n.transition(old, cur, false) }
 
 // transition is OnTransition; initial says the source listed cur in its
@@ -241,11 +241,11 @@ func (n *Notifier) transition(old, cur *watcher.App, initial bool) {
 	n.push(it)
 }
 
-// OnAppEvent adapts OnTransition to Engine.Transitions. An Application of
-// the informer's initial list is a baseline even when the list reaches the
-// handler after the informer reported synced (it did for the last of a
-// thousand Applications created a moment before crowsnest started, which
-// were then announced as new).
+// OnAppEvent adapts OnTransition to controller.Engine.Transitions. An
+// Application of the informer's initial list is a baseline even when the
+// list reaches the handler after the informer reported synced (it did for
+// the last of a thousand Applications created a moment before crowsnest
+// started, which were then announced as new).
 func (n *Notifier) OnAppEvent(ev watcher.AppEvent) {
 	if ev.Type == watcher.Resync {
 		return // an unchanged object: no transition
