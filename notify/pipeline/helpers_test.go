@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
@@ -22,34 +21,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
 	}
-}
-
-// counter returns the value of the first counter or gauge series named
-// name in reg whose labels agree with labels, or 0.
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue series
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
 }
 
 // testApp builds an Application view with the given operation phase,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
@@ -27,7 +28,7 @@ type notifyHarness struct {
 	state    *pipeline.MemoryState
 	synced   atomic.Bool
 	notifier *pipeline.Notifier
-	reg      *prometheus.Registry
+	metrics  *pipeline.Metrics
 	stop     func()
 }
 
@@ -35,12 +36,12 @@ type notifyHarness struct {
 func (h *notifyHarness) start(t *testing.T) {
 	t.Helper()
 	out := &notify.Outbox{Store: h.store, RetryBaseDelay: 10 * time.Millisecond}
-	h.reg = prometheus.NewRegistry()
+	h.metrics = pipeline.NewMetrics(prometheus.NewRegistry())
 	n := &pipeline.Notifier{
 		Outbox:   out,
 		State:    h.state,
 		Synced:   h.synced.Load,
-		Metrics:  pipeline.NewMetrics(h.reg),
+		Metrics:  h.metrics,
 		Services: testnotify.HookServices,
 	}
 	if err := n.Apply(testnotify.Config(h.sink.URL)); err != nil {
@@ -95,13 +96,13 @@ func TestNotifierSendsOncePerTransitionAfterBaseline(t *testing.T) {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 
-	if got := counter(t, h.reg, "crowsnest_notify_trigger_evaluations_total", map[string]string{"trigger": "on-sync-running", "result": pipeline.EvalTriggered}); got != 1 {
+	if got := testutil.ToFloat64(h.metrics.Evaluations("on-sync-running", pipeline.EvalTriggered)); got != 1 {
 		t.Errorf("on-sync-running evaluated true %v times, want 1", got)
 	}
-	if got := counter(t, h.reg, "crowsnest_notify_trigger_evaluations_total", map[string]string{"trigger": "on-health-degraded", "result": pipeline.EvalTriggered}); got != 2 {
+	if got := testutil.ToFloat64(h.metrics.Evaluations("on-health-degraded", pipeline.EvalTriggered)); got != 2 {
 		t.Errorf("on-health-degraded evaluated true %v times, want 2", got)
 	}
-	if got := counter(t, h.reg, "crowsnest_notify_pending_transitions", nil); got != 0 {
+	if got := testutil.ToFloat64(h.metrics.Pending()); got != 0 {
 		t.Errorf("pending transitions = %v after all were processed, want 0", got)
 	}
 
