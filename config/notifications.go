@@ -326,9 +326,9 @@ var httpMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
 
 // TemplateFuncNames is the one list of the functions notification
 // templates may call besides text/template's builtins (print, printf and
-// println are in it because notify replaces them with size-bounded
+// println are in it because notify/render replaces them with size-bounded
 // versions). Config checks templates against these names at load; package
-// notify implements exactly this set (its tests compare both ways), with
+// notify/render implements exactly this set (its tests compare both ways), with
 // sprig's names, argument order (the piped value comes last) and meaning,
 // and hermetic: no environment, file or network access.
 var TemplateFuncNames = []string{

@@ -23,6 +23,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
@@ -165,7 +166,7 @@ func TestCommitMetadataNoCredentialsForAnotherHost(t *testing.T) {
 	}
 	// And through a template, the render fails naming the function.
 	app := testnotify.AppObject("evil", f.otherURL, sha)
-	_, err = notify.Render(notify.Template{Name: "t", Message: `{{(call .repo.GetCommitMetadata .app.status.sync.revision).Author}}`},
+	_, err = render.Once(notify.Template{Name: "t", Message: `{{(call .repo.GetCommitMetadata .app.status.sync.revision).Author}}`},
 		pipeline.TemplateVarsRepo(t.Context(), f.repo, app, nil, nil, "webhook"))
 	if err == nil || !strings.Contains(err.Error(), "repo.GetCommitMetadata "+sha) {
 		t.Errorf("render err = %v, want one naming repo.GetCommitMetadata", err)

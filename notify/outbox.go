@@ -539,17 +539,10 @@ func (o *Outbox) drain(ctx context.Context, key string, q *destQueue) {
 // deliver attempts rec until it is delivered, dead or the outbox stops.
 func (o *Outbox) deliver(ctx context.Context, rec Record) {
 	log := o.Logger.With("delivery", rec.ID, "app", rec.App, "trigger", rec.Trigger, "service", rec.Service, "recipient", rec.Recipient)
-	o.mu.Lock()
-	unsure := ""
-	if o.recovered[rec.ID] {
-		unsure = "after a restart"
-	}
-	delete(o.recovered, rec.ID)
-	o.mu.Unlock()
-	if o.confirmed(ctx, log, rec, unsure) {
+	if o.confirmed(ctx, log, rec, o.takeRecovered(rec.ID)) {
 		return
 	}
-	unsure = ""
+	unsure := ""
 	var attempted time.Time // when the last attempt started
 	rateWaits := 0
 	for {
@@ -561,34 +554,16 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 		if unsure != "" && o.confirmed(WithAttemptedSince(ctx, attempted), log, rec, unsure) {
 			return
 		}
-		unsure = ""
 		if err := o.limiter(rec.Service).Wait(ctx); err != nil {
 			return
 		}
-		// An unrecorded slot first, then a send slot: the send slot is
-		// given back when the send returns, the unrecorded one once a
-		// delivered message is recorded.
-		select {
-		case o.unrecorded <- struct{}{}:
-		default:
-			log.Debug("waiting for sent messages to be recorded before sending another", "unrecorded", o.MaxUnrecorded)
-			select {
-			case o.unrecorded <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-		}
-		select {
-		case o.sem <- struct{}{}:
-		case <-ctx.Done():
-			<-o.unrecorded
+		if !o.acquireSlots(ctx, log) {
 			return
 		}
-		start := time.Now()
-		attempted = start
+		attempted = time.Now()
 		receipt, err := o.send(ctx, rec)
 		sent := time.Now()
-		took := sent.Sub(start)
+		took := sent.Sub(attempted)
 		<-o.sem
 		if err != nil {
 			<-o.unrecorded
@@ -599,61 +574,117 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 		now := o.Now()
 		rec.UpdatedAt = now
 		if err == nil {
-			result := ResultDelivered
-			if receipt.Skipped {
-				result = ResultSkipped
-			}
-			rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
-			rec.Attempts++
-			rec.DoneAt, rec.NextAttempt = now, time.Time{}
-			// A crash repeats only messages sent and not yet recorded:
-			// at most MaxUnrecorded of them, and with a Journal only
-			// those whose answer was not read yet.
-			o.Journal.Sent(rec, receipt)
-			if o.save(ctx, log, rec) {
-				o.Journal.Recorded(rec)
-			}
-			<-o.unrecorded
-			o.settle(rec)
-			o.Metrics.attempt(rec.Service, rec.Trigger, result, took)
-			if !receipt.Skipped && !rec.ObservedAt.IsZero() {
-				o.Metrics.delivered(rec.Service, sent.Sub(rec.ObservedAt))
-			}
-			log.Debug("notification delivered", "attempts", rec.Attempts, "receipt", receipt.ID)
+			o.recordDelivered(ctx, log, rec, receipt, now, sent, took)
 			return
 		}
-		// The delivery log shows it; a destination's answer may echo
-		// what it was sent (an Authorization header).
-		rec.LastError = redact.String(err.Error())
-		var rl *RateLimitError
-		if errors.As(err, &rl) && rateWaits < o.MaxRateLimitWaits && rl.RetryAfter <= o.MaxRetryAfter {
-			rateWaits++
-			rec.NextAttempt = now.Add(max(rl.RetryAfter, o.RetryBaseDelay/2))
-			o.save(ctx, log, rec)
-			o.Metrics.attempt(rec.Service, rec.Trigger, ResultRateLimited, took)
-			log.Info("notification rate limited, waiting", "retryAfter", rl.RetryAfter)
-			continue
-		}
-		rec.Attempts++
-		if mayHaveArrived(err) {
-			unsure = "after an attempt that got no answer"
-		}
-		if IsPermanent(err) || rec.Attempts >= o.MaxAttempts {
-			rec.State, rec.DoneAt, rec.NextAttempt = StateDead, now, time.Time{}
-			o.save(ctx, log, rec)
-			o.settle(rec)
-			o.Metrics.attempt(rec.Service, rec.Trigger, ResultDead, took)
-			log.Warn("notification dead-lettered", "attempts", rec.Attempts, "err", err)
-			if o.OnDeadLetter != nil {
-				o.OnDeadLetter(rec)
-			}
+		var done bool
+		if unsure, done = o.recordFailure(ctx, log, &rec, err, now, took, &rateWaits); done {
 			return
 		}
-		rec.NextAttempt = now.Add(o.backoff(rec.Attempts))
-		o.save(ctx, log, rec)
-		o.Metrics.attempt(rec.Service, rec.Trigger, ResultFailed, took)
-		log.Debug("notification failed, will retry", "attempts", rec.Attempts, "next", rec.NextAttempt, "err", err)
 	}
+}
+
+// takeRecovered says why rec's message may already have been sent before
+// its first attempt here: "after a restart" when the outbox found it
+// pending at start, else "". It forgets the mark.
+func (o *Outbox) takeRecovered(id string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	unsure := ""
+	if o.recovered[id] {
+		unsure = "after a restart"
+	}
+	delete(o.recovered, id)
+	return unsure
+}
+
+// acquireSlots takes an unrecorded slot first, then a send slot: the send
+// slot is given back when the send returns, the unrecorded one once a
+// delivered message is recorded. It reports false, holding neither, when
+// ctx ends first.
+func (o *Outbox) acquireSlots(ctx context.Context, log *slog.Logger) bool {
+	select {
+	case o.unrecorded <- struct{}{}:
+	default:
+		log.Debug("waiting for sent messages to be recorded before sending another", "unrecorded", o.MaxUnrecorded)
+		select {
+		case o.unrecorded <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	select {
+	case o.sem <- struct{}{}:
+	case <-ctx.Done():
+		<-o.unrecorded
+		return false
+	}
+	return true
+}
+
+// recordDelivered records rec as delivered with receipt (sent at sent,
+// the attempt took took) and gives back its unrecorded slot.
+func (o *Outbox) recordDelivered(ctx context.Context, log *slog.Logger, rec Record, receipt Receipt, now, sent time.Time, took time.Duration) {
+	result := ResultDelivered
+	if receipt.Skipped {
+		result = ResultSkipped
+	}
+	rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
+	rec.Attempts++
+	rec.DoneAt, rec.NextAttempt = now, time.Time{}
+	// A crash repeats only messages sent and not yet recorded:
+	// at most MaxUnrecorded of them, and with a Journal only
+	// those whose answer was not read yet.
+	o.Journal.Sent(rec, receipt)
+	if o.save(ctx, log, rec) {
+		o.Journal.Recorded(rec)
+	}
+	<-o.unrecorded
+	o.settle(rec)
+	o.Metrics.attempt(rec.Service, rec.Trigger, result, took)
+	if !receipt.Skipped && !rec.ObservedAt.IsZero() {
+		o.Metrics.delivered(rec.Service, sent.Sub(rec.ObservedAt))
+	}
+	log.Debug("notification delivered", "attempts", rec.Attempts, "receipt", receipt.ID)
+}
+
+// recordFailure records a failed attempt of rec: a wait for a rate limit
+// (counted in rateWaits, not in rec.Attempts), a retry after a backoff,
+// or a dead letter. It returns why the next attempt is unsure ("" when
+// the message cannot have arrived) and whether rec is done (dead).
+func (o *Outbox) recordFailure(ctx context.Context, log *slog.Logger, rec *Record, err error, now time.Time, took time.Duration, rateWaits *int) (unsure string, done bool) {
+	// The delivery log shows it; a destination's answer may echo
+	// what it was sent (an Authorization header).
+	rec.LastError = redact.String(err.Error())
+	var rl *RateLimitError
+	if errors.As(err, &rl) && *rateWaits < o.MaxRateLimitWaits && rl.RetryAfter <= o.MaxRetryAfter {
+		*rateWaits++
+		rec.NextAttempt = now.Add(max(rl.RetryAfter, o.RetryBaseDelay/2))
+		o.save(ctx, log, *rec)
+		o.Metrics.attempt(rec.Service, rec.Trigger, ResultRateLimited, took)
+		log.Info("notification rate limited, waiting", "retryAfter", rl.RetryAfter)
+		return "", false
+	}
+	rec.Attempts++
+	if mayHaveArrived(err) {
+		unsure = "after an attempt that got no answer"
+	}
+	if IsPermanent(err) || rec.Attempts >= o.MaxAttempts {
+		rec.State, rec.DoneAt, rec.NextAttempt = StateDead, now, time.Time{}
+		o.save(ctx, log, *rec)
+		o.settle(*rec)
+		o.Metrics.attempt(rec.Service, rec.Trigger, ResultDead, took)
+		log.Warn("notification dead-lettered", "attempts", rec.Attempts, "err", err)
+		if o.OnDeadLetter != nil {
+			o.OnDeadLetter(*rec)
+		}
+		return unsure, true
+	}
+	rec.NextAttempt = now.Add(o.backoff(rec.Attempts))
+	o.save(ctx, log, *rec)
+	o.Metrics.attempt(rec.Service, rec.Trigger, ResultFailed, took)
+	log.Debug("notification failed, will retry", "attempts", rec.Attempts, "next", rec.NextAttempt, "err", err)
+	return unsure, false
 }
 
 func (o *Outbox) send(ctx context.Context, rec Record) (Receipt, error) {

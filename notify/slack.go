@@ -164,7 +164,33 @@ func (s *Slack) Send(ctx context.Context, n Notification, d Destination) (Receip
 	if d.Recipient == "" {
 		return Receipt{}, Permanent(fmt.Errorf("slack %s: no channel", s.name))
 	}
-	opts := []slack.MsgOption{slack.MsgOptionText(n.Message, false)}
+	var st SlackTemplate
+	if n.Slack != nil {
+		st = *n.Slack
+	}
+	opts, err := s.msgOptions(ctx, n.Message, st)
+	if err != nil {
+		return Receipt{}, err
+	}
+	policy := st.DeliveryPolicy
+	if policy == "" {
+		policy = PolicyPost
+	}
+	if st.GroupingKey == "" || s.threads == nil {
+		if policy == PolicyUpdate {
+			return Receipt{Skipped: true, Detail: "update policy without a grouping key"}, nil
+		}
+		_, ts, err := s.post(ctx, d.Recipient, opts)
+		return Receipt{ID: ts}, err
+	}
+	return s.sendGrouped(ctx, d.Recipient, st, policy, opts)
+}
+
+// msgOptions builds the message: text, sender name and icon, the delivery
+// ID as metadata (which Sent looks for), attachments and blocks. Broken
+// attachments or blocks JSON is a permanent error.
+func (s *Slack) msgOptions(ctx context.Context, text string, st SlackTemplate) ([]slack.MsgOption, error) {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if s.username != "" {
 		opts = append(opts, slack.MsgOptionUsername(s.username))
 	}
@@ -180,36 +206,28 @@ func (s *Slack) Send(ctx context.Context, n Notification, d Destination) (Receip
 			EventPayload: map[string]any{"delivery": id, "redelivery": redeliveryFrom(ctx)},
 		}))
 	}
-	var st SlackTemplate
-	if n.Slack != nil {
-		st = *n.Slack
-	}
 	if strings.TrimSpace(st.Attachments) != "" {
 		var atts []slack.Attachment
 		if err := json.Unmarshal([]byte(st.Attachments), &atts); err != nil {
-			return Receipt{}, Permanent(fmt.Errorf("slack %s: attachments: %w", s.name, err))
+			return nil, Permanent(fmt.Errorf("slack %s: attachments: %w", s.name, err))
 		}
 		opts = append(opts, slack.MsgOptionAttachments(atts...))
 	}
 	if strings.TrimSpace(st.Blocks) != "" {
 		var blocks slack.Blocks
 		if err := json.Unmarshal([]byte(st.Blocks), &blocks); err != nil {
-			return Receipt{}, Permanent(fmt.Errorf("slack %s: blocks: %w", s.name, err))
+			return nil, Permanent(fmt.Errorf("slack %s: blocks: %w", s.name, err))
 		}
 		opts = append(opts, slack.MsgOptionBlocks(blocks.BlockSet...))
 	}
-	policy := st.DeliveryPolicy
-	if policy == "" {
-		policy = PolicyPost
-	}
-	if st.GroupingKey == "" || s.threads == nil {
-		if policy == PolicyUpdate {
-			return Receipt{Skipped: true, Detail: "update policy without a grouping key"}, nil
-		}
-		_, ts, err := s.post(ctx, d.Recipient, opts)
-		return Receipt{ID: ts}, err
-	}
-	key := s.threadKey(d.Recipient, st.GroupingKey)
+	return opts, nil
+}
+
+// sendGrouped sends a message with a grouping key to recipient: the
+// group's first message starts its thread; later ones reply in it (Post)
+// or update its first message (PostAndUpdate, Update).
+func (s *Slack) sendGrouped(ctx context.Context, recipient string, st SlackTemplate, policy DeliveryPolicy, opts []slack.MsgOption) (Receipt, error) {
+	key := s.threadKey(recipient, st.GroupingKey)
 	ref, err := s.threads.Thread(ctx, key)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("slack %s: reading thread: %w", s.name, err)
@@ -219,7 +237,7 @@ func (s *Slack) Send(ctx context.Context, n Notification, d Destination) (Receip
 		if policy == PolicyUpdate {
 			return Receipt{Skipped: true, Detail: "no message to update for this grouping key"}, nil
 		}
-		ch, ts, err := s.post(ctx, d.Recipient, opts)
+		ch, ts, err := s.post(ctx, recipient, opts)
 		if err != nil {
 			return Receipt{}, err
 		}

@@ -134,7 +134,7 @@ var (
 	// with ("imagePolicies[0].images[1].tag: ...", "git.signingKey
 	// (file:key): ...").
 	checkPathRE = regexp.MustCompile(`^((?:notifications|imagePolicies|registries|git|syncWindows|watch|controller|tenancy)(?:[.\[][^:\s(]*)?)(?: (\([^)]*\)))?: (.*)$`)
-	// notifyTemplateRE finds notify.Compile's template "name": field: prefix.
+	// notifyTemplateRE finds render.Compile's template "name": field: prefix.
 	notifyTemplateRE = regexp.MustCompile(`^template "([^"]+)": ([A-Za-z0-9_.\-\[\]]+): (.*)$`)
 	// notifyRefRE finds triggers.Compile's reference errors.
 	notifyRefRE = regexp.MustCompile(`^((?:defaultTriggers|subscriptions)[^:\s]*): (.*)$`)

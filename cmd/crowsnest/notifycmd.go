@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -289,7 +289,7 @@ func (o *notifyOptions) renderTemplate(w io.Writer, name string) error {
 	if err != nil {
 		return err
 	}
-	n, err := notify.Render(pipeline.ServiceTemplate(name, t, svcName, typ),
+	n, err := render.Once(pipeline.ServiceTemplate(name, t, svcName, typ),
 		pipeline.TemplateVars(app, o.event(), set.Config.Context, typ))
 	if err != nil {
 		return err

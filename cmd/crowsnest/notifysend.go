@@ -17,6 +17,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -111,7 +112,7 @@ func (o *notifyOptions) send(ctx context.Context, name, recipient string) (*noti
 	if err != nil {
 		return nil, err
 	}
-	msg, err := notify.Render(pipeline.ServiceTemplate(name, t, o.service, typ),
+	msg, err := render.Once(pipeline.ServiceTemplate(name, t, o.service, typ),
 		pipeline.TemplateVars(app, o.event(), set.Config.Context, typ))
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -74,7 +75,7 @@ type Notifier struct {
 	Services func(n *config.Notifications) (map[string]notify.Service, error)
 	// Repo answers repo.GetCommitMetadata and repo.GetAppDetails in
 	// templates (a *Repo); nil makes them fail the render.
-	Repo    notify.RepoLookup
+	Repo    render.RepoLookup
 	Metrics *Metrics
 	// PruneAfter is how long after the sources synced the state of
 	// Applications not seen since start is deleted.

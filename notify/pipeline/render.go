@@ -9,6 +9,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
@@ -20,7 +21,7 @@ type compiled struct {
 	set      *triggers.Set
 	resolver *triggers.Resolver
 	// templates[template][service]
-	templates map[string]map[string]*notify.Compiled
+	templates map[string]map[string]*render.Compiled
 	baseline  bool
 	// appTriggers and eventTriggers are sorted names, so evaluation order
 	// (and so the order of sends) is stable.
@@ -38,7 +39,7 @@ func Check(n *config.Notifications) error {
 // compile compiles n (catalog merged when on) into what the
 // Notifier evaluates and renders; a broken trigger or template fails with
 // its name.
-func compile(n *config.Notifications, opts ...notify.CompileOption) (*compiled, error) {
+func compile(n *config.Notifications, opts ...render.CompileOption) (*compiled, error) {
 	set, err := triggers.Compile(n)
 	if err != nil {
 		return nil, err
@@ -47,12 +48,12 @@ func compile(n *config.Notifications, opts ...notify.CompileOption) (*compiled, 
 	if err != nil {
 		return nil, err
 	}
-	c := &compiled{set: set, resolver: res, templates: map[string]map[string]*notify.Compiled{}, baseline: n.BaselineEnabled()}
+	c := &compiled{set: set, resolver: res, templates: map[string]map[string]*render.Compiled{}, baseline: n.BaselineEnabled()}
 	var errs []error
 	for name, t := range set.Config.Templates {
-		per := map[string]*notify.Compiled{}
+		per := map[string]*render.Compiled{}
 		for svcName, svc := range set.Config.Services {
-			ct, err := notify.Compile(ServiceTemplate(name, t, svcName, svc.Type()), opts...)
+			ct, err := render.Compile(ServiceTemplate(name, t, svcName, svc.Type()), opts...)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -123,26 +124,26 @@ func ServiceTemplate(name string, t config.Template, svcName, typ string) notify
 func TemplateVars(app, event map[string]any, vars map[string]string, serviceType string) map[string]any {
 	return map[string]any{
 		"app": app, "context": vars, "event": event,
-		"serviceType": serviceType, "repo": notify.RepoHelpers(),
+		"serviceType": serviceType, "repo": render.RepoHelpers(),
 	}
 }
 
 // TemplateVarsRepo is TemplateVars whose repo.GetCommitMetadata and
 // repo.GetAppDetails are answered by repo about app (nil repo: they fail
 // the render).
-func TemplateVarsRepo(ctx context.Context, repo notify.RepoLookup, app, event map[string]any, vars map[string]string, serviceType string) map[string]any {
+func TemplateVarsRepo(ctx context.Context, repo render.RepoLookup, app, event map[string]any, vars map[string]string, serviceType string) map[string]any {
 	out := TemplateVars(app, event, vars, serviceType)
-	out["repo"] = notify.RepoHelpersFor(ctx, repo, app)
+	out["repo"] = render.RepoHelpersFor(ctx, repo, app)
 	return out
 }
 
 // TriggerRepo is `repo` in trigger conditions about app: its
 // GetCommitMetadata and GetAppDetails are answered by repo as in
 // templates (nil repo: they fail the condition).
-func TriggerRepo(ctx context.Context, repo notify.RepoLookup, app map[string]any) triggers.RepoFuncs {
-	h := notify.RepoHelpersFor(ctx, repo, app)
-	commit, _ := h["GetCommitMetadata"].(func(any) (notify.CommitMetadata, error))
-	details, _ := h["GetAppDetails"].(func() (notify.AppDetail, error))
+func TriggerRepo(ctx context.Context, repo render.RepoLookup, app map[string]any) triggers.RepoFuncs {
+	h := render.RepoHelpersFor(ctx, repo, app)
+	commit, _ := h["GetCommitMetadata"].(func(any) (render.CommitMetadata, error))
+	details, _ := h["GetAppDetails"].(func() (render.AppDetail, error))
 	return triggers.NewRepoFuncs(
 		func(sha any) (any, error) { return commit(sha) },
 		func() (any, error) { return details() },

@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/utils/lru"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
@@ -56,20 +56,20 @@ type Repo struct {
 	Now       func() time.Time
 
 	once    sync.Once
-	commits *lruCache[notify.CommitMetadata]
+	commits *lruCache[render.CommitMetadata]
 	details *lruCache[detailEntry]
 }
 
-var _ notify.RepoLookup = (*Repo)(nil)
+var _ render.RepoLookup = (*Repo)(nil)
 
 type detailEntry struct {
-	d       notify.AppDetail
+	d       render.AppDetail
 	expires time.Time // zero: never (a source at a commit SHA)
 }
 
 func (r *Repo) init() {
 	r.once.Do(func() {
-		r.commits = newLRUCache[notify.CommitMetadata](positiveOr(r.MaxCommits, DefaultRepoCommits))
+		r.commits = newLRUCache[render.CommitMetadata](positiveOr(r.MaxCommits, DefaultRepoCommits))
 		r.details = newLRUCache[detailEntry](positiveOr(r.MaxDetails, DefaultRepoDetails))
 	})
 }
@@ -96,8 +96,8 @@ func (r *Repo) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, t)
 }
 
-// CommitMetadata implements notify.RepoLookup.
-func (r *Repo) CommitMetadata(ctx context.Context, app map[string]any, sha string) (notify.CommitMetadata, error) {
+// CommitMetadata implements render.RepoLookup.
+func (r *Repo) CommitMetadata(ctx context.Context, app map[string]any, sha string) (render.CommitMetadata, error) {
 	r.init()
 	spec, _ := app["spec"].(map[string]any)
 	source, _ := spec["source"].(map[string]any)
@@ -105,10 +105,10 @@ func (r *Repo) CommitMetadata(ctx context.Context, app map[string]any, sha strin
 	if repoURL == "" {
 		// Argo CD reads spec.source only: a multi-source Application has
 		// no commit metadata there either.
-		return notify.CommitMetadata{}, errors.New("the Application has no spec.source.repoURL")
+		return render.CommitMetadata{}, errors.New("the Application has no spec.source.repoURL")
 	}
 	if err := r.check(app, repoURL); err != nil {
-		return notify.CommitMetadata{}, err
+		return render.CommitMetadata{}, err
 	}
 	sha = strings.ToLower(strings.TrimSpace(sha))
 	key := gitwb.RepoID(repoURL) + "\x00" + sha
@@ -116,15 +116,15 @@ func (r *Repo) CommitMetadata(ctx context.Context, app map[string]any, sha strin
 		return md, nil
 	}
 	if r.Git == nil {
-		return notify.CommitMetadata{}, notify.ErrNoRepoAccess
+		return render.CommitMetadata{}, render.ErrNoRepoAccess
 	}
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
 	md, err := r.Git.CommitMetadata(ctx, repoURL, sha)
 	if err != nil {
-		return notify.CommitMetadata{}, err
+		return render.CommitMetadata{}, err
 	}
-	out := notify.CommitMetadata{Message: md.Message, Author: md.Author, Date: md.Date, Tags: md.Tags}
+	out := render.CommitMetadata{Message: md.Message, Author: md.Author, Date: md.Date, Tags: md.Tags}
 	if len(sha) == 40 {
 		// Tags can be added later, but Argo CD's repo server caches
 		// revision metadata per commit too.
@@ -135,8 +135,8 @@ func (r *Repo) CommitMetadata(ctx context.Context, app map[string]any, sha strin
 
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// AppDetails implements notify.RepoLookup.
-func (r *Repo) AppDetails(ctx context.Context, app map[string]any) (notify.AppDetail, error) {
+// AppDetails implements render.RepoLookup.
+func (r *Repo) AppDetails(ctx context.Context, app map[string]any) (render.AppDetail, error) {
 	r.init()
 	spec, _ := app["spec"].(map[string]any)
 	source, _ := spec["source"].(map[string]any)
@@ -146,21 +146,21 @@ func (r *Repo) AppDetails(ctx context.Context, app map[string]any) (notify.AppDe
 		}
 	}
 	if source == nil {
-		return notify.AppDetail{}, errors.New("the Application has no source")
+		return render.AppDetail{}, errors.New("the Application has no source")
 	}
-	if !notify.NeedsRepo(source) {
-		return notify.BuildAppDetail(source, notify.SourceFiles{})
+	if !render.NeedsRepo(source) {
+		return render.BuildAppDetail(source, render.SourceFiles{})
 	}
 	repoURL, _ := source["repoURL"].(string)
 	if repoURL == "" {
-		return notify.AppDetail{}, errors.New("the Application's source has no repoURL")
+		return render.AppDetail{}, errors.New("the Application's source has no repoURL")
 	}
 	if err := r.check(app, repoURL); err != nil {
-		return notify.AppDetail{}, err
+		return render.AppDetail{}, err
 	}
 	srcJSON, err := json.Marshal(source)
 	if err != nil {
-		return notify.AppDetail{}, err
+		return render.AppDetail{}, err
 	}
 	revision, _ := source["targetRevision"].(string)
 	key := gitwb.RepoID(repoURL) + "\x00" + string(srcJSON)
@@ -168,19 +168,19 @@ func (r *Repo) AppDetails(ctx context.Context, app map[string]any) (notify.AppDe
 		return e.d, nil
 	}
 	if r.Git == nil {
-		return notify.AppDetail{}, notify.ErrNoRepoAccess
+		return render.AppDetail{}, render.ErrNoRepoAccess
 	}
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
-	read, extra := notify.SourceReads(source)
+	read, extra := render.SourceReads(source)
 	p, _ := source["path"].(string)
 	dir, err := r.Git.ReadDir(ctx, repoURL, revision, p, read, maxSourceFileBytes, extra...)
 	if err != nil {
-		return notify.AppDetail{}, err
+		return render.AppDetail{}, err
 	}
-	d, err := notify.BuildAppDetail(source, notify.SourceFiles{Found: dir.Found, Names: dir.Names, Files: dir.Files})
+	d, err := render.BuildAppDetail(source, render.SourceFiles{Found: dir.Found, Names: dir.Names, Files: dir.Files})
 	if err != nil {
-		return notify.AppDetail{}, err
+		return render.AppDetail{}, err
 	}
 	e := detailEntry{d: d}
 	if !fullSHA.MatchString(strings.ToLower(revision)) {

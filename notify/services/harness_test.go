@@ -14,6 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
+	notifyrender "github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
@@ -179,7 +180,7 @@ func render(t *testing.T, nc *config.Notifications, d delivery) notify.Notificat
 	svcCfg := nc.Services[d.Service]
 	typ := svcCfg.Type()
 	// With the notifier's own template selection and variables.
-	c, err := notify.Compile(pipeline.ServiceTemplate(d.Template, tmpl, d.Service, typ))
+	c, err := notifyrender.Compile(pipeline.ServiceTemplate(d.Template, tmpl, d.Service, typ))
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}

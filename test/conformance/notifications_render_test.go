@@ -16,6 +16,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
 // webhookProbe is a template in the shape Argo CD's docs give for a
@@ -155,10 +156,10 @@ func TestCatalogTemplatesMatchNotificationsEngine(t *testing.T) {
 		// service's name.
 		{"team", config.ServiceSlack},
 	}
-	compiled := map[string]*notify.Compiled{}
+	compiled := map[string]*render.Compiled{}
 	for _, name := range names {
 		for _, svc := range svcs {
-			c, err := notify.Compile(cnpipeline.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ))
+			c, err := render.Compile(cnpipeline.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ))
 			if err != nil {
 				t.Fatalf("crowsnest: %v", err)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
 // request is one captured HTTP request.
@@ -133,7 +134,7 @@ func TestCatalogOnTheWireMatchesNotificationsEngine(t *testing.T) {
 				vars := engineVars(app, map[string]string{"argocdUrl": ctx["argocdUrl"], "notificationType": svc.name})
 				vars["serviceType"] = svc.name
 				en, eerr := tmpls.FormatNotification(vars, name)
-				cnN, cerr := notify.Render(cnpipeline.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ), cnpipeline.TemplateVars(app, nil, ctx, svc.typ))
+				cnN, cerr := render.Once(cnpipeline.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ), cnpipeline.TemplateVars(app, nil, ctx, svc.typ))
 				if eerr != nil || cerr != nil || !sameSent(engineSent(en, svc.typ, svc.name), crowsnestSent(cnN, svc.typ, svc.name)) {
 					skipped++ // differences the render test classifies
 					continue

@@ -14,6 +14,8 @@ import (
 	"github.com/argoproj/notifications-engine/pkg/templates"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
 // sameShape reports where crowsnest's type lacks an exported field of
@@ -51,10 +53,10 @@ func sameShape(t *testing.T, path string, argo, ours reflect.Type) {
 }
 
 func TestCommitMetadataAndAppDetailShapes(t *testing.T) {
-	sameShape(t, "CommitMetadata", reflect.TypeFor[shared.CommitMetadata](), reflect.TypeFor[notify.CommitMetadata]())
-	sameShape(t, "AppDetail", reflect.TypeFor[shared.AppDetail](), reflect.TypeFor[notify.AppDetail]())
+	sameShape(t, "CommitMetadata", reflect.TypeFor[shared.CommitMetadata](), reflect.TypeFor[render.CommitMetadata]())
+	sameShape(t, "AppDetail", reflect.TypeFor[shared.AppDetail](), reflect.TypeFor[render.AppDetail]())
 	for _, m := range []string{"GetParameterValueByName", "GetFileParameterPathByName"} {
-		if _, ok := reflect.TypeFor[notify.CustomHelmAppSpec]().MethodByName(m); !ok {
+		if _, ok := reflect.TypeFor[render.CustomHelmAppSpec]().MethodByName(m); !ok {
 			t.Errorf("CustomHelmAppSpec.%s is missing", m)
 		}
 	}
@@ -74,14 +76,14 @@ func TestCommitMetadataTemplatesMatchArgoCD(t *testing.T) {
 		HelmParameterOverrides: []v1alpha1.HelmParameter{{Name: "image.tag", Value: "v2"}},
 	}}
 	ours := lookup{
-		md: notify.CommitMetadata{Author: argoMeta.Author, Message: argoMeta.Message, Date: date, Tags: argoMeta.Tags},
-		d: notify.AppDetail{Type: "Helm", Helm: &notify.CustomHelmAppSpec{
-			HelmAppSpec: notify.HelmAppSpec{
+		md: render.CommitMetadata{Author: argoMeta.Author, Message: argoMeta.Message, Date: date, Tags: argoMeta.Tags},
+		d: render.AppDetail{Type: "Helm", Helm: &render.CustomHelmAppSpec{
+			HelmAppSpec: render.HelmAppSpec{
 				ValueFiles:     []string{"values.yaml"},
-				Parameters:     []*notify.HelmParameter{{Name: "image.tag", Value: "v1"}, {Name: "replicas", Value: "2"}},
-				FileParameters: []*notify.HelmFileParameter{{Name: "cfg", Path: "files/cfg"}},
+				Parameters:     []*render.HelmParameter{{Name: "image.tag", Value: "v1"}, {Name: "replicas", Value: "2"}},
+				FileParameters: []*render.HelmFileParameter{{Name: "cfg", Path: "files/cfg"}},
 			},
-			HelmParameterOverrides: []notify.HelmParameter{{Name: "image.tag", Value: "v2"}},
+			HelmParameterOverrides: []render.HelmParameter{{Name: "image.tag", Value: "v2"}},
 		}},
 	}
 	app := map[string]any{"status": map[string]any{"sync": map[string]any{"revision": "abc"}}}
@@ -97,8 +99,8 @@ func TestCommitMetadataTemplatesMatchArgoCD(t *testing.T) {
 			"GetAppDetails":     func() any { return argoDetail },
 		}}
 		want := renderEngine(t, text, argoVars)
-		got, err := notify.Render(notify.Template{Name: "t", Message: text},
-			map[string]any{"app": app, "repo": notify.RepoHelpersFor(context.Background(), ours, app)})
+		got, err := render.Once(notify.Template{Name: "t", Message: text},
+			map[string]any{"app": app, "repo": render.RepoHelpersFor(context.Background(), ours, app)})
 		if err != nil {
 			t.Fatalf("%s: %v", text, err)
 		}
@@ -109,15 +111,15 @@ func TestCommitMetadataTemplatesMatchArgoCD(t *testing.T) {
 }
 
 type lookup struct {
-	md notify.CommitMetadata
-	d  notify.AppDetail
+	md render.CommitMetadata
+	d  render.AppDetail
 }
 
-func (l lookup) CommitMetadata(context.Context, map[string]any, string) (notify.CommitMetadata, error) {
+func (l lookup) CommitMetadata(context.Context, map[string]any, string) (render.CommitMetadata, error) {
 	return l.md, nil
 }
 
-func (l lookup) AppDetails(context.Context, map[string]any) (notify.AppDetail, error) {
+func (l lookup) AppDetails(context.Context, map[string]any) (render.AppDetail, error) {
 	return l.d, nil
 }
 

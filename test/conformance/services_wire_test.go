@@ -22,6 +22,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
@@ -180,7 +181,7 @@ func sendBothSides(t *testing.T, c wireCase) (engine, crowsnest []wireRequest) {
 		t.Fatalf("crowsnest service: %v", err)
 	}
 	typ := svcCfg.Type()
-	n, err := notify.Render(cnpipeline.ServiceTemplate(c.Template, nc.Templates[c.Template], c.Service, typ),
+	n, err := render.Once(cnpipeline.ServiceTemplate(c.Template, nc.Templates[c.Template], c.Service, typ),
 		cnpipeline.TemplateVars(c.App, nil, vars, typ))
 	if err != nil {
 		t.Fatalf("crowsnest render: %v", err)

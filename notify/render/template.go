@@ -1,4 +1,4 @@
-package notify
+package render
 
 import (
 	"encoding/json"
@@ -11,85 +11,24 @@ import (
 	"text/template"
 	"text/template/parse"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
-// DeliveryPolicy says what a Slack message with a grouping key does when
-// the group already has a message: post a reply, or update the first one.
-type DeliveryPolicy string
-
-// Delivery policies, named as in argocd-notifications.
-const (
-	// PolicyPost posts every message (replies in the group's thread).
-	PolicyPost DeliveryPolicy = "Post"
-	// PolicyPostAndUpdate posts the group's first message and updates it after.
-	PolicyPostAndUpdate DeliveryPolicy = "PostAndUpdate"
-	// PolicyUpdate only updates the group's message; it posts nothing new.
-	PolicyUpdate DeliveryPolicy = "Update"
-)
-
-// Template is a message template as configured: every string is a
-// text/template. The same shape holds a rendered Notification.
-type Template struct {
-	Name    string                     `json:"name,omitempty"`
-	Message string                     `json:"message,omitempty"`
-	Slack   *SlackTemplate             `json:"slack,omitempty"`
-	Webhook map[string]WebhookTemplate `json:"webhook,omitempty"`
-	Email   *EmailTemplate             `json:"email,omitempty"`
-	// Blocks are the template blocks of the other service types, by type
-	// ("teams", "github"): each a struct (package services' Kind.Block)
-	// or a JSON object whose strings are all templates.
-	Blocks map[string]any `json:"blocks,omitempty"`
-}
-
-// SlackTemplate is the Slack part of a template: Blocks and Attachments
-// are JSON arrays in Slack's format.
-type SlackTemplate struct {
-	Attachments     string         `json:"attachments,omitempty"`
-	Blocks          string         `json:"blocks,omitempty"`
-	GroupingKey     string         `json:"groupingKey,omitempty"`
-	NotifyBroadcast bool           `json:"notifyBroadcast,omitempty"`
-	DeliveryPolicy  DeliveryPolicy `json:"deliveryPolicy,omitempty"`
-}
-
-// WebhookTemplate is the request sent to the webhook service of the same
-// name as its key in Template.Webhook.
-type WebhookTemplate struct {
-	Method string `json:"method,omitempty"`
-	Path   string `json:"path,omitempty"`
-	Body   string `json:"body,omitempty"`
-}
-
-// EmailTemplate is the email part of a template; the body is the message.
-type EmailTemplate struct {
-	Subject string `json:"subject,omitempty"`
-}
-
-// Notification is a rendered template: what the outbox stores and the
-// services send.
-type Notification struct {
-	Message string                     `json:"message,omitempty"`
-	Slack   *SlackTemplate             `json:"slack,omitempty"`
-	Webhook map[string]WebhookTemplate `json:"webhook,omitempty"`
-	Email   *EmailTemplate             `json:"email,omitempty"`
-	// Blocks are the rendered blocks of Template.Blocks, as JSON objects
-	// (package services decodes them into its types).
-	Blocks map[string]json.RawMessage `json:"blocks,omitempty"`
-}
-
-// MaxRenderedSize bounds one rendered field (256 KiB), far above any
+// MaxFieldSize bounds one rendered field (256 KiB), far above any
 // message a service accepts, so a runaway range cannot eat the memory.
-const MaxRenderedSize = 256 << 10
+const MaxFieldSize = 256 << 10
 
-// ErrTooLarge is returned when a rendered field exceeds MaxRenderedSize.
+// ErrTooLarge is returned when a rendered field exceeds MaxFieldSize.
 var ErrTooLarge = errors.New("rendered text exceeds the size limit")
 
 // Compiled is a parsed Template, safe for concurrent Render calls.
 type Compiled struct {
 	name   string
-	src    Template
+	src    notify.Template
 	funcs  template.FuncMap
 	fields []compiledField
-	blocks map[string]any // Template.Blocks as JSON trees, the base of each render
+	blocks map[string]any // notify.Template.Blocks as JSON trees, the base of each render
 	bound  sync.Pool      // of *bound
 }
 
@@ -119,7 +58,7 @@ type compiledField struct {
 	path string // "message", "slack.blocks", "webhook.github.body", ...
 	tmpl *template.Template
 	used []string // the functions it calls, which Render wraps in its budget
-	set  func(n *Notification, s string)
+	set  func(n *notify.Notification, s string)
 	// leaf is set instead of set for a string in a block: the block and
 	// the keys (string or int) leading to it in the block's tree.
 	leaf []any
@@ -144,7 +83,7 @@ func WithClock(now func() time.Time) CompileOption {
 }
 
 // Compile parses every field of t. Errors name the template and the field.
-func Compile(t Template, opts ...CompileOption) (*Compiled, error) {
+func Compile(t notify.Template, opts ...CompileOption) (*Compiled, error) {
 	var o compileOptions
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -157,52 +96,72 @@ func Compile(t Template, opts ...CompileOption) (*Compiled, error) {
 	funcs["html"], funcs["js"] = template.HTMLEscaper, template.JSEscaper
 	funcs[renderStep] = func() string { return "" } // Render binds the real one
 	c := &Compiled{name: t.Name, src: t, funcs: funcs}
-	add := func(path, text string, set func(*Notification, string)) error {
-		if text == "" {
-			return nil
-		}
-		tm, err := template.New(path).Funcs(funcs).Option("missingkey=zero").Parse(text)
-		if err != nil {
-			return fmt.Errorf("template %q: %s: %w", t.Name, path, err)
-		}
-		trees := map[string]*parse.Tree{}
-		var all []*parse.Tree
-		for _, d := range tm.Templates() {
-			if d.Tree != nil {
-				rewriteTree(d.Tree)
-				trees[d.Name()] = d.Tree
-				all = append(all, d.Tree)
-			}
-		}
-		if err := checkRecursion(trees); err != nil {
-			return fmt.Errorf("template %q: %s: %w", t.Name, path, err)
-		}
-		c.fields = append(c.fields, compiledField{path: path, tmpl: tm, used: usedFuncs(all), set: set})
-		return nil
-	}
-	if err := add("message", t.Message, func(n *Notification, s string) { n.Message = s }); err != nil {
+	if err := c.add("message", t.Message, func(n *notify.Notification, s string) { n.Message = s }); err != nil {
 		return nil, err
 	}
-	if s := t.Slack; s != nil {
-		switch s.DeliveryPolicy {
-		case "", PolicyPost, PolicyPostAndUpdate, PolicyUpdate:
-		default:
-			return nil, fmt.Errorf("template %q: slack.deliveryPolicy: %q is not Post, PostAndUpdate or Update", t.Name, s.DeliveryPolicy)
-		}
-		for _, f := range []struct {
-			path, text string
-			set        func(*SlackTemplate, string)
-		}{
-			{"slack.attachments", s.Attachments, func(st *SlackTemplate, v string) { st.Attachments = v }},
-			{"slack.blocks", s.Blocks, func(st *SlackTemplate, v string) { st.Blocks = v }},
-			{"slack.groupingKey", s.GroupingKey, func(st *SlackTemplate, v string) { st.GroupingKey = v }},
-		} {
-			set := f.set
-			if err := add(f.path, f.text, func(n *Notification, v string) { set(n.Slack, v) }); err != nil {
-				return nil, err
-			}
+	for _, step := range []func(notify.Template) error{c.compileSlack, c.compileWebhooks, c.compileEmail, c.compileBlocks} {
+		if err := step(t); err != nil {
+			return nil, err
 		}
 	}
+	return c, nil
+}
+
+// add parses text as the field at path, which Render writes with set;
+// empty text is no field.
+func (c *Compiled) add(path, text string, set func(*notify.Notification, string)) error {
+	if text == "" {
+		return nil
+	}
+	tm, err := template.New(path).Funcs(c.funcs).Option("missingkey=zero").Parse(text)
+	if err != nil {
+		return fmt.Errorf("template %q: %s: %w", c.name, path, err)
+	}
+	trees := map[string]*parse.Tree{}
+	var all []*parse.Tree
+	for _, d := range tm.Templates() {
+		if d.Tree != nil {
+			rewriteTree(d.Tree)
+			trees[d.Name()] = d.Tree
+			all = append(all, d.Tree)
+		}
+	}
+	if err := checkRecursion(trees); err != nil {
+		return fmt.Errorf("template %q: %s: %w", c.name, path, err)
+	}
+	c.fields = append(c.fields, compiledField{path: path, tmpl: tm, used: usedFuncs(all), set: set})
+	return nil
+}
+
+// compileSlack checks t.Slack's delivery policy and compiles its fields.
+func (c *Compiled) compileSlack(t notify.Template) error {
+	s := t.Slack
+	if s == nil {
+		return nil
+	}
+	switch s.DeliveryPolicy {
+	case "", notify.PolicyPost, notify.PolicyPostAndUpdate, notify.PolicyUpdate:
+	default:
+		return fmt.Errorf("template %q: slack.deliveryPolicy: %q is not Post, PostAndUpdate or Update", t.Name, s.DeliveryPolicy)
+	}
+	for _, f := range []struct {
+		path, text string
+		set        func(*notify.SlackTemplate, string)
+	}{
+		{"slack.attachments", s.Attachments, func(st *notify.SlackTemplate, v string) { st.Attachments = v }},
+		{"slack.blocks", s.Blocks, func(st *notify.SlackTemplate, v string) { st.Blocks = v }},
+		{"slack.groupingKey", s.GroupingKey, func(st *notify.SlackTemplate, v string) { st.GroupingKey = v }},
+	} {
+		set := f.set
+		if err := c.add(f.path, f.text, func(n *notify.Notification, v string) { set(n.Slack, v) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compileWebhooks compiles every webhook request of t, by webhook name.
+func (c *Compiled) compileWebhooks(t notify.Template) error {
 	names := make([]string, 0, len(t.Webhook))
 	for name := range t.Webhook {
 		names = append(names, name)
@@ -212,36 +171,36 @@ func Compile(t Template, opts ...CompileOption) (*Compiled, error) {
 		w := t.Webhook[name]
 		for _, f := range []struct {
 			field, text string
-			set         func(*WebhookTemplate, string)
+			set         func(*notify.WebhookTemplate, string)
 		}{
-			{"method", w.Method, func(wt *WebhookTemplate, v string) { wt.Method = v }},
-			{"path", w.Path, func(wt *WebhookTemplate, v string) { wt.Path = v }},
-			{"body", w.Body, func(wt *WebhookTemplate, v string) { wt.Body = v }},
+			{"method", w.Method, func(wt *notify.WebhookTemplate, v string) { wt.Method = v }},
+			{"path", w.Path, func(wt *notify.WebhookTemplate, v string) { wt.Path = v }},
+			{"body", w.Body, func(wt *notify.WebhookTemplate, v string) { wt.Body = v }},
 		} {
 			name, set := name, f.set
-			if err := add("webhook."+name+"."+f.field, f.text, func(n *Notification, v string) {
+			if err := c.add("webhook."+name+"."+f.field, f.text, func(n *notify.Notification, v string) {
 				wt := n.Webhook[name]
 				set(&wt, v)
 				n.Webhook[name] = wt
 			}); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	if t.Email != nil {
-		if err := add("email.subject", t.Email.Subject, func(n *Notification, v string) { n.Email.Subject = v }); err != nil {
-			return nil, err
-		}
+	return nil
+}
+
+// compileEmail compiles t's email subject.
+func (c *Compiled) compileEmail(t notify.Template) error {
+	if t.Email == nil {
+		return nil
 	}
-	if err := c.compileBlocks(t, add); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c.add("email.subject", t.Email.Subject, func(n *notify.Notification, v string) { n.Email.Subject = v })
 }
 
 // compileBlocks compiles every string of every block in t.Blocks as a
 // template, in a fixed order, remembering where each goes in the block.
-func (c *Compiled) compileBlocks(t Template, add func(path, text string, set func(*Notification, string)) error) error {
+func (c *Compiled) compileBlocks(t notify.Template) error {
 	if len(t.Blocks) == 0 {
 		return nil
 	}
@@ -269,7 +228,7 @@ func (c *Compiled) compileBlocks(t Template, add func(path, text string, set fun
 			if walkErr != nil || text == "" {
 				return
 			}
-			if walkErr = add(blockPath(keys), text, nil); walkErr == nil {
+			if walkErr = c.add(blockPath(keys), text, nil); walkErr == nil {
 				c.fields[len(c.fields)-1].leaf = slices.Clone(keys)
 			}
 		})
@@ -367,13 +326,13 @@ func (c *Compiled) Name() string { return c.name }
 // missing field renders as empty. Errors name the template and the field,
 // whose first part is the service ("slack.blocks", "webhook.github.body").
 // All fields together render within one budget (see budget.go); a render
-// that exceeds it fails with ErrRenderBudget.
-func (c *Compiled) Render(vars map[string]any) (Notification, error) {
+// that exceeds it fails with ErrBudget.
+func (c *Compiled) Render(vars map[string]any) (notify.Notification, error) {
 	bd, _ := c.bound.Get().(*bound)
 	if bd == nil {
 		var err error
 		if bd, err = c.bind(); err != nil {
-			return Notification{}, err
+			return notify.Notification{}, err
 		}
 	}
 	defer c.bound.Put(bd)
@@ -381,19 +340,19 @@ func (c *Compiled) Render(vars map[string]any) (Notification, error) {
 	return c.render(vars, bd)
 }
 
-func (c *Compiled) render(vars map[string]any, bd *bound) (Notification, error) {
-	var n Notification
+func (c *Compiled) render(vars map[string]any, bd *bound) (notify.Notification, error) {
+	var n notify.Notification
 	if c.src.Slack != nil {
-		n.Slack = &SlackTemplate{NotifyBroadcast: c.src.Slack.NotifyBroadcast, DeliveryPolicy: c.src.Slack.DeliveryPolicy}
+		n.Slack = &notify.SlackTemplate{NotifyBroadcast: c.src.Slack.NotifyBroadcast, DeliveryPolicy: c.src.Slack.DeliveryPolicy}
 	}
 	if c.src.Webhook != nil {
-		n.Webhook = make(map[string]WebhookTemplate, len(c.src.Webhook))
+		n.Webhook = make(map[string]notify.WebhookTemplate, len(c.src.Webhook))
 		for name := range c.src.Webhook {
-			n.Webhook[name] = WebhookTemplate{}
+			n.Webhook[name] = notify.WebhookTemplate{}
 		}
 	}
 	if c.src.Email != nil {
-		n.Email = &EmailTemplate{}
+		n.Email = &notify.EmailTemplate{}
 	}
 	var blocks map[string]any
 	if c.blocks != nil {
@@ -405,8 +364,8 @@ func (c *Compiled) render(vars map[string]any, bd *bound) (Notification, error) 
 	var b strings.Builder
 	for i, f := range c.fields {
 		b.Reset()
-		if err := bd.tmpls[i].Execute(&limitWriter{w: &b, n: MaxRenderedSize}, vars); err != nil {
-			return Notification{}, fmt.Errorf("rendering template %q: %s: %w", c.name, f.path, err)
+		if err := bd.tmpls[i].Execute(&limitWriter{w: &b, n: MaxFieldSize}, vars); err != nil {
+			return notify.Notification{}, fmt.Errorf("rendering template %q: %s: %w", c.name, f.path, err)
 		}
 		if f.leaf != nil {
 			setLeaf(blocks[f.leaf[0].(string)], f.leaf[1:], b.String())
@@ -419,7 +378,7 @@ func (c *Compiled) render(vars map[string]any, bd *bound) (Notification, error) 
 		for name, tree := range blocks {
 			raw, err := json.Marshal(tree)
 			if err != nil {
-				return Notification{}, fmt.Errorf("rendering template %q: %s: %w", c.name, name, err)
+				return notify.Notification{}, fmt.Errorf("rendering template %q: %s: %w", c.name, name, err)
 			}
 			n.Blocks[name] = raw
 		}
@@ -427,18 +386,18 @@ func (c *Compiled) render(vars map[string]any, bd *bound) (Notification, error) 
 	if s := n.Slack; s != nil {
 		for _, j := range []struct{ path, text string }{{"slack.blocks", s.Blocks}, {"slack.attachments", s.Attachments}} {
 			if strings.TrimSpace(j.text) != "" && !json.Valid([]byte(j.text)) {
-				return Notification{}, fmt.Errorf("rendering template %q: %s: not valid JSON", c.name, j.path)
+				return notify.Notification{}, fmt.Errorf("rendering template %q: %s: not valid JSON", c.name, j.path)
 			}
 		}
 	}
 	return n, nil
 }
 
-// Render compiles and renders t once, for dry runs.
-func Render(t Template, vars map[string]any, opts ...CompileOption) (Notification, error) {
+// Once compiles and renders t once, for dry runs.
+func Once(t notify.Template, vars map[string]any, opts ...CompileOption) (notify.Notification, error) {
 	c, err := Compile(t, opts...)
 	if err != nil {
-		return Notification{}, err
+		return notify.Notification{}, err
 	}
 	return c.Render(vars)
 }

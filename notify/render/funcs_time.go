@@ -1,4 +1,4 @@
-package notify
+package render
 
 import (
 	"fmt"
@@ -19,11 +19,18 @@ import (
 // (2006-01-02 15:04:05).
 func timeFuncs(now func() time.Time) template.FuncMap {
 	return template.FuncMap{
-		"now":         now,
+		// now, ago and durationRound: sprig's read the process's clock, not
+		// the one Compile was given (WithClock).
+		"now": now,
+		// date and toDate: sprig's use the process's Local zone, and its
+		// date prints the current time for an RFC 3339 string; dateRFC3339
+		// is date in RFC 3339 (sprig has none).
 		"date":        formatDate,
-		"dateInZone":  dateInZone,
 		"dateRFC3339": func(v any) string { return formatDate(time.RFC3339, v) },
 		"toDate":      toDate,
+		// dateInZone: sprig's quietly uses UTC for an unknown zone.
+		"dateInZone": dateInZone,
+		// unixEpoch: sprig's takes only a time.Time.
 		"unixEpoch": func(v any) string {
 			t, ok := asTime(v)
 			if !ok {
@@ -38,6 +45,8 @@ func timeFuncs(now func() time.Time) template.FuncMap {
 			}
 			return now().Sub(t).Round(time.Second).String()
 		},
+		// duration: sprig's reads a number that is not an int64 (JSON's
+		// float64) as 0 seconds.
 		"duration":      func(v any) string { return (time.Duration(toInt64(v)) * time.Second).String() },
 		"durationRound": func(v any) string { return durationRound(v, now) },
 	}

@@ -1,4 +1,4 @@
-package notify
+package render
 
 import (
 	"fmt"
@@ -31,9 +31,9 @@ func listFuncs() template.FuncMap {
 		"has":     has,
 		"without": without,
 		"uniq":    uniq,
-		// until, untilStep and seq: sprig's build a list of any length, and
-		// their loops overflow and never end near the int limits.
-		"until":     until,
+		// untilStep and seq: sprig's build a list of any length, and their
+		// loops overflow and never end near the int limits (untilStep 1
+		// MaxInt MaxInt); until is sprig's, bounded by checkUntil.
 		"untilStep": untilStep,
 		"seq":       seq,
 	}
@@ -215,32 +215,41 @@ func uniq(v any) ([]any, error) {
 	return out, nil
 }
 
-// until is the list 0, 1, ... n-1 (0, -1, ... n+1 for a negative n).
-func until(n any) ([]int, error) {
-	c := toInt64(n)
+// checkUntil bounds sprig's until COUNT, the list 0, 1, ... COUNT-1 (0,
+// -1, ... COUNT+1 for a negative COUNT), to maxListLen elements.
+func checkUntil(args []any) error {
+	c := toInt64(args[0])
 	step := int64(1)
 	if c < 0 {
 		step = -1
 	}
-	return intRange("until", 0, c, step)
+	_, err := rangeLen("until", 0, c, step)
+	return err
 }
 
 // untilStep counts from start by step while short of stop, like Python's
 // range; a step of 0 or one pointing away from stop gives an empty list.
 func untilStep(start, stop, step any) ([]int, error) {
-	return intRange("untilStep", toInt64(start), toInt64(stop), toInt64(step))
-}
-
-func intRange(fn string, start, stop, step int64) ([]int, error) {
-	n := rangeCount(start, stop, step, false)
-	if n > maxListLen {
-		return nil, fmt.Errorf("%s: list of %d elements is over the %d-element limit", fn, n, maxListLen)
+	from, by := toInt64(start), toInt64(step)
+	n, err := rangeLen("untilStep", from, toInt64(stop), by)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]int, 0, n)
-	for i, v := uint64(0), start; i < n; i, v = i+1, v+step {
+	for i, v := uint64(0), from; i < n; i, v = i+1, v+by {
 		out = append(out, int(v))
 	}
 	return out, nil
+}
+
+// rangeLen is the length of the list start, start+step, ... short of
+// stop, or an error naming fn when it is over maxListLen.
+func rangeLen(fn string, start, stop, step int64) (uint64, error) {
+	n := rangeCount(start, stop, step, false)
+	if n > maxListLen {
+		return 0, fmt.Errorf("%s: list of %d elements is over the %d-element limit", fn, n, maxListLen)
+	}
+	return n, nil
 }
 
 // rangeCount is how many values start, start+step, ... lie before stop

@@ -1,4 +1,4 @@
-package notify_test
+package render_test
 
 import (
 	"strings"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
 var fixedNow = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -26,7 +27,7 @@ func appVars() map[string]any {
 			},
 		},
 		"context": map[string]any{"argocdUrl": "https://argocd.example.com"},
-		"repo":    notify.RepoHelpers(),
+		"repo":    render.RepoHelpers(),
 	}
 }
 
@@ -85,7 +86,7 @@ func TestRenderServices(t *testing.T) {
 		},
 		Email: &notify.EmailTemplate{Subject: "{{.app.metadata.name}} is {{.app.status.health.status}}"},
 	}
-	got, err := notify.Render(tmpl, appVars())
+	got, err := render.Once(tmpl, appVars())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,13 +118,13 @@ func TestCompileErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := notify.Compile(tt.tmpl)
+			_, err := render.Compile(tt.tmpl)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
 			}
 		})
 	}
-	_, err := notify.Render(notify.Template{Name: "d", Slack: &notify.SlackTemplate{Blocks: "[{{.app.metadata.name}}"}}, appVars())
+	_, err := render.Once(notify.Template{Name: "d", Slack: &notify.SlackTemplate{Blocks: "[{{.app.metadata.name}}"}}, appVars())
 	if err == nil || !strings.Contains(err.Error(), `template "d": slack.blocks: not valid JSON`) {
 		t.Fatalf("error = %v, want invalid JSON for slack.blocks", err)
 	}
@@ -135,7 +136,7 @@ func TestCompileErrors(t *testing.T) {
 // only at render, and one notify has that config lacks would be rejected
 // at load.
 func TestFuncNamesMatchFuncMap(t *testing.T) {
-	fm := notify.FuncMap(nil)
+	fm := render.FuncMap(nil)
 	var names []string
 	for n := range fm {
 		names = append(names, n)
@@ -164,10 +165,10 @@ func TestRepoURLToHTTPS(t *testing.T) {
 		{"not a url", "not a url", ""},
 	}
 	for _, tt := range tests {
-		if got := notify.RepoURLToHTTPS(tt.in); got != tt.want {
+		if got := render.RepoURLToHTTPS(tt.in); got != tt.want {
 			t.Errorf("RepoURLToHTTPS(%q) = %q, want %q", tt.in, got, tt.want)
 		}
-		if got := notify.FullNameByRepoURL(tt.in); got != tt.full {
+		if got := render.FullNameByRepoURL(tt.in); got != tt.full {
 			t.Errorf("FullNameByRepoURL(%q) = %q, want %q", tt.in, got, tt.full)
 		}
 	}
@@ -187,7 +188,7 @@ func sortedCopy(s []string) []string {
 
 // BenchmarkRender renders a typical Slack deployment template.
 func BenchmarkRender(b *testing.B) {
-	c, err := notify.Compile(notify.Template{
+	c, err := render.Compile(notify.Template{
 		Name:    "app-deployed",
 		Message: "{{.app.metadata.name}} is now running new version {{.app.status.sync.revision | truncate 7}} of {{repoFullName .app.spec.source.repoURL}}.",
 		Slack: &notify.SlackTemplate{

@@ -1,4 +1,4 @@
-package notify
+package render
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 
 // Limits on what one helper call may build, so a template cannot eat the
 // memory from a small config value (`repeat`, `until`, `seq`, doubling a
-// string or a list in a loop). MaxRenderedSize bounds the printed output;
+// string or a list in a loop). MaxFieldSize bounds the printed output;
 // these bound the values a template builds on the way.
 const (
 	// maxListLen caps the elements of a list a helper returns (until,
@@ -121,6 +121,7 @@ var fromSprig = map[string]sprigUse{
 	"list": {}, "rest": {from: "mustRest", list: firstList}, "initial": {from: "mustInitial", list: firstList},
 	"reverse": {from: "mustReverse", list: firstList},
 	"compact": {from: "mustCompact", list: firstList},
+	"until":   {check: checkUntil},
 	// dicts
 	"get": {}, "hasKey": {}, "pluck": {},
 	"pick": {then: ownDict}, "omit": {then: ownDict},

@@ -1,4 +1,4 @@
-package notify_test
+package render_test
 
 import (
 	"context"
@@ -10,25 +10,25 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
 // fixedRepo answers from fixed values, what notify/pipeline's Repo
 // does from Git (tested against a real Git server in controller's
 // notifyrepo_test.go, with Argo CD's credentials).
 type fixedRepo struct {
-	md     notify.CommitMetadata
-	detail notify.AppDetail
+	md     render.CommitMetadata
+	detail render.AppDetail
 	err    error
 	shas   []string
 }
 
-func (f *fixedRepo) CommitMetadata(_ context.Context, _ map[string]any, sha string) (notify.CommitMetadata, error) {
+func (f *fixedRepo) CommitMetadata(_ context.Context, _ map[string]any, sha string) (render.CommitMetadata, error) {
 	f.shas = append(f.shas, sha)
 	return f.md, f.err
 }
 
-func (f *fixedRepo) AppDetails(context.Context, map[string]any) (notify.AppDetail, error) {
+func (f *fixedRepo) AppDetails(context.Context, map[string]any) (render.AppDetail, error) {
 	return f.detail, f.err
 }
 
@@ -37,15 +37,15 @@ func (f *fixedRepo) AppDetails(context.Context, map[string]any) (notify.AppDetai
 // unchanged.
 func TestCommitMetadataArgoDocTemplates(t *testing.T) {
 	repo := &fixedRepo{
-		md: notify.CommitMetadata{Author: "Jane Dev <jane@example.com>", Message: "Deploy v2\n\nBody.",
+		md: render.CommitMetadata{Author: "Jane Dev <jane@example.com>", Message: "Deploy v2\n\nBody.",
 			Date: time.Date(2026, 11, 20, 8, 30, 0, 0, time.UTC), Tags: []string{"v2.0.0"}},
-		detail: notify.AppDetail{Type: "Helm", Helm: &notify.CustomHelmAppSpec{
-			HelmAppSpec:            notify.HelmAppSpec{Parameters: []*notify.HelmParameter{{Name: "image.tag", Value: "v1"}, {Name: "replicas", Value: "2"}}},
-			HelmParameterOverrides: []notify.HelmParameter{{Name: "image.tag", Value: "v2"}},
+		detail: render.AppDetail{Type: "Helm", Helm: &render.CustomHelmAppSpec{
+			HelmAppSpec:            render.HelmAppSpec{Parameters: []*render.HelmParameter{{Name: "image.tag", Value: "v1"}, {Name: "replicas", Value: "2"}}},
+			HelmParameterOverrides: []render.HelmParameter{{Name: "image.tag", Value: "v2"}},
 		}},
 	}
 	vars := appVars()
-	vars["repo"] = notify.RepoHelpersFor(context.Background(), repo, vars["app"].(map[string]any))
+	vars["repo"] = render.RepoHelpersFor(context.Background(), repo, vars["app"].(map[string]any))
 	tests := []struct{ name, text, want string }{
 		// docs/operator-manual/notifications/templates.md
 		{"templates.md", `Author: {{(call .repo.GetCommitMetadata .app.status.sync.revision).Author}}`, "Author: Jane Dev <jane@example.com>"},
@@ -70,7 +70,7 @@ func TestCommitMetadataRenderErrors(t *testing.T) {
 	app := appVars()["app"].(map[string]any)
 	tests := []struct {
 		name    string
-		repo    notify.RepoLookup
+		repo    render.RepoLookup
 		text    string
 		wantErr string
 	}{
@@ -83,7 +83,7 @@ func TestCommitMetadataRenderErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			vars := appVars()
 			if tt.repo != nil {
-				vars["repo"] = notify.RepoHelpersFor(context.Background(), tt.repo, app)
+				vars["repo"] = render.RepoHelpersFor(context.Background(), tt.repo, app)
 			}
 			checkRender(t, tt.text, vars, "", tt.wantErr)
 		})
@@ -95,18 +95,18 @@ func TestAppDetailsFromSource(t *testing.T) {
 	tests := []struct {
 		name    string
 		source  string
-		files   notify.SourceFiles
-		want    notify.AppDetail
+		files   render.SourceFiles
+		want    render.AppDetail
 		wantErr string
 	}{
 		{
 			name:   "helm chart found by Chart.yaml",
 			source: `{"repoURL":"u","path":"chart","helm":null}`,
-			files: notify.SourceFiles{Found: true, Names: []string{"Chart.yaml", "prod-values.yaml", "values.yaml"},
+			files: render.SourceFiles{Found: true, Names: []string{"Chart.yaml", "prod-values.yaml", "values.yaml"},
 				Files: map[string][]byte{"values.yaml": values}},
-			want: notify.AppDetail{Type: "Helm", Helm: &notify.CustomHelmAppSpec{HelmAppSpec: notify.HelmAppSpec{
+			want: render.AppDetail{Type: "Helm", Helm: &render.CustomHelmAppSpec{HelmAppSpec: render.HelmAppSpec{
 				ValueFiles: []string{"prod-values.yaml", "values.yaml"}, Values: string(values),
-				Parameters: []*notify.HelmParameter{
+				Parameters: []*render.HelmParameter{
 					{Name: "args[0]", Value: "a"}, {Name: "args[1]", Value: "b"}, {Name: "big", Value: "1e+06"},
 					{Name: "image.repository", Value: "ghcr.io/x/web"}, {Name: "image.tag", Value: "v1"}, {Name: "replicas", Value: "2"},
 				},
@@ -115,40 +115,40 @@ func TestAppDetailsFromSource(t *testing.T) {
 		{
 			name:   "explicit helm with overrides, value files and file parameters",
 			source: `{"repoURL":"u","path":"chart","helm":{"valueFiles":["envs/prod.yaml","https://x/v.yaml","$ref/v.yaml"],"parameters":[{"name":"image.tag","value":"v9","forceString":true}],"fileParameters":[{"name":"cfg","path":"files/cfg.txt"}]}}`,
-			files: notify.SourceFiles{Found: true, Names: []string{"values.yaml"},
+			files: render.SourceFiles{Found: true, Names: []string{"values.yaml"},
 				Files: map[string][]byte{"values.yaml": []byte("image:\n  tag: v1\nreplicas: 2\n"), "/chart/envs/prod.yaml": []byte("replicas: 5\n")}},
-			want: notify.AppDetail{Type: "Helm", Helm: &notify.CustomHelmAppSpec{
-				HelmAppSpec: notify.HelmAppSpec{
+			want: render.AppDetail{Type: "Helm", Helm: &render.CustomHelmAppSpec{
+				HelmAppSpec: render.HelmAppSpec{
 					ValueFiles: []string{"values.yaml"}, Values: "image:\n  tag: v1\nreplicas: 2\n",
-					Parameters:     []*notify.HelmParameter{{Name: "image.tag", Value: "v1"}, {Name: "replicas", Value: "5"}},
-					FileParameters: []*notify.HelmFileParameter{{Name: "cfg", Path: "files/cfg.txt"}},
+					Parameters:     []*render.HelmParameter{{Name: "image.tag", Value: "v1"}, {Name: "replicas", Value: "5"}},
+					FileParameters: []*render.HelmFileParameter{{Name: "cfg", Path: "files/cfg.txt"}},
 				},
-				HelmParameterOverrides: []notify.HelmParameter{{Name: "image.tag", Value: "v9", ForceString: true}},
+				HelmParameterOverrides: []render.HelmParameter{{Name: "image.tag", Value: "v9", ForceString: true}},
 			}},
 		},
 		{
 			name:   "kustomize wins over Chart.yaml",
 			source: `{"repoURL":"u","path":"k","kustomize":{"images":["ghcr.io/x/web=ghcr.io/x/web:v3","redis:7"]}}`,
-			files: notify.SourceFiles{Found: true, Names: []string{"Chart.yaml", "kustomization.yaml"},
+			files: render.SourceFiles{Found: true, Names: []string{"Chart.yaml", "kustomization.yaml"},
 				Files: map[string][]byte{"kustomization.yaml": []byte("images:\n- name: ghcr.io/x/web\n  newTag: v2\n- name: nginx\n  newName: mirror/nginx\n  digest: sha256:abc\n")}},
-			want: notify.AppDetail{Type: "Kustomize", Kustomize: &notify.KustomizeAppSpec{Images: []string{"ghcr.io/x/web:v3", "mirror/nginx@sha256:abc", "redis:7"}}},
+			want: render.AppDetail{Type: "Kustomize", Kustomize: &render.KustomizeAppSpec{Images: []string{"ghcr.io/x/web:v3", "mirror/nginx@sha256:abc", "redis:7"}}},
 		},
 		{
 			name:   "kustomization found",
 			source: `{"repoURL":"u","path":"k"}`,
-			files:  notify.SourceFiles{Found: true, Names: []string{"Chart.yaml", "Kustomization"}, Files: map[string][]byte{"Kustomization": []byte("resources: [a.yaml]\n")}},
-			want:   notify.AppDetail{Type: "Kustomize", Kustomize: &notify.KustomizeAppSpec{}},
+			files:  render.SourceFiles{Found: true, Names: []string{"Chart.yaml", "Kustomization"}, Files: map[string][]byte{"Kustomization": []byte("resources: [a.yaml]\n")}},
+			want:   render.AppDetail{Type: "Kustomize", Kustomize: &render.KustomizeAppSpec{}},
 		},
 		{
 			name:   "plain manifests",
 			source: `{"repoURL":"u","path":"m"}`,
-			files:  notify.SourceFiles{Found: true, Names: []string{"deploy.yaml"}},
-			want:   notify.AppDetail{Type: "Directory", Directory: &notify.DirectoryAppSpec{}},
+			files:  render.SourceFiles{Found: true, Names: []string{"deploy.yaml"}},
+			want:   render.AppDetail{Type: "Directory", Directory: &render.DirectoryAppSpec{}},
 		},
 		{
 			name:   "chart from a Helm repository",
 			source: `{"repoURL":"https://charts.example.com","chart":"web","helm":{"parameters":[{"name":"a","value":"b"}]}}`,
-			want:   notify.AppDetail{Type: "Helm", Helm: &notify.CustomHelmAppSpec{HelmParameterOverrides: []notify.HelmParameter{{Name: "a", Value: "b"}}}},
+			want:   render.AppDetail{Type: "Helm", Helm: &render.CustomHelmAppSpec{HelmParameterOverrides: []render.HelmParameter{{Name: "a", Value: "b"}}}},
 		},
 		{name: "missing path", source: `{"repoURL":"u","path":"gone"}`, wantErr: `path "gone" not found`},
 		{name: "two types", source: `{"repoURL":"u","helm":{},"kustomize":{}}`, wantErr: "multiple application sources defined: Kustomize,Helm"},
@@ -159,7 +159,7 @@ func TestAppDetailsFromSource(t *testing.T) {
 			if err := json.Unmarshal([]byte(tt.source), &src); err != nil {
 				t.Fatal(err)
 			}
-			got, err := notify.BuildAppDetail(src, tt.files)
+			got, err := render.BuildAppDetail(src, tt.files)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

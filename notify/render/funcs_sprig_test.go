@@ -1,4 +1,4 @@
-package notify
+package render
 
 import (
 	"regexp"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // sprigParity are templates over the helpers that are sprig's
@@ -26,6 +28,7 @@ var sprigParity = []string{
 	`{{regexSplit "z+" "pizza" -1}} {{regexSplit "z+" "pizza" 1}} {{regexQuoteMeta "1.2.3"}}`,
 	`{{default "none" ""}} {{default "none" "x"}} {{default "d" 0}} {{empty (list)}} {{empty 0}} {{empty "x"}} {{coalesce "" 0 "x" "y"}} {{ternary "yes" "no" true}} {{ternary "yes" "no" false}}`,
 	`{{list 1 "a" 2.5}} {{rest (list 1 2 3)}} {{initial (list 1 2 3)}} {{reverse (list 1 2 3)}} {{compact (list 1 0 "" "hello" nil)}} {{rest (list)}}`,
+	`{{until 3}} {{until -3}} {{until 0}} {{range until 2}}.{{end}}`,
 	`{{get (dict "a" 1) "a"}} [{{get (dict "a" 1) "b"}}] {{hasKey (dict "a" 1) "a"}} {{hasKey (dict "a" 1) "b"}} {{pluck "a" (dict "a" 1) (dict "b" 2) (dict "a" 3)}}`,
 	`{{pick (dict "a" 1 "b" 2 "c" 3) "a" "c" "z"}} {{omit (dict "a" 1 "b" 2 "c" 3) "a"}}`,
 	`{{add 1 2 3}} {{add 1 2.9}} {{add "4" 1}} {{add1 4}} {{sub 14 3}} {{mul 2 3 4}} {{div 7 2}} {{div -7 2}} {{mod 7 3}} {{max 1 345 5}} {{min 1 2 -3}}`,
@@ -42,7 +45,7 @@ func TestSprigHelpersRenderAsSprig(t *testing.T) {
 	for _, text := range sprigParity {
 		var want strings.Builder
 		wantErr := template.Must(template.New("t").Funcs(sprigMap).Parse(text)).Execute(&want, nil)
-		n, err := Render(Template{Name: "t", Message: text}, nil)
+		n, err := Once(notify.Template{Name: "t", Message: text}, nil)
 		switch {
 		case wantErr != nil:
 			if err == nil || !strings.Contains(err.Error(), errorText(wantErr)) {
@@ -85,7 +88,7 @@ func TestSprigHelpersTakeAMissingField(t *testing.T) {
 		{`{{hasKey .nope "a"}} [{{get .nope "a"}}] {{pick .nope "a"}} {{keys .nope}} {{pluck "a" .nope}}`, "false [] map[] [] []"},
 	}
 	for _, tt := range tests {
-		n, err := Render(Template{Name: "t", Message: tt.text}, map[string]any{})
+		n, err := Once(notify.Template{Name: "t", Message: tt.text}, map[string]any{})
 		if err != nil {
 			t.Errorf("%s: %v", tt.text, err)
 			continue

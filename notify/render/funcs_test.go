@@ -1,4 +1,4 @@
-package notify_test
+package render_test
 
 import (
 	"regexp"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
 // funcVars are appVars plus values of the kinds data brings: JSON numbers
@@ -155,7 +156,7 @@ func TestFuncs(t *testing.T) {
 // the message, or the error when wantErr is set.
 func checkRender(t *testing.T, text string, vars map[string]any, want, wantErr string) {
 	t.Helper()
-	n, err := notify.Render(notify.Template{Name: "t", Message: text}, vars, notify.WithClock(func() time.Time { return fixedNow }))
+	n, err := render.Once(notify.Template{Name: "t", Message: text}, vars, render.WithClock(func() time.Time { return fixedNow }))
 	if wantErr != "" {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Fatalf("error = %v, want one containing %q", err, wantErr)
@@ -188,7 +189,7 @@ func TestFuncTestsCoverEveryFunction(t *testing.T) {
 func TestSetNeverWritesData(t *testing.T) {
 	vars := funcVars()
 	for _, text := range []string{`{{set .app.metadata "name" "x"}}`, `{{unset .app.metadata "name"}}`, `{{$m := .app.metadata}}{{$_ := set $m "name" "x"}}`} {
-		if _, err := notify.Render(notify.Template{Name: "t", Message: text}, vars); err == nil {
+		if _, err := render.Once(notify.Template{Name: "t", Message: text}, vars); err == nil {
 			t.Errorf("%s rendered, want an error", text)
 		}
 	}

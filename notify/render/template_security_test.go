@@ -1,4 +1,4 @@
-package notify_test
+package render_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
 // sprigOutside are the functions of sprig, Helm and friends that reach
@@ -25,16 +26,16 @@ var sprigOutside = []string{
 // function map or in the list config checks templates against, and a
 // template naming one does not compile (so it fails the config load).
 func TestTemplatesHaveNoOutsideFunctions(t *testing.T) {
-	funcs := notify.FuncMap(time.Now)
+	funcs := render.FuncMap(time.Now)
 	for _, name := range sprigOutside {
 		if _, ok := funcs[name]; ok {
-			t.Errorf("notify.FuncMap has %q", name)
+			t.Errorf("render.FuncMap has %q", name)
 		}
 		if slices.Contains(config.TemplateFuncNames, name) {
 			t.Errorf("config.TemplateFuncNames lists %q", name)
 		}
 		text := "{{ " + name + ` "HOME" }}`
-		if _, err := notify.Compile(notify.Template{Name: "t", Message: text}); err == nil || !strings.Contains(err.Error(), `function "`+name+`" not defined`) {
+		if _, err := render.Compile(notify.Template{Name: "t", Message: text}); err == nil || !strings.Contains(err.Error(), `function "`+name+`" not defined`) {
 			t.Errorf("Compile(%q) error = %v, want the function undefined", text, err)
 		}
 		if err := config.CheckTemplate(text); err == nil {
@@ -71,7 +72,7 @@ func TestTemplatesCannotReadEnvironmentOrFiles(t *testing.T) {
 			Slack:   &notify.SlackTemplate{GroupingKey: text},
 			Webhook: map[string]notify.WebhookTemplate{"hook": {Path: text, Body: text}},
 		}
-		n, err := notify.Render(tmpl, appVars(), notify.WithClock(func() time.Time { return fixedNow }))
+		n, err := render.Once(tmpl, appVars(), render.WithClock(func() time.Time { return fixedNow }))
 		if err != nil {
 			if strings.Contains(err.Error(), value) {
 				t.Errorf("%q: error shows the value: %v", text, err)

@@ -1,4 +1,4 @@
-package notify_test
+package render_test
 
 import (
 	"strings"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
 // FuzzRender feeds arbitrary template text through Compile and Render: no
@@ -40,9 +42,9 @@ func FuzzRender(f *testing.F) {
 		f.Add(s)
 	}
 	vars := appVars()
-	clock := notify.WithClock(func() time.Time { return fixedNow })
+	clock := render.WithClock(func() time.Time { return fixedNow })
 	f.Fuzz(func(t *testing.T, text string) {
-		c, err := notify.Compile(notify.Template{Name: "fuzz", Message: text, Email: &notify.EmailTemplate{Subject: text}}, clock)
+		c, err := render.Compile(notify.Template{Name: "fuzz", Message: text, Email: &notify.EmailTemplate{Subject: text}}, clock)
 		if err != nil {
 			if !strings.Contains(err.Error(), `template "fuzz"`) {
 				t.Fatalf("compile error does not name the template: %v", err)
@@ -56,8 +58,8 @@ func FuzzRender(f *testing.F) {
 			}
 			return
 		}
-		if len(n.Message) > notify.MaxRenderedSize {
-			t.Fatalf("rendered %d bytes, over the %d limit", len(n.Message), notify.MaxRenderedSize)
+		if len(n.Message) > render.MaxFieldSize {
+			t.Fatalf("rendered %d bytes, over the %d limit", len(n.Message), render.MaxFieldSize)
 		}
 		if strings.Contains(n.Message, "<no value>") && !strings.Contains(text, "<no value>") && !strings.Contains(text, "printf") && !strings.Contains(text, "print") {
 			t.Fatalf("rendered %q from %q: a missing value leaked", n.Message, text)

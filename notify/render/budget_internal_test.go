@@ -1,10 +1,12 @@
-package notify
+package render
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // expandedSize agrees with the length of what regexp's ExpandString
@@ -58,7 +60,7 @@ func TestBudgetUseOfARealTemplate(t *testing.T) {
 		res[i] = map[string]any{"kind": "Deployment", "name": fmt.Sprintf("web-%d", i), "health": map[string]any{"status": "Healthy"}}
 	}
 	vars := map[string]any{"app": map[string]any{"status": map[string]any{"resources": res}}}
-	c, err := Compile(Template{Name: "t", Message: `{{range $i, $r := .app.status.resources}}{{if $i}}, {{end}}` +
+	c, err := Compile(notify.Template{Name: "t", Message: `{{range $i, $r := .app.status.resources}}{{if $i}}, {{end}}` +
 		`{{$r.kind | lower}}/{{$r.name | trunc 63}} {{default "Unknown" $r.health.status}}{{end}}`})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package notify_test
+package render_test
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+
+	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
 // fanOut defines templates t0 ... t<levels>, each calling the one below
@@ -65,21 +67,21 @@ var hostileTemplates = []struct {
 }
 
 // Each hostile template fails with an error naming its limit, wrapping
-// ErrRenderBudget when the budget is what ran out, and allocates well
+// ErrBudget when the budget is what ran out, and allocates well
 // under 64 MiB on the way.
 func TestHostileTemplatesAreBounded(t *testing.T) {
 	for _, tt := range hostileTemplates {
 		t.Run(tt.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := notify.Render(notify.Template{Name: "t", Message: tt.text}, appVars())
+			_, err := render.Once(notify.Template{Name: "t", Message: tt.text}, appVars())
 			runtime.ReadMemStats(&after)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
 			}
 			if strings.Contains(tt.wantErr, "more than 200000 steps") || strings.Contains(tt.wantErr, "more than 32 MiB") {
-				if !errors.Is(err, notify.ErrRenderBudget) {
-					t.Errorf("error %v is not ErrRenderBudget", err)
+				if !errors.Is(err, render.ErrBudget) {
+					t.Errorf("error %v is not ErrBudget", err)
 				}
 			}
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
@@ -93,15 +95,15 @@ func TestHostileTemplatesAreBounded(t *testing.T) {
 // under it in their own field still add up.
 func TestRenderBudgetCoversAllFields(t *testing.T) {
 	loop := `{{range 150000}}{{end}}`
-	if _, err := notify.Render(notify.Template{Name: "t", Message: loop}, appVars()); err != nil {
+	if _, err := render.Once(notify.Template{Name: "t", Message: loop}, appVars()); err != nil {
 		t.Fatalf("one field: %v", err)
 	}
-	_, err := notify.Render(notify.Template{Name: "t", Message: loop, Email: &notify.EmailTemplate{Subject: loop}}, appVars())
-	if !errors.Is(err, notify.ErrRenderBudget) || !strings.Contains(err.Error(), "email.subject") {
-		t.Fatalf("two fields: error = %v, want ErrRenderBudget in email.subject", err)
+	_, err := render.Once(notify.Template{Name: "t", Message: loop, Email: &notify.EmailTemplate{Subject: loop}}, appVars())
+	if !errors.Is(err, render.ErrBudget) || !strings.Contains(err.Error(), "email.subject") {
+		t.Fatalf("two fields: error = %v, want ErrBudget in email.subject", err)
 	}
 	// A new Render has a budget of its own.
-	c, err := notify.Compile(notify.Template{Name: "t", Message: loop})
+	c, err := render.Compile(notify.Template{Name: "t", Message: loop})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ const resourcesTemplate = `{{range $i, $r := .app.status.resources}}{{if $i}}, {
 // encoded.
 func TestRealTemplatesFitTheBudget(t *testing.T) {
 	vars := resourcesVars(5000)
-	n, err := notify.Render(notify.Template{Name: "t", Message: resourcesTemplate + `{{toJson .app | len | printf " %d"}}`}, vars)
+	n, err := render.Once(notify.Template{Name: "t", Message: resourcesTemplate + `{{toJson .app | len | printf " %d"}}`}, vars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,14 +170,14 @@ func BenchmarkRenderBudget(b *testing.B) {
 			}
 		}
 		b.Run(name, func(b *testing.B) {
-			c, err := notify.Compile(notify.Template{Name: "t", Message: text}, notify.WithClock(time.Now))
+			c, err := render.Compile(notify.Template{Name: "t", Message: text}, render.WithClock(time.Now))
 			if err != nil {
 				b.Fatal(err)
 			}
 			vars := appVars()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := c.Render(vars); !errors.Is(err, notify.ErrRenderBudget) {
+				if _, err := c.Render(vars); !errors.Is(err, render.ErrBudget) {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package notify
+package render
 
 import (
 	"errors"
@@ -41,7 +41,7 @@ const (
 	// bytes of strings and 16 per element of a list or dict they return (a
 	// rough cost of building it), one per element they are given or look
 	// through. 32 MiB is over a hundred times a rendered field
-	// (MaxRenderedSize), so real templates never come near it, and bounds
+	// (MaxFieldSize), so real templates never come near it, and bounds
 	// the memory a template can build and the bytes a regular expression
 	// or a search can be made to scan.
 	maxRenderBytes = 32 << 20
@@ -51,9 +51,9 @@ const (
 	renderStep = "renderStep"
 )
 
-// ErrRenderBudget is returned when a render exceeds maxRenderSteps or
+// ErrBudget is returned when a render exceeds maxRenderSteps or
 // maxRenderBytes.
-var ErrRenderBudget = errors.New("template render budget exceeded")
+var ErrBudget = errors.New("template render budget exceeded")
 
 // argUse is how a helper reads a list or dict it is given, which decides
 // what the argument costs.
@@ -117,9 +117,9 @@ func (b *budget) charge(steps, bytes int) error {
 	b.bytes -= bytes
 	switch {
 	case b.steps < 0:
-		return fmt.Errorf("%w: more than %d steps (helper calls, range iterations and template calls)", ErrRenderBudget, maxRenderSteps)
+		return fmt.Errorf("%w: more than %d steps (helper calls, range iterations and template calls)", ErrBudget, maxRenderSteps)
 	case b.bytes < 0:
-		return fmt.Errorf("%w: helpers took and returned more than %d MiB", ErrRenderBudget, maxRenderBytes>>20)
+		return fmt.Errorf("%w: helpers took and returned more than %d MiB", ErrBudget, maxRenderBytes>>20)
 	}
 	return nil
 }
