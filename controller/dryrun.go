@@ -100,7 +100,7 @@ type PlanRecorder interface {
 }
 
 // GitPlanner computes Git write-backs without writing (gitwb.Writer); the
-// dry run asks the GitBatcher's Writer for it.
+// dry run asks the Git batcher's Writer for it.
 type GitPlanner interface {
 	Plan(ctx context.Context, changes []gitwb.Change) ([]gitwb.Plan, error)
 }

@@ -22,14 +22,18 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
-// Event reasons on Applications.
+// Event reasons on Applications. The Git batcher records the first and
+// third too, after the reconcile.
 const (
-	EventImagesUpdated      = "ImagesUpdated"
+	EventImagesUpdated      = collect.EventImagesUpdated
 	EventImageUpdateHeld    = "ImageUpdateHeld"
-	EventImageUpdateFailed  = "ImageUpdateFailed"
+	EventImageUpdateFailed  = collect.EventImageUpdateFailed
 	EventInvalidAnnotation  = "InvalidAnnotation"
 	EventWriteBackNotWired  = "WriteBackUnavailable"
 	EventWriteBackRefused   = "WriteBackRefused"
@@ -96,8 +100,8 @@ type ImageReconciler struct {
 	Tally *PassTally
 	// Git batches Git write-backs; GitCredentials learns the Secrets
 	// named by git:secret:<ns>/<name>.
-	Git            *GitBatcher
-	GitCredentials *ArgoRepoCredentials
+	Git            *collect.Batcher
+	GitCredentials *repocreds.ArgoCD
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.
 	Tenancy *Tenancy
@@ -107,7 +111,7 @@ type ImageReconciler struct {
 	// Journal records each write before it is made, so that its
 	// announcement survives a crash between the write and the notifier
 	// recording it; nil turns that off (local mode).
-	Journal WriteJournal
+	Journal journal.Store
 	// Announces, when set, says whether an image event can become a
 	// message now (Notifier.Announces); no intent is recorded when not.
 	Announces func() bool
@@ -225,16 +229,7 @@ var _ Reconciler = (*ImageReconciler)(nil)
 // nothing else would come back to it until the informer's resync.
 func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Result, err error) {
 	if req.App == nil {
-		r.Tally.forget(req.Key, true)
-		r.Log.Debug("application gone", "app", req.Key)
-		r.setRepos(req.Key, nil)
-		r.setHeld(req.Key, false)
-		r.newInvalid(req.Key, nil)
-		r.newSaid(saidKey{saidRefused, req.Key}, "")
-		r.newSaid(saidKey{saidNoCandidate, req.Key}, "")
-		if err := r.forgetIntent(ctx, req.Key); err != nil {
-			r.Log.Warn("forgetting the write intent failed", "app", req.Key, "error", err)
-		}
+		r.forget(ctx, req.Key)
 		return Result{}, nil
 	}
 	app := req.App
@@ -242,31 +237,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	r.Log.Debug("application observed", "app", req.Key, "resourceVersion", app.ResourceVersion, "project", app.Project,
 		"sources", len(app.Sources), "images", len(app.Images),
 		"sync", app.SyncStatus, "health", app.HealthStatus)
-	spec, errs := imageupdate.FromAnnotations(app.Annotations)
-	byUpdater := false
-	if r.ImageUpdaters != nil {
-		if s, e, ok := r.ImageUpdaters(app); ok {
-			spec, errs, byUpdater = s, e, true
-		}
-	}
-	if r.Policies != nil && !byUpdater {
-		// The Application's own annotations win over crowsnest's
-		// policies: they are the owner's explicit word on this object.
-		ps, name := r.Policies().Match(app)
-		if ps != nil && spec == nil {
-			if err := r.Tenancy.AdmitsPolicy(app); err != nil {
-				if r.newSaid(saidKey{saidRefused, req.Key}, err.Error()) {
-					r.Log.Warn("image policy not applied", "app", req.Key, "policy", name, "error", err)
-				}
-				ps = nil
-			}
-		}
-		if ps != nil && spec == nil {
-			spec = ps
-		} else if ps != nil {
-			r.Log.Debug("annotations win over a matching image policy", "app", req.Key, "policy", name)
-		}
-	}
+	spec, errs := r.specOf(req.Key, app)
 	if spec == nil {
 		r.Tally.forget(req.Key, false)
 		r.setRepos(req.Key, nil)
@@ -285,19 +256,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 			r.Tally.record(req.Key, outcome)
 		}
 	}()
-	errs = append(errs, spec.Qualify(r.Names)...)
-	errs = append(errs, r.Tenancy.CheckAnnotations(app, spec)...)
-	if r.newInvalid(req.Key, errs) {
-		for _, err := range errs {
-			r.Log.Warn("invalid annotation", "app", req.Key, "error", err)
-			r.Metrics.invalidAnnotation(annotationKey(err))
-			r.event(app, eventTypeWarning, EventInvalidAnnotation, err.Error())
-		}
-	} else {
-		for _, err := range errs {
-			r.Log.Debug("annotation still invalid", "app", req.Key, "error", err)
-		}
-	}
+	errs = r.checkSpec(app, req.Key, spec, errs)
 	r.setRepos(req.Key, r.interests(spec))
 
 	results, waiting := r.selectAll(ctx, req.Key, spec)
@@ -305,116 +264,79 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		r.Log.Debug("waiting for tag lists off the queue", "app", req.Key)
 		return Result{Waiting: true}, nil
 	}
-	if selErr := retryableSelection(spec, results); selErr != nil {
-		defer func() {
-			if err == nil {
-				err = selErr
+	// A selection the registry failed fails the reconcile, after the
+	// other images are handled.
+	selErr := retryableSelection(spec, results)
+	res, outcome, err = r.update(ctx, req.Key, app, spec, results)
+	if err == nil {
+		err = selErr
+	}
+	return res, err
+}
+
+// forget drops what is kept about an Application that is gone.
+func (r *ImageReconciler) forget(ctx context.Context, key string) {
+	r.Tally.forget(key, true)
+	r.Log.Debug("application gone", "app", key)
+	r.setRepos(key, nil)
+	r.setHeld(key, false)
+	r.newInvalid(key, nil)
+	r.newSaid(saidKey{saidRefused, key}, "")
+	r.newSaid(saidKey{saidNoCandidate, key}, "")
+	if err := r.forgetIntent(ctx, key); err != nil {
+		r.Log.Warn("forgetting the write intent failed", "app", key, "error", err)
+	}
+}
+
+// specOf is what app asks to update: an image updater's (ImageUpdaters),
+// else its annotations, else a matching image policy its tenancy admits;
+// nil when none. errs are the annotations' errors.
+func (r *ImageReconciler) specOf(key string, app *watcher.App) (spec *imageupdate.Spec, errs []error) {
+	spec, errs = imageupdate.FromAnnotations(app.Annotations)
+	if r.ImageUpdaters != nil {
+		if s, e, ok := r.ImageUpdaters(app); ok {
+			return s, e
+		}
+	}
+	if r.Policies == nil {
+		return spec, errs
+	}
+	// The Application's own annotations win over crowsnest's
+	// policies: they are the owner's explicit word on this object.
+	ps, name := r.Policies().Match(app)
+	if ps != nil && spec == nil {
+		if err := r.Tenancy.AdmitsPolicy(app); err != nil {
+			if r.newSaid(saidKey{saidRefused, key}, err.Error()) {
+				r.Log.Warn("image policy not applied", "app", key, "policy", name, "error", err)
 			}
-		}()
-	}
-	hold := r.hold(app)
-	plan := imageupdate.Decide(app, spec, results, hold)
-	r.setHeld(req.Key, plan.Held)
-	r.recoverLanded(r.previousIntent(ctx, req.Key), app, spec, plan)
-	var noCandidate []string
-	for _, s := range plan.Skipped {
-		switch s.Reason {
-		case imageupdate.ReasonSelectionFailed:
-			outcome = OutcomeFailed
-			r.Log.Warn("no version selected", "app", req.Key, "image", s.Alias, "error", s.Detail)
-			r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("image %s: %s", s.Alias, s.Detail))
-		case imageupdate.ReasonNoCandidate:
-			noCandidate = append(noCandidate, s.Alias+": "+s.Detail)
+			ps = nil
 		}
 	}
-	// No tag passing the policy is nothing to do: said once while it
-	// stays the same, never a failure.
-	if what := strings.Join(noCandidate, "; "); r.newSaid(saidKey{saidNoCandidate, req.Key}, what) {
-		r.Log.Info("no tag qualifies; nothing to update", "app", req.Key, "images", what)
+	if ps != nil && spec == nil {
+		spec = ps
+	} else if ps != nil {
+		r.Log.Debug("annotations win over a matching image policy", "app", key, "policy", name)
 	}
-	if len(plan.Changes) == 0 {
-		return Result{}, nil
-	}
-	summary := describeChanges(plan.Changes)
-	if plan.Held {
-		outcome = OutcomeHeld
-		r.Metrics.update(string(spec.WriteBack.Method), "held", len(plan.Changes))
-		what := fmt.Sprintf("%s held by %s", summary, plan.HoldReason)
-		if r.newHold(req.Key, what) {
-			r.Log.Info("image update held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
-			r.event(app, eventTypeNormal, EventImageUpdateHeld, what)
-		} else {
-			r.Log.Debug("image update still held by a sync window", "app", req.Key, "changes", summary, "window", plan.HoldReason)
+	return spec, errs
+}
+
+// checkSpec adds to errs what spec gets wrong (names, tenancy) and
+// reports them all: as a Warning each when they changed, else at Debug.
+func (r *ImageReconciler) checkSpec(app *watcher.App, key string, spec *imageupdate.Spec, errs []error) []error {
+	errs = append(errs, spec.Qualify(r.Names)...)
+	errs = append(errs, r.Tenancy.CheckAnnotations(app, spec)...)
+	if !r.newInvalid(key, errs) {
+		for _, err := range errs {
+			r.Log.Debug("annotation still invalid", "app", key, "error", err)
 		}
-		r.notifyChanges(app, triggers.EventImageUpdateHeld, plan.Changes, plan.HoldReason)
-		if r.DryRun {
-			p := newPlan(req.Key, spec, plan.Changes)
-			p.HeldBy = plan.HoldReason
-			r.recordPlan(p)
-		}
-		if next, ok := r.nextBoundary(app); ok {
-			return Result{RequeueAfter: next}, nil
-		}
-		return Result{}, nil
+		return errs
 	}
-	if spec.WriteBack.Method == imageupdate.MethodGit {
-		if err := r.checkRepositories(app, spec, plan.Changes); err != nil {
-			r.Metrics.update(string(spec.WriteBack.Method), "refused", len(plan.Changes))
-			if r.newSaid(saidKey{saidRefused, req.Key}, err.Error()) {
-				r.Log.Warn("git write-back refused", "app", req.Key, "error", err)
-				r.event(app, eventTypeWarning, EventWriteBackRefused, err.Error())
-			}
-			if r.DryRun {
-				p := newPlan(req.Key, spec, plan.Changes)
-				p.Error = err.Error()
-				r.recordPlan(p)
-			}
-			return Result{}, Terminal(err)
-		}
-		r.newSaid(saidKey{saidRefused, req.Key}, "")
+	for _, err := range errs {
+		r.Log.Warn("invalid annotation", "app", key, "error", err)
+		r.Metrics.invalidAnnotation(annotationKey(err))
+		r.event(app, eventTypeWarning, EventInvalidAnnotation, err.Error())
 	}
-	if r.DryRun {
-		r.Log.Info("dry run: would update images", "app", req.Key, "changes", summary, "method", spec.WriteBack.Method)
-		outcome = OutcomeUpdated
-		r.planWrite(ctx, req.Key, app, spec, plan.Changes)
-		return Result{}, nil
-	}
-	if spec.WriteBack.Method == imageupdate.MethodGit {
-		if r.Git == nil {
-			r.event(app, eventTypeWarning, EventWriteBackNotWired, "write-back-method git needs a cluster (or a Git writer); nothing written")
-			outcome = OutcomeFailed
-			r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(plan.Changes))
-			return Result{}, nil
-		}
-		chs, err := r.gitWrites(req.Key, app, spec, plan.Changes)
-		if err != nil {
-			r.event(app, eventTypeWarning, EventImageUpdateFailed, err.Error())
-			return Result{}, Terminal(err)
-		}
-		for i := range chs {
-			r.Log.Debug("git write-back queued", "app", req.Key, "repo", chs[i].RepoURL, "changes", summary)
-		}
-		r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodGit, plan.Changes, r.now()))
-		r.Git.Add(req.Key, chs...)
-		outcome = OutcomeUpdated
-		return Result{}, nil
-	}
-	r.recordIntent(ctx, req.Key, intentOf(imageupdate.MethodArgoCD, plan.Changes, r.now()))
-	written, err := r.Writer.ApplyFrom(ctx, app.Namespace, app.Name, app.Object, overridesOf(plan.Changes))
-	if err != nil {
-		r.Metrics.update(string(imageupdate.MethodArgoCD), "error", len(plan.Changes))
-		r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("writing %s: %v", summary, err))
-		r.notifyChanges(app, triggers.EventImageUpdateFailed, plan.Changes, err.Error())
-		return Result{}, fmt.Errorf("updating images of %s: %w", req.Key, err)
-	}
-	r.Metrics.update(string(imageupdate.MethodArgoCD), "success", len(plan.Changes))
-	outcome = OutcomeUpdated
-	if written.Patched {
-		r.Log.Info("images updated", "app", req.Key, "changes", summary, "method", "argocd")
-		r.event(app, eventTypeNormal, EventImagesUpdated, summary+" (patched the Application)")
-		r.notifyChanges(app, triggers.EventImageUpdated, plan.Changes, "")
-	}
-	return Result{}, nil
+	return errs
 }
 
 // checkRepositories applies the tenancy rules to every repository the

@@ -46,37 +46,21 @@ type LeaderElection struct {
 // leader never overlaps an old one's reconciles.
 func (e *Engine) runElected(ctx context.Context) error {
 	le := e.LeaderElection
-	identity := le.Identity
-	if identity == "" {
-		host, _ := os.Hostname()
-		identity = host + "_" + rand.String(8)
-	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
-		Client:     le.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-	}
+	identity := le.identity()
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(healthzGrace)
 
 	// The elector's context ends only after our workers stopped.
 	elCtx, elCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer elCancel()
-	var (
-		mu       sync.Mutex
-		stopping bool
-		working  sync.WaitGroup
-	)
+	work := &leaderTerms{}
 	go func() {
 		<-ctx.Done()
-		mu.Lock()
-		stopping = true
-		mu.Unlock()
-		working.Wait()
+		work.stop()
 		elCancel()
 	}()
 
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+		Lock:            le.lock(identity),
 		Name:            "crowsnest",
 		LeaseDuration:   orDefault(le.LeaseDuration, DefaultLeaseDuration),
 		RenewDeadline:   orDefault(le.RenewDeadline, DefaultRenewDeadline),
@@ -84,24 +68,7 @@ func (e *Engine) runElected(ctx context.Context) error {
 		ReleaseOnCancel: true,
 		WatchDog:        watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) {
-				mu.Lock()
-				if stopping {
-					mu.Unlock()
-					return
-				}
-				working.Add(1)
-				mu.Unlock()
-				defer working.Done()
-				e.leading.Store(true)
-				e.Metrics.setLeader(true)
-				e.Log.Info("became leader; reconciling", "identity", identity, "lease", le.Namespace+"/"+le.Name)
-				wctx, wcancel := context.WithCancel(lctx)
-				defer wcancel()
-				stop := context.AfterFunc(ctx, wcancel)
-				defer stop()
-				e.runWorkers(wctx)
-			},
+			OnStartedLeading: func(lctx context.Context) { e.lead(ctx, lctx, identity, work) },
 			OnStoppedLeading: func() {
 				e.leading.Store(false)
 				e.Metrics.setLeader(false)
@@ -117,14 +84,79 @@ func (e *Engine) runElected(ctx context.Context) error {
 	e.mu.Unlock()
 
 	elector.Run(elCtx)
-	mu.Lock()
-	stopping = true
-	mu.Unlock()
-	working.Wait()
+	work.stop()
 	if ctx.Err() != nil {
 		return nil
 	}
 	return ErrLeadershipLost
+}
+
+// lead runs the workers for one term of leadership (lctx), unless the
+// engine is stopping; they stop when the term or the engine's ctx ends.
+func (e *Engine) lead(ctx, lctx context.Context, identity string, work *leaderTerms) {
+	if !work.begin() {
+		return
+	}
+	defer work.done()
+	le := e.LeaderElection
+	e.leading.Store(true)
+	e.Metrics.setLeader(true)
+	e.Log.Info("became leader; reconciling", "identity", identity, "lease", le.Namespace+"/"+le.Name)
+	wctx, wcancel := context.WithCancel(lctx)
+	defer wcancel()
+	stop := context.AfterFunc(ctx, wcancel)
+	defer stop()
+	e.runWorkers(wctx)
+}
+
+// identity names this replica in the Lease: Identity, else the hostname
+// plus a random suffix.
+func (le *LeaderElection) identity() string {
+	if le.Identity != "" {
+		return le.Identity
+	}
+	host, _ := os.Hostname()
+	return host + "_" + rand.String(8)
+}
+
+// lock is the Lease this replica campaigns for as identity.
+func (le *LeaderElection) lock(identity string) *resourcelock.LeaseLock {
+	return &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+		Client:     le.Client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+}
+
+// leaderTerms tracks the terms of leadership whose workers run, so the
+// lease is released only after they stopped, and no term starts work
+// once the engine is stopping.
+type leaderTerms struct {
+	mu       sync.Mutex
+	stopping bool
+	working  sync.WaitGroup
+}
+
+// begin reports whether a term may start its workers; done must follow
+// one that did.
+func (w *leaderTerms) begin() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopping {
+		return false
+	}
+	w.working.Add(1)
+	return true
+}
+
+func (w *leaderTerms) done() { w.working.Done() }
+
+// stop lets no term start work and waits for the one working.
+func (w *leaderTerms) stop() {
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
+	w.working.Wait()
 }
 
 func orDefault(d, def time.Duration) time.Duration {

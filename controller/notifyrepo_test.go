@@ -26,6 +26,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
 
 // repoFixture is a password-protected Git server whose credentials are
@@ -70,7 +71,7 @@ func newRepoFixture(t *testing.T) *repoFixture {
 	}
 	f.writer = &gitwb.Writer{
 		CacheDir:    filepath.Join(t.TempDir(), "cache"),
-		Credentials: &controller.ArgoRepoCredentials{Client: cs, Namespace: ns},
+		Credentials: &repocreds.ArgoCD{Client: cs, Namespace: ns},
 		Timeout:     30 * time.Second,
 		Metrics:     gitwb.NewMetrics(prometheus.NewRegistry()),
 	}

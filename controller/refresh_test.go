@@ -11,6 +11,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
 
 // After a push, each Application written is asked to refresh (Argo CD's
@@ -24,7 +25,7 @@ func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
 			createApp(t, ns, "good")
 			createApp(t, ns, "bad")
 			refresher := &controller.ArgoRefresher{Client: dynClient(t), Mode: func() string { return mode }}
-			b := &controller.GitBatcher{
+			b := &collect.Batcher{
 				Writer:  twoRepoWriter{},
 				Delay:   time.Millisecond,
 				Refresh: refresher.Refresh,

@@ -19,6 +19,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
 
 // Sizes of the monorepo scale test.
@@ -26,6 +28,10 @@ const (
 	gitScaleApps  = 200
 	gitScaleRepos = 10
 )
+
+// typeLabel marks Argo CD's repository credential Secrets (the tests that
+// create one: notifyrepo_test.go).
+const typeLabel = "argocd.argoproj.io/secret-type"
 
 // 200 Applications whose sources live in one monorepo, all in Git mode
 // with a newer tag available, become ONE commit that edits all 200
@@ -85,7 +91,7 @@ spec:
 	metrics := prometheus.NewRegistry()
 	engine := &controller.Engine{Metrics: controller.NewMetrics(metrics), Log: discardLog()}
 	engine.Sources = []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}, Log: discardLog()}}
-	creds := &controller.ArgoRepoCredentials{Client: cs, Namespace: ns}
+	creds := &repocreds.ArgoCD{Client: cs, Namespace: ns}
 	images := &controller.ImageReconciler{
 		Registry:       &registry.Client{Log: discardLog()},
 		Enqueue:        engine.Enqueue,
@@ -102,7 +108,7 @@ spec:
 		Metrics:     gitwb.NewMetrics(metrics),
 		Log:         discardLog(),
 	}
-	images.Git = &controller.GitBatcher{
+	images.Git = &collect.Batcher{
 		Writer:  writer,
 		Enqueue: engine.EnqueueAfter,
 		Events:  events,

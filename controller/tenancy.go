@@ -14,6 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/watcher"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
 // ErrRefused marks what the tenancy rules refuse: an annotation naming
@@ -335,7 +336,7 @@ func plainRepoURL(repoURL string, local bool) error {
 		strings.HasPrefix(lower, "git+ssh://"), strings.HasPrefix(lower, "ssh+git://"):
 		_, rest, _ := strings.Cut(repoURL, "://")
 		_, path, _ = strings.Cut(rest, "/")
-	case !strings.Contains(repoURL, "://") && scpLikeURL.MatchString(repoURL):
+	case !strings.Contains(repoURL, "://") && gitwb.SCPLikeURL.MatchString(repoURL):
 		_, path, _ = strings.Cut(repoURL, ":")
 	case local && strings.HasPrefix(lower, "file://"):
 		path = repoURL[len("file://"):]

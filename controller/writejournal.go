@@ -1,152 +1,62 @@
 package controller
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"slices"
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
-	"github.com/crowsnest-dev/crowsnest/internal/cmbatch"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 )
 
 // The notifier hears of an image write from memory, after the write: a
 // crash (or a leader killed) between the write and the notifier recording
 // its deliveries would lose the announcement, and after the restart the
 // reconcile finds nothing left to do. So, before writing, the reconciler
-// records what it is about to write (a WriteIntent per Application, in
+// records what it is about to write (a journal.Intent per Application, in
 // crowsnest's own ConfigMaps). The first reconcile of the Application in
 // the next process checks whether that write landed and, if so, announces
 // it again under the same event ID: the notifier, whose trigger state is
 // persisted, sends it only if it had not recorded it before the crash.
-// A Git write's batch settles its intent (WriteIntent.Done) once it was
+// A Git write's batch settles its intent (journal.Intent.Done) once it was
 // announced or found already made, so only unsettled ones are recovered:
 // local mode, whose notifier forgets what it sent, keeps its intents in a
-// file (FileWriteJournal) and announces a recovered Git write once, with
+// file (journal.File) and announces a recovered Git write once, with
 // an Event that says so.
 
-// WriteIntent is the image write crowsnest is about to make for one
-// Application.
-type WriteIntent struct {
-	// Method is "argocd" (Kubernetes mode) or "git".
-	Method  string         `json:"method"`
-	Changes []IntentChange `json:"changes"`
-	At      time.Time      `json:"at"`
-	// Done is set once nothing is left to announce (Git write-backs,
-	// which the GitBatcher settles): the write was pushed and announced,
-	// or a batch found it already made. A later process recovers only
-	// what is not done; where the notifier's state does not outlive the
-	// process (local mode) that is what keeps a rerun from announcing the
-	// same write twice.
-	Done bool `json:"done,omitempty"`
-}
-
-// IntentChange is one image of a WriteIntent.
-type IntentChange struct {
-	Image string `json:"image"`
-	From  string `json:"from,omitempty"`
-	To    string `json:"to"`
-}
-
-// WriteJournal persists the last WriteIntent of each Application key.
-type WriteJournal interface {
-	LoadAll(ctx context.Context) (map[string]WriteIntent, error)
-	// Save records in for key; nil deletes the key's intent.
-	Save(ctx context.Context, key string, in *WriteIntent) error
-}
-
-// Write journal defaults. An intent is recovered only within an hour of
-// its write: a crashed process is back long before, and older ones could
+// intentRecoveryWindow bounds recovery: an intent is recovered only
+// within an hour of its write: a crashed process is back long before, and older ones could
 // repeat an announcement the notifier state no longer remembers.
-const (
-	DefaultWriteJournalPrefix = "crowsnest-write-intents"
-	DefaultWriteJournalShards = 8
-	intentRecoveryWindow      = time.Hour
-)
+const intentRecoveryWindow = time.Hour
 
-// ErrWriteJournalFull is returned when a journal shard has no room left.
-var ErrWriteJournalFull = errors.New("write journal ConfigMap is full")
-
-// ConfigMapWriteJournal keeps WriteIntents in ConfigMaps <Prefix>-<shard>
-// in Namespace (crowsnest's own), one data key per Application.
-type ConfigMapWriteJournal struct {
-	Client    kubernetes.Interface
-	Namespace string
-	// Prefix names the ConfigMaps; DefaultWriteJournalPrefix when empty.
-	Prefix string
-	// Shards is the number of ConfigMaps; DefaultWriteJournalShards when
-	// zero. Keep it fixed for an installation.
-	Shards int
-
-	shards cmbatch.LazyKV
-}
-
-var _ WriteJournal = (*ConfigMapWriteJournal)(nil)
-
-func (j *ConfigMapWriteJournal) kv() *cmbatch.KV {
-	return j.shards.Get(j.Client, j.Namespace, cmp.Or(j.Prefix, DefaultWriteJournalPrefix), cmp.Or(j.Shards, DefaultWriteJournalShards), ErrWriteJournalFull)
-}
-
-// LoadAll implements WriteJournal; undecodable entries are skipped.
-func (j *ConfigMapWriteJournal) LoadAll(ctx context.Context) (map[string]WriteIntent, error) {
-	data, err := j.kv().LoadAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]WriteIntent, len(data))
-	for key, v := range data {
-		var in WriteIntent
-		if json.Unmarshal([]byte(v), &in) == nil {
-			out[key] = in
-		}
-	}
-	return out, nil
-}
-
-// Save implements WriteJournal.
-func (j *ConfigMapWriteJournal) Save(ctx context.Context, key string, in *WriteIntent) error {
-	var val string
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		val = string(b)
-	}
-	return j.kv().Put(ctx, key, val)
-}
-
-// intents is the reconciler's view of its WriteJournal: loaded at the
+// intents is the reconciler's view of its journal.Store: loaded at the
 // first reconcile of the process (a standby reconciles only once it
 // leads, so it sees what the previous leader recorded), written through.
 type intents struct {
 	mu      sync.Mutex
 	loaded  bool
-	current map[string]WriteIntent
+	current map[string]journal.Intent
 	// checked holds the keys whose intent from before this process was
 	// looked at; recovering holds Git ones waiting for their batch.
 	checked    map[string]bool
-	recovering map[string]WriteIntent
+	recovering map[string]journal.Intent
 }
 
-func intentOf(method imageupdate.Method, changes []imageupdate.Change, now time.Time) WriteIntent {
-	in := WriteIntent{Method: string(method), At: now.UTC()}
+func intentOf(method imageupdate.Method, changes []imageupdate.Change, now time.Time) journal.Intent {
+	in := journal.Intent{Method: string(method), At: now.UTC()}
 	for i := range changes {
-		in.Changes = append(in.Changes, IntentChange{Image: changes[i].Image, From: changes[i].From, To: changes[i].To})
+		in.Changes = append(in.Changes, journal.Change{Image: changes[i].Image, From: changes[i].From, To: changes[i].To})
 	}
 	return in
 }
 
 // sameWrite reports whether two intents write the same values.
-func sameWrite(a, b WriteIntent) bool {
+func sameWrite(a, b journal.Intent) bool {
 	return a.Method == b.Method && slices.Equal(a.Changes, b.Changes)
 }
 
@@ -162,14 +72,14 @@ func (r *ImageReconciler) loadIntents(ctx context.Context) error {
 		return err
 	}
 	r.intents.current, r.intents.loaded = all, true
-	r.intents.checked, r.intents.recovering = map[string]bool{}, map[string]WriteIntent{}
+	r.intents.checked, r.intents.recovering = map[string]bool{}, map[string]journal.Intent{}
 	return nil
 }
 
 // previousIntent returns, at the first reconcile of key in this process,
 // the intent a previous process recorded within the recovery window. A
 // journal that cannot be read is looked at again at the next reconcile.
-func (r *ImageReconciler) previousIntent(ctx context.Context, key string) *WriteIntent {
+func (r *ImageReconciler) previousIntent(ctx context.Context, key string) *journal.Intent {
 	if r.Journal == nil {
 		return nil
 	}
@@ -198,7 +108,7 @@ func (r *ImageReconciler) previousIntent(ctx context.Context, key string) *Write
 // notification service configured only Git writes are recorded: their
 // Event comes from the batch, after the reconcile, and a crash between
 // the push and the batch's report would lose it.
-func (r *ImageReconciler) recordIntent(ctx context.Context, key string, in WriteIntent) {
+func (r *ImageReconciler) recordIntent(ctx context.Context, key string, in journal.Intent) {
 	notifies := r.Notify != nil && (r.Announces == nil || r.Announces())
 	if r.Journal == nil || (!notifies && in.Method != string(imageupdate.MethodGit)) {
 		return // nothing to announce: the write needs no record
@@ -254,7 +164,7 @@ func (r *ImageReconciler) forgetIntent(ctx context.Context, key string) error {
 // (Kubernetes mode: the spec carries it; Git mode: Argo CD deployed it).
 // A Git-mode write not deployed yet is held until the batch that writes
 // the same change again says whether it was committed (GitUnchanged).
-func (r *ImageReconciler) recoverLanded(in *WriteIntent, app *watcher.App, spec *imageupdate.Spec, plan imageupdate.Plan) {
+func (r *ImageReconciler) recoverLanded(in *journal.Intent, app *watcher.App, spec *imageupdate.Spec, plan imageupdate.Plan) {
 	if in == nil {
 		return
 	}
@@ -287,7 +197,7 @@ func (r *ImageReconciler) recoverLanded(in *WriteIntent, app *watcher.App, spec 
 
 // announceRecovered hands the intent's changes to the notifier with the
 // IDs the original announcement had.
-func (r *ImageReconciler) announceRecovered(app *watcher.App, in *WriteIntent) {
+func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent) {
 	if r.Notify == nil {
 		return
 	}
@@ -300,7 +210,7 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *WriteIntent) {
 	var evs []triggers.Event
 	if in.Method == string(imageupdate.MethodGit) {
 		for _, c := range in.Changes {
-			evs = append(evs, gitUpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
+			evs = append(evs, collect.UpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
 		}
 	} else {
 		evs = r.changeEvents(app, triggers.EventImageUpdated, changes, "")
@@ -311,7 +221,7 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *WriteIntent) {
 	}
 }
 
-// GitUnchanged is the GitBatcher's OnUnchanged: a batch found app's
+// GitUnchanged is the Git batcher's OnUnchanged: a batch found app's
 // changes (unchanged) already in the repository. If a previous process
 // recorded that write and did not live to announce it, it is announced now: an
 // ImagesUpdated Event that says so, and the notifications (which the
@@ -344,7 +254,7 @@ func (r *ImageReconciler) GitUnchanged(ctx context.Context, app *watcher.App, un
 	}
 }
 
-// GitAnnounced is the GitBatcher's OnAnnounced: the batch pushed key's
+// GitAnnounced is the Git batcher's OnAnnounced: the batch pushed key's
 // changes (written) and announced them. The key's intent, when it is the
 // write those changes make (a newer reconcile may have recorded the next
 // one meanwhile), is done.
@@ -362,7 +272,7 @@ func (r *ImageReconciler) GitAnnounced(ctx context.Context, key string, written 
 
 // settle saves in as key's intent, done, unless it is already or a newer
 // write replaced it meanwhile.
-func (r *ImageReconciler) settle(ctx context.Context, key string, in WriteIntent) {
+func (r *ImageReconciler) settle(ctx context.Context, key string, in journal.Intent) {
 	if in.Done {
 		return
 	}
@@ -380,7 +290,7 @@ func (r *ImageReconciler) settle(ctx context.Context, key string, in WriteIntent
 
 // intentWrites reports whether chs (an Application's Git changes) write
 // exactly the images and versions of in.
-func intentWrites(in WriteIntent, chs []gitwb.Change) bool {
+func intentWrites(in journal.Intent, chs []gitwb.Change) bool {
 	want := map[string]string{}
 	for _, c := range in.Changes {
 		want[c.Image] = c.To

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +19,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 )
 
 // localRequest is the request for an Application as local mode reads it
@@ -60,14 +60,14 @@ type localRun struct {
 	notes  *gitNotes
 }
 
-func newLocalRun(journal string, w controller.GitApplier, reqs ...controller.Request) *localRun {
+func newLocalRun(journalFile string, w collect.Applier, reqs ...controller.Request) *localRun {
 	r := &localRun{events: &appEvents{}, notes: &gitNotes{}}
 	log := slog.New(slog.DiscardHandler)
 	r.images = &controller.ImageReconciler{
 		Registry: &registry.Client{}, Events: r.events, Notify: r.notes.notify,
-		Journal: &controller.FileWriteJournal{Path: journal}, Log: log,
+		Journal: &journal.File{Path: journalFile}, Log: log,
 	}
-	r.images.Git = &controller.GitBatcher{
+	r.images.Git = &collect.Batcher{
 		Writer: w, Delay: time.Millisecond, Events: r.events, Notify: r.notes.notify, App: appLookup(reqs...),
 		OnUnchanged: r.images.GitUnchanged, OnAnnounced: r.images.GitAnnounced, Log: log,
 	}
@@ -91,11 +91,11 @@ func TestLocalWriteJournalAnnouncesAWriteAKilledRunPushed(t *testing.T) {
 	}, "seed")
 	web := localRequest(t, gitAppDoc("web", "shop", image, url, "web", "main"), image+":1.0.0")
 	api := localRequest(t, gitAppDoc("api", "shop", image, url, "api", "main"), image+":1.0.0")
-	journal := controller.WriteJournalFile(t.TempDir(), t.TempDir())
+	journalFile := journal.FileName(t.TempDir(), t.TempDir())
 	w := testGitWriter(t)
 
 	// Run 1 pushes web's update and is killed before reporting it.
-	killed := newLocalRun(journal, killedAfterPush{w}, web)
+	killed := newLocalRun(journalFile, killedAfterPush{w}, web)
 	runBatch(t, killed.images, web)
 	if got, _ := srv.ReadFile(t, "apps", "main", "web/kustomization.yaml"); got != kustomizationOf(image, "1.1.0") {
 		t.Fatalf("run 1 did not push web's update:\n%s", got)
@@ -104,7 +104,7 @@ func TestLocalWriteJournalAnnouncesAWriteAKilledRunPushed(t *testing.T) {
 
 	// Run 2 finds web's update written and announces it; api's it writes
 	// and announces.
-	second := newLocalRun(journal, w, web, api)
+	second := newLocalRun(journalFile, w, web, api)
 	runBatch(t, second.images, web, api)
 	head := srv.Head(t, "apps", "main")
 	if head == pushed {
@@ -125,7 +125,7 @@ func TestLocalWriteJournalAnnouncesAWriteAKilledRunPushed(t *testing.T) {
 	}
 
 	// Run 3 has nothing to write or announce.
-	third := newLocalRun(journal, w, web, api)
+	third := newLocalRun(journalFile, w, web, api)
 	runBatch(t, third.images, web, api)
 	if got := srv.Head(t, "apps", "main"); got != head {
 		t.Errorf("run 3 pushed %s", got)
@@ -144,53 +144,4 @@ func sortedNotes(n *gitNotes) []gitNote {
 	out := n.list()
 	slices.SortFunc(out, func(a, b gitNote) int { return strings.Compare(a.Key, b.Key) })
 	return out
-}
-
-// The file journal survives its process, replaces its file whole, and
-// starts over from a file it cannot read rather than failing every write.
-func TestFileWriteJournal(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "state", "intents.json")
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	in := controller.WriteIntent{Method: "git", At: at, Changes: []controller.IntentChange{{Image: "team/web", From: "1.0.0", To: "1.1.0"}}}
-
-	j := &controller.FileWriteJournal{Path: path}
-	if all, err := j.LoadAll(t.Context()); err != nil || len(all) != 0 {
-		t.Fatalf("LoadAll of a missing file: %v, %v; want an empty journal", all, err)
-	}
-	for _, key := range []string{"shop/web", "shop/api"} {
-		if err := j.Save(t.Context(), key, &in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := j.Save(t.Context(), "shop/api", nil); err != nil {
-		t.Fatal(err)
-	}
-	all, err := (&controller.FileWriteJournal{Path: path}).LoadAll(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(map[string]controller.WriteIntent{"shop/web": in}, all); diff != "" {
-		t.Errorf("journal read by the next process (-want +got):\n%s", diff)
-	}
-	if left, _ := filepath.Glob(filepath.Join(dir, "state", "*.json.*")); len(left) != 0 {
-		t.Errorf("temporary files left: %v", left)
-	}
-
-	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	broken := &controller.FileWriteJournal{Path: path}
-	if all, err := broken.LoadAll(t.Context()); err != nil || len(all) != 0 {
-		t.Fatalf("LoadAll of a broken file: %v, %v; want an empty journal", all, err)
-	}
-	if err := broken.Save(t.Context(), "shop/web", &in); err != nil {
-		t.Fatal(err)
-	}
-	if all, err := (&controller.FileWriteJournal{Path: path}).LoadAll(t.Context()); err != nil || len(all) != 1 {
-		t.Errorf("journal after a save over a broken file: %v, %v; want shop/web", all, err)
-	}
-	if a, b := controller.WriteJournalFile(dir, "apps"), controller.WriteJournalFile(dir, "other"); a == b || filepath.Dir(a) != dir {
-		t.Errorf("journal files %q and %q: want one per folder, in %s", a, b, dir)
-	}
 }

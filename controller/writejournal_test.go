@@ -15,6 +15,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -49,12 +50,12 @@ func (l *idLog) all() []string {
 func TestWriteJournalRecoversAnnouncements(t *testing.T) {
 	_, image := appRegistry(t)
 	ns := env.CreateNamespace(t, "journal")
-	journal := &controller.ConfigMapWriteJournal{Client: kubernetes.NewForConfigOrDie(env.Config), Namespace: ns}
+	store := &journal.ConfigMaps{Client: kubernetes.NewForConfigOrDie(env.Config), Namespace: ns}
 	process := func(events *idLog) *controller.ImageReconciler {
 		return &controller.ImageReconciler{
 			Registry: &registry.Client{},
 			Writer:   &kube.Writer{Client: dynClient(t)},
-			Journal:  journal,
+			Journal:  store,
 			Notify:   events.notify,
 			Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
@@ -123,8 +124,8 @@ func TestWriteJournalRecoversAnnouncements(t *testing.T) {
 
 	// api's write was journaled but never made (the crash came first): the
 	// next process writes it and announces it once.
-	if err := journal.Save(t.Context(), ns+"/api", &controller.WriteIntent{Method: "argocd", At: time.Now(),
-		Changes: []controller.IntentChange{{Image: image, From: "1.0.0", To: "1.1.0"}}}); err != nil {
+	if err := store.Save(t.Context(), ns+"/api", &journal.Intent{Method: "argocd", At: time.Now(),
+		Changes: []journal.Change{{Image: image, From: "1.0.0", To: "1.1.0"}}}); err != nil {
 		t.Fatal(err)
 	}
 	events = &idLog{}
@@ -142,7 +143,7 @@ func TestWriteJournalRecoversAnnouncements(t *testing.T) {
 	if _, err := process(&idLog{}).Reconcile(t.Context(), controller.Request{Key: ns + "/web"}); err != nil {
 		t.Fatal(err)
 	}
-	all, err := journal.LoadAll(t.Context())
+	all, err := store.LoadAll(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

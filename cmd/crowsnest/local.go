@@ -21,6 +21,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -144,7 +145,7 @@ func envGitCredentials() gitwb.CredentialsSource {
 // notification).
 type passWaiter struct {
 	engine *controller.Engine
-	git    *controller.GitBatcher
+	git    *collect.Batcher
 	outbox *notify.Outbox
 	settle time.Duration
 }

@@ -37,6 +37,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -244,7 +247,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return err
 	}
 	if o.gitSSHKnownHosts != "" {
-		if _, err := controller.ReadKnownHostsFile(o.gitSSHKnownHosts); err != nil {
+		if _, err := gitwb.ReadKnownHostsFile(o.gitSSHKnownHosts); err != nil {
 			return fmt.Errorf("--git-ssh-known-hosts: %w", err)
 		}
 	}
@@ -412,7 +415,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		if journalDir == "" {
 			journalDir = o.gitCacheDir
 		}
-		images.Journal = &controller.FileWriteJournal{Path: controller.WriteJournalFile(journalDir, o.appsDir)}
+		images.Journal = &journal.File{Path: journal.FileName(journalDir, o.appsDir)}
 	}
 	if dyn != nil {
 		images.Writer = &kube.Writer{Client: dyn, MetaClient: meta, Log: log}
@@ -435,15 +438,15 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			localLogs = &logEvents{log: slog.New(slog.DiscardHandler)}
 			images.Events = teeEvents{images.Events, localLogs}
 		}
-		images.GitCredentials = &controller.ArgoRepoCredentials{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
+		images.GitCredentials = &repocreds.ArgoCD{Client: clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
 			Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) }}
 		if gw, err = newGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
 			return err
 		}
-		images.Journal = &controller.ConfigMapWriteJournal{Client: clientset, Namespace: o.ownNamespace(cfg)}
+		images.Journal = &journal.ConfigMaps{Client: clientset, Namespace: o.ownNamespace(cfg)}
 	}
 	if gw != nil {
-		images.Git = &controller.GitBatcher{
+		images.Git = &collect.Batcher{
 			Writer:  gw,
 			Tally:   tally,
 			Busy:    func() bool { return !engine.Idle() },

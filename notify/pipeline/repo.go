@@ -35,10 +35,11 @@ const (
 // with write-back, so one repository has one clone). The repository is
 // always the Application's own source (spec.source.repoURL, as Argo CD);
 // credentials are those Git's CredentialsSource finds for that URL
-// (crowsnest run's: Argo CD's repository Secret for the exact URL, else
-// the longest repo-creds prefix on the same host), never a Secret the
-// Application names. Commit metadata is cached per repository and commit
-// (it never changes), details per source and revision.
+// (crowsnest run's repocreds.ArgoCD: Argo CD's repository Secret for
+// the exact URL, else the longest repo-creds prefix on the same host),
+// never a Secret the Application names. Commit metadata is cached per
+// repository and commit (it never changes), details per source and
+// revision.
 type Repo struct {
 	Git *gitwb.Writer
 	// Check, when set, refuses a repository the Application may not

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,12 @@ const defaultSSHUser = "git"
 
 // knownHostsHint says where a host key belongs, for errors.
 const knownHostsHint = "add the host's key to Argo CD's argocd-ssh-known-hosts-cm (ssh_known_hosts) or the --git-ssh-known-hosts file"
+
+// SCPLikeURL is Git's scp-like address, [user@]host:path (submatches:
+// "user@", host, path): repository credentials match one as the ssh://
+// URL it stands for (writeback/git/repocreds), and tenancy accepts it as
+// a write-back repository.
+var SCPLikeURL = regexp.MustCompile(`^([\w.-]+@)?([\w.-]+):/*([^/].*)?$`)
 
 // isSSHURL says whether Git reaches repoURL over SSH: ssh://,
 // git+ssh:// and ssh+git:// URLs and scp-like addresses
@@ -133,6 +140,19 @@ func (c Credentials) newSSHAuth(repoURL string, timeout time.Duration) (*sshAuth
 func CheckKnownHosts(source, text string) error {
 	_, err := parseKnownHosts(source, text)
 	return err
+}
+
+// ReadKnownHostsFile reads and checks a known_hosts file
+// (--git-ssh-known-hosts); errors name the file and line.
+func ReadKnownHostsFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading SSH known hosts: %w", err)
+	}
+	if err := CheckKnownHosts(path, string(b)); err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // parseKnownHosts reads known_hosts text into x/crypto's checker, which

@@ -1,4 +1,4 @@
-package controller_test
+package collect_test
 
 import (
 	"context"
@@ -13,43 +13,52 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
 
-// twoRepoWriter answers like writeback/git.Writer when one repository of
-// a batch pushed and the other refused the credentials: a result per
-// repository, and an error that joins the failed one's.
-type twoRepoWriter struct{}
+// refusingWriter answers like writeback/git.Writer when the repositories
+// in refused turned the push down and the others took it: a result per
+// repository, and an error that joins the refusals.
+type refusingWriter struct{ refused map[string]error }
 
-func (twoRepoWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.Result, error) {
-	refused := errors.New("git server refused the credentials")
-	var ok, bad gitwb.Result
-	ok.RepoURL, ok.Branch, ok.CommitSHA = "http://git/ok.git", "main", "0123456789abcdef"
-	bad.RepoURL, bad.Branch, bad.Err = "http://git/bad.git", "main", refused
+func (w refusingWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.Result, error) {
+	var results []gitwb.Result
+	var errs []error
+	index := map[string]int{}
 	for i := range changes {
 		c := &changes[i]
-		switch gitwb.RepoID(c.RepoURL) {
-		case ok.RepoURL:
-			ok.Keys = append(ok.Keys, c.Key)
-			ok.Updates = append(ok.Updates, gitwb.Update{App: c.App, Key: c.Key, Image: "team/web", From: "1.0.0", To: "1.5.0"})
-		case bad.RepoURL:
-			bad.Keys = append(bad.Keys, c.Key)
+		repo := gitwb.RepoID(c.RepoURL)
+		n, seen := index[repo]
+		if !seen {
+			n, index[repo] = len(results), len(results)
+			res := gitwb.Result{RepoURL: repo, Branch: "main", Err: w.refused[repo]}
+			if res.Err != nil {
+				errs = append(errs, fmt.Errorf("%s main: %w", repo, res.Err))
+			} else {
+				res.CommitSHA = "0123456789abcdef"
+			}
+			results = append(results, res)
+		}
+		res := &results[n]
+		res.Keys = append(res.Keys, c.Key)
+		if res.Err == nil {
+			res.Updates = append(res.Updates, gitwb.Update{App: c.App, Key: c.Key, Image: "team/web", From: "1.0.0", To: "1.5.0"})
 		}
 	}
-	return []gitwb.Result{bad, ok}, fmt.Errorf("%s main: %w", bad.RepoURL, refused)
+	return results, errors.Join(errs...)
 }
 
 // One repository of a batch refusing the push fails only its own
 // Applications: the other repository's commit is reported as written, not
 // retried as a failure (which would lose its Event and notification).
 func TestGitBatchFailureOfOneRepositoryKeepsTheOthers(t *testing.T) {
-	events, retries := &appEvents{}, &retryLog{}
-	b := &controller.GitBatcher{
-		Writer:  twoRepoWriter{},
+	out := &outcomes{}
+	b := &collect.Batcher{
+		Writer:  refusingWriter{refused: map[string]error{"http://git/bad.git": errors.New("git server refused the credentials")}},
 		Delay:   time.Millisecond,
-		Events:  events,
-		Enqueue: retries.enqueue,
+		Events:  out,
+		Enqueue: out.enqueue,
 		Log:     slog.New(slog.DiscardHandler),
 	}
 	b.Add("ns/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
@@ -57,17 +66,17 @@ func TestGitBatchFailureOfOneRepositoryKeepsTheOthers(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- b.Start(ctx) }()
-	waitFor(t, "the batch to be written and reported", b.Idle)
+	eventually(t, "the batch to be written and reported", b.Idle)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]string{"ns/good": controller.EventImagesUpdated, "ns/bad": controller.EventImageUpdateFailed} {
-		if evs := events.of(key); len(evs) != 1 || evs[0].Reason != want {
+	for key, want := range map[string]string{"ns/good": collect.EventImagesUpdated, "ns/bad": collect.EventImageUpdateFailed} {
+		if evs := out.eventsOf(key); len(evs) != 1 || evs[0].Reason != want {
 			t.Errorf("Events of %s: %+v, want one %s", key, evs, want)
 		}
 	}
-	if diff := cmp.Diff([]string{"ns/bad"}, retries.list()); diff != "" {
+	if diff := cmp.Diff([]string{"ns/bad"}, out.retryList()); diff != "" {
 		t.Errorf("retries (-want +got):\n%s", diff)
 	}
 }
@@ -103,13 +112,13 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 	var asked atomic.Int64
 	busy.Store(true)
 	writes := &batchLog{}
-	b := &controller.GitBatcher{
+	b := &collect.Batcher{
 		Writer:   writes,
 		Delay:    time.Millisecond,
 		MaxDelay: time.Hour,
 		Busy:     func() bool { asked.Add(1); return busy.Load() },
-		Enqueue:  (&retryLog{}).enqueue,
-		Events:   &appEvents{},
+		Enqueue:  (&outcomes{}).enqueue,
+		Events:   &outcomes{},
 		Log:      slog.New(slog.DiscardHandler),
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -117,13 +126,13 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 	go func() { done <- b.Start(ctx) }()
 	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
 	// Past Delay and asking: the batch is being held open.
-	waitFor(t, "the batch to ask whether the engine is busy", func() bool { return asked.Load() >= 3 })
+	eventually(t, "the batch to ask whether the engine is busy", func() bool { return asked.Load() >= 3 })
 	if got := writes.list(); len(got) != 0 {
 		t.Fatalf("written while the engine was busy: %v", got)
 	}
 	b.Add("ns/shop", gitwb.Change{App: "shop", RepoURL: "http://git/config.git"})
 	busy.Store(false)
-	waitFor(t, "the batch to be written", func() bool { return len(writes.list()) > 0 && b.Idle() })
+	eventually(t, "the batch to be written", func() bool { return len(writes.list()) > 0 && b.Idle() })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -137,20 +146,20 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 // Applications always being polled) does not hold a write back for ever.
 func TestGitBatchMaxDelayBoundsTheWait(t *testing.T) {
 	writes := &batchLog{}
-	b := &controller.GitBatcher{
+	b := &collect.Batcher{
 		Writer:   writes,
 		Delay:    time.Millisecond,
 		MaxDelay: 50 * time.Millisecond,
 		Busy:     func() bool { return true },
-		Enqueue:  (&retryLog{}).enqueue,
-		Events:   &appEvents{},
+		Enqueue:  (&outcomes{}).enqueue,
+		Events:   &outcomes{},
 		Log:      slog.New(slog.DiscardHandler),
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- b.Start(ctx) }()
 	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
-	waitFor(t, "the batch to be written although the engine stays busy", func() bool { return len(writes.list()) > 0 && b.Idle() })
+	eventually(t, "the batch to be written although the engine stays busy", func() bool { return len(writes.list()) > 0 && b.Idle() })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

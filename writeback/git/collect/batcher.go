@@ -1,4 +1,4 @@
-package controller
+package collect
 
 import (
 	"context"
@@ -13,46 +13,78 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
-// DefaultGitBatchDelay is how long the batcher collects changes after the
+// DefaultDelay is how long the batcher collects changes after the
 // first one arrives: long enough that a poll cycle's worth of Applications
 // sharing a repository lands in one commit, short enough to feel immediate.
-const DefaultGitBatchDelay = 2 * time.Second
+const DefaultDelay = 2 * time.Second
 
-// DefaultGitBatchMaxDelay bounds how long a batch waits past its Delay for
-// the engine to settle (GitBatcher.Busy): a busy machine may take longer
+// DefaultMaxDelay bounds how long a batch waits past its Delay for
+// the engine to settle (Batcher.Busy): a busy machine may take longer
 // than Delay to decide a poll cycle's Applications, and each decided late
 // would otherwise be a commit of its own; a write is never held longer.
-const DefaultGitBatchMaxDelay = 15 * time.Second
+const DefaultMaxDelay = 15 * time.Second
 
-// gitSettlePoll is how often a batch past its Delay asks whether the
+// settlePoll is how often a batch past its Delay asks whether the
 // engine is still busy.
-const gitSettlePoll = 100 * time.Millisecond
+const settlePoll = 100 * time.Millisecond
 
-// gitReportTimeout bounds the journal writes that follow a batch's
-// report (OnAnnounced, OnUnchanged); gitSettleWorkers of them run at once,
+// reportTimeout bounds the journal writes that follow a batch's
+// report (OnAnnounced, OnUnchanged); settleWorkers of them run at once,
 // so the ConfigMap journal's group commit folds a large batch's into a
 // few writes.
 const (
-	gitReportTimeout = 30 * time.Second
-	gitSettleWorkers = 16
+	reportTimeout = 30 * time.Second
+	settleWorkers = 16
 )
 
-// gitRetryDelay is when an Application whose write failed is tried again;
+// retryDelay is when an Application whose write failed is tried again;
 // the writer already retried transient errors within its attempt budget.
-const gitRetryDelay = time.Minute
+const retryDelay = time.Minute
 
-// GitApplier writes Git changes (gitwb.Writer).
-type GitApplier interface {
+// Applier writes Git changes (gitwb.Writer).
+type Applier interface {
 	Apply(ctx context.Context, changes []gitwb.Change) ([]gitwb.Result, error)
 }
 
-// GitBatcher collects Git write-backs from many reconciles and writes them
+// Event reasons a batch records on Applications (the controller's
+// vocabulary: controller.EventImagesUpdated and EventImageUpdateFailed
+// are these).
+const (
+	EventImagesUpdated     = "ImagesUpdated"
+	EventImageUpdateFailed = "ImageUpdateFailed"
+)
+
+// Results of Metrics.GitUpdates.
+const (
+	resultSuccess = "success"
+	resultError   = "error"
+)
+
+// EventRecorder records a Kubernetes Event on an Application (the
+// controller's redacting recorder).
+type EventRecorder interface {
+	Event(object runtime.Object, eventType, reason, message string)
+}
+
+// Metrics counts write-back outcomes by result ("success": updates
+// written, "error": Applications failed).
+type Metrics interface {
+	GitUpdates(result string, n int)
+}
+
+// Tally hears of each Application whose write failed.
+type Tally interface {
+	GitFailed(key string)
+}
+
+// Batcher collects Git write-backs from many reconciles and writes them
 // together, one commit per repository and branch per batch. Reconciles do
 // not wait for the push; results come back as Events and metrics, and
 // failed Applications are requeued.
@@ -63,17 +95,18 @@ type GitApplier interface {
 // may both hold a "web" writing to one repository) nor by comparing
 // repository URLs (a change's URL may carry credentials the result's has
 // not; gitwb.RepoID is the one identity when URLs must be compared).
-type GitBatcher struct {
-	Writer GitApplier
-	// Delay is the collection window; zero is DefaultGitBatchDelay.
+type Batcher struct {
+	Writer Applier
+	// Delay is the collection window; zero is DefaultDelay.
 	Delay time.Duration
 	// Busy, when set, reports whether reconciles are queued, running or
 	// waiting on a registry: a batch past its Delay waits while it is
 	// true (up to MaxDelay), so Applications decided in the same wave land
-	// in one commit however loaded the machine is. Engine.Idle, negated.
+	// in one commit however loaded the machine is. controller.Engine.Idle,
+	// negated.
 	Busy func() bool
 	// MaxDelay bounds the collection window when Busy holds it open; zero
-	// is DefaultGitBatchMaxDelay.
+	// is DefaultMaxDelay.
 	MaxDelay time.Duration
 	Enqueue  func(key string, after time.Duration)
 	Events   EventRecorder
@@ -83,23 +116,25 @@ type GitBatcher struct {
 	App    func(key string) *watcher.App
 	// OnUnchanged, when set, hears of each Application whose changes a
 	// batch found already in the repository, with those changes
-	// (ImageReconciler.GitUnchanged announces a write a crash kept from
-	// being announced).
+	// (controller.ImageReconciler.GitUnchanged announces a write a crash
+	// kept from being announced).
 	OnUnchanged func(ctx context.Context, app *watcher.App, unchanged []gitwb.Change)
 	// OnAnnounced, when set, hears of each Application whose write was
 	// pushed and announced, with the changes written
-	// (ImageReconciler.GitAnnounced settles its write intent, so a later
-	// process does not announce it again).
+	// (controller.ImageReconciler.GitAnnounced settles its write intent,
+	// so a later process does not announce it again).
 	OnAnnounced func(ctx context.Context, key string, written []gitwb.Change)
 	// Refresh, when set, is called for each Application whose write was
-	// pushed, to have Argo CD look at the commit now (ArgoRefresher); a
+	// pushed, to have Argo CD look at the commit now (controller.ArgoRefresher); a
 	// failure is logged, the write stands.
 	Refresh func(ctx context.Context, key string) error
-	Metrics *ImageMetrics
+	// Metrics, when set, counts the updates written and the
+	// Applications failed (controller.ImageMetrics).
+	Metrics Metrics
 	Log     *slog.Logger
 	// Tally, when set, hears of each Application whose write failed (a
-	// single pass counts it failed, not updated).
-	Tally *PassTally
+	// single pass counts it failed, not updated; controller.PassTally).
+	Tally Tally
 
 	mu       sync.Mutex
 	pending  map[string][]gitwb.Change // by Application key; the latest wins
@@ -112,7 +147,7 @@ type GitBatcher struct {
 var errNoResult = errors.New("the Git writer returned no result for this Application's changes")
 
 // Idle reports whether nothing is queued or being written.
-func (b *GitBatcher) Idle() bool {
+func (b *Batcher) Idle() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.pending) == 0 && !b.flushing
@@ -121,7 +156,7 @@ func (b *GitBatcher) Idle() bool {
 // Add queues an Application's changes (one per repository, branch and
 // source it writes) for the next batch, replacing what it had queued.
 // Each change is keyed by key, whatever Key it had.
-func (b *GitBatcher) Add(key string, chs ...gitwb.Change) {
+func (b *Batcher) Add(key string, chs ...gitwb.Change) {
 	own := slices.Clone(chs)
 	for i := range own {
 		own[i].Key = key
@@ -146,7 +181,7 @@ func (b *GitBatcher) Add(key string, chs ...gitwb.Change) {
 // when ctx ends is given the writer's PushGrace to finish, and one whose
 // answer is lost is looked for on the remote, so it is reported by what
 // the remote has.
-func (b *GitBatcher) Start(ctx context.Context) error {
+func (b *Batcher) Start(ctx context.Context) error {
 	b.mu.Lock()
 	if b.wake == nil {
 		b.wake = make(chan struct{}, 1)
@@ -155,7 +190,7 @@ func (b *GitBatcher) Start(ctx context.Context) error {
 	b.mu.Unlock()
 	delay := b.Delay
 	if delay <= 0 {
-		delay = DefaultGitBatchDelay
+		delay = DefaultDelay
 	}
 	for {
 		select {
@@ -175,10 +210,10 @@ func (b *GitBatcher) Start(ctx context.Context) error {
 // collect waits out one batch's collection window: delay, then while Busy
 // reports the engine still deciding, until MaxDelay from the start. It
 // reports false when ctx ended first.
-func (b *GitBatcher) collect(ctx context.Context, delay time.Duration) bool {
+func (b *Batcher) collect(ctx context.Context, delay time.Duration) bool {
 	maxDelay := b.MaxDelay
 	if maxDelay <= 0 {
-		maxDelay = DefaultGitBatchMaxDelay
+		maxDelay = DefaultMaxDelay
 	}
 	maxDelay = max(maxDelay, delay)
 	start := time.Now()
@@ -195,13 +230,13 @@ func (b *GitBatcher) collect(ctx context.Context, delay time.Duration) bool {
 		if b.Busy == nil || left <= 0 || !b.Busy() {
 			return true
 		}
-		wait = min(gitSettlePoll, left)
+		wait = min(settlePoll, left)
 	}
 }
 
 // flush writes everything pending as one Apply (the writer groups it by
 // repository and branch).
-func (b *GitBatcher) flush(ctx context.Context) {
+func (b *Batcher) flush(ctx context.Context) {
 	b.mu.Lock()
 	pending := b.pending
 	b.pending = nil
@@ -236,12 +271,20 @@ func (b *GitBatcher) flush(ctx context.Context) {
 	for i := range results {
 		b.report(&results[i], pending, outcomes)
 	}
+	b.settle(ctx, keys, pending, outcomes)
+}
+
+// settle follows up each Application of a flush by its outcome: one the
+// writer said nothing of fails; one written has Argo CD refresh and its
+// announcement recorded (Refresh, OnAnnounced); one found unchanged is
+// handed to OnUnchanged.
+func (b *Batcher) settle(ctx context.Context, keys []string, pending map[string][]gitwb.Change, outcomes map[string]*gitOutcome) {
 	// What was written is recorded even when ctx ended during the push
 	// (a shutdown), within a bound of its own.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitReportTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	var settle errgroup.Group
-	settle.SetLimit(gitSettleWorkers)
+	var work errgroup.Group
+	work.SetLimit(settleWorkers)
 	for _, k := range keys {
 		o := outcomes[k]
 		switch {
@@ -250,7 +293,7 @@ func (b *GitBatcher) flush(ctx context.Context) {
 		case o.failed:
 		case o.written:
 			if b.Refresh != nil {
-				settle.Go(func() error {
+				work.Go(func() error {
 					if err := b.Refresh(ctx, k); err != nil {
 						b.Log.Warn("could not ask Argo CD to refresh; it will see the commit at its next poll", "app", k, "error", err)
 					}
@@ -258,15 +301,15 @@ func (b *GitBatcher) flush(ctx context.Context) {
 				})
 			}
 			if b.OnAnnounced != nil {
-				settle.Go(func() error { b.OnAnnounced(ctx, k, pending[k]); return nil })
+				work.Go(func() error { b.OnAnnounced(ctx, k, pending[k]); return nil })
 			}
 		case b.OnUnchanged != nil && b.App != nil:
 			if app := b.App(k); app != nil {
-				settle.Go(func() error { b.OnUnchanged(ctx, app, pending[k]); return nil })
+				work.Go(func() error { b.OnUnchanged(ctx, app, pending[k]); return nil })
 			}
 		}
 	}
-	_ = settle.Wait()
+	_ = work.Wait()
 }
 
 // gitOutcome is what one flush did for one Application, over the results
@@ -275,7 +318,7 @@ type gitOutcome struct{ written, failed bool }
 
 // report hands one result to the Applications it names (res.Keys): each
 // hears of its own failure or of its own updates, never another's.
-func (b *GitBatcher) report(res *gitwb.Result, pending map[string][]gitwb.Change, outcomes map[string]*gitOutcome) {
+func (b *Batcher) report(res *gitwb.Result, pending map[string][]gitwb.Change, outcomes map[string]*gitOutcome) {
 	failed := map[string]error{}
 	for _, f := range res.Failed {
 		failed[f.Key] = errors.Join(failed[f.Key], f.Err)
@@ -304,7 +347,7 @@ func (b *GitBatcher) report(res *gitwb.Result, pending map[string][]gitwb.Change
 		case len(updates[k]) > 0:
 			o.written = true
 			ups := updates[k]
-			b.Metrics.update("git", "success", len(ups))
+			b.count(resultSuccess, len(ups))
 			lines := make([]string, len(ups))
 			for i, u := range ups {
 				lines[i] = fmt.Sprintf("%s: %s -> %s", u.Image, orNone(u.From), u.To)
@@ -317,17 +360,25 @@ func (b *GitBatcher) report(res *gitwb.Result, pending map[string][]gitwb.Change
 	}
 }
 
-func (b *GitBatcher) fail(key string, err error) {
-	b.Metrics.update("git", "error", 1)
-	b.Tally.record(key, OutcomeFailed)
-	b.Log.Warn("git write-back failed; will retry", "app", key, "error", err, "retryIn", gitRetryDelay)
-	b.event(key, corev1.EventTypeWarning, EventImageUpdateFailed, "git write-back: "+err.Error())
-	if b.Enqueue != nil {
-		b.Enqueue(key, gitRetryDelay)
+func (b *Batcher) count(result string, n int) {
+	if b.Metrics != nil {
+		b.Metrics.GitUpdates(result, n)
 	}
 }
 
-func (b *GitBatcher) event(key, typ, reason, msg string) {
+func (b *Batcher) fail(key string, err error) {
+	b.count(resultError, 1)
+	if b.Tally != nil {
+		b.Tally.GitFailed(key)
+	}
+	b.Log.Warn("git write-back failed; will retry", "app", key, "error", err, "retryIn", retryDelay)
+	b.event(key, corev1.EventTypeWarning, EventImageUpdateFailed, "git write-back: "+err.Error())
+	if b.Enqueue != nil {
+		b.Enqueue(key, retryDelay)
+	}
+}
+
+func (b *Batcher) event(key, typ, reason, msg string) {
 	if b.Events == nil {
 		return
 	}
@@ -351,7 +402,7 @@ func short(sha string) string {
 
 // notify hands the notifier an image-updated event per value written for
 // key (ups are key's own updates, from one commit).
-func (b *GitBatcher) notify(key, commit string, ups []gitwb.Update) {
+func (b *Batcher) notify(key, commit string, ups []gitwb.Update) {
 	if b.Notify == nil || b.App == nil {
 		return
 	}
@@ -360,16 +411,16 @@ func (b *GitBatcher) notify(key, commit string, ups []gitwb.Update) {
 		return
 	}
 	for _, u := range ups {
-		b.Notify(app, gitUpdatedEvent(key, u.Image, u.From, u.To, commit, time.Now()))
+		b.Notify(app, UpdatedEvent(key, u.Image, u.From, u.To, commit, time.Now()))
 	}
 }
 
-// gitUpdatedEvent is the image-updated event of a Git write-back. Its ID
+// UpdatedEvent is the image-updated event of a Git write-back. Its ID
 // names the Application, image and new value only: the same whether the
 // batch announces it or the write journal does after a crash (which knows
 // neither the commit nor the file's previous value), so the notifier
 // sends it once.
-func gitUpdatedEvent(key, image, from, to, commit string, at time.Time) triggers.Event {
+func UpdatedEvent(key, image, from, to, commit string, at time.Time) triggers.Event {
 	return triggers.Event{Type: triggers.EventImageUpdated, Image: image, From: from, To: to, Commit: commit, Time: at,
 		ID: strings.Join([]string{triggers.EventImageUpdated, key, image, to}, "|")}
 }

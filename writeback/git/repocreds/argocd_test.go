@@ -1,4 +1,4 @@
-package controller_test
+package repocreds_test
 
 import (
 	"errors"
@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
@@ -49,7 +49,7 @@ func TestArgoRepoCredentials(t *testing.T) {
 	secret("named", "", "", "named")
 	secret("host", "repo-creds", "https://hosted.example.com/", "host")
 
-	a := &controller.ArgoRepoCredentials{Client: cs, Namespace: ns}
+	a := &repocreds.ArgoCD{Client: cs, Namespace: ns}
 	tests := []struct {
 		url  string
 		want string // username, "" for anonymous
@@ -83,7 +83,7 @@ func TestArgoRepoCredentials(t *testing.T) {
 	if _, _, err := a.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/org"), "https://evil.example.com/x"); !errors.Is(err, creds.ErrReservedSecret) {
 		t.Errorf("git:secret: naming Argo CD's repo-creds Secret: error %v, want ErrReservedSecret", err)
 	}
-	trusting := &controller.ArgoRepoCredentials{Client: cs, Namespace: ns, Trusted: func(n, name string) bool { return n == ns && name == "org" }}
+	trusting := &repocreds.ArgoCD{Client: cs, Namespace: ns, Trusted: func(n, name string) bool { return n == ns && name == "org" }}
 	if c, ok, err := trusting.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/org"), "https://git.example.com/org/x"); err != nil || !ok || c.Username != "org" {
 		t.Errorf("a reserved Secret the config names: %+v, %v, %v", c, ok, err)
 	}
@@ -116,7 +116,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 	secret("https", "repo-creds", "https://git.example.com/org", map[string]string{"username": "u", "password": "p", "sshPrivateKey": "key-https"})
 	secret("named", "", "", key("named"))
 
-	a := &controller.ArgoRepoCredentials{Client: cs, Namespace: ns}
+	a := &repocreds.ArgoCD{Client: cs, Namespace: ns}
 	tests := []struct {
 		url  string
 		want string // sshPrivateKey, "" for none
@@ -147,7 +147,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 	// Known hosts: the ConfigMap and the file, for SSH URLs only.
 	cmLine := "git.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
 	fileLine := "[127.0.0.1]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.ArgoKnownHostsConfigMap}, Data: map[string]string{controller.ArgoKnownHostsKey: cmLine}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: repocreds.KnownHostsConfigMap}, Data: map[string]string{repocreds.KnownHostsKey: cmLine}}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 	}
 
 	// A bad line is an error naming where it is.
-	cm.Data[controller.ArgoKnownHostsKey] = cmLine + "git.example.com ssh-ed25519 not-base64!\n"
+	cm.Data[repocreds.KnownHostsKey] = cmLine + "git.example.com ssh-ed25519 not-base64!\n"
 	if _, err := cs.CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 		t.Errorf("bad ConfigMap line: %v", err)
 	}
 	a.KnownHostsFile = filepath.Join(t.TempDir(), "missing")
-	if _, err := controller.ReadKnownHostsFile(a.KnownHostsFile); err == nil || !strings.Contains(err.Error(), a.KnownHostsFile) {
+	if _, err := gitwb.ReadKnownHostsFile(a.KnownHostsFile); err == nil || !strings.Contains(err.Error(), a.KnownHostsFile) {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -202,13 +202,13 @@ func TestGitWriteBackOverSSHWithArgoCDSecrets(t *testing.T) {
 	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.ArgoKnownHostsConfigMap}, Data: map[string]string{controller.ArgoKnownHostsKey: x.KnownHosts()}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: repocreds.KnownHostsConfigMap}, Data: map[string]string{repocreds.KnownHostsKey: x.KnownHosts()}}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w := &gitwb.Writer{
 		CacheDir:    t.TempDir(),
-		Credentials: &controller.ArgoRepoCredentials{Client: cs, Namespace: ns},
+		Credentials: &repocreds.ArgoCD{Client: cs, Namespace: ns},
 		MaxAttempts: 1,
 		Metrics:     gitwb.NewMetrics(prometheus.NewRegistry()),
 	}

@@ -1,4 +1,4 @@
-package controller_test
+package repocreds_test
 
 import (
 	"testing"
@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
 
 // The Secret an Application names (write-back-method git:secret:ns/name)
@@ -24,7 +24,7 @@ func TestArgoRepoCredentialsNamedSecretForAURLWithCredentials(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	a := &controller.ArgoRepoCredentials{Client: cs, Namespace: ns}
+	a := &repocreds.ArgoCD{Client: cs, Namespace: ns}
 	withCreds := "https://bot:old-token@git.example.com/org/x.git"
 	c, ok, err := a.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/named"), gitwb.RepoID(withCreds))
 	if err != nil || !ok || c != (gitwb.Credentials{Username: "named", Password: "pw-named"}) {

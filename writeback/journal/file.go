@@ -1,4 +1,4 @@
-package controller
+package journal
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 	"sync"
 )
 
-// FileWriteJournal keeps WriteIntents in one JSON file: local mode's
+// File keeps Intents in one JSON file: local mode's
 // journal (--apps-dir), where there is no cluster to hold ConfigMaps. Each
 // Save rewrites the file through a temporary file and a rename, so a
 // process killed at any point leaves the journal before or after the
 // save, never half of one. The file is not flushed to disk (fsync): a
 // killed process loses nothing by that, a lost machine loses only the
 // recovery of announcements. One process at a time writes a file.
-type FileWriteJournal struct {
+type File struct {
 	// Path is the journal file; its folder is created when missing.
 	Path string
 
@@ -29,12 +29,12 @@ type FileWriteJournal struct {
 	data   map[string]json.RawMessage
 }
 
-var _ WriteJournal = (*FileWriteJournal)(nil)
+var _ Store = (*File)(nil)
 
-// WriteJournalFile names local mode's journal file for the Applications
+// FileName names local mode's journal file for the Applications
 // folder appsDir: one file per folder, so one state directory serves
 // several folders whose Applications share names.
-func WriteJournalFile(stateDir, appsDir string) string {
+func FileName(stateDir, appsDir string) string {
 	if abs, err := filepath.Abs(appsDir); err == nil {
 		appsDir = abs
 	}
@@ -42,18 +42,18 @@ func WriteJournalFile(stateDir, appsDir string) string {
 	return filepath.Join(stateDir, "write-intents-"+hex.EncodeToString(sum[:8])+".json")
 }
 
-// LoadAll implements WriteJournal. A missing file is an empty journal;
+// LoadAll implements Store. A missing file is an empty journal;
 // undecodable entries, or a file that is not a JSON object, are skipped
 // (the next Save writes a sound file).
-func (j *FileWriteJournal) LoadAll(_ context.Context) (map[string]WriteIntent, error) {
+func (j *File) LoadAll(_ context.Context) (map[string]Intent, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.loadLocked(); err != nil {
 		return nil, err
 	}
-	out := make(map[string]WriteIntent, len(j.data))
+	out := make(map[string]Intent, len(j.data))
 	for key, raw := range j.data {
-		var in WriteIntent
+		var in Intent
 		if json.Unmarshal(raw, &in) == nil {
 			out[key] = in
 		}
@@ -61,8 +61,8 @@ func (j *FileWriteJournal) LoadAll(_ context.Context) (map[string]WriteIntent, e
 	return out, nil
 }
 
-// Save implements WriteJournal.
-func (j *FileWriteJournal) Save(_ context.Context, key string, in *WriteIntent) error {
+// Save implements Store.
+func (j *File) Save(_ context.Context, key string, in *Intent) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.loadLocked(); err != nil {
@@ -83,7 +83,7 @@ func (j *FileWriteJournal) Save(_ context.Context, key string, in *WriteIntent) 
 	return j.writeLocked()
 }
 
-func (j *FileWriteJournal) loadLocked() error {
+func (j *File) loadLocked() error {
 	if j.loaded {
 		return nil
 	}
@@ -102,7 +102,7 @@ func (j *FileWriteJournal) loadLocked() error {
 	return nil
 }
 
-func (j *FileWriteJournal) writeLocked() error {
+func (j *File) writeLocked() error {
 	b, err := json.MarshalIndent(j.data, "", "  ")
 	if err != nil {
 		return err

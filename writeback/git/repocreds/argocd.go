@@ -1,10 +1,8 @@
-package controller
+package repocreds
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,13 +20,13 @@ const (
 	argoSecretTypeLabel = "argocd.argoproj.io/secret-type"
 	argoRepository      = "repository"
 	argoRepoCreds       = "repo-creds"
-	// ArgoKnownHostsConfigMap and ArgoKnownHostsKey hold Argo CD's SSH
+	// KnownHostsConfigMap and KnownHostsKey hold Argo CD's SSH
 	// known_hosts, in its namespace.
-	ArgoKnownHostsConfigMap = "argocd-ssh-known-hosts-cm"
-	ArgoKnownHostsKey       = "ssh_known_hosts"
+	KnownHostsConfigMap = "argocd-ssh-known-hosts-cm"
+	KnownHostsKey       = "ssh_known_hosts"
 )
 
-// ArgoRepoCredentials finds Git credentials the way Argo CD does: a
+// ArgoCD finds Git credentials the way Argo CD does: a
 // `repository` Secret whose url equals the repository's, else the
 // `repo-creds` Secret with the longest url prefix, in Namespace (Argo CD's).
 // A change's own Secret (write-back-method git:secret:<ns>/<name>, carried
@@ -37,7 +35,7 @@ const (
 // refused unless Trusted says the operator named it. Secrets give username and password
 // (HTTPS) or sshPrivateKey (SSH); for SSH the host keys trusted are Argo
 // CD's argocd-ssh-known-hosts-cm plus KnownHostsFile.
-type ArgoRepoCredentials struct {
+type ArgoCD struct {
 	Client    kubernetes.Interface
 	Namespace string
 	// KnownHostsFile is a known_hosts file (--git-ssh-known-hosts) whose
@@ -50,10 +48,10 @@ type ArgoRepoCredentials struct {
 	Trusted func(namespace, name string) bool
 }
 
-var _ gitwb.CredentialsSource = (*ArgoRepoCredentials)(nil)
+var _ gitwb.CredentialsSource = (*ArgoCD)(nil)
 
 // Credentials implements gitwb.CredentialsSource.
-func (a *ArgoRepoCredentials) Credentials(ctx context.Context, repoURL string) (gitwb.Credentials, bool, error) {
+func (a *ArgoCD) Credentials(ctx context.Context, repoURL string) (gitwb.Credentials, bool, error) {
 	want := normalizeRepoURL(repoURL)
 	c, ok, err := a.find(ctx, want)
 	if err != nil || !ok || c.SSHPrivateKey == "" || !strings.HasPrefix(want, "ssh://") {
@@ -63,7 +61,7 @@ func (a *ArgoRepoCredentials) Credentials(ctx context.Context, repoURL string) (
 	return c, ok, err
 }
 
-func (a *ArgoRepoCredentials) find(ctx context.Context, want string) (gitwb.Credentials, bool, error) {
+func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool, error) {
 	if named := gitwb.CredentialsSecret(ctx); named != "" {
 		ns, name, _ := strings.Cut(named, "/")
 		s, err := a.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
@@ -119,22 +117,22 @@ func credentialsOf(s *corev1.Secret) gitwb.Credentials {
 
 // knownHosts joins Argo CD's known hosts ConfigMap (none is no hosts) and
 // KnownHostsFile, each checked so a bad line is reported where it is.
-func (a *ArgoRepoCredentials) knownHosts(ctx context.Context) (string, error) {
+func (a *ArgoCD) knownHosts(ctx context.Context) (string, error) {
 	var parts []string
-	cm, err := a.Client.CoreV1().ConfigMaps(a.Namespace).Get(ctx, ArgoKnownHostsConfigMap, metav1.GetOptions{})
+	cm, err := a.Client.CoreV1().ConfigMaps(a.Namespace).Get(ctx, KnownHostsConfigMap, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return "", fmt.Errorf("reading SSH known hosts ConfigMap %s/%s: %w", a.Namespace, ArgoKnownHostsConfigMap, err)
+		return "", fmt.Errorf("reading SSH known hosts ConfigMap %s/%s: %w", a.Namespace, KnownHostsConfigMap, err)
 	default:
-		text := cm.Data[ArgoKnownHostsKey]
-		if err := gitwb.CheckKnownHosts("ConfigMap "+a.Namespace+"/"+ArgoKnownHostsConfigMap+" "+ArgoKnownHostsKey, text); err != nil {
+		text := cm.Data[KnownHostsKey]
+		if err := gitwb.CheckKnownHosts("ConfigMap "+a.Namespace+"/"+KnownHostsConfigMap+" "+KnownHostsKey, text); err != nil {
 			return "", err
 		}
 		parts = append(parts, text)
 	}
 	if a.KnownHostsFile != "" {
-		text, err := ReadKnownHostsFile(a.KnownHostsFile)
+		text, err := gitwb.ReadKnownHostsFile(a.KnownHostsFile)
 		if err != nil {
 			return "", err
 		}
@@ -142,22 +140,6 @@ func (a *ArgoRepoCredentials) knownHosts(ctx context.Context) (string, error) {
 	}
 	return strings.Join(parts, "\n"), nil
 }
-
-// ReadKnownHostsFile reads and checks a known_hosts file; errors name the
-// file and line.
-func ReadKnownHostsFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("reading SSH known hosts: %w", err)
-	}
-	if err := gitwb.CheckKnownHosts(path, string(b)); err != nil {
-		return "", err
-	}
-	return string(b), nil
-}
-
-// scpLikeURL is Git's scp-like address: [user@]host:path.
-var scpLikeURL = regexp.MustCompile(`^([\w.-]+@)?([\w.-]+):/*([^/].*)?$`)
 
 // normalizeRepoURL compares repository URLs as Argo CD does, ignoring case
 // and a trailing ".git" or "/", and credentials in the URL (gitwb.RepoID:
@@ -169,7 +151,7 @@ var scpLikeURL = regexp.MustCompile(`^([\w.-]+@)?([\w.-]+):/*([^/].*)?$`)
 func normalizeRepoURL(u string) string {
 	u = strings.ToLower(gitwb.RepoID(strings.TrimSpace(u)))
 	if !strings.Contains(u, "://") {
-		if m := scpLikeURL.FindStringSubmatch(u); m != nil {
+		if m := gitwb.SCPLikeURL.FindStringSubmatch(u); m != nil {
 			u = "ssh://" + m[1] + m[2] + "/" + m[3]
 		}
 	}

@@ -1,0 +1,13 @@
+// Package collect gathers the Git write-backs that many reconciles decide
+// within a short window (Batcher.Delay, held open while the engine is
+// still deciding) and hands them to writeback/git's Writer as one Apply,
+// which makes one commit per repository and branch. It then reports each
+// Application's own outcome, by its namespace/name key: an Event and a
+// notification per write, a metric, a retry for a failure, and the
+// journal hooks that settle the write intents (writeback/journal).
+//
+// It is not writeback/git's own batch (session.go there): that is the
+// work on one clone for one repository and branch (fetch, edit, commit,
+// push with retries); this is the window before it, across repositories,
+// between the controller's image reconciler and the writer.
+package collect

@@ -1,0 +1,104 @@
+package collect_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+)
+
+// waitTimeout bounds every wait of these tests.
+const waitTimeout = 60 * time.Second
+
+// appEvent is one Event as a test compares it.
+type appEvent struct {
+	Key, Type, Reason, Message string
+}
+
+// gitNote is one image-updated notification as a test compares it.
+type gitNote struct {
+	Key, Image, To, Commit string
+	Recovered              bool
+}
+
+// outcomes keeps what a Batcher reports, for the tests to compare: its
+// Events (it is the EventRecorder), notifications (notify) and retries
+// (enqueue).
+type outcomes struct {
+	mu      sync.Mutex
+	events  []appEvent
+	notes   []gitNote
+	retries []string
+}
+
+func (o *outcomes) Event(obj runtime.Object, typ, reason, msg string) {
+	ref := obj.(*corev1.ObjectReference)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, appEvent{Key: ref.Namespace + "/" + ref.Name, Type: typ, Reason: reason, Message: msg})
+}
+
+func (o *outcomes) notify(app *watcher.App, ev triggers.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.notes = append(o.notes, gitNote{Key: app.Key(), Image: ev.Image, To: ev.To, Commit: ev.Commit, Recovered: ev.Recovered})
+}
+
+func (o *outcomes) enqueue(key string, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.retries = append(o.retries, key)
+}
+
+// eventsOf is the Events recorded on the Application key.
+func (o *outcomes) eventsOf(key string) []appEvent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(o.events), func(e appEvent) bool { return e.Key != key })
+}
+
+func (o *outcomes) noteList() []gitNote {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.notes)
+}
+
+func (o *outcomes) retryList() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.retries)
+}
+
+// eventually polls cond until it holds, failing the test after
+// waitTimeout.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.After(waitTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-timeout:
+			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
+		case <-tick.C:
+		}
+	}
+}
+
+// testGitWriter is a writer that retries fast.
+func testGitWriter(t *testing.T) *gitwb.Writer {
+	t.Helper()
+	return &gitwb.Writer{CacheDir: t.TempDir(), Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Timeout: 30 * time.Second}
+}
+
+func kustomizationOf(image, tag string) string {
+	return fmt.Sprintf("resources:\n- deployment.yaml\nimages:\n- name: %s\n  newTag: %s\n", image, tag)
+}
