@@ -1,4 +1,4 @@
-package services_test
+package awssqs_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package services_test
+package gcppubsub_test
 
 import (
 	"context"
@@ -223,7 +223,7 @@ func TestGCPPubSubTokenCached(t *testing.T) {
 	s := newSink(t, true)
 	s.route = g.route
 	kind, _ := services.Lookup("gcppubsub")
-	svc, err := kind.New("gcppubsub", &services.GCPPubSubSettings{Project: "my-project", Topic: "deploys", KeyFile: keyJSON},
+	svc, err := kind.New("gcppubsub", &services.Settings{Project: "my-project", Topic: "deploys", KeyFile: keyJSON},
 		services.Options{Transport: sqsRedirect(s)})
 	if err != nil {
 		t.Fatal(err)

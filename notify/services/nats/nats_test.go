@@ -1,4 +1,4 @@
-package services_test
+package nats_test
 
 import (
 	"crypto/tls"
@@ -188,7 +188,7 @@ func TestNATSTLS(t *testing.T) {
 	kind, _ := services.Lookup("nats")
 	port := strconv.Itoa(s.Addr().(*net.TCPAddr).Port)
 	for _, u := range []string{"nats://127.0.0.1:" + port, "tls://127.0.0.1:" + port} {
-		svc, err := kind.New("nats", &services.NATSSettings{URL: u}, services.Options{})
+		svc, err := kind.New("nats", &services.Settings{URL: u}, services.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func TestNATSDryRun(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
 	})
 	kind, _ := services.Lookup("nats")
-	svc, err := kind.New("nats", &services.NATSSettings{URL: "nats://nats.invalid:4222", Headers: map[string]string{"X-App": "web"},
+	svc, err := kind.New("nats", &services.Settings{URL: "nats://nats.invalid:4222", Headers: map[string]string{"X-App": "web"},
 		Username: "u", Password: "p"}, services.Options{Transport: rec})
 	if err != nil {
 		t.Fatal(err)

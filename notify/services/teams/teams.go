@@ -1,28 +1,27 @@
-package services
+package teams
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// TeamsSettings are the keys of `service.teams`: one incoming webhook URL
+// Settings are the keys of `service.teams`: one incoming webhook URL
 // per recipient name (`subscribe.on-deployed.teams: channelName`).
-type TeamsSettings struct {
+type Settings struct {
 	RecipientURLs      map[string]string `yaml:"recipientUrls" json:"recipientUrls,omitempty"`
 	InsecureSkipVerify bool              `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
 }
 
-// TeamsBlock is a template's `teams:` block. Facts, Sections and
+// Block is a template's `teams:` block. Facts, Sections and
 // PotentialAction are JSON arrays; Template, when set, is the whole
 // request body and the other fields are not read.
-type TeamsBlock struct {
+type Block struct {
 	Template        string `yaml:"template" json:"template,omitempty"`
 	Title           string `yaml:"title" json:"title,omitempty"`
 	Summary         string `yaml:"summary" json:"summary,omitempty"`
@@ -33,50 +32,24 @@ type TeamsBlock struct {
 	PotentialAction string `yaml:"potentialAction" json:"potentialAction,omitempty"`
 }
 
-func init() {
-	Register(&Kind{
-		Type:     "teams",
-		Settings: func() any { return &TeamsSettings{} },
-		Block:    func() any { return &TeamsBlock{} },
-		Validate: func(s any) error {
-			return checkRecipientURLs("recipientUrls", s.(*TeamsSettings).RecipientURLs)
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			t := s.(*TeamsSettings)
-			return &teams{c: NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}, nil
-		},
-	})
-}
-
-// checkRecipientURLs checks every URL of a recipient → webhook map. Errors
-// name the recipient, never the URL (its path is the secret).
-func checkRecipientURLs(key string, urls map[string]string) error {
-	names := make([]string, 0, len(urls))
-	for name := range urls {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var errs []error
-	for _, name := range names {
-		errs = append(errs, requireURL(key+"["+name+"]", urls[name]))
-	}
-	return errors.Join(errs...)
-}
-
-// recipientURL is the webhook URL of d.Recipient, or a permanent error
-// naming the recipient.
-func recipientURL(c *Client, key string, urls map[string]string, d notify.Destination) (string, error) {
-	u, ok := urls[d.Recipient]
-	if !ok || u == "" {
-		return "", notify.Permanent(fmt.Errorf("%s: no webhook for recipient %q in %s", c.Service, d.Recipient, key))
-	}
-	return u, nil
+// Kind describes service type teams; package services lists it.
+var Kind = &svc.Kind{
+	Type:     "teams",
+	Settings: func() any { return &Settings{} },
+	Block:    func() any { return &Block{} },
+	Validate: func(s any) error {
+		return svc.CheckRecipientURLs("recipientUrls", s.(*Settings).RecipientURLs)
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		t := s.(*Settings)
+		return &teams{c: svc.NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}, nil
+	},
 }
 
 // teams posts an Office 365 connector message card to a channel's
 // incoming webhook, as Argo CD Notifications does.
 type teams struct {
-	c    *Client
+	c    *svc.Client
 	urls map[string]string
 }
 
@@ -94,19 +67,19 @@ type teamsCard struct {
 }
 
 func (t *teams) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	u, err := recipientURL(t.c, "recipientUrls", t.urls, d)
+	u, err := svc.RecipientURL(t.c, "recipientUrls", t.urls, d)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
-	var b TeamsBlock
-	if _, err := DecodeBlock(n, "teams", &b); err != nil {
+	var b Block
+	if _, err := svc.DecodeBlock(n, "teams", &b); err != nil {
 		return notify.Receipt{}, err
 	}
 	body, err := teamsBody(n.Message, &b)
 	if err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: %w", t.c.Service, err))
 	}
-	resp, err := t.c.Do(ctx, Request{
+	resp, err := t.c.Do(ctx, svc.Request{
 		Method: http.MethodPost, URL: u, Body: body,
 		Header: http.Header{"Content-Type": {"application/json"}},
 	})
@@ -118,7 +91,7 @@ func (t *teams) Send(ctx context.Context, n notify.Notification, d notify.Destin
 
 // teamsBody is the request body: the block's template as is, or a
 // message card from its fields (the message as text when it has none).
-func teamsBody(message string, b *TeamsBlock) ([]byte, error) {
+func teamsBody(message string, b *Block) ([]byte, error) {
 	if b.Template != "" {
 		return []byte(b.Template), nil
 	}
@@ -156,7 +129,7 @@ func teamsBody(message string, b *TeamsBlock) ([]byte, error) {
 // "1" and without an error (a Workflows URL answers 202 and nothing) may
 // have posted the card, so it is not sent again: it is dead-lettered with
 // a hint.
-func teamsAnswer(service string, resp *Response) error {
+func teamsAnswer(service string, resp *svc.Response) error {
 	body := strings.TrimSpace(string(resp.Body))
 	if body == "1" {
 		return nil

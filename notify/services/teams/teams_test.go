@@ -1,4 +1,4 @@
-package services_test
+package teams_test
 
 import (
 	"encoding/json"

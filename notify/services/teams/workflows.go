@@ -1,4 +1,4 @@
-package services
+package teams
 
 import (
 	"bytes"
@@ -12,19 +12,20 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// TeamsWorkflowsSettings are the keys of `service.teams-workflows`, those
+// WorkflowsSettings are the keys of `service.teams-workflows`, those
 // of `service.teams`: one Workflows (Power Automate) webhook URL per
 // recipient name.
-type TeamsWorkflowsSettings = TeamsSettings
+type WorkflowsSettings = Settings
 
-// TeamsWorkflowsBlock is a template's `teams-workflows:` block. AdaptiveCard,
+// WorkflowsBlock is a template's `teams-workflows:` block. AdaptiveCard,
 // when set, is the card sent as is; otherwise a card is built from Title,
 // Text (the message when empty), ThemeColor (the title's color), Facts,
 // Sections' facts and PotentialAction's OpenUri actions. Template and
 // Summary are read and, as by Argo CD, not used.
-type TeamsWorkflowsBlock struct {
+type WorkflowsBlock struct {
 	Template        string `yaml:"template" json:"template,omitempty"`
 	Title           string `yaml:"title" json:"title,omitempty"`
 	Summary         string `yaml:"summary" json:"summary,omitempty"`
@@ -36,24 +37,23 @@ type TeamsWorkflowsBlock struct {
 	AdaptiveCard    string `yaml:"adaptiveCard" json:"adaptiveCard,omitempty"`
 }
 
-func init() {
-	Register(&Kind{
-		Type:     "teams-workflows",
-		Settings: func() any { return &TeamsWorkflowsSettings{} },
-		Block:    func() any { return &TeamsWorkflowsBlock{} },
-		Validate: func(s any) error {
-			return checkRecipientURLs("recipientUrls", s.(*TeamsWorkflowsSettings).RecipientURLs)
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			t := s.(*TeamsWorkflowsSettings)
-			return &teamsWorkflows{c: NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}, nil
-		},
-	})
+// WorkflowsKind describes service type teams-workflows; package services lists it.
+var WorkflowsKind = &svc.Kind{
+	Type:     "teams-workflows",
+	Settings: func() any { return &WorkflowsSettings{} },
+	Block:    func() any { return &WorkflowsBlock{} },
+	Validate: func(s any) error {
+		return svc.CheckRecipientURLs("recipientUrls", s.(*WorkflowsSettings).RecipientURLs)
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		t := s.(*WorkflowsSettings)
+		return &teamsWorkflows{c: svc.NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}, nil
+	},
 }
 
 // teamsWorkflows posts an adaptive card to a Teams Workflows webhook.
 type teamsWorkflows struct {
-	c    *Client
+	c    *svc.Client
 	urls map[string]string
 }
 
@@ -80,22 +80,22 @@ func checkWorkflowsURL(raw string) error {
 }
 
 func (t *teamsWorkflows) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	u, err := recipientURL(t.c, "recipientUrls", t.urls, d)
+	u, err := svc.RecipientURL(t.c, "recipientUrls", t.urls, d)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
 	if err := checkWorkflowsURL(u); err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: webhook of recipient %q: %w", t.c.Service, d.Recipient, err))
 	}
-	var b TeamsWorkflowsBlock
-	if _, err := DecodeBlock(n, "teams-workflows", &b); err != nil {
+	var b WorkflowsBlock
+	if _, err := svc.DecodeBlock(n, "teams-workflows", &b); err != nil {
 		return notify.Receipt{}, err
 	}
 	body, err := workflowsBody(n.Message, &b)
 	if err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: %w", t.c.Service, err))
 	}
-	_, err = t.c.Do(ctx, Request{
+	_, err = t.c.Do(ctx, svc.Request{
 		Method: http.MethodPost, URL: u, Body: body,
 		Header: http.Header{"Content-Type": {"application/json"}},
 	})
@@ -131,7 +131,7 @@ type (
 
 // workflowsBody is the Workflows message: one adaptive card attachment,
 // the block's own card or one built from its fields.
-func workflowsBody(message string, b *TeamsWorkflowsBlock) ([]byte, error) {
+func workflowsBody(message string, b *WorkflowsBlock) ([]byte, error) {
 	var content json.RawMessage
 	if b.AdaptiveCard != "" {
 		raw := bytes.TrimSpace([]byte(b.AdaptiveCard))
@@ -156,7 +156,7 @@ func workflowsBody(message string, b *TeamsWorkflowsBlock) ([]byte, error) {
 	})
 }
 
-func buildAdaptiveCard(message string, b *TeamsWorkflowsBlock) (*adaptiveCard, error) {
+func buildAdaptiveCard(message string, b *WorkflowsBlock) (*adaptiveCard, error) {
 	var facts, sections, actions []map[string]any
 	for _, f := range []struct {
 		key, val string
