@@ -33,8 +33,8 @@ type Settings struct {
 // RevisionPath are templates giving the repository and the commit; the
 // others are what to do there, each when present.
 type Block struct {
-	RepoURLPath        string                    `yaml:"repoURLPath" json:"repoURLPath,omitempty"`
-	RevisionPath       string                    `yaml:"revisionPath" json:"revisionPath,omitempty"`
+	RepoURLPath        string              `yaml:"repoURLPath" json:"repoURLPath,omitempty"`
+	RevisionPath       string              `yaml:"revisionPath" json:"revisionPath,omitempty"`
 	Status             *Status             `yaml:"status" json:"status,omitempty"`
 	Deployment         *Deployment         `yaml:"deployment" json:"deployment,omitempty"`
 	PullRequestComment *PullRequestComment `yaml:"pullRequestComment" json:"pullRequestComment,omitempty"`
@@ -74,12 +74,12 @@ type PullRequestComment struct {
 
 // CheckRun is a check run on the revision.
 type CheckRun struct {
-	Name        string                `yaml:"name" json:"name,omitempty"`
-	DetailsURL  string                `yaml:"details_url" json:"details_url,omitempty"`
-	Status      string                `yaml:"status" json:"status,omitempty"`
-	Conclusion  string                `yaml:"conclusion" json:"conclusion,omitempty"`
-	StartedAt   string                `yaml:"started_at" json:"started_at,omitempty"`
-	CompletedAt string                `yaml:"completed_at" json:"completed_at,omitempty"`
+	Name        string          `yaml:"name" json:"name,omitempty"`
+	DetailsURL  string          `yaml:"details_url" json:"details_url,omitempty"`
+	Status      string          `yaml:"status" json:"status,omitempty"`
+	Conclusion  string          `yaml:"conclusion" json:"conclusion,omitempty"`
+	StartedAt   string          `yaml:"started_at" json:"started_at,omitempty"`
+	CompletedAt string          `yaml:"completed_at" json:"completed_at,omitempty"`
 	Output      *CheckRunOutput `yaml:"output" json:"output,omitempty"`
 }
 

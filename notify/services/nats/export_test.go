@@ -6,6 +6,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
-// SetNATSRoots makes a NATS sender trust roots instead of the system's
+// SetRoots makes a NATS sender trust roots instead of the system's
 // (tests' own certificates).
-func SetNATSRoots(s notify.Service, roots *x509.CertPool) { s.(*natsService).roots = roots }
+func SetRoots(s notify.Service, roots *x509.CertPool) { s.(*natsService).roots = roots }

@@ -1,9 +1,15 @@
+// Package svctest is the test harness of the notification services and
+// their subpackages: a Sink standing in for a service's API, Deliver
+// sending one notification from an argocd-notifications-cm through a real
+// notify.Outbox, and Redirect for APIs with a fixed host. Tests only.
 package svctest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,8 +22,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
-// received is one request a sink got.
-type received struct {
+// Received is one request a sink got.
+type Received struct {
 	Method string
 	Path   string
 	Query  string
@@ -25,44 +31,46 @@ type received struct {
 	Body   string
 }
 
-// answer is what a sink replies to one request.
-type answer struct {
+// Answer is what a sink replies to one request.
+type Answer struct {
 	Status int
 	Header map[string]string
 	Body   string
 }
 
-// sink is a local HTTP server standing in for a service's API: it records
+// Sink is a local HTTP server standing in for a service's API: it records
 // every request and replies from a script (the last answer repeats;
 // 200 with an empty JSON object when there is none). TLS when asked.
-type sink struct {
+type Sink struct {
 	*httptest.Server
-	mu      sync.Mutex
-	reqs    []received
-	answers []answer
-	// route, when set, answers by request instead of the script.
-	route func(r received) answer
+	// Mu guards the script and the record; Route runs under it, so a
+	// test changing what its Route reads holds Mu.
+	Mu      sync.Mutex
+	reqs    []Received
+	answers []Answer
+	// Route, when set, answers by request instead of the script.
+	Route func(r Received) Answer
 }
 
-func newSink(t *testing.T, tlsServer bool, answers ...answer) *sink {
+func NewSink(t *testing.T, tlsServer bool, answers ...Answer) *Sink {
 	t.Helper()
-	s := &sink{answers: answers}
+	s := &Sink{answers: answers}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		rc := received{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: string(body)}
-		s.mu.Lock()
+		rc := Received{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: string(body)}
+		s.Mu.Lock()
 		s.reqs = append(s.reqs, rc)
-		a := answer{Status: http.StatusOK, Body: "{}"}
+		a := Answer{Status: http.StatusOK, Body: "{}"}
 		switch {
-		case s.route != nil:
-			a = s.route(rc)
+		case s.Route != nil:
+			a = s.Route(rc)
 		case len(s.answers) > 0:
 			a = s.answers[0]
 			if len(s.answers) > 1 {
 				s.answers = s.answers[1:]
 			}
 		}
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		for k, v := range a.Header {
 			w.Header().Set(k, v)
 		}
@@ -82,14 +90,14 @@ func newSink(t *testing.T, tlsServer bool, answers ...answer) *sink {
 }
 
 // Requests returns a copy of what the sink received.
-func (s *sink) Requests() []received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]received(nil), s.reqs...)
+func (s *Sink) Requests() []Received {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	return append([]Received(nil), s.reqs...)
 }
 
-// delivery describes one notification to send through the outbox.
-type delivery struct {
+// Delivery describes one notification to send through the outbox.
+type Delivery struct {
 	// CM is an argocd-notifications-cm's data (service.<type>[.<name>],
 	// template.<name>); Secret answers its $key references.
 	CM     map[string]string
@@ -105,10 +113,10 @@ type delivery struct {
 	MaxAttempts int
 }
 
-// deliver reads d.CM as crowsnest reads an argocd-notifications-cm,
+// Deliver reads d.CM as crowsnest reads an argocd-notifications-cm,
 // renders the template for the service, and sends it through a started
 // notify.Outbox; it returns the delivery's final record.
-func deliver(t *testing.T, d delivery) notify.Record {
+func Deliver(t *testing.T, d Delivery) notify.Record {
 	t.Helper()
 	nc, err := config.ParseArgoCDConfigMap(d.CM, d.Secret)
 	if err != nil {
@@ -129,7 +137,7 @@ func deliver(t *testing.T, d delivery) notify.Record {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	n := render(t, nc, d)
+	n := Render(t, nc, d)
 	attempts := d.MaxAttempts
 	if attempts == 0 {
 		attempts = 3
@@ -149,7 +157,7 @@ func deliver(t *testing.T, d delivery) notify.Record {
 		}
 	})
 	rec, _, err := o.Enqueue(ctx, notify.Delivery{
-		Key: t.Name(), App: "argocd/" + appName(d.App), Trigger: "on-test",
+		Key: t.Name(), App: "argocd/" + AppName(d.App), Trigger: "on-test",
 		Service: d.Service, Recipient: d.Recipient, Notification: n,
 	})
 	if err != nil {
@@ -162,14 +170,14 @@ func deliver(t *testing.T, d delivery) notify.Record {
 			return got
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("delivery not settled after 30s: %+v (%v)", got, err)
+			t.Fatalf("Delivery not settled after 30s: %+v (%v)", got, err)
 		}
-		time.Sleep(5 * time.Millisecond) // sleep-ok: polling for the delivery to settle
+		time.Sleep(5 * time.Millisecond) // sleep-ok: polling for the Delivery to settle
 	}
 }
 
-// render renders d.Template for d.Service as the notifier does.
-func render(t *testing.T, nc *config.Notifications, d delivery) notify.Notification {
+// Render renders d.Template for d.Service as the notifier does.
+func Render(t *testing.T, nc *config.Notifications, d Delivery) notify.Notification {
 	t.Helper()
 	tmpl, ok := nc.Templates[d.Template]
 	if !ok {
@@ -191,14 +199,15 @@ func render(t *testing.T, nc *config.Notifications, d delivery) notify.Notificat
 	return n
 }
 
-func appName(app map[string]any) string {
+// AppName is the Application's metadata.name.
+func AppName(app map[string]any) string {
 	md, _ := app["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
 	return name
 }
 
-// testApp is an Application as templates see it.
-func testApp(name string) map[string]any {
+// TestApp is an Application as templates see it.
+func TestApp(name string) map[string]any {
 	return map[string]any{
 		"metadata": map[string]any{"name": name, "namespace": "argocd"},
 		"spec": map[string]any{"source": map[string]any{
@@ -214,8 +223,8 @@ func testApp(name string) map[string]any {
 	}
 }
 
-// mustContain fails unless s contains every part.
-func mustContain(t *testing.T, what, s string, parts ...string) {
+// MustContain fails unless s contains every part.
+func MustContain(t *testing.T, what, s string, parts ...string) {
 	t.Helper()
 	for _, p := range parts {
 		if !strings.Contains(s, p) {
@@ -224,12 +233,99 @@ func mustContain(t *testing.T, what, s string, parts ...string) {
 	}
 }
 
-// mustNotContain fails if s contains a secret.
-func mustNotContain(t *testing.T, what, s string, secrets ...string) {
+// MustNotContain fails if s contains a secret.
+func MustNotContain(t *testing.T, what, s string, secrets ...string) {
 	t.Helper()
 	for _, p := range secrets {
 		if p != "" && strings.Contains(s, p) {
 			t.Errorf("%s leaks %q: %s", what, p, s)
 		}
 	}
+}
+
+// Redirect is a transport that sends every request, whatever its host, to
+// the sink (a TLS sink for https APIs with a fixed host such as
+// api.telegram.org, api.pagerduty.com or sqs.<region>.amazonaws.com).
+func Redirect(s *Sink) http.RoundTripper {
+	addr := s.Listener.Addr().String()
+	return &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test sink's own certificate
+	}
+}
+
+// StatusCase is one service's delivery for CheckStatuses.
+type StatusCase struct {
+	// Setup returns the delivery sent to sink s.
+	Setup func(s *Sink) Delivery
+	// TLS makes the sink HTTPS.
+	TLS bool
+	// OK is the service's success answer.
+	OK Answer
+	// Route, when set, answers requests that are not the message (a
+	// login) and returns false; the message gets the script.
+	Route func(r Received) (Answer, bool)
+	// RateLimited is the service's 429 (Retry-After: 0 when unset).
+	RateLimited *Answer
+	// Secrets must not appear in a dead letter's error.
+	Secrets []string
+}
+
+// CheckStatuses sends c's delivery through the outbox against answers a
+// service's API gives: 429 with a wait then success (the wait is not an
+// attempt), a 5xx then success (retried), and a 4xx (dead-lettered at
+// once, its error naming the status and without a secret).
+func CheckStatuses(t *testing.T, c StatusCase) {
+	t.Helper()
+	limited := Answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}, Body: `{"error":"slow down"}`}
+	if c.RateLimited != nil {
+		limited = *c.RateLimited
+	}
+	run := func(t *testing.T, maxAttempts int, script ...Answer) (notify.Record, int) {
+		t.Helper()
+		s := NewSink(t, c.TLS)
+		messages := 0
+		s.Route = func(r Received) Answer {
+			if c.Route != nil {
+				if a, ok := c.Route(r); ok {
+					return a
+				}
+			}
+			messages++
+			a := script[0]
+			if len(script) > 1 {
+				script = script[1:]
+			}
+			return a
+		}
+		d := c.Setup(s)
+		d.MaxAttempts = maxAttempts
+		rec := Deliver(t, d)
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
+		return rec, messages
+	}
+	t.Run("429 waits then delivers", func(t *testing.T) {
+		rec, n := run(t, 1, limited, c.OK)
+		if rec.State != notify.StateDelivered || n != 2 {
+			t.Fatalf("state %s after %d messages: %s", rec.State, n, rec.LastError)
+		}
+	})
+	t.Run("5xx retried", func(t *testing.T) {
+		rec, n := run(t, 3, Answer{Status: http.StatusBadGateway, Body: "bad gateway"}, c.OK)
+		if rec.State != notify.StateDelivered || rec.Attempts != 2 || n != 2 {
+			t.Fatalf("state %s attempts %d messages %d: %s", rec.State, rec.Attempts, n, rec.LastError)
+		}
+	})
+	t.Run("4xx dead-lettered at once without a secret", func(t *testing.T) {
+		rec, n := run(t, 3, Answer{Status: http.StatusBadRequest, Body: `{"error":"bad request"}`})
+		if rec.State != notify.StateDead || rec.Attempts != 1 || n != 1 {
+			t.Fatalf("state %s attempts %d messages %d", rec.State, rec.Attempts, n)
+		}
+		MustContain(t, "last error", rec.LastError, "400")
+		MustNotContain(t, "last error", rec.LastError, c.Secrets...)
+	})
 }
