@@ -71,7 +71,7 @@ func TestAlertmanagerThroughOutboxToEveryTarget(t *testing.T) {
 	before := time.Now()
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: alertmanagerCM(alertmanagerBasicAuth, a, b), Secret: alertmanagerSecret(),
-		Service: "alertmanager", Template: "app-deployed", App: svctest.TestApp("guestbook"),
+		Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.Detail != "accepted by 2 of 2 targets" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -118,7 +118,7 @@ func TestAlertmanagerHTTPSBearerGitURL(t *testing.T) {
 	s := svctest.NewSink(t, true)
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM:     alertmanagerCM("scheme: https\ninsecureSkipVerify: true\napiPath: /api/events\nbearerToken: $am-token\n", s),
-		Secret: alertmanagerSecret(), Service: "alertmanager", Template: "app-git", App: svctest.TestApp("guestbook"),
+		Secret: alertmanagerSecret(), Service: "alertmanager", Template: "app-git", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -142,7 +142,7 @@ func TestAlertmanagerSomeTargetsFail(t *testing.T) {
 	up, down := svctest.NewSink(t, false), svctest.NewSink(t, false, svctest.Answer{Status: http.StatusServiceUnavailable, Body: "draining"})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: alertmanagerCM(alertmanagerBasicAuth, up, down), Secret: alertmanagerSecret(),
-		Service: "alertmanager", Template: "app-deployed", App: svctest.TestApp("guestbook"),
+		Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Attempts != 1 || len(up.Requests()) != 1 || len(down.Requests()) != 1 {
 		t.Fatalf("state %s attempts %d requests %d/%d: %s", rec.State, rec.Attempts, len(up.Requests()), len(down.Requests()), rec.LastError)
@@ -160,7 +160,7 @@ func TestAlertmanagerAllTargetsFail(t *testing.T) {
 		down := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusBadGateway}, svctest.Answer{Status: http.StatusOK})
 		rec := svctest.Deliver(t, svctest.Delivery{
 			CM: alertmanagerCM(alertmanagerBasicAuth, refuses, down), Secret: alertmanagerSecret(),
-			Service: "alertmanager", Template: "app-deployed", App: svctest.TestApp("guestbook"),
+			Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 		})
 		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
@@ -171,7 +171,7 @@ func TestAlertmanagerAllTargetsFail(t *testing.T) {
 		b := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusBadRequest, Body: "bad alert"})
 		rec := svctest.Deliver(t, svctest.Delivery{
 			CM: alertmanagerCM(alertmanagerBasicAuth, a, b), Secret: alertmanagerSecret(),
-			Service: "alertmanager", Template: "app-deployed", App: svctest.TestApp("guestbook"),
+			Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 		})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
@@ -184,7 +184,7 @@ func TestAlertmanagerAllTargetsFail(t *testing.T) {
 func TestAlertmanagerWithoutLabelsDeadLetters(t *testing.T) {
 	s := svctest.NewSink(t, false)
 	rec := svctest.Deliver(t, svctest.Delivery{
-		CM: alertmanagerCM("", s), Service: "alertmanager", Template: "no-labels", App: svctest.TestApp("guestbook"),
+		CM: alertmanagerCM("", s), Service: "alertmanager", Template: "no-labels", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
@@ -198,7 +198,7 @@ func TestAlertmanagerStatuses(t *testing.T) {
 		secrets: []string{alertmanagerBearer},
 		delivery: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: alertmanagerCM("bearerToken: $am-token\n", s), Secret: alertmanagerSecret(),
-				Service: "alertmanager", Template: "app-deployed", App: svctest.TestApp("a")}
+				Service: "alertmanager", Template: "app-deployed", App: svctest.App("a")}
 		},
 	})
 }

@@ -51,7 +51,7 @@ const googleChatOK = `{"name":"spaces/AAAA1234/messages/msg.1","thread":{"name":
 func TestGoogleChatThroughOutbox(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Body: googleChatOK})
 	rec := svctest.Deliver(t, svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
-		Template: "app-sync-succeeded", Recipient: "spaceName", App: svctest.TestApp("guestbook")})
+		Template: "app-sync-succeeded", Recipient: "spaceName", App: svctest.App("guestbook")})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "spaces/AAAA1234/messages/msg.1" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 	}
@@ -97,7 +97,7 @@ func TestGoogleChatThroughOutbox(t *testing.T) {
 func TestGoogleChatText(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Body: googleChatOK})
 	rec := svctest.Deliver(t, svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
-		Template: "text-only", Recipient: "spaceName", App: svctest.TestApp("guestbook")})
+		Template: "text-only", Recipient: "spaceName", App: svctest.App("guestbook")})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
@@ -112,7 +112,7 @@ func TestGoogleChatText(t *testing.T) {
 func TestGoogleChatErrorAnswer(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Body: `{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}`})
 	rec := svctest.Deliver(t, svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
-		Template: "text-only", Recipient: "spaceName", App: svctest.TestApp("guestbook")})
+		Template: "text-only", Recipient: "spaceName", App: svctest.App("guestbook")})
 	if rec.State != notify.StateDead || rec.Attempts != 1 {
 		t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 	}
@@ -124,7 +124,7 @@ func TestGoogleChatStatuses(t *testing.T) {
 	svctest.CheckStatuses(t, svctest.StatusCase{
 		Setup: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
-				Template: "app-sync-succeeded", Recipient: "spaceName", App: svctest.TestApp("a")}
+				Template: "app-sync-succeeded", Recipient: "spaceName", App: svctest.App("a")}
 		},
 		OK:      svctest.Answer{Body: googleChatOK},
 		Secrets: []string{"gc-secret-key", "gc-secret-token", "AAAA1234"},

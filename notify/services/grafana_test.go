@@ -38,7 +38,7 @@ func TestGrafanaThroughOutbox(t *testing.T) {
 			before := time.Now().Unix() * 1000
 			rec := svctest.Deliver(t, svctest.Delivery{
 				CM: grafanaCM(s.URL), Secret: grafanaSecret(),
-				Service: "grafana", Template: "app-deployed", Recipient: tc.recipient, App: svctest.TestApp("guestbook"),
+				Service: "grafana", Template: "app-deployed", Recipient: tc.recipient, App: svctest.App("guestbook"),
 			})
 			if rec.State != notify.StateDelivered || rec.Receipt.ID != "42" {
 				t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -69,7 +69,7 @@ func TestGrafanaStatuses(t *testing.T) {
 		secrets: []string{grafanaKey},
 		delivery: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: grafanaCM(s.URL), Secret: grafanaSecret(),
-				Service: "grafana", Template: "app-deployed", Recipient: "argocd", App: svctest.TestApp("a")}
+				Service: "grafana", Template: "app-deployed", Recipient: "argocd", App: svctest.App("a")}
 		},
 	})
 }

@@ -36,7 +36,7 @@ func TestNewrelicThroughOutbox(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusCreated, Body: newrelicCreated})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: newrelicCM(s.URL + "/"), Secret: newrelicSecret(),
-		Service: "newrelic", Template: "app-deployed", Recipient: "987654", App: svctest.TestApp("guestbook"),
+		Service: "newrelic", Template: "app-deployed", Recipient: "987654", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "1234" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -60,7 +60,7 @@ func TestNewrelicWithoutBlockDeadLetters(t *testing.T) {
 	s := svctest.NewSink(t, false)
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: newrelicCM(s.URL), Secret: newrelicSecret(),
-		Service: "newrelic", Template: "no-block", Recipient: "987654", App: svctest.TestApp("guestbook"),
+		Service: "newrelic", Template: "no-block", Recipient: "987654", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
@@ -74,7 +74,7 @@ func TestNewrelicStatuses(t *testing.T) {
 		secrets: []string{newrelicKey},
 		delivery: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: newrelicCM(s.URL), Secret: newrelicSecret(),
-				Service: "newrelic", Template: "app-deployed", Recipient: "987654", App: svctest.TestApp("a")}
+				Service: "newrelic", Template: "app-deployed", Recipient: "987654", App: svctest.App("a")}
 		},
 	})
 }

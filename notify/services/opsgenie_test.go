@@ -59,7 +59,7 @@ func TestOpsgenieThroughOutbox(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusAccepted, Body: `{"result":"Request will be processed","took":0.3,"requestId":"req-1"}`})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: opsgenieCM(s.URL), Secret: opsgenieSecret(),
-		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: svctest.TestApp("guestbook"),
+		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "req-1" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -101,7 +101,7 @@ func TestOpsgenieCloseByAlias(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusAccepted, Body: `{"requestId":"req-2"}`})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: opsgenieCM(s.URL), Secret: opsgenieSecret(),
-		Service: "opsgenie", Template: "app-recovered", Recipient: "team-a", App: svctest.TestApp("guestbook"),
+		Service: "opsgenie", Template: "app-recovered", Recipient: "team-a", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -122,7 +122,7 @@ func TestOpsgenieBareHost(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusAccepted, Body: `{"requestId":"req-3"}`})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: opsgenieCM(strings.TrimPrefix(s.URL, "http://")), Secret: opsgenieSecret(),
-		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: svctest.TestApp("guestbook"),
+		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || len(s.Requests()) != 1 {
 		t.Fatalf("state %s after %d requests: %s", rec.State, len(s.Requests()), rec.LastError)
@@ -133,7 +133,7 @@ func TestOpsgenieUnknownTeamDeadLetters(t *testing.T) {
 	s := svctest.NewSink(t, false)
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: opsgenieCM(s.URL), Secret: opsgenieSecret(),
-		Service: "opsgenie", Template: "app-problem", Recipient: "team-b", App: svctest.TestApp("guestbook"),
+		Service: "opsgenie", Template: "app-problem", Recipient: "team-b", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
@@ -170,7 +170,7 @@ func TestOpsgenieStatuses(t *testing.T) {
 		secrets: []string{opsgenieKey},
 		delivery: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: opsgenieCM(s.URL), Secret: opsgenieSecret(), Service: "opsgenie",
-				Template: "app-problem", Recipient: "team-a", App: svctest.TestApp("a")}
+				Template: "app-problem", Recipient: "team-a", App: svctest.App("a")}
 		},
 	})
 }

@@ -37,7 +37,7 @@ func TestPagerDutyThroughOutbox(t *testing.T) {
 	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusCreated, Body: `{"incident":{"id":"PT4KHLK","incident_number":1}}`})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
-		Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE", App: svctest.TestApp("guestbook"),
+		Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "PT4KHLK" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -81,7 +81,7 @@ func TestPagerDutyServiceIDSetting(t *testing.T) {
 	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusCreated, Body: `{"incident":{"id":"P2"}}`})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
-		Service: "pagerduty", Template: "app-degraded", App: svctest.TestApp("guestbook"),
+		Service: "pagerduty", Template: "app-degraded", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -93,7 +93,7 @@ func TestPagerDutyWithoutBlockDeadLetters(t *testing.T) {
 	s := svctest.NewSink(t, true)
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
-		Service: "pagerduty", Template: "no-block", Recipient: "PSERVICE", App: svctest.TestApp("guestbook"),
+		Service: "pagerduty", Template: "no-block", Recipient: "PSERVICE", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
@@ -108,7 +108,7 @@ func TestPagerDutyStatuses(t *testing.T) {
 		secrets: []string{pagerDutyToken},
 		delivery: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
-				Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE", App: svctest.TestApp("a")}
+				Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE", App: svctest.App("a")}
 		},
 	})
 }

@@ -45,7 +45,7 @@ func TestPagerDutyV2ThroughOutbox(t *testing.T) {
 	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusAccepted, Body: pagerDutyV2Accepted})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
-		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service", App: svctest.TestApp("guestbook"),
+		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "argocd-guestbook" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -79,7 +79,7 @@ func TestPagerDutyV2Resolve(t *testing.T) {
 	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusAccepted, Body: pagerDutyV2Accepted})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
-		Service: "pagerdutyv2", Template: "app-healthy", Recipient: "my-service", App: svctest.TestApp("guestbook"),
+		Service: "pagerdutyv2", Template: "app-healthy", Recipient: "my-service", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -94,7 +94,7 @@ func TestPagerDutyV2UnknownRecipientDeadLetters(t *testing.T) {
 	s := svctest.NewSink(t, true)
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
-		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "other", App: svctest.TestApp("guestbook"),
+		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "other", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
@@ -109,7 +109,7 @@ func TestPagerDutyV2Statuses(t *testing.T) {
 		secrets: []string{pagerDutyRoutingKey},
 		delivery: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
-				Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service", App: svctest.TestApp("a")}
+				Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service", App: svctest.App("a")}
 		},
 	})
 }

@@ -35,7 +35,7 @@ func TestPushoverThroughOutbox(t *testing.T) {
 	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusOK, Body: pushoverOK})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
-		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.TestApp("guestbook"),
+		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "647d2300-702c-4b38-8b2f-d56326ae460b" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -70,7 +70,7 @@ func TestPushoverRefusedBeforeSending(t *testing.T) {
 			s := svctest.NewSink(t, true)
 			rec := svctest.Deliver(t, svctest.Delivery{
 				CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
-				Service: "pushover", Template: tc.template, Recipient: tc.recipient, App: svctest.TestApp("guestbook"),
+				Service: "pushover", Template: tc.template, Recipient: tc.recipient, App: svctest.App("guestbook"),
 			})
 			if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 				t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
@@ -86,7 +86,7 @@ func TestPushoverInvalidUser(t *testing.T) {
 	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusBadRequest, Body: `{"user":"invalid","errors":["user identifier is not a valid user, group, or subscribed user key"],"status":0,"request":"r"}`})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
-		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.TestApp("guestbook"),
+		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || rec.Attempts != 1 {
 		t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
@@ -104,7 +104,7 @@ func TestPushoverStatuses(t *testing.T) {
 		secrets: []string{pushoverToken},
 		delivery: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
-				Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.TestApp("a")}
+				Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.App("a")}
 		},
 	})
 }

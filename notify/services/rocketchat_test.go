@@ -58,7 +58,7 @@ func TestRocketChatThroughOutbox(t *testing.T) {
 				return svctest.Answer{Body: rocketPostOK}
 			}
 			rec := svctest.Deliver(t, svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
-				Template: "app-sync-succeeded", Recipient: c.recipient, App: svctest.TestApp("guestbook")})
+				Template: "app-sync-succeeded", Recipient: c.recipient, App: svctest.App("guestbook")})
 			if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-7" {
 				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 			}
@@ -147,7 +147,7 @@ func TestRocketChatRefused(t *testing.T) {
 	t.Run("bad password", func(t *testing.T) {
 		s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusUnauthorized, Body: `{"status":"error","error":"Unauthorized","message":"Unauthorized"}`})
 		rec := svctest.Deliver(t, svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
-			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.TestApp("a")})
+			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.App("a")})
 		if rec.State != notify.StateDead || len(s.Requests()) != 1 {
 			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 		}
@@ -163,7 +163,7 @@ func TestRocketChatRefused(t *testing.T) {
 			return svctest.Answer{Body: `{"success":false,"error":"error-not-allowed"}`}
 		}
 		rec := svctest.Deliver(t, svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
-			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.TestApp("a")})
+			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.App("a")})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 		}
@@ -175,7 +175,7 @@ func TestRocketChatRefused(t *testing.T) {
 func TestRocketChatStatuses(t *testing.T) {
 	setup := func(s *svctest.Sink) svctest.Delivery {
 		return svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
-			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.TestApp("a")}
+			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.App("a")}
 	}
 	svctest.CheckStatuses(t, svctest.StatusCase{Setup: setup, Route: rocketLogin, OK: svctest.Answer{Body: rocketPostOK}, Secrets: []string{rocketPassword, rocketToken}})
 	// Rocket.Chat's rate limiter gives the end of the wait in Unix milliseconds.

@@ -41,7 +41,7 @@ func TestTelegramThroughOutbox(t *testing.T) {
 			s := svctest.NewSink(t, true, svctest.Answer{Body: telegramOK})
 			rec := svctest.Deliver(t, svctest.Delivery{
 				CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
-				Recipient: c.recipient, App: svctest.TestApp("guestbook"), Transport: svctest.Redirect(s),
+				Recipient: c.recipient, App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 			})
 			if rec.State != notify.StateDelivered || rec.Receipt.ID != "42" {
 				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
@@ -77,7 +77,7 @@ func TestTelegramBadRecipient(t *testing.T) {
 	s := svctest.NewSink(t, true)
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
-		Recipient: "-100x|1", App: svctest.TestApp("a"), Transport: svctest.Redirect(s),
+		Recipient: "-100x|1", App: svctest.App("a"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
@@ -87,7 +87,7 @@ func TestTelegramBadRecipient(t *testing.T) {
 func TestTelegramStatuses(t *testing.T) {
 	setup := func(s *svctest.Sink) svctest.Delivery {
 		return svctest.Delivery{CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
-			Recipient: "-1001234567890", App: svctest.TestApp("a"), Transport: svctest.Redirect(s)}
+			Recipient: "-1001234567890", App: svctest.App("a"), Transport: svctest.Redirect(s)}
 	}
 	svctest.CheckStatuses(t, svctest.StatusCase{Setup: setup, TLS: true, OK: svctest.Answer{Body: telegramOK}, Secrets: []string{telegramToken, "bot-secret"}})
 	// The Bot API's flood control says how long to wait in the body only.

@@ -30,7 +30,7 @@ func TestWebexThroughOutbox(t *testing.T) {
 		t.Run(c.key, func(t *testing.T) {
 			s := svctest.NewSink(t, false, svctest.Answer{Body: `{"id":"msg-1","roomId":"r"}`})
 			rec := svctest.Deliver(t, svctest.Delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
-				Template: "app-deployed", Recipient: c.recipient, App: svctest.TestApp("guestbook")})
+				Template: "app-deployed", Recipient: c.recipient, App: svctest.App("guestbook")})
 			if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-1" {
 				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 			}
@@ -55,7 +55,7 @@ func TestWebexThroughOutbox(t *testing.T) {
 func TestWebexOnly200(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusNoContent})
 	rec := svctest.Deliver(t, svctest.Delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
-		Template: "app-deployed", Recipient: "room", App: svctest.TestApp("a")})
+		Template: "app-deployed", Recipient: "room", App: svctest.App("a")})
 	if rec.State != notify.StateDead || len(s.Requests()) != 1 {
 		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 	}
@@ -65,7 +65,7 @@ func TestWebexStatuses(t *testing.T) {
 	svctest.CheckStatuses(t, svctest.StatusCase{
 		Setup: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
-				Template: "app-deployed", Recipient: "alice@example.com", App: svctest.TestApp("a")}
+				Template: "app-deployed", Recipient: "alice@example.com", App: svctest.App("a")}
 		},
 		OK:      svctest.Answer{Body: `{"id":"m"}`},
 		Secrets: []string{webexToken},

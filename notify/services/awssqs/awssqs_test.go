@@ -53,7 +53,7 @@ func TestAWSSQSThroughOutbox(t *testing.T) {
 			"template.deployed": sqsTemplate,
 		},
 		Secret:  map[string][]byte{"aws-key": []byte("AKIDEXAMPLE"), "aws-secret": []byte(secretKey)},
-		Service: "awssqs", Template: "deployed", App: svctest.TestApp("guestbook"), Transport: svctest.Redirect(s),
+		Service: "awssqs", Template: "deployed", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-1" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
@@ -107,7 +107,7 @@ func TestAWSSQSWebIdentity(t *testing.T) {
 	s.Route = sqsAPI
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM:      map[string]string{"service.awssqs": "{}", "template.deployed": sqsTemplate},
-		Service: "awssqs", Template: "deployed", Recipient: "team-queue", App: svctest.TestApp("web"), Transport: svctest.Redirect(s),
+		Service: "awssqs", Template: "deployed", Recipient: "team-queue", App: svctest.App("web"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -143,7 +143,7 @@ func TestAWSSQSStatuses(t *testing.T) {
 			}
 			return sqsAPI(r)
 		}
-		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.TestApp("a"), Transport: svctest.Redirect(s), MaxAttempts: 1})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.App("a"), Transport: svctest.Redirect(s), MaxAttempts: 1})
 		if rec.State != notify.StateDelivered {
 			t.Fatalf("state %s: %s", rec.State, rec.LastError)
 		}
@@ -158,14 +158,14 @@ func TestAWSSQSStatuses(t *testing.T) {
 			}
 			return sqsAPI(r)
 		}
-		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.TestApp("a"), Transport: svctest.Redirect(s)})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.App("a"), Transport: svctest.Redirect(s)})
 		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 	})
 	t.Run("403 dead-lettered without the secret", func(t *testing.T) {
 		s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusForbidden, Body: `{"__type":"InvalidClientTokenId","message":"The security token included in the request is invalid."}`})
-		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.TestApp("a"), Transport: svctest.Redirect(s)})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.App("a"), Transport: svctest.Redirect(s)})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 		}

@@ -191,7 +191,7 @@ func TestGCPPubSubKeyFileThroughOutbox(t *testing.T) {
 			"service.gcppubsub": "project: my-project\ntopic: other\nkeyFile: " + keyFile + "\n",
 			"template.deployed": pubsubTemplate,
 		},
-		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.TestApp("guestbook"), Transport: svctest.Redirect(s),
+		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "4242" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
@@ -266,7 +266,7 @@ func TestGCPPubSubMetadataServer(t *testing.T) {
 			"service.gcppubsub": "project: my-project\ntopic: deploys\n",
 			"template.deployed": pubsubTemplate,
 		},
-		Service: "gcppubsub", Template: "deployed", App: svctest.TestApp("guestbook"), Transport: gcpRedirect(api, metadata),
+		Service: "gcppubsub", Template: "deployed", App: svctest.App("guestbook"), Transport: gcpRedirect(api, metadata),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -296,7 +296,7 @@ func TestGCPPubSubApplicationCredentials(t *testing.T) {
 			"service.gcppubsub": "project: my-project\n",
 			"template.deployed": pubsubTemplate,
 		},
-		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.TestApp("guestbook"), Transport: svctest.Redirect(s),
+		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDelivered || g.tokens != 1 || len(g.problems) > 0 {
 		t.Fatalf("state %s, %d token exchanges, problems %v: %s", rec.State, g.tokens, g.problems, rec.LastError)
@@ -347,7 +347,7 @@ func TestGCPPubSubAnswers(t *testing.T) {
 					"template.deployed": pubsubTemplate,
 				},
 				Secret:  map[string][]byte{"gcp-key": []byte(keyJSON)},
-				Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.TestApp("guestbook"),
+				Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"),
 				Transport: svctest.Redirect(s), MaxAttempts: 3,
 			})
 			mu.Lock()
@@ -369,7 +369,7 @@ func TestGCPPubSubAnswers(t *testing.T) {
 		rec := svctest.Deliver(t, svctest.Delivery{
 			CM:      map[string]string{"service.gcppubsub": "project: my-project\nkeyFile: $gcp-key\n", "template.deployed": pubsubTemplate},
 			Secret:  map[string][]byte{"gcp-key": []byte(broken)},
-			Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.TestApp("guestbook"), Transport: svctest.Redirect(s),
+			Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 		})
 		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 0 {
 			t.Fatalf("state %s after %d attempts, %d requests: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)

@@ -1,7 +1,6 @@
 package github_test
 
 import (
-	"context"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -222,7 +221,7 @@ github:
 // githubApp is an Application whose deployed revision (the sync
 // result) differs from the newest one it saw (status.sync.revision).
 func githubApp(name string) map[string]any {
-	app := svctest.TestApp(name)
+	app := svctest.App(name)
 	app["spec"] = map[string]any{"source": map[string]any{
 		"repoURL": "git@github.com:example/" + name + ".git", "targetRevision": "main",
 	}}
@@ -275,74 +274,12 @@ func TestGitHubAppCommitStatusThroughOutbox(t *testing.T) {
 	}
 }
 
-// deliverEach sends one notification per app through one sender and one
-// outbox, each settled before the next is queued, and returns the
-// records.
-func deliverEach(t *testing.T, d svctest.Delivery, apps ...map[string]any) []notify.Record {
-	t.Helper()
-	nc, err := config.ParseArgoCDConfigMap(d.CM, d.Secret)
-	if err != nil {
-		t.Fatalf("ParseArgoCDConfigMap: %v", err)
-	}
-	svcCfg := nc.Services[d.Service]
-	if svcCfg.Ext == nil {
-		t.Fatalf("service %q is not a services Kind", d.Service)
-	}
-	kind, _ := services.Lookup(svcCfg.Ext.Type)
-	svc, err := kind.New(d.Service, svcCfg.Ext.Settings, services.Options{Transport: d.Transport})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	attempts := d.MaxAttempts
-	if attempts == 0 {
-		attempts = 3
-	}
-	o := &notify.Outbox{
-		Store: &notify.MemoryStore{}, Services: map[string]notify.Service{d.Service: svc},
-		MaxAttempts: attempts, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 10 * time.Millisecond,
-		MaxRetryAfter: 5 * time.Second,
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- o.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("outbox: %v", err)
-		}
-	}()
-	var out []notify.Record
-	for i, app := range apps {
-		d.App = app
-		rec, _, err := o.Enqueue(ctx, notify.Delivery{
-			Key: fmt.Sprintf("%s/%d", t.Name(), i), App: "argocd/" + svctest.AppName(app), Trigger: "on-test",
-			Service: d.Service, Recipient: d.Recipient, Notification: svctest.Render(t, nc, d),
-		})
-		if err != nil {
-			t.Fatalf("Enqueue: %v", err)
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			got, err := o.Find(ctx, rec.ID)
-			if err == nil && got.Terminal() {
-				out = append(out, got)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("delivery %d not settled after 30s: %+v (%v)", i, got, err)
-			}
-			time.Sleep(5 * time.Millisecond) // sleep-ok: polling for the delivery to settle
-		}
-	}
-	return out
-}
-
 func TestGitHubInstallationToken(t *testing.T) {
 	apps := []map[string]any{githubApp("guestbook"), githubApp("billing"), githubApp("frontend")}
 	t.Run("one exchange serves several sends", func(t *testing.T) {
 		f := newFakeGitHub(t, nil)
 		s := newGitHubSink(t, f)
-		recs := deliverEach(t, svctest.Delivery{CM: githubCM(s.URL+"/api/v3", githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps...)
+		recs := svctest.DeliverEach(t, svctest.Delivery{CM: githubCM(s.URL+"/api/v3", githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps...)
 		f.check(t)
 		for _, rec := range recs {
 			if rec.State != notify.StateDelivered {
@@ -372,7 +309,7 @@ func TestGitHubInstallationToken(t *testing.T) {
 		f := newFakeGitHub(t, nil)
 		f.ttl = 30 * time.Second // inside the renewal margin: every send needs a new one
 		s := newGitHubSink(t, f)
-		recs := deliverEach(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps[:2]...)
+		recs := svctest.DeliverEach(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps[:2]...)
 		f.check(t)
 		if recs[1].State != notify.StateDelivered || f.exchanges() != 2 {
 			t.Fatalf("state %s after %d exchanges, want delivered after 2: %s", recs[1].State, f.exchanges(), recs[1].LastError)

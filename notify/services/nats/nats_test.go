@@ -65,7 +65,7 @@ func TestNATSThroughOutbox(t *testing.T) {
 			"service.nats":      "url: " + s.ClientURL() + "\nheaders:\n  X-Argo-App: guestbook\n  content-type: application/json\n",
 			"template.deployed": natsTemplate,
 		},
-		Service: "nats", Template: "deployed", Recipient: "argocd.deploys", App: svctest.TestApp("guestbook"),
+		Service: "nats", Template: "deployed", Recipient: "argocd.deploys", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Attempts != 1 {
 		t.Fatalf("state %s after %d attempts: %s", rec.State, rec.Attempts, rec.LastError)
@@ -96,7 +96,7 @@ func TestNATSUserPassword(t *testing.T) {
 	}
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: cm, Secret: map[string][]byte{"nats-password": []byte(password)},
-		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.TestApp("guestbook"),
+		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -109,7 +109,7 @@ func TestNATSUserPassword(t *testing.T) {
 		const wrong = "not-the-password-123"
 		rec := svctest.Deliver(t, svctest.Delivery{
 			CM: cm, Secret: map[string][]byte{"nats-password": []byte(wrong)},
-			Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.TestApp("guestbook"), MaxAttempts: 5,
+			Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), MaxAttempts: 5,
 		})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s after %d attempts, want dead at once: %s", rec.State, rec.Attempts, rec.LastError)
@@ -134,7 +134,7 @@ func TestNATSNKey(t *testing.T) {
 	}
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: cm, Secret: map[string][]byte{"nats-nkey": seed},
-		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.TestApp("guestbook"),
+		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -148,7 +148,7 @@ func TestNATSNKey(t *testing.T) {
 		otherSeed, _ := other.Seed()
 		rec := svctest.Deliver(t, svctest.Delivery{
 			CM: cm, Secret: map[string][]byte{"nats-nkey": otherSeed},
-			Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.TestApp("guestbook"), MaxAttempts: 5,
+			Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), MaxAttempts: 5,
 		})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s after %d attempts, want dead at once: %s", rec.State, rec.Attempts, rec.LastError)
@@ -169,7 +169,7 @@ func TestNATSServerDownIsRetried(t *testing.T) {
 			"service.nats":      "url: nats://127.0.0.1:" + strconv.Itoa(port) + "\n",
 			"template.deployed": natsTemplate,
 		},
-		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.TestApp("guestbook"), MaxAttempts: 3,
+		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), MaxAttempts: 3,
 	})
 	if rec.State != notify.StateDead || rec.Attempts != 3 {
 		t.Fatalf("state %s after %d attempts, want every attempt spent: %s", rec.State, rec.Attempts, rec.LastError)

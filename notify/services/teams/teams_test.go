@@ -37,7 +37,7 @@ func TestTeamsThroughOutbox(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Body: "1"})
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: teamsCM(), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
-		Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.TestApp("guestbook"),
+		Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("record: state %s error %q", rec.State, rec.LastError)
@@ -81,7 +81,7 @@ func TestTeamsTemplateIsTheBody(t *testing.T) {
 	cm["template.raw"] = "teams:\n  template: '{\"text\": \"raw {{.app.metadata.name}}\"}'\n"
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: cm, Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
-		Service: "teams", Template: "raw", Recipient: "channelName", App: svctest.TestApp("guestbook"),
+		Service: "teams", Template: "raw", Recipient: "channelName", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -100,7 +100,7 @@ func TestTeamsAnswerBody(t *testing.T) {
 		s := svctest.NewSink(t, false, answers...)
 		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
 		return svctest.Deliver(t, svctest.Delivery{CM: teamsCM(), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
-			Recipient: "channelName", App: svctest.TestApp("a")}), s
+			Recipient: "channelName", App: svctest.App("a")}), s
 	}
 	t.Run("throttled in a 200 is retried", func(t *testing.T) {
 		rec, s := send(t, svctest.Answer{Body: "Webhook message delivery failed with error: Microsoft Teams endpoint returned HTTP error 429 with ContextId tcid=0"}, svctest.Answer{Body: "1"})
@@ -127,7 +127,7 @@ func TestTeamsAnswerBody(t *testing.T) {
 		s := svctest.NewSink(t, false)
 		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
 		rec := svctest.Deliver(t, svctest.Delivery{CM: teamsCM(), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
-			Recipient: "other", App: svctest.TestApp("a")})
+			Recipient: "other", App: svctest.App("a")})
 		if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 		}
@@ -139,7 +139,7 @@ func TestTeamsStatuses(t *testing.T) {
 	svctest.CheckStatuses(t, svctest.StatusCase{
 		Setup: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: teamsCM(), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
-				Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.TestApp("a")}
+				Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("a")}
 		},
 		OK:      svctest.Answer{Body: "1"},
 		Secrets: []string{teamsHook, "0c0ffee-secret"},
@@ -179,7 +179,7 @@ notifications:
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := svctest.Render(t, nc, svctest.Delivery{Service: "ops", Template: "deployed", App: svctest.TestApp("guestbook")})
+	n := svctest.Render(t, nc, svctest.Delivery{Service: "ops", Template: "deployed", App: svctest.App("guestbook")})
 	if _, err := svc.Send(t.Context(), n, notify.Destination{Service: "ops", Recipient: "channelName"}); err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func TestTeamsWorkflowsThroughOutbox(t *testing.T) {
 			s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusAccepted})
 			rec := svctest.Deliver(t, svctest.Delivery{
 				CM: workflowsCM(), Secret: workflowsSecret(s),
-				Service: "teams-workflows", Template: c.template, Recipient: "channelName", App: svctest.TestApp("guestbook"),
+				Service: "teams-workflows", Template: c.template, Recipient: "channelName", App: svctest.App("guestbook"),
 			})
 			if rec.State != notify.StateDelivered {
 				t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -105,7 +105,7 @@ func TestTeamsWorkflowsRefusesOtherURLs(t *testing.T) {
 	s := svctest.NewSink(t, false)
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: workflowsCM(), Secret: map[string][]byte{"channel-workflows-url": []byte(s.URL + "/webhookb2/connector-secret")},
-		Service: "teams-workflows", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.TestApp("a"),
+		Service: "teams-workflows", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("a"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
@@ -118,7 +118,7 @@ func TestTeamsWorkflowsStatuses(t *testing.T) {
 	svctest.CheckStatuses(t, svctest.StatusCase{
 		Setup: func(s *svctest.Sink) svctest.Delivery {
 			return svctest.Delivery{CM: workflowsCM(), Secret: workflowsSecret(s),
-				Service: "teams-workflows", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.TestApp("a")}
+				Service: "teams-workflows", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("a")}
 		},
 		OK:      svctest.Answer{Status: http.StatusAccepted},
 		Secrets: []string{workflowsSig},

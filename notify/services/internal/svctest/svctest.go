@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -52,6 +53,7 @@ type Sink struct {
 	Route func(r Received) Answer
 }
 
+// NewSink starts a sink answering from answers, closed when the test ends.
 func NewSink(t *testing.T, tlsServer bool, answers ...Answer) *Sink {
 	t.Helper()
 	s := &Sink{answers: answers}
@@ -118,6 +120,35 @@ type Delivery struct {
 // notify.Outbox; it returns the delivery's final record.
 func Deliver(t *testing.T, d Delivery) notify.Record {
 	t.Helper()
+	nc, svc := newSender(t, d)
+	ctx, o := startOutbox(t, d, svc)
+	return settle(ctx, t, o, notify.Delivery{
+		Key: t.Name(), App: "argocd/" + AppName(d.App), Trigger: "on-test",
+		Service: d.Service, Recipient: d.Recipient, Notification: Render(t, nc, d),
+	})
+}
+
+// DeliverEach sends one notification per app through one sender and one
+// outbox, each settled before the next is queued, and returns the
+// records.
+func DeliverEach(t *testing.T, d Delivery, apps ...map[string]any) []notify.Record {
+	t.Helper()
+	nc, svc := newSender(t, d)
+	ctx, o := startOutbox(t, d, svc)
+	var out []notify.Record
+	for i, app := range apps {
+		d.App = app
+		out = append(out, settle(ctx, t, o, notify.Delivery{
+			Key: fmt.Sprintf("%s/%d", t.Name(), i), App: "argocd/" + AppName(app), Trigger: "on-test",
+			Service: d.Service, Recipient: d.Recipient, Notification: Render(t, nc, d),
+		}))
+	}
+	return out
+}
+
+// newSender reads d.CM and builds the sender of d.Service.
+func newSender(t *testing.T, d Delivery) (*config.Notifications, notify.Service) {
+	t.Helper()
 	nc, err := config.ParseArgoCDConfigMap(d.CM, d.Secret)
 	if err != nil {
 		t.Fatalf("ParseArgoCDConfigMap: %v", err)
@@ -137,7 +168,12 @@ func Deliver(t *testing.T, d Delivery) notify.Record {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	n := Render(t, nc, d)
+	return nc, svc
+}
+
+// startOutbox starts an outbox for svc, stopped when the test ends.
+func startOutbox(t *testing.T, d Delivery, svc notify.Service) (context.Context, *notify.Outbox) {
+	t.Helper()
 	attempts := d.MaxAttempts
 	if attempts == 0 {
 		attempts = 3
@@ -156,10 +192,13 @@ func Deliver(t *testing.T, d Delivery) notify.Record {
 			t.Errorf("outbox: %v", err)
 		}
 	})
-	rec, _, err := o.Enqueue(ctx, notify.Delivery{
-		Key: t.Name(), App: "argocd/" + AppName(d.App), Trigger: "on-test",
-		Service: d.Service, Recipient: d.Recipient, Notification: n,
-	})
+	return ctx, o
+}
+
+// settle queues del and waits until its delivery is final.
+func settle(ctx context.Context, t *testing.T, o *notify.Outbox, del notify.Delivery) notify.Record {
+	t.Helper()
+	rec, _, err := o.Enqueue(ctx, del)
 	if err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}
@@ -170,9 +209,9 @@ func Deliver(t *testing.T, d Delivery) notify.Record {
 			return got
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Delivery not settled after 30s: %+v (%v)", got, err)
+			t.Fatalf("delivery %s not settled after 30s: %+v (%v)", del.Key, got, err)
 		}
-		time.Sleep(5 * time.Millisecond) // sleep-ok: polling for the Delivery to settle
+		time.Sleep(5 * time.Millisecond) // sleep-ok: polling for the delivery to settle
 	}
 }
 
@@ -206,8 +245,8 @@ func AppName(app map[string]any) string {
 	return name
 }
 
-// TestApp is an Application as templates see it.
-func TestApp(name string) map[string]any {
+// App is an Application as templates see it.
+func App(name string) map[string]any {
 	return map[string]any{
 		"metadata": map[string]any{"name": name, "namespace": "argocd"},
 		"spec": map[string]any{"source": map[string]any{
