@@ -33,29 +33,66 @@ type Block struct {
 }
 
 // Kind describes service type teams; package services lists it.
-var Kind = &svc.Kind{
-	Type:     "teams",
-	Settings: func() any { return &Settings{} },
-	Block:    func() any { return &Block{} },
-	Validate: func(s any) error {
-		return svc.CheckRecipientURLs("recipientUrls", s.(*Settings).RecipientURLs)
-	},
-	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		t := s.(*Settings)
-		return &teams{c: svc.NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}, nil
-	},
+var Kind = webhookKind("teams", func() any { return &Block{} }, func(w webhooks) notify.Service { return &connector{w} })
+
+// webhookKind is the Kind of a Teams type typ: Settings' recipient →
+// webhook map, checked when read, and the sender newSender makes of it.
+func webhookKind(typ string, block func() any, newSender func(webhooks) notify.Service) *svc.Kind {
+	return &svc.Kind{
+		Type:     typ,
+		Settings: func() any { return &Settings{} },
+		Block:    block,
+		Validate: func(s any) error {
+			return svc.CheckRecipientURLs("recipientUrls", s.(*Settings).RecipientURLs)
+		},
+		New: func(name string, s any, o svc.Options) (notify.Service, error) {
+			t := s.(*Settings)
+			return newSender(webhooks{c: svc.NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}), nil
+		},
+	}
 }
 
-// teams posts an Office 365 connector message card to a channel's
-// incoming webhook, as Argo CD Notifications does.
-type teams struct {
+// webhooks are a Teams service's client and its webhook URL per
+// recipient.
+type webhooks struct {
 	c    *svc.Client
 	urls map[string]string
 }
 
-// teamsCard is the message card Argo CD Notifications sends (its
+// url is the webhook of d's recipient, or a permanent error naming the
+// recipient.
+func (w webhooks) url(d notify.Destination) (string, error) {
+	return svc.RecipientURL(w.c, "recipientUrls", w.urls, d)
+}
+
+// post sends a card (JSON) to the webhook u.
+func (w webhooks) post(ctx context.Context, u string, body []byte) (*svc.Response, error) {
+	return w.c.Do(ctx, svc.Request{
+		Method: http.MethodPost, URL: u, Body: body,
+		Header: http.Header{"Content-Type": {"application/json"}},
+	})
+}
+
+// parseObjects reads a block field holding a JSON array of objects into
+// out (nothing when the field is empty); key names the field in the error
+// ("teams.facts").
+func parseObjects(key, val string, out *[]map[string]any) error {
+	if val == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(val), out); err != nil {
+		return fmt.Errorf("%s: not a JSON array of objects: %w", key, err)
+	}
+	return nil
+}
+
+// connector posts an Office 365 connector message card to a channel's
+// incoming webhook, as Argo CD Notifications does.
+type connector struct{ webhooks }
+
+// messageCard is the message card Argo CD Notifications sends (its
 // "context" key, without "@", included).
-type teamsCard struct {
+type messageCard struct {
 	Type            string           `json:"@type"`
 	Context         string           `json:"context"`
 	Title           string           `json:"title"`
@@ -66,8 +103,8 @@ type teamsCard struct {
 	Sections        []map[string]any `json:"sections,omitempty"`
 }
 
-func (t *teams) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	u, err := svc.RecipientURL(t.c, "recipientUrls", t.urls, d)
+func (t *connector) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
+	u, err := t.url(d)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -79,10 +116,7 @@ func (t *teams) Send(ctx context.Context, n notify.Notification, d notify.Destin
 	if err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: %w", t.c.Service, err))
 	}
-	resp, err := t.c.Do(ctx, svc.Request{
-		Method: http.MethodPost, URL: u, Body: body,
-		Header: http.Header{"Content-Type": {"application/json"}},
-	})
+	resp, err := t.post(ctx, u, body)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -95,29 +129,25 @@ func teamsBody(message string, b *Block) ([]byte, error) {
 	if b.Template != "" {
 		return []byte(b.Template), nil
 	}
-	card := teamsCard{
+	card := messageCard{
 		Type: "MessageCard", Context: "https://schema.org/extensions",
 		Title: b.Title, Summary: b.Summary, Text: message, ThemeColor: b.ThemeColor,
 	}
 	if b.Text != "" {
 		card.Text = b.Text
 	}
-	if b.Sections != "" {
-		if err := json.Unmarshal([]byte(b.Sections), &card.Sections); err != nil {
-			return nil, fmt.Errorf("teams.sections: not a JSON array of objects: %w", err)
-		}
+	var facts []map[string]any
+	if err := parseObjects("teams.sections", b.Sections, &card.Sections); err != nil {
+		return nil, err
+	}
+	if err := parseObjects("teams.facts", b.Facts, &facts); err != nil {
+		return nil, err
 	}
 	if b.Facts != "" {
-		var facts []map[string]any
-		if err := json.Unmarshal([]byte(b.Facts), &facts); err != nil {
-			return nil, fmt.Errorf("teams.facts: not a JSON array of objects: %w", err)
-		}
 		card.Sections = append(card.Sections, map[string]any{"facts": facts})
 	}
-	if b.PotentialAction != "" {
-		if err := json.Unmarshal([]byte(b.PotentialAction), &card.PotentialAction); err != nil {
-			return nil, fmt.Errorf("teams.potentialAction: not a JSON array of objects: %w", err)
-		}
+	if err := parseObjects("teams.potentialAction", b.PotentialAction, &card.PotentialAction); err != nil {
+		return nil, err
 	}
 	return json.Marshal(card)
 }

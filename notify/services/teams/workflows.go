@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -37,25 +36,13 @@ type WorkflowsBlock struct {
 	AdaptiveCard    string `yaml:"adaptiveCard" json:"adaptiveCard,omitempty"`
 }
 
-// WorkflowsKind describes service type teams-workflows; package services lists it.
-var WorkflowsKind = &svc.Kind{
-	Type:     "teams-workflows",
-	Settings: func() any { return &WorkflowsSettings{} },
-	Block:    func() any { return &WorkflowsBlock{} },
-	Validate: func(s any) error {
-		return svc.CheckRecipientURLs("recipientUrls", s.(*WorkflowsSettings).RecipientURLs)
-	},
-	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		t := s.(*WorkflowsSettings)
-		return &teamsWorkflows{c: svc.NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}, nil
-	},
-}
+// WorkflowsKind describes service type teams-workflows; package services
+// lists it.
+var WorkflowsKind = webhookKind("teams-workflows", func() any { return &WorkflowsBlock{} },
+	func(w webhooks) notify.Service { return &workflows{w} })
 
-// teamsWorkflows posts an adaptive card to a Teams Workflows webhook.
-type teamsWorkflows struct {
-	c    *svc.Client
-	urls map[string]string
-}
+// workflows posts an adaptive card to a Teams Workflows webhook.
+type workflows struct{ webhooks }
 
 // workflowsURL matches the hosts and paths of Workflows webhooks, as Argo
 // CD Notifications checks them before sending.
@@ -79,8 +66,8 @@ func checkWorkflowsURL(raw string) error {
 	return nil
 }
 
-func (t *teamsWorkflows) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	u, err := svc.RecipientURL(t.c, "recipientUrls", t.urls, d)
+func (t *workflows) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
+	u, err := t.url(d)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -95,10 +82,7 @@ func (t *teamsWorkflows) Send(ctx context.Context, n notify.Notification, d noti
 	if err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: %w", t.c.Service, err))
 	}
-	_, err = t.c.Do(ctx, svc.Request{
-		Method: http.MethodPost, URL: u, Body: body,
-		Header: http.Header{"Content-Type": {"application/json"}},
-	})
+	_, err = t.post(ctx, u, body)
 	return notify.Receipt{}, err
 }
 
@@ -158,16 +142,14 @@ func workflowsBody(message string, b *WorkflowsBlock) ([]byte, error) {
 
 func buildAdaptiveCard(message string, b *WorkflowsBlock) (*adaptiveCard, error) {
 	var facts, sections, actions []map[string]any
-	for _, f := range []struct {
-		key, val string
-		out      *[]map[string]any
-	}{{"facts", b.Facts, &facts}, {"sections", b.Sections, &sections}, {"potentialAction", b.PotentialAction, &actions}} {
-		if f.val == "" {
-			continue
-		}
-		if err := json.Unmarshal([]byte(f.val), f.out); err != nil {
-			return nil, fmt.Errorf("teams-workflows.%s: not a JSON array of objects: %w", f.key, err)
-		}
+	if err := parseObjects("teams-workflows.facts", b.Facts, &facts); err != nil {
+		return nil, err
+	}
+	if err := parseObjects("teams-workflows.sections", b.Sections, &sections); err != nil {
+		return nil, err
+	}
+	if err := parseObjects("teams-workflows.potentialAction", b.PotentialAction, &actions); err != nil {
+		return nil, err
 	}
 	card := &adaptiveCard{Type: "AdaptiveCard", Version: "1.4", Body: []adaptiveBlock{}}
 	if b.Title != "" {
