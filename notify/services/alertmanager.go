@@ -58,7 +58,7 @@ const (
 	alertmanagerAlertname    = "alertname"
 )
 
-// alertmanagerKind describes service type alertmanager; package services lists it.
+// alertmanagerKind describes service type alertmanager (listed in services.go).
 var alertmanagerKind = &svc.Kind{
 	Type:     "alertmanager",
 	Settings: func() any { return &AlertmanagerSettings{} },

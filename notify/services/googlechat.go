@@ -30,7 +30,7 @@ type GoogleChatBlock struct {
 	ThreadKey string `yaml:"threadKey" json:"threadKey,omitempty"`
 }
 
-// googlechatKind describes service type googlechat; package services lists it.
+// googlechatKind describes service type googlechat (listed in services.go).
 var googlechatKind = &svc.Kind{
 	Type:     "googlechat",
 	Settings: func() any { return &GoogleChatSettings{} },

@@ -21,7 +21,7 @@ type GrafanaSettings struct {
 	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
 }
 
-// grafanaKind describes service type grafana; package services lists it.
+// grafanaKind describes service type grafana (listed in services.go).
 var grafanaKind = &svc.Kind{
 	Type:     "grafana",
 	Settings: func() any { return &GrafanaSettings{} },

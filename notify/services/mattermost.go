@@ -25,7 +25,7 @@ type MattermostBlock struct {
 	Attachments string `yaml:"attachments" json:"attachments,omitempty"`
 }
 
-// mattermostKind describes service type mattermost; package services lists it.
+// mattermostKind describes service type mattermost (listed in services.go).
 var mattermostKind = &svc.Kind{
 	Type:     "mattermost",
 	Settings: func() any { return &MattermostSettings{} },

@@ -40,7 +40,7 @@ const (
 	newrelicUser      = "{{(call .repo.GetCommitMetadata .app.status.sync.revision).Author}}"
 )
 
-// newrelicKind describes service type newrelic; package services lists it.
+// newrelicKind describes service type newrelic (listed in services.go).
 var newrelicKind = &svc.Kind{
 	Type:     "newrelic",
 	Settings: func() any { return &NewrelicSettings{} },

@@ -57,7 +57,7 @@ const opsgenieDefaultHost = "api.opsgenie.com"
 // opsgenieSource is the alert's source, as Argo CD sets it.
 const opsgenieSource = "Argo CD"
 
-// opsgenieKind describes service type opsgenie; package services lists it.
+// opsgenieKind describes service type opsgenie (listed in services.go).
 var opsgenieKind = &svc.Kind{
 	Type:     "opsgenie",
 	Settings: func() any { return &OpsgenieSettings{} },

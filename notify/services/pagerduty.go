@@ -31,7 +31,7 @@ type PagerDutyBlock struct {
 // a local server through svc.Options.Transport).
 const pagerDutyAPI = "https://api.pagerduty.com"
 
-// pagerdutyKind describes service type pagerduty; package services lists it.
+// pagerdutyKind describes service type pagerduty (listed in services.go).
 var pagerdutyKind = &svc.Kind{
 	Type:     "pagerduty",
 	Settings: func() any { return &PagerDutySettings{} },

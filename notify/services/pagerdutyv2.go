@@ -37,7 +37,7 @@ type PagerDutyV2Block struct {
 // (tests reach a local server through svc.Options.Transport).
 const pagerDutyEventsAPI = "https://events.pagerduty.com/v2/enqueue"
 
-// pagerdutyv2Kind describes service type pagerdutyv2; package services lists it.
+// pagerdutyv2Kind describes service type pagerdutyv2 (listed in services.go).
 var pagerdutyv2Kind = &svc.Kind{
 	Type:     "pagerdutyv2",
 	Settings: func() any { return &PagerDutyV2Settings{} },

@@ -30,7 +30,7 @@ const pushoverMaxMessage = 1024
 // pushoverKey is the shape of application tokens and user or group keys.
 var pushoverKey = regexp.MustCompile(`^[A-Za-z0-9]{30}$`)
 
-// pushoverKind describes service type pushover; package services lists it.
+// pushoverKind describes service type pushover (listed in services.go).
 var pushoverKind = &svc.Kind{
 	Type:     "pushover",
 	Settings: func() any { return &PushoverSettings{} },

@@ -39,7 +39,7 @@ type RocketChatBlock struct {
 	Attachments string `yaml:"attachments" json:"attachments,omitempty"`
 }
 
-// rocketchatKind describes service type rocketchat; package services lists it.
+// rocketchatKind describes service type rocketchat (listed in services.go).
 var rocketchatKind = &svc.Kind{
 	Type:     "rocketchat",
 	Settings: func() any { return &RocketChatSettings{} },

@@ -24,7 +24,7 @@ type TelegramSettings struct {
 // it (it has no setting for another; tests redirect svc.Options.Transport).
 const telegramAPI = "https://api.telegram.org"
 
-// telegramKind describes service type telegram; package services lists it.
+// telegramKind describes service type telegram (listed in services.go).
 var telegramKind = &svc.Kind{
 	Type:     "telegram",
 	Settings: func() any { return &TelegramSettings{} },

@@ -24,7 +24,7 @@ type WebexSettings struct {
 // DefaultWebexAPI is Webex's public API, Argo CD's default.
 const DefaultWebexAPI = "https://webexapis.com"
 
-// webexKind describes service type webex; package services lists it.
+// webexKind describes service type webex (listed in services.go).
 var webexKind = &svc.Kind{
 	Type:     "webex",
 	Settings: func() any { return &WebexSettings{} },
