@@ -1,4 +1,4 @@
-package services
+package github
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // The media types and API version go-github (Argo CD's client) sends,
@@ -44,7 +45,7 @@ const (
 // repository dispatch. A recipient is not needed (the repository comes
 // from the Application).
 type githubSender struct {
-	c    *Client
+	c    *svc.Client
 	auth *githubAuth
 	api  string
 }
@@ -52,8 +53,8 @@ type githubSender struct {
 var _ notify.Service = (*githubSender)(nil)
 
 func (g *githubSender) Send(ctx context.Context, n notify.Notification, _ notify.Destination) (notify.Receipt, error) {
-	var b GitHubBlock
-	ok, err := DecodeBlock(n, "github", &b)
+	var b Block
+	ok, err := svc.DecodeBlock(n, "github", &b)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -102,7 +103,7 @@ func (g *githubSender) Send(ctx context.Context, n notify.Notification, _ notify
 }
 
 // status creates a commit status on the revision.
-func (g *githubSender) status(ctx context.Context, t githubTarget, s *GitHubStatus, message string) (string, error) {
+func (g *githubSender) status(ctx context.Context, t githubTarget, s *Status, message string) (string, error) {
 	resp, err := g.call(ctx, http.MethodPost, t.path("statuses", t.escapedRev()), nil, githubMediaV3, map[string]string{
 		"state": s.State, "target_url": s.TargetURL, "context": s.Label,
 		"description": truncRunes(message, githubDescriptionMax),
@@ -115,7 +116,7 @@ func (g *githubSender) status(ctx context.Context, t githubTarget, s *GitHubStat
 
 // deployment adds a deployment status to the revision's deployment to
 // the environment, creating the deployment when GitHub lists none.
-func (g *githubSender) deployment(ctx context.Context, t githubTarget, d *GitHubDeployment, message string) (string, error) {
+func (g *githubSender) deployment(ctx context.Context, t githubTarget, d *Deployment, message string) (string, error) {
 	q := url.Values{}
 	if t.rev != "" {
 		q.Set("ref", t.rev)
@@ -180,7 +181,7 @@ func (g *githubSender) deployment(ctx context.Context, t githubTarget, d *GitHub
 // with a commentTag it updates the comment carrying the tag instead.
 // Bodies are Argo CD's to the byte: the tag is appended twice (once by
 // its templater, once by its sender).
-func (g *githubSender) comment(ctx context.Context, t githubTarget, c *GitHubPullRequestComment) (string, error) {
+func (g *githubSender) comment(ctx context.Context, t githubTarget, c *PullRequestComment) (string, error) {
 	var tag, body string
 	if c.CommentTag != "" {
 		tag = fmt.Sprintf(githubCommentTag, c.CommentTag)
@@ -243,7 +244,7 @@ func (g *githubSender) comment(ctx context.Context, t githubTarget, c *GitHubPul
 }
 
 // checkRun creates a check run on the revision.
-func (g *githubSender) checkRun(ctx context.Context, t githubTarget, c *GitHubCheckRun) (string, error) {
+func (g *githubSender) checkRun(ctx context.Context, t githubTarget, c *CheckRun) (string, error) {
 	status, conclusion := c.Status, c.Conclusion
 	if conclusion != "" && status == "" {
 		status = "completed"
@@ -295,7 +296,7 @@ func (g *githubSender) checkRun(ctx context.Context, t githubTarget, c *GitHubCh
 
 // dispatch sends a repository_dispatch event. An empty client_payload
 // is left out (Argo CD fails to encode it).
-func (g *githubSender) dispatch(ctx context.Context, t githubTarget, d *GitHubRepositoryDispatch) (string, error) {
+func (g *githubSender) dispatch(ctx context.Context, t githubTarget, d *RepositoryDispatch) (string, error) {
 	body := map[string]any{"event_type": d.EventType}
 	if p := strings.TrimSpace(d.ClientPayload); p != "" {
 		if !json.Valid([]byte(p)) {
@@ -313,7 +314,7 @@ func (g *githubSender) dispatch(ctx context.Context, t githubTarget, d *GitHubRe
 // returns GitHub's answer. A 401 with an app's installation token renews
 // the token and tries once more; GitHub's 403 rate limits wait like a
 // 429.
-func (g *githubSender) call(ctx context.Context, method, path string, q url.Values, accept string, body any) (*Response, error) {
+func (g *githubSender) call(ctx context.Context, method, path string, q url.Values, accept string, body any) (*svc.Response, error) {
 	rawURL := g.api + path
 	if len(q) > 0 {
 		rawURL += "?" + q.Encode()
@@ -337,7 +338,7 @@ func (g *githubSender) call(ctx context.Context, method, path string, q url.Valu
 		if data != nil {
 			h.Set("Content-Type", "application/json")
 		}
-		resp, err := g.c.Do(ctx, Request{Method: method, URL: rawURL, Header: h, Body: data})
+		resp, err := g.c.Do(ctx, svc.Request{Method: method, URL: rawURL, Header: h, Body: data})
 		if err != nil {
 			if resp != nil && resp.Status == http.StatusUnauthorized && attempt == 0 && g.auth.renewable() {
 				g.auth.forget(auth)
@@ -351,7 +352,7 @@ func (g *githubSender) call(ctx context.Context, method, path string, q url.Valu
 
 // decode reads the JSON answer of a request whose answer is needed (a
 // list, a new deployment's id).
-func (g *githubSender) decode(resp *Response, out any) error {
+func (g *githubSender) decode(resp *svc.Response, out any) error {
 	if err := resp.Decode(out); err != nil {
 		return fmt.Errorf("%s: answer (HTTP %d) is not the JSON GitHub sends", g.c.Service, resp.Status)
 	}
@@ -360,7 +361,7 @@ func (g *githubSender) decode(resp *Response, out any) error {
 
 // githubID is the id of what GitHub created, for the receipt ("?" when
 // the answer has none: the request succeeded all the same).
-func githubID(resp *Response) string {
+func githubID(resp *svc.Response) string {
 	var out struct {
 		ID *int64 `json:"id"`
 	}

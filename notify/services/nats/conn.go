@@ -1,4 +1,4 @@
-package services
+package nats
 
 import (
 	"bufio"
@@ -70,14 +70,9 @@ func (n *natsService) publish(ctx context.Context, u *url.URL, key *nkeyPair, su
 	defer stop()
 
 	r := bufio.NewReader(conn)
-	line, err := natsReadLine(r)
+	info, err := n.readInfo(ctx, u, r)
 	if err != nil {
-		return n.ioError(ctx, u, "reading the server's INFO", err)
-	}
-	op, arg, _ := strings.Cut(line, " ")
-	var info natsInfo
-	if !strings.EqualFold(op, "INFO") || json.Unmarshal([]byte(arg), &info) != nil {
-		return fmt.Errorf("%s: %s did not answer as a NATS server", n.name, u.Host)
+		return err
 	}
 	secure := u.Scheme == "tls"
 	if secure && !info.TLSRequired && !info.TLSAvailable {
@@ -90,10 +85,40 @@ func (n *natsService) publish(ctx context.Context, u *url.URL, key *nkeyPair, su
 		}
 		conn, r = tc, bufio.NewReader(tc)
 	}
+	hdr, err := n.headerBlock(u, info, header, len(payload))
+	if err != nil {
+		return err
+	}
+	c := natsConnect{TLSRequired: secure || info.TLSRequired, Name: "crowsnest", Lang: "go", Version: "1", Protocol: 1, Headers: true}
+	n.credentials(u, key, info.Nonce, &c)
+	if _, err := conn.Write(natsFrame(c, subject, hdr, payload)); err != nil {
+		return n.ioError(ctx, u, "publishing", err)
+	}
+	return n.awaitPong(ctx, u, conn, r)
+}
+
+// readInfo reads the INFO a NATS server greets with.
+func (n *natsService) readInfo(ctx context.Context, u *url.URL, r *bufio.Reader) (natsInfo, error) {
+	line, err := natsReadLine(r)
+	if err != nil {
+		return natsInfo{}, n.ioError(ctx, u, "reading the server's INFO", err)
+	}
+	op, arg, _ := strings.Cut(line, " ")
+	var info natsInfo
+	if !strings.EqualFold(op, "INFO") || json.Unmarshal([]byte(arg), &info) != nil {
+		return natsInfo{}, fmt.Errorf("%s: %s did not answer as a NATS server", n.name, u.Host)
+	}
+	return info, nil
+}
+
+// headerBlock is the HPUB header block of header (nil without headers),
+// refused when the server takes no headers or the message is larger
+// than its max_payload.
+func (n *natsService) headerBlock(u *url.URL, info natsInfo, header http.Header, payloadLen int) ([]byte, error) {
 	var hdr []byte
 	if len(header) > 0 {
 		if !info.Headers {
-			return notify.Permanent(fmt.Errorf("%s: %s does not support message headers", n.name, u.Host))
+			return nil, notify.Permanent(fmt.Errorf("%s: %s does not support message headers", n.name, u.Host))
 		}
 		var b bytes.Buffer
 		b.WriteString("NATS/1.0\r\n")
@@ -101,12 +126,15 @@ func (n *natsService) publish(ctx context.Context, u *url.URL, key *nkeyPair, su
 		b.WriteString("\r\n")
 		hdr = b.Bytes()
 	}
-	if size := int64(len(hdr) + len(payload)); info.MaxPayload > 0 && size > info.MaxPayload {
-		return notify.Permanent(fmt.Errorf("%s: the message (%d bytes) exceeds the server's max_payload (%d)", n.name, size, info.MaxPayload))
+	if size := int64(len(hdr) + payloadLen); info.MaxPayload > 0 && size > info.MaxPayload {
+		return nil, notify.Permanent(fmt.Errorf("%s: the message (%d bytes) exceeds the server's max_payload (%d)", n.name, size, info.MaxPayload))
 	}
+	return hdr, nil
+}
 
-	c := natsConnect{TLSRequired: secure || info.TLSRequired, Name: "crowsnest", Lang: "go", Version: "1", Protocol: 1, Headers: true}
-	n.credentials(u, key, info.Nonce, &c)
+// natsFrame is what crowsnest writes in one go: CONNECT, the message (PUB,
+// or HPUB with hdr) and a PING whose PONG confirms both.
+func natsFrame(c natsConnect, subject string, hdr, payload []byte) []byte {
 	cj, _ := json.Marshal(c)
 	var out bytes.Buffer
 	out.WriteString("CONNECT ")
@@ -120,9 +148,12 @@ func (n *natsService) publish(ctx context.Context, u *url.URL, key *nkeyPair, su
 	}
 	out.Write(payload)
 	out.WriteString("\r\nPING\r\n")
-	if _, err := conn.Write(out.Bytes()); err != nil {
-		return n.ioError(ctx, u, "publishing", err)
-	}
+	return out.Bytes()
+}
+
+// awaitPong reads the server's answers until the PONG (answering its
+// PINGs) or an -ERR.
+func (n *natsService) awaitPong(ctx context.Context, u *url.URL, conn io.Writer, r *bufio.Reader) error {
 	for {
 		line, err := natsReadLine(r)
 		if err != nil {

@@ -1,7 +1,6 @@
-package services_test
+package github_test
 
 import (
-	"context"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -23,6 +22,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const (
@@ -64,7 +64,7 @@ type fakeGitHub struct {
 	ttl time.Duration
 	// api answers an authorized API call (201 "{}" when nil or when it
 	// returns a zero answer).
-	api func(r received) answer
+	api func(r svctest.Received) svctest.Answer
 
 	mu        sync.Mutex
 	issued    []string
@@ -73,22 +73,22 @@ type fakeGitHub struct {
 	jwtClaims []map[string]any
 }
 
-func newFakeGitHub(t *testing.T, api func(received) answer) *fakeGitHub {
+func newFakeGitHub(t *testing.T, api func(svctest.Received) svctest.Answer) *fakeGitHub {
 	t.Helper()
 	k, _ := githubKey(t)
 	return &fakeGitHub{pub: &k.PublicKey, api: api, valid: map[string]bool{}}
 }
 
-func (f *fakeGitHub) route(r received) answer {
+func (f *fakeGitHub) route(r svctest.Received) svctest.Answer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if strings.HasSuffix(r.Path, "/app/installations/") || strings.Contains(r.Path, "/app/installations/") {
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.Path, fmt.Sprintf("/app/installations/%d/access_tokens", ghInstallation)) {
-			return answer{Status: http.StatusNotFound, Body: `{"message":"Not Found"}`}
+			return svctest.Answer{Status: http.StatusNotFound, Body: `{"message":"Not Found"}`}
 		}
 		if err := f.checkJWT(r.Header.Get("Authorization")); err != nil {
 			f.problems = append(f.problems, err.Error())
-			return answer{Status: http.StatusUnauthorized, Body: `{"message":"A JSON web token could not be decoded"}`}
+			return svctest.Answer{Status: http.StatusUnauthorized, Body: `{"message":"A JSON web token could not be decoded"}`}
 		}
 		tok := ghToken(len(f.issued) + 1)
 		f.issued = append(f.issued, tok)
@@ -97,19 +97,19 @@ func (f *fakeGitHub) route(r received) answer {
 		if ttl == 0 {
 			ttl = time.Hour
 		}
-		return answer{Status: http.StatusCreated, Body: fmt.Sprintf(`{"token":%q,"expires_at":%q,"permissions":{"statuses":"write"}}`,
+		return svctest.Answer{Status: http.StatusCreated, Body: fmt.Sprintf(`{"token":%q,"expires_at":%q,"permissions":{"statuses":"write"}}`,
 			tok, time.Now().Add(ttl).UTC().Format(time.RFC3339))}
 	}
 	auth := r.Header.Get("Authorization")
 	if !strings.HasPrefix(auth, "token ") || !f.valid[strings.TrimPrefix(auth, "token ")] {
-		return answer{Status: http.StatusUnauthorized, Body: `{"message":"Bad credentials"}`}
+		return svctest.Answer{Status: http.StatusUnauthorized, Body: `{"message":"Bad credentials"}`}
 	}
 	if f.api != nil {
 		if a := f.api(r); a.Status != 0 {
 			return a
 		}
 	}
-	return answer{Status: http.StatusCreated, Body: "{}"}
+	return svctest.Answer{Status: http.StatusCreated, Body: "{}"}
 }
 
 // checkJWT verifies an app JWT as GitHub does.
@@ -187,10 +187,10 @@ func (f *fakeGitHub) check(t *testing.T) {
 }
 
 // newGitHubSink is a sink that speaks as f.
-func newGitHubSink(t *testing.T, f *fakeGitHub) *sink {
+func newGitHubSink(t *testing.T, f *fakeGitHub) *svctest.Sink {
 	t.Helper()
-	s := newSink(t, false)
-	s.route = f.route
+	s := svctest.NewSink(t, false)
+	s.Route = f.route
 	return s
 }
 
@@ -221,7 +221,7 @@ github:
 // githubApp is an Application whose deployed revision (the sync
 // result) differs from the newest one it saw (status.sync.revision).
 func githubApp(name string) map[string]any {
-	app := testApp(name)
+	app := svctest.App(name)
 	app["spec"] = map[string]any{"source": map[string]any{
 		"repoURL": "git@github.com:example/" + name + ".git", "targetRevision": "main",
 	}}
@@ -231,14 +231,14 @@ func githubApp(name string) map[string]any {
 }
 
 func TestGitHubAppCommitStatusThroughOutbox(t *testing.T) {
-	f := newFakeGitHub(t, func(r received) answer {
+	f := newFakeGitHub(t, func(r svctest.Received) svctest.Answer {
 		if r.Method == http.MethodPost && strings.Contains(r.Path, "/statuses/") {
-			return answer{Status: http.StatusCreated, Body: `{"id": 901, "state": "success"}`}
+			return svctest.Answer{Status: http.StatusCreated, Body: `{"id": 901, "state": "success"}`}
 		}
-		return answer{}
+		return svctest.Answer{}
 	})
 	s := newGitHubSink(t, f)
-	rec := deliver(t, delivery{
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t),
 		Service: "github", Template: "app-deployed", App: githubApp("guestbook"),
 	})
@@ -274,74 +274,12 @@ func TestGitHubAppCommitStatusThroughOutbox(t *testing.T) {
 	}
 }
 
-// deliverEach sends one notification per app through one sender and one
-// outbox, each settled before the next is queued, and returns the
-// records.
-func deliverEach(t *testing.T, d delivery, apps ...map[string]any) []notify.Record {
-	t.Helper()
-	nc, err := config.ParseArgoCDConfigMap(d.CM, d.Secret)
-	if err != nil {
-		t.Fatalf("ParseArgoCDConfigMap: %v", err)
-	}
-	svcCfg := nc.Services[d.Service]
-	if svcCfg.Ext == nil {
-		t.Fatalf("service %q is not a services Kind", d.Service)
-	}
-	kind, _ := services.Lookup(svcCfg.Ext.Type)
-	svc, err := kind.New(d.Service, svcCfg.Ext.Settings, services.Options{Transport: d.Transport})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	attempts := d.MaxAttempts
-	if attempts == 0 {
-		attempts = 3
-	}
-	o := &notify.Outbox{
-		Store: &notify.MemoryStore{}, Services: map[string]notify.Service{d.Service: svc},
-		MaxAttempts: attempts, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 10 * time.Millisecond,
-		MaxRetryAfter: 5 * time.Second,
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- o.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("outbox: %v", err)
-		}
-	}()
-	var out []notify.Record
-	for i, app := range apps {
-		d.App = app
-		rec, _, err := o.Enqueue(ctx, notify.Delivery{
-			Key: fmt.Sprintf("%s/%d", t.Name(), i), App: "argocd/" + appName(app), Trigger: "on-test",
-			Service: d.Service, Recipient: d.Recipient, Notification: render(t, nc, d),
-		})
-		if err != nil {
-			t.Fatalf("Enqueue: %v", err)
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			got, err := o.Find(ctx, rec.ID)
-			if err == nil && got.Terminal() {
-				out = append(out, got)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("delivery %d not settled after 30s: %+v (%v)", i, got, err)
-			}
-			time.Sleep(5 * time.Millisecond) // sleep-ok: polling for the delivery to settle
-		}
-	}
-	return out
-}
-
 func TestGitHubInstallationToken(t *testing.T) {
 	apps := []map[string]any{githubApp("guestbook"), githubApp("billing"), githubApp("frontend")}
 	t.Run("one exchange serves several sends", func(t *testing.T) {
 		f := newFakeGitHub(t, nil)
 		s := newGitHubSink(t, f)
-		recs := deliverEach(t, delivery{CM: githubCM(s.URL+"/api/v3", githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps...)
+		recs := svctest.DeliverEach(t, svctest.Delivery{CM: githubCM(s.URL+"/api/v3", githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps...)
 		f.check(t)
 		for _, rec := range recs {
 			if rec.State != notify.StateDelivered {
@@ -371,7 +309,7 @@ func TestGitHubInstallationToken(t *testing.T) {
 		f := newFakeGitHub(t, nil)
 		f.ttl = 30 * time.Second // inside the renewal margin: every send needs a new one
 		s := newGitHubSink(t, f)
-		recs := deliverEach(t, delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps[:2]...)
+		recs := svctest.DeliverEach(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps[:2]...)
 		f.check(t)
 		if recs[1].State != notify.StateDelivered || f.exchanges() != 2 {
 			t.Fatalf("state %s after %d exchanges, want delivered after 2: %s", recs[1].State, f.exchanges(), recs[1].LastError)
@@ -383,7 +321,7 @@ func TestGitHubInstallationToken(t *testing.T) {
 	t.Run("a revoked token is renewed once on 401", func(t *testing.T) {
 		f := newFakeGitHub(t, nil)
 		s := newGitHubSink(t, f)
-		d := delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", MaxAttempts: 1}
+		d := svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", MaxAttempts: 1}
 		nc, err := config.ParseArgoCDConfigMap(d.CM, d.Secret)
 		if err != nil {
 			t.Fatal(err)
@@ -394,7 +332,7 @@ func TestGitHubInstallationToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.App = apps[0]
-		n := render(t, nc, d)
+		n := svctest.Render(t, nc, d)
 		if _, err := svc.Send(t.Context(), n, notify.Destination{Service: "github"}); err != nil {
 			t.Fatalf("first send: %v", err)
 		}
@@ -406,8 +344,8 @@ func TestGitHubInstallationToken(t *testing.T) {
 		f.check(t)
 		// Refused again with a fresh token: the answer stands (a
 		// permanent failure, one renewal only).
-		f.api = func(received) answer {
-			return answer{Status: http.StatusUnauthorized, Body: `{"message":"Bad credentials"}`}
+		f.api = func(svctest.Received) svctest.Answer {
+			return svctest.Answer{Status: http.StatusUnauthorized, Body: `{"message":"Bad credentials"}`}
 		}
 		_, err = svc.Send(t.Context(), n, notify.Destination{Service: "github"})
 		if !notify.IsPermanent(err) || f.exchanges() != 3 {
@@ -422,15 +360,15 @@ func TestGitHubInstallationToken(t *testing.T) {
 		}
 		f.pub = &other.PublicKey // GitHub holds another key than the one configured
 		s := newGitHubSink(t, f)
-		rec := deliver(t, delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: apps[0]})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: apps[0]})
 		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
 			t.Fatalf("state %s attempts %d requests %d: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
-		mustContain(t, "last error", rec.LastError, "installation token", "401")
+		svctest.MustContain(t, "last error", rec.LastError, "installation token", "401")
 		jwt := strings.TrimPrefix(s.Requests()[0].Header.Get("Authorization"), "Bearer ")
 		_, pemKey := githubKey(t)
 		keyLine := strings.Split(pemKey, "\n")[1]
-		mustNotContain(t, "last error", rec.LastError, jwt, strings.Split(jwt, ".")[2], keyLine)
+		svctest.MustNotContain(t, "last error", rec.LastError, jwt, strings.Split(jwt, ".")[2], keyLine)
 	})
 }
 
@@ -444,23 +382,23 @@ github:
     logURL: "https://argocd.example.com/applications/{{.app.metadata.name}}?operation=true"
     requiredContexts: []
 `
-	api := func(existing string) func(r received) answer {
-		return func(r received) answer {
+	api := func(existing string) func(r svctest.Received) svctest.Answer {
+		return func(r svctest.Received) svctest.Answer {
 			switch {
 			case r.Method == http.MethodGet && r.Path == "/api/v3/repos/example/guestbook/deployments":
-				return answer{Status: http.StatusOK, Body: existing}
+				return svctest.Answer{Status: http.StatusOK, Body: existing}
 			case r.Method == http.MethodPost && r.Path == "/api/v3/repos/example/guestbook/deployments":
-				return answer{Status: http.StatusCreated, Body: `{"id": 77, "ref": "` + ghDeployed + `"}`}
+				return svctest.Answer{Status: http.StatusCreated, Body: `{"id": 77, "ref": "` + ghDeployed + `"}`}
 			case r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/statuses"):
-				return answer{Status: http.StatusCreated, Body: `{"id": 88}`}
+				return svctest.Answer{Status: http.StatusCreated, Body: `{"id": 88}`}
 			}
-			return answer{Status: http.StatusNotFound, Body: `{"message":"Not Found"}`}
+			return svctest.Answer{Status: http.StatusNotFound, Body: `{"message":"Not Found"}`}
 		}
 	}
 	t.Run("created then its status", func(t *testing.T) {
 		f := newFakeGitHub(t, api(`[]`))
 		s := newGitHubSink(t, f)
-		rec := deliver(t, delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
 		f.check(t)
 		if rec.State != notify.StateDelivered || rec.Receipt.ID != "deployment 77 status 88" {
 			t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
@@ -497,7 +435,7 @@ github:
 	t.Run("an existing deployment gets the status", func(t *testing.T) {
 		f := newFakeGitHub(t, api(`[{"id": 55, "environment": "production"}]`))
 		s := newGitHubSink(t, f)
-		rec := deliver(t, delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
 		reqs := s.Requests()[1:]
 		if rec.State != notify.StateDelivered || len(reqs) != 2 || reqs[1].Path != "/api/v3/repos/example/guestbook/deployments/55/statuses" {
 			t.Fatalf("state %s (%s), requests %+v", rec.State, rec.LastError, reqs)
@@ -513,24 +451,24 @@ github:
     content: "Deployed {{.app.metadata.name}} at {{.app.status.operationState.syncResult.revision | trunc 7}}"
     commentTag: deploy-guestbook
 `
-	f := newFakeGitHub(t, func(r received) answer {
+	f := newFakeGitHub(t, func(r svctest.Received) svctest.Answer {
 		p := strings.TrimPrefix(r.Path, "/api/v3/repos/example/guestbook/")
 		switch {
 		case r.Method == http.MethodGet && p == "commits/"+ghDeployed+"/pulls":
-			return answer{Status: http.StatusOK, Body: `[{"number": 5}, {"number": 6}]`}
+			return svctest.Answer{Status: http.StatusOK, Body: `[{"number": 5}, {"number": 6}]`}
 		case r.Method == http.MethodGet && p == "issues/5/comments":
-			return answer{Status: http.StatusOK, Body: `[{"id": 100, "body": "LGTM"}, {"id": 101, "body": "Deployed guestbook at 1111111\n` + tag + `"}]`}
+			return svctest.Answer{Status: http.StatusOK, Body: `[{"id": 100, "body": "LGTM"}, {"id": 101, "body": "Deployed guestbook at 1111111\n` + tag + `"}]`}
 		case r.Method == http.MethodGet && p == "issues/6/comments":
-			return answer{Status: http.StatusOK, Body: `[{"id": 200, "body": "LGTM"}]`}
+			return svctest.Answer{Status: http.StatusOK, Body: `[{"id": 200, "body": "LGTM"}]`}
 		case r.Method == http.MethodPatch && p == "issues/comments/101":
-			return answer{Status: http.StatusOK, Body: `{"id": 101}`}
+			return svctest.Answer{Status: http.StatusOK, Body: `{"id": 101}`}
 		case r.Method == http.MethodPost && p == "issues/6/comments":
-			return answer{Status: http.StatusCreated, Body: `{"id": 201}`}
+			return svctest.Answer{Status: http.StatusCreated, Body: `{"id": 201}`}
 		}
-		return answer{Status: http.StatusNotFound, Body: `{"message":"Not Found"}`}
+		return svctest.Answer{Status: http.StatusNotFound, Body: `{"message":"Not Found"}`}
 	})
 	s := newGitHubSink(t, f)
-	rec := deliver(t, delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
+	rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
 	f.check(t)
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "comment 101 on #5 updated, comment 201 on #6" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
@@ -573,17 +511,17 @@ github:
     event_type: argocd-deployed
     client_payload: '{"app": "{{.app.metadata.name}}", "revision": "{{.app.status.operationState.syncResult.revision}}"}'
 `
-	f := newFakeGitHub(t, func(r received) answer {
+	f := newFakeGitHub(t, func(r svctest.Received) svctest.Answer {
 		switch r.Path {
 		case "/api/v3/repos/example/guestbook/check-runs":
-			return answer{Status: http.StatusCreated, Body: `{"id": 3}`}
+			return svctest.Answer{Status: http.StatusCreated, Body: `{"id": 3}`}
 		case "/api/v3/repos/example/guestbook/dispatches":
-			return answer{Status: http.StatusNoContent}
+			return svctest.Answer{Status: http.StatusNoContent}
 		}
-		return answer{Status: http.StatusNotFound, Body: `{"message":"Not Found"}`}
+		return svctest.Answer{Status: http.StatusNotFound, Body: `{"message":"Not Found"}`}
 	})
 	s := newGitHubSink(t, f)
-	rec := deliver(t, delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
+	rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "check run 3; dispatch argocd-deployed" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 	}
@@ -617,7 +555,7 @@ func TestGitHubMultiSourceApplication(t *testing.T) {
 	}}
 	op := app["status"].(map[string]any)["operationState"].(map[string]any)
 	op["syncResult"] = map[string]any{"revisions": []any{ghDeployed, "1.2.3"}}
-	rec := deliver(t, delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: app})
+	rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: app})
 	reqs := s.Requests()
 	if rec.State != notify.StateDelivered || len(reqs) != 2 || reqs[1].Path != "/api/v3/repos/example/manifests/statuses/"+ghDeployed {
 		t.Fatalf("state %s (%s), requests %+v", rec.State, rec.LastError, reqs)
@@ -626,8 +564,8 @@ func TestGitHubMultiSourceApplication(t *testing.T) {
 
 func TestGitHubTokenSetting(t *testing.T) {
 	const token = "ghp_personalAccessToken123"
-	s := newSink(t, false, answer{Status: http.StatusCreated, Body: `{"id": 5}`})
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusCreated, Body: `{"id": 5}`})
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: map[string]string{
 			"service.github":        "token: $github-token\nenterpriseBaseURL: " + s.URL + "/api/v3/\n",
 			"template.app-deployed": githubStatusTemplate,
@@ -646,9 +584,9 @@ func TestGitHubTokenSetting(t *testing.T) {
 
 func TestGitHubStatuses(t *testing.T) {
 	// script answers API calls from a list (the last repeats).
-	script := func(answers ...answer) func(received) answer {
+	script := func(answers ...svctest.Answer) func(svctest.Received) svctest.Answer {
 		var mu sync.Mutex
-		return func(received) answer {
+		return func(svctest.Received) svctest.Answer {
 			mu.Lock()
 			defer mu.Unlock()
 			a := answers[0]
@@ -658,39 +596,39 @@ func TestGitHubStatuses(t *testing.T) {
 			return a
 		}
 	}
-	ok := answer{Status: http.StatusCreated, Body: `{"id": 1}`}
-	run := func(t *testing.T, answers ...answer) (notify.Record, *fakeGitHub, *sink) {
+	ok := svctest.Answer{Status: http.StatusCreated, Body: `{"id": 1}`}
+	run := func(t *testing.T, answers ...svctest.Answer) (notify.Record, *fakeGitHub, *svctest.Sink) {
 		t.Helper()
 		f := newFakeGitHub(t, script(answers...))
 		s := newGitHubSink(t, f)
-		rec := deliver(t, delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
 		f.check(t)
 		return rec, f, s
 	}
 	t.Run("429 waits X-RateLimit-Reset then delivers", func(t *testing.T) {
 		reset := fmt.Sprint(time.Now().Unix()) // now: no wait
-		rec, _, s := run(t, answer{Status: http.StatusTooManyRequests, Header: map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}}, ok)
+		rec, _, s := run(t, svctest.Answer{Status: http.StatusTooManyRequests, Header: map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}}, ok)
 		if rec.State != notify.StateDelivered || rec.Attempts != 1 || len(s.Requests()) != 3 {
 			t.Fatalf("state %s attempts %d requests %d: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
 	})
 	t.Run("403 secondary rate limit waits Retry-After then delivers", func(t *testing.T) {
-		rec, f, s := run(t, answer{Status: http.StatusForbidden, Header: map[string]string{"Retry-After": "0"},
+		rec, f, s := run(t, svctest.Answer{Status: http.StatusForbidden, Header: map[string]string{"Retry-After": "0"},
 			Body: `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`}, ok)
 		if rec.State != notify.StateDelivered || rec.Attempts != 1 || len(s.Requests()) != 3 || f.exchanges() != 1 {
 			t.Fatalf("state %s attempts %d requests %d exchanges %d: %s", rec.State, rec.Attempts, len(s.Requests()), f.exchanges(), rec.LastError)
 		}
 	})
 	t.Run("403 without a rate limit is dead-lettered", func(t *testing.T) {
-		rec, _, s := run(t, answer{Status: http.StatusForbidden, Header: map[string]string{"X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": fmt.Sprint(time.Now().Add(time.Hour).Unix())},
+		rec, _, s := run(t, svctest.Answer{Status: http.StatusForbidden, Header: map[string]string{"X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": fmt.Sprint(time.Now().Add(time.Hour).Unix())},
 			Body: `{"message":"Resource not accessible by integration"}`})
 		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 2 {
 			t.Fatalf("state %s attempts %d requests %d: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
-		mustContain(t, "last error", rec.LastError, "403", "Resource not accessible by integration", "commit status on example/guestbook")
+		svctest.MustContain(t, "last error", rec.LastError, "403", "Resource not accessible by integration", "commit status on example/guestbook")
 	})
 	t.Run("5xx retried with the same token", func(t *testing.T) {
-		rec, f, _ := run(t, answer{Status: http.StatusBadGateway, Body: "upstream"}, ok)
+		rec, f, _ := run(t, svctest.Answer{Status: http.StatusBadGateway, Body: "upstream"}, ok)
 		if rec.State != notify.StateDelivered || rec.Attempts != 2 || f.exchanges() != 1 {
 			t.Fatalf("state %s attempts %d exchanges %d: %s", rec.State, rec.Attempts, f.exchanges(), rec.LastError)
 		}
@@ -700,18 +638,18 @@ func TestGitHubStatuses(t *testing.T) {
 		// outbox's redaction knows).
 		var echoed string
 		f := newFakeGitHub(t, nil)
-		f.api = func(r received) answer {
+		f.api = func(r svctest.Received) svctest.Answer {
 			echoed = r.Header.Get("Authorization")
-			return answer{Status: http.StatusUnprocessableEntity, Body: `{"message":"Validation Failed","documentation_url":"https://docs.github.com","seen":"` + strings.TrimPrefix(echoed, "token ") + `"}`}
+			return svctest.Answer{Status: http.StatusUnprocessableEntity, Body: `{"message":"Validation Failed","documentation_url":"https://docs.github.com","seen":"` + strings.TrimPrefix(echoed, "token ") + `"}`}
 		}
 		s := newGitHubSink(t, f)
-		rec := deliver(t, delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
 		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 2 {
 			t.Fatalf("state %s attempts %d requests %d", rec.State, rec.Attempts, len(s.Requests()))
 		}
 		_, pemKey := githubKey(t)
-		mustContain(t, "last error", rec.LastError, "422", "Validation Failed")
-		mustNotContain(t, "last error", rec.LastError, strings.TrimPrefix(echoed, "token "), strings.Split(pemKey, "\n")[1])
+		svctest.MustContain(t, "last error", rec.LastError, "422", "Validation Failed")
+		svctest.MustNotContain(t, "last error", rec.LastError, strings.TrimPrefix(echoed, "token "), strings.Split(pemKey, "\n")[1])
 	})
 }
 
@@ -750,8 +688,8 @@ func TestGitHubSettings(t *testing.T) {
 			if len(tt.wantErr) > 0 && msg == "" {
 				t.Fatalf("want an error with %q", tt.wantErr)
 			}
-			mustContain(t, "error", msg, tt.wantErr...)
-			mustNotContain(t, "error", msg, strings.Split(pemKey, "\n")[1])
+			svctest.MustContain(t, "error", msg, tt.wantErr...)
+			svctest.MustNotContain(t, "error", msg, strings.Split(pemKey, "\n")[1])
 		})
 	}
 }

@@ -1,12 +1,9 @@
-package services_test
+package awssqs_test
 
 import (
-	"context"
 	"crypto/md5" //nolint:gosec // SQS's own checksum of the message body
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,25 +12,13 @@ import (
 	"testing"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
-// sqsRedirect sends every request, whatever its host, to s (the services'
-// fixed API hosts: sqs.<region>.amazonaws.com, sts...).
-func sqsRedirect(s *sink) http.RoundTripper {
-	addr := s.Listener.Addr().String()
-	return &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test sink's own certificate
-	}
-}
-
 // sqsAPI answers as SQS's JSON API (and STS for a web identity).
-func sqsAPI(r received) answer {
+func sqsAPI(r svctest.Received) svctest.Answer {
 	if r.Path == "/" && strings.Contains(r.Body, "AssumeRoleWithWebIdentity") {
-		return answer{Body: `<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials>
+		return svctest.Answer{Body: `<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials>
 <AccessKeyId>ASIATEMP</AccessKeyId><SecretAccessKey>temp-secret</SecretAccessKey><SessionToken>temp-session</SessionToken>
 <Expiration>2099-01-01T00:00:00Z</Expiration></Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>`}
 	}
@@ -41,14 +26,14 @@ func sqsAPI(r received) answer {
 	case "AmazonSQS.GetQueueUrl":
 		var in struct{ QueueName string }
 		_ = json.Unmarshal([]byte(r.Body), &in)
-		return answer{Body: `{"QueueUrl":"https://sqs.eu-west-1.amazonaws.com/123456789012/` + in.QueueName + `"}`}
+		return svctest.Answer{Body: `{"QueueUrl":"https://sqs.eu-west-1.amazonaws.com/123456789012/` + in.QueueName + `"}`}
 	case "AmazonSQS.SendMessage":
 		var in struct{ MessageBody string }
 		_ = json.Unmarshal([]byte(r.Body), &in)
 		sum := md5.Sum([]byte(in.MessageBody)) //nolint:gosec // SQS's checksum
-		return answer{Body: `{"MessageId":"msg-1","MD5OfMessageBody":"` + hex.EncodeToString(sum[:]) + `"}`}
+		return svctest.Answer{Body: `{"MessageId":"msg-1","MD5OfMessageBody":"` + hex.EncodeToString(sum[:]) + `"}`}
 	}
-	return answer{Status: http.StatusBadRequest, Body: `{"__type":"UnknownOperation"}`}
+	return svctest.Answer{Status: http.StatusBadRequest, Body: `{"__type":"UnknownOperation"}`}
 }
 
 const sqsTemplate = `message: '{"app": "{{.app.metadata.name}}", "revision": "{{.app.status.sync.revision}}"}'
@@ -59,16 +44,16 @@ awssqs:
 `
 
 func TestAWSSQSThroughOutbox(t *testing.T) {
-	s := newSink(t, true)
-	s.route = sqsAPI
+	s := svctest.NewSink(t, true)
+	s.Route = sqsAPI
 	const secretKey = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-	rec := deliver(t, delivery{
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: map[string]string{
 			"service.awssqs":    "region: eu-west-1\nqueue: deploys.fifo\nkey: $aws-key\nsecret: $aws-secret\n",
 			"template.deployed": sqsTemplate,
 		},
 		Secret:  map[string][]byte{"aws-key": []byte("AKIDEXAMPLE"), "aws-secret": []byte(secretKey)},
-		Service: "awssqs", Template: "deployed", App: testApp("guestbook"), Transport: sqsRedirect(s),
+		Service: "awssqs", Template: "deployed", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-1" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
@@ -84,9 +69,9 @@ func TestAWSSQSThroughOutbox(t *testing.T) {
 			t.Errorf("request %d: %s %s target %q type %q", i, r.Method, r.Path, r.Header.Get("X-Amz-Target"), r.Header.Get("Content-Type"))
 		}
 		auth := r.Header.Get("Authorization")
-		mustContain(t, "Authorization", auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/", "/eu-west-1/sqs/aws4_request",
+		svctest.MustContain(t, "Authorization", auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/", "/eu-west-1/sqs/aws4_request",
 			"SignedHeaders=content-type;host;x-amz-date;x-amz-target", "Signature=")
-		mustNotContain(t, "Authorization", auth, secretKey)
+		svctest.MustNotContain(t, "Authorization", auth, secretKey)
 	}
 	var get struct{ QueueName string }
 	var send struct {
@@ -118,11 +103,11 @@ func TestAWSSQSWebIdentity(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-east-2")
 	t.Setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/crowsnest")
 	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", tokenFile)
-	s := newSink(t, true)
-	s.route = sqsAPI
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, true)
+	s.Route = sqsAPI
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM:      map[string]string{"service.awssqs": "{}", "template.deployed": sqsTemplate},
-		Service: "awssqs", Template: "deployed", Recipient: "team-queue", App: testApp("web"), Transport: sqsRedirect(s),
+		Service: "awssqs", Template: "deployed", Recipient: "team-queue", App: svctest.App("web"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -137,54 +122,54 @@ func TestAWSSQSWebIdentity(t *testing.T) {
 		t.Errorf("STS request %s", reqs[0].Body)
 	}
 	for _, r := range reqs[1:] {
-		mustContain(t, "Authorization", r.Header.Get("Authorization"), "Credential=ASIATEMP/", "/us-east-2/sqs/aws4_request", "x-amz-security-token")
+		svctest.MustContain(t, "Authorization", r.Header.Get("Authorization"), "Credential=ASIATEMP/", "/us-east-2/sqs/aws4_request", "x-amz-security-token")
 		if r.Header.Get("X-Amz-Security-Token") != "temp-session" {
 			t.Errorf("session token %q", r.Header.Get("X-Amz-Security-Token"))
 		}
 	}
-	mustContain(t, "GetQueueUrl", reqs[1].Body, `"QueueName":"team-queue"`)
+	svctest.MustContain(t, "GetQueueUrl", reqs[1].Body, `"QueueName":"team-queue"`)
 }
 
 func TestAWSSQSStatuses(t *testing.T) {
 	cm := map[string]string{"service.awssqs": "region: eu-west-1\nqueue: q\nkey: AKID\nsecret: $aws-secret\n", "template.deployed": sqsTemplate}
 	secret := map[string][]byte{"aws-secret": []byte("very-secret-key")}
 	t.Run("throttled 429 waits, then delivers", func(t *testing.T) {
-		s := newSink(t, true)
+		s := svctest.NewSink(t, true)
 		calls := 0
-		s.route = func(r received) answer {
+		s.Route = func(r svctest.Received) svctest.Answer {
 			calls++
 			if calls == 1 {
-				return answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}, Body: `{"__type":"RequestThrottled"}`}
+				return svctest.Answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}, Body: `{"__type":"RequestThrottled"}`}
 			}
 			return sqsAPI(r)
 		}
-		rec := deliver(t, delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: testApp("a"), Transport: sqsRedirect(s), MaxAttempts: 1})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.App("a"), Transport: svctest.Redirect(s), MaxAttempts: 1})
 		if rec.State != notify.StateDelivered {
 			t.Fatalf("state %s: %s", rec.State, rec.LastError)
 		}
 	})
 	t.Run("5xx retried", func(t *testing.T) {
-		s := newSink(t, true)
+		s := svctest.NewSink(t, true)
 		calls := 0
-		s.route = func(r received) answer {
+		s.Route = func(r svctest.Received) svctest.Answer {
 			calls++
 			if calls == 1 {
-				return answer{Status: http.StatusInternalServerError, Body: `{"__type":"InternalError"}`}
+				return svctest.Answer{Status: http.StatusInternalServerError, Body: `{"__type":"InternalError"}`}
 			}
 			return sqsAPI(r)
 		}
-		rec := deliver(t, delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: testApp("a"), Transport: sqsRedirect(s)})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.App("a"), Transport: svctest.Redirect(s)})
 		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 	})
 	t.Run("403 dead-lettered without the secret", func(t *testing.T) {
-		s := newSink(t, true, answer{Status: http.StatusForbidden, Body: `{"__type":"InvalidClientTokenId","message":"The security token included in the request is invalid."}`})
-		rec := deliver(t, delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: testApp("a"), Transport: sqsRedirect(s)})
+		s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusForbidden, Body: `{"__type":"InvalidClientTokenId","message":"The security token included in the request is invalid."}`})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.App("a"), Transport: svctest.Redirect(s)})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 		}
-		mustContain(t, "last error", rec.LastError, "403", "InvalidClientTokenId")
-		mustNotContain(t, "last error", rec.LastError, "very-secret-key")
+		svctest.MustContain(t, "last error", rec.LastError, "403", "InvalidClientTokenId")
+		svctest.MustNotContain(t, "last error", rec.LastError, "very-secret-key")
 	})
 }

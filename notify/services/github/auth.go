@@ -1,4 +1,4 @@
-package services
+package github
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 const (
@@ -36,7 +37,7 @@ const (
 // the app's private key and cached until shortly before it expires, or
 // a fixed token (crowsnest's `token` setting).
 type githubAuth struct {
-	c        *Client
+	c        *svc.Client
 	appID    string // decimal, the JWT's iss
 	key      *rsa.PrivateKey
 	tokenURL string
@@ -103,7 +104,7 @@ func (a *githubAuth) exchange(ctx context.Context) (string, error) {
 	}
 	// The body is JSON null, as ghinstallation sends its unset options:
 	// GitHub reads it as no restriction of the token.
-	resp, err := a.c.Do(ctx, Request{
+	resp, err := a.c.Do(ctx, svc.Request{
 		Method: http.MethodPost, URL: a.tokenURL, Body: []byte("null"),
 		Header: http.Header{"Authorization": {"Bearer " + jwt}, "Accept": {githubMediaV3}, "Content-Type": {"application/json"}},
 	})
@@ -134,7 +135,7 @@ func (a *githubAuth) exchange(ctx context.Context) (string, error) {
 // its order, so both clients sign the same JWT in the same second).
 func signGitHubJWT(key *rsa.PrivateKey, appID string, now time.Time) (string, error) {
 	iat := now.Add(-githubJWTSkew).Truncate(time.Second)
-	return signRS256JWT(key, struct {
+	return svc.SignRS256JWT(key, struct {
 		Alg string `json:"alg"`
 		Typ string `json:"typ"`
 	}{"RS256", "JWT"}, struct {
@@ -147,7 +148,7 @@ func signGitHubJWT(key *rsa.PrivateKey, appID string, now time.Time) (string, er
 // parseGitHubKey reads a GitHub App's private key: PEM, PKCS #1 as
 // GitHub hands it out, or PKCS #8. Errors never quote the key.
 func parseGitHubKey(s string) (*rsa.PrivateKey, error) {
-	k, err := parseRSAKey(s)
+	k, err := svc.ParseRSAKey(s)
 	if err != nil {
 		return nil, fmt.Errorf("privateKey: %w", err)
 	}
@@ -164,13 +165,13 @@ func parseGitHubID(key, v string) (int64, error) {
 	return id, nil
 }
 
-// githubRateLimited turns GitHub's rate limit answers that Client.Do
+// githubRateLimited turns GitHub's rate limit answers that svc.Client.Do
 // reads as permanent into a *notify.RateLimitError: GitHub answers an
 // exhausted primary limit (X-RateLimit-Remaining: 0) and a secondary
 // limit with 403, not 429. Other errors are returned as they are. A 403
 // about permissions also carries X-RateLimit-Reset (GitHub sends it on
 // every answer), so the reset alone proves nothing.
-func githubRateLimited(c *Client, resp *Response, err error) error {
+func githubRateLimited(c *svc.Client, resp *svc.Response, err error) error {
 	if resp == nil || resp.Status != http.StatusForbidden {
 		return err
 	}

@@ -1,4 +1,4 @@
-package services
+package svc
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,7 +122,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
-	if resp.StatusCode/100 == 2 || containsInt(r.OK, resp.StatusCode) {
+	if resp.StatusCode/100 == 2 || slices.Contains(r.OK, resp.StatusCode) {
 		return out, nil
 	}
 	return out, c.statusError(r.Method, r.URL, resp, data)
@@ -145,15 +146,6 @@ func (c *Client) statusError(method, rawURL string, resp *http.Response, data []
 		return notify.Permanent(err)
 	}
 	return err
-}
-
-func containsInt(list []int, v int) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Close releases idle connections.

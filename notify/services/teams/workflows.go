@@ -1,4 +1,4 @@
-package services
+package teams
 
 import (
 	"bytes"
@@ -6,25 +6,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// TeamsWorkflowsSettings are the keys of `service.teams-workflows`, those
+// WorkflowsSettings are the keys of `service.teams-workflows`, those
 // of `service.teams`: one Workflows (Power Automate) webhook URL per
 // recipient name.
-type TeamsWorkflowsSettings = TeamsSettings
+type WorkflowsSettings = Settings
 
-// TeamsWorkflowsBlock is a template's `teams-workflows:` block. AdaptiveCard,
+// WorkflowsBlock is a template's `teams-workflows:` block. AdaptiveCard,
 // when set, is the card sent as is; otherwise a card is built from Title,
 // Text (the message when empty), ThemeColor (the title's color), Facts,
 // Sections' facts and PotentialAction's OpenUri actions. Template and
 // Summary are read and, as by Argo CD, not used.
-type TeamsWorkflowsBlock struct {
+type WorkflowsBlock struct {
 	Template        string `yaml:"template" json:"template,omitempty"`
 	Title           string `yaml:"title" json:"title,omitempty"`
 	Summary         string `yaml:"summary" json:"summary,omitempty"`
@@ -36,26 +36,13 @@ type TeamsWorkflowsBlock struct {
 	AdaptiveCard    string `yaml:"adaptiveCard" json:"adaptiveCard,omitempty"`
 }
 
-func init() {
-	Register(&Kind{
-		Type:     "teams-workflows",
-		Settings: func() any { return &TeamsWorkflowsSettings{} },
-		Block:    func() any { return &TeamsWorkflowsBlock{} },
-		Validate: func(s any) error {
-			return checkRecipientURLs("recipientUrls", s.(*TeamsWorkflowsSettings).RecipientURLs)
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			t := s.(*TeamsWorkflowsSettings)
-			return &teamsWorkflows{c: NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}, nil
-		},
-	})
-}
+// WorkflowsKind describes service type teams-workflows; package services
+// lists it.
+var WorkflowsKind = webhookKind("teams-workflows", func() any { return &WorkflowsBlock{} },
+	func(w webhooks) notify.Service { return &workflows{w} })
 
-// teamsWorkflows posts an adaptive card to a Teams Workflows webhook.
-type teamsWorkflows struct {
-	c    *Client
-	urls map[string]string
-}
+// workflows posts an adaptive card to a Teams Workflows webhook.
+type workflows struct{ webhooks }
 
 // workflowsURL matches the hosts and paths of Workflows webhooks, as Argo
 // CD Notifications checks them before sending.
@@ -79,26 +66,23 @@ func checkWorkflowsURL(raw string) error {
 	return nil
 }
 
-func (t *teamsWorkflows) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	u, err := recipientURL(t.c, "recipientUrls", t.urls, d)
+func (t *workflows) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
+	u, err := t.url(d)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
 	if err := checkWorkflowsURL(u); err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: webhook of recipient %q: %w", t.c.Service, d.Recipient, err))
 	}
-	var b TeamsWorkflowsBlock
-	if _, err := DecodeBlock(n, "teams-workflows", &b); err != nil {
+	var b WorkflowsBlock
+	if _, err := svc.DecodeBlock(n, "teams-workflows", &b); err != nil {
 		return notify.Receipt{}, err
 	}
 	body, err := workflowsBody(n.Message, &b)
 	if err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: %w", t.c.Service, err))
 	}
-	_, err = t.c.Do(ctx, Request{
-		Method: http.MethodPost, URL: u, Body: body,
-		Header: http.Header{"Content-Type": {"application/json"}},
-	})
+	_, err = t.post(ctx, u, body)
 	return notify.Receipt{}, err
 }
 
@@ -131,7 +115,7 @@ type (
 
 // workflowsBody is the Workflows message: one adaptive card attachment,
 // the block's own card or one built from its fields.
-func workflowsBody(message string, b *TeamsWorkflowsBlock) ([]byte, error) {
+func workflowsBody(message string, b *WorkflowsBlock) ([]byte, error) {
 	var content json.RawMessage
 	if b.AdaptiveCard != "" {
 		raw := bytes.TrimSpace([]byte(b.AdaptiveCard))
@@ -156,18 +140,16 @@ func workflowsBody(message string, b *TeamsWorkflowsBlock) ([]byte, error) {
 	})
 }
 
-func buildAdaptiveCard(message string, b *TeamsWorkflowsBlock) (*adaptiveCard, error) {
+func buildAdaptiveCard(message string, b *WorkflowsBlock) (*adaptiveCard, error) {
 	var facts, sections, actions []map[string]any
-	for _, f := range []struct {
-		key, val string
-		out      *[]map[string]any
-	}{{"facts", b.Facts, &facts}, {"sections", b.Sections, &sections}, {"potentialAction", b.PotentialAction, &actions}} {
-		if f.val == "" {
-			continue
-		}
-		if err := json.Unmarshal([]byte(f.val), f.out); err != nil {
-			return nil, fmt.Errorf("teams-workflows.%s: not a JSON array of objects: %w", f.key, err)
-		}
+	if err := parseObjects("teams-workflows.facts", b.Facts, &facts); err != nil {
+		return nil, err
+	}
+	if err := parseObjects("teams-workflows.sections", b.Sections, &sections); err != nil {
+		return nil, err
+	}
+	if err := parseObjects("teams-workflows.potentialAction", b.PotentialAction, &actions); err != nil {
+		return nil, err
 	}
 	card := &adaptiveCard{Type: "AdaptiveCard", Version: "1.4", Body: []adaptiveBlock{}}
 	if b.Title != "" {

@@ -1,4 +1,4 @@
-package services_test
+package teams_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 // workflowsHook is a Power Platform workflow URL's path and query; its
@@ -38,7 +39,7 @@ teams-workflows:
 	}
 }
 
-func workflowsSecret(s *sink) map[string][]byte {
+func workflowsSecret(s *svctest.Sink) map[string][]byte {
 	return map[string][]byte{"channel-workflows-url": []byte(s.URL + workflowsHook)}
 }
 
@@ -68,10 +69,10 @@ func TestTeamsWorkflowsThroughOutbox(t *testing.T) {
 		},
 	}} {
 		t.Run(c.template, func(t *testing.T) {
-			s := newSink(t, false, answer{Status: http.StatusAccepted})
-			rec := deliver(t, delivery{
+			s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusAccepted})
+			rec := svctest.Deliver(t, svctest.Delivery{
 				CM: workflowsCM(), Secret: workflowsSecret(s),
-				Service: "teams-workflows", Template: c.template, Recipient: "channelName", App: testApp("guestbook"),
+				Service: "teams-workflows", Template: c.template, Recipient: "channelName", App: svctest.App("guestbook"),
 			})
 			if rec.State != notify.StateDelivered {
 				t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -101,25 +102,25 @@ func TestTeamsWorkflowsThroughOutbox(t *testing.T) {
 // A URL that is not a Workflows webhook is refused before sending, as
 // Argo CD refuses it, without printing it.
 func TestTeamsWorkflowsRefusesOtherURLs(t *testing.T) {
-	s := newSink(t, false)
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, false)
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: workflowsCM(), Secret: map[string][]byte{"channel-workflows-url": []byte(s.URL + "/webhookb2/connector-secret")},
-		Service: "teams-workflows", Template: "app-sync-succeeded", Recipient: "channelName", App: testApp("a"),
+		Service: "teams-workflows", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("a"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 	}
-	mustContain(t, "last error", rec.LastError, "Workflows", `"channelName"`)
-	mustNotContain(t, "last error", rec.LastError, "connector-secret")
+	svctest.MustContain(t, "last error", rec.LastError, "Workflows", `"channelName"`)
+	svctest.MustNotContain(t, "last error", rec.LastError, "connector-secret")
 }
 
 func TestTeamsWorkflowsStatuses(t *testing.T) {
-	checkStatuses(t, statusCase{
-		Setup: func(s *sink) delivery {
-			return delivery{CM: workflowsCM(), Secret: workflowsSecret(s),
-				Service: "teams-workflows", Template: "app-sync-succeeded", Recipient: "channelName", App: testApp("a")}
+	svctest.CheckStatuses(t, svctest.StatusCase{
+		Setup: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: workflowsCM(), Secret: workflowsSecret(s),
+				Service: "teams-workflows", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("a")}
 		},
-		OK:      answer{Status: http.StatusAccepted},
+		OK:      svctest.Answer{Status: http.StatusAccepted},
 		Secrets: []string{workflowsSig},
 	})
 }

@@ -1,4 +1,4 @@
-package services
+package awssqs
 
 import (
 	"context"
@@ -19,10 +19,11 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// AWSSQSSettings are the keys of `service.awssqs`.
-type AWSSQSSettings struct {
+// Settings are the keys of `service.awssqs`.
+type Settings struct {
 	// Queue is the queue's name; a subscription's recipient replaces it.
 	Queue string `yaml:"queue" json:"queue,omitempty"`
 	// Account owns the queue when it is another account's.
@@ -38,10 +39,10 @@ type AWSSQSSettings struct {
 	Secret string `yaml:"secret" json:"secret,omitempty"`
 }
 
-// AWSSQSBlock is a template's `awssqs:` block. Argo CD renders
+// Block is a template's `awssqs:` block. Argo CD renders
 // messageAttributes but does not send them; crowsnest reads them the same
 // way and does not send them either.
-type AWSSQSBlock struct {
+type Block struct {
 	MessageAttributes map[string]string `yaml:"messageAttributes" json:"messageAttributes,omitempty"`
 	// MessageGroupID is required by FIFO queues.
 	MessageGroupID string `yaml:"messageGroupId" json:"messageGroupId,omitempty"`
@@ -51,33 +52,32 @@ type AWSSQSBlock struct {
 // every message; kept so consumers see the same timing.
 const sqsDelaySeconds = 10
 
-func init() {
-	Register(&Kind{
-		Type:     "awssqs",
-		Settings: func() any { return &AWSSQSSettings{} },
-		Block:    func() any { return &AWSSQSBlock{} },
-		Validate: func(s any) error {
-			c := s.(*AWSSQSSettings)
-			var errs []error
-			if (c.Key == "") != (c.Secret == "") {
-				errs = append(errs, errors.New("key and secret: set both or neither"))
-			}
-			return errors.Join(append(errs, checkURL("endpointUrl", c.EndpointURL))...)
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			c := *s.(*AWSSQSSettings)
-			return &awsSQS{c: NewClient(name, false, o), s: c, env: os.Getenv}, nil
-		},
-		DefaultRecipient: true,
-	})
+// Kind describes service type awssqs; package services lists it.
+var Kind = &svc.Kind{
+	Type:     "awssqs",
+	Settings: func() any { return &Settings{} },
+	Block:    func() any { return &Block{} },
+	Validate: func(s any) error {
+		c := s.(*Settings)
+		var errs []error
+		if (c.Key == "") != (c.Secret == "") {
+			errs = append(errs, errors.New("key and secret: set both or neither"))
+		}
+		return errors.Join(append(errs, svc.CheckURL("endpointUrl", c.EndpointURL))...)
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		c := *s.(*Settings)
+		return &awsSQS{c: svc.NewClient(name, false, o), s: c, env: os.Getenv}, nil
+	},
+	DefaultRecipient: true,
 }
 
 // awsSQS sends the message to a queue with the SQS JSON API, signed with
 // AWS Signature Version 4: GetQueueUrl for the queue's name, then
 // SendMessage, as Argo CD Notifications does through the AWS SDK.
 type awsSQS struct {
-	c   *Client
-	s   AWSSQSSettings
+	c   *svc.Client
+	s   Settings
 	env func(string) string
 
 	mu    sync.Mutex
@@ -110,8 +110,8 @@ func (a *awsSQS) endpoint(region string) string {
 }
 
 func (a *awsSQS) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	var b AWSSQSBlock
-	if _, err := DecodeBlock(n, "awssqs", &b); err != nil {
+	var b Block
+	if _, err := svc.DecodeBlock(n, "awssqs", &b); err != nil {
 		return notify.Receipt{}, err
 	}
 	region := a.region()
@@ -168,7 +168,7 @@ func (a *awsSQS) call(ctx context.Context, region string, creds awsCredentials, 
 		"X-Amz-Target": {"AmazonSQS." + action},
 	}
 	signV4(h, http.MethodPost, u, body, creds, region, "sqs", a.c.Now())
-	resp, err := a.c.Do(ctx, Request{Method: http.MethodPost, URL: endpoint, Header: h, Body: body})
+	resp, err := a.c.Do(ctx, svc.Request{Method: http.MethodPost, URL: endpoint, Header: h, Body: body})
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (a *awsSQS) credentials(ctx context.Context, region string) (awsCredentials
 		"Action": {"AssumeRoleWithWebIdentity"}, "Version": {"2011-06-15"}, "RoleArn": {role},
 		"RoleSessionName": {"crowsnest-" + strconv.FormatInt(a.c.Now().Unix(), 10)}, "WebIdentityToken": {strings.TrimSpace(string(token))},
 	}
-	resp, err := a.c.Do(ctx, Request{
+	resp, err := a.c.Do(ctx, svc.Request{
 		Method: http.MethodPost, URL: "https://sts." + region + ".amazonaws.com/",
 		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, Body: []byte(form.Encode()),
 	})

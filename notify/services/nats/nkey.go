@@ -1,4 +1,4 @@
-package services
+package nats
 
 import (
 	"crypto/ed25519"

@@ -1,4 +1,4 @@
-package services_test
+package teams_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 // teamsHook is the secret part of a Teams incoming webhook URL.
@@ -33,10 +34,10 @@ teams:
 }
 
 func TestTeamsThroughOutbox(t *testing.T) {
-	s := newSink(t, false, answer{Body: "1"})
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, false, svctest.Answer{Body: "1"})
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: teamsCM(), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
-		Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: testApp("guestbook"),
+		Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("record: state %s error %q", rec.State, rec.LastError)
@@ -75,12 +76,12 @@ func TestTeamsThroughOutbox(t *testing.T) {
 }
 
 func TestTeamsTemplateIsTheBody(t *testing.T) {
-	s := newSink(t, false, answer{Body: "1"})
+	s := svctest.NewSink(t, false, svctest.Answer{Body: "1"})
 	cm := teamsCM()
 	cm["template.raw"] = "teams:\n  template: '{\"text\": \"raw {{.app.metadata.name}}\"}'\n"
-	rec := deliver(t, delivery{
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: cm, Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
-		Service: "teams", Template: "raw", Recipient: "channelName", App: testApp("guestbook"),
+		Service: "teams", Template: "raw", Recipient: "channelName", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -94,134 +95,61 @@ func TestTeamsTemplateIsTheBody(t *testing.T) {
 // report failures, throttling included, in the body of a 200.
 func TestTeamsAnswerBody(t *testing.T) {
 	secret := map[string][]byte{}
-	send := func(t *testing.T, answers ...answer) (notify.Record, *sink) {
+	send := func(t *testing.T, answers ...svctest.Answer) (notify.Record, *svctest.Sink) {
 		t.Helper()
-		s := newSink(t, false, answers...)
+		s := svctest.NewSink(t, false, answers...)
 		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
-		return deliver(t, delivery{CM: teamsCM(), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
-			Recipient: "channelName", App: testApp("a")}), s
+		return svctest.Deliver(t, svctest.Delivery{CM: teamsCM(), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
+			Recipient: "channelName", App: svctest.App("a")}), s
 	}
 	t.Run("throttled in a 200 is retried", func(t *testing.T) {
-		rec, s := send(t, answer{Body: "Webhook message delivery failed with error: Microsoft Teams endpoint returned HTTP error 429 with ContextId tcid=0"}, answer{Body: "1"})
+		rec, s := send(t, svctest.Answer{Body: "Webhook message delivery failed with error: Microsoft Teams endpoint returned HTTP error 429 with ContextId tcid=0"}, svctest.Answer{Body: "1"})
 		if rec.State != notify.StateDelivered || rec.Attempts != 2 || len(s.Requests()) != 2 {
 			t.Fatalf("state %s attempts %d requests %d: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
 	})
 	t.Run("an error in a 200 is dead-lettered", func(t *testing.T) {
-		rec, s := send(t, answer{Body: "Summary or Text is required."})
+		rec, s := send(t, svctest.Answer{Body: "Summary or Text is required."})
 		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
 			t.Fatalf("state %s attempts %d requests %d", rec.State, rec.Attempts, len(s.Requests()))
 		}
-		mustContain(t, "last error", rec.LastError, "Summary or Text is required")
-		mustNotContain(t, "last error", rec.LastError, teamsHook, "0c0ffee-secret")
+		svctest.MustContain(t, "last error", rec.LastError, "Summary or Text is required")
+		svctest.MustNotContain(t, "last error", rec.LastError, teamsHook, "0c0ffee-secret")
 	})
 	t.Run("202 and nothing is not sent again", func(t *testing.T) {
-		rec, s := send(t, answer{Status: http.StatusAccepted})
+		rec, s := send(t, svctest.Answer{Status: http.StatusAccepted})
 		if rec.State != notify.StateDead || len(s.Requests()) != 1 {
 			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 		}
-		mustContain(t, "last error", rec.LastError, "teams-workflows")
+		svctest.MustContain(t, "last error", rec.LastError, "teams-workflows")
 	})
 	t.Run("unknown recipient", func(t *testing.T) {
-		s := newSink(t, false)
+		s := svctest.NewSink(t, false)
 		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
-		rec := deliver(t, delivery{CM: teamsCM(), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
-			Recipient: "other", App: testApp("a")})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: teamsCM(), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
+			Recipient: "other", App: svctest.App("a")})
 		if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 		}
-		mustContain(t, "last error", rec.LastError, `"other"`)
+		svctest.MustContain(t, "last error", rec.LastError, `"other"`)
 	})
 }
 
 func TestTeamsStatuses(t *testing.T) {
-	checkStatuses(t, statusCase{
-		Setup: func(s *sink) delivery {
-			return delivery{CM: teamsCM(), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
-				Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: testApp("a")}
+	svctest.CheckStatuses(t, svctest.StatusCase{
+		Setup: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: teamsCM(), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
+				Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("a")}
 		},
-		OK:      answer{Body: "1"},
+		OK:      svctest.Answer{Body: "1"},
 		Secrets: []string{teamsHook, "0c0ffee-secret"},
-	})
-}
-
-// statusCase is one service's delivery for checkStatuses.
-type statusCase struct {
-	// Setup returns the delivery sent to sink s.
-	Setup func(s *sink) delivery
-	// TLS makes the sink HTTPS.
-	TLS bool
-	// OK is the service's success answer.
-	OK answer
-	// Route, when set, answers requests that are not the message (a
-	// login) and returns false; the message gets the script.
-	Route func(r received) (answer, bool)
-	// RateLimited is the service's 429 (Retry-After: 0 when unset).
-	RateLimited *answer
-	// Secrets must not appear in a dead letter's error.
-	Secrets []string
-}
-
-// checkStatuses sends c's delivery through the outbox against answers a
-// service's API gives: 429 with a wait then success (the wait is not an
-// attempt), a 5xx then success (retried), and a 4xx (dead-lettered at
-// once, its error naming the status and without a secret).
-func checkStatuses(t *testing.T, c statusCase) {
-	t.Helper()
-	limited := answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}, Body: `{"error":"slow down"}`}
-	if c.RateLimited != nil {
-		limited = *c.RateLimited
-	}
-	run := func(t *testing.T, maxAttempts int, script ...answer) (notify.Record, int) {
-		t.Helper()
-		s := newSink(t, c.TLS)
-		messages := 0
-		s.route = func(r received) answer {
-			if c.Route != nil {
-				if a, ok := c.Route(r); ok {
-					return a
-				}
-			}
-			messages++
-			a := script[0]
-			if len(script) > 1 {
-				script = script[1:]
-			}
-			return a
-		}
-		d := c.Setup(s)
-		d.MaxAttempts = maxAttempts
-		rec := deliver(t, d)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return rec, messages
-	}
-	t.Run("429 waits then delivers", func(t *testing.T) {
-		rec, n := run(t, 1, limited, c.OK)
-		if rec.State != notify.StateDelivered || n != 2 {
-			t.Fatalf("state %s after %d messages: %s", rec.State, n, rec.LastError)
-		}
-	})
-	t.Run("5xx retried", func(t *testing.T) {
-		rec, n := run(t, 3, answer{Status: http.StatusBadGateway, Body: "bad gateway"}, c.OK)
-		if rec.State != notify.StateDelivered || rec.Attempts != 2 || n != 2 {
-			t.Fatalf("state %s attempts %d messages %d: %s", rec.State, rec.Attempts, n, rec.LastError)
-		}
-	})
-	t.Run("4xx dead-lettered at once without a secret", func(t *testing.T) {
-		rec, n := run(t, 3, answer{Status: http.StatusBadRequest, Body: `{"error":"bad request"}`})
-		if rec.State != notify.StateDead || rec.Attempts != 1 || n != 1 {
-			t.Fatalf("state %s attempts %d messages %d", rec.State, rec.Attempts, n)
-		}
-		mustContain(t, "last error", rec.LastError, "400")
-		mustNotContain(t, "last error", rec.LastError, c.Secrets...)
 	})
 }
 
 // crowsnest's own config names the same settings and template block as
 // argocd-notifications-cm; a `$key` in recipientUrls reads the Secret.
 func TestTeamsInOwnConfig(t *testing.T) {
-	s := newSink(t, false, answer{Body: "1"})
+	s := svctest.NewSink(t, false, svctest.Answer{Body: "1"})
 	c, err := config.Parse([]byte(`apiVersion: crowsnest.dev/v1alpha1
 kind: Config
 notifications:
@@ -251,7 +179,7 @@ notifications:
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := render(t, nc, delivery{Service: "ops", Template: "deployed", App: testApp("guestbook")})
+	n := svctest.Render(t, nc, svctest.Delivery{Service: "ops", Template: "deployed", App: svctest.App("guestbook")})
 	if _, err := svc.Send(t.Context(), n, notify.Destination{Service: "ops", Recipient: "channelName"}); err != nil {
 		t.Fatal(err)
 	}

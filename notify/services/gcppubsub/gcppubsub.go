@@ -1,4 +1,4 @@
-package services
+package gcppubsub
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// GCPPubSubSettings are the keys of `service.gcppubsub`.
-type GCPPubSubSettings struct {
+// Settings are the keys of `service.gcppubsub`.
+type Settings struct {
 	// Topic is the topic's ID; a subscription's recipient replaces it.
 	Topic string `yaml:"topic" json:"topic,omitempty"`
 	// Project is the Google Cloud project that owns the topic.
@@ -27,8 +28,8 @@ type GCPPubSubSettings struct {
 	KeyFile string `yaml:"keyFile" json:"keyFile,omitempty"`
 }
 
-// GCPPubSubBlock is a template's `gcppubsub:` block.
-type GCPPubSubBlock struct {
+// Block is a template's `gcppubsub:` block.
+type Block struct {
 	// Attributes are the message's attributes; each value is a template.
 	Attributes map[string]string `yaml:"attributes" json:"attributes,omitempty"`
 }
@@ -36,21 +37,20 @@ type GCPPubSubBlock struct {
 // pubsubAPI is Pub/Sub's REST endpoint.
 const pubsubAPI = "https://pubsub.googleapis.com"
 
-func init() {
-	Register(&Kind{
-		Type:     "gcppubsub",
-		Settings: func() any { return &GCPPubSubSettings{} },
-		Block:    func() any { return &GCPPubSubBlock{} },
-		Validate: func(s any) error {
-			return require("project", s.(*GCPPubSubSettings).Project)
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			c := *s.(*GCPPubSubSettings)
-			cl := NewClient(name, false, o)
-			return &gcpPubSub{c: cl, s: c, env: os.Getenv, auth: &googleAuth{c: cl, keyFile: c.KeyFile, env: os.Getenv}}, nil
-		},
-		DefaultRecipient: true,
-	})
+// Kind describes service type gcppubsub; package services lists it.
+var Kind = &svc.Kind{
+	Type:     "gcppubsub",
+	Settings: func() any { return &Settings{} },
+	Block:    func() any { return &Block{} },
+	Validate: func(s any) error {
+		return svc.Require("project", s.(*Settings).Project)
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		c := *s.(*Settings)
+		cl := svc.NewClient(name, false, o)
+		return &gcpPubSub{c: cl, s: c, env: os.Getenv, auth: &googleAuth{c: cl, keyFile: c.KeyFile, env: os.Getenv}}, nil
+	},
+	DefaultRecipient: true,
 }
 
 // gcpPubSub publishes the message to a topic with Pub/Sub's REST API
@@ -58,8 +58,8 @@ func init() {
 // is the message, attributes the block's. PUBSUB_EMULATOR_HOST, as the
 // client library honours it, sends to an emulator without credentials.
 type gcpPubSub struct {
-	c    *Client
-	s    GCPPubSubSettings
+	c    *svc.Client
+	s    Settings
 	env  func(string) string
 	auth *googleAuth
 }
@@ -70,8 +70,8 @@ type pubsubMessage struct {
 }
 
 func (g *gcpPubSub) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	var b GCPPubSubBlock
-	if _, err := DecodeBlock(n, "gcppubsub", &b); err != nil {
+	var b Block
+	if _, err := svc.DecodeBlock(n, "gcppubsub", &b); err != nil {
 		return notify.Receipt{}, err
 	}
 	topic := g.s.Topic
@@ -92,7 +92,7 @@ func (g *gcpPubSub) Send(ctx context.Context, n notify.Notification, d notify.De
 	body := map[string]any{"messages": []pubsubMessage{{
 		Data: base64.StdEncoding.EncodeToString([]byte(n.Message)), Attributes: b.Attributes,
 	}}}
-	var resp *Response
+	var resp *svc.Response
 	for try := 0; ; try++ {
 		h := http.Header{}
 		var token string
@@ -104,7 +104,7 @@ func (g *gcpPubSub) Send(ctx context.Context, n notify.Notification, d notify.De
 			token = t
 			h.Set("Authorization", "Bearer "+token)
 		}
-		r, err := g.c.Do(ctx, Request{Method: http.MethodPost, URL: u, Header: h, JSON: body})
+		r, err := g.c.Do(ctx, svc.Request{Method: http.MethodPost, URL: u, Header: h, JSON: body})
 		if err != nil && r != nil && r.Status == http.StatusUnauthorized && try == 0 && token != "" {
 			g.auth.forget(token) // revoked or expired early: one fresh token
 			continue

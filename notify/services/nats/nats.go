@@ -1,4 +1,4 @@
-package services
+package nats
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// NATSSettings are the keys of `service.nats`.
-type NATSSettings struct {
+// Settings are the keys of `service.nats`.
+type Settings struct {
 	// URL is the server, nats://host:4222 or tls://host:4222; several
 	// separated by commas are tried in order. Userinfo in the URL
 	// (user:pass@ or token@) wins over the keys below, as in nats.go.
@@ -31,37 +32,36 @@ type NATSSettings struct {
 	Password string `yaml:"password" json:"password,omitempty"`
 }
 
-func init() {
-	Register(&Kind{
-		Type:     "nats",
-		Settings: func() any { return &NATSSettings{} },
-		Validate: func(s any) error {
-			c := s.(*NATSSettings)
-			if c.URL == "" {
-				return errors.New("url: required")
+// Kind describes service type nats; package services lists it.
+var Kind = &svc.Kind{
+	Type:     "nats",
+	Settings: func() any { return &Settings{} },
+	Validate: func(s any) error {
+		c := s.(*Settings)
+		if c.URL == "" {
+			return errors.New("url: required")
+		}
+		var errs []error
+		if !svc.IsSecretRef(c.URL) {
+			if _, err := natsServers(c.URL); err != nil {
+				errs = append(errs, err)
 			}
-			var errs []error
-			if !secretRef.MatchString(c.URL) {
-				if _, err := natsServers(c.URL); err != nil {
-					errs = append(errs, err)
-				}
+		}
+		if c.NKey != "" && !svc.IsSecretRef(c.NKey) {
+			if _, _, err := decodeNKeySeed(c.NKey); err != nil {
+				errs = append(errs, fmt.Errorf("nkey: %w", err))
 			}
-			if c.NKey != "" && !secretRef.MatchString(c.NKey) {
-				if _, _, err := decodeNKeySeed(c.NKey); err != nil {
-					errs = append(errs, fmt.Errorf("nkey: %w", err))
-				}
-			}
-			return errors.Join(errs...)
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			c := *s.(*NATSSettings)
-			timeout := o.Timeout
-			if timeout <= 0 {
-				timeout = DefaultTimeout
-			}
-			return &natsService{name: name, s: c, timeout: timeout, dryRun: o.Transport}, nil
-		},
-	})
+		}
+		return errors.Join(errs...)
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		c := *s.(*Settings)
+		timeout := o.Timeout
+		if timeout <= 0 {
+			timeout = svc.DefaultTimeout
+		}
+		return &natsService{name: name, s: c, timeout: timeout, dryRun: o.Transport}, nil
+	},
 }
 
 // natsService publishes the message on the recipient's subject, one
@@ -72,7 +72,7 @@ func init() {
 // the message (and did not refuse the connection or the subject).
 type natsService struct {
 	name    string
-	s       NATSSettings
+	s       Settings
 	timeout time.Duration
 	// dryRun, when set (`notify template render --service`), gets each
 	// publish as a pseudo HTTP request (method PUB, URL

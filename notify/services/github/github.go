@@ -1,4 +1,4 @@
-package services
+package github
 
 import (
 	"errors"
@@ -10,13 +10,14 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/internal/repourl"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// GitHubSettings are the keys of `service.github`. Argo CD authenticates
+// Settings are the keys of `service.github`. Argo CD authenticates
 // as a GitHub App installation (appID, installationID, privateKey);
 // crowsnest also takes a token (a personal access or other token sent as
 // `Authorization: token ...`) instead.
-type GitHubSettings struct {
+type Settings struct {
 	AppID          string `yaml:"appID" json:"appID,omitempty" config:"intOrString"`
 	InstallationID string `yaml:"installationID" json:"installationID,omitempty" config:"intOrString"`
 	PrivateKey     string `yaml:"privateKey" json:"privateKey,omitempty"`
@@ -28,29 +29,29 @@ type GitHubSettings struct {
 	Token string `yaml:"token" json:"token,omitempty"`
 }
 
-// GitHubBlock is a template's `github:` block. RepoURLPath and
+// Block is a template's `github:` block. RepoURLPath and
 // RevisionPath are templates giving the repository and the commit; the
 // others are what to do there, each when present.
-type GitHubBlock struct {
-	RepoURLPath        string                    `yaml:"repoURLPath" json:"repoURLPath,omitempty"`
-	RevisionPath       string                    `yaml:"revisionPath" json:"revisionPath,omitempty"`
-	Status             *GitHubStatus             `yaml:"status" json:"status,omitempty"`
-	Deployment         *GitHubDeployment         `yaml:"deployment" json:"deployment,omitempty"`
-	PullRequestComment *GitHubPullRequestComment `yaml:"pullRequestComment" json:"pullRequestComment,omitempty"`
-	CheckRun           *GitHubCheckRun           `yaml:"checkRun" json:"checkRun,omitempty"`
-	RepositoryDispatch *GitHubRepositoryDispatch `yaml:"repositoryDispatch" json:"repositoryDispatch,omitempty"`
+type Block struct {
+	RepoURLPath        string              `yaml:"repoURLPath" json:"repoURLPath,omitempty"`
+	RevisionPath       string              `yaml:"revisionPath" json:"revisionPath,omitempty"`
+	Status             *Status             `yaml:"status" json:"status,omitempty"`
+	Deployment         *Deployment         `yaml:"deployment" json:"deployment,omitempty"`
+	PullRequestComment *PullRequestComment `yaml:"pullRequestComment" json:"pullRequestComment,omitempty"`
+	CheckRun           *CheckRun           `yaml:"checkRun" json:"checkRun,omitempty"`
+	RepositoryDispatch *RepositoryDispatch `yaml:"repositoryDispatch" json:"repositoryDispatch,omitempty"`
 }
 
-// GitHubStatus is a commit status; the description is the message.
-type GitHubStatus struct {
+// Status is a commit status; the description is the message.
+type Status struct {
 	State     string `yaml:"state" json:"state,omitempty"`
 	Label     string `yaml:"label" json:"label,omitempty"`
 	TargetURL string `yaml:"targetURL" json:"targetURL,omitempty"`
 }
 
-// GitHubDeployment is a deployment status, on the deployment of the
+// Deployment is a deployment status, on the deployment of the
 // revision to the environment (created when there is none).
-type GitHubDeployment struct {
+type Deployment struct {
 	State          string `yaml:"state" json:"state,omitempty"`
 	Environment    string `yaml:"environment" json:"environment,omitempty"`
 	EnvironmentURL string `yaml:"environmentURL" json:"environmentURL,omitempty"`
@@ -63,35 +64,35 @@ type GitHubDeployment struct {
 	Reference            string `yaml:"reference" json:"reference,omitempty"`
 }
 
-// GitHubPullRequestComment is a comment on the pull requests holding the
+// PullRequestComment is a comment on the pull requests holding the
 // revision; with CommentTag, a comment carrying the tag is updated
 // instead of adding another.
-type GitHubPullRequestComment struct {
+type PullRequestComment struct {
 	Content    string `yaml:"content" json:"content,omitempty"`
 	CommentTag string `yaml:"commentTag" json:"commentTag,omitempty"`
 }
 
-// GitHubCheckRun is a check run on the revision.
-type GitHubCheckRun struct {
-	Name        string                `yaml:"name" json:"name,omitempty"`
-	DetailsURL  string                `yaml:"details_url" json:"details_url,omitempty"`
-	Status      string                `yaml:"status" json:"status,omitempty"`
-	Conclusion  string                `yaml:"conclusion" json:"conclusion,omitempty"`
-	StartedAt   string                `yaml:"started_at" json:"started_at,omitempty"`
-	CompletedAt string                `yaml:"completed_at" json:"completed_at,omitempty"`
-	Output      *GitHubCheckRunOutput `yaml:"output" json:"output,omitempty"`
+// CheckRun is a check run on the revision.
+type CheckRun struct {
+	Name        string          `yaml:"name" json:"name,omitempty"`
+	DetailsURL  string          `yaml:"details_url" json:"details_url,omitempty"`
+	Status      string          `yaml:"status" json:"status,omitempty"`
+	Conclusion  string          `yaml:"conclusion" json:"conclusion,omitempty"`
+	StartedAt   string          `yaml:"started_at" json:"started_at,omitempty"`
+	CompletedAt string          `yaml:"completed_at" json:"completed_at,omitempty"`
+	Output      *CheckRunOutput `yaml:"output" json:"output,omitempty"`
 }
 
-// GitHubCheckRunOutput is a check run's output.
-type GitHubCheckRunOutput struct {
+// CheckRunOutput is a check run's output.
+type CheckRunOutput struct {
 	Title   string `yaml:"title" json:"title,omitempty"`
 	Summary string `yaml:"summary" json:"summary,omitempty"`
 	Text    string `yaml:"text" json:"text,omitempty"`
 }
 
-// GitHubRepositoryDispatch is a repository_dispatch event; ClientPayload
+// RepositoryDispatch is a repository_dispatch event; ClientPayload
 // is a JSON object.
-type GitHubRepositoryDispatch struct {
+type RepositoryDispatch struct {
 	EventType     string `yaml:"event_type" json:"event_type,omitempty"`
 	ClientPayload string `yaml:"client_payload" json:"client_payload,omitempty"`
 }
@@ -108,46 +109,45 @@ const (
 		`{{with .app.status.operationState.syncResult.revisions}}{{index . 0}}{{end}}{{end}}`
 )
 
-func init() {
-	Register(&Kind{
-		Type:     "github",
-		Settings: func() any { return &GitHubSettings{} },
-		// A template without repoURLPath or revisionPath keeps the default.
-		Block: func() any {
-			return &GitHubBlock{RepoURLPath: githubDefaultRepoURLPath, RevisionPath: githubDefaultRevisionPath}
-		},
-		Validate:         func(s any) error { return validateGitHub(s.(*GitHubSettings)) },
-		New:              newGitHub,
-		DefaultRecipient: true,
-	})
+// Kind describes service type github; package services lists it.
+var Kind = &svc.Kind{
+	Type:     "github",
+	Settings: func() any { return &Settings{} },
+	// A template without repoURLPath or revisionPath keeps the default.
+	Block: func() any {
+		return &Block{RepoURLPath: githubDefaultRepoURLPath, RevisionPath: githubDefaultRevisionPath}
+	},
+	Validate:         func(s any) error { return validateGitHub(s.(*Settings)) },
+	New:              newGitHub,
+	DefaultRecipient: true,
 }
 
 // isSecretRef is a `$key` the notifications Secret has not answered
 // (yet): its value is checked when the service is built.
 func isSecretRef(v string) bool { return strings.HasPrefix(v, "$") }
 
-func validateGitHub(g *GitHubSettings) error {
-	errs := []error{checkURL("enterpriseBaseURL", g.EnterpriseBaseURL)}
+func validateGitHub(g *Settings) error {
+	errs := []error{svc.CheckURL("enterpriseBaseURL", g.EnterpriseBaseURL)}
 	app := g.AppID != "" || g.InstallationID != "" || g.PrivateKey != ""
 	switch {
 	case g.Token != "" && app:
 		errs = append(errs, errors.New("token: set either token or appID, installationID and privateKey, not both"))
 	case g.Token == "":
 		for _, kv := range [][2]string{{"appID", g.AppID}, {"installationID", g.InstallationID}} {
-			if err := require(kv[0], kv[1]); err != nil {
+			if err := svc.Require(kv[0], kv[1]); err != nil {
 				errs = append(errs, err)
 			} else if !isSecretRef(kv[1]) {
 				_, err := parseGitHubID(kv[0], kv[1])
 				errs = append(errs, err)
 			}
 		}
-		errs = append(errs, require("privateKey", g.PrivateKey))
+		errs = append(errs, svc.Require("privateKey", g.PrivateKey))
 	}
 	return errors.Join(errs...)
 }
 
-func newGitHub(name string, s any, o Options) (notify.Service, error) {
-	g := s.(*GitHubSettings)
+func newGitHub(name string, s any, o svc.Options) (notify.Service, error) {
+	g := s.(*Settings)
 	if err := validateGitHub(g); err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func newGitHub(name string, s any, o Options) (notify.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := NewClient(name, g.InsecureSkipVerify, o)
+	c := svc.NewClient(name, g.InsecureSkipVerify, o)
 	auth := &githubAuth{c: c, static: g.Token, sem: make(chan struct{}, 1)}
 	if g.Token == "" {
 		appID, err := parseGitHubID("appID", g.AppID)
@@ -206,7 +206,7 @@ type githubTarget struct {
 }
 
 // targetOf reads the rendered repoURLPath and revisionPath.
-func targetOf(b *GitHubBlock) (githubTarget, error) {
+func targetOf(b *Block) (githubTarget, error) {
 	parts := strings.Split(repourl.FullName(b.RepoURLPath), "/")
 	if len(parts) < 2 {
 		return githubTarget{}, fmt.Errorf("github.repoURLPath: %q has no owner/repository", redact.URL(b.RepoURLPath))

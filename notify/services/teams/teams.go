@@ -1,28 +1,27 @@
-package services
+package teams
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// TeamsSettings are the keys of `service.teams`: one incoming webhook URL
+// Settings are the keys of `service.teams`: one incoming webhook URL
 // per recipient name (`subscribe.on-deployed.teams: channelName`).
-type TeamsSettings struct {
+type Settings struct {
 	RecipientURLs      map[string]string `yaml:"recipientUrls" json:"recipientUrls,omitempty"`
 	InsecureSkipVerify bool              `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
 }
 
-// TeamsBlock is a template's `teams:` block. Facts, Sections and
+// Block is a template's `teams:` block. Facts, Sections and
 // PotentialAction are JSON arrays; Template, when set, is the whole
 // request body and the other fields are not read.
-type TeamsBlock struct {
+type Block struct {
 	Template        string `yaml:"template" json:"template,omitempty"`
 	Title           string `yaml:"title" json:"title,omitempty"`
 	Summary         string `yaml:"summary" json:"summary,omitempty"`
@@ -33,56 +32,67 @@ type TeamsBlock struct {
 	PotentialAction string `yaml:"potentialAction" json:"potentialAction,omitempty"`
 }
 
-func init() {
-	Register(&Kind{
-		Type:     "teams",
-		Settings: func() any { return &TeamsSettings{} },
-		Block:    func() any { return &TeamsBlock{} },
+// Kind describes service type teams; package services lists it.
+var Kind = webhookKind("teams", func() any { return &Block{} }, func(w webhooks) notify.Service { return &connector{w} })
+
+// webhookKind is the Kind of a Teams type typ: Settings' recipient →
+// webhook map, checked when read, and the sender newSender makes of it.
+func webhookKind(typ string, block func() any, newSender func(webhooks) notify.Service) *svc.Kind {
+	return &svc.Kind{
+		Type:     typ,
+		Settings: func() any { return &Settings{} },
+		Block:    block,
 		Validate: func(s any) error {
-			return checkRecipientURLs("recipientUrls", s.(*TeamsSettings).RecipientURLs)
+			return svc.CheckRecipientURLs("recipientUrls", s.(*Settings).RecipientURLs)
 		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			t := s.(*TeamsSettings)
-			return &teams{c: NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}, nil
+		New: func(name string, s any, o svc.Options) (notify.Service, error) {
+			t := s.(*Settings)
+			return newSender(webhooks{c: svc.NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}), nil
 		},
-	})
+	}
 }
 
-// checkRecipientURLs checks every URL of a recipient → webhook map. Errors
-// name the recipient, never the URL (its path is the secret).
-func checkRecipientURLs(key string, urls map[string]string) error {
-	names := make([]string, 0, len(urls))
-	for name := range urls {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var errs []error
-	for _, name := range names {
-		errs = append(errs, requireURL(key+"["+name+"]", urls[name]))
-	}
-	return errors.Join(errs...)
-}
-
-// recipientURL is the webhook URL of d.Recipient, or a permanent error
-// naming the recipient.
-func recipientURL(c *Client, key string, urls map[string]string, d notify.Destination) (string, error) {
-	u, ok := urls[d.Recipient]
-	if !ok || u == "" {
-		return "", notify.Permanent(fmt.Errorf("%s: no webhook for recipient %q in %s", c.Service, d.Recipient, key))
-	}
-	return u, nil
-}
-
-// teams posts an Office 365 connector message card to a channel's
-// incoming webhook, as Argo CD Notifications does.
-type teams struct {
-	c    *Client
+// webhooks are a Teams service's client and its webhook URL per
+// recipient.
+type webhooks struct {
+	c    *svc.Client
 	urls map[string]string
 }
 
-// teamsCard is the message card Argo CD Notifications sends (its
+// url is the webhook of d's recipient, or a permanent error naming the
+// recipient.
+func (w webhooks) url(d notify.Destination) (string, error) {
+	return svc.RecipientURL(w.c, "recipientUrls", w.urls, d)
+}
+
+// post sends a card (JSON) to the webhook u.
+func (w webhooks) post(ctx context.Context, u string, body []byte) (*svc.Response, error) {
+	return w.c.Do(ctx, svc.Request{
+		Method: http.MethodPost, URL: u, Body: body,
+		Header: http.Header{"Content-Type": {"application/json"}},
+	})
+}
+
+// parseObjects reads a block field holding a JSON array of objects into
+// out (nothing when the field is empty); key names the field in the error
+// ("teams.facts").
+func parseObjects(key, val string, out *[]map[string]any) error {
+	if val == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(val), out); err != nil {
+		return fmt.Errorf("%s: not a JSON array of objects: %w", key, err)
+	}
+	return nil
+}
+
+// connector posts an Office 365 connector message card to a channel's
+// incoming webhook, as Argo CD Notifications does.
+type connector struct{ webhooks }
+
+// messageCard is the message card Argo CD Notifications sends (its
 // "context" key, without "@", included).
-type teamsCard struct {
+type messageCard struct {
 	Type            string           `json:"@type"`
 	Context         string           `json:"context"`
 	Title           string           `json:"title"`
@@ -93,23 +103,20 @@ type teamsCard struct {
 	Sections        []map[string]any `json:"sections,omitempty"`
 }
 
-func (t *teams) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	u, err := recipientURL(t.c, "recipientUrls", t.urls, d)
+func (t *connector) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
+	u, err := t.url(d)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
-	var b TeamsBlock
-	if _, err := DecodeBlock(n, "teams", &b); err != nil {
+	var b Block
+	if _, err := svc.DecodeBlock(n, "teams", &b); err != nil {
 		return notify.Receipt{}, err
 	}
 	body, err := teamsBody(n.Message, &b)
 	if err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: %w", t.c.Service, err))
 	}
-	resp, err := t.c.Do(ctx, Request{
-		Method: http.MethodPost, URL: u, Body: body,
-		Header: http.Header{"Content-Type": {"application/json"}},
-	})
+	resp, err := t.post(ctx, u, body)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -118,33 +125,29 @@ func (t *teams) Send(ctx context.Context, n notify.Notification, d notify.Destin
 
 // teamsBody is the request body: the block's template as is, or a
 // message card from its fields (the message as text when it has none).
-func teamsBody(message string, b *TeamsBlock) ([]byte, error) {
+func teamsBody(message string, b *Block) ([]byte, error) {
 	if b.Template != "" {
 		return []byte(b.Template), nil
 	}
-	card := teamsCard{
+	card := messageCard{
 		Type: "MessageCard", Context: "https://schema.org/extensions",
 		Title: b.Title, Summary: b.Summary, Text: message, ThemeColor: b.ThemeColor,
 	}
 	if b.Text != "" {
 		card.Text = b.Text
 	}
-	if b.Sections != "" {
-		if err := json.Unmarshal([]byte(b.Sections), &card.Sections); err != nil {
-			return nil, fmt.Errorf("teams.sections: not a JSON array of objects: %w", err)
-		}
+	var facts []map[string]any
+	if err := parseObjects("teams.sections", b.Sections, &card.Sections); err != nil {
+		return nil, err
+	}
+	if err := parseObjects("teams.facts", b.Facts, &facts); err != nil {
+		return nil, err
 	}
 	if b.Facts != "" {
-		var facts []map[string]any
-		if err := json.Unmarshal([]byte(b.Facts), &facts); err != nil {
-			return nil, fmt.Errorf("teams.facts: not a JSON array of objects: %w", err)
-		}
 		card.Sections = append(card.Sections, map[string]any{"facts": facts})
 	}
-	if b.PotentialAction != "" {
-		if err := json.Unmarshal([]byte(b.PotentialAction), &card.PotentialAction); err != nil {
-			return nil, fmt.Errorf("teams.potentialAction: not a JSON array of objects: %w", err)
-		}
+	if err := parseObjects("teams.potentialAction", b.PotentialAction, &card.PotentialAction); err != nil {
+		return nil, err
 	}
 	return json.Marshal(card)
 }
@@ -156,7 +159,7 @@ func teamsBody(message string, b *TeamsBlock) ([]byte, error) {
 // "1" and without an error (a Workflows URL answers 202 and nothing) may
 // have posted the card, so it is not sent again: it is dead-lettered with
 // a hint.
-func teamsAnswer(service string, resp *Response) error {
+func teamsAnswer(service string, resp *svc.Response) error {
 	body := strings.TrimSpace(string(resp.Body))
 	if body == "1" {
 		return nil

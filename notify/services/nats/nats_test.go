@@ -1,4 +1,4 @@
-package services_test
+package nats_test
 
 import (
 	"crypto/tls"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
+	natssvc "github.com/crowsnest-dev/crowsnest/notify/services/nats"
 )
 
 // startNATS runs a real NATS server on 127.0.0.1 in the test process.
@@ -58,12 +60,12 @@ const natsTemplate = `message: '{"app": "{{.app.metadata.name}}", "revision": "{
 func TestNATSThroughOutbox(t *testing.T) {
 	s := startNATS(t, server.Options{})
 	sub := subscribe(t, s, "argocd.>")
-	rec := deliver(t, delivery{
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: map[string]string{
 			"service.nats":      "url: " + s.ClientURL() + "\nheaders:\n  X-Argo-App: guestbook\n  content-type: application/json\n",
 			"template.deployed": natsTemplate,
 		},
-		Service: "nats", Template: "deployed", Recipient: "argocd.deploys", App: testApp("guestbook"),
+		Service: "nats", Template: "deployed", Recipient: "argocd.deploys", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Attempts != 1 {
 		t.Fatalf("state %s after %d attempts: %s", rec.State, rec.Attempts, rec.LastError)
@@ -92,9 +94,9 @@ func TestNATSUserPassword(t *testing.T) {
 		"service.nats":      "url: " + s.ClientURL() + "\nusername: argocd\npassword: $nats-password\n",
 		"template.deployed": natsTemplate,
 	}
-	rec := deliver(t, delivery{
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: cm, Secret: map[string][]byte{"nats-password": []byte(password)},
-		Service: "nats", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"),
+		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -105,15 +107,15 @@ func TestNATSUserPassword(t *testing.T) {
 
 	t.Run("wrong password", func(t *testing.T) {
 		const wrong = "not-the-password-123"
-		rec := deliver(t, delivery{
+		rec := svctest.Deliver(t, svctest.Delivery{
 			CM: cm, Secret: map[string][]byte{"nats-password": []byte(wrong)},
-			Service: "nats", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"), MaxAttempts: 5,
+			Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), MaxAttempts: 5,
 		})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s after %d attempts, want dead at once: %s", rec.State, rec.Attempts, rec.LastError)
 		}
-		mustContain(t, "LastError", rec.LastError, "Authorization Violation")
-		mustNotContain(t, "LastError", rec.LastError, wrong, password)
+		svctest.MustContain(t, "LastError", rec.LastError, "Authorization Violation")
+		svctest.MustNotContain(t, "LastError", rec.LastError, wrong, password)
 	})
 }
 
@@ -130,9 +132,9 @@ func TestNATSNKey(t *testing.T) {
 		"service.nats":      "url: " + s.ClientURL() + "\nnkey: $nats-nkey\n",
 		"template.deployed": natsTemplate,
 	}
-	rec := deliver(t, delivery{
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: cm, Secret: map[string][]byte{"nats-nkey": seed},
-		Service: "nats", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"),
+		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -144,14 +146,14 @@ func TestNATSNKey(t *testing.T) {
 	t.Run("unknown key", func(t *testing.T) {
 		other, _ := nkeys.CreateUser()
 		otherSeed, _ := other.Seed()
-		rec := deliver(t, delivery{
+		rec := svctest.Deliver(t, svctest.Delivery{
 			CM: cm, Secret: map[string][]byte{"nats-nkey": otherSeed},
-			Service: "nats", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"), MaxAttempts: 5,
+			Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), MaxAttempts: 5,
 		})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s after %d attempts, want dead at once: %s", rec.State, rec.Attempts, rec.LastError)
 		}
-		mustNotContain(t, "LastError", rec.LastError, string(otherSeed), string(otherSeed[:20]))
+		svctest.MustNotContain(t, "LastError", rec.LastError, string(otherSeed), string(otherSeed[:20]))
 	})
 }
 
@@ -162,17 +164,17 @@ func TestNATSServerDownIsRetried(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close() // nothing listens on port now
-	rec := deliver(t, delivery{
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: map[string]string{
 			"service.nats":      "url: nats://127.0.0.1:" + strconv.Itoa(port) + "\n",
 			"template.deployed": natsTemplate,
 		},
-		Service: "nats", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"), MaxAttempts: 3,
+		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), MaxAttempts: 3,
 	})
 	if rec.State != notify.StateDead || rec.Attempts != 3 {
 		t.Fatalf("state %s after %d attempts, want every attempt spent: %s", rec.State, rec.Attempts, rec.LastError)
 	}
-	mustContain(t, "LastError", rec.LastError, "connecting to 127.0.0.1:"+strconv.Itoa(port))
+	svctest.MustContain(t, "LastError", rec.LastError, "connecting to 127.0.0.1:"+strconv.Itoa(port))
 }
 
 // TestNATSTLS: a server that requires TLS is reached with nats:// and
@@ -188,14 +190,14 @@ func TestNATSTLS(t *testing.T) {
 	kind, _ := services.Lookup("nats")
 	port := strconv.Itoa(s.Addr().(*net.TCPAddr).Port)
 	for _, u := range []string{"nats://127.0.0.1:" + port, "tls://127.0.0.1:" + port} {
-		svc, err := kind.New("nats", &services.NATSSettings{URL: u}, services.Options{})
+		svc, err := kind.New("nats", &natssvc.Settings{URL: u}, services.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := svc.Send(t.Context(), notify.Notification{Message: "over TLS"}, notify.Destination{Recipient: "deploys"}); err == nil || !notify.IsPermanent(err) {
 			t.Errorf("%s with the system's roots: %v, want a permanent certificate error", u, err)
 		}
-		services.SetNATSRoots(svc, roots)
+		natssvc.SetRoots(svc, roots)
 		if _, err := svc.Send(t.Context(), notify.Notification{Message: "over TLS"}, notify.Destination{Recipient: "deploys"}); err != nil {
 			t.Fatalf("%s: %v", u, err)
 		}
@@ -215,7 +217,7 @@ func TestNATSDryRun(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
 	})
 	kind, _ := services.Lookup("nats")
-	svc, err := kind.New("nats", &services.NATSSettings{URL: "nats://nats.invalid:4222", Headers: map[string]string{"X-App": "web"},
+	svc, err := kind.New("nats", &natssvc.Settings{URL: "nats://nats.invalid:4222", Headers: map[string]string{"X-App": "web"},
 		Username: "u", Password: "p"}, services.Options{Transport: rec})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package services
+package gcppubsub
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 const (
@@ -37,7 +38,7 @@ const (
 // an authorized user's refresh token, else from the metadata server; and
 // keeps one until shortly before it expires.
 type googleAuth struct {
-	c       *Client
+	c       *svc.Client
 	keyFile string
 	env     func(string) string
 
@@ -120,7 +121,7 @@ func (a *googleAuth) fetch(ctx context.Context, now time.Time) (string, time.Dur
 	default:
 		return "", 0, notify.Permanent(fmt.Errorf("%s: %s: credentials of type %q are not supported by crowsnest (service_account, authorized_user)", a.c.Service, what, k.Type))
 	}
-	resp, err := a.c.Do(ctx, Request{
+	resp, err := a.c.Do(ctx, svc.Request{
 		Method: http.MethodPost, URL: tokenURL,
 		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, Body: []byte(form.Encode()),
 	})
@@ -157,7 +158,7 @@ func (a *googleAuth) metadataToken(ctx context.Context) (string, time.Duration, 
 	if host == "" {
 		host = metadataHost
 	}
-	resp, err := a.c.Do(ctx, Request{
+	resp, err := a.c.Do(ctx, svc.Request{
 		Method: http.MethodGet, URL: "http://" + host + "/computeMetadata/v1/instance/service-accounts/default/token",
 		Header: http.Header{"Metadata-Flavor": {"Google"}},
 	})
@@ -167,7 +168,7 @@ func (a *googleAuth) metadataToken(ctx context.Context) (string, time.Duration, 
 	return a.readToken(resp)
 }
 
-func (a *googleAuth) readToken(resp *Response) (string, time.Duration, error) {
+func (a *googleAuth) readToken(resp *svc.Response) (string, time.Duration, error) {
 	var t struct {
 		AccessToken string `json:"access_token"`
 		ExpiresIn   int64  `json:"expires_in"`
@@ -186,7 +187,7 @@ func (a *googleAuth) readToken(resp *Response) (string, time.Duration, error) {
 // for a Pub/Sub token at aud (the key's token_uri).
 func signGoogleJWT(key *rsa.PrivateKey, keyID, email, aud string, now time.Time) (string, error) {
 	iat := now.Truncate(time.Second)
-	return signRS256JWT(key, struct {
+	return svc.SignRS256JWT(key, struct {
 		Alg string `json:"alg"`
 		Typ string `json:"typ"`
 		Kid string `json:"kid,omitempty"`
@@ -201,4 +202,4 @@ func signGoogleJWT(key *rsa.PrivateKey, keyID, email, aud string, now time.Time)
 
 // parseGoogleKey reads a service account's private_key (PEM, PKCS #8 as
 // Google issues it, or PKCS #1).
-func parseGoogleKey(s string) (*rsa.PrivateKey, error) { return parseRSAKey(s) }
+func parseGoogleKey(s string) (*rsa.PrivateKey, error) { return svc.ParseRSAKey(s) }

@@ -1,4 +1,4 @@
-package services_test
+package gcppubsub_test
 
 import (
 	"context"
@@ -25,6 +25,8 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/notify/services/gcppubsub"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const (
@@ -44,7 +46,7 @@ type googleDouble struct {
 	problems []string
 	tokens   int
 	// publish answers a publish request that carries a valid token.
-	publish func(r received) answer
+	publish func(r svctest.Received) svctest.Answer
 }
 
 func (g *googleDouble) problem(format string, args ...any) {
@@ -53,7 +55,7 @@ func (g *googleDouble) problem(format string, args ...any) {
 	g.problems = append(g.problems, fmt.Sprintf(format, args...))
 }
 
-func (g *googleDouble) route(r received) answer {
+func (g *googleDouble) route(r svctest.Received) svctest.Answer {
 	switch {
 	case r.Method == http.MethodPost && r.Path == "/token":
 		g.mu.Lock()
@@ -65,24 +67,24 @@ func (g *googleDouble) route(r received) answer {
 		}
 		if err := g.verify(form.Get("assertion")); err != nil {
 			g.problem("assertion: %v", err)
-			return answer{Status: http.StatusBadRequest, Body: `{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`}
+			return svctest.Answer{Status: http.StatusBadRequest, Body: `{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`}
 		}
-		return answer{Body: `{"access_token":"` + gcpKeyToken + `","expires_in":3599,"token_type":"Bearer"}`}
+		return svctest.Answer{Body: `{"access_token":"` + gcpKeyToken + `","expires_in":3599,"token_type":"Bearer"}`}
 	case r.Method == http.MethodGet && r.Path == "/computeMetadata/v1/instance/service-accounts/default/token":
 		if r.Header.Get("Metadata-Flavor") != "Google" {
-			return answer{Status: http.StatusForbidden, Body: "Missing Metadata-Flavor:Google header."}
+			return svctest.Answer{Status: http.StatusForbidden, Body: "Missing Metadata-Flavor:Google header."}
 		}
-		return answer{Body: `{"access_token":"` + gcpMetaToken + `","expires_in":3599,"token_type":"Bearer"}`}
+		return svctest.Answer{Body: `{"access_token":"` + gcpMetaToken + `","expires_in":3599,"token_type":"Bearer"}`}
 	case r.Method == http.MethodPost && r.Path == gcpPublishURL:
 		if a := r.Header.Get("Authorization"); a != "Bearer "+gcpKeyToken && a != "Bearer "+gcpMetaToken {
-			return answer{Status: http.StatusUnauthorized, Body: `{"error":{"code":401,"status":"UNAUTHENTICATED"}}`}
+			return svctest.Answer{Status: http.StatusUnauthorized, Body: `{"error":{"code":401,"status":"UNAUTHENTICATED"}}`}
 		}
 		if g.publish != nil {
 			return g.publish(r)
 		}
-		return answer{Body: `{"messageIds":["4242"]}`}
+		return svctest.Answer{Body: `{"messageIds":["4242"]}`}
 	}
-	return answer{Status: http.StatusNotFound, Body: `{"error":{"code":404,"status":"NOT_FOUND"}}`}
+	return svctest.Answer{Status: http.StatusNotFound, Body: `{"error":{"code":404,"status":"NOT_FOUND"}}`}
 }
 
 // verify checks an assertion's RS256 signature and claims.
@@ -118,8 +120,8 @@ func (g *googleDouble) verify(jwt string) error {
 // gcpRedirect sends https requests, whatever their host, to tlsSink
 // (oauth2.googleapis.com, pubsub.googleapis.com) and http ones to
 // plainSink (the metadata server).
-func gcpRedirect(tlsSink, plainSink *sink) http.RoundTripper {
-	tr := sqsRedirect(tlsSink).(*http.Transport)
+func gcpRedirect(tlsSink, plainSink *svctest.Sink) http.RoundTripper {
+	tr := svctest.Redirect(tlsSink).(*http.Transport)
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		to := tlsSink.Listener.Addr().String()
 		if strings.HasSuffix(addr, ":80") && plainSink != nil {
@@ -182,14 +184,14 @@ func TestGCPPubSubKeyFileThroughOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &googleDouble{pub: pub}
-	s := newSink(t, true)
-	s.route = g.route
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, true)
+	s.Route = g.route
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: map[string]string{
 			"service.gcppubsub": "project: my-project\ntopic: other\nkeyFile: " + keyFile + "\n",
 			"template.deployed": pubsubTemplate,
 		},
-		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"), Transport: sqsRedirect(s),
+		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "4242" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
@@ -220,11 +222,11 @@ func TestGCPPubSubTokenCached(t *testing.T) {
 	t.Setenv("PUBSUB_EMULATOR_HOST", "")
 	keyJSON, pub := newGoogleKey(t)
 	g := &googleDouble{pub: pub}
-	s := newSink(t, true)
-	s.route = g.route
+	s := svctest.NewSink(t, true)
+	s.Route = g.route
 	kind, _ := services.Lookup("gcppubsub")
-	svc, err := kind.New("gcppubsub", &services.GCPPubSubSettings{Project: "my-project", Topic: "deploys", KeyFile: keyJSON},
-		services.Options{Transport: sqsRedirect(s)})
+	svc, err := kind.New("gcppubsub", &gcppubsub.Settings{Project: "my-project", Topic: "deploys", KeyFile: keyJSON},
+		services.Options{Transport: svctest.Redirect(s)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,12 +239,12 @@ func TestGCPPubSubTokenCached(t *testing.T) {
 		t.Errorf("%d token exchanges, %d requests; want 1 and 3", g.tokens, len(s.Requests()))
 	}
 	revoked := true
-	g.publish = func(received) answer {
+	g.publish = func(svctest.Received) svctest.Answer {
 		if revoked {
 			revoked = false
-			return answer{Status: http.StatusUnauthorized, Body: `{"error":{"code":401}}`}
+			return svctest.Answer{Status: http.StatusUnauthorized, Body: `{"error":{"code":401}}`}
 		}
-		return answer{Body: `{"messageIds":["7"]}`}
+		return svctest.Answer{Body: `{"messageIds":["7"]}`}
 	}
 	if r, err := svc.Send(t.Context(), notify.Notification{Message: "hi"}, notify.Destination{Service: "gcppubsub"}); err != nil || r.ID != "7" {
 		t.Fatalf("after a 401: %+v %v", r, err)
@@ -257,14 +259,14 @@ func TestGCPPubSubMetadataServer(t *testing.T) {
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
 	t.Setenv("GCE_METADATA_HOST", "")
 	g := &googleDouble{}
-	api, metadata := newSink(t, true), newSink(t, false)
-	api.route, metadata.route = g.route, g.route
-	rec := deliver(t, delivery{
+	api, metadata := svctest.NewSink(t, true), svctest.NewSink(t, false)
+	api.Route, metadata.Route = g.route, g.route
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: map[string]string{
 			"service.gcppubsub": "project: my-project\ntopic: deploys\n",
 			"template.deployed": pubsubTemplate,
 		},
-		Service: "gcppubsub", Template: "deployed", App: testApp("guestbook"), Transport: gcpRedirect(api, metadata),
+		Service: "gcppubsub", Template: "deployed", App: svctest.App("guestbook"), Transport: gcpRedirect(api, metadata),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -287,14 +289,14 @@ func TestGCPPubSubApplicationCredentials(t *testing.T) {
 	}
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", keyFile)
 	g := &googleDouble{pub: pub}
-	s := newSink(t, true)
-	s.route = g.route
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, true)
+	s.Route = g.route
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: map[string]string{
 			"service.gcppubsub": "project: my-project\n",
 			"template.deployed": pubsubTemplate,
 		},
-		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"), Transport: sqsRedirect(s),
+		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDelivered || g.tokens != 1 || len(g.problems) > 0 {
 		t.Fatalf("state %s, %d token exchanges, problems %v: %s", rec.State, g.tokens, g.problems, rec.LastError)
@@ -313,21 +315,21 @@ func TestGCPPubSubAnswers(t *testing.T) {
 	keyLine := strings.Split(key.PrivateKey, "\n")[1]
 	for _, tc := range []struct {
 		name                string
-		answers             []answer
+		answers             []svctest.Answer
 		state               notify.State
 		attempts, publishes int
 	}{
-		{"429 then success", []answer{{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "1"},
+		{"429 then success", []svctest.Answer{{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "1"},
 			Body: `{"error":{"status":"RESOURCE_EXHAUSTED"}}`}, {Body: `{"messageIds":["1"]}`}}, notify.StateDelivered, 1, 2}, // a rate-limited wait is no attempt
-		{"503 retried", []answer{{Status: http.StatusServiceUnavailable, Body: `{"error":{"status":"UNAVAILABLE"}}`}}, notify.StateDead, 3, 3},
-		{"404 at once", []answer{{Status: http.StatusNotFound, Body: `{"error":{"code":404,"message":"Resource not found (resource=deploys).","status":"NOT_FOUND"}}`}}, notify.StateDead, 1, 1},
-		{"403 at once", []answer{{Status: http.StatusForbidden, Body: `{"error":{"code":403,"status":"PERMISSION_DENIED"}}`}}, notify.StateDead, 1, 1},
+		{"503 retried", []svctest.Answer{{Status: http.StatusServiceUnavailable, Body: `{"error":{"status":"UNAVAILABLE"}}`}}, notify.StateDead, 3, 3},
+		{"404 at once", []svctest.Answer{{Status: http.StatusNotFound, Body: `{"error":{"code":404,"message":"Resource not found (resource=deploys).","status":"NOT_FOUND"}}`}}, notify.StateDead, 1, 1},
+		{"403 at once", []svctest.Answer{{Status: http.StatusForbidden, Body: `{"error":{"code":403,"status":"PERMISSION_DENIED"}}`}}, notify.StateDead, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &googleDouble{pub: pub}
 			var mu sync.Mutex
 			answers, publishes := tc.answers, 0
-			g.publish = func(received) answer {
+			g.publish = func(svctest.Received) svctest.Answer {
 				mu.Lock()
 				defer mu.Unlock()
 				publishes++
@@ -337,16 +339,16 @@ func TestGCPPubSubAnswers(t *testing.T) {
 				}
 				return a
 			}
-			s := newSink(t, true)
-			s.route = g.route
-			rec := deliver(t, delivery{
+			s := svctest.NewSink(t, true)
+			s.Route = g.route
+			rec := svctest.Deliver(t, svctest.Delivery{
 				CM: map[string]string{
 					"service.gcppubsub": "project: my-project\nkeyFile: $gcp-key\n",
 					"template.deployed": pubsubTemplate,
 				},
 				Secret:  map[string][]byte{"gcp-key": []byte(keyJSON)},
-				Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"),
-				Transport: sqsRedirect(s), MaxAttempts: 3,
+				Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"),
+				Transport: svctest.Redirect(s), MaxAttempts: 3,
 			})
 			mu.Lock()
 			defer mu.Unlock()
@@ -357,21 +359,21 @@ func TestGCPPubSubAnswers(t *testing.T) {
 			if g.tokens != 1 {
 				t.Errorf("%d token exchanges, want 1 (cached across attempts)", g.tokens)
 			}
-			mustNotContain(t, "LastError", rec.LastError, keyLine, gcpKeyToken, "private_key", "assertion")
+			svctest.MustNotContain(t, "LastError", rec.LastError, keyLine, gcpKeyToken, "private_key", "assertion")
 		})
 	}
 	t.Run("bad key", func(t *testing.T) {
-		s := newSink(t, true)
-		s.route = (&googleDouble{pub: pub}).route
+		s := svctest.NewSink(t, true)
+		s.Route = (&googleDouble{pub: pub}).route
 		broken := strings.Replace(keyJSON, "BEGIN PRIVATE KEY", "BEGIN NOTHING", 1)
-		rec := deliver(t, delivery{
+		rec := svctest.Deliver(t, svctest.Delivery{
 			CM:      map[string]string{"service.gcppubsub": "project: my-project\nkeyFile: $gcp-key\n", "template.deployed": pubsubTemplate},
 			Secret:  map[string][]byte{"gcp-key": []byte(broken)},
-			Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: testApp("guestbook"), Transport: sqsRedirect(s),
+			Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 		})
 		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 0 {
 			t.Fatalf("state %s after %d attempts, %d requests: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
-		mustNotContain(t, "LastError", rec.LastError, keyLine)
+		svctest.MustNotContain(t, "LastError", rec.LastError, keyLine)
 	})
 }
