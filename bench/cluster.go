@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -183,19 +184,26 @@ func (c *cluster) track(ctx context.Context, ns string) (*tracker, error) {
 		}
 		t.observe(u.GetName(), kustomizeTag(u), time.Now())
 	}
+	if err := watchInformer(ctx, inf, f.Start, record); err != nil {
+		return nil, fmt.Errorf("watching Applications in %s: %w", ns, err)
+	}
+	return t, nil
+}
+
+// watchInformer calls record with every object inf adds or updates, starts
+// it (start is its factory's Start) and waits until its cache is synced.
+func watchInformer(ctx context.Context, inf cache.SharedIndexInformer, start func(stop <-chan struct{}), record func(obj any)) error {
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    record,
 		UpdateFunc: func(_, obj any) { record(obj) },
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	f.Start(ctx.Done())
-	for _, ok := range f.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("watching Applications in %s: cache did not sync", ns)
-		}
+	start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return errors.New("cache did not sync")
 	}
-	return t, nil
+	return nil
 }
 
 func (t *tracker) observe(app, tag string, at time.Time) {

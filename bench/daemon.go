@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
@@ -34,15 +35,13 @@ func buildCrowsnest(ctx context.Context, moduleRoot, dir string) (string, error)
 
 // daemon is one `crowsnest run` process.
 type daemon struct {
-	cmd         *exec.Cmd
+	proc        *testenv.Process
 	started     time.Time
 	metricsAddr string
 	probeAddr   string
 	webhookAddr string
 	pprofAddr   string
 	logPath     string
-	done        chan struct{}
-	err         error
 
 	// Peaks of the anonymous (heap, stacks) and file-backed (the
 	// binary's pages) parts of RSS, sampled every 20 ms: VmHWM does not
@@ -73,9 +72,9 @@ func startDaemon(o daemonOptions) (*daemon, error) {
 		addrs[i] = a
 	}
 	d := &daemon{metricsAddr: addrs[0], probeAddr: addrs[1], webhookAddr: addrs[2], pprofAddr: addrs[3],
-		logPath: filepath.Join(o.dir, "crowsnest.log"), done: make(chan struct{})}
-	logFile, err := os.Create(d.logPath)
-	if err != nil {
+		logPath: filepath.Join(o.dir, "crowsnest.log")}
+	// A round's log starts empty (testenv.Process appends).
+	if err := os.Remove(d.logPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	args := append([]string{"run",
@@ -85,32 +84,25 @@ func startDaemon(o daemonOptions) (*daemon, error) {
 		"--webhook-bind-address", d.webhookAddr, "--pprof-bind-address", d.pprofAddr,
 		"--git-cache-dir", filepath.Join(o.dir, "git-cache"), "--log-format", "json",
 	}, o.extraArgs...)
-	d.cmd = exec.Command(o.bin, args...)
-	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
-	d.cmd.Env = append(os.Environ(), o.env...)
-	// The daemon dies with the harness even if the harness is killed.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The daemon dies with the harness even if the harness is killed
+	// (testenv.Process sets that up).
+	d.proc = &testenv.Process{Name: "crowsnest", Path: o.bin, Args: args, LogPath: d.logPath,
+		Env: append(os.Environ(), o.env...), StopGrace: 15 * time.Second}
 	d.started = time.Now()
-	if err := d.cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting crowsnest: %w", err)
+	if err := d.proc.Start(); err != nil {
+		return nil, err
 	}
-	go func() {
-		d.err = d.cmd.Wait()
-		_ = logFile.Close()
-		close(d.done)
-	}()
 	go d.sampleRSS()
 	return d, nil
 }
 
 func (d *daemon) sampleRSS() {
-	path := fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid)
+	path := fmt.Sprintf("/proc/%d/status", d.proc.Pid())
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
-		case <-d.done:
+		case <-d.proc.Done():
 			return
 		case <-tick.C:
 		}
@@ -137,26 +129,13 @@ func statusKiB(status []byte, field string) int64 {
 }
 
 // stop ends the process with SIGTERM (SIGKILL after 15 s).
-func (d *daemon) stop() {
-	select {
-	case <-d.done:
-		return
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(15 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-	}
-}
+func (d *daemon) stop() { _ = d.proc.Stop() }
 
 // exited returns an error when the process has ended.
 func (d *daemon) exited() error {
 	select {
-	case <-d.done:
-		return fmt.Errorf("crowsnest exited (%w); log tail:\n%s", d.err, tail(d.logPath, 3000))
+	case <-d.proc.Done():
+		return fmt.Errorf("crowsnest exited (%w); log tail:\n%s", d.proc.Err(), tail(d.logPath, 3000))
 	default:
 		return nil
 	}
@@ -171,10 +150,8 @@ func (d *daemon) waitReady(ctx context.Context) error {
 		if code, _, err := httpGet(ctx, "http://"+d.probeAddr+"/readyz"); err == nil && code == http.StatusOK {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("crowsnest not ready: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+		if err := backoff.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("crowsnest not ready: %w", err)
 		}
 	}
 }
@@ -192,7 +169,7 @@ type procStats struct {
 const clockTicks = 100
 
 func (d *daemon) stats() (procStats, error) {
-	pid := d.cmd.Process.Pid
+	pid := d.proc.Pid()
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return procStats{}, err
@@ -227,7 +204,7 @@ func (d *daemon) resetPeakRSS() bool {
 	d.peakMu.Lock()
 	d.peakAnon, d.peakFile = 0, 0
 	d.peakMu.Unlock()
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", d.cmd.Process.Pid), []byte("5"), 0) == nil
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", d.proc.Pid()), []byte("5"), 0) == nil
 }
 
 // metrics scrapes crowsnest's /metrics.

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 )
 
 // reasonImagesUpdated is the reason of the Event crowsnest records for
@@ -41,17 +40,8 @@ func (c *cluster) trackEvents(ctx context.Context, ns string) (*eventTracker, er
 			t.observe(ev.Name, int(max(ev.Count, 1)), time.Now())
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    record,
-		UpdateFunc: func(_, obj any) { record(obj) },
-	}); err != nil {
-		return nil, err
-	}
-	f.Start(ctx.Done())
-	for _, ok := range f.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("watching Events in %s: cache did not sync", ns)
-		}
+	if err := watchInformer(ctx, inf, f.Start, record); err != nil {
+		return nil, fmt.Errorf("watching Events in %s: %w", ns, err)
 	}
 	return t, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 )
 
 // meter takes the counters at a round's start and turns the difference
@@ -142,10 +144,8 @@ func settle(ctx context.Context, d *daemon, reg *registry, quiet, limit time.Dur
 		if time.Since(stableSince) >= quiet || time.Now().After(deadline) {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if err := backoff.Sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }

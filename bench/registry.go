@@ -25,17 +25,21 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
+	"github.com/crowsnest-dev/crowsnest/internal/ocireq"
 )
 
-// Registry request kinds, as the issue names them.
+// Registry request kinds, as the issue names them (and crowsnest's
+// registry metrics: ocireq.Kind).
 const (
-	kindPing     = "ping"
-	kindToken    = "token"
-	kindList     = "list"
-	kindHead     = "head"
-	kindManifest = "manifest"
-	kindBlob     = "blob"
-	kindOther    = "other"
+	kindPing     = ocireq.Ping
+	kindToken    = ocireq.Token
+	kindList     = ocireq.List
+	kindHead     = ocireq.Head
+	kindManifest = ocireq.Manifest
+	kindBlob     = ocireq.Blob
+	kindOther    = ocireq.Other
 )
 
 var registryKinds = []string{kindPing, kindToken, kindList, kindHead, kindManifest, kindBlob, kindOther}
@@ -88,7 +92,7 @@ func (r *registry) serve(w http.ResponseWriter, req *http.Request) {
 		r.inner.ServeHTTP(w, req)
 		return
 	}
-	kind := registryKind(req)
+	kind := ocireq.Kind(req)
 	now := time.Now()
 	r.mu.Lock()
 	r.byKind[kind]++
@@ -98,33 +102,11 @@ func (r *registry) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Unlock()
 	if d := time.Duration(r.latency.Load()); d > 0 {
-		select {
-		case <-time.After(d):
-		case <-req.Context().Done():
+		if backoff.Sleep(req.Context(), d) != nil {
 			return
 		}
 	}
 	r.inner.ServeHTTP(w, req)
-}
-
-func registryKind(req *http.Request) string {
-	p := req.URL.Path
-	switch {
-	case p == "/v2/" || p == "/v2":
-		return kindPing
-	case p == "/token":
-		return kindToken
-	case strings.HasSuffix(p, "/tags/list"):
-		return kindList
-	case strings.Contains(p, "/manifests/") && req.Method == http.MethodHead:
-		return kindHead
-	case strings.Contains(p, "/manifests/"):
-		return kindManifest
-	case strings.Contains(p, "/blobs/"):
-		return kindBlob
-	default:
-		return kindOther
-	}
 }
 
 // snapshot returns the counts so far and forgets the list times.

@@ -353,6 +353,23 @@ func translateImage(ip string, im *UpdaterImage, layers []layer, verifyAt string
 		out.Fields["constraint"] = join(ip, "imageName")
 	}
 	layers = append(layers, layer{join(ip, "commonUpdateSettings"), im.CommonUpdateSettings})
+	mergeLayers(&out, layers)
+	if !checkSettings(&out, im.Alias, errs) {
+		ok = false
+	}
+	if !translateTargets(ip, im.ManifestTargets, &out, errs) {
+		ok = false
+	}
+	if verifyAt = verifyPath(join(ip, "imagesVerification"), im.ImagesVerification, verifyAt); verifyAt != "" {
+		errs.invalid(verifyAt, "signature verification is on for this image and crowsnest does not verify signatures; the image %s is not updated", im.Alias)
+		ok = false
+	}
+	return out, ok
+}
+
+// mergeLayers applies the settings layers to out in order (later ones
+// win), recording each setting's field path in out.Fields.
+func mergeLayers(out *UpdaterRuleImage, layers []layer) {
 	for _, l := range layers {
 		if l.s == nil {
 			continue
@@ -383,33 +400,32 @@ func translateImage(ip string, im *UpdaterImage, layers []layer, verifyAt string
 			set("platforms", "platforms")
 		}
 	}
+}
+
+// checkSettings checks the merged strategy, allowTags and pullSecret of
+// the image alias; false when it must be left out.
+func checkSettings(out *UpdaterRuleImage, alias string, errs *fieldErrors) bool {
+	ok := true
 	if st := out.Strategy; st != "" && !slices.Contains(updaterStrategies, strings.ToLower(st)) {
-		errs.invalid(out.Fields["strategy"], "unknown strategy %q: want semver, newest-build (latest), alphabetical (name) or digest; the image %s is not updated", st, im.Alias)
+		errs.invalid(out.Fields["strategy"], "unknown strategy %q: want semver, newest-build (latest), alphabetical (name) or digest; the image %s is not updated", st, alias)
 		ok = false
 	}
 	if at, ok2 := strings.CutPrefix(out.AllowTags, "regexp:"); ok2 {
 		if _, err := regexp.Compile(at); err != nil {
-			errs.invalid(out.Fields["allowTags"], "%v; the image %s is not updated", err, im.Alias)
+			errs.invalid(out.Fields["allowTags"], "%v; the image %s is not updated", err, alias)
 			ok = false
 		}
 	} else if out.AllowTags != "" && !strings.EqualFold(out.AllowTags, "any") {
-		errs.invalid(out.Fields["allowTags"], `%q: want "any" or "regexp:<re>"; the image %s is not updated`, out.AllowTags, im.Alias)
+		errs.invalid(out.Fields["allowTags"], `%q: want "any" or "regexp:<re>"; the image %s is not updated`, out.AllowTags, alias)
 		ok = false
 	}
 	if out.PullSecret != "" {
 		if _, err := ParseCredentialRef(out.PullSecret); err != nil {
-			errs.invalid(out.Fields["pullSecret"], "%v; the image %s is not updated", err, im.Alias)
+			errs.invalid(out.Fields["pullSecret"], "%v; the image %s is not updated", err, alias)
 			ok = false
 		}
 	}
-	if !translateTargets(ip, im.ManifestTargets, &out, errs) {
-		ok = false
-	}
-	if verifyAt = verifyPath(join(ip, "imagesVerification"), im.ImagesVerification, verifyAt); verifyAt != "" {
-		errs.invalid(verifyAt, "signature verification is on for this image and crowsnest does not verify signatures; the image %s is not updated", im.Alias)
-		ok = false
-	}
-	return out, ok
+	return ok
 }
 
 // translateTargets reads manifestTargets: exactly one of helm, kustomize,

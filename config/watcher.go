@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/crowsnest-dev/crowsnest/internal/fsdebounce"
 )
 
 const (
@@ -78,32 +80,10 @@ func (w *Watcher) Start(ctx context.Context) error {
 	}
 	// A change between Load and the watch being set up sends no event.
 	w.reload()
-	ticker := time.NewTicker(recheckInterval)
-	defer ticker.Stop()
-	var debounce <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-fw.Events:
-			if !ok {
-				return nil
-			}
-			if debounce == nil {
-				debounce = time.After(reloadDebounce)
-			}
-		case err, ok := <-fw.Errors:
-			if !ok {
-				return nil
-			}
-			w.Log.Warn("config watch error", "path", w.Path, "error", err)
-		case <-debounce:
-			debounce = nil
-			w.reload()
-		case <-ticker.C:
-			w.reload()
-		}
-	}
+	return fsdebounce.Loop{
+		Watcher: fw, Quiet: reloadDebounce, Recheck: recheckInterval, Fire: w.reload,
+		Warn: func(err error) { w.Log.Warn("config watch error", "path", w.Path, "error", err) },
+	}.Run(ctx)
 }
 
 // reload re-reads the file and applies it if it changed and is valid.

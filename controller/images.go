@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -104,7 +105,7 @@ type ImageReconciler struct {
 	GitCredentials *repocreds.ArgoCD
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.
-	Tenancy *Tenancy
+	Tenancy *tenancy.Rules
 	// Notify, when set, receives crowsnest's own events (image updated,
 	// held, failed) for notification triggers.
 	Notify func(app *watcher.App, ev triggers.Event)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -196,13 +197,13 @@ func TestCommitMetadataRefusedByProject(t *testing.T) {
 	proj := &watcher.Project{Namespace: "argocd", Name: "team", Object: &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{"sourceRepos": []any{f.url}},
 	}}}
-	ten := &controller.Tenancy{Project: func(*watcher.App) *watcher.Project { return proj }}
+	ten := &tenancy.Rules{Project: func(*watcher.App) *watcher.Project { return proj }}
 	f.repo.Check = ten.CheckRepository
 	app := testnotify.AppObject("evil", f.otherURL, "0123456789abcdef0123456789abcdef01234567")
 	app["spec"].(map[string]any)["project"] = "team"
 	f.other.ResetCounts()
 	_, err := f.repo.CommitMetadata(t.Context(), app, "0123456789abcdef0123456789abcdef01234567")
-	if !errors.Is(err, controller.ErrRefused) {
+	if !errors.Is(err, tenancy.ErrRefused) {
 		t.Fatalf("err = %v, want ErrRefused", err)
 	}
 	if n := f.other.Count(testgit.KindInfoRefs); n != 0 {

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
 	"github.com/crowsnest-dev/crowsnest/registry"
 )
 
@@ -55,7 +53,7 @@ type tagList struct {
 // tagWant is one image's tag list an Application needs.
 type tagWant struct {
 	client *registry.Client
-	repo   name.Repository
+	repo   registry.Repository
 }
 
 // listWait is one list to read and the keys waiting for it.

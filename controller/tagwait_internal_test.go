@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/registry"
 )
@@ -49,10 +47,10 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func pushRepos(t *testing.T, reg *testreg.OCI, n int) []name.Repository {
+func pushRepos(t *testing.T, reg *testreg.OCI, n int) []registry.Repository {
 	t.Helper()
 	img := testreg.Image(t, time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), "linux/amd64")
-	repos := make([]name.Repository, n)
+	repos := make([]registry.Repository, n)
 	for i := range n {
 		reg.Push(t, fmt.Sprintf("team/r%03d:1.0.0", i), img)
 		repo, err := registry.ParseRepo(fmt.Sprintf("%s/team/r%03d", reg.Host(), i))

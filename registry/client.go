@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
 )
 
 // Authorizer supplies credentials per repository, named as RepoKey names
@@ -70,7 +71,7 @@ type Client struct {
 	tags     map[string]*tagEntry
 	digests  map[string]*digestEntry
 	flight   singleflight.Group
-	meta     *lru
+	meta     *lru.Cache
 }
 
 // hostState is one registry host's transport (pacing, retries, TLS) and
@@ -120,7 +121,7 @@ func (c *Client) init() {
 		c.hosts = map[string]*hostState{}
 		c.tags = map[string]*tagEntry{}
 		c.digests = map[string]*digestEntry{}
-		c.meta = newLRU(c.MetadataCacheSize)
+		c.meta = lru.New(c.MetadataCacheSize)
 		if c.Pacers == nil {
 			c.Pacers = &Pacers{}
 		}
@@ -129,8 +130,7 @@ func (c *Client) init() {
 
 // puller returns the repository's puller, making a new one when its
 // credentials changed. A Puller reuses token exchanges per repository.
-func (c *Client) puller(ctx context.Context, repo name.Repository) (*remote.Puller, *hostTransport, error) {
-	reg := repo.Registry
+func (c *Client) puller(ctx context.Context, repo Repository, reg name.Registry) (*remote.Puller, *hostTransport, error) {
 	host, key := reg.RegistryStr(), RepoKey(repo)
 	auth := authn.Anonymous
 	if c.Auth != nil {
@@ -198,20 +198,24 @@ func (c *Client) puller(ctx context.Context, repo name.Repository) (*remote.Pull
 // insecure. When the registry refuses the credentials (401/403) and they
 // come from an Authorizer, it retries once with fresh ones. Its errors say
 // the registry's status, never the body of its answer (remoteError).
-func (c *Client) do(ctx context.Context, repo name.Repository, op func(ctx context.Context, p *remote.Puller, repo name.Repository) error) (err error) {
+func (c *Client) do(ctx context.Context, repo Repository, op func(ctx context.Context, p *remote.Puller, repo name.Repository) error) (err error) {
 	defer func() { err = remoteError(err) }()
 	c.init()
 	ctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
 	defer cancel()
-	reg := repo.Registry
+	named, err := ggcrRepository(repo)
+	if err != nil {
+		return err
+	}
+	reg := named.Registry
 	for try := 0; ; try++ {
-		p, tr, err := c.puller(ctx, repo)
+		p, tr, err := c.puller(ctx, repo, reg)
 		if err != nil {
 			return err
 		}
-		r := repo
+		r := named
 		if tr.cfg.Insecure {
-			if r, err = name.NewRepository(repo.Name(), name.Insecure); err != nil {
+			if r, err = ggcrRepository(repo, name.Insecure); err != nil {
 				return err
 			}
 		}
@@ -240,7 +244,7 @@ func isAuthError(err error) bool {
 }
 
 // ListTags lists every tag of a repository now, following pagination.
-func (c *Client) ListTags(ctx context.Context, repo name.Repository) ([]string, error) {
+func (c *Client) ListTags(ctx context.Context, repo Repository) ([]string, error) {
 	var tags []string
 	err := c.do(ctx, repo, func(ctx context.Context, p *remote.Puller, repo name.Repository) error {
 		var err error
@@ -257,7 +261,7 @@ func (c *Client) ListTags(ctx context.Context, repo name.Repository) ([]string, 
 // (or maxAge, when positive) however many callers ask; callers asking
 // while a list is in flight share it. A negative maxAge always lists (the
 // poller's refresh). The result must not be modified.
-func (c *Client) Tags(ctx context.Context, repo name.Repository, maxAge time.Duration) ([]string, error) {
+func (c *Client) Tags(ctx context.Context, repo Repository, maxAge time.Duration) ([]string, error) {
 	c.init()
 	if maxAge == 0 {
 		maxAge = c.TagTTL
@@ -282,11 +286,7 @@ func (c *Client) Tags(ctx context.Context, repo name.Repository, maxAge time.Dur
 		c.mu.Unlock()
 		return tags, nil
 	})
-	if shared {
-		c.Metrics.cacheResult("tags", "shared")
-	} else {
-		c.Metrics.cacheResult("tags", "miss")
-	}
+	c.countFlight("tags", shared)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +296,7 @@ func (c *Client) Tags(ctx context.Context, repo name.Repository, maxAge time.Dur
 // CachedTags returns a repository's tags when Tags would answer them from
 // its cache (a list younger than maxAge, or the TTL when maxAge is 0, and
 // not marked stale), without listing; ok is false otherwise.
-func (c *Client) CachedTags(repo name.Repository, maxAge time.Duration) (tags []string, ok bool) {
+func (c *Client) CachedTags(repo Repository, maxAge time.Duration) (tags []string, ok bool) {
 	c.init()
 	if maxAge == 0 {
 		maxAge = c.TagTTL
@@ -340,7 +340,7 @@ func (c *Client) MarkStale(repo string) {
 // Digest returns the digest a tag points to, with a HEAD request (which
 // Docker Hub does not count as a pull), reused for TagTTL (or maxAge when
 // positive; negative always asks).
-func (c *Client) Digest(ctx context.Context, repo name.Repository, tag string, maxAge time.Duration) (string, error) {
+func (c *Client) Digest(ctx context.Context, repo Repository, tag string, maxAge time.Duration) (string, error) {
 	c.init()
 	if maxAge == 0 {
 		maxAge = c.TagTTL
@@ -377,13 +377,19 @@ func (c *Client) Digest(ctx context.Context, repo name.Repository, tag string, m
 		c.mu.Unlock()
 		return digest, nil
 	})
-	if shared {
-		c.Metrics.cacheResult("digest", "shared")
-	} else {
-		c.Metrics.cacheResult("digest", "miss")
-	}
+	c.countFlight("digest", shared)
 	if err != nil {
 		return "", err
 	}
 	return v.(string), nil
+}
+
+// countFlight counts a cache miss: one that asked the registry, or that
+// shared another caller's request in flight.
+func (c *Client) countFlight(cache string, shared bool) {
+	result := "miss"
+	if shared {
+		result = "shared"
+	}
+	c.Metrics.cacheResult(cache, result)
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -62,7 +61,7 @@ func (a *staticAuth) set(user, pass string) {
 	a.user, a.pass = user, pass
 }
 
-func repoOf(t *testing.T, reg *testreg.OCI, path string) name.Repository {
+func repoOf(t *testing.T, reg *testreg.OCI, path string) Repository {
 	t.Helper()
 	r, err := ParseRepo(reg.Host() + "/" + path)
 	if err != nil {

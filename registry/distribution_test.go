@@ -71,7 +71,7 @@ func TestClientAgainstDistribution(t *testing.T) {
 	if !slices.Equal(tags, want) {
 		t.Fatalf("tags = %v, want %v", tags, want)
 	}
-	if got := testutil.ToFloat64(metrics.requests.WithLabelValues(Host(repo.Registry), "list", "200")); got != 1 {
+	if got := testutil.ToFloat64(metrics.requests.WithLabelValues(repo.Host(), "list", "200")); got != 1 {
 		t.Errorf("tag list requests = %v, want 1", got)
 	}
 

@@ -71,7 +71,7 @@ func TestHostileTagNamesAreSkipped(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%+v", tt.spec), func(t *testing.T) {
 			reg.Reset()
-			p, err := policy.Compile(repo.Name(), tt.spec)
+			p, err := policy.Compile(repo.String(), tt.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func TestHundredThousandTags(t *testing.T) {
 	if limit := int64(16 << 20); grown > limit {
 		t.Errorf("holding %d tags grew the heap by %d MiB, want under %d MiB", n, grown>>20, limit>>20)
 	}
-	p, err := policy.Compile(repo.Name(), policy.Spec{Constraint: "<1.50"})
+	p, err := policy.Compile(repo.String(), policy.Spec{Constraint: "<1.50"})
 	if err != nil {
 		t.Fatal(err)
 	}

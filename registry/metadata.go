@@ -36,7 +36,7 @@ const unknownPlatform = "unknown"
 // (HEAD), platforms and created time. Only children of an index that match
 // want (all runnable ones when want is empty) have their config read.
 // Everything is cached by digest, so a digest is fetched once.
-func (c *Client) Metadata(ctx context.Context, repo name.Repository, tag string, want []policy.Platform) (policy.Metadata, error) {
+func (c *Client) Metadata(ctx context.Context, repo Repository, tag string, want []policy.Platform) (policy.Metadata, error) {
 	digest, err := c.Digest(ctx, repo, tag, 0)
 	if err != nil {
 		return policy.Metadata{}, err
@@ -70,24 +70,36 @@ func (c *Client) Metadata(ctx context.Context, repo name.Repository, tag string,
 }
 
 // MetadataFunc adapts Metadata for policy.Policy.Select.
-func (c *Client) MetadataFunc(repo name.Repository, want []policy.Platform) policy.MetadataFunc {
+func (c *Client) MetadataFunc(repo Repository, want []policy.Platform) policy.MetadataFunc {
 	return func(ctx context.Context, tag string) (policy.Metadata, error) {
 		return c.Metadata(ctx, repo, tag, want)
 	}
 }
 
+// cachedManifest reads the metadata cache: digests to manifest facts,
+// bounded, the least recently used dropped first. Entries never go
+// stale: a digest names immutable content.
+func (c *Client) cachedManifest(digest string) (manifestInfo, bool) {
+	v, ok := c.meta.Get(digest)
+	if !ok {
+		return manifestInfo{}, false
+	}
+	info, ok := v.(manifestInfo)
+	return info, ok
+}
+
 // manifest returns the facts of one manifest digest, from the cache or by
 // reading the manifest (and, for an image, its config blob).
-func (c *Client) manifest(ctx context.Context, repo name.Repository, digest string) (manifestInfo, error) {
+func (c *Client) manifest(ctx context.Context, repo Repository, digest string) (manifestInfo, error) {
 	c.init()
-	if info, ok := c.meta.get(digest); ok {
+	if info, ok := c.cachedManifest(digest); ok {
 		c.Metrics.cacheResult("manifest", "hit")
 		return info, nil
 	}
 	v, err, shared := c.flight.Do("manifest\x00"+digest, func() (any, error) {
 		// A flight that ended between our cache check and this one
 		// filled the cache: do not fetch again.
-		if info, ok := c.meta.get(digest); ok {
+		if info, ok := c.cachedManifest(digest); ok {
 			return info, nil
 		}
 		var info manifestInfo
@@ -99,7 +111,7 @@ func (c *Client) manifest(ctx context.Context, repo name.Repository, digest stri
 		if err != nil {
 			return nil, err
 		}
-		c.meta.add(digest, info)
+		c.meta.Add(digest, info)
 		return info, nil
 	})
 	if shared {

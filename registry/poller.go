@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -81,7 +80,7 @@ type Poller struct {
 }
 
 type polledRepo struct {
-	repo      name.Repository
+	repo      Repository
 	interest  Interest
 	next      time.Time
 	polled    bool
@@ -122,7 +121,7 @@ func (p *Poller) SetInterests(interests map[string]Interest) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	want := make(map[string]Interest, len(interests))
-	parsed := make(map[string]name.Repository, len(interests))
+	parsed := make(map[string]Repository, len(interests))
 	for ref, in := range interests {
 		pr := p.parse(ref)
 		if pr.err != nil {
@@ -165,7 +164,7 @@ func (p *Poller) SetInterests(interests map[string]Interest) {
 
 // parsedRef is a repository reference as ParseRepo read it.
 type parsedRef struct {
-	repo name.Repository
+	repo Repository
 	key  string // RepoKey(repo)
 	err  error
 }
@@ -394,7 +393,7 @@ func (p *Poller) record(ctx context.Context, key string, r *polledRepo, tags []s
 	return ch, true
 }
 
-func (p *Poller) fetch(ctx context.Context, repo name.Repository, in Interest, maxAge time.Duration) ([]string, map[string]string, error) {
+func (p *Poller) fetch(ctx context.Context, repo Repository, in Interest, maxAge time.Duration) ([]string, map[string]string, error) {
 	client := p.Client
 	if in.Client != nil {
 		client = in.Client

@@ -9,16 +9,16 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
+	"github.com/crowsnest-dev/crowsnest/internal/ocireq"
 	"github.com/crowsnest-dev/crowsnest/internal/retryafter"
 )
 
@@ -203,7 +203,7 @@ func newHostTransport(host string, cfg HostConfig, m *Metrics, pace *pacer) (*ho
 	if pace == nil {
 		pace = newPacer(pacing{rate: cfg.RateLimit, burst: cfg.Burst, concurrency: cfg.MaxConcurrency})
 	}
-	t := &hostTransport{host: host, cfg: cfg, pace: pace, metrics: m, now: time.Now, sleep: sleepCtx}
+	t := &hostTransport{host: host, cfg: cfg, pace: pace, metrics: m, now: time.Now, sleep: backoff.Sleep}
 	if cfg.APIURL != "" {
 		u, err := url.Parse(cfg.APIURL)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -242,7 +242,7 @@ func (e endpointTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 func (t *hostTransport) roundTrip(req *http.Request, p *pacer) (*http.Response, error) {
-	kind := requestKind(req)
+	kind := ocireq.Kind(req)
 	if kind == "ping" && req.Method == http.MethodGet {
 		return t.ping(req, p)
 	}
@@ -371,26 +371,26 @@ func (t *hostTransport) classify(ctx context.Context, resp *http.Response, err e
 	if ctx.Err() != nil {
 		return 0, "", false // the caller gave up: no retry
 	}
-	backoff := t.backoff(attempt)
+	delay := t.backoff(attempt)
 	if err != nil {
 		if certificateError(err) {
 			return 0, "", false // the same certificate is refused again
 		}
 		var ne net.Error
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-			return backoff, "timeout", true
+			return delay, "timeout", true
 		}
-		return backoff, "network", true
+		return delay, "network", true
 	}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests:
 		if d, ok := retryafter.Parse(resp.Header.Get("Retry-After"), t.now()); ok {
 			return d, "429", true
 		}
-		return backoff, "429", true
+		return delay, "429", true
 	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
 		http.StatusGatewayTimeout, http.StatusRequestTimeout:
-		return backoff, "5xx", true
+		return delay, "5xx", true
 	}
 	return 0, "", false
 }
@@ -398,11 +398,7 @@ func (t *hostTransport) classify(ctx context.Context, resp *http.Response, err e
 // backoff is exponential with full jitter in its upper half, so clients
 // that failed together do not retry together.
 func (t *hostTransport) backoff(attempt int) time.Duration {
-	d := t.cfg.RetryBaseDelay << min(attempt-1, 20)
-	if d > t.cfg.RetryMaxDelay || d <= 0 {
-		d = t.cfg.RetryMaxDelay
-	}
-	return d/2 + rand.N(d/2+1) //nolint:gosec // jitter, not security
+	return backoff.Delay(t.cfg.RetryBaseDelay, t.cfg.RetryMaxDelay, attempt)
 }
 
 // block makes every request to the host wait d, as a 429 asks.
@@ -458,20 +454,6 @@ func (t *hostTransport) wait(ctx context.Context, pace *pacer) error {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 type releasingBody struct {
 	io.ReadCloser
 	release func()
@@ -481,25 +463,4 @@ func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.release()
 	return err
-}
-
-// requestKind names a registry request for metrics.
-func requestKind(r *http.Request) string {
-	p := r.URL.Path
-	switch {
-	case p == "/v2/" || p == "/v2":
-		return "ping"
-	case strings.HasSuffix(p, "/tags/list"):
-		return "list"
-	case strings.Contains(p, "/manifests/") && r.Method == http.MethodHead:
-		return "head"
-	case strings.Contains(p, "/manifests/"):
-		return "manifest"
-	case strings.Contains(p, "/blobs/"):
-		return "blob"
-	case !strings.HasPrefix(p, "/v2/"):
-		return "token"
-	default:
-		return "other"
-	}
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/crowsnest-dev/crowsnest/internal/fsdebounce"
 )
 
 // Defaults of the file source.
@@ -127,32 +129,11 @@ func (s *FileSource) Start(ctx context.Context, h Handler) error {
 	s.scan(d, w)
 	s.synced.Store(true)
 
-	ticker := time.NewTicker(fileRescanInterval)
-	defer ticker.Stop()
-	var debounce <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-w.Events:
-			if !ok {
-				return nil
-			}
-			if debounce == nil {
-				debounce = time.After(fileDebounce)
-			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return nil
-			}
-			s.Log.Warn("file watch error", "dir", s.Dir, "error", err)
-		case <-debounce:
-			debounce = nil
-			s.scan(d, w)
-		case <-ticker.C:
-			s.scan(d, w)
-		}
-	}
+	return fsdebounce.Loop{
+		Watcher: w, Quiet: fileDebounce, Recheck: fileRescanInterval,
+		Fire: func() { s.scan(d, w) },
+		Warn: func(err error) { s.Log.Warn("file watch error", "dir", s.Dir, "error", err) },
+	}.Run(ctx)
 }
 
 // Synced reports whether the folder was read once.
@@ -160,12 +141,31 @@ func (s *FileSource) Synced() bool { return s.synced.Load() }
 
 // scan re-reads every file and emits the difference to the last scan.
 func (s *FileSource) scan(d *dispatcher, w *fsnotify.Watcher) {
-	var found []FileProblem
-	problem := func(path, reason string) { found = append(found, FileProblem{Path: path, Reason: reason}) }
+	var found problemList
+	s.readFolder(w, &found)
+	apps, projs := s.resolve(&found)
+	diff(s.apps, apps, d.app)
+	diff(s.projs, projs, d.project)
+	s.report(found)
+	s.mu.Lock()
+	s.apps, s.projs = apps, projs
+	s.mu.Unlock()
+}
+
+// problemList collects the problems of one scan.
+type problemList []FileProblem
+
+func (l *problemList) add(path, reason string) {
+	*l = append(*l, FileProblem{Path: path, Reason: reason})
+}
+
+// readFolder walks the folder, watches its sub-folders and keeps the
+// objects of each file read in s.byFile (dropping files gone).
+func (s *FileSource) readFolder(w *fsnotify.Watcher, found *problemList) {
 	seen := map[string]bool{}
 	err := filepath.WalkDir(s.Dir, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
-			problem(path, fmt.Sprintf("folder skipped: %v", err))
+			found.add(path, fmt.Sprintf("folder skipped: %v", err))
 			s.keepUnder(path, seen)
 			return nil
 		}
@@ -185,35 +185,44 @@ func (s *FileSource) scan(d *dispatcher, w *fsnotify.Watcher) {
 			return nil
 		}
 		seen[path] = true
-		objs, skipped, err := readObjects(path, e)
-		switch {
-		case errors.Is(err, errVanished):
-			// Removed while the folder was read; the removal's own
-			// file-system event brings another read.
-		case errors.As(err, new(notArgoCDError)) && len(s.byFile[path]) == 0:
-			// A template or values file beside the Applications.
-			s.Log.Debug("skipping a file that does not parse and names no Argo CD object", "path", path, "error", err)
-		case err != nil:
-			problem(path, fmt.Sprintf("file skipped: %v", err))
-		default:
-			s.byFile[path] = objs
-		}
-		for _, r := range skipped {
-			problem(path, r)
-		}
+		s.readFile(path, e, found)
 		return nil
 	})
 	if err != nil {
-		problem(s.Dir, fmt.Sprintf("folder skipped: %v", err))
+		found.add(s.Dir, fmt.Sprintf("folder skipped: %v", err))
 	}
 	for path := range s.byFile {
 		if !seen[path] {
 			delete(s.byFile, path)
 		}
 	}
+}
 
-	apps := map[string]*unstructured.Unstructured{}
-	projs := map[string]*unstructured.Unstructured{}
+// readFile reads one file's objects into s.byFile.
+func (s *FileSource) readFile(path string, e fs.DirEntry, found *problemList) {
+	objs, skipped, err := readObjects(path, e)
+	switch {
+	case errors.Is(err, errVanished):
+		// Removed while the folder was read; the removal's own
+		// file-system event brings another read.
+	case errors.As(err, new(notArgoCDError)) && len(s.byFile[path]) == 0:
+		// A template or values file beside the Applications.
+		s.Log.Debug("skipping a file that does not parse and names no Argo CD object", "path", path, "error", err)
+	case err != nil:
+		found.add(path, fmt.Sprintf("file skipped: %v", err))
+	default:
+		s.byFile[path] = objs
+	}
+	for _, r := range skipped {
+		found.add(path, r)
+	}
+}
+
+// resolve turns the files' objects into the Applications and AppProjects
+// in force: files in name order, a later definition of an object winning.
+func (s *FileSource) resolve(found *problemList) (apps, projs map[string]*unstructured.Unstructured) {
+	apps = map[string]*unstructured.Unstructured{}
+	projs = map[string]*unstructured.Unstructured{}
 	from := map[string]string{} // kind and key -> file whose definition is in force
 	paths := make([]string, 0, len(s.byFile))
 	for p := range s.byFile {
@@ -234,7 +243,7 @@ func (s *FileSource) scan(d *dispatcher, w *fsnotify.Watcher) {
 			} else {
 				_, _ = TrimApplication(u)
 				if _, err := AppFromObject(u); err != nil {
-					problem(p, fmt.Sprintf("%v; the Application is skipped", err))
+					found.add(p, fmt.Sprintf("%v; the Application is skipped", err))
 					if _, ok := apps[key]; !ok && s.apps[key] != nil {
 						apps[key] = s.apps[key] // as last read
 					}
@@ -246,17 +255,12 @@ func (s *FileSource) scan(d *dispatcher, w *fsnotify.Watcher) {
 				if first == p {
 					winner = "a later document of this file"
 				}
-				problem(first, fmt.Sprintf("%s %s is ignored here: %s defines it too and wins", kind, key, winner))
+				found.add(first, fmt.Sprintf("%s %s is ignored here: %s defines it too and wins", kind, key, winner))
 			}
 			target[key], from[kind+" "+key] = u, p
 		}
 	}
-	diff(s.apps, apps, d.app)
-	diff(s.projs, projs, d.project)
-	s.report(found)
-	s.mu.Lock()
-	s.apps, s.projs = apps, projs
-	s.mu.Unlock()
+	return apps, projs
 }
 
 // keepUnder marks the files read before under an unreadable folder as

@@ -34,12 +34,7 @@ func TrimApplication(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	out := map[string]any{
-		"apiVersion": u.Object["apiVersion"],
-		"kind":       u.Object["kind"],
-		"metadata":   trimMetadata(u.Object["metadata"]),
-	}
-	copyKeys(out, u.Object, "spec", "operation")
+	out := trimObject(u, "spec", "operation")
 	if status, ok := u.Object["status"].(map[string]any); ok {
 		kept := map[string]any{}
 		copyKeys(kept, status, keptAppStatus...)
@@ -129,14 +124,20 @@ func TrimProject(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	u.Object = trimObject(u, "spec")
+	return u, nil
+}
+
+// trimObject is u's apiVersion, kind, trimmed metadata and the top-level
+// fields named by keys.
+func trimObject(u *unstructured.Unstructured, keys ...string) map[string]any {
 	out := map[string]any{
 		"apiVersion": u.Object["apiVersion"],
 		"kind":       u.Object["kind"],
 		"metadata":   trimMetadata(u.Object["metadata"]),
 	}
-	copyKeys(out, u.Object, "spec")
-	u.Object = out
-	return u, nil
+	copyKeys(out, u.Object, keys...)
+	return out
 }
 
 func trimMetadata(v any) any {

@@ -12,9 +12,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 )
@@ -33,7 +33,7 @@ type migration struct {
 
 	regs     *registries
 	policies *imageupdate.Policies
-	tenancy  *controller.Tenancy
+	tenancy  *tenancy.Rules
 	notify   *migrateNotify
 	windows  windows.Set
 	// brokenProjects are AppProjects whose windows do not compile.
@@ -122,7 +122,7 @@ func (m *migration) build() {
 	if m.policies, err = imageupdate.CompilePolicies(m.cfg.ImagePolicies); err != nil {
 		m.policies, _ = imageupdate.CompilePolicies(nil) // reported by checkConfig
 	}
-	m.tenancy = &controller.Tenancy{
+	m.tenancy = &tenancy.Rules{
 		Config:   func() *config.Tenancy { return &m.cfg.Tenancy },
 		Project:  m.projectOf,
 		Assigned: m.regs.assigned,

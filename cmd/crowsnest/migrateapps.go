@@ -11,6 +11,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -68,7 +69,7 @@ func (m *migration) appImages(app *watcher.App, ma *migrateApp) {
 		if errors.As(err, &ae) {
 			f.Where, f.What = ae.Key, ae.Msg
 		}
-		if errors.Is(err, controller.ErrRefused) {
+		if errors.Is(err, tenancy.ErrRefused) {
 			f.Why = "annotations may only use their own namespace's Secrets and their AppProject's repositories (the config's tenancy section widens that)"
 			f.Breaks = true
 			ma.Cannot = append(ma.Cannot, f)

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -104,7 +104,7 @@ func (m *migration) updaterSpec(app *watcher.App, ma *migrateApp) (spec *imageup
 			continue
 		}
 		f := migrateFinding{Where: "ImageUpdater " + fe.Resource + " " + fe.Path, What: fe.Msg}
-		if errors.Is(err, controller.ErrRefused) {
+		if errors.Is(err, tenancy.ErrRefused) {
 			f.Why, f.Breaks = "an ImageUpdater is as trusted as its namespace's annotations: Secrets of its own namespace, its Applications' AppProject repositories", true
 			ma.Cannot = append(ma.Cannot, f)
 			continue

@@ -93,7 +93,7 @@ func (a refAuth) Authenticator(ctx context.Context, repo string) (authn.Authenti
 func (a refAuth) Invalidate(repo string) { a.resolver.Invalidate(a.ref, config.RegistryHost(repo)) }
 
 // assigned reports whether the registries config names ref for some
-// repository, and whether it names it for repo (controller.Tenancy):
+// repository, and whether it names it for repo (tenancy.Rules):
 // credentials the config assigns stay with the repositories it assigns
 // them to, whatever an annotation says.
 func (r *registries) assigned(ref config.CredentialRef, repo string) (configured, here bool) {

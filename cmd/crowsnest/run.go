@@ -28,6 +28,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
@@ -373,7 +374,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		Metrics:       controller.NewImageMetrics(reg),
 		Log:           log,
 	}
-	images.Tenancy = &controller.Tenancy{
+	images.Tenancy = &tenancy.Rules{
 		Config:   func() *config.Tenancy { return &engine.Config().Tenancy },
 		Project:  controller.ArgoProject(engine, o.argocdNamespace, files != nil),
 		Assigned: regs.assigned,

@@ -251,7 +251,7 @@ func (o *testOptions) override(list config.RegistryList, img registry.Image) (co
 		return list, nil
 	}
 	list = slices.Clone(list)
-	host := registry.Host(img.Repository.Registry)
+	host := img.Repository.Host()
 	entry := func(prefix string) config.Registry {
 		return config.Registry{Prefix: prefix, RateLimit: config.DefaultRegistryRateLimit, MaxConcurrency: config.DefaultRegistryMaxConcurrency}
 	}

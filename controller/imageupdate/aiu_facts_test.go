@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 )
 
@@ -238,16 +238,16 @@ func TestAIUDefaultHelmParameterNames(t *testing.T) {
 func TestAIUPullSecretForms(t *testing.T) {
 	tests := []struct {
 		in   string
-		want creds.Ref
+		want config.CredentialRef
 	}{
-		{"pullsecret:argocd/regcred", creds.Ref{Source: "pullsecret", Namespace: "argocd", Name: "regcred"}},
-		{"secret:argocd/creds#token", creds.Ref{Source: "secret", Namespace: "argocd", Name: "creds", Field: "token"}},
-		{"env:REGISTRY_SECRET", creds.Ref{Source: "env", Env: "REGISTRY_SECRET"}},
-		{"ext:/app/scripts/auth.sh", creds.Ref{Source: "ext", Path: "/app/scripts/auth.sh"}},
+		{"pullsecret:argocd/regcred", config.CredentialRef{Source: "pullsecret", Namespace: "argocd", Name: "regcred"}},
+		{"secret:argocd/creds#token", config.CredentialRef{Source: "secret", Namespace: "argocd", Name: "creds", Field: "token"}},
+		{"env:REGISTRY_SECRET", config.CredentialRef{Source: "env", Env: "REGISTRY_SECRET"}},
+		{"ext:/app/scripts/auth.sh", config.CredentialRef{Source: "ext", Path: "/app/scripts/auth.sh"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := creds.Parse(tt.in)
+			got, err := parsePullSecret(tt.in)
 			if err != nil {
 				t.Fatalf("AIU (%s) accepts %q; crowsnest: %v", aiuImagesDoc, tt.in, err)
 			}

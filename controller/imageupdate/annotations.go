@@ -10,10 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crowsnest-dev/crowsnest/registry"
-	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
-	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/branchtmpl"
 )
 
 // Prefix is argocd-image-updater's annotation prefix, read unchanged.
@@ -147,6 +146,32 @@ type failFunc func(key string, err error, format string, args ...any)
 
 // readImage reads one image-list entry and its per-image settings.
 func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool) {
+	img, r, ok := readEntry(entry, ann, fail)
+	if !ok {
+		return Image{}, false
+	}
+	r.readPolicy(&img)
+	r.readAccess(&img)
+	r.readNames(&img)
+	r.dropUnread(&img)
+	r.compile(&img)
+	return img, !r.bad
+}
+
+// imageSettings reads the settings of one image-list entry: its own
+// ("<alias>.<key>") or else the app-wide ones, remembering which
+// annotation key each came from so that errors name it.
+type imageSettings struct {
+	ann      map[string]string
+	fail     failFunc
+	hasAlias bool
+	keyAlias string            // the alias as spelt in option keys
+	keyOf    map[string]string // policy field -> annotation key
+	bad      bool              // a setting was refused: the image is left out
+}
+
+// readEntry parses "[alias=]image[:constraint]".
+func readEntry(entry string, ann map[string]string, fail failFunc) (Image, *imageSettings, bool) {
 	alias, ref, hasAlias := strings.Cut(entry, "=")
 	if !hasAlias {
 		ref, alias = entry, ""
@@ -154,81 +179,106 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 	ref = strings.TrimSpace(ref)
 	alias = strings.TrimSpace(alias)
 	name, constraint := splitConstraint(ref)
-	parsed, err := registry.ParseImage(name)
+	parsed, err := imageref.Parse(name)
 	if err != nil {
 		fail(KeyImageList, err, "image %q: %v", ref, err)
-		return Image{}, false
+		return Image{}, nil, false
 	}
 	keyAlias := OptionAlias(alias)
 	if hasAlias && !aliasRE.MatchString(keyAlias) {
 		fail(KeyImageList, nil, "alias %q: want letters, digits, '-', '_' or '/' (at most 63)", alias)
-		return Image{}, false
+		return Image{}, nil, false
 	}
 	if alias == "" {
 		alias = name // the image as written, as argocd-image-updater keys it
 	}
 	img := Image{Alias: alias, Name: name, Ref: parsed}
 	img.Policy.Constraint = constraint
+	r := &imageSettings{ann: ann, fail: fail, hasAlias: hasAlias, keyAlias: keyAlias,
+		keyOf: map[string]string{"constraint": KeyImageList}}
+	return img, r, true
+}
 
-	// get returns the per-image value, else the app-wide one.
-	get := func(key string) (string, string, bool) {
-		if hasAlias {
-			if v, ok := ann[Prefix+keyAlias+"."+key]; ok {
-				return strings.TrimSpace(v), keyAlias + "." + key, true
-			}
+// get returns the per-image value, else the app-wide one, and its key.
+func (r *imageSettings) get(key string) (string, string, bool) {
+	if r.hasAlias {
+		if v, ok := r.ann[Prefix+r.keyAlias+"."+key]; ok {
+			return strings.TrimSpace(v), r.keyAlias + "." + key, true
 		}
-		v, ok := ann[Prefix+key]
-		return strings.TrimSpace(v), key, ok
 	}
-	keyOf := map[string]string{"constraint": KeyImageList}
-	bad := false
-	if v, k, ok := get(KeyStrategy); ok {
-		img.Policy.Strategy, keyOf["strategy"] = v, k
-		if _, err := policy.Compile(parsed.Repo(), policy.Spec{Strategy: v, Constraint: "x"}); err != nil && unknownStrategy(err) {
+	v, ok := r.ann[Prefix+key]
+	return strings.TrimSpace(v), key, ok
+}
+
+// own returns the per-image value of key ("" without an alias).
+func (r *imageSettings) own(key string) string {
+	return strings.TrimSpace(r.ann[Prefix+r.keyAlias+"."+key])
+}
+
+// readPolicy reads the strategy and the tag filters.
+func (r *imageSettings) readPolicy(img *Image) {
+	if v, k, ok := r.get(KeyStrategy); ok {
+		img.Policy.Strategy, r.keyOf["strategy"] = v, k
+		if _, err := policy.Compile(img.Ref.Repo(), policy.Spec{Strategy: v, Constraint: "x"}); err != nil && unknownStrategy(err) {
 			// argocd-image-updater updates by semver, its default, when
 			// the strategy is unknown; crowsnest does too, and says so.
-			fail(k, nil, "unknown strategy %q: want semver, newest-build, digest or alphabetical; semver is used", v)
+			r.fail(k, nil, "unknown strategy %q: want semver, newest-build, digest or alphabetical; semver is used", v)
 			img.Policy.Strategy = ""
 		}
 	}
-	if v, k, ok := get(KeyAllowTags); ok {
-		img.Policy.AllowTags, keyOf["allow-tags"] = v, k
+	if v, k, ok := r.get(KeyAllowTags); ok {
+		img.Policy.AllowTags, r.keyOf["allow-tags"] = v, k
 	}
-	if v, k, ok := get(KeyIgnoreTags); ok {
-		img.Policy.IgnoreTags, keyOf["ignore-tags"] = splitList(v), k
+	if v, k, ok := r.get(KeyIgnoreTags); ok {
+		img.Policy.IgnoreTags, r.keyOf["ignore-tags"] = splitList(v), k
 	}
 	// Platforms are per image only: argocd-image-updater never reads an
 	// app-wide platforms annotation (unknownKeys reports one).
-	if v, ok := ann[Prefix+keyAlias+"."+KeyPlatforms]; ok && hasAlias {
-		img.Policy.Platforms, keyOf["platforms"] = splitList(v), keyAlias+"."+KeyPlatforms
+	if v, ok := r.ann[Prefix+r.keyAlias+"."+KeyPlatforms]; ok && r.hasAlias {
+		img.Policy.Platforms, r.keyOf["platforms"] = splitList(v), r.keyAlias+"."+KeyPlatforms
 	}
-	if v, k, ok := get(KeyPullSecret); ok && v != "" {
-		if _, err := creds.Parse(v); err != nil {
-			fail(k, err, "%v", err)
-			bad = true
+}
+
+// readAccess reads the pull secret and force-update.
+func (r *imageSettings) readAccess(img *Image) {
+	if v, k, ok := r.get(KeyPullSecret); ok && v != "" {
+		if _, err := parsePullSecret(v); err != nil {
+			r.fail(k, err, "%v", err)
+			r.bad = true
 		}
 		img.PullSecret = v
 	}
-	if v, k, ok := get(KeyForceUpdate); ok && v != "" {
+	if v, k, ok := r.get(KeyForceUpdate); ok && v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			fail(k, nil, "%q is not true or false", v)
-			bad = true
+			r.fail(k, nil, "%q is not true or false", v)
+			r.bad = true
 		}
 		img.ForceUpdate = b
 	}
-	if hasAlias {
-		img.Helm.ImageName = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyHelmImageName])
-		img.Helm.ImageTag = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyHelmImageTag])
-		img.Helm.ImageSpec = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyHelmImageSpec])
-		img.KustomizeName = strings.TrimSpace(ann[Prefix+keyAlias+"."+KeyKustomizeImage])
-		if img.Helm.ImageSpec != "" && (img.Helm.ImageName != "" || img.Helm.ImageTag != "") {
-			// argocd-image-updater lets image-spec win; say so.
-			fail(keyAlias+"."+KeyHelmImageSpec, nil, "set either helm.image-spec or helm.image-name/helm.image-tag, not both: "+
-				"helm.image-spec is used, helm.image-name and helm.image-tag are ignored")
-			img.Helm.ImageName, img.Helm.ImageTag = "", ""
-		}
+}
+
+// readNames reads the Helm parameter and kustomize image names, which
+// are per image only.
+func (r *imageSettings) readNames(img *Image) {
+	if !r.hasAlias {
+		return
 	}
+	img.Helm.ImageName = r.own(KeyHelmImageName)
+	img.Helm.ImageTag = r.own(KeyHelmImageTag)
+	img.Helm.ImageSpec = r.own(KeyHelmImageSpec)
+	img.KustomizeName = r.own(KeyKustomizeImage)
+	if img.Helm.ImageSpec != "" && (img.Helm.ImageName != "" || img.Helm.ImageTag != "") {
+		// argocd-image-updater lets image-spec win; say so.
+		r.fail(r.keyAlias+"."+KeyHelmImageSpec, nil, "set either helm.image-spec or helm.image-name/helm.image-tag, not both: "+
+			"helm.image-spec is used, helm.image-name and helm.image-tag are ignored")
+		img.Helm.ImageName, img.Helm.ImageTag = "", ""
+	}
+}
+
+// dropUnread drops the settings argocd-image-updater does not read for
+// the image's strategy.
+func (r *imageSettings) dropUnread(img *Image) {
 	// argocd-image-updater reads the constraint for semver and digest
 	// only; newest-build and alphabetical ignore it ("app:latest" with
 	// newest-build is common), so it is dropped rather than refused.
@@ -243,28 +293,34 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 	switch s := strings.ToLower(img.Policy.Strategy); s {
 	case "", "semver", "alphabetical", "name":
 		if len(img.Policy.Platforms) > 0 {
-			fail(keyOf["platforms"], nil, "platforms have no effect with the %s strategy (as in argocd-image-updater, which reads no image metadata for it); ignored",
+			r.fail(r.keyOf["platforms"], nil, "platforms have no effect with the %s strategy (as in argocd-image-updater, which reads no image metadata for it); ignored",
 				cmp.Or(s, "semver"))
 			img.Policy.Platforms = nil
 		}
 	}
-	if _, err := policy.Compile(parsed.Repo(), img.Policy); err != nil {
-		for _, e := range unjoin(err) {
-			var pe *policy.Error
-			if errors.As(e, &pe) {
-				field, _, _ := strings.Cut(pe.Field, "[")
-				key := keyOf[field]
-				if key == "" {
-					key = KeyImageList
-				}
-				fail(key, pe.Err, "image %q: %s: %s", parsed.Repo(), pe.Field, pe.Msg)
-			} else {
-				fail(KeyImageList, e, "image %q: %v", parsed.Repo(), e)
-			}
-		}
-		bad = true
+}
+
+// compile reports what the policy compiler refuses, each under the
+// annotation key its field came from.
+func (r *imageSettings) compile(img *Image) {
+	_, err := policy.Compile(img.Ref.Repo(), img.Policy)
+	if err == nil {
+		return
 	}
-	return img, !bad
+	for _, e := range unjoin(err) {
+		var pe *policy.Error
+		if errors.As(e, &pe) {
+			field, _, _ := strings.Cut(pe.Field, "[")
+			key := r.keyOf[field]
+			if key == "" {
+				key = KeyImageList
+			}
+			r.fail(key, pe.Err, "image %q: %s: %s", img.Ref.Repo(), pe.Field, pe.Msg)
+		} else {
+			r.fail(KeyImageList, e, "image %q: %v", img.Ref.Repo(), e)
+		}
+	}
+	r.bad = true
 }
 
 // unknownStrategy reports whether a policy error is about the strategy.
@@ -353,7 +409,7 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 		if hasTarget {
 			if target == "" {
 				fail(KeyGitBranch, "%q: the target branch after ':' is empty", b)
-			} else if _, err := gitwb.ParseBranchTemplate(target); err != nil {
+			} else if _, err := branchtmpl.Parse(target); err != nil {
 				fail(KeyGitBranch, "target branch template: %v", err)
 			}
 			wb.PushBranch = target

@@ -1,7 +1,7 @@
 package imageupdate
 
 import (
-	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 )
 
@@ -29,7 +29,7 @@ type Image struct {
 	// "ghcr.io/org/app"); it is what Helm image-name parameters receive.
 	Name string
 	// Ref is the parsed image reference (the tag in it is ignored).
-	Ref registry.Image
+	Ref imageref.Image
 	// Policy picks the version; its Constraint holds the constraint
 	// written after the image name in image-list.
 	Policy policy.Spec

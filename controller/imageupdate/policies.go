@@ -8,8 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/registry"
-	"github.com/crowsnest-dev/crowsnest/registry/creds"
+	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows/spec"
@@ -102,7 +101,7 @@ func policyImage(path string, pi *config.PolicyImage) (Image, []error) {
 	fail := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s.%s: %s", path, field, fmt.Sprintf(format, args...)))
 	}
-	ref, err := registry.ParseImage(pi.Image)
+	ref, err := imageref.Parse(pi.Image)
 	if err != nil {
 		fail("image", "%v", err)
 		return Image{}, errs
@@ -121,7 +120,7 @@ func policyImage(path string, pi *config.PolicyImage) (Image, []error) {
 		img.Alias = pi.Image
 	}
 	if pi.PullSecret != "" {
-		if _, err := creds.Parse(pi.PullSecret); err != nil {
+		if _, err := parsePullSecret(pi.PullSecret); err != nil {
 			fail("pullSecret", "%v", err)
 		}
 	}
@@ -190,4 +189,15 @@ func anyGlob(gs []*spec.Glob, s string) bool {
 		}
 	}
 	return false
+}
+
+// parsePullSecret reads a pull-secret reference as the registry client
+// does (creds.Parse, whose package links go-containerregistry, which this
+// package must not): config's reader, its errors prefixed "credentials:".
+func parsePullSecret(s string) (config.CredentialRef, error) {
+	ref, err := config.ParseCredentialRef(s)
+	if err != nil {
+		return config.CredentialRef{}, fmt.Errorf("credentials: %w", err)
+	}
+	return ref, nil
 }

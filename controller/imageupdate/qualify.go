@@ -3,7 +3,7 @@ package imageupdate
 import (
 	"fmt"
 
-	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 )
 
 // Qualify reads each image's reference again through names, which
@@ -24,7 +24,7 @@ func (s *Spec) Qualify(names func(image string) string) []error {
 	kept := make([]Image, 0, len(s.Images))
 	for i := range s.Images {
 		img := s.Images[i]
-		ref, err := registry.ParseImage(names(img.Name))
+		ref, err := imageref.Parse(names(img.Name))
 		if err != nil {
 			msg := fmt.Sprintf("image %q as the registries config completes it: %v", img.Name, err)
 			if s.Source == SourceAnnotations {
@@ -44,9 +44,9 @@ func (s *Spec) Qualify(names func(image string) string) []error {
 
 // parseRunning parses an image the Application runs the way spec's images
 // were read.
-func (s *Spec) parseRunning(image string) (registry.Image, error) {
+func (s *Spec) parseRunning(image string) (imageref.Image, error) {
 	if s.names != nil {
 		image = s.names(image)
 	}
-	return registry.ParseImage(image)
+	return imageref.Parse(image)
 }

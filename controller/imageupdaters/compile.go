@@ -12,7 +12,7 @@ import (
 
 // FieldError is a problem with one field of one ImageUpdater, for one
 // Application or for all it selects. It wraps the cause (a tenancy refusal
-// is errors.Is(err, controller.ErrRefused)).
+// is errors.Is(err, tenancy.ErrRefused)).
 type FieldError struct {
 	// Resource is the ImageUpdater's namespace/name.
 	Resource string

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -29,7 +29,7 @@ func parse(tb testing.TB, doc string) *config.ImageUpdater {
 
 func newSet(tb testing.TB, docs ...string) *Set {
 	tb.Helper()
-	s := &Set{Check: (&controller.Tenancy{}).CheckAnnotations, Log: slog.New(slog.DiscardHandler)}
+	s := &Set{Check: (&tenancy.Rules{}).CheckAnnotations, Log: slog.New(slog.DiscardHandler)}
 	for _, d := range docs {
 		s.Apply(parse(tb, d), nil)
 	}
@@ -165,7 +165,7 @@ spec:
 				t.Fatalf("errs = %v, want %d", errs, len(tt.wantErrs))
 			}
 			for i, err := range errs {
-				if !strings.HasPrefix(err.Error(), tt.wantErrs[i]) || !errors.Is(err, controller.ErrRefused) {
+				if !strings.HasPrefix(err.Error(), tt.wantErrs[i]) || !errors.Is(err, tenancy.ErrRefused) {
 					t.Errorf("err %d = %q, want prefix %q wrapping ErrRefused", i, err, tt.wantErrs[i])
 				}
 			}

@@ -161,6 +161,10 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 	if err != nil {
 		return nil, fmt.Errorf("redis-server not found (hack/apt.sh installs it): %w", err)
 	}
+	kubeBin, err := testenv.BinDir()
+	if err != nil {
+		return nil, err
+	}
 	a := &ArgoCD{Namespace: opts.Namespace, dir: dir}
 	if a.Namespace == "" {
 		a.Namespace = Namespace
@@ -173,12 +177,40 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 	if err := a.configure(ctx, env, opts); err != nil {
 		return nil, err
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+	l, err := a.prepare(env, bin)
+	if err != nil {
 		return nil, err
 	}
-	home, tmp := filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
-	for _, d := range []string{home, tmp} {
+	l.redisPath, l.kubeBin, l.resync = redisPath, kubeBin, opts.AppResync
+	if l.resync <= 0 {
+		l.resync = 10 * time.Second
+	}
+	if err := a.run(ctx, l); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// layout is where the processes of one Argo CD find their binaries,
+// files and ports.
+type layout struct {
+	bin, redisPath, kubeBin string
+	kubeconfig, tmp         string
+	env                     []string
+	ports                   []int
+	resync                  time.Duration
+}
+
+// prepare writes the kubeconfig, makes the processes' folders and picks
+// their environment and ports.
+func (a *ArgoCD) prepare(env *testenv.Env, bin string) (*layout, error) {
+	l := &layout{bin: bin, kubeconfig: filepath.Join(a.dir, "kubeconfig")}
+	if err := env.WriteKubeconfig(l.kubeconfig); err != nil {
+		return nil, err
+	}
+	home := filepath.Join(a.dir, "home")
+	l.tmp = filepath.Join(a.dir, "tmp")
+	for _, d := range []string{home, l.tmp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
@@ -188,13 +220,14 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 	// Argo CDs on one machine (parallel tests) would take it from each
 	// other, and every fetch of the first fails with "unknown nonce". A
 	// folder of its own, short enough for a socket path.
+	var err error
 	if a.sockDir, err = os.MkdirTemp("", "argocd-askpass-"); err != nil {
 		return nil, err
 	}
-	procEnv := append(os.Environ(),
+	l.env = append(os.Environ(),
 		"ARGOCD_ASK_PASS_SOCK="+filepath.Join(a.sockDir, "askpass.sock"),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"HOME="+home, "TMPDIR="+tmp, "KUBECONFIG="+kubeconfig,
+		"HOME="+home, "TMPDIR="+l.tmp, "KUBECONFIG="+l.kubeconfig,
 		// No gpg here, and no signed commits to verify.
 		"ARGOCD_GPG_ENABLED=false",
 		// The in-cluster destination (https://kubernetes.default.svc) is
@@ -202,47 +235,46 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 		// switch for running outside a cluster.
 		"ARGOCD_FAKE_IN_CLUSTER=true",
 	)
-	kubeBin, err := testenv.BinDir()
-	if err != nil {
+	if l.ports, err = freePorts(5); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(5)
-	if err != nil {
-		return nil, err
+	return l, nil
+}
+
+// run starts the processes in order, each once the one before answers.
+func (a *ArgoCD) run(ctx context.Context, l *layout) error {
+	dir, ports, kubeconfig := a.dir, l.ports, l.kubeconfig
+	proc := func(name, path string, args ...string) *testenv.Process {
+		return &testenv.Process{Name: name, Path: path, Dir: dir, Env: l.env, LogPath: filepath.Join(dir, name+".log"), Args: args}
 	}
 	redisAddr := hostPort(ports[0])
 	repoAddr := hostPort(ports[1])
-
-	redis := &testenv.Process{Name: "redis", Path: redisPath, Dir: dir, Env: procEnv, LogPath: filepath.Join(dir, "redis.log"), Args: []string{
+	redis := proc("redis", l.redisPath,
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--save", "", "--appendonly", "no",
-		"--dir", tmp,
-	}}
-	repo := &testenv.Process{Name: "repo-server", Path: filepath.Join(bin, "argocd"), Dir: dir, Env: procEnv, LogPath: filepath.Join(dir, "repo-server.log"), Args: []string{
+		"--dir", l.tmp,
+	)
+	repo := proc("repo-server", filepath.Join(l.bin, "argocd"),
 		"repo-server", "--address", "127.0.0.1", "--port", strconv.Itoa(ports[1]),
 		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[2]),
 		"--disable-tls", "--client-ca-path", "", "--redis", redisAddr, "--loglevel", "info",
-	}}
-	resync := opts.AppResync
-	if resync <= 0 {
-		resync = 10 * time.Second
-	}
-	ctrl := &testenv.Process{Name: "application-controller", Path: filepath.Join(bin, "argocd"), Dir: dir, Env: procEnv, LogPath: filepath.Join(dir, "application-controller.log"), Args: []string{
+	)
+	ctrl := proc("application-controller", filepath.Join(l.bin, "argocd"),
 		"application-controller", "--kubeconfig", kubeconfig, "--namespace", a.Namespace,
 		"--repo-server", repoAddr, "--repo-server-plaintext", "--redis", redisAddr,
-		"--app-resync", strconv.Itoa(int(resync.Seconds())), "--app-resync-jitter", "0",
+		"--app-resync", strconv.Itoa(int(l.resync.Seconds())), "--app-resync-jitter", "0",
 		"--status-processors", "4", "--operation-processors", "2",
 		"--metrics-port", strconv.Itoa(ports[3]), "--loglevel", "info",
-	}}
+	)
 	// The Deployment and ReplicaSet controllers make the Pods (Pending:
 	// no kubelet) whose images Argo CD reports in status.summary.images;
 	// the ServiceAccount controller the "default" ServiceAccount Pods need.
-	kcm := &testenv.Process{Name: "kube-controller-manager", Path: filepath.Join(kubeBin, "kube-controller-manager"), Dir: dir, Env: procEnv, LogPath: filepath.Join(dir, "kube-controller-manager.log"), Args: []string{
+	kcm := proc("kube-controller-manager", filepath.Join(l.kubeBin, "kube-controller-manager"),
 		"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
 		"--authentication-skip-lookup",
 		"--controllers", "deployment-controller,replicaset-controller,serviceaccount-controller",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[4]),
 		"--cert-dir", filepath.Join(dir, "kcm"), "--use-service-account-credentials=false",
-	}}
+	)
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	steps := []struct {
@@ -256,14 +288,14 @@ func Start(ctx context.Context, env *testenv.Env, dir string, opts Options) (_ *
 	}
 	for _, s := range steps {
 		if err := s.p.Start(); err != nil {
-			return nil, err
+			return err
 		}
 		a.procs = append(a.procs, s.p)
 		if err := s.p.WaitReady(startCtx, s.ready); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // configure creates Argo CD's namespace, ConfigMaps, Secret and

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,12 +91,24 @@ type op struct {
 	change Change
 	err    error
 	done   chan struct{}
+	// released says done is closed; only the draining goroutine reads
+	// or writes it.
+	released bool
+}
+
+// release hands the op's outcome (err) to its Apply, once.
+func (o *op) release() {
+	if !o.released {
+		o.released = true
+		close(o.done)
+	}
 }
 
 // Apply makes change in the next write and returns once it is written (or
-// has failed). A change whose ctx ends before its write starts is dropped
-// with ctx's error; once started, a write finishes within its bounded
-// requests and retries.
+// has failed). A change whose ctx ends before its write starts, or while
+// the write waits to retry after a conflict, is dropped with ctx's error
+// and Apply returns at once; a request under way finishes within its
+// timeout.
 func (w *Writer) Apply(ctx context.Context, change Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -154,7 +165,7 @@ func (w *Writer) drain() {
 		w.mu.Unlock()
 		w.write(batch)
 		for _, o := range batch {
-			close(o.done)
+			o.release()
 		}
 	}
 }
@@ -174,14 +185,7 @@ func (w *Writer) write(ops []*op) {
 		backoff = DefaultBackoff
 	}
 	for {
-		live := ops[:0:0]
-		for _, o := range ops {
-			if err := o.ctx.Err(); err != nil {
-				o.err = err
-			} else {
-				live = append(live, o)
-			}
-		}
+		live := dropEnded(ops)
 		if len(live) == 0 {
 			return
 		}
@@ -200,33 +204,57 @@ func (w *Writer) write(ops []*op) {
 			}
 			return
 		}
-		sleepUnlessAllDone(backoff.Step(), live)
-		ops = live
+		ops = pause(backoff.Step(), live)
 	}
 }
 
-// sleepUnlessAllDone waits d, or less when every op's context ends first
-// (their changes are then dropped, and nobody waits for the write).
-func sleepUnlessAllDone(d time.Duration, ops []*op) {
-	allDone := make(chan struct{})
-	var left atomic.Int32
-	left.Store(int32(len(ops)))
+// dropEnded releases the ops whose context ended, with its error, and
+// returns the others.
+func dropEnded(ops []*op) []*op {
+	live := ops[:0:0]
+	for _, o := range ops {
+		switch {
+		case o.released:
+		case o.ctx.Err() != nil:
+			o.err = o.ctx.Err()
+			o.release()
+		default:
+			live = append(live, o)
+		}
+	}
+	return live
+}
+
+// pause waits d before a retry. An op whose context ends meanwhile is
+// released at once (dropEnded); pause returns the ops left, early when
+// none is.
+func pause(d time.Duration, ops []*op) []*op {
+	ended := make(chan struct{}, 1)
 	stops := make([]func() bool, 0, len(ops))
 	for _, o := range ops {
 		stops = append(stops, context.AfterFunc(o.ctx, func() {
-			if left.Add(-1) == 0 {
-				close(allDone)
+			select {
+			case ended <- struct{}{}:
+			default:
 			}
 		}))
 	}
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
 	t := time.NewTimer(d)
-	select {
-	case <-t.C:
-	case <-allDone:
-	}
-	t.Stop()
-	for _, stop := range stops {
-		stop()
+	defer t.Stop()
+	for {
+		if ops = dropEnded(ops); len(ops) == 0 {
+			return nil
+		}
+		select {
+		case <-t.C:
+			return ops
+		case <-ended:
+		}
 	}
 }
 

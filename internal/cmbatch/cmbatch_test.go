@@ -50,15 +50,32 @@ func newClient(t *testing.T) *countingClient {
 		t.Fatal("no control plane (TestMain did not start one)")
 	}
 	c := &countingClient{counts: map[string]int{}}
+	c.Interface = wrappedClient(t, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: c} })
+	return c
+}
+
+// wrappedClient is a clientset of the control plane, unthrottled, whose
+// requests go through wrap's RoundTripper.
+func wrappedClient(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) kubernetes.Interface {
+	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: c} })
+	cfg.Wrap(wrap)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Interface = cs
-	return c
+	return cs
+}
+
+// seeded is a new namespace with the ConfigMap "state" written once.
+func seeded(t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	ns := env.CreateNamespace(t, "cmbatch")
+	if err := (&cmbatch.Writer{Client: c, Namespace: ns, Name: "state"}).Apply(t.Context(), set("k", "v0")); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 func set(key, val string) cmbatch.Change {
@@ -308,22 +325,13 @@ func (t conflictingTransport) RoundTrip(r *http.Request) (*http.Response, error)
 // hour here) watches the contexts of the changes it holds.
 func TestWriterStopsRetryingWhenTheChangeIsCancelled(t *testing.T) {
 	c := newClient(t)
-	ns := env.CreateNamespace(t, "cmbatch")
-	if err := (&cmbatch.Writer{Client: c, Namespace: ns, Name: "state"}).Apply(t.Context(), set("k", "v0")); err != nil {
-		t.Fatal(err)
-	}
+	ns := seeded(t, c)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = -1, 0
 	var n atomic.Int32
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+	cs := wrappedClient(t, func(rt http.RoundTripper) http.RoundTripper {
 		return conflictingTransport{next: rt, other: c.Interface, ns: ns, name: "state", n: &n, conflicted: cancel}
 	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &cmbatch.Writer{Client: cs, Namespace: ns, Name: "state",
 		Backoff: wait.Backoff{Steps: 5, Duration: time.Hour, Factor: 1}}
 	if err := w.Apply(ctx, set("k", "v1")); !errors.Is(err, context.Canceled) {
@@ -331,5 +339,83 @@ func TestWriterStopsRetryingWhenTheChangeIsCancelled(t *testing.T) {
 	}
 	if got := n.Load(); got != 1 {
 		t.Errorf("%d writes tried, want 1 (no retry after the cancel)", got)
+	}
+}
+
+// gatedTransport holds the Writer's first write until open is closed
+// (telling held it is held), then makes each later write conflict, as
+// conflictingTransport does.
+type gatedTransport struct {
+	conflictingTransport
+	first      *atomic.Bool
+	held, open chan struct{}
+}
+
+func (t gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut && t.first.CompareAndSwap(false, true) {
+		close(t.held)
+		<-t.open
+		return t.next.RoundTrip(r)
+	}
+	return t.conflictingTransport.RoundTrip(r)
+}
+
+// A change cancelled while its batch waits to retry after a conflict is
+// given up at once even though another change of the batch keeps
+// waiting: its Apply does not wait for the others' retries.
+func TestWriterReleasesACancelledChangeWhileItsBatchRetries(t *testing.T) {
+	c := newClient(t)
+	ns := seeded(t, c)
+	ctxA, cancelA := context.WithCancel(t.Context())
+	defer cancelA()
+	ctxB, cancelB := context.WithCancel(t.Context())
+	defer cancelB()
+	var n atomic.Int32
+	tr := gatedTransport{
+		conflictingTransport: conflictingTransport{other: c.Interface, ns: ns, name: "state", n: &n, conflicted: cancelB},
+		first:                new(atomic.Bool), held: make(chan struct{}), open: make(chan struct{}),
+	}
+	cs := wrappedClient(t, func(rt http.RoundTripper) http.RoundTripper {
+		tr.next = rt
+		return tr
+	})
+	w := &cmbatch.Writer{Client: cs, Namespace: ns, Name: "state",
+		Backoff: wait.Backoff{Steps: 5, Duration: time.Hour, Factor: 1}}
+	apply := func(ctx context.Context, key string) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- w.Apply(ctx, set(key, "v1")) }()
+		return done
+	}
+	first := apply(t.Context(), "first")
+	<-tr.held
+	// A and B queue behind the held write, so they go out together next.
+	doneA, doneB := apply(ctxA, "a"), apply(ctxB, "b")
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return w.Queued() == 2, nil }); err != nil {
+		t.Fatalf("the two changes did not queue: %v", err)
+	}
+	close(tr.open)
+	if err := <-first; err != nil {
+		t.Fatalf("the held write: %v", err)
+	}
+	select {
+	case err := <-doneB:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Apply cancelled while its batch waits to retry = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Apply of a cancelled change waited for its batch's retry")
+	}
+	select {
+	case err := <-doneA:
+		t.Fatalf("Apply of the change still wanted returned during the hour-long wait: %v", err)
+	default:
+	}
+	cancelA()
+	if err := <-doneA; !errors.Is(err, context.Canceled) {
+		t.Errorf("Apply cancelled afterwards = %v, want context.Canceled", err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("%d conflicting writes, want 1 (no retry after the cancels)", got)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/reference"
+
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 )
 
 // Defaults of a Sink's zero fields.
@@ -384,9 +386,7 @@ func (s *Sink) retry(write func(context.Context) error) error {
 		if err = write(s.ctx); err == nil || !transient(err) || attempt == writeAttempts || s.ctx.Err() != nil {
 			return err
 		}
-		select {
-		case <-time.After(delay):
-		case <-s.ctx.Done():
+		if backoff.Sleep(s.ctx, delay) != nil {
 			return err
 		}
 		delay *= 2

@@ -35,46 +35,14 @@ type pki struct {
 // a service-account signing key pair and a static token file with one admin
 // token, all under dir.
 func writePKI(dir string) (*pki, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating CA key: %w", err)
-	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "crowsnest-testenv-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(certLifetime),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	caKey, caCert, err := newCA(now)
 	if err != nil {
-		return nil, fmt.Errorf("creating CA certificate: %w", err)
+		return nil, err
 	}
-	caCert, err := x509.ParseCertificate(caDER)
+	srvKey, srvDER, err := newServingCert(caCert, caKey, now)
 	if err != nil {
-		return nil, fmt.Errorf("parsing CA certificate: %w", err)
-	}
-
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating serving key: %w", err)
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(certLifetime),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost"},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating serving certificate: %w", err)
+		return nil, err
 	}
 
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -83,7 +51,7 @@ func writePKI(dir string) (*pki, error) {
 	}
 
 	p := &pki{
-		caPEM:         pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		caPEM:         pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}),
 		servingCert:   filepath.Join(dir, "apiserver.crt"),
 		servingKey:    filepath.Join(dir, "apiserver.key"),
 		saPrivateKey:  filepath.Join(dir, "sa.key"),
@@ -117,6 +85,56 @@ func writePKI(dir string) (*pki, error) {
 		}
 	}
 	return p, nil
+}
+
+// newCA makes the self-signed CA the test clients trust.
+func newCA(now time.Time) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating CA key: %w", err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "crowsnest-testenv-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(certLifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating CA certificate: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing CA certificate: %w", err)
+	}
+	return caKey, caCert, nil
+}
+
+// newServingCert makes the kube-apiserver's certificate for 127.0.0.1
+// and localhost, signed by the CA; it returns the key and the DER.
+func newServingCert(caCert *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time) (*ecdsa.PrivateKey, []byte, error) {
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating serving key: %w", err)
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(certLifetime),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:     []string{"localhost"},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating serving certificate: %w", err)
+	}
+	return srvKey, srvDER, nil
 }
 
 func ecKeyPEM(k *ecdsa.PrivateKey) ([]byte, error) {

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 )
 
 // BinDirEnv names the environment variable that points at a folder holding
@@ -86,47 +88,9 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 		}
 	}
 	etcdURL := "http://" + hostPort(ports[0])
-	peerURL := "http://" + hostPort(ports[1])
 	e := &Env{Dir: dir, warnings: &warningLog{}}
-	e.etcd = &Process{
-		Name:    "etcd",
-		Path:    filepath.Join(bin, "etcd"),
-		LogPath: filepath.Join(dir, "etcd.log"),
-		Args: []string{
-			"--name=default",
-			"--data-dir=" + filepath.Join(dir, "etcd"),
-			"--listen-client-urls=" + etcdURL,
-			"--advertise-client-urls=" + etcdURL,
-			"--listen-peer-urls=" + peerURL,
-			"--initial-advertise-peer-urls=" + peerURL,
-			"--initial-cluster=default=" + peerURL,
-			"--unsafe-no-fsync=true", // test data is thrown away; fsync only costs time
-			"--log-level=warn",
-		},
-	}
-	e.apiserver = &Process{
-		Name:    "kube-apiserver",
-		Path:    filepath.Join(bin, "kube-apiserver"),
-		LogPath: filepath.Join(dir, "kube-apiserver.log"),
-		Args: []string{
-			"--etcd-servers=" + etcdURL,
-			"--bind-address=127.0.0.1",
-			"--advertise-address=127.0.0.1",
-			fmt.Sprintf("--secure-port=%d", ports[2]),
-			"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
-			"--tls-cert-file=" + p.servingCert,
-			"--tls-private-key-file=" + p.servingKey,
-			"--token-auth-file=" + p.tokenAuthFile,
-			"--authorization-mode=RBAC",
-			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file=" + p.saPublicKey,
-			"--service-account-signing-key-file=" + p.saPrivateKey,
-			"--service-cluster-ip-range=10.0.0.0/24",
-			"--enable-priority-and-fairness=false",
-			"--profiling=false",
-			"-v=0",
-		},
-	}
+	e.etcd = etcdProcess(bin, dir, etcdURL, "http://"+hostPort(ports[1]))
+	e.apiserver = apiserverProcess(bin, dir, etcdURL, ports[2], p)
 	e.Config = &rest.Config{
 		Host:            "https://" + hostPort(ports[2]),
 		BearerToken:     p.adminToken,
@@ -154,6 +118,51 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+func etcdProcess(bin, dir, etcdURL, peerURL string) *Process {
+	return &Process{
+		Name:    "etcd",
+		Path:    filepath.Join(bin, "etcd"),
+		LogPath: filepath.Join(dir, "etcd.log"),
+		Args: []string{
+			"--name=default",
+			"--data-dir=" + filepath.Join(dir, "etcd"),
+			"--listen-client-urls=" + etcdURL,
+			"--advertise-client-urls=" + etcdURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=default=" + peerURL,
+			"--unsafe-no-fsync=true", // test data is thrown away; fsync only costs time
+			"--log-level=warn",
+		},
+	}
+}
+
+func apiserverProcess(bin, dir, etcdURL string, port int, p *pki) *Process {
+	return &Process{
+		Name:    "kube-apiserver",
+		Path:    filepath.Join(bin, "kube-apiserver"),
+		LogPath: filepath.Join(dir, "kube-apiserver.log"),
+		Args: []string{
+			"--etcd-servers=" + etcdURL,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", port),
+			"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
+			"--tls-cert-file=" + p.servingCert,
+			"--tls-private-key-file=" + p.servingKey,
+			"--token-auth-file=" + p.tokenAuthFile,
+			"--authorization-mode=RBAC",
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + p.saPublicKey,
+			"--service-account-signing-key-file=" + p.saPrivateKey,
+			"--service-cluster-ip-range=10.0.0.0/24",
+			"--enable-priority-and-fairness=false",
+			"--profiling=false",
+			"-v=0",
+		},
+	}
 }
 
 // Stop ends both processes. It is safe to call more than once.
@@ -211,10 +220,8 @@ func (e *Env) installCRDs(ctx context.Context) error {
 			if err == nil {
 				break
 			}
-			select {
-			case <-ctx.Done():
+			if backoff.Sleep(ctx, 50*time.Millisecond) != nil {
 				return fmt.Errorf("waiting for %s to be served: %w (last error: %w)", gvr.Resource, ctx.Err(), err)
-			case <-time.After(50 * time.Millisecond):
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -17,8 +18,9 @@ import (
 const stopGrace = 10 * time.Second
 
 // Process is one binary a test environment runs (etcd, kube-apiserver;
-// internal/argocdenv's Argo CD and its companions), its output in a log
-// file, killed if the test binary dies.
+// internal/argocdenv's Argo CD and its companions, internal/testreg's
+// docker-registry, the benchmark's crowsnest), its output in a log file,
+// killed if the test binary dies.
 type Process struct {
 	Name    string
 	Path    string
@@ -27,8 +29,15 @@ type Process struct {
 	// Env is the environment (nil: the test's); Dir the working folder.
 	Env []string
 	Dir string
+	// Group gives the process a process group of its own, which Stop
+	// signals as a whole: for binaries that start children.
+	Group bool
+	// StopGrace is how long Stop waits after SIGTERM before SIGKILL;
+	// zero is stopGrace.
+	StopGrace time.Duration
 
 	cmd  *exec.Cmd
+	pid  int
 	done chan struct{}
 	err  error // set when done is closed
 }
@@ -45,12 +54,12 @@ func (p *Process) Start() error {
 	cmd.Stderr = logFile
 	// The child dies with the test binary even if the test is killed, so no
 	// control plane is left running on the machine.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: p.Group}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return fmt.Errorf("starting %s: %w", p.Name, err)
 	}
-	p.cmd = cmd
+	p.cmd, p.pid = cmd, cmd.Process.Pid
 	p.done = make(chan struct{})
 	go func() {
 		p.err = cmd.Wait()
@@ -73,17 +82,33 @@ func (p *Process) Running() bool {
 	}
 }
 
-// Stop sends SIGTERM and, after stopGrace, SIGKILL; it returns once the
-// process has exited.
+// Pid is the id of the process last started; 0 before Start.
+func (p *Process) Pid() int { return p.pid }
+
+// Done is closed when the started process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is how the process ended, once Done is closed.
+func (p *Process) Err() error {
+	<-p.done
+	return p.err
+}
+
+// Stop sends SIGTERM and, after StopGrace, SIGKILL (to the process group
+// with Group); it returns once the process has exited.
 func (p *Process) Stop() error {
 	if !p.Running() {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	pid := p.cmd.Process.Pid
+	if p.Group {
+		pid = -pid
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(stopGrace):
-		_ = p.cmd.Process.Kill()
+	case <-time.After(cmp.Or(p.StopGrace, stopGrace)):
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 		<-p.done
 	}
 	p.cmd = nil

@@ -7,14 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
 // distributionBinary is where Debian's docker-registry package (CNCF
@@ -54,11 +54,9 @@ type DistributionOptions struct {
 // Distribution is a real CNCF distribution registry (docker-registry)
 // process on 127.0.0.1 with filesystem storage in a temporary folder.
 type Distribution struct {
-	host    string
-	users   map[string]string
-	logPath string
-	cmd     *exec.Cmd
-	done    chan struct{}
+	host  string
+	users map[string]string
+	proc  *testenv.Process
 }
 
 // StartDistribution starts a registry that is stopped when the test ends.
@@ -73,32 +71,34 @@ func StartDistribution(tb testing.TB, opts DistributionOptions) *Distribution {
 		tb.Fatalf("docker-registry (CNCF distribution) is not installed: run hack/apt.sh (%v)", err)
 	}
 	dir := tb.TempDir()
-	port, err := freeLocalPort()
+	host, err := testenv.FreeAddr()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d := &Distribution{
-		host:    net.JoinHostPort("127.0.0.1", port),
-		users:   opts.Users,
-		logPath: filepath.Join(dir, "registry.log"),
-		done:    make(chan struct{}),
-	}
+	d := &Distribution{host: host, users: opts.Users}
 	cfgPath, err := writeDistributionConfig(dir, d.host, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := d.start(bin, cfgPath); err != nil {
+	d.proc = &testenv.Process{
+		Name: "docker-registry", Path: bin, Args: []string{"serve", cfgPath},
+		LogPath: filepath.Join(dir, "registry.log"),
+		Env:     []string{"PATH=/usr/bin:/bin"}, // no REGISTRY_* overrides from the caller
+		// Its own process group, so stopping reaches everything it starts.
+		Group: true, StopGrace: distributionStopGrace,
+	}
+	if err := d.proc.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		d.stop()
+		_ = d.proc.Stop()
 		if tb.Failed() {
 			tb.Logf("docker-registry log:\n%s", d.Log())
 		}
 	})
 	ctx, cancel := context.WithTimeout(tb.Context(), distributionStartTimeout)
 	defer cancel()
-	if err := d.waitReady(ctx); err != nil {
+	if err := d.proc.WaitReady(ctx, d.ready); err != nil {
 		tb.Fatal(err)
 	}
 	return d
@@ -145,87 +145,30 @@ func (d *Distribution) Ref(tb testing.TB, repoTag string) name.Reference {
 
 // Log returns what the registry has logged so far.
 func (d *Distribution) Log() string {
-	data, err := os.ReadFile(d.logPath)
+	data, err := os.ReadFile(d.proc.LogPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
 	return string(data)
 }
 
-func (d *Distribution) start(bin, cfgPath string) error {
-	logFile, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+// ready asks /v2/ whether the registry answers (401 counts: auth is on).
+func (d *Distribution) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.URL()+"/v2/", http.NoBody)
 	if err != nil {
-		return fmt.Errorf("opening registry log: %w", err)
+		return err
 	}
-	cmd := exec.Command(bin, "serve", cfgPath)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = []string{"PATH=/usr/bin:/bin"} // no REGISTRY_* overrides from the caller
-	// Its own process group so stop reaches everything it starts, and
-	// SIGKILL if the test binary dies first, so no registry outlives it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return fmt.Errorf("starting %s: %w", bin, err)
-	}
-	d.cmd = cmd
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		close(d.done)
-	}()
-	return nil
-}
-
-func (d *Distribution) stop() {
-	pgid := -d.cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(distributionStopGrace):
-		_ = syscall.Kill(pgid, syscall.SIGKILL)
-		<-d.done
-	}
-}
-
-// waitReady polls /v2/ until it answers (401 counts: auth is on).
-func (d *Distribution) waitReady(ctx context.Context) error {
-	client := &http.Client{Timeout: time.Second}
-	var last error
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.URL()+"/v2/", http.NoBody)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
-				return nil
-			}
-			err = fmt.Errorf("GET /v2/: %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-d.done:
-			return fmt.Errorf("docker-registry exited before it was ready; log:\n%s", d.Log())
-		case <-ctx.Done():
-			return fmt.Errorf("docker-registry not ready: %w (last: %w); log:\n%s", ctx.Err(), last, d.Log())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// freeLocalPort asks the kernel for a free port on 127.0.0.1. It is
-// released before the registry binds it; a rare collision shows as a
-// start error with the registry's log.
-func freeLocalPort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
+		return err
 	}
-	defer l.Close()
-	_, port, err := net.SplitHostPort(l.Addr().String())
-	return port, err
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+		return nil
+	}
+	return fmt.Errorf("GET /v2/: %s", resp.Status)
 }
 
 // writeDistributionConfig writes config.yml (and htpasswd) into dir.

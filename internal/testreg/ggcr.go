@@ -23,6 +23,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/crowsnest-dev/crowsnest/internal/ocireq"
 )
 
 // AuthMode is how an OCI test registry demands credentials.
@@ -52,8 +54,9 @@ type OCIOptions struct {
 // Credentials are a user name and password.
 type Credentials struct{ Username, Password string }
 
-// Request is one request the registry saw, classified by Kind: "ping",
-// "token", "list", "head", "manifest", "blob" or "other".
+// Request is one request the registry saw, classified by Kind as the
+// registry client's metrics are (ocireq.Kind): "ping", "token", "list",
+// "head", "manifest", "blob" or "other".
 type Request struct {
 	Method string
 	Path   string
@@ -145,7 +148,7 @@ func (o *OCI) handler(reg http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			o.mu.Lock()
-			o.requests = append(o.requests, Request{Method: r.Method, Path: r.URL.Path, Kind: kindOf(r), Status: rec.status})
+			o.requests = append(o.requests, Request{Method: r.Method, Path: r.URL.Path, Kind: ocireq.Kind(r), Status: rec.status})
 			o.mu.Unlock()
 		}()
 		o.mu.Lock()
@@ -223,26 +226,6 @@ func (o *OCI) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "expires_in": 300})
-}
-
-func kindOf(r *http.Request) string {
-	p := r.URL.Path
-	switch {
-	case p == "/token":
-		return "token"
-	case p == "/v2/" || p == "/v2":
-		return "ping"
-	case strings.HasSuffix(p, "/tags/list"):
-		return "list"
-	case strings.Contains(p, "/manifests/") && r.Method == http.MethodHead:
-		return "head"
-	case strings.Contains(p, "/manifests/"):
-		return "manifest"
-	case strings.Contains(p, "/blobs/"):
-		return "blob"
-	default:
-		return "other"
-	}
 }
 
 type statusRecorder struct {

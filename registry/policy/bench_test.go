@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/Masterminds/semver/v3"
 )
 
 // benchTags makes benchSize tags the way busy repositories look: mostly semver
@@ -82,4 +84,27 @@ func BenchmarkSelectExtractNumeric(b *testing.B) {
 // ranked and explained.
 func BenchmarkExplainSemver(b *testing.B) {
 	benchSelect(b, Spec{Constraint: ">=1.2 <2"}, benchTags(), true)
+}
+
+// BenchmarkParseTags parses 100,000 tags with parseVersion and with
+// semver.NewVersion, the parser it stands in for: the reason semver.go
+// keeps its own.
+func BenchmarkParseTags(b *testing.B) {
+	tags := benchTags()
+	b.Run("parseVersion", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, t := range tags {
+				_, _ = parseVersion(t)
+			}
+		}
+	})
+	b.Run("semver.NewVersion", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, t := range tags {
+				_, _ = semver.NewVersion(t)
+			}
+		}
+	})
 }

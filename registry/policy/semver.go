@@ -11,6 +11,7 @@ import (
 // its regexp and allocations: selection parses every tag of a repository
 // (100,000 on busy ones) on every poll. FuzzSemverParse holds the two
 // parsers to the same answers.
+// Why not semver.NewVersion: BenchmarkParseTags, 100,000 tags ~17x faster, no allocations.
 type version struct {
 	major, minor, patch uint64
 	pre, meta           string

@@ -82,7 +82,7 @@ func normalize(src *Source, p pushed) (PushEvent, error) {
 		if err != nil {
 			return PushEvent{}, fmt.Errorf("repository %q: %w", p.ref, err)
 		}
-		host, repoPath = registry.Host(repo.Registry), repo.RepositoryStr()
+		host, repoPath = repo.Host(), repo.Path()
 	}
 	if src.Registry != "" {
 		host = src.Registry

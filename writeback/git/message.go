@@ -9,6 +9,8 @@ import (
 	"text/template"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/crowsnest-dev/crowsnest/writeback/git/branchtmpl"
 )
 
 // DefaultMessage is argocd-image-updater's commit message, so histories
@@ -67,28 +69,6 @@ type BranchData struct {
 	SHA256  string
 }
 
-// ParseBranchTemplate compiles the target part of a "base:target" branch,
-// for validating annotations and config at load.
-func ParseBranchTemplate(text string) (*template.Template, error) {
-	t, err := template.New("branch").Funcs(branchFuncs).Option("missingkey=error").Parse(text)
-	if err != nil {
-		return nil, fmt.Errorf("parsing branch template: %w", err)
-	}
-	if err := checkBranchTemplate(t); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-var branchFuncs = template.FuncMap{
-	// sha256 makes a stable, branch-name-safe digest of any text, as
-	// argocd-image-updater's SHA256 helper does.
-	"sha256": func(s string) string {
-		sum := sha256.Sum256([]byte(s))
-		return hex.EncodeToString(sum[:])
-	},
-}
-
 // splitBranch reads "branch" or "base:target" (target may be a template)
 // and returns base and the rendered target.
 func splitBranch(spec string, c *Change) (base, target string, err error) {
@@ -97,7 +77,7 @@ func splitBranch(spec string, c *Change) (base, target string, err error) {
 		target = spec
 	}
 	if strings.Contains(target, "{{") {
-		t, err := ParseBranchTemplate(target)
+		t, err := branchtmpl.Parse(target)
 		if err != nil {
 			return "", "", err
 		}
@@ -107,11 +87,9 @@ func splitBranch(spec string, c *Change) (base, target string, err error) {
 			h.Write([]byte("\x00" + c.Images[i].repo() + c.Images[i].version()))
 		}
 		d := BranchData{App: c.App, AppName: c.App, Images: c.Images, SHA256: hex.EncodeToString(h.Sum(nil))}
-		var b bytes.Buffer
-		if err := t.Execute(&cappedWriter{w: &b, max: maxBranchBytes}, d); err != nil {
-			return "", "", fmt.Errorf("rendering branch template: %w", err)
+		if target, err = branchtmpl.Render(t, d); err != nil {
+			return "", "", err
 		}
-		target = strings.TrimSpace(b.String())
 	}
 	if base == "" || target == "" {
 		return "", "", fmt.Errorf("branch %q: base and target must not be empty", spec)

@@ -14,6 +14,8 @@ import (
 	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
 	"github.com/go-git/go-git/v5/utils/diff"
 	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 )
 
 // Plan is what Apply would write for one batch (one repository and target
@@ -95,7 +97,7 @@ func (w *Writer) planBatch(ctx context.Context, b *batch) Plan {
 		}
 		err = redact(remoteError(err), s.creds.secrets()...)
 		var term errTerminal
-		if errors.As(err, &term) || ctx.Err() != nil || attempt >= maxAttempts || sleep(ctx, w.backoff(attempt)) != nil {
+		if errors.As(err, &term) || ctx.Err() != nil || attempt >= maxAttempts || backoff.Sleep(ctx, w.backoff(attempt)) != nil {
 			p.Err = err
 			return p
 		}

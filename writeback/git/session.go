@@ -16,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 )
 
 const remoteName = "origin"
@@ -138,7 +140,7 @@ func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 		case ctx.Err() == nil && attempt < maxAttempts:
 			w.Metrics.retry()
 			w.log().Debug("git write-back retry", "repo", b.repoURL, "branch", b.target, "attempt", attempt, "err", err)
-			serr := sleep(ctx, w.backoff(attempt))
+			serr := backoff.Sleep(ctx, w.backoff(attempt))
 			if serr == nil {
 				continue
 			}

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"text/template"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 )
 
 // Writer defaults: a handful of clones covers the usual few GitOps
@@ -263,12 +264,8 @@ func (w *Writer) log() *slog.Logger {
 func (w *Writer) backoff(attempt int) time.Duration {
 	d := cmp.Or(w.Backoff, DefaultBackoff)
 	maxD := cmp.Or(w.MaxBackoff, DefaultMaxBackoff)
-	for i := 1; i < attempt && d < maxD; i++ {
-		d *= 2
-	}
-	d = min(d, maxD)
 	// Jitter keeps two writers that lost the same race from meeting again.
-	return d/2 + rand.N(d/2+1)
+	return backoff.Delay(d, maxD, attempt)
 }
 
 func (w *Writer) pushGrace() time.Duration {
@@ -306,16 +303,5 @@ func withGrace(parent context.Context, grace time.Duration) (ctx context.Context
 		}
 		mu.Unlock()
 		cancel(context.Canceled)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -240,58 +240,79 @@ func applyNode(doc *yaml.Node, e edit) (old string, changed bool, err error) {
 				*cur = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: cur.Line, Column: cur.Column}
 			}
 		}
+		var next *yaml.Node
 		switch s.kind {
 		case stepKey:
 			if cur.Kind != yaml.MappingNode {
 				return "", false, fmt.Errorf("%s: %w", pathString(e.path[:i]), ErrNotMapping)
 			}
 			j, ok := findKey(cur, s.key)
-			switch {
-			case ok && last && e.del:
+			if ok && last && e.del {
 				old = cur.Content[j+1].Value
 				cur.Content = append(cur.Content[:j], cur.Content[j+2:]...)
 				return old, true, nil
-			case ok:
-				cur = cur.Content[j+1]
-			case e.del:
-				return "", false, nil
-			default:
-				v := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
-				cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.key}, v)
-				cur = v
 			}
+			next = keyChild(cur, s.key, j, ok, e.del)
 		case stepIndex:
 			if cur.Kind != yaml.SequenceNode || s.index >= len(cur.Content) {
 				return "", false, fmt.Errorf("%s: %w", pathString(e.path[:i+1]), ErrNoIndex)
 			}
-			cur = cur.Content[s.index]
+			next = cur.Content[s.index]
 		case stepItem, stepScalarItem:
 			if cur.Kind != yaml.SequenceNode {
 				return "", false, fmt.Errorf("%s: YAML value is not a sequence: %w", pathString(e.path[:i]), ErrNotMapping)
 			}
-			j, ok := findItem(cur, s)
-			switch {
-			case ok:
-				cur = cur.Content[j]
-			case e.del:
-				return "", false, nil
-			case s.kind == stepItem:
-				it := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
-					{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.key},
-					{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.value},
-				}}
-				cur.Content = append(cur.Content, it)
-				cur = it
-			default:
-				it := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
-				cur.Content = append(cur.Content, it)
-				cur = it
-			}
+			next = itemChild(cur, s, e.del)
 		}
+		if next == nil {
+			return "", false, nil // nothing there to delete
+		}
+		cur = next
 	}
 	if e.del {
 		return "", false, nil
 	}
+	return setScalar(cur, e)
+}
+
+// keyChild is the value of key in the mapping cur (found at j when ok),
+// created as null when missing; nil when missing and del.
+func keyChild(cur *yaml.Node, key string, j int, ok, del bool) *yaml.Node {
+	switch {
+	case ok:
+		return cur.Content[j+1]
+	case del:
+		return nil
+	}
+	v := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
+	cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+	return v
+}
+
+// itemChild is the item of the sequence cur that s selects, appended
+// when missing; nil when missing and del.
+func itemChild(cur *yaml.Node, s step, del bool) *yaml.Node {
+	j, ok := findItem(cur, s)
+	switch {
+	case ok:
+		return cur.Content[j]
+	case del:
+		return nil
+	case s.kind == stepItem:
+		it := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.key},
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.value},
+		}}
+		cur.Content = append(cur.Content, it)
+		return it
+	}
+	it := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
+	cur.Content = append(cur.Content, it)
+	return it
+}
+
+// setScalar sets the scalar cur to e's value.
+func setScalar(cur *yaml.Node, e edit) (old string, changed bool, err error) {
 	if cur.Kind != yaml.ScalarNode {
 		return "", false, fmt.Errorf("%s: %w", pathString(e.path), ErrNotScalar)
 	}
