@@ -15,9 +15,9 @@
 // decisions in controller/imageupdate, Git batching in gitbatch.go,
 // repository credentials in gitcreds.go and the write journal in
 // writejournal.go), sync windows (windows.go, windowsource.go), tenancy
-// checks (tenancy.go) and notifications (notifications.go and
-// notify*.go: triggers on every observed transition, rendering, and the
-// hand-off to the notify package's outbox).
+// checks (tenancy.go) and notifications (notifywiring.go: the engine's
+// sources, projects and lease handed to notify/pipeline's Notifier, which
+// evaluates triggers on every observed transition).
 //
 // docs/operations.md lists the metrics and how the engine runs; the
 // reference for users is in docs/.

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -76,7 +76,7 @@ func (m *migration) buildNotify() *migrateNotify {
 	}
 	set, err := triggers.Compile(&n)
 	if err == nil {
-		err = controller.CheckNotifications(&n)
+		err = pipeline.Check(&n)
 	}
 	if err != nil {
 		for _, e := range flattenErrors(err) {

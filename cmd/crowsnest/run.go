@@ -33,6 +33,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -482,7 +483,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if gw != nil {
 		// repo.GetCommitMetadata / GetAppDetails read through write-back's
 		// Writer: its clone locks are per Writer.
-		notifier.Repo = &controller.NotifyRepo{Git: gw, Check: images.Tenancy.CheckRepository}
+		notifier.Repo = &pipeline.Repo{Git: gw, Check: images.Tenancy.CheckRepository}
 	}
 	engine.Transitions = notifier.OnAppEvent
 	images.Notify, timer.Notify = notifier.OnEvent, notifier.OnEvent

@@ -20,6 +20,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	notifyrender "github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
@@ -225,14 +226,12 @@ func Render(t *testing.T, nc *config.Notifications, d Delivery) notify.Notificat
 	}
 	svcCfg := nc.Services[d.Service]
 	typ := svcCfg.Type()
-	// As the notifier renders for a service of these types
-	// (controller.ServiceTemplate and TemplateVars, which this leaf
-	// package's tests may not import).
-	c, err := notifyrender.Compile(notify.Template{Name: d.Template, Message: tmpl.Message, Blocks: services.TemplateBlocks(d.Template, tmpl.Blocks, typ)})
+	// With the notifier's own template selection and variables.
+	c, err := notifyrender.Compile(pipeline.ServiceTemplate(d.Template, tmpl, d.Service, typ))
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
-	n, err := c.Render(map[string]any{"app": d.App, "context": nc.Context, "event": nil, "serviceType": typ, "repo": notifyrender.RepoHelpers()})
+	n, err := c.Render(pipeline.TemplateVars(d.App, nil, nc.Context, typ))
 	if err != nil {
 		t.Fatalf("Render: %v", err)
 	}

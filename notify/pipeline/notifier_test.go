@@ -1,149 +1,34 @@
-package controller_test
+package pipeline_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// hookSink is a webhook receiver that records the "event" and "app" of
-// every JSON body the catalog's templates send.
-type hookSink struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got []string
-}
-
-func newHookSink(t *testing.T) *hookSink {
-	t.Helper()
-	s := &hookSink{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var body struct{ Event, App string }
-		if err := json.Unmarshal(b, &body); err != nil {
-			t.Errorf("webhook body is not JSON: %v\n%s", err, b)
-		}
-		s.mu.Lock()
-		s.got = append(s.got, body.App+":"+body.Event)
-		s.mu.Unlock()
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *hookSink) messages() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.got...)
-}
-
-// waitLast waits until the last message is want, then returns them all.
-// Each Application's transitions and each destination's deliveries keep
-// their order, so nothing sent before want can still arrive after it.
-func (s *hookSink) waitLast(t *testing.T, want string) []string {
-	t.Helper()
-	waitFor(t, "webhook message "+want, func() bool {
-		m := s.messages()
-		return len(m) > 0 && m[len(m)-1] == want
-	})
-	return s.messages()
-}
-
-// waitLen waits until n messages arrived, then returns them all. Use it
-// where the last message also appears earlier in the sequence, so that
-// waitLast could return at the first one.
-func (s *hookSink) waitLen(t *testing.T, n int) []string {
-	t.Helper()
-	waitFor(t, fmt.Sprintf("%d webhook messages", n), func() bool { return len(s.messages()) >= n })
-	return s.messages()
-}
-
-// notifyConfig turns the catalog on with one webhook service "hook".
-func notifyConfig(url string) *config.Config {
-	cfg := config.Default()
-	cfg.Notifications = config.Notifications{
-		Catalog:  true,
-		Services: map[string]config.Service{"hook": {Webhook: &config.WebhookService{URL: url, Method: "POST", Timeout: config.Duration{Duration: 5 * time.Second}}}},
-	}
-	return cfg
-}
-
-// hookServices builds the "hook" webhook service of notifyConfig.
-func hookServices(nc *config.Notifications) (map[string]notify.Service, error) {
-	wh, err := notify.NewWebhook("hook", nc.Services["hook"].Webhook.URL)
-	return map[string]notify.Service{"hook": wh}, err
-}
-
-// subscribeAll subscribes the "hook" service to every catalog trigger.
-func subscribeAll() map[string]string {
-	ann := map[string]string{}
-	for _, tr := range triggers.CatalogTriggers() {
-		ann[triggers.SubscribePrefix+tr+".hook"] = ""
-	}
-	return ann
-}
-
-// testApp builds an Application view with the given operation phase,
-// health and revision ("" leaves a field out).
-func testApp(t *testing.T, name, uid, phase, health, revision string) *watcher.App {
-	t.Helper()
-	status := map[string]any{"sync": map[string]any{"status": "Synced", "revision": revision}}
-	if health != "" {
-		status["health"] = map[string]any{"status": health}
-	}
-	if phase != "" {
-		status["operationState"] = map[string]any{"phase": phase, "syncResult": map[string]any{"revision": revision}}
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": name, "namespace": "argocd", "uid": uid},
-		"spec": map[string]any{
-			"project":     "default",
-			"source":      map[string]any{"repoURL": "https://git.example/apps.git", "path": name, "targetRevision": "main"},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": name},
-		},
-		"status": status,
-	}}
-	ann := subscribeAll()
-	anyAnn := map[string]any{}
-	for k, v := range ann {
-		anyAnn[k] = v
-	}
-	u.Object["metadata"].(map[string]any)["annotations"] = anyAnn
-	a, err := watcher.AppFromObject(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 type notifyHarness struct {
-	sink     *hookSink
+	sink     *testnotify.Sink
 	store    *notify.MemoryStore
-	state    *controller.MemoryNotifyState
+	state    *pipeline.MemoryState
 	synced   atomic.Bool
-	notifier *controller.Notifier
-	reg      *prometheus.Registry
+	notifier *pipeline.Notifier
+	metrics  *pipeline.Metrics
 	stop     func()
 }
 
@@ -151,44 +36,25 @@ type notifyHarness struct {
 func (h *notifyHarness) start(t *testing.T) {
 	t.Helper()
 	out := &notify.Outbox{Store: h.store, RetryBaseDelay: 10 * time.Millisecond}
-	h.reg = prometheus.NewRegistry()
-	n := &controller.Notifier{
+	h.metrics = pipeline.NewMetrics(prometheus.NewRegistry())
+	n := &pipeline.Notifier{
 		Outbox:   out,
 		State:    h.state,
 		Synced:   h.synced.Load,
-		Metrics:  controller.NewNotifierMetrics(h.reg),
-		Services: hookServices,
+		Metrics:  h.metrics,
+		Services: testnotify.HookServices,
 	}
-	if err := n.Apply(notifyConfig(h.sink.srv.URL)); err != nil {
+	if err := n.Apply(testnotify.Config(h.sink.URL)); err != nil {
 		t.Fatal(err)
 	}
-	h.stop = runTasks(t, out.Start, n.Start)
+	h.stop = testnotify.RunTasks(t, out.Start, n.Start)
 	h.notifier = n
 	waitFor(t, "notifier started", n.Started)
 }
 
-// runTasks runs each task until the test ends or stop is called; stop
-// waits for them and reports their errors.
-func runTasks(t *testing.T, tasks ...func(context.Context) error) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	for _, run := range tasks {
-		wg.Go(func() {
-			if err := run(ctx); err != nil {
-				t.Errorf("task: %v", err)
-			}
-		})
-	}
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
-	return stop
-}
-
 func newNotifyHarness(t *testing.T) *notifyHarness {
 	t.Helper()
-	h := &notifyHarness{sink: newHookSink(t), store: &notify.MemoryStore{}, state: &controller.MemoryNotifyState{}}
+	h := &notifyHarness{sink: testnotify.NewSink(t), store: &notify.MemoryStore{}, state: &pipeline.MemoryState{}}
 	h.start(t)
 	return h
 }
@@ -219,24 +85,24 @@ func TestNotifierSendsOncePerTransitionAfterBaseline(t *testing.T) {
 		"web:app-sync-running", "web:app-sync-succeeded", "web:app-deployed",
 		"web:app-health-degraded", "web:app-health-degraded",
 	}
-	got := h.sink.waitLen(t, len(want))
+	got := h.sink.WaitLen(t, len(want))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 	// A new Application gets on-created (and nothing else here).
 	n.OnTransition(nil, testApp(t, "api", "u2", "", "", ""))
 	want = append(want, "api:app-created")
-	if diff := cmp.Diff(want, h.sink.waitLast(t, "api:app-created")); diff != "" {
+	if diff := cmp.Diff(want, h.sink.WaitLast(t, "api:app-created")); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 
-	if got := counter(t, h.reg, "crowsnest_notify_trigger_evaluations_total", map[string]string{"trigger": "on-sync-running", "result": controller.EvalTriggered}); got != 1 {
+	if got := testutil.ToFloat64(h.metrics.Evaluations("on-sync-running", pipeline.EvalTriggered)); got != 1 {
 		t.Errorf("on-sync-running evaluated true %v times, want 1", got)
 	}
-	if got := counter(t, h.reg, "crowsnest_notify_trigger_evaluations_total", map[string]string{"trigger": "on-health-degraded", "result": controller.EvalTriggered}); got != 2 {
+	if got := testutil.ToFloat64(h.metrics.Evaluations("on-health-degraded", pipeline.EvalTriggered)); got != 2 {
 		t.Errorf("on-health-degraded evaluated true %v times, want 2", got)
 	}
-	if got := counter(t, h.reg, "crowsnest_notify_pending_transitions", nil); got != 0 {
+	if got := testutil.ToFloat64(h.metrics.Pending()); got != 0 {
 		t.Errorf("pending transitions = %v after all were processed, want 0", got)
 	}
 
@@ -249,7 +115,7 @@ func TestNotifierSendsOncePerTransitionAfterBaseline(t *testing.T) {
 	h.synced.Store(true)
 	next := testApp(t, "web", "u1", "Running", "Degraded", "r2")
 	h.notifier.OnTransition(prev, next)
-	got = h.sink.waitLast(t, "web:app-sync-running")
+	got = h.sink.WaitLast(t, "web:app-sync-running")
 	if len(got) != len(want)+1 {
 		t.Errorf("after restart: %d messages, want %d: %v", len(got), len(want)+1, got)
 	}
@@ -265,7 +131,7 @@ func TestNotifierEventsAndDeletes(t *testing.T) {
 	n.OnEvent(app, ev)
 	n.OnEvent(app, ev) // the same event again: sent once
 	n.OnTransition(app, nil)
-	got := h.sink.waitLast(t, "web:app-deleted")
+	got := h.sink.WaitLast(t, "web:app-deleted")
 	if diff := cmp.Diff([]string{"web:image-updated", "web:app-deleted"}, got); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
@@ -281,29 +147,29 @@ func TestNotifierEventsAndDeletes(t *testing.T) {
 func TestNotifierApplyRejectsBrokenConfig(t *testing.T) {
 	h := newNotifyHarness(t)
 	h.synced.Store(true)
-	bad := notifyConfig(h.sink.srv.URL)
+	bad := testnotify.Config(h.sink.URL)
 	bad.Notifications.Triggers = map[string][]config.Condition{"on-x": {{When: "app.status ==", Send: []string{"app-deployed"}}}}
 	if err := h.notifier.Apply(bad); err == nil {
 		t.Fatal("Apply accepted a broken trigger")
 	}
 	// The previous config is still in force.
 	h.notifier.OnTransition(nil, testApp(t, "api", "u2", "", "", ""))
-	h.sink.waitLast(t, "api:app-created")
+	h.sink.WaitLast(t, "api:app-created")
 }
 
 func TestNotifierBeforeStartKeepsLatestStateAndPrunes(t *testing.T) {
-	sink := newHookSink(t)
-	state := &controller.MemoryNotifyState{}
-	if err := state.Save(t.Context(), "gone", controller.NotifyState{Seq: 3}); err != nil {
+	sink := testnotify.NewSink(t)
+	state := &pipeline.MemoryState{}
+	if err := state.Save(t.Context(), "gone", pipeline.State{Seq: 3}); err != nil {
 		t.Fatal(err)
 	}
 	out := &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond}
 	var synced atomic.Bool
-	n := &controller.Notifier{
+	n := &pipeline.Notifier{
 		Outbox: out, State: state, Synced: synced.Load, PruneAfter: 10 * time.Millisecond,
-		Services: hookServices,
+		Services: testnotify.HookServices,
 	}
-	if err := n.Apply(notifyConfig(sink.srv.URL)); err != nil {
+	if err := n.Apply(testnotify.Config(sink.URL)); err != nil {
 		t.Fatal(err)
 	}
 	// A standby (not started) sees a whole deployment: it keeps only the
@@ -317,10 +183,10 @@ func TestNotifierBeforeStartKeepsLatestStateAndPrunes(t *testing.T) {
 	synced.Store(true)
 	n.OnTransition(v[0], v[1])
 	n.OnTransition(v[1], v[2])
-	runTasks(t, out.Start, n.Start)
+	testnotify.RunTasks(t, out.Start, n.Start)
 	waitFor(t, "notifier started", n.Started)
 	n.OnTransition(v[2], testApp(t, "web", "u1", "Succeeded", "Degraded", "r1"))
-	if diff := cmp.Diff([]string{"web:app-health-degraded"}, sink.waitLast(t, "web:app-health-degraded")); diff != "" {
+	if diff := cmp.Diff([]string{"web:app-health-degraded"}, sink.WaitLast(t, "web:app-health-degraded")); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 	waitFor(t, "state of the unseen application pruned", func() bool {
@@ -338,7 +204,7 @@ func TestNotifierFirstSightOnUpdateIsBaseline(t *testing.T) {
 	v1 := testApp(t, "db", "u3", "Succeeded", "Degraded", "r1")
 	h.notifier.OnTransition(testApp(t, "db", "u3", "Succeeded", "Healthy", "r1"), v1)
 	h.notifier.OnTransition(v1, testApp(t, "db", "u3", "Running", "Degraded", "r2"))
-	if diff := cmp.Diff([]string{"db:app-sync-running"}, h.sink.waitLast(t, "db:app-sync-running")); diff != "" {
+	if diff := cmp.Diff([]string{"db:app-sync-running"}, h.sink.WaitLast(t, "db:app-sync-running")); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 }
@@ -351,26 +217,26 @@ func TestNotifierInitialListAfterSyncIsBaseline(t *testing.T) {
 	v0 := testApp(t, "late", "u9", "Succeeded", "Healthy", "r0")
 	h.notifier.OnAppEvent(watcher.AppEvent{Type: watcher.Added, New: v0, Initial: true})
 	h.notifier.OnAppEvent(watcher.AppEvent{Type: watcher.Updated, Old: v0, New: testApp(t, "late", "u9", "Running", "Healthy", "r1")})
-	if diff := cmp.Diff([]string{"late:app-sync-running"}, h.sink.waitLast(t, "late:app-sync-running")); diff != "" {
+	if diff := cmp.Diff([]string{"late:app-sync-running"}, h.sink.WaitLast(t, "late:app-sync-running")); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 }
 
-// failingSaveState is a MemoryNotifyState whose next fail saves fail.
+// failingSaveState is a MemoryState whose next fail saves fail.
 type failingSaveState struct {
-	controller.MemoryNotifyState
+	pipeline.MemoryState
 	fail atomic.Int32
 }
 
-func (s *failingSaveState) Save(ctx context.Context, app string, st controller.NotifyState) error {
+func (s *failingSaveState) Save(ctx context.Context, app string, st pipeline.State) error {
 	if s.fail.Add(-1) >= 0 {
 		return errors.New("state store down")
 	}
-	return s.MemoryNotifyState.Save(ctx, app, st)
+	return s.MemoryState.Save(ctx, app, st)
 }
 
 // saved returns the state of u1 and whether there is one.
-func (s *failingSaveState) saved(t *testing.T) (controller.NotifyState, bool) {
+func (s *failingSaveState) saved(t *testing.T) (pipeline.State, bool) {
 	t.Helper()
 	all, err := s.LoadAll(t.Context())
 	if err != nil {
@@ -409,19 +275,19 @@ func TestNotifierNewFiringAfterAnUnsavedOneIsSent(t *testing.T) {
 
 func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) {
 	t.Helper()
-	sink := newHookSink(t)
+	sink := testnotify.NewSink(t)
 	store := &notify.MemoryStore{Keep: keep}
 	state := &failingSaveState{}
 	var synced atomic.Bool
-	start := func(skew time.Duration) (*controller.Notifier, func()) {
+	start := func(skew time.Duration) (*pipeline.Notifier, func()) {
 		now := func() time.Time { return time.Now().Add(skew) }
 		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond, Now: now}
-		n := &controller.Notifier{Outbox: out, State: state, Synced: synced.Load, Now: now,
-			Metrics: controller.NewNotifierMetrics(prometheus.NewRegistry()), Services: hookServices}
-		if err := n.Apply(notifyConfig(sink.srv.URL)); err != nil {
+		n := &pipeline.Notifier{Outbox: out, State: state, Synced: synced.Load, Now: now,
+			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Services: testnotify.HookServices}
+		if err := n.Apply(testnotify.Config(sink.URL)); err != nil {
 			t.Fatal(err)
 		}
-		stop := runTasks(t, out.Start, n.Start)
+		stop := testnotify.RunTasks(t, out.Start, n.Start)
 		waitFor(t, "notifier started", n.Started)
 		return n, stop
 	}
@@ -435,7 +301,7 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	waitFor(t, "the baseline saved", seen)
 	state.fail.Store(1 << 20)
 	n.OnTransition(healthy, degraded)
-	sink.waitLast(t, "web:app-health-degraded")
+	sink.WaitLast(t, "web:app-health-degraded")
 	stop() // dies with the firing delivered and its state unsaved
 	if got := state.seq(t); got != 0 {
 		t.Fatalf("level counter %d saved while the store failed", got)
@@ -452,10 +318,10 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	waitFor(t, "the baseline saved", seen)
 	state.fail.Store(1)
 	n.OnTransition(healthy, degraded)
-	sink.waitLen(t, 2)
+	sink.WaitLen(t, 2)
 	waitFor(t, "the second firing's state saved", func() bool { return state.seq(t) != 0 })
 	want := []string{"web:app-health-degraded", "web:app-health-degraded"}
-	if diff := cmp.Diff(want, sink.messages()); diff != "" {
+	if diff := cmp.Diff(want, sink.Messages()); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 	// Healthy and degraded once more: the counter goes on from the saved
@@ -463,9 +329,9 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	seq := state.seq(t)
 	n.OnTransition(degraded, healthy)
 	n.OnTransition(healthy, degraded)
-	sink.waitLen(t, 3)
+	sink.WaitLen(t, 3)
 	waitFor(t, "the third firing's state saved", func() bool { return state.seq(t) > seq })
-	if got := sink.messages(); len(got) != 3 {
+	if got := sink.Messages(); len(got) != 3 {
 		t.Errorf("messages: %v, want 3", got)
 	}
 }
@@ -491,7 +357,7 @@ func goroutinesIn(t *testing.T, fn string) int {
 // keeps none of its 512, only Start, its dispatcher and its pruner.
 func TestNotifierKeepsNoIdleWorkers(t *testing.T) {
 	h := newNotifyHarness(t)
-	const notifier = "controller.(*Notifier)."
+	const notifier = "pipeline.(*Notifier)."
 	if got := goroutinesIn(t, notifier); got > 3 {
 		t.Errorf("%d notifier goroutines while nothing was queued, want at most 3", got)
 	}
@@ -499,6 +365,6 @@ func TestNotifierKeepsNoIdleWorkers(t *testing.T) {
 	for i := range 20 {
 		h.notifier.OnTransition(nil, testApp(t, fmt.Sprintf("app-%02d", i), fmt.Sprintf("u%d", i), "", "", ""))
 	}
-	h.sink.waitLen(t, 20)
+	h.sink.WaitLen(t, 20)
 	waitFor(t, "the workers to end", func() bool { return goroutinesIn(t, notifier) <= 3 })
 }

@@ -1,4 +1,4 @@
-package controller
+package pipeline
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/crowsnest-dev/crowsnest/config"
@@ -37,29 +36,29 @@ import (
 // dozen deployed revisions, about 1.3 KB of state. A minute bounds the
 // reads of argocd-notifications-cm during a reload.
 const (
-	DefaultNotifyWorkers = 512
-	// DefaultNotifyPruneAfter leaves an informer time to deliver the end of
+	DefaultWorkers = 512
+	// DefaultPruneAfter leaves an informer time to deliver the end of
 	// its initial list before states of unseen Applications are dropped.
-	DefaultNotifyPruneAfter = time.Minute
-	DefaultNotifyMaxKeys    = 64
-	notifyApplyTimeout      = time.Minute
+	DefaultPruneAfter = time.Minute
+	DefaultMaxKeys    = 64
+	applyTimeout      = time.Minute
 )
 
-// ErrNotifierNotConfigured is returned by Start before a successful Apply.
-var ErrNotifierNotConfigured = errors.New("notifier: no config applied")
+// ErrNotConfigured is returned by Start before a successful Apply.
+var ErrNotConfigured = errors.New("notifier: no config applied")
 
 // Notifier turns observed Application transitions and crowsnest's own
 // events into notifications. The engine hands it every transition in the
-// order the sources observed it (Engine.Transitions); it queues them per
-// Application and returns at once. Its workers evaluate the triggers on
+// order the sources observed it (controller.Engine.Transitions); it
+// queues them per Application and returns at once. Its workers evaluate the triggers on
 // each transition in order, step the Application's persisted trigger
 // state, resolve subscriptions, render templates and enqueue deliveries in
 // the outbox under their dedupe key, so that a restart replays nothing
 // twice. State is saved after the deliveries are recorded.
 type Notifier struct {
 	Outbox *notify.Outbox
-	// State persists trigger state; a MemoryNotifyState when nil.
-	State NotifyStateStore
+	// State persists trigger state; a MemoryState when nil.
+	State StateStore
 	// Project returns the AppProject of an Application (its subscription
 	// annotations apply), nil when unknown.
 	Project func(app *watcher.App) *watcher.Project
@@ -75,9 +74,9 @@ type Notifier struct {
 	// leaves the outbox's services alone.
 	Services func(n *config.Notifications) (map[string]notify.Service, error)
 	// Repo answers repo.GetCommitMetadata and repo.GetAppDetails in
-	// templates (a *NotifyRepo); nil makes them fail the render.
+	// templates (a *Repo); nil makes them fail the render.
 	Repo    render.RepoLookup
-	Metrics *NotifierMetrics
+	Metrics *Metrics
 	// PruneAfter is how long after the sources synced the state of
 	// Applications not seen since start is deleted.
 	PruneAfter time.Duration
@@ -95,19 +94,19 @@ type Notifier struct {
 	loadedAt time.Time
 
 	cfgMu sync.RWMutex
-	cfg   *notifyConfig
+	cfg   *compiled
 
 	mu      sync.Mutex
-	pending map[string][]notifyItem
-	states  map[string]NotifyState
+	pending map[string][]item
+	states  map[string]State
 	// seen holds the IDs of Applications observed since start, so that
 	// the state of those deleted while crowsnest was down can be pruned.
 	seen    map[string]bool
 	running bool
 }
 
-// notifyItem is one observation of one Application, in order.
-type notifyItem struct {
+// item is one observation of one Application, in order.
+type item struct {
 	app, prev *watcher.App
 	deleted   bool
 	// initial marks an Application from the sources' initial list (or
@@ -133,22 +132,22 @@ func (n *Notifier) init() {
 			n.Log = slog.Default()
 		}
 		if n.State == nil {
-			n.State = &MemoryNotifyState{}
+			n.State = &MemoryState{}
 		}
 		if n.Workers <= 0 {
-			n.Workers = DefaultNotifyWorkers
+			n.Workers = DefaultWorkers
 		}
 		if n.MaxKeys <= 0 {
-			n.MaxKeys = DefaultNotifyMaxKeys
+			n.MaxKeys = DefaultMaxKeys
 		}
 		if n.Now == nil {
 			n.Now = time.Now
 		}
 		n.started = n.Now().Truncate(time.Second)
-		n.pending = map[string][]notifyItem{}
+		n.pending = map[string][]item{}
 		n.seen = map[string]bool{}
 		if n.PruneAfter <= 0 {
-			n.PruneAfter = DefaultNotifyPruneAfter
+			n.PruneAfter = DefaultPruneAfter
 		}
 		limiter := workqueue.NewTypedMaxOfRateLimiter(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
@@ -173,7 +172,7 @@ func (n *Notifier) isSynced() bool {
 // that does not compile is rejected and the previous one stays.
 func (n *Notifier) Apply(cfg *config.Config) error {
 	n.init()
-	ctx, cancel := context.WithTimeout(context.Background(), notifyApplyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	defer cancel()
 	nc := &cfg.Notifications
 	if n.Prepare != nil {
@@ -183,7 +182,7 @@ func (n *Notifier) Apply(cfg *config.Config) error {
 		}
 		nc = p
 	}
-	c, err := compileNotifications(nc)
+	c, err := compile(nc)
 	if err != nil {
 		return fmt.Errorf("notifications: %w", err)
 	}
@@ -216,21 +215,21 @@ func (n *Notifier) Announces() bool {
 	return c != nil && len(c.set.Config.Services) > 0
 }
 
-func (n *Notifier) config() *notifyConfig {
+func (n *Notifier) config() *compiled {
 	n.cfgMu.RLock()
 	defer n.cfgMu.RUnlock()
 	return n.cfg
 }
 
 // OnTransition queues one observed change of an Application; it returns at
-// once. Engine.Transitions calls it in the sources' order.
+// once. controller.Engine.Transitions calls it in the sources' order.
 func (n *Notifier) OnTransition(old, cur *watcher.App) { n.transition(old, cur, false) }
 
 // transition is OnTransition; initial says the source listed cur in its
 // initial list (watcher.AppEvent.Initial).
 func (n *Notifier) transition(old, cur *watcher.App, initial bool) {
 	n.init()
-	it := notifyItem{app: cur, prev: old}
+	it := item{app: cur, prev: old}
 	if cur == nil {
 		it.app, it.prev, it.deleted = old, nil, true
 	}
@@ -243,11 +242,11 @@ func (n *Notifier) transition(old, cur *watcher.App, initial bool) {
 	n.push(it)
 }
 
-// OnAppEvent adapts OnTransition to Engine.Transitions. An Application of
-// the informer's initial list is a baseline even when the list reaches the
-// handler after the informer reported synced (it did for the last of a
-// thousand Applications created a moment before crowsnest started, which
-// were then announced as new).
+// OnAppEvent adapts OnTransition to controller.Engine.Transitions. An
+// Application of the informer's initial list is a baseline even when the
+// list reaches the handler after the informer reported synced (it did for
+// the last of a thousand Applications created a moment before crowsnest
+// started, which were then announced as new).
 func (n *Notifier) OnAppEvent(ev watcher.AppEvent) {
 	if ev.Type == watcher.Resync {
 		return // an unchanged object: no transition
@@ -267,7 +266,7 @@ func (n *Notifier) OnEvent(app *watcher.App, ev triggers.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = n.Now()
 	}
-	n.push(notifyItem{app: app, event: &ev})
+	n.push(item{app: app, event: &ev})
 }
 
 // createdBefore reports whether the Application was created before the
@@ -282,7 +281,7 @@ func (n *Notifier) createdBefore(a *watcher.App) bool {
 	return !ts.IsZero() && ts.Time.Before(n.started)
 }
 
-func (n *Notifier) push(it notifyItem) {
+func (n *Notifier) push(it item) {
 	it.at = time.Now()
 	key := it.app.Key()
 	n.mu.Lock()
@@ -322,7 +321,7 @@ func (n *Notifier) Start(ctx context.Context) error {
 	// ShutDown also stops the queue's delay loop.
 	defer n.queue.ShutDown()
 	if n.config() == nil {
-		return ErrNotifierNotConfigured
+		return ErrNotConfigured
 	}
 	n.mu.Lock()
 	n.loadedAt = n.Now()
@@ -368,7 +367,7 @@ func (n *Notifier) dispatch(ctx context.Context) {
 func (n *Notifier) loadStates(ctx context.Context) error {
 	var err error
 	for attempt := 0; ; attempt++ {
-		var states map[string]NotifyState
+		var states map[string]State
 		if states, err = n.State.LoadAll(ctx); err == nil {
 			n.mu.Lock()
 			n.states = states
@@ -412,229 +411,44 @@ func (n *Notifier) processKey(ctx context.Context, key string) {
 	n.queue.Forget(key)
 }
 
-// appID identifies an Application in state and dedupe keys: its UID, so a
-// re-created Application starts afresh, or namespace/name without one.
-func appID(a *watcher.App) string {
-	if a.UID != "" {
-		return a.UID
-	}
-	return a.Key()
-}
-
-// process evaluates one observation and records its deliveries, then its
-// state. An error leaves the state unchanged: the retry yields the same
-// dedupe keys, which the outbox has already recorded.
-func (n *Notifier) process(ctx context.Context, it *notifyItem) error {
-	c := n.config()
-	if len(c.appTriggers)+len(c.eventTriggers) == 0 {
-		return nil // notifications off: no state to keep either
-	}
-	id := appID(it.app)
-	n.mu.Lock()
-	st := n.states[id]
-	n.mu.Unlock()
-
-	obj := it.app.Object
-	if obj == nil {
-		obj = &unstructured.Unstructured{Object: map[string]any{}}
-	}
-	appMap := obj.Object
-	if it.deleted && obj.GetDeletionTimestamp() == nil {
-		// Gone without a finalizer: let on-deleted see it as deleting.
-		appMap = obj.DeepCopy().Object
-		meta, _ := appMap["metadata"].(map[string]any)
-		if meta == nil {
-			meta = map[string]any{}
-			appMap["metadata"] = meta
-		}
-		meta["deletionTimestamp"] = n.Now().UTC().Format(time.RFC3339)
-	}
-	var prevMap, eventMap map[string]any
-	if it.prev != nil && it.prev.Object != nil {
-		prevMap = it.prev.Object.Object
-	}
-	names := c.appTriggers
-	if it.event != nil {
-		eventMap = it.event.Map()
-		names = c.eventTriggers
-	}
-	env := triggers.NewEnv(appMap, prevMap, eventMap, c.set.Config.Context, n.Now())
-	if n.Repo != nil {
-		env.Repo = TriggerRepo(ctx, n.Repo, appMap)
-	}
-	var results []triggers.Result
-	for _, name := range names {
-		results = triggers.EvaluateAppend(results, c.set.Triggers[name], env)
-	}
-	n.Metrics.evaluated(results)
-	for _, r := range results {
-		if r.Err != nil {
-			n.Log.Debug("trigger condition failed to evaluate", "app", it.app.Key(), "trigger", r.Trigger, "condition", r.Condition, "error", r.Err)
+// pruneLater deletes, once the sources synced and PruneAfter passed, the
+// state of Applications that were not observed since start: they were
+// deleted while crowsnest was down. It keeps the state store bounded.
+func (n *Notifier) pruneLater(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !n.isSynced() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
-	next, sends := triggers.Step(st.State, results, triggers.StepOptions{
-		App: id, Baseline: c.baseline && !isNew(*it), Event: it.event != nil, MaxKeys: n.MaxKeys,
-	})
-	ns := NotifyState{State: next, Seq: st.Seq}
-	for _, s := range sends {
-		if s.OncePer == "" {
-			ns.Seq = st.Seq + 1
-		}
-	}
-	if len(sends) > 0 {
-		seq, err := n.deliver(ctx, c, it, appMap, eventMap, sends, ns.Seq)
-		if err != nil {
-			return err
-		}
-		ns.Seq = max(ns.Seq, seq)
-	}
-	if it.deleted {
-		ns = NotifyState{}
-	}
-	if statesEqual(st, ns) {
-		return nil
-	}
-	if err := n.State.Save(ctx, id, ns); err != nil {
-		return fmt.Errorf("saving notification state: %w", err)
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(n.PruneAfter):
 	}
 	n.mu.Lock()
-	if it.deleted {
-		delete(n.states, id)
-	} else {
-		if n.states == nil {
-			n.states = map[string]NotifyState{}
+	var stale []string
+	for id := range n.states {
+		if !n.seen[id] {
+			stale = append(stale, id)
 		}
-		n.states[id] = ns
 	}
 	n.mu.Unlock()
-	return nil
-}
-
-// maybeSent reports whether an earlier process may have sent what it
-// fires: it is a first look after a start (a restart's, or a standby's
-// taking over), was queued before this notifier started, or is an
-// announcement recovered from the write journal.
-func (it notifyItem) maybeSent() bool {
-	return it.initial || it.beforeStart || (it.event != nil && it.event.Recovered)
-}
-
-// observedAt is when it was observed, for the notification latency; zero
-// (not counted) for what an earlier process may have sent, which is
-// catching up.
-func observedAt(it notifyItem) time.Time {
-	if it.maybeSent() {
-		return time.Time{}
+	for _, id := range stale {
+		if err := n.State.Save(ctx, id, State{}); err != nil {
+			n.Log.Warn("pruning notification state failed", "id", id, "error", err)
+			continue
+		}
+		n.mu.Lock()
+		if !n.seen[id] {
+			delete(n.states, id)
+		}
+		n.mu.Unlock()
 	}
-	return it.at
-}
-
-// isNew reports whether the observation is an Application created while
-// crowsnest watched: its conditions are news even on first sight. Any
-// other first sight (the initial list, notifications just turned on, a
-// state that was lost) is a baseline.
-func isNew(it notifyItem) bool {
-	return it.prev == nil && !it.initial && !it.deleted && it.event == nil
-}
-
-func statesEqual(a, b NotifyState) bool {
-	return a.Seen == b.Seen && a.Seq == b.Seq && slices.Equal(a.Fired, b.Fired)
-}
-
-// deliver resolves the destinations of each send and enqueues one
-// delivery per destination. It returns the highest level counter its keys
-// used, which is seq unless a key was taken (freshKey).
-func (n *Notifier) deliver(ctx context.Context, c *notifyConfig, it *notifyItem, appMap, eventMap map[string]any, sends []triggers.Send, seq uint64) (uint64, error) {
-	app := it.app
-	used := seq
-	var projAnn map[string]string
-	if n.Project != nil {
-		if p := n.Project(app); p != nil {
-			projAnn = p.Annotations
-		}
+	if len(stale) > 0 {
+		n.Log.Info("notification state of deleted applications pruned", "count", len(stale))
 	}
-	for _, s := range sends {
-		dests, err := c.resolver.DestinationsFor(s.Trigger, app.Labels, app.Annotations, projAnn)
-		if err != nil {
-			n.Log.Warn("malformed notification subscription skipped", "app", app.Key(), "error", err)
-		}
-		if len(dests) == 0 {
-			n.Log.Debug("trigger fired without subscribers", "app", app.Key(), "trigger", s.Trigger)
-		}
-		for _, d := range dests {
-			typ := c.serviceType(d.Service)
-			if typ == "" {
-				n.Log.Warn("subscription names an unknown notification service", "app", app.Key(), "trigger", s.Trigger, "service", d.Service)
-				continue
-			}
-			msg, err := c.render(s.Templates, d.Service, TemplateVarsRepo(ctx, n.Repo, appMap, eventMap, c.set.Config.Context, typ))
-			if err != nil {
-				// A template that fails on this Application will fail on
-				// every retry: report it and move on.
-				n.Log.Error("rendering notification failed", "app", app.Key(), "trigger", s.Trigger, "service", d.Service, "error", err)
-				continue
-			}
-			for _, r := range c.recipients(d) {
-				dest := s.Key + "|" + d.Service + "|" + r
-				dseq, retry := it.seqs[dest]
-				if !retry {
-					dseq = seq
-				}
-				for {
-					if s.OncePer == "" {
-						// Noted before the enqueue: one that fails may
-						// have landed, and its retry must find it.
-						if it.seqs == nil {
-							it.seqs = map[string]uint64{}
-						}
-						it.seqs[dest] = dseq
-					}
-					rec, created, err := n.Outbox.Enqueue(ctx, notify.Delivery{
-						Key: deliveryKey(s, dseq, d.Service, r), App: app.Key(), Trigger: s.Trigger,
-						Service: d.Service, Recipient: r, Notification: msg,
-						// A first look, or a recovered announcement, may re-fire
-						// what an earlier process sent and did not record.
-						MaybeSent: it.maybeSent(), ObservedAt: observedAt(*it),
-					})
-					if err != nil {
-						return used, fmt.Errorf("enqueuing %s notification for %s: %w", s.Trigger, d.Service, err)
-					}
-					if created {
-						n.Log.Info("notification queued", "app", app.Key(), "trigger", s.Trigger, "service", d.Service, "recipient", r)
-						break
-					}
-					if retry || !n.freshKey(*it, s) {
-						break
-					}
-					n.Log.Info("this firing's dedupe key was used by an earlier firing whose state was not saved; taking a new one",
-						"app", app.Key(), "trigger", s.Trigger, "service", d.Service, "delivery", rec.ID)
-					dseq = max(dseq+1, n.seqFloor())
-				}
-				used = max(used, dseq)
-			}
-		}
-	}
-	return used, nil
-}
-
-// freshKey reports whether a level firing (no oncePer) whose key the
-// outbox already holds needs a new one. On the first attempt of a live
-// observation it does: the key was used by another firing, whose state
-// never landed (a process died between enqueueing and saving, or the state
-// was lost or pruned) while the condition went false meanwhile, and
-// keeping the key would drop this firing as a copy of that one. A retry
-// keeps the keys of its first attempt (notifyItem.seqs), whatever the
-// outbox holds by then. A first look after a start (maybeSent) keeps the
-// key: the condition held when the earlier process fired and may never
-// have stopped, so this is that firing again.
-func (n *Notifier) freshKey(it notifyItem, s triggers.Send) bool {
-	return s.OncePer == "" && !it.maybeSent()
-}
-
-// seqFloor is where a level counter jumps when its key was taken: this
-// start's time in nanoseconds, past any counter an earlier process can
-// have reached by counting from its own saved state.
-func (n *Notifier) seqFloor() uint64 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return uint64(n.loadedAt.UnixNano())
 }

@@ -1,4 +1,4 @@
-package controller
+package pipeline
 
 import (
 	"context"
@@ -17,41 +17,42 @@ import (
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
-// NotifyRepo defaults: a template waits at most 30s for Git (then its
+// Repo defaults: a template waits at most 30s for Git (then its
 // render fails); 1024 commits and 256 source details cover many busy
 // Applications; a source at a branch or tag is read again after a minute.
 const (
-	DefaultNotifyRepoTimeout   = 30 * time.Second
-	DefaultNotifyRepoCommits   = 1024
-	DefaultNotifyRepoDetails   = 256
-	DefaultNotifyRepoDetailTTL = time.Minute
+	DefaultRepoTimeout   = 30 * time.Second
+	DefaultRepoCommits   = 1024
+	DefaultRepoDetails   = 256
+	DefaultRepoDetailTTL = time.Minute
 	// maxSourceFileBytes bounds a values file or kustomization read for
 	// GetAppDetails.
 	maxSourceFileBytes = 1 << 20
 )
 
-// NotifyRepo answers templates' and triggers' repo.GetCommitMetadata and
+// Repo answers templates' and triggers' repo.GetCommitMetadata and
 // repo.GetAppDetails from crowsnest's Git clone cache (Git's, shared
 // with write-back, so one repository has one clone). The repository is
 // always the Application's own source (spec.source.repoURL, as Argo CD);
 // credentials are those Git's CredentialsSource finds for that URL
-// (repocreds.ArgoCD: Argo CD's repository Secret for the exact URL,
-// else the longest repo-creds prefix on the same host), never a Secret
-// the Application names. Commit metadata is cached per repository and
-// commit (it never changes), details per source and revision.
-type NotifyRepo struct {
+// (crowsnest run's repocreds.ArgoCD: Argo CD's repository Secret for
+// the exact URL, else the longest repo-creds prefix on the same host),
+// never a Secret the Application names. Commit metadata is cached per
+// repository and commit (it never changes), details per source and
+// revision.
+type Repo struct {
 	Git *gitwb.Writer
 	// Check, when set, refuses a repository the Application may not
-	// read (Tenancy.CheckRepository: its AppProject's sourceRepos); the
-	// render then fails.
+	// read (crowsnest run's tenancy check: its AppProject's
+	// sourceRepos); the render then fails.
 	Check func(app *watcher.App, repoURL string) error
 	// Timeout bounds one call, waiting for the clone included
-	// (DefaultNotifyRepoTimeout when 0).
+	// (DefaultRepoTimeout when 0).
 	Timeout time.Duration
 	// MaxCommits and MaxDetails bound the caches (defaults when 0).
 	MaxCommits, MaxDetails int
 	// DetailTTL is how long details of a source at a branch or tag are
-	// reused (DefaultNotifyRepoDetailTTL when 0).
+	// reused (DefaultRepoDetailTTL when 0).
 	DetailTTL time.Duration
 	Now       func() time.Time
 
@@ -60,17 +61,17 @@ type NotifyRepo struct {
 	details *lruCache[detailEntry]
 }
 
-var _ render.RepoLookup = (*NotifyRepo)(nil)
+var _ render.RepoLookup = (*Repo)(nil)
 
 type detailEntry struct {
 	d       render.AppDetail
 	expires time.Time // zero: never (a source at a commit SHA)
 }
 
-func (r *NotifyRepo) init() {
+func (r *Repo) init() {
 	r.once.Do(func() {
-		r.commits = newLRUCache[render.CommitMetadata](positiveOr(r.MaxCommits, DefaultNotifyRepoCommits))
-		r.details = newLRUCache[detailEntry](positiveOr(r.MaxDetails, DefaultNotifyRepoDetails))
+		r.commits = newLRUCache[render.CommitMetadata](positiveOr(r.MaxCommits, DefaultRepoCommits))
+		r.details = newLRUCache[detailEntry](positiveOr(r.MaxDetails, DefaultRepoDetails))
 	})
 }
 
@@ -81,23 +82,23 @@ func positiveOr(n, def int) int {
 	return n
 }
 
-func (r *NotifyRepo) now() time.Time {
+func (r *Repo) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
 	return time.Now()
 }
 
-func (r *NotifyRepo) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+func (r *Repo) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	t := r.Timeout
 	if t <= 0 {
-		t = DefaultNotifyRepoTimeout
+		t = DefaultRepoTimeout
 	}
 	return context.WithTimeout(ctx, t)
 }
 
 // CommitMetadata implements render.RepoLookup.
-func (r *NotifyRepo) CommitMetadata(ctx context.Context, app map[string]any, sha string) (render.CommitMetadata, error) {
+func (r *Repo) CommitMetadata(ctx context.Context, app map[string]any, sha string) (render.CommitMetadata, error) {
 	r.init()
 	spec, _ := app["spec"].(map[string]any)
 	source, _ := spec["source"].(map[string]any)
@@ -136,7 +137,7 @@ func (r *NotifyRepo) CommitMetadata(ctx context.Context, app map[string]any, sha
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // AppDetails implements render.RepoLookup.
-func (r *NotifyRepo) AppDetails(ctx context.Context, app map[string]any) (render.AppDetail, error) {
+func (r *Repo) AppDetails(ctx context.Context, app map[string]any) (render.AppDetail, error) {
 	r.init()
 	spec, _ := app["spec"].(map[string]any)
 	source, _ := spec["source"].(map[string]any)
@@ -186,7 +187,7 @@ func (r *NotifyRepo) AppDetails(ctx context.Context, app map[string]any) (render
 	if !fullSHA.MatchString(strings.ToLower(revision)) {
 		ttl := r.DetailTTL
 		if ttl <= 0 {
-			ttl = DefaultNotifyRepoDetailTTL
+			ttl = DefaultRepoDetailTTL
 		}
 		e.expires = r.now().Add(ttl)
 	}
@@ -195,7 +196,7 @@ func (r *NotifyRepo) AppDetails(ctx context.Context, app map[string]any) (render
 }
 
 // check applies Check to the Application the map is.
-func (r *NotifyRepo) check(app map[string]any, repoURL string) error {
+func (r *Repo) check(app map[string]any, repoURL string) error {
 	if r.Check == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package controller
+package pipeline
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
@@ -16,10 +14,10 @@ import (
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
-// notifyConfig is one compiled notifications config: triggers, the
+// compiled is one notifications config, compiled: triggers, the
 // subscription resolver and every template compiled for every service
 // (a template's blocks depend on the service's type and name).
-type notifyConfig struct {
+type compiled struct {
 	set      *triggers.Set
 	resolver *triggers.Resolver
 	// templates[template][service]
@@ -30,18 +28,18 @@ type notifyConfig struct {
 	appTriggers, eventTriggers []string
 }
 
-// CheckNotifications compiles n as Notifier.Apply does (conditions,
+// Check compiles n as Notifier.Apply does (conditions,
 // resolver, every template for every service) and keeps nothing, for
 // `config validate`.
-func CheckNotifications(n *config.Notifications) error {
-	_, err := compileNotifications(n)
+func Check(n *config.Notifications) error {
+	_, err := compile(n)
 	return err
 }
 
-// compileNotifications compiles n (catalog merged when on) into what the
+// compile compiles n (catalog merged when on) into what the
 // Notifier evaluates and renders; a broken trigger or template fails with
 // its name.
-func compileNotifications(n *config.Notifications, opts ...render.CompileOption) (*notifyConfig, error) {
+func compile(n *config.Notifications, opts ...render.CompileOption) (*compiled, error) {
 	set, err := triggers.Compile(n)
 	if err != nil {
 		return nil, err
@@ -50,7 +48,7 @@ func compileNotifications(n *config.Notifications, opts ...render.CompileOption)
 	if err != nil {
 		return nil, err
 	}
-	c := &notifyConfig{set: set, resolver: res, templates: map[string]map[string]*render.Compiled{}, baseline: n.BaselineEnabled()}
+	c := &compiled{set: set, resolver: res, templates: map[string]map[string]*render.Compiled{}, baseline: n.BaselineEnabled()}
 	var errs []error
 	for name, t := range set.Config.Templates {
 		per := map[string]*render.Compiled{}
@@ -155,7 +153,7 @@ func TriggerRepo(ctx context.Context, repo render.RepoLookup, app map[string]any
 // render renders the templates of one send for one service and merges
 // them as argocd-notifications does: a later template's non-empty parts
 // win.
-func (c *notifyConfig) render(templates []string, service string, vars map[string]any) (notify.Notification, error) {
+func (c *compiled) render(templates []string, service string, vars map[string]any) (notify.Notification, error) {
 	var out notify.Notification
 	for _, name := range templates {
 		ct := c.templates[name][service]
@@ -191,7 +189,7 @@ func mergeNotification(dst *notify.Notification, n notify.Notification) {
 
 // recipients expands a destination: a Slack subscription that names no
 // channel goes to the service's default channels.
-func (c *notifyConfig) recipients(d triggers.Destination) []string {
+func (c *compiled) recipients(d triggers.Destination) []string {
 	if d.Recipient != "" {
 		return []string{d.Recipient}
 	}
@@ -203,7 +201,7 @@ func (c *notifyConfig) recipients(d triggers.Destination) []string {
 }
 
 // serviceType returns the type of a configured service, "" when unknown.
-func (c *notifyConfig) serviceType(name string) string {
+func (c *compiled) serviceType(name string) string {
 	svc, ok := c.set.Config.Services[name]
 	if !ok {
 		return ""
@@ -222,61 +220,4 @@ func deliveryKey(s triggers.Send, seq uint64, service, recipient string) string 
 	}
 	b.WriteString("|" + service + "|" + recipient)
 	return b.String()
-}
-
-// NotifierMetrics count trigger evaluations and what they led to.
-type NotifierMetrics struct {
-	evaluations *prometheus.CounterVec
-	pending     prometheus.Gauge
-	unsupported prometheus.Gauge
-}
-
-// Trigger evaluation results, the result label of
-// crowsnest_notify_trigger_evaluations_total.
-const (
-	EvalTriggered = "triggered" // the condition is true
-	EvalFalse     = "false"
-	EvalError     = "error" // the condition failed to evaluate
-)
-
-// NewNotifierMetrics creates the trigger metrics and registers them.
-func NewNotifierMetrics(reg prometheus.Registerer) *NotifierMetrics {
-	m := &NotifierMetrics{
-		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "crowsnest_notify_trigger_evaluations_total",
-			Help: "Trigger condition evaluations by trigger and result (triggered, false, error).",
-		}, []string{"trigger", "result"}),
-		pending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "crowsnest_notify_pending_transitions",
-			Help: "Observed Application transitions waiting for trigger evaluation.",
-		}),
-		unsupported: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "crowsnest_notify_config_unsupported",
-			Help: "Service types and template blocks in the notifications config in force that crowsnest cannot send (each logged as a warning; deliveries to such a service dead-letter).",
-		}),
-	}
-	reg.MustRegister(m.evaluations, m.pending, m.unsupported)
-	return m
-}
-
-func (m *NotifierMetrics) evaluated(results []triggers.Result) {
-	if m == nil {
-		return
-	}
-	for _, r := range results {
-		res := EvalFalse
-		switch {
-		case r.Err != nil:
-			res = EvalError
-		case r.Triggered:
-			res = EvalTriggered
-		}
-		m.evaluations.WithLabelValues(r.Trigger, res).Inc()
-	}
-}
-
-func (m *NotifierMetrics) addPending(n int) {
-	if m != nil {
-		m.pending.Add(float64(n))
-	}
 }

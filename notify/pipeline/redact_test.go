@@ -1,4 +1,4 @@
-package controller_test
+package pipeline_test
 
 import (
 	"io"
@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -32,16 +33,16 @@ func TestNotifierEventTextsAreRedacted(t *testing.T) {
 	}))
 	t.Cleanup(sink.Close)
 	var synced atomic.Bool
-	n := &controller.Notifier{
+	n := &pipeline.Notifier{
 		Outbox:   &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
-		State:    &controller.MemoryNotifyState{},
+		State:    &pipeline.MemoryState{},
 		Synced:   synced.Load,
-		Services: hookServices,
+		Services: testnotify.HookServices,
 	}
-	if err := n.Apply(notifyConfig(sink.URL)); err != nil {
+	if err := n.Apply(testnotify.Config(sink.URL)); err != nil {
 		t.Fatal(err)
 	}
-	runTasks(t, n.Outbox.Start, n.Start)
+	testnotify.RunTasks(t, n.Outbox.Start, n.Start)
 	waitFor(t, "notifier started", n.Started)
 	app := testApp(t, "web", "u1", "Succeeded", "Healthy", "r1")
 	n.OnTransition(nil, app)

@@ -1,4 +1,4 @@
-package controller_test
+package pipeline_test
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -47,23 +48,23 @@ func (s *maybeSentStore) marks() []string {
 // they are sent and, for Slack, looked for first; live transitions and
 // events are not.
 func TestNotifierMarksWhatAnEarlierProcessMayHaveSent(t *testing.T) {
-	sink := newHookSink(t)
+	sink := testnotify.NewSink(t)
 	store := &maybeSentStore{}
-	state := &controller.MemoryNotifyState{}
+	state := &pipeline.MemoryState{}
 	var synced atomic.Bool
 	// start runs a notifier; before sees it first, not started (a
 	// standby's, or one loading its state).
-	start := func(before func(*controller.Notifier)) (*controller.Notifier, func()) {
+	start := func(before func(*pipeline.Notifier)) (*pipeline.Notifier, func()) {
 		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond}
-		n := &controller.Notifier{Outbox: out, State: state, Synced: synced.Load,
-			Metrics: controller.NewNotifierMetrics(prometheus.NewRegistry()), Services: hookServices}
-		if err := n.Apply(notifyConfig(sink.srv.URL)); err != nil {
+		n := &pipeline.Notifier{Outbox: out, State: state, Synced: synced.Load,
+			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Services: testnotify.HookServices}
+		if err := n.Apply(testnotify.Config(sink.URL)); err != nil {
 			t.Fatal(err)
 		}
 		if before != nil {
 			before(n)
 		}
-		stop := runTasks(t, out.Start, n.Start)
+		stop := testnotify.RunTasks(t, out.Start, n.Start)
 		waitFor(t, "notifier started", n.Started)
 		return n, stop
 	}
@@ -74,7 +75,7 @@ func TestNotifierMarksWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	v1 := testApp(t, "web", "u1", "Running", "Healthy", "r1")
 	n.OnTransition(v0, v1)
 	n.OnEvent(v1, triggers.Event{Type: triggers.EventImageUpdated, ID: "ev-live", Image: "ghcr.io/x/web", From: "1.0", To: "1.1"})
-	sink.waitLen(t, 2)
+	sink.WaitLen(t, 2)
 	stop()
 
 	// The next process: its first look sees the sync finished (the
@@ -86,15 +87,15 @@ func TestNotifierMarksWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	n.OnTransition(nil, v2)
 	synced.Store(true)
 	n.OnEvent(v2, triggers.Event{Type: triggers.EventImageUpdated, ID: "ev-recovered", Image: "ghcr.io/x/web", From: "1.1", To: "1.2", Recovered: true})
-	sink.waitLen(t, 5)
+	sink.WaitLen(t, 5)
 	stop()
 
 	// A standby queues an event (window timers run on every replica)
 	// before it takes over: the leader may have announced it.
-	_, _ = start(func(n *controller.Notifier) {
+	_, _ = start(func(n *pipeline.Notifier) {
 		n.OnEvent(v2, triggers.Event{Type: triggers.EventImageUpdated, ID: "ev-standby", Image: "ghcr.io/x/web", From: "1.2", To: "1.3"})
 	})
-	sink.waitLen(t, 6)
+	sink.WaitLen(t, 6)
 	want := []string{
 		"on-sync-running: live", "on-image-updated: live",
 		"on-deployed: maybe sent", "on-sync-succeeded: maybe sent", "on-image-updated: maybe sent",
