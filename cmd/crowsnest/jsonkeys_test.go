@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -30,7 +30,7 @@ func TestJSONOutputKeysAreLowerCamel(t *testing.T) {
 		"windows -o json":                  &windowsReport{},
 		"notify log -o json":               &[]notify.Record{},
 		"notify redeliver -o json":         &notify.Record{},
-		"run --dry-run --plan-format json": &controller.WritePlan{},
+		"run --dry-run --plan-format json": &imageupdate.WritePlan{},
 		"demo -o json":                     &demoReport{},
 		"notify send -o json":              &notifySendReport{},
 	}
