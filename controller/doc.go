@@ -11,13 +11,16 @@
 // acts, and reports its state through Prometheus metrics and the health
 // endpoints.
 //
-// The reconcilers it drives: image updates (images.go, with the pure
-// decisions in controller/imageupdate, Git batching in gitbatch.go,
-// repository credentials in gitcreds.go and the write journal in
-// writejournal.go), sync windows (windows.go, windowsource.go), tenancy
-// checks (tenancy.go) and notifications (notifications.go and
-// notify*.go: triggers on every observed transition, rendering, and the
-// hand-off to the notify package's outbox).
+// The reconcilers it drives: image updates (images.go, imagewrite.go,
+// dryrun.go and writejournal.go, with the pure decisions in
+// controller/imageupdate, tenancy rules in controller/tenancy, Git
+// batching in writeback/git/collect and the journal's storage in
+// writeback/journal) and sync windows (windowtimer.go, windowsource.go,
+// windows.go). Notifications run beside the engine in notify/pipeline;
+// notifywiring.go hands it the engine's sources, projects and lease.
+//
+// docs/architecture.md follows one image update and one notification
+// through the packages, file by file.
 //
 // docs/operations.md lists the metrics and how the engine runs; the
 // reference for users is in docs/.

@@ -15,88 +15,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
-// Write-back methods as a plan names them.
-const (
-	PlanMethodGit        = "git"
-	PlanMethodKubernetes = "kubernetes"
-)
-
-// WritePlan is what the write-back of one Application's changes would
-// write, computed by the writers' own code without writing: what
-// `crowsnest run --dry-run` prints, so that a user can check it before
-// trusting crowsnest with the write.
-type WritePlan struct {
-	// App is the Application's key, namespace/name.
-	App string `json:"app"`
-	// Method is PlanMethodGit or PlanMethodKubernetes (argocd-image-updater's
-	// write-back-method argocd).
-	Method  string          `json:"method"`
-	Changes []PlannedChange `json:"changes"`
-	// HeldBy, when set, is the sync window holding the write: nothing
-	// would be written now, and nothing else is planned.
-	HeldBy     string     `json:"heldBy,omitempty"`
-	Git        []GitPlan  `json:"git,omitempty"`
-	Kubernetes *PatchPlan `json:"kubernetes,omitempty"`
-	// Error says why the write could not be planned (or would fail).
-	Error string `json:"error,omitempty"`
-}
-
-// PlannedChange is one image's change.
-type PlannedChange struct {
-	Image string `json:"image"`
-	// From is empty when the image is not deployed yet.
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-// GitPlan is the commit a Git write-back would push to one repository
-// and branch. Written with other Applications' changes to the same
-// branch, the real commit holds theirs too.
-type GitPlan struct {
-	// Repository is the repository URL without credentials.
-	Repository string `json:"repository"`
-	// Branch is pushed to (a write-branch template rendered); BaseBranch
-	// is the branch the commit goes on top of (the same unless the
-	// write-back branch is "base:target").
-	Branch     string `json:"branch"`
-	BaseBranch string `json:"baseBranch"`
-	// NewBranch says the push would create Branch.
-	NewBranch bool `json:"newBranch,omitempty"`
-	// BaseCommit is the commit the diffs are against.
-	BaseCommit    string        `json:"baseCommit"`
-	CommitMessage string        `json:"commitMessage,omitempty"`
-	Files         []PlannedFile `json:"files"`
-	// Error says why this repository's write could not be planned.
-	Error string `json:"error,omitempty"`
-}
-
-// PlannedFile is one file a Git write-back would change.
-type PlannedFile struct {
-	Path string `json:"path"`
-	// New is true when the file would be created.
-	New bool `json:"new,omitempty"`
-	// Diff is a unified diff in Git's format (git apply takes it).
-	Diff string `json:"diff"`
-}
-
-// PatchPlan is the patch a Kubernetes-mode write-back would send.
-type PatchPlan struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace"`
-	Name       string `json:"name"`
-	// ResourceVersion is the version the patch is pinned to.
-	ResourceVersion string `json:"resourceVersion"`
-	// PatchType is the patch's content type.
-	PatchType string `json:"patchType"`
-	// Patch is the patch exactly as it would be sent; null when the
-	// Application already carries every value.
-	Patch json.RawMessage `json:"patch"`
-}
-
 // PlanRecorder receives the plans of a dry run.
 type PlanRecorder interface {
-	RecordPlan(WritePlan)
+	RecordPlan(imageupdate.WritePlan)
 }
 
 // GitPlanner computes Git write-backs without writing (gitwb.Writer); the
@@ -120,19 +41,19 @@ var (
 var errNoPlanner = errors.New("this write-back cannot be planned here: its writer is not wired")
 
 // newPlan is the plan of changes with nothing computed yet.
-func newPlan(key string, spec *imageupdate.Spec, changes []imageupdate.Change) WritePlan {
-	p := WritePlan{App: key, Method: PlanMethodKubernetes, Changes: make([]PlannedChange, 0, len(changes))}
+func newPlan(key string, spec *imageupdate.Spec, changes []imageupdate.Change) imageupdate.WritePlan {
+	p := imageupdate.WritePlan{App: key, Method: imageupdate.PlanMethodKubernetes, Changes: make([]imageupdate.PlannedChange, 0, len(changes))}
 	if spec.WriteBack.Method == imageupdate.MethodGit {
-		p.Method = PlanMethodGit
+		p.Method = imageupdate.PlanMethodGit
 	}
 	for i := range changes {
-		p.Changes = append(p.Changes, PlannedChange{Image: changes[i].Image, From: changes[i].From, To: changes[i].To})
+		p.Changes = append(p.Changes, imageupdate.PlannedChange{Image: changes[i].Image, From: changes[i].From, To: changes[i].To})
 	}
 	return p
 }
 
 // recordPlan hands p to r.Plans, with its error redacted.
-func (r *ImageReconciler) recordPlan(p WritePlan) {
+func (r *ImageReconciler) recordPlan(p imageupdate.WritePlan) {
 	p.Error = redact.String(p.Error)
 	if r.Plans != nil {
 		r.Plans.RecordPlan(p)
@@ -145,7 +66,7 @@ func (r *ImageReconciler) recordPlan(p WritePlan) {
 func (r *ImageReconciler) planWrite(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) {
 	p := newPlan(key, spec, changes)
 	var err error
-	if p.Method == PlanMethodGit {
+	if p.Method == imageupdate.PlanMethodGit {
 		p.Git, err = r.planGit(ctx, key, app, spec, changes)
 	} else {
 		p.Kubernetes, err = r.planPatch(ctx, app, changes)
@@ -158,7 +79,7 @@ func (r *ImageReconciler) planWrite(ctx context.Context, key string, app *watche
 	r.recordPlan(p)
 }
 
-func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]GitPlan, error) {
+func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]imageupdate.GitPlan, error) {
 	var planner GitPlanner
 	if r.Git != nil {
 		planner, _ = r.Git.Writer.(GitPlanner)
@@ -171,15 +92,15 @@ func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.
 		return nil, err
 	}
 	plans, err := planner.Plan(ctx, chs)
-	out := make([]GitPlan, 0, len(plans))
+	out := make([]imageupdate.GitPlan, 0, len(plans))
 	for i := range plans {
 		p := &plans[i]
-		g := GitPlan{
+		g := imageupdate.GitPlan{
 			Repository: redact.URL(p.RepoURL), Branch: p.Branch, BaseBranch: p.BaseBranch, NewBranch: p.NewBranch,
-			BaseCommit: p.BaseCommit, CommitMessage: p.Message, Files: make([]PlannedFile, 0, len(p.Files)),
+			BaseCommit: p.BaseCommit, CommitMessage: p.Message, Files: make([]imageupdate.PlannedFile, 0, len(p.Files)),
 		}
 		for _, f := range p.Files {
-			g.Files = append(g.Files, PlannedFile{Path: f.Path, New: f.New, Diff: f.Diff})
+			g.Files = append(g.Files, imageupdate.PlannedFile{Path: f.Path, New: f.New, Diff: f.Diff})
 		}
 		if p.Err != nil {
 			g.Error = redact.String(p.Err.Error())
@@ -189,7 +110,7 @@ func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.
 	return out, err
 }
 
-func (r *ImageReconciler) planPatch(ctx context.Context, app *watcher.App, changes []imageupdate.Change) (*PatchPlan, error) {
+func (r *ImageReconciler) planPatch(ctx context.Context, app *watcher.App, changes []imageupdate.Change) (*imageupdate.PatchPlan, error) {
 	planner, _ := r.Writer.(PatchPlanner)
 	if planner == nil {
 		return nil, errNoPlanner
@@ -199,7 +120,7 @@ func (r *ImageReconciler) planPatch(ctx context.Context, app *watcher.App, chang
 		return nil, err
 	}
 	res := watcher.ApplicationsResource
-	plan := &PatchPlan{
+	plan := &imageupdate.PatchPlan{
 		APIVersion: res.GroupVersion().String(), Kind: "Application", Namespace: p.Namespace, Name: p.Name,
 		ResourceVersion: p.ResourceVersion, PatchType: string(p.Type), Patch: json.RawMessage("null"),
 	}

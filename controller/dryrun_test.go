@@ -12,6 +12,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/windows"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -20,19 +21,19 @@ import (
 // planLog keeps the newest plan per Application (a PlanRecorder).
 type planLog struct {
 	mu    sync.Mutex
-	plans map[string]controller.WritePlan
+	plans map[string]imageupdate.WritePlan
 }
 
-func (p *planLog) RecordPlan(wp controller.WritePlan) {
+func (p *planLog) RecordPlan(wp imageupdate.WritePlan) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.plans == nil {
-		p.plans = map[string]controller.WritePlan{}
+		p.plans = map[string]imageupdate.WritePlan{}
 	}
 	p.plans[wp.App] = wp
 }
 
-func (p *planLog) get(key string) (controller.WritePlan, bool) {
+func (p *planLog) get(key string) (imageupdate.WritePlan, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	wp, ok := p.plans[key]
@@ -89,7 +90,7 @@ func TestDryRunPlans(t *testing.T) {
 	free, _ := plans.get(ns + "/free")
 	wantPatch := `[{"op":"replace","path":"/metadata/resourceVersion","value":"` + rvs["free"] + `"},` +
 		`{"op":"add","path":"/spec/source/kustomize","value":{"images":["` + image + `:1.1.0"]}}]`
-	if free.Method != controller.PlanMethodKubernetes || free.Kubernetes == nil || string(free.Kubernetes.Patch) != wantPatch ||
+	if free.Method != imageupdate.PlanMethodKubernetes || free.Kubernetes == nil || string(free.Kubernetes.Patch) != wantPatch ||
 		free.Kubernetes.ResourceVersion != rvs["free"] || free.Error != "" {
 		t.Errorf("free's plan: %+v (patch %s), want patch %s", free, patchOf(free), wantPatch)
 	}
@@ -98,7 +99,7 @@ func TestDryRunPlans(t *testing.T) {
 		t.Errorf("frozen's plan: %+v, want held by freeze, no patch", frozen)
 	}
 	gitless, _ := plans.get(ns + "/gitless")
-	if gitless.Method != controller.PlanMethodGit || !strings.Contains(gitless.Error, "not wired") || gitless.Git != nil {
+	if gitless.Method != imageupdate.PlanMethodGit || !strings.Contains(gitless.Error, "not wired") || gitless.Git != nil {
 		t.Errorf("gitless's plan: %+v, want the missing writer named", gitless)
 	}
 	waitFor(t, "a Warning Event on gitless", func() bool {
@@ -115,7 +116,7 @@ func TestDryRunPlans(t *testing.T) {
 	}
 }
 
-func patchOf(wp controller.WritePlan) string {
+func patchOf(wp imageupdate.WritePlan) string {
 	if wp.Kubernetes == nil {
 		return ""
 	}

@@ -13,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -28,13 +30,13 @@ func startNotifyDaemon(t *testing.T, ns, hookURL string) *notifyDaemon {
 	cs := kubeClient(t)
 	src := &watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}}
 	out := &notify.Outbox{Store: &notify.ConfigMapStore{Client: cs, Namespace: ns}, RetryBaseDelay: 50 * time.Millisecond}
-	n := &controller.Notifier{
+	n := &pipeline.Notifier{
 		Outbox:   out,
-		State:    &controller.ConfigMapNotifyState{Client: cs, Namespace: ns},
+		State:    &pipeline.ConfigMapState{Client: cs, Namespace: ns},
 		Synced:   src.Synced,
-		Services: hookServices,
+		Services: testnotify.HookServices,
 	}
-	if err := n.Apply(notifyConfig(hookURL)); err != nil {
+	if err := n.Apply(testnotify.Config(hookURL)); err != nil {
 		t.Fatal(err)
 	}
 	e := &controller.Engine{
@@ -42,7 +44,7 @@ func startNotifyDaemon(t *testing.T, ns, hookURL string) *notifyDaemon {
 		Reconciler:  controller.ReconcilerFunc(func(context.Context, controller.Request) (controller.Result, error) { return controller.Result{}, nil }),
 		Transitions: n.OnAppEvent,
 	}
-	d := &notifyDaemon{stop: runTasks(t, e.Run, controller.WhenLeading(e, out.Start), controller.WhenLeading(e, n.Start))}
+	d := &notifyDaemon{stop: testnotify.RunTasks(t, e.Run, controller.WhenLeading(e, out.Start), controller.WhenLeading(e, n.Start))}
 	waitFor(t, "engine caches synced", func() bool { return e.Ready() == nil && n.Started() })
 	return d
 }
@@ -95,7 +97,7 @@ func createSubscribedApp(t *testing.T, ns, name string) {
 	}}
 	u.SetNamespace(ns)
 	u.SetName(name)
-	u.SetAnnotations(subscribeAll())
+	u.SetAnnotations(testnotify.SubscribeAll())
 	if _, err := apps(t).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func createSubscribedApp(t *testing.T, ns, name string) {
 
 func TestNotificationsEndToEnd(t *testing.T) {
 	ns := env.CreateNamespace(t, "notify-e2e")
-	sink := newHookSink(t)
+	sink := testnotify.NewSink(t)
 
 	// 100 Applications that exist before crowsnest starts, deployed and
 	// healthy, degraded or mid-sync, so that on-deployed,
@@ -130,14 +132,14 @@ func TestNotificationsEndToEnd(t *testing.T) {
 	}
 	created := last.GetCreationTimestamp().Time
 	waitFor(t, "a later second than the last creation", func() bool { return time.Now().Truncate(time.Second).After(created) })
-	d := startNotifyDaemon(t, ns, sink.srv.URL)
+	d := startNotifyDaemon(t, ns, sink.URL)
 
 	createSubscribedApp(t, ns, "web")
-	sink.waitLast(t, "web:app-created")
+	sink.WaitLast(t, "web:app-created")
 	setAppStatus(t, ns, "web", "Running", "Missing", "r1")
-	sink.waitLast(t, "web:app-sync-running")
+	sink.WaitLast(t, "web:app-sync-running")
 	setAppStatus(t, ns, "web", "Succeeded", "Progressing", "r1")
-	sink.waitLast(t, "web:app-sync-succeeded")
+	sink.WaitLast(t, "web:app-sync-succeeded")
 
 	// Restart in the middle: the new instance reads the state and the
 	// outbox from their ConfigMaps and sends nothing again. The stop waits
@@ -150,12 +152,12 @@ func TestNotificationsEndToEnd(t *testing.T) {
 		return err == nil && len(recs) == 0
 	})
 	d.stop()
-	startNotifyDaemon(t, ns, sink.srv.URL)
+	startNotifyDaemon(t, ns, sink.URL)
 
 	setAppStatus(t, ns, "web", "Succeeded", "Healthy", "r1")
-	sink.waitLast(t, "web:app-deployed")
+	sink.WaitLast(t, "web:app-deployed")
 	setAppStatus(t, ns, "web", "Succeeded", "Degraded", "r1")
-	sink.waitLast(t, "web:app-health-degraded")
+	sink.WaitLast(t, "web:app-health-degraded")
 
 	// Another controller rewrites every annotation (an ApplicationSet
 	// does): the state is not there, so nothing is sent again. The next
@@ -164,14 +166,14 @@ func TestNotificationsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ann := subscribeAll()
+	ann := testnotify.SubscribeAll()
 	ann["applicationset.argoproj.io/rewritten"] = "true"
 	cur.SetAnnotations(ann)
 	if _, err := apps(t).Namespace(ns).Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	setAppStatus(t, ns, "web", "Running", "Degraded", "r2")
-	got := sink.waitLast(t, "web:app-sync-running")
+	got := sink.WaitLast(t, "web:app-sync-running")
 
 	want := []string{
 		"web:app-created", "web:app-sync-running", "web:app-sync-succeeded",

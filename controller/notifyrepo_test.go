@@ -3,7 +3,6 @@ package controller_test
 import (
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,10 +18,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
@@ -32,14 +32,14 @@ import (
 // repoFixture is a password-protected Git server whose credentials are
 // only in an Argo CD repo-creds Secret on the real apiserver, a second
 // server on another host (port) taking the same password, and a
-// NotifyRepo reading through crowsnest's Git cache with Argo CD's
+// pipeline.Repo reading through crowsnest's Git cache with Argo CD's
 // credentials.
 type repoFixture struct {
 	git, other *testgit.Server
 	url, sha   string
 	otherURL   string
 	writer     *gitwb.Writer
-	repo       *controller.NotifyRepo
+	repo       *pipeline.Repo
 }
 
 func newRepoFixture(t *testing.T) *repoFixture {
@@ -75,25 +75,8 @@ func newRepoFixture(t *testing.T) *repoFixture {
 		Timeout:     30 * time.Second,
 		Metrics:     gitwb.NewMetrics(prometheus.NewRegistry()),
 	}
-	f.repo = &controller.NotifyRepo{Git: f.writer, Timeout: 30 * time.Second}
+	f.repo = &pipeline.Repo{Git: f.writer, Timeout: 30 * time.Second}
 	return f
-}
-
-// appObject is an Application on repoURL at revision sha, subscribed to
-// trigger on-commit of the "hook" service.
-func appObject(name, repoURL, sha string) map[string]any {
-	return map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": name, "namespace": "argocd", "uid": "uid-" + name,
-			"annotations": map[string]any{"notifications.argoproj.io/subscribe.on-commit.hook": ""}},
-		"spec": map[string]any{
-			"project": "default",
-			"source": map[string]any{"repoURL": repoURL, "path": "guestbook", "targetRevision": "main",
-				"helm": map[string]any{"valueFiles": []any{"prod-values.yaml"}, "parameters": []any{map[string]any{"name": "image.tag", "value": "v2.0.0"}}}},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": name},
-		},
-		"status": map[string]any{"sync": map[string]any{"status": "Synced", "revision": sha}},
-	}
 }
 
 // Templates from Argo CD's notification docs, unchanged, rendered through
@@ -112,7 +95,7 @@ func TestCommitMetadataThroughNotifier(t *testing.T) {
 	}))
 	t.Cleanup(sink.Close)
 
-	cfg := notifyConfig(sink.URL)
+	cfg := testnotify.Config(sink.URL)
 	cfg.Notifications.Catalog = false
 	cfg.Notifications.Triggers = map[string][]config.Condition{
 		// The condition reads the commit too, as Argo CD's expressions may.
@@ -127,19 +110,19 @@ type: {{(call .repo.GetAppDetails).Type}} tag: {{(call .repo.GetAppDetails).Helm
 	}}}}
 	var synced atomicBool
 	out := &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond}
-	n := &controller.Notifier{
-		Outbox: out, State: &controller.MemoryNotifyState{}, Synced: synced.get,
-		Metrics: controller.NewNotifierMetrics(prometheus.NewRegistry()), Services: hookServices,
+	n := &pipeline.Notifier{
+		Outbox: out, State: &pipeline.MemoryState{}, Synced: synced.get,
+		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Services: testnotify.HookServices,
 		Repo: f.repo,
 	}
 	if err := n.Apply(cfg); err != nil {
 		t.Fatal(err)
 	}
-	runTasks(t, out.Start, n.Start)
+	testnotify.RunTasks(t, out.Start, n.Start)
 	waitFor(t, "notifier started", n.Started)
 	synced.set(true)
 
-	app, err := watcher.AppFromObject(&unstructured.Unstructured{Object: appObject("guestbook", f.url, f.sha)})
+	app, err := watcher.AppFromObject(&unstructured.Unstructured{Object: testnotify.AppObject("guestbook", f.url, f.sha)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +161,14 @@ func (b *atomicBool) set(v bool) {
 func TestCommitMetadataNoCredentialsForAnotherHost(t *testing.T) {
 	f := newRepoFixture(t)
 	sha := f.other.Head(t, "other", "main")
-	_, err := f.repo.CommitMetadata(t.Context(), appObject("evil", f.otherURL, sha), sha)
+	_, err := f.repo.CommitMetadata(t.Context(), testnotify.AppObject("evil", f.otherURL, sha), sha)
 	if !errors.Is(err, gitwb.ErrAuth) {
 		t.Fatalf("err = %v, want the server's refusal (no credentials sent)", err)
 	}
 	// And through a template, the render fails naming the function.
-	app := appObject("evil", f.otherURL, sha)
+	app := testnotify.AppObject("evil", f.otherURL, sha)
 	_, err = render.Once(notify.Template{Name: "t", Message: `{{(call .repo.GetCommitMetadata .app.status.sync.revision).Author}}`},
-		controller.TemplateVarsRepo(t.Context(), f.repo, app, nil, nil, "webhook"))
+		pipeline.TemplateVarsRepo(t.Context(), f.repo, app, nil, nil, "webhook"))
 	if err == nil || !strings.Contains(err.Error(), "repo.GetCommitMetadata "+sha) {
 		t.Errorf("render err = %v, want one naming repo.GetCommitMetadata", err)
 	}
@@ -193,12 +176,12 @@ func TestCommitMetadataNoCredentialsForAnotherHost(t *testing.T) {
 	// The Application's own repository on the first server is read with
 	// the repo-creds, and then answered from the cache: a second call
 	// makes no request.
-	md, err := f.repo.CommitMetadata(t.Context(), appObject("guestbook", f.url, f.sha), f.sha)
+	md, err := f.repo.CommitMetadata(t.Context(), testnotify.AppObject("guestbook", f.url, f.sha), f.sha)
 	if err != nil || md.Message != "Deploy guestbook v2" {
 		t.Fatalf("own repository: %+v, %v", md, err)
 	}
 	f.git.ResetCounts()
-	if _, err := f.repo.CommitMetadata(t.Context(), appObject("guestbook", f.url, f.sha), f.sha); err != nil {
+	if _, err := f.repo.CommitMetadata(t.Context(), testnotify.AppObject("guestbook", f.url, f.sha), f.sha); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.git.Count(testgit.KindUploadPack) + f.git.Count(testgit.KindInfoRefs); n != 0 {
@@ -215,7 +198,7 @@ func TestCommitMetadataRefusedByProject(t *testing.T) {
 	}}}
 	ten := &tenancy.Rules{Project: func(*watcher.App) *watcher.Project { return proj }}
 	f.repo.Check = ten.CheckRepository
-	app := appObject("evil", f.otherURL, "0123456789abcdef0123456789abcdef01234567")
+	app := testnotify.AppObject("evil", f.otherURL, "0123456789abcdef0123456789abcdef01234567")
 	app["spec"].(map[string]any)["project"] = "team"
 	f.other.ResetCounts()
 	_, err := f.repo.CommitMetadata(t.Context(), app, "0123456789abcdef0123456789abcdef01234567")
@@ -225,63 +208,9 @@ func TestCommitMetadataRefusedByProject(t *testing.T) {
 	if n := f.other.Count(testgit.KindInfoRefs); n != 0 {
 		t.Errorf("the refused repository got %d requests", n)
 	}
-	own := appObject("guestbook", f.url, f.sha)
+	own := testnotify.AppObject("guestbook", f.url, f.sha)
 	own["spec"].(map[string]any)["project"] = "team"
 	if _, err := f.repo.CommitMetadata(t.Context(), own, f.sha); err != nil {
 		t.Errorf("permitted repository: %v", err)
-	}
-}
-
-// `config validate` accepts triggers and templates that call Argo CD's
-// repo helpers.
-func TestCommitMetadataConfigValidates(t *testing.T) {
-	cfg := notifyConfig("http://127.0.0.1:1")
-	cfg.Notifications.Catalog = false
-	cfg.Notifications.Triggers = map[string][]config.Condition{"on-commit": {{
-		When: "repo.GetCommitMetadata(app.status.sync.revision).Author != '' && repo.GetAppDetails().Type == 'Helm'", Send: []string{"commit"},
-	}}}
-	cfg.Notifications.Templates = map[string]config.Template{"commit": {
-		Message: `Author: {{(call .repo.GetCommitMetadata .app.status.sync.revision).Author}} {{(call .repo.GetAppDetails).Helm.GetParameterValueByName "image.tag"}}`,
-	}}
-	if err := controller.CheckNotifications(&cfg.Notifications); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// A Git server that never answers fails the call when Timeout passes
-// (the writer's own per-operation bound is far longer here).
-func TestCommitMetadataBoundedTime(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	w := &gitwb.Writer{CacheDir: filepath.Join(t.TempDir(), "cache"), Timeout: 10 * time.Minute, Metrics: gitwb.NewMetrics(prometheus.NewRegistry())}
-	r := &controller.NotifyRepo{Git: w, Timeout: 300 * time.Millisecond}
-	url := "http://" + ln.Addr().String() + "/apps.git"
-	sha := "0123456789abcdef0123456789abcdef01234567"
-	_, err = r.CommitMetadata(t.Context(), appObject("stuck", url, sha), sha)
-	if err == nil || !strings.Contains(err.Error(), "deadline") {
-		t.Errorf("err = %v, want the deadline", err)
 	}
 }

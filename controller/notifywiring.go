@@ -8,7 +8,7 @@ import (
 )
 
 // SourcesSynced reports whether every source delivered its initial list,
-// for Notifier.Synced.
+// for pipeline.Notifier.Synced.
 func SourcesSynced(sources []Source) func() bool {
 	return func() bool {
 		for _, s := range sources {
@@ -21,7 +21,7 @@ func SourcesSynced(sources []Source) func() bool {
 }
 
 // EngineProject looks an Application's AppProject up among those the
-// engine watches, for Notifier.Project: the one in the Application's
+// engine watches, for pipeline.Notifier.Project: the one in the Application's
 // namespace, else the one of that name in any namespace (Argo CD keeps
 // projects in its own).
 func EngineProject(e *Engine) func(*watcher.App) *watcher.Project {
@@ -35,48 +35,6 @@ func EngineProject(e *Engine) func(*watcher.App) *watcher.Project {
 			}
 		}
 		return nil
-	}
-}
-
-// pruneLater deletes, once the sources synced and PruneAfter passed, the
-// state of Applications that were not observed since start: they were
-// deleted while crowsnest was down. It keeps the state store bounded.
-func (n *Notifier) pruneLater(ctx context.Context) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !n.isSynced() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(n.PruneAfter):
-	}
-	n.mu.Lock()
-	var stale []string
-	for id := range n.states {
-		if !n.seen[id] {
-			stale = append(stale, id)
-		}
-	}
-	n.mu.Unlock()
-	for _, id := range stale {
-		if err := n.State.Save(ctx, id, NotifyState{}); err != nil {
-			n.Log.Warn("pruning notification state failed", "id", id, "error", err)
-			continue
-		}
-		n.mu.Lock()
-		if !n.seen[id] {
-			delete(n.states, id)
-		}
-		n.mu.Unlock()
-	}
-	if len(stale) > 0 {
-		n.Log.Info("notification state of deleted applications pruned", "count", len(stale))
 	}
 }
 

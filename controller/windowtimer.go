@@ -2,31 +2,23 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // windowRecheck bounds how long the timer sleeps without a boundary in
 // sight, so windows added by a config reload or an AppProject change are
 // picked up even if nobody calls Wake.
 const windowRecheck = time.Minute
-
-// syncUser is the username Argo CD shows for syncs crowsnest requests.
-const syncUser = "crowsnest"
 
 // WindowTimer wakes at the next boundary of every window in use, instead
 // of finding out when some Application happens to reconcile. At each
@@ -171,9 +163,9 @@ func (t *WindowTimer) syncOnOpen(ctx context.Context, w *windows.Window, key str
 		t.Log.Info("would request a sync (no cluster)", "app", key, "window", w.Name())
 		return
 	}
-	err := RequestSync(ctx, t.Apps, app.Namespace, app.Name, "sync window "+w.Name()+" opened")
+	err := kube.RequestSync(ctx, t.Apps, app.Namespace, app.Name, "sync window "+w.Name()+" opened")
 	switch {
-	case errors.Is(err, ErrOperationRunning):
+	case errors.Is(err, kube.ErrOperationRunning):
 		t.Log.Debug("sync already under way; not requesting another", "app", key, "window", w.Name())
 		return
 	case err != nil:
@@ -182,46 +174,6 @@ func (t *WindowTimer) syncOnOpen(ctx context.Context, w *windows.Window, key str
 	}
 	t.Metrics.syncRequested()
 	t.Log.Info("sync requested", "app", key, "window", w.Name())
-}
-
-// ErrOperationRunning says an Application already has a sync requested or
-// running, so crowsnest leaves it alone.
-var ErrOperationRunning = errors.New("an operation is already requested or running")
-
-// RequestSync asks Argo CD to sync the Application as an automated sync by
-// crowsnest: it sets the operation field, pinned to the version just read,
-// unless an operation is requested or running; a sync someone else starts
-// in between is never overwritten (the patch then conflicts).
-func RequestSync(ctx context.Context, client dynamic.Interface, namespace, name, reason string) error {
-	apps := client.Resource(watcher.ApplicationsResource).Namespace(namespace)
-	obj, err := apps.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading Application %s/%s: %w", namespace, name, err)
-	}
-	phase, _, _ := unstructured.NestedString(obj.Object, "status", "operationState", "phase")
-	if _, requested := obj.Object["operation"]; requested || phase == "Running" {
-		return ErrOperationRunning
-	}
-	operation := map[string]any{
-		"initiatedBy": map[string]any{"username": syncUser, "automated": true},
-		"sync":        map[string]any{},
-		"info":        []any{map[string]any{"name": "Reason", "value": reason}},
-	}
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "replace", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
-		{"op": "add", "path": "/operation", "value": operation},
-	})
-	if err != nil {
-		return err
-	}
-	_, err = apps.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "crowsnest"})
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("the Application %s/%s changed while requesting a sync; not retried: %w", namespace, name, err)
-	}
-	if err != nil {
-		return fmt.Errorf("requesting a sync of %s/%s: %w", namespace, name, err)
-	}
-	return nil
 }
 
 func (t *WindowTimer) now() time.Time {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 )
 
@@ -546,7 +546,7 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 	var attempted time.Time // when the last attempt started
 	rateWaits := 0
 	for {
-		if wait := rec.NextAttempt.Sub(o.Now()); wait > 0 && !sleep(ctx, wait) {
+		if wait := rec.NextAttempt.Sub(o.Now()); wait > 0 && backoff.Sleep(ctx, wait) != nil {
 			return
 		}
 		// The last attempt may have reached the destination (it timed
@@ -831,7 +831,7 @@ func (o *Outbox) save(ctx context.Context, log *slog.Logger, rec Record) bool {
 			return false
 		}
 		log.Warn("recording delivery state failed; retrying", "state", rec.State, "err", err, "retryIn", delay)
-		sleep(ctx, delay) // cancelled: one more try above, then give up
+		_ = backoff.Sleep(ctx, delay) // cancelled: one more try above, then give up
 		delay = min(2*delay, saveRetryMaxDelay)
 	}
 }
@@ -871,7 +871,7 @@ func (o *Outbox) compactAfterSettling(ctx context.Context, c Compactor) {
 			return
 		case <-o.settledSome:
 		}
-		if !sleep(ctx, DefaultCompactDelay) {
+		if backoff.Sleep(ctx, DefaultCompactDelay) != nil {
 			return
 		}
 		if err := c.Compact(ctx); err != nil && ctx.Err() == nil {
@@ -956,22 +956,5 @@ func (o *Outbox) limiter(service string) *rate.Limiter {
 // backoff is RetryBaseDelay doubled per failed attempt, capped at
 // RetryMaxDelay, with jitter over its upper half.
 func (o *Outbox) backoff(attempts int) time.Duration {
-	d := o.RetryBaseDelay
-	for i := 1; i < attempts && d < o.RetryMaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, o.RetryMaxDelay)
-	half := d / 2
-	return half + rand.N(half+1) //nolint:gosec // jitter, not security
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return backoff.Delay(o.RetryBaseDelay, o.RetryMaxDelay, attempts)
 }

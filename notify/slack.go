@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 )
 
 // DefaultSlackTimeout bounds one Slack API call; chat.postMessage answers
@@ -434,7 +436,7 @@ func (s *Slack) scan(ctx context.Context, channel, parent string, oldest int64, 
 		if err != nil {
 			err = s.classify(method, err)
 			var rl *RateLimitError
-			if errors.As(err, &rl) && rateWaits < 3 && sleep(ctx, max(rl.RetryAfter, time.Second)) {
+			if errors.As(err, &rl) && rateWaits < 3 && backoff.Sleep(ctx, max(rl.RetryAfter, time.Second)) == nil {
 				rateWaits++
 				continue // the same page again
 			}

@@ -30,6 +30,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -83,7 +84,7 @@ type daemonBuilder struct {
 	localLogs *logEvents
 	gw        *gitwb.Writer
 
-	notifier *controller.Notifier
+	notifier *pipeline.Notifier
 	outbox   *notify.Outbox
 	servers  []*httpserver.Server
 
@@ -414,7 +415,7 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 	if b.gw != nil {
 		// repo.GetCommitMetadata / GetAppDetails read through write-back's
 		// Writer: its clone locks are per Writer.
-		notifier.Repo = &controller.NotifyRepo{Git: b.gw, Check: images.Tenancy.CheckRepository}
+		notifier.Repo = &pipeline.Repo{Git: b.gw, Check: images.Tenancy.CheckRepository}
 	}
 	engine.Transitions = notifier.OnAppEvent
 	images.Notify, b.timer.Notify = notifier.OnEvent, notifier.OnEvent

@@ -27,6 +27,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/webhook"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -285,7 +286,7 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	controller.NewMetrics(d)
 	controller.NewImageMetrics(d)
 	controller.NewWindowMetrics(d)
-	controller.NewNotifierMetrics(d)
+	pipeline.NewMetrics(d)
 	registry.NewMetrics(d)
 	webhook.NewMetrics(d)
 	notify.NewMetrics(d)

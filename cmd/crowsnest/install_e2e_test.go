@@ -31,9 +31,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 )
 
 // installDir is examples/install, the kustomization users apply.
@@ -331,7 +331,7 @@ func TestE2EInstallNotifiesAsServiceAccount(t *testing.T) {
 	var outbox, state bool
 	for _, cm := range cms.Items {
 		outbox = outbox || strings.HasPrefix(cm.Name, notify.DefaultConfigMapPrefix+"-")
-		state = state || strings.HasPrefix(cm.Name, controller.DefaultNotifyStatePrefix+"-")
+		state = state || strings.HasPrefix(cm.Name, pipeline.DefaultStatePrefix+"-")
 	}
 	if !outbox || !state {
 		t.Errorf("outbox ConfigMap written: %v, trigger state ConfigMap written: %v; want both in %s", outbox, state, in.own)

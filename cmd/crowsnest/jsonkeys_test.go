@@ -13,7 +13,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
-	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -32,7 +32,7 @@ func TestJSONOutputKeysAreLowerCamel(t *testing.T) {
 		"windows -o json":                  &windowscmd.Report{},
 		"notify log -o json":               &[]notify.Record{},
 		"notify redeliver -o json":         &notify.Record{},
-		"run --dry-run --plan-format json": &controller.WritePlan{},
+		"run --dry-run --plan-format json": &imageupdate.WritePlan{},
 		"demo -o json":                     &demoReport{},
 		"notify send -o json":              &notifySendReport{},
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
@@ -29,22 +29,22 @@ import (
 // message is logged ("dry run: would notify") and its state kept in
 // memory. The config is applied once here; call Notifier.Apply on reload.
 func newNotifications(_ context.Context, cfg *config.Config, clientset kubernetes.Interface, namespace string, dryRun bool,
-	reg prometheus.Registerer, log *slog.Logger) (*controller.Notifier, *notify.Outbox, error) {
+	reg prometheus.Registerer, log *slog.Logger) (*pipeline.Notifier, *notify.Outbox, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	out := &notify.Outbox{Metrics: notify.NewMetrics(reg), Logger: log}
-	n := &controller.Notifier{
-		Outbox: out, Log: log, Metrics: controller.NewNotifierMetrics(reg),
+	n := &pipeline.Notifier{
+		Outbox: out, Log: log, Metrics: pipeline.NewMetrics(reg),
 		Prepare: prepareNotifications(clientset, namespace),
 	}
 	if clientset != nil && !dryRun {
 		store := &notify.ConfigMapStore{Client: clientset, Namespace: namespace}
 		out.Store = store
-		n.State = &controller.ConfigMapNotifyState{Client: clientset, Namespace: namespace}
+		n.State = &pipeline.ConfigMapState{Client: clientset, Namespace: namespace}
 	} else {
 		out.Store = &notify.MemoryStore{}
-		n.State = &controller.MemoryNotifyState{}
+		n.State = &pipeline.MemoryState{}
 	}
 	out.OnDeadLetter = func(r notify.Record) {
 		log.Error("notification given up", "app", r.App, "trigger", r.Trigger, "service", r.Service, "attempts", r.Attempts, "error", r.LastError)

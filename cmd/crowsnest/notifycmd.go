@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
@@ -288,8 +288,8 @@ func (o *notifyOptions) renderTemplate(w io.Writer, name string) error {
 	if err != nil {
 		return err
 	}
-	n, err := render.Once(controller.ServiceTemplate(name, t, svcName, typ),
-		controller.TemplateVars(app, o.event(), set.Config.Context, typ))
+	n, err := render.Once(pipeline.ServiceTemplate(name, t, svcName, typ),
+		pipeline.TemplateVars(app, o.event(), set.Config.Context, typ))
 	if err != nil {
 		return err
 	}

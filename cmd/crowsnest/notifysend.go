@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
@@ -112,8 +112,8 @@ func (o *notifyOptions) send(ctx context.Context, name, recipient string) (*noti
 	if err != nil {
 		return nil, err
 	}
-	msg, err := render.Once(controller.ServiceTemplate(name, t, o.service, typ),
-		controller.TemplateVars(app, o.event(), set.Config.Context, typ))
+	msg, err := render.Once(pipeline.ServiceTemplate(name, t, o.service, typ),
+		pipeline.TemplateVars(app, o.event(), set.Config.Context, typ))
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -50,7 +51,7 @@ func newPlanPrinter(out io.Writer, format string, hold bool) (*planPrinter, erro
 }
 
 // RecordPlan implements controller.PlanRecorder.
-func (p *planPrinter) RecordPlan(wp controller.WritePlan) {
+func (p *planPrinter) RecordPlan(wp imageupdate.WritePlan) {
 	s := p.render(&wp)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -80,7 +81,7 @@ func (p *planPrinter) Flush() int {
 	return len(keys)
 }
 
-func (p *planPrinter) render(wp *controller.WritePlan) string {
+func (p *planPrinter) render(wp *imageupdate.WritePlan) string {
 	if p.format == planFormatJSON {
 		// One line per plan, the patch and diffs as they are (no HTML
 		// escaping).
@@ -99,7 +100,7 @@ func (p *planPrinter) render(wp *controller.WritePlan) string {
 // Application, method, images and target, then what would be sent as it
 // would be sent (Git's unified diff, which git apply takes with the
 // header lines around it; or the JSON patch), then a blank line.
-func planText(wp *controller.WritePlan) string {
+func planText(wp *imageupdate.WritePlan) string {
 	var b strings.Builder
 	line := func(format string, args ...any) {
 		b.WriteString(strings.TrimRight(fmt.Sprintf("# "+format, args...), " "))

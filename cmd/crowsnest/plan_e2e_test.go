@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 )
@@ -38,13 +38,13 @@ func runPlan(t *testing.T, args ...string) (stdout, stderr string) {
 }
 
 // parsePlans reads --plan-format json: one plan per line.
-func parsePlans(t *testing.T, out string) []controller.WritePlan {
+func parsePlans(t *testing.T, out string) []imageupdate.WritePlan {
 	t.Helper()
-	var plans []controller.WritePlan
+	var plans []imageupdate.WritePlan
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var p controller.WritePlan
+		var p imageupdate.WritePlan
 		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
 			t.Fatalf("plan line %q: %v", sc.Text(), err)
 		}
@@ -123,10 +123,10 @@ func TestE2EDryRunPlanLocalMode(t *testing.T) {
 		t.Fatalf("plans for (-want +got):\n%s\n%s", diff, out)
 	}
 	apiPlan, sidecar, webPlan := plans[0], plans[1], plans[2]
-	wantAPI := controller.WritePlan{
-		App: "ci/api", Method: controller.PlanMethodKubernetes,
-		Changes: []controller.PlannedChange{{Image: api, From: "1.0.0", To: "1.2.0"}},
-		Kubernetes: &controller.PatchPlan{
+	wantAPI := imageupdate.WritePlan{
+		App: "ci/api", Method: imageupdate.PlanMethodKubernetes,
+		Changes: []imageupdate.PlannedChange{{Image: api, From: "1.0.0", To: "1.2.0"}},
+		Kubernetes: &imageupdate.PatchPlan{
 			APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "ci", Name: "api", ResourceVersion: "1",
 			PatchType: string(types.JSONPatchType),
 			Patch: json.RawMessage(`[{"op":"replace","path":"/metadata/resourceVersion","value":"1"},` +
@@ -136,7 +136,7 @@ func TestE2EDryRunPlanLocalMode(t *testing.T) {
 	if diff := cmp.Diff(wantAPI, apiPlan); diff != "" {
 		t.Errorf("Kubernetes-mode plan (-want +got):\n%s", diff)
 	}
-	if len(webPlan.Git) != 1 || webPlan.Method != controller.PlanMethodGit || webPlan.Error != "" {
+	if len(webPlan.Git) != 1 || webPlan.Method != imageupdate.PlanMethodGit || webPlan.Error != "" {
 		t.Fatalf("web's plan: %+v", webPlan)
 	}
 	g := webPlan.Git[0]
@@ -149,7 +149,7 @@ func TestE2EDryRunPlanLocalMode(t *testing.T) {
 		t.Errorf("sidecar's Git plan: %+v", sidecar)
 	}
 	var patch strings.Builder
-	for _, p := range []controller.WritePlan{sidecar, webPlan} {
+	for _, p := range []imageupdate.WritePlan{sidecar, webPlan} {
 		for _, f := range p.Git[0].Files {
 			patch.WriteString(f.Diff)
 		}

@@ -7,14 +7,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 )
 
-func testPlan(app, to string) controller.WritePlan {
-	return controller.WritePlan{
-		App: app, Method: controller.PlanMethodKubernetes,
-		Changes: []controller.PlannedChange{{Image: "ghcr.io/acme/web", From: "1.0.0", To: to}},
-		Kubernetes: &controller.PatchPlan{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "ns", Name: strings.TrimPrefix(app, "ns/"),
+func testPlan(app, to string) imageupdate.WritePlan {
+	return imageupdate.WritePlan{
+		App: app, Method: imageupdate.PlanMethodKubernetes,
+		Changes: []imageupdate.PlannedChange{{Image: "ghcr.io/acme/web", From: "1.0.0", To: to}},
+		Kubernetes: &imageupdate.PatchPlan{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "ns", Name: strings.TrimPrefix(app, "ns/"),
 			ResourceVersion: "7", PatchType: "application/json-patch+json", Patch: json.RawMessage(`[{"op":"add","path":"/x","value":"<&>"}]`)},
 	}
 }
@@ -33,7 +33,7 @@ func TestPlanPrinter(t *testing.T) {
 	p.RecordPlan(testPlan("ns/b", "1.2.0"))
 	var got []string
 	for l := range strings.Lines(daemon.String()) {
-		var wp controller.WritePlan
+		var wp imageupdate.WritePlan
 		if err := json.Unmarshal([]byte(l), &wp); err != nil {
 			t.Fatalf("%q: %v", l, err)
 		}
@@ -79,8 +79,8 @@ func TestPlanPrinter(t *testing.T) {
 // A repository whose write could not be planned says so, not that there is
 // nothing to commit.
 func TestPlanTextGitError(t *testing.T) {
-	wp := controller.WritePlan{App: "ns/web", Method: controller.PlanMethodGit,
-		Git:   []controller.GitPlan{{Repository: "https://git.example.com/deploy.git", Branch: "main", Error: "fetching: status 500"}},
+	wp := imageupdate.WritePlan{App: "ns/web", Method: imageupdate.PlanMethodGit,
+		Git:   []imageupdate.GitPlan{{Repository: "https://git.example.com/deploy.git", Branch: "main", Error: "fetching: status 500"}},
 		Error: "https://git.example.com/deploy.git main: fetching: status 500"}
 	got := planText(&wp)
 	for _, want := range []string{"#   branch main: not planned: fetching: status 500\n", "#   error: https://git.example.com/deploy.git main: fetching: status 500\n"} {

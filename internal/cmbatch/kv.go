@@ -41,6 +41,7 @@ type LazyKV struct {
 	kv   *KV
 }
 
+// Get returns the store's KV, made with these settings on the first call.
 func (l *LazyKV) Get(client kubernetes.Interface, namespace, prefix string, shards int, full error) *KV {
 	l.once.Do(func() {
 		l.kv = &KV{Client: client, Namespace: namespace, Prefix: prefix, Shards: shards, Full: full}

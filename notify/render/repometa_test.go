@@ -13,8 +13,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
-// fixedRepo answers from fixed values, what the controller's NotifyRepo
-// does from Git (tested there against a real Git server).
+// fixedRepo answers from fixed values, what notify/pipeline's Repo
+// does from Git (tested against a real Git server in controller's
+// notifyrepo_test.go, with Argo CD's credentials).
 type fixedRepo struct {
 	md     render.CommitMetadata
 	detail render.AppDetail

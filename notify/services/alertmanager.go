@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // AlertmanagerSettings are the keys of `service.alertmanager`.
@@ -57,41 +58,40 @@ const (
 	alertmanagerAlertname    = "alertname"
 )
 
-func init() {
-	Register(&Kind{
-		Type:     "alertmanager",
-		Settings: func() any { return &AlertmanagerSettings{} },
-		Block:    func() any { return &AlertmanagerBlock{} },
-		Validate: func(s any) error {
-			_, err := alertmanagerURLs(s.(*AlertmanagerSettings))
-			return err
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			st := s.(*AlertmanagerSettings)
-			urls, err := alertmanagerURLs(st)
-			if err != nil {
-				return nil, err
-			}
-			if st.Timeout > 0 {
-				o.Timeout = time.Duration(st.Timeout) * time.Second
-			} else if o.Timeout <= 0 {
-				o.Timeout = alertmanagerTimeout
-			}
-			return &alertmanager{c: NewClient(name, st.InsecureSkipVerify, o), s: *st, urls: urls}, nil
-		},
-		BlockDefaults: func(template string, b any) any {
-			in := b.(*AlertmanagerBlock)
-			out := &AlertmanagerBlock{Labels: maps.Clone(in.Labels), Annotations: maps.Clone(in.Annotations), GeneratorURL: in.GeneratorURL}
-			if out.GeneratorURL == "" {
-				out.GeneratorURL = alertmanagerGeneratorURL
-			}
-			if _, ok := out.Labels[alertmanagerAlertname]; !ok && len(out.Labels) > 0 {
-				out.Labels[alertmanagerAlertname] = template
-			}
-			return out
-		},
-		DefaultRecipient: true,
-	})
+// alertmanagerKind describes service type alertmanager (listed in services.go).
+var alertmanagerKind = &svc.Kind{
+	Type:     "alertmanager",
+	Settings: func() any { return &AlertmanagerSettings{} },
+	Block:    func() any { return &AlertmanagerBlock{} },
+	Validate: func(s any) error {
+		_, err := alertmanagerURLs(s.(*AlertmanagerSettings))
+		return err
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		st := s.(*AlertmanagerSettings)
+		urls, err := alertmanagerURLs(st)
+		if err != nil {
+			return nil, err
+		}
+		if st.Timeout > 0 {
+			o.Timeout = time.Duration(st.Timeout) * time.Second
+		} else if o.Timeout <= 0 {
+			o.Timeout = alertmanagerTimeout
+		}
+		return &alertmanager{c: svc.NewClient(name, st.InsecureSkipVerify, o), s: *st, urls: urls}, nil
+	},
+	BlockDefaults: func(template string, b any) any {
+		in := b.(*AlertmanagerBlock)
+		out := &AlertmanagerBlock{Labels: maps.Clone(in.Labels), Annotations: maps.Clone(in.Annotations), GeneratorURL: in.GeneratorURL}
+		if out.GeneratorURL == "" {
+			out.GeneratorURL = alertmanagerGeneratorURL
+		}
+		if _, ok := out.Labels[alertmanagerAlertname]; !ok && len(out.Labels) > 0 {
+			out.Labels[alertmanagerAlertname] = template
+		}
+		return out
+	},
+	DefaultRecipient: true,
 }
 
 // alertmanagerURLs are the targets' alert URLs, with Argo CD's defaults.
@@ -125,7 +125,7 @@ func alertmanagerURLs(s *AlertmanagerSettings) ([]string, error) {
 // alertmanager posts the alert to every target at once, as Argo CD
 // Notifications does: the send succeeds when one target accepts it.
 type alertmanager struct {
-	c    *Client
+	c    *svc.Client
 	s    AlertmanagerSettings
 	urls []string
 }
@@ -141,7 +141,7 @@ type alertmanagerAlert struct {
 
 func (a *alertmanager) Send(ctx context.Context, n notify.Notification, _ notify.Destination) (notify.Receipt, error) {
 	var b AlertmanagerBlock
-	has, err := DecodeBlock(n, "alertmanager", &b)
+	has, err := svc.DecodeBlock(n, "alertmanager", &b)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -171,7 +171,7 @@ func (a *alertmanager) Send(ctx context.Context, n notify.Notification, _ notify
 	var wg sync.WaitGroup
 	for i, u := range a.urls {
 		wg.Go(func() {
-			_, errs[i] = a.c.Do(ctx, Request{Method: http.MethodPost, URL: u, Header: header, JSON: []alertmanagerAlert{alert}})
+			_, errs[i] = a.c.Do(ctx, svc.Request{Method: http.MethodPost, URL: u, Header: header, JSON: []alertmanagerAlert{alert}})
 		})
 	}
 	wg.Wait()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const (
@@ -19,11 +20,11 @@ const (
 	alertmanagerBearer   = "am-secret-bearer-token"
 )
 
-func hostOf(s *sink) string { return s.Listener.Addr().String() }
+func hostOf(s *svctest.Sink) string { return s.Listener.Addr().String() }
 
 // alertmanagerCM targets the sinks with settings (a YAML fragment after
 // targets).
-func alertmanagerCM(settings string, targets ...*sink) map[string]string {
+func alertmanagerCM(settings string, targets ...*svctest.Sink) map[string]string {
 	svc := "targets:\n"
 	for _, s := range targets {
 		svc += "- " + hostOf(s) + "\n"
@@ -66,17 +67,17 @@ func alertmanagerAlerts(t *testing.T, body string) []map[string]any {
 }
 
 func TestAlertmanagerThroughOutboxToEveryTarget(t *testing.T) {
-	a, b := newSink(t, false), newSink(t, false)
+	a, b := svctest.NewSink(t, false), svctest.NewSink(t, false)
 	before := time.Now()
-	rec := deliver(t, delivery{
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: alertmanagerCM(alertmanagerBasicAuth, a, b), Secret: alertmanagerSecret(),
-		Service: "alertmanager", Template: "app-deployed", App: testApp("guestbook"),
+		Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.Detail != "accepted by 2 of 2 targets" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 	}
 	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("argocd:"+alertmanagerPassword))
-	for i, s := range []*sink{a, b} {
+	for i, s := range []*svctest.Sink{a, b} {
 		reqs := s.Requests()
 		if len(reqs) != 1 {
 			t.Fatalf("target %d got %d requests, want 1", i, len(reqs))
@@ -114,10 +115,10 @@ func TestAlertmanagerThroughOutboxToEveryTarget(t *testing.T) {
 // custom apiPath, bearerToken, alertname set in the template and a git@
 // generatorURL turned into https.
 func TestAlertmanagerHTTPSBearerGitURL(t *testing.T) {
-	s := newSink(t, true)
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, true)
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM:     alertmanagerCM("scheme: https\ninsecureSkipVerify: true\napiPath: /api/events\nbearerToken: $am-token\n", s),
-		Secret: alertmanagerSecret(), Service: "alertmanager", Template: "app-git", App: testApp("guestbook"),
+		Secret: alertmanagerSecret(), Service: "alertmanager", Template: "app-git", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -138,16 +139,16 @@ func TestAlertmanagerHTTPSBearerGitURL(t *testing.T) {
 // TestAlertmanagerSomeTargetsFail: one target accepting the alert is a
 // delivery, as in Argo CD; the receipt names the failures.
 func TestAlertmanagerSomeTargetsFail(t *testing.T) {
-	up, down := newSink(t, false), newSink(t, false, answer{Status: http.StatusServiceUnavailable, Body: "draining"})
-	rec := deliver(t, delivery{
+	up, down := svctest.NewSink(t, false), svctest.NewSink(t, false, svctest.Answer{Status: http.StatusServiceUnavailable, Body: "draining"})
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: alertmanagerCM(alertmanagerBasicAuth, up, down), Secret: alertmanagerSecret(),
-		Service: "alertmanager", Template: "app-deployed", App: testApp("guestbook"),
+		Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Attempts != 1 || len(up.Requests()) != 1 || len(down.Requests()) != 1 {
 		t.Fatalf("state %s attempts %d requests %d/%d: %s", rec.State, rec.Attempts, len(up.Requests()), len(down.Requests()), rec.LastError)
 	}
-	mustContain(t, "receipt", rec.Receipt.Detail, "accepted by 1 of 2 targets", "503", "draining")
-	mustNotContain(t, "receipt", rec.Receipt.Detail, alertmanagerPassword)
+	svctest.MustContain(t, "receipt", rec.Receipt.Detail, "accepted by 1 of 2 targets", "503", "draining")
+	svctest.MustNotContain(t, "receipt", rec.Receipt.Detail, alertmanagerPassword)
 }
 
 // TestAlertmanagerAllTargetsFail: a refusal by one target and an outage
@@ -155,49 +156,49 @@ func TestAlertmanagerSomeTargetsFail(t *testing.T) {
 // dead-lettered.
 func TestAlertmanagerAllTargetsFail(t *testing.T) {
 	t.Run("one refuses, one is down: retried", func(t *testing.T) {
-		refuses := newSink(t, false, answer{Status: http.StatusBadRequest, Body: "bad alert"})
-		down := newSink(t, false, answer{Status: http.StatusBadGateway}, answer{Status: http.StatusOK})
-		rec := deliver(t, delivery{
+		refuses := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusBadRequest, Body: "bad alert"})
+		down := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusBadGateway}, svctest.Answer{Status: http.StatusOK})
+		rec := svctest.Deliver(t, svctest.Delivery{
 			CM: alertmanagerCM(alertmanagerBasicAuth, refuses, down), Secret: alertmanagerSecret(),
-			Service: "alertmanager", Template: "app-deployed", App: testApp("guestbook"),
+			Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 		})
 		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 	})
 	t.Run("all refuse: dead-lettered naming each", func(t *testing.T) {
-		a := newSink(t, false, answer{Status: http.StatusUnauthorized, Body: "who are you"})
-		b := newSink(t, false, answer{Status: http.StatusBadRequest, Body: "bad alert"})
-		rec := deliver(t, delivery{
+		a := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusUnauthorized, Body: "who are you"})
+		b := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusBadRequest, Body: "bad alert"})
+		rec := svctest.Deliver(t, svctest.Delivery{
 			CM: alertmanagerCM(alertmanagerBasicAuth, a, b), Secret: alertmanagerSecret(),
-			Service: "alertmanager", Template: "app-deployed", App: testApp("guestbook"),
+			Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 		})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 		}
-		mustContain(t, "last error", rec.LastError, "no target accepted the alert", hostOf(a), "who are you", hostOf(b), "bad alert")
-		mustNotContain(t, "last error", rec.LastError, alertmanagerPassword)
+		svctest.MustContain(t, "last error", rec.LastError, "no target accepted the alert", hostOf(a), "who are you", hostOf(b), "bad alert")
+		svctest.MustNotContain(t, "last error", rec.LastError, alertmanagerPassword)
 	})
 }
 
 func TestAlertmanagerWithoutLabelsDeadLetters(t *testing.T) {
-	s := newSink(t, false)
-	rec := deliver(t, delivery{
-		CM: alertmanagerCM("", s), Service: "alertmanager", Template: "no-labels", App: testApp("guestbook"),
+	s := svctest.NewSink(t, false)
+	rec := svctest.Deliver(t, svctest.Delivery{
+		CM: alertmanagerCM("", s), Service: "alertmanager", Template: "no-labels", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
-	mustContain(t, "last error", rec.LastError, "at least one label")
+	svctest.MustContain(t, "last error", rec.LastError, "at least one label")
 }
 
 func TestAlertmanagerStatuses(t *testing.T) {
 	checkIncidentStatuses(t, incidentStatusCase{
-		ok:      answer{Status: http.StatusOK},
+		ok:      svctest.Answer{Status: http.StatusOK},
 		secrets: []string{alertmanagerBearer},
-		delivery: func(s *sink) delivery {
-			return delivery{CM: alertmanagerCM("bearerToken: $am-token\n", s), Secret: alertmanagerSecret(),
-				Service: "alertmanager", Template: "app-deployed", App: testApp("a")}
+		delivery: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: alertmanagerCM("bearerToken: $am-token\n", s), Secret: alertmanagerSecret(),
+				Service: "alertmanager", Template: "app-deployed", App: svctest.App("a")}
 		},
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // GoogleChatSettings are the keys of `service.googlechat`: one space
@@ -29,34 +30,33 @@ type GoogleChatBlock struct {
 	ThreadKey string `yaml:"threadKey" json:"threadKey,omitempty"`
 }
 
-func init() {
-	Register(&Kind{
-		Type:     "googlechat",
-		Settings: func() any { return &GoogleChatSettings{} },
-		Block:    func() any { return &GoogleChatBlock{} },
-		Validate: func(s any) error {
-			return checkRecipientURLs("webhooks", s.(*GoogleChatSettings).Webhooks)
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			g := s.(*GoogleChatSettings)
-			return &googleChat{c: NewClient(name, g.InsecureSkipVerify, o), urls: g.Webhooks}, nil
-		},
-	})
+// googlechatKind describes service type googlechat (listed in services.go).
+var googlechatKind = &svc.Kind{
+	Type:     "googlechat",
+	Settings: func() any { return &GoogleChatSettings{} },
+	Block:    func() any { return &GoogleChatBlock{} },
+	Validate: func(s any) error {
+		return svc.CheckRecipientURLs("webhooks", s.(*GoogleChatSettings).Webhooks)
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		g := s.(*GoogleChatSettings)
+		return &googleChat{c: svc.NewClient(name, g.InsecureSkipVerify, o), urls: g.Webhooks}, nil
+	},
 }
 
 // googleChat posts to a space's incoming webhook.
 type googleChat struct {
-	c    *Client
+	c    *svc.Client
 	urls map[string]string
 }
 
 func (g *googleChat) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	u, err := recipientURL(g.c, "webhooks", g.urls, d)
+	u, err := svc.RecipientURL(g.c, "webhooks", g.urls, d)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
 	var b GoogleChatBlock
-	if _, err := DecodeBlock(n, "googlechat", &b); err != nil {
+	if _, err := svc.DecodeBlock(n, "googlechat", &b); err != nil {
 		return notify.Receipt{}, err
 	}
 	msg, err := googleChatMessage(n.Message, &b)
@@ -74,7 +74,7 @@ func (g *googleChat) Send(ctx context.Context, n notify.Notification, d notify.D
 		pu.RawQuery = q.Encode()
 		u = pu.String()
 	}
-	resp, err := g.c.Do(ctx, Request{Method: http.MethodPost, URL: u, JSON: msg})
+	resp, err := g.c.Do(ctx, svc.Request{Method: http.MethodPost, URL: u, JSON: msg})
 	if err != nil {
 		return notify.Receipt{}, err
 	}

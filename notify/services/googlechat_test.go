@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 // googleChatHook is a space webhook's path and query; key and token are
@@ -41,16 +42,16 @@ googlechat:
 	}
 }
 
-func googleChatSecret(s *sink) map[string][]byte {
+func googleChatSecret(s *svctest.Sink) map[string][]byte {
 	return map[string][]byte{"space-webhook-url": []byte(s.URL + googleChatHook)}
 }
 
 const googleChatOK = `{"name":"spaces/AAAA1234/messages/msg.1","thread":{"name":"spaces/AAAA1234/threads/t1"}}`
 
 func TestGoogleChatThroughOutbox(t *testing.T) {
-	s := newSink(t, false, answer{Body: googleChatOK})
-	rec := deliver(t, delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
-		Template: "app-sync-succeeded", Recipient: "spaceName", App: testApp("guestbook")})
+	s := svctest.NewSink(t, false, svctest.Answer{Body: googleChatOK})
+	rec := svctest.Deliver(t, svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
+		Template: "app-sync-succeeded", Recipient: "spaceName", App: svctest.App("guestbook")})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "spaces/AAAA1234/messages/msg.1" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 	}
@@ -94,9 +95,9 @@ func TestGoogleChatThroughOutbox(t *testing.T) {
 }
 
 func TestGoogleChatText(t *testing.T) {
-	s := newSink(t, false, answer{Body: googleChatOK})
-	rec := deliver(t, delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
-		Template: "text-only", Recipient: "spaceName", App: testApp("guestbook")})
+	s := svctest.NewSink(t, false, svctest.Answer{Body: googleChatOK})
+	rec := svctest.Deliver(t, svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
+		Template: "text-only", Recipient: "spaceName", App: svctest.App("guestbook")})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
@@ -109,23 +110,23 @@ func TestGoogleChatText(t *testing.T) {
 // An error Google Chat reports in its JSON answer fails the delivery, as
 // in Argo CD.
 func TestGoogleChatErrorAnswer(t *testing.T) {
-	s := newSink(t, false, answer{Body: `{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}`})
-	rec := deliver(t, delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
-		Template: "text-only", Recipient: "spaceName", App: testApp("guestbook")})
+	s := svctest.NewSink(t, false, svctest.Answer{Body: `{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}`})
+	rec := svctest.Deliver(t, svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
+		Template: "text-only", Recipient: "spaceName", App: svctest.App("guestbook")})
 	if rec.State != notify.StateDead || rec.Attempts != 1 {
 		t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 	}
-	mustContain(t, "last error", rec.LastError, "INVALID_ARGUMENT", "Invalid JSON payload")
-	mustNotContain(t, "last error", rec.LastError, "gc-secret-key", "gc-secret-token", "AAAA1234")
+	svctest.MustContain(t, "last error", rec.LastError, "INVALID_ARGUMENT", "Invalid JSON payload")
+	svctest.MustNotContain(t, "last error", rec.LastError, "gc-secret-key", "gc-secret-token", "AAAA1234")
 }
 
 func TestGoogleChatStatuses(t *testing.T) {
-	checkStatuses(t, statusCase{
-		Setup: func(s *sink) delivery {
-			return delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
-				Template: "app-sync-succeeded", Recipient: "spaceName", App: testApp("a")}
+	svctest.CheckStatuses(t, svctest.StatusCase{
+		Setup: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
+				Template: "app-sync-succeeded", Recipient: "spaceName", App: svctest.App("a")}
 		},
-		OK:      answer{Body: googleChatOK},
+		OK:      svctest.Answer{Body: googleChatOK},
 		Secrets: []string{"gc-secret-key", "gc-secret-token", "AAAA1234"},
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // GrafanaSettings are the keys of `service.grafana`.
@@ -20,31 +21,30 @@ type GrafanaSettings struct {
 	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
 }
 
-func init() {
-	Register(&Kind{
-		Type:     "grafana",
-		Settings: func() any { return &GrafanaSettings{} },
-		Validate: func(s any) error {
-			g := s.(*GrafanaSettings)
-			return errors.Join(requireURL("apiUrl", g.APIURL), require("apiKey", g.APIKey))
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			g := s.(*GrafanaSettings)
-			u, err := url.Parse(g.APIURL)
-			if err != nil {
-				return nil, errors.New("apiUrl: not a URL")
-			}
-			u.Path = path.Join(u.Path, "annotations")
-			return &grafana{c: NewClient(name, g.InsecureSkipVerify, o), key: g.APIKey, url: u.String()}, nil
-		},
-		DefaultRecipient: true,
-	})
+// grafanaKind describes service type grafana (listed in services.go).
+var grafanaKind = &svc.Kind{
+	Type:     "grafana",
+	Settings: func() any { return &GrafanaSettings{} },
+	Validate: func(s any) error {
+		g := s.(*GrafanaSettings)
+		return errors.Join(svc.RequireURL("apiUrl", g.APIURL), svc.Require("apiKey", g.APIKey))
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		g := s.(*GrafanaSettings)
+		u, err := url.Parse(g.APIURL)
+		if err != nil {
+			return nil, errors.New("apiUrl: not a URL")
+		}
+		u.Path = path.Join(u.Path, "annotations")
+		return &grafana{c: svc.NewClient(name, g.InsecureSkipVerify, o), key: g.APIKey, url: u.String()}, nil
+	},
+	DefaultRecipient: true,
 }
 
 // grafana adds an annotation with the message as text and the recipient's
 // "|"-separated tags, as Argo CD Notifications does.
 type grafana struct {
-	c   *Client
+	c   *svc.Client
 	key string
 	url string
 }
@@ -57,7 +57,7 @@ type grafanaAnnotation struct {
 }
 
 func (g *grafana) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	resp, err := g.c.Do(ctx, Request{
+	resp, err := g.c.Do(ctx, svc.Request{
 		Method: http.MethodPost,
 		URL:    g.url,
 		Header: http.Header{"Authorization": {"Bearer " + g.key}},

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const grafanaKey = "glsa_secret_service_account_token"
@@ -33,11 +34,11 @@ func TestGrafanaThroughOutbox(t *testing.T) {
 		{name: "no recipient", recipient: "", tags: []any{""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSink(t, false, answer{Status: http.StatusOK, Body: `{"message":"Annotation added","id":42}`})
+			s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusOK, Body: `{"message":"Annotation added","id":42}`})
 			before := time.Now().Unix() * 1000
-			rec := deliver(t, delivery{
+			rec := svctest.Deliver(t, svctest.Delivery{
 				CM: grafanaCM(s.URL), Secret: grafanaSecret(),
-				Service: "grafana", Template: "app-deployed", Recipient: tc.recipient, App: testApp("guestbook"),
+				Service: "grafana", Template: "app-deployed", Recipient: tc.recipient, App: svctest.App("guestbook"),
 			})
 			if rec.State != notify.StateDelivered || rec.Receipt.ID != "42" {
 				t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -64,11 +65,11 @@ func TestGrafanaThroughOutbox(t *testing.T) {
 
 func TestGrafanaStatuses(t *testing.T) {
 	checkIncidentStatuses(t, incidentStatusCase{
-		ok:      answer{Status: http.StatusOK, Body: `{"id":1}`},
+		ok:      svctest.Answer{Status: http.StatusOK, Body: `{"id":1}`},
 		secrets: []string{grafanaKey},
-		delivery: func(s *sink) delivery {
-			return delivery{CM: grafanaCM(s.URL), Secret: grafanaSecret(),
-				Service: "grafana", Template: "app-deployed", Recipient: "argocd", App: testApp("a")}
+		delivery: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: grafanaCM(s.URL), Secret: grafanaSecret(),
+				Service: "grafana", Template: "app-deployed", Recipient: "argocd", App: svctest.App("a")}
 		},
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // MattermostSettings are the keys of `service.mattermost`.
@@ -24,32 +25,31 @@ type MattermostBlock struct {
 	Attachments string `yaml:"attachments" json:"attachments,omitempty"`
 }
 
-func init() {
-	Register(&Kind{
-		Type:     "mattermost",
-		Settings: func() any { return &MattermostSettings{} },
-		Block:    func() any { return &MattermostBlock{} },
-		Validate: func(s any) error {
-			m := s.(*MattermostSettings)
-			return errors.Join(requireURL("apiURL", m.APIURL), require("token", m.Token))
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			m := s.(*MattermostSettings)
-			return &mattermost{c: NewClient(name, m.InsecureSkipVerify, o), s: *m}, nil
-		},
-	})
+// mattermostKind describes service type mattermost (listed in services.go).
+var mattermostKind = &svc.Kind{
+	Type:     "mattermost",
+	Settings: func() any { return &MattermostSettings{} },
+	Block:    func() any { return &MattermostBlock{} },
+	Validate: func(s any) error {
+		m := s.(*MattermostSettings)
+		return errors.Join(svc.RequireURL("apiURL", m.APIURL), svc.Require("token", m.Token))
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		m := s.(*MattermostSettings)
+		return &mattermost{c: svc.NewClient(name, m.InsecureSkipVerify, o), s: *m}, nil
+	},
 }
 
 // mattermost posts to a channel (the recipient is its ID) with a
 // personal access or bot token, as Argo CD Notifications does.
 type mattermost struct {
-	c *Client
+	c *svc.Client
 	s MattermostSettings
 }
 
 func (m *mattermost) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
 	var b MattermostBlock
-	if _, err := DecodeBlock(n, "mattermost", &b); err != nil {
+	if _, err := svc.DecodeBlock(n, "mattermost", &b); err != nil {
 		return notify.Receipt{}, err
 	}
 	attachments := []any{}
@@ -58,7 +58,7 @@ func (m *mattermost) Send(ctx context.Context, n notify.Notification, d notify.D
 			return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: mattermost.attachments: not a JSON array: %w", m.c.Service, err))
 		}
 	}
-	resp, err := m.c.Do(ctx, Request{
+	resp, err := m.c.Do(ctx, svc.Request{
 		Method: http.MethodPost,
 		URL:    strings.TrimSuffix(m.s.APIURL, "/") + "/api/v4/posts",
 		Header: http.Header{"Authorization": {"Bearer " + m.s.Token}},

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 func mattermostCM(url string) map[string]string {
@@ -21,11 +22,11 @@ mattermost:
 }
 
 func TestMattermostThroughOutbox(t *testing.T) {
-	s := newSink(t, false, answer{Status: http.StatusCreated, Body: `{"id":"post-1"}`})
+	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusCreated, Body: `{"id":"post-1"}`})
 	const token = "mm-secret-token"
-	rec := deliver(t, delivery{
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: mattermostCM(s.URL), Secret: map[string][]byte{"mattermost-token": []byte(token)},
-		Service: "mattermost", Template: "app-deployed", Recipient: "chan-123", App: testApp("guestbook"),
+		Service: "mattermost", Template: "app-deployed", Recipient: "chan-123", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "post-1" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -67,26 +68,26 @@ func TestMattermostStatuses(t *testing.T) {
 	const token = "mm-secret-token"
 	secret := map[string][]byte{"mattermost-token": []byte(token)}
 	t.Run("429 waits Retry-After then delivers", func(t *testing.T) {
-		s := newSink(t, false, answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}}, answer{Status: http.StatusCreated, Body: `{"id":"p2"}`})
-		rec := deliver(t, delivery{CM: mattermostCM(s.URL), Secret: secret, Service: "mattermost", Template: "app-deployed", Recipient: "c", App: testApp("a"), MaxAttempts: 1})
+		s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}}, svctest.Answer{Status: http.StatusCreated, Body: `{"id":"p2"}`})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: mattermostCM(s.URL), Secret: secret, Service: "mattermost", Template: "app-deployed", Recipient: "c", App: svctest.App("a"), MaxAttempts: 1})
 		if rec.State != notify.StateDelivered || len(s.Requests()) != 2 {
 			t.Fatalf("state %s after %d requests: %s", rec.State, len(s.Requests()), rec.LastError)
 		}
 	})
 	t.Run("5xx retried", func(t *testing.T) {
-		s := newSink(t, false, answer{Status: http.StatusBadGateway}, answer{Status: http.StatusCreated, Body: `{"id":"p3"}`})
-		rec := deliver(t, delivery{CM: mattermostCM(s.URL), Secret: secret, Service: "mattermost", Template: "app-deployed", Recipient: "c", App: testApp("a")})
+		s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusBadGateway}, svctest.Answer{Status: http.StatusCreated, Body: `{"id":"p3"}`})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: mattermostCM(s.URL), Secret: secret, Service: "mattermost", Template: "app-deployed", Recipient: "c", App: svctest.App("a")})
 		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 	})
 	t.Run("4xx dead-lettered at once without the token", func(t *testing.T) {
-		s := newSink(t, false, answer{Status: http.StatusUnauthorized, Body: `{"message":"bad token"}`})
-		rec := deliver(t, delivery{CM: mattermostCM(s.URL), Secret: secret, Service: "mattermost", Template: "app-deployed", Recipient: "c", App: testApp("a")})
+		s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusUnauthorized, Body: `{"message":"bad token"}`})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: mattermostCM(s.URL), Secret: secret, Service: "mattermost", Template: "app-deployed", Recipient: "c", App: svctest.App("a")})
 		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
 			t.Fatalf("state %s attempts %d requests %d", rec.State, rec.Attempts, len(s.Requests()))
 		}
-		mustContain(t, "last error", rec.LastError, "401", "bad token")
-		mustNotContain(t, "last error", rec.LastError, token)
+		svctest.MustContain(t, "last error", rec.LastError, "401", "bad token")
+		svctest.MustNotContain(t, "last error", rec.LastError, token)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // NewrelicSettings are the keys of `service.newrelic`.
@@ -39,46 +40,45 @@ const (
 	newrelicUser      = "{{(call .repo.GetCommitMetadata .app.status.sync.revision).Author}}"
 )
 
-func init() {
-	Register(&Kind{
-		Type:     "newrelic",
-		Settings: func() any { return &NewrelicSettings{} },
-		Block:    func() any { return &NewrelicBlock{} },
-		Validate: func(s any) error {
-			n := s.(*NewrelicSettings)
-			if err := require("apiKey", n.APIKey); err != nil {
-				return err
-			}
-			return checkURL("apiURL", n.APIURL)
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			st := *s.(*NewrelicSettings)
-			if st.APIURL == "" {
-				st.APIURL = newrelicAPI
-			}
-			st.APIURL = strings.TrimSuffix(st.APIURL, "/")
-			return &newrelic{c: NewClient(name, st.InsecureSkipVerify, o), s: st}, nil
-		},
-		BlockDefaults: func(_ string, b any) any {
-			out := *b.(*NewrelicBlock)
-			if out.Revision == "" {
-				out.Revision = newrelicRevision
-			}
-			if out.Changelog == "" {
-				out.Changelog = newrelicChangelog
-			}
-			if out.User == "" {
-				out.User = newrelicUser
-			}
-			return &out
-		},
-	})
+// newrelicKind describes service type newrelic (listed in services.go).
+var newrelicKind = &svc.Kind{
+	Type:     "newrelic",
+	Settings: func() any { return &NewrelicSettings{} },
+	Block:    func() any { return &NewrelicBlock{} },
+	Validate: func(s any) error {
+		n := s.(*NewrelicSettings)
+		if err := svc.Require("apiKey", n.APIKey); err != nil {
+			return err
+		}
+		return svc.CheckURL("apiURL", n.APIURL)
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		st := *s.(*NewrelicSettings)
+		if st.APIURL == "" {
+			st.APIURL = newrelicAPI
+		}
+		st.APIURL = strings.TrimSuffix(st.APIURL, "/")
+		return &newrelic{c: svc.NewClient(name, st.InsecureSkipVerify, o), s: st}, nil
+	},
+	BlockDefaults: func(_ string, b any) any {
+		out := *b.(*NewrelicBlock)
+		if out.Revision == "" {
+			out.Revision = newrelicRevision
+		}
+		if out.Changelog == "" {
+			out.Changelog = newrelicChangelog
+		}
+		if out.User == "" {
+			out.User = newrelicUser
+		}
+		return &out
+	},
 }
 
 // newrelic records a deployment marker on the APM application named by
 // the recipient, as Argo CD Notifications does.
 type newrelic struct {
-	c *Client
+	c *svc.Client
 	s NewrelicSettings
 }
 
@@ -91,7 +91,7 @@ type newrelicDeployment struct {
 
 func (r *newrelic) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
 	var b NewrelicBlock
-	has, err := DecodeBlock(n, "newrelic", &b)
+	has, err := svc.DecodeBlock(n, "newrelic", &b)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -104,7 +104,7 @@ func (r *newrelic) Send(ctx context.Context, n notify.Notification, d notify.Des
 	if b.Description == "" {
 		b.Description = n.Message
 	}
-	resp, err := r.c.Do(ctx, Request{
+	resp, err := r.c.Do(ctx, svc.Request{
 		Method: http.MethodPost,
 		URL:    r.s.APIURL + "/v2/applications/" + url.PathEscape(d.Recipient) + "/deployments.json",
 		Header: http.Header{"X-Api-Key": {r.s.APIKey}},

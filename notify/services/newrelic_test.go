@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const newrelicKey = "NRAK-secret-user-key"
@@ -32,10 +33,10 @@ func newrelicSecret() map[string][]byte {
 const newrelicCreated = `{"deployment":{"id":1234,"revision":"r"}}`
 
 func TestNewrelicThroughOutbox(t *testing.T) {
-	s := newSink(t, false, answer{Status: http.StatusCreated, Body: newrelicCreated})
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusCreated, Body: newrelicCreated})
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: newrelicCM(s.URL + "/"), Secret: newrelicSecret(),
-		Service: "newrelic", Template: "app-deployed", Recipient: "987654", App: testApp("guestbook"),
+		Service: "newrelic", Template: "app-deployed", Recipient: "987654", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "1234" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -56,24 +57,24 @@ func TestNewrelicThroughOutbox(t *testing.T) {
 }
 
 func TestNewrelicWithoutBlockDeadLetters(t *testing.T) {
-	s := newSink(t, false)
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, false)
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: newrelicCM(s.URL), Secret: newrelicSecret(),
-		Service: "newrelic", Template: "no-block", Recipient: "987654", App: testApp("guestbook"),
+		Service: "newrelic", Template: "no-block", Recipient: "987654", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
-	mustContain(t, "last error", rec.LastError, "no newrelic block")
+	svctest.MustContain(t, "last error", rec.LastError, "no newrelic block")
 }
 
 func TestNewrelicStatuses(t *testing.T) {
 	checkIncidentStatuses(t, incidentStatusCase{
-		ok:      answer{Status: http.StatusCreated, Body: newrelicCreated},
+		ok:      svctest.Answer{Status: http.StatusCreated, Body: newrelicCreated},
 		secrets: []string{newrelicKey},
-		delivery: func(s *sink) delivery {
-			return delivery{CM: newrelicCM(s.URL), Secret: newrelicSecret(),
-				Service: "newrelic", Template: "app-deployed", Recipient: "987654", App: testApp("a")}
+		delivery: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: newrelicCM(s.URL), Secret: newrelicSecret(),
+				Service: "newrelic", Template: "app-deployed", Recipient: "987654", App: svctest.App("a")}
 		},
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // OpsgenieSettings are the keys of `service.opsgenie`.
@@ -56,31 +57,30 @@ const opsgenieDefaultHost = "api.opsgenie.com"
 // opsgenieSource is the alert's source, as Argo CD sets it.
 const opsgenieSource = "Argo CD"
 
-func init() {
-	Register(&Kind{
-		Type:     "opsgenie",
-		Settings: func() any { return &OpsgenieSettings{} },
-		Block:    func() any { return &OpsgenieBlock{} },
-		Validate: func(s any) error {
-			o := s.(*OpsgenieSettings)
-			var errs []error
-			if _, err := opsgenieBaseURL(o.APIURL); err != nil {
-				errs = append(errs, err)
-			}
-			if len(o.APIKeys) == 0 {
-				errs = append(errs, errors.New("apiKeys: required (a key per recipient team)"))
-			}
-			return errors.Join(errs...)
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			st := s.(*OpsgenieSettings)
-			base, err := opsgenieBaseURL(st.APIURL)
-			if err != nil {
-				return nil, err
-			}
-			return &opsgenie{c: NewClient(name, st.InsecureSkipVerify, o), s: *st, base: base}, nil
-		},
-	})
+// opsgenieKind describes service type opsgenie (listed in services.go).
+var opsgenieKind = &svc.Kind{
+	Type:     "opsgenie",
+	Settings: func() any { return &OpsgenieSettings{} },
+	Block:    func() any { return &OpsgenieBlock{} },
+	Validate: func(s any) error {
+		o := s.(*OpsgenieSettings)
+		var errs []error
+		if _, err := opsgenieBaseURL(o.APIURL); err != nil {
+			errs = append(errs, err)
+		}
+		if len(o.APIKeys) == 0 {
+			errs = append(errs, errors.New("apiKeys: required (a key per recipient team)"))
+		}
+		return errors.Join(errs...)
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		st := s.(*OpsgenieSettings)
+		base, err := opsgenieBaseURL(st.APIURL)
+		if err != nil {
+			return nil, err
+		}
+		return &opsgenie{c: svc.NewClient(name, st.InsecureSkipVerify, o), s: *st, base: base}, nil
+	},
 }
 
 // opsgenieBaseURL is the API's scheme and host. A bare host is called
@@ -91,7 +91,7 @@ func opsgenieBaseURL(apiURL string) (string, error) {
 		apiURL = opsgenieDefaultHost
 	}
 	if strings.Contains(apiURL, "://") {
-		if err := checkURL("apiUrl", apiURL); err != nil {
+		if err := svc.CheckURL("apiUrl", apiURL); err != nil {
 			return "", err
 		}
 		return strings.TrimSuffix(apiURL, "/"), nil
@@ -110,7 +110,7 @@ func opsgenieBaseURL(apiURL string) (string, error) {
 // opsgenie creates an alert for the recipient team with that team's API
 // key, as Argo CD Notifications does.
 type opsgenie struct {
-	c    *Client
+	c    *svc.Client
 	s    OpsgenieSettings
 	base string
 }
@@ -147,7 +147,7 @@ func (o *opsgenie) Send(ctx context.Context, n notify.Notification, d notify.Des
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: no API key configured for recipient %q", o.c.Service, d.Recipient))
 	}
 	var b OpsgenieBlock
-	hasBlock, err := DecodeBlock(n, "opsgenie", &b)
+	hasBlock, err := svc.DecodeBlock(n, "opsgenie", &b)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -175,7 +175,7 @@ func (o *opsgenie) Send(ctx context.Context, n notify.Notification, d notify.Des
 	default:
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: opsgenie.action: want create, close or acknowledge", o.c.Service))
 	}
-	resp, err := o.c.Do(ctx, Request{
+	resp, err := o.c.Do(ctx, svc.Request{
 		Method: http.MethodPost,
 		URL:    o.base + path,
 		Header: http.Header{

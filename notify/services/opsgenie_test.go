@@ -10,6 +10,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const opsgenieKey = "og-secret-integration-key"
@@ -55,10 +56,10 @@ func opsgenieSecret() map[string][]byte {
 }
 
 func TestOpsgenieThroughOutbox(t *testing.T) {
-	s := newSink(t, false, answer{Status: http.StatusAccepted, Body: `{"result":"Request will be processed","took":0.3,"requestId":"req-1"}`})
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusAccepted, Body: `{"result":"Request will be processed","took":0.3,"requestId":"req-1"}`})
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: opsgenieCM(s.URL), Secret: opsgenieSecret(),
-		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: testApp("guestbook"),
+		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "req-1" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -97,10 +98,10 @@ func TestOpsgenieThroughOutbox(t *testing.T) {
 }
 
 func TestOpsgenieCloseByAlias(t *testing.T) {
-	s := newSink(t, false, answer{Status: http.StatusAccepted, Body: `{"requestId":"req-2"}`})
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusAccepted, Body: `{"requestId":"req-2"}`})
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: opsgenieCM(s.URL), Secret: opsgenieSecret(),
-		Service: "opsgenie", Template: "app-recovered", Recipient: "team-a", App: testApp("guestbook"),
+		Service: "opsgenie", Template: "app-recovered", Recipient: "team-a", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -118,10 +119,10 @@ func TestOpsgenieCloseByAlias(t *testing.T) {
 // scheme; one without "api" in its name is called over http, as the
 // Opsgenie SDK does.
 func TestOpsgenieBareHost(t *testing.T) {
-	s := newSink(t, false, answer{Status: http.StatusAccepted, Body: `{"requestId":"req-3"}`})
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusAccepted, Body: `{"requestId":"req-3"}`})
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: opsgenieCM(strings.TrimPrefix(s.URL, "http://")), Secret: opsgenieSecret(),
-		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: testApp("guestbook"),
+		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || len(s.Requests()) != 1 {
 		t.Fatalf("state %s after %d requests: %s", rec.State, len(s.Requests()), rec.LastError)
@@ -129,15 +130,15 @@ func TestOpsgenieBareHost(t *testing.T) {
 }
 
 func TestOpsgenieUnknownTeamDeadLetters(t *testing.T) {
-	s := newSink(t, false)
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, false)
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: opsgenieCM(s.URL), Secret: opsgenieSecret(),
-		Service: "opsgenie", Template: "app-problem", Recipient: "team-b", App: testApp("guestbook"),
+		Service: "opsgenie", Template: "app-problem", Recipient: "team-b", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
-	mustContain(t, "last error", rec.LastError, `no API key configured for recipient "team-b"`)
+	svctest.MustContain(t, "last error", rec.LastError, `no API key configured for recipient "team-b"`)
 }
 
 func TestOpsgenieValidate(t *testing.T) {
@@ -165,11 +166,11 @@ func TestOpsgenieValidate(t *testing.T) {
 
 func TestOpsgenieStatuses(t *testing.T) {
 	checkIncidentStatuses(t, incidentStatusCase{
-		ok:      answer{Status: http.StatusAccepted, Body: `{"requestId":"r"}`},
+		ok:      svctest.Answer{Status: http.StatusAccepted, Body: `{"requestId":"r"}`},
 		secrets: []string{opsgenieKey},
-		delivery: func(s *sink) delivery {
-			return delivery{CM: opsgenieCM(s.URL), Secret: opsgenieSecret(), Service: "opsgenie",
-				Template: "app-problem", Recipient: "team-a", App: testApp("a")}
+		delivery: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: opsgenieCM(s.URL), Secret: opsgenieSecret(), Service: "opsgenie",
+				Template: "app-problem", Recipient: "team-a", App: svctest.App("a")}
 		},
 	})
 }
@@ -180,9 +181,9 @@ type incidentStatusCase struct {
 	// tls makes the sink HTTPS.
 	tls bool
 	// ok is the API's success answer.
-	ok answer
+	ok svctest.Answer
 	// delivery builds the delivery against the sink.
-	delivery func(s *sink) delivery
+	delivery func(s *svctest.Sink) svctest.Delivery
 	// secrets must not appear in the last error.
 	secrets []string
 }
@@ -193,28 +194,28 @@ type incidentStatusCase struct {
 func checkIncidentStatuses(t *testing.T, c incidentStatusCase) {
 	t.Helper()
 	t.Run("429 waits Retry-After then delivers", func(t *testing.T) {
-		s := newSink(t, c.tls, answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}}, c.ok)
+		s := svctest.NewSink(t, c.tls, svctest.Answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}}, c.ok)
 		d := c.delivery(s)
 		d.MaxAttempts = 1
-		rec := deliver(t, d)
+		rec := svctest.Deliver(t, d)
 		if rec.State != notify.StateDelivered || len(s.Requests()) != 2 {
 			t.Fatalf("state %s after %d requests: %s", rec.State, len(s.Requests()), rec.LastError)
 		}
 	})
 	t.Run("5xx retried", func(t *testing.T) {
-		s := newSink(t, c.tls, answer{Status: http.StatusServiceUnavailable}, c.ok)
-		rec := deliver(t, c.delivery(s))
+		s := svctest.NewSink(t, c.tls, svctest.Answer{Status: http.StatusServiceUnavailable}, c.ok)
+		rec := svctest.Deliver(t, c.delivery(s))
 		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 	})
 	t.Run("4xx dead-lettered at once without secrets", func(t *testing.T) {
-		s := newSink(t, c.tls, answer{Status: http.StatusUnauthorized, Body: `{"message":"invalid key"}`})
-		rec := deliver(t, c.delivery(s))
+		s := svctest.NewSink(t, c.tls, svctest.Answer{Status: http.StatusUnauthorized, Body: `{"message":"invalid key"}`})
+		rec := svctest.Deliver(t, c.delivery(s))
 		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
 			t.Fatalf("state %s attempts %d requests %d", rec.State, rec.Attempts, len(s.Requests()))
 		}
-		mustContain(t, "last error", rec.LastError, "401", "invalid key")
-		mustNotContain(t, "last error", rec.LastError, c.secrets...)
+		svctest.MustContain(t, "last error", rec.LastError, "401", "invalid key")
+		svctest.MustNotContain(t, "last error", rec.LastError, c.secrets...)
 	})
 }

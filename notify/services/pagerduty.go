@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // PagerDutySettings are the keys of `service.pagerduty`: a REST API
@@ -27,26 +28,25 @@ type PagerDutyBlock struct {
 }
 
 // pagerDutyAPI is PagerDuty's REST API, fixed as in Argo CD (tests reach
-// a local server through Options.Transport).
+// a local server through svc.Options.Transport).
 const pagerDutyAPI = "https://api.pagerduty.com"
 
-func init() {
-	Register(&Kind{
-		Type:     "pagerduty",
-		Settings: func() any { return &PagerDutySettings{} },
-		Block:    func() any { return &PagerDutyBlock{} },
-		Validate: func(s any) error { return require("token", s.(*PagerDutySettings).Token) },
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			return &pagerDuty{c: NewClient(name, false, o), s: *s.(*PagerDutySettings)}, nil
-		},
-		DefaultRecipient: true,
-	})
+// pagerdutyKind describes service type pagerduty (listed in services.go).
+var pagerdutyKind = &svc.Kind{
+	Type:     "pagerduty",
+	Settings: func() any { return &PagerDutySettings{} },
+	Block:    func() any { return &PagerDutyBlock{} },
+	Validate: func(s any) error { return svc.Require("token", s.(*PagerDutySettings).Token) },
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		return &pagerDuty{c: svc.NewClient(name, false, o), s: *s.(*PagerDutySettings)}, nil
+	},
+	DefaultRecipient: true,
 }
 
 // pagerDuty creates an incident on the service named by the recipient,
 // as Argo CD Notifications' `pagerduty` service does.
 type pagerDuty struct {
-	c *Client
+	c *svc.Client
 	s PagerDutySettings
 }
 
@@ -75,7 +75,7 @@ const pagerDutyBodyType = "incident_details\t"
 
 func (p *pagerDuty) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
 	var b PagerDutyBlock
-	ok, err := DecodeBlock(n, "pagerduty", &b)
+	ok, err := svc.DecodeBlock(n, "pagerduty", &b)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -89,7 +89,7 @@ func (p *pagerDuty) Send(ctx context.Context, n notify.Notification, d notify.De
 	if service == "" {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: no PagerDuty service ID: name it as the recipient or in serviceId", p.c.Service))
 	}
-	resp, err := p.c.Do(ctx, Request{
+	resp, err := p.c.Do(ctx, svc.Request{
 		Method: http.MethodPost,
 		URL:    pagerDutyAPI + "/incidents",
 		Header: http.Header{

@@ -1,16 +1,14 @@
 package services_test
 
 import (
-	"context"
-	"crypto/tls"
 	"encoding/json"
-	"net"
 	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const pagerDutyToken = "pd-secret-rest-token"
@@ -35,24 +33,11 @@ func pagerDutySecret() map[string][]byte {
 	return map[string][]byte{"pagerdutyToken": []byte(pagerDutyToken)}
 }
 
-// redirectTo sends every request, whatever its host, to the TLS sink s:
-// for services whose API host is fixed (api.pagerduty.com).
-func redirectTo(s *sink) http.RoundTripper {
-	addr := s.Listener.Addr().String()
-	return &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test sink's own certificate
-	}
-}
-
 func TestPagerDutyThroughOutbox(t *testing.T) {
-	s := newSink(t, true, answer{Status: http.StatusCreated, Body: `{"incident":{"id":"PT4KHLK","incident_number":1}}`})
-	rec := deliver(t, delivery{
-		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: redirectTo(s),
-		Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE", App: testApp("guestbook"),
+	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusCreated, Body: `{"incident":{"id":"PT4KHLK","incident_number":1}}`})
+	rec := svctest.Deliver(t, svctest.Delivery{
+		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
+		Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "PT4KHLK" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -93,37 +78,37 @@ func TestPagerDutyThroughOutbox(t *testing.T) {
 // TestPagerDutyServiceIDSetting: a subscription without a recipient
 // creates the incident on the serviceID setting's service.
 func TestPagerDutyServiceIDSetting(t *testing.T) {
-	s := newSink(t, true, answer{Status: http.StatusCreated, Body: `{"incident":{"id":"P2"}}`})
-	rec := deliver(t, delivery{
-		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: redirectTo(s),
-		Service: "pagerduty", Template: "app-degraded", App: testApp("guestbook"),
+	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusCreated, Body: `{"incident":{"id":"P2"}}`})
+	rec := svctest.Deliver(t, svctest.Delivery{
+		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
+		Service: "pagerduty", Template: "app-degraded", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
-	mustContain(t, "body", s.Requests()[0].Body, `"service":{"id":"PDEFAULT","type":"service_reference"}`)
+	svctest.MustContain(t, "body", s.Requests()[0].Body, `"service":{"id":"PDEFAULT","type":"service_reference"}`)
 }
 
 func TestPagerDutyWithoutBlockDeadLetters(t *testing.T) {
-	s := newSink(t, true)
-	rec := deliver(t, delivery{
-		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: redirectTo(s),
-		Service: "pagerduty", Template: "no-block", Recipient: "PSERVICE", App: testApp("guestbook"),
+	s := svctest.NewSink(t, true)
+	rec := svctest.Deliver(t, svctest.Delivery{
+		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
+		Service: "pagerduty", Template: "no-block", Recipient: "PSERVICE", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
-	mustContain(t, "last error", rec.LastError, "no pagerduty block")
+	svctest.MustContain(t, "last error", rec.LastError, "no pagerduty block")
 }
 
 func TestPagerDutyStatuses(t *testing.T) {
 	checkIncidentStatuses(t, incidentStatusCase{
 		tls:     true,
-		ok:      answer{Status: http.StatusCreated, Body: `{"incident":{"id":"P3"}}`},
+		ok:      svctest.Answer{Status: http.StatusCreated, Body: `{"incident":{"id":"P3"}}`},
 		secrets: []string{pagerDutyToken},
-		delivery: func(s *sink) delivery {
-			return delivery{CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: redirectTo(s),
-				Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE", App: testApp("a")}
+		delivery: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
+				Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE", App: svctest.App("a")}
 		},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // PagerDutyV2Settings are the keys of `service.pagerdutyv2`.
@@ -33,30 +34,29 @@ type PagerDutyV2Block struct {
 }
 
 // pagerDutyEventsAPI is PagerDuty's Events API v2, fixed as in Argo CD
-// (tests reach a local server through Options.Transport).
+// (tests reach a local server through svc.Options.Transport).
 const pagerDutyEventsAPI = "https://events.pagerduty.com/v2/enqueue"
 
-func init() {
-	Register(&Kind{
-		Type:     "pagerdutyv2",
-		Settings: func() any { return &PagerDutyV2Settings{} },
-		Block:    func() any { return &PagerDutyV2Block{} },
-		Validate: func(s any) error {
-			if len(s.(*PagerDutyV2Settings).ServiceKeys) == 0 {
-				return errors.New("serviceKeys: required (a routing key per recipient)")
-			}
-			return nil
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			return &pagerDutyV2{c: NewClient(name, false, o), s: *s.(*PagerDutyV2Settings)}, nil
-		},
-	})
+// pagerdutyv2Kind describes service type pagerdutyv2 (listed in services.go).
+var pagerdutyv2Kind = &svc.Kind{
+	Type:     "pagerdutyv2",
+	Settings: func() any { return &PagerDutyV2Settings{} },
+	Block:    func() any { return &PagerDutyV2Block{} },
+	Validate: func(s any) error {
+		if len(s.(*PagerDutyV2Settings).ServiceKeys) == 0 {
+			return errors.New("serviceKeys: required (a routing key per recipient)")
+		}
+		return nil
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		return &pagerDutyV2{c: svc.NewClient(name, false, o), s: *s.(*PagerDutyV2Settings)}, nil
+	},
 }
 
 // pagerDutyV2 sends an event to the Events API v2 with the recipient's
 // routing key, as Argo CD Notifications' `pagerdutyv2` service does.
 type pagerDutyV2 struct {
-	c *Client
+	c *svc.Client
 	s PagerDutyV2Settings
 }
 
@@ -84,7 +84,7 @@ func (p *pagerDutyV2) Send(ctx context.Context, n notify.Notification, d notify.
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: no routing key configured for recipient %q", p.c.Service, d.Recipient))
 	}
 	var b PagerDutyV2Block
-	has, err := DecodeBlock(n, "pagerdutyv2", &b)
+	has, err := svc.DecodeBlock(n, "pagerdutyv2", &b)
 	if err != nil {
 		return notify.Receipt{}, err
 	}
@@ -107,7 +107,7 @@ func (p *pagerDutyV2) Send(ctx context.Context, n notify.Notification, d notify.
 	default:
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: pagerdutyv2.action: want trigger, acknowledge or resolve", p.c.Service))
 	}
-	resp, err := p.c.Do(ctx, Request{Method: http.MethodPost, URL: pagerDutyEventsAPI, JSON: ev})
+	resp, err := p.c.Do(ctx, svc.Request{Method: http.MethodPost, URL: pagerDutyEventsAPI, JSON: ev})
 	if err != nil {
 		return notify.Receipt{}, err
 	}

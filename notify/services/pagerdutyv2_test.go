@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const pagerDutyRoutingKey = "pdv2-secret-routing-key"
@@ -41,10 +42,10 @@ func pagerDutyV2Secret() map[string][]byte {
 const pagerDutyV2Accepted = `{"status":"success","message":"Event processed","dedup_key":"argocd-guestbook"}`
 
 func TestPagerDutyV2ThroughOutbox(t *testing.T) {
-	s := newSink(t, true, answer{Status: http.StatusAccepted, Body: pagerDutyV2Accepted})
-	rec := deliver(t, delivery{
-		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: redirectTo(s),
-		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service", App: testApp("guestbook"),
+	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusAccepted, Body: pagerDutyV2Accepted})
+	rec := svctest.Deliver(t, svctest.Delivery{
+		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
+		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "argocd-guestbook" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -75,10 +76,10 @@ func TestPagerDutyV2ThroughOutbox(t *testing.T) {
 }
 
 func TestPagerDutyV2Resolve(t *testing.T) {
-	s := newSink(t, true, answer{Status: http.StatusAccepted, Body: pagerDutyV2Accepted})
-	rec := deliver(t, delivery{
-		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: redirectTo(s),
-		Service: "pagerdutyv2", Template: "app-healthy", Recipient: "my-service", App: testApp("guestbook"),
+	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusAccepted, Body: pagerDutyV2Accepted})
+	rec := svctest.Deliver(t, svctest.Delivery{
+		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
+		Service: "pagerdutyv2", Template: "app-healthy", Recipient: "my-service", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
@@ -90,25 +91,25 @@ func TestPagerDutyV2Resolve(t *testing.T) {
 }
 
 func TestPagerDutyV2UnknownRecipientDeadLetters(t *testing.T) {
-	s := newSink(t, true)
-	rec := deliver(t, delivery{
-		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: redirectTo(s),
-		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "other", App: testApp("guestbook"),
+	s := svctest.NewSink(t, true)
+	rec := svctest.Deliver(t, svctest.Delivery{
+		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
+		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "other", App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
-	mustContain(t, "last error", rec.LastError, `no routing key configured for recipient "other"`)
+	svctest.MustContain(t, "last error", rec.LastError, `no routing key configured for recipient "other"`)
 }
 
 func TestPagerDutyV2Statuses(t *testing.T) {
 	checkIncidentStatuses(t, incidentStatusCase{
 		tls:     true,
-		ok:      answer{Status: http.StatusAccepted, Body: pagerDutyV2Accepted},
+		ok:      svctest.Answer{Status: http.StatusAccepted, Body: pagerDutyV2Accepted},
 		secrets: []string{pagerDutyRoutingKey},
-		delivery: func(s *sink) delivery {
-			return delivery{CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: redirectTo(s),
-				Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service", App: testApp("a")}
+		delivery: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
+				Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service", App: svctest.App("a")}
 		},
 	})
 }

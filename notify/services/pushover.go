@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // PushoverSettings are the keys of `service.pushover`: the application's
@@ -19,7 +20,7 @@ type PushoverSettings struct {
 }
 
 // pushoverAPI is Pushover's message endpoint, fixed as in Argo CD (tests
-// reach a local server through Options.Transport).
+// reach a local server through svc.Options.Transport).
 const pushoverAPI = "https://api.pushover.net/1/messages.json"
 
 // pushoverMaxMessage is Pushover's limit on a message, in characters;
@@ -29,21 +30,20 @@ const pushoverMaxMessage = 1024
 // pushoverKey is the shape of application tokens and user or group keys.
 var pushoverKey = regexp.MustCompile(`^[A-Za-z0-9]{30}$`)
 
-func init() {
-	Register(&Kind{
-		Type:     "pushover",
-		Settings: func() any { return &PushoverSettings{} },
-		Validate: func(s any) error { return require("token", s.(*PushoverSettings).Token) },
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			return &pushover{c: NewClient(name, false, o), s: *s.(*PushoverSettings)}, nil
-		},
-	})
+// pushoverKind describes service type pushover (listed in services.go).
+var pushoverKind = &svc.Kind{
+	Type:     "pushover",
+	Settings: func() any { return &PushoverSettings{} },
+	Validate: func(s any) error { return svc.Require("token", s.(*PushoverSettings).Token) },
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		return &pushover{c: svc.NewClient(name, false, o), s: *s.(*PushoverSettings)}, nil
+	},
 }
 
 // pushover sends the message to the user or group key named by the
 // recipient, as Argo CD Notifications does.
 type pushover struct {
-	c *Client
+	c *svc.Client
 	s PushoverSettings
 }
 
@@ -59,7 +59,7 @@ func (p *pushover) Send(ctx context.Context, n notify.Notification, d notify.Des
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: the message is longer than Pushover's %d characters", p.c.Service, pushoverMaxMessage))
 	}
 	form := url.Values{"token": {p.s.Token}, "user": {d.Recipient}, "message": {n.Message}, "priority": {"0"}}
-	resp, err := p.c.Do(ctx, Request{
+	resp, err := p.c.Do(ctx, svc.Request{
 		Method: http.MethodPost,
 		URL:    pushoverAPI,
 		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const (
@@ -31,10 +32,10 @@ func pushoverSecret() map[string][]byte {
 const pushoverOK = `{"status":1,"request":"647d2300-702c-4b38-8b2f-d56326ae460b"}`
 
 func TestPushoverThroughOutbox(t *testing.T) {
-	s := newSink(t, true, answer{Status: http.StatusOK, Body: pushoverOK})
-	rec := deliver(t, delivery{
-		CM: pushoverCM(), Secret: pushoverSecret(), Transport: redirectTo(s),
-		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: testApp("guestbook"),
+	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusOK, Body: pushoverOK})
+	rec := svctest.Deliver(t, svctest.Delivery{
+		CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
+		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDelivered || rec.Receipt.ID != "647d2300-702c-4b38-8b2f-d56326ae460b" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
@@ -66,31 +67,31 @@ func TestPushoverRefusedBeforeSending(t *testing.T) {
 		{name: "message too long", template: "too-long", recipient: pushoverUser, want: "longer than Pushover's 1024 characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSink(t, true)
-			rec := deliver(t, delivery{
-				CM: pushoverCM(), Secret: pushoverSecret(), Transport: redirectTo(s),
-				Service: "pushover", Template: tc.template, Recipient: tc.recipient, App: testApp("guestbook"),
+			s := svctest.NewSink(t, true)
+			rec := svctest.Deliver(t, svctest.Delivery{
+				CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
+				Service: "pushover", Template: tc.template, Recipient: tc.recipient, App: svctest.App("guestbook"),
 			})
 			if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 				t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 			}
-			mustContain(t, "last error", rec.LastError, tc.want)
-			mustNotContain(t, "last error", rec.LastError, pushoverToken)
+			svctest.MustContain(t, "last error", rec.LastError, tc.want)
+			svctest.MustNotContain(t, "last error", rec.LastError, pushoverToken)
 		})
 	}
 }
 
 // TestPushoverInvalidUser: Pushover's 400 answer names the problem.
 func TestPushoverInvalidUser(t *testing.T) {
-	s := newSink(t, true, answer{Status: http.StatusBadRequest, Body: `{"user":"invalid","errors":["user identifier is not a valid user, group, or subscribed user key"],"status":0,"request":"r"}`})
-	rec := deliver(t, delivery{
-		CM: pushoverCM(), Secret: pushoverSecret(), Transport: redirectTo(s),
-		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: testApp("guestbook"),
+	s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusBadRequest, Body: `{"user":"invalid","errors":["user identifier is not a valid user, group, or subscribed user key"],"status":0,"request":"r"}`})
+	rec := svctest.Deliver(t, svctest.Delivery{
+		CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
+		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.App("guestbook"),
 	})
 	if rec.State != notify.StateDead || rec.Attempts != 1 {
 		t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 	}
-	mustContain(t, "last error", rec.LastError, "400", "user identifier is not a valid")
+	svctest.MustContain(t, "last error", rec.LastError, "400", "user identifier is not a valid")
 	if strings.Contains(rec.LastError, pushoverToken) {
 		t.Errorf("last error leaks the token: %s", rec.LastError)
 	}
@@ -99,11 +100,11 @@ func TestPushoverInvalidUser(t *testing.T) {
 func TestPushoverStatuses(t *testing.T) {
 	checkIncidentStatuses(t, incidentStatusCase{
 		tls:     true,
-		ok:      answer{Status: http.StatusOK, Body: pushoverOK},
+		ok:      svctest.Answer{Status: http.StatusOK, Body: pushoverOK},
 		secrets: []string{pushoverToken},
-		delivery: func(s *sink) delivery {
-			return delivery{CM: pushoverCM(), Secret: pushoverSecret(), Transport: redirectTo(s),
-				Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: testApp("a")}
+		delivery: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
+				Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.App("a")}
 		},
 	})
 }

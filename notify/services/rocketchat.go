@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // RocketChatSettings are the keys of `service.rocketchat`. crowsnest logs
@@ -38,27 +39,26 @@ type RocketChatBlock struct {
 	Attachments string `yaml:"attachments" json:"attachments,omitempty"`
 }
 
-func init() {
-	Register(&Kind{
-		Type:     "rocketchat",
-		Settings: func() any { return &RocketChatSettings{} },
-		Block:    func() any { return &RocketChatBlock{} },
-		Validate: func(s any) error {
-			r := s.(*RocketChatSettings)
-			return errors.Join(requireURL("serverUrl", r.ServerURL), require("email", r.Email), require("password", r.Password))
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			r := s.(*RocketChatSettings)
-			return &rocketChat{c: NewClient(name, false, o), s: *r, api: strings.TrimSuffix(r.ServerURL, "/") + "/api/v1/"}, nil
-		},
-	})
+// rocketchatKind describes service type rocketchat (listed in services.go).
+var rocketchatKind = &svc.Kind{
+	Type:     "rocketchat",
+	Settings: func() any { return &RocketChatSettings{} },
+	Block:    func() any { return &RocketChatBlock{} },
+	Validate: func(s any) error {
+		r := s.(*RocketChatSettings)
+		return errors.Join(svc.RequireURL("serverUrl", r.ServerURL), svc.Require("email", r.Email), svc.Require("password", r.Password))
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		r := s.(*RocketChatSettings)
+		return &rocketChat{c: svc.NewClient(name, false, o), s: *r, api: strings.TrimSuffix(r.ServerURL, "/") + "/api/v1/"}, nil
+	},
 }
 
 // rocketChat posts with chat.postMessage after logging in. The login is
 // kept and made again when the server refuses it (Argo CD logs in before
 // every message).
 type rocketChat struct {
-	c   *Client
+	c   *svc.Client
 	s   RocketChatSettings
 	api string
 
@@ -148,11 +148,11 @@ func (r *rocketChat) Send(ctx context.Context, n notify.Notification, d notify.D
 	if rocketEmoji.MatchString(r.s.Icon) {
 		msg.Emoji = r.s.Icon
 	}
-	if checkURL("avatar", r.s.Avatar) == nil {
+	if svc.CheckURL("avatar", r.s.Avatar) == nil {
 		msg.Avatar = r.s.Avatar
 	}
 	var b RocketChatBlock
-	if _, err := DecodeBlock(n, "rocketchat", &b); err != nil {
+	if _, err := svc.DecodeBlock(n, "rocketchat", &b); err != nil {
 		return notify.Receipt{}, err
 	}
 	if b.Attachments != "" {
@@ -165,7 +165,7 @@ func (r *rocketChat) Send(ctx context.Context, n notify.Notification, d notify.D
 		if err != nil {
 			return notify.Receipt{}, err
 		}
-		resp, err := r.c.Do(ctx, Request{
+		resp, err := r.c.Do(ctx, svc.Request{
 			Method: http.MethodPost, URL: r.api + "chat.postMessage", JSON: msg,
 			Header: http.Header{"X-Auth-Token": {token}, "X-User-Id": {user}},
 		})
@@ -198,7 +198,7 @@ func (r *rocketChat) login(ctx context.Context) (token, user string, fresh bool,
 		return r.token, r.user, false, nil
 	}
 	form := url.Values{"user": {r.s.Email}, "password": {r.s.Password}}
-	resp, err := r.c.Do(ctx, Request{
+	resp, err := r.c.Do(ctx, svc.Request{
 		Method: http.MethodPost, URL: r.api + "login", Body: []byte(form.Encode()),
 		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
 	})
@@ -231,7 +231,7 @@ func (r *rocketChat) forget(token string) {
 
 // rateLimit reads Rocket.Chat's 429: its X-RateLimit-Reset is a Unix time
 // in milliseconds, which the shared client would read as seconds.
-func (r *rocketChat) rateLimit(resp *Response, err error) error {
+func (r *rocketChat) rateLimit(resp *svc.Response, err error) error {
 	if resp == nil || resp.Status != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "" {
 		return err
 	}

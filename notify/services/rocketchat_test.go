@@ -13,6 +13,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const (
@@ -39,25 +40,25 @@ rocketchat:
 var rocketSecret = map[string][]byte{"rocketchat-password": []byte(rocketPassword)}
 
 // rocketLogin answers Rocket.Chat's login; other requests get the script.
-func rocketLogin(r received) (answer, bool) {
+func rocketLogin(r svctest.Received) (svctest.Answer, bool) {
 	if r.Path == "/api/v1/login" {
-		return answer{Body: rocketLoginOK}, true
+		return svctest.Answer{Body: rocketLoginOK}, true
 	}
-	return answer{}, false
+	return svctest.Answer{}, false
 }
 
 func TestRocketChatThroughOutbox(t *testing.T) {
 	for _, c := range []struct{ recipient, key string }{{"#deployments", "channel"}, {"@alice", "channel"}, {"GENERAL", "roomId"}} {
 		t.Run(c.recipient, func(t *testing.T) {
-			s := newSink(t, false)
-			s.route = func(r received) answer {
+			s := svctest.NewSink(t, false)
+			s.Route = func(r svctest.Received) svctest.Answer {
 				if a, ok := rocketLogin(r); ok {
 					return a
 				}
-				return answer{Body: rocketPostOK}
+				return svctest.Answer{Body: rocketPostOK}
 			}
-			rec := deliver(t, delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
-				Template: "app-sync-succeeded", Recipient: c.recipient, App: testApp("guestbook")})
+			rec := svctest.Deliver(t, svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
+				Template: "app-sync-succeeded", Recipient: c.recipient, App: svctest.App("guestbook")})
 			if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-7" {
 				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 			}
@@ -101,18 +102,18 @@ func TestRocketChatThroughOutbox(t *testing.T) {
 // The login is kept between messages and made again when Rocket.Chat
 // refuses it.
 func TestRocketChatKeepsLogin(t *testing.T) {
-	s := newSink(t, false)
+	s := svctest.NewSink(t, false)
 	expired := false
 	logins := 0
-	s.route = func(r received) answer {
+	s.Route = func(r svctest.Received) svctest.Answer {
 		if r.Path == "/api/v1/login" {
 			logins++
-			return answer{Body: strings.Replace(rocketLoginOK, rocketToken, "token-"+strconv.Itoa(logins), 1)}
+			return svctest.Answer{Body: strings.Replace(rocketLoginOK, rocketToken, "token-"+strconv.Itoa(logins), 1)}
 		}
 		if expired && r.Header.Get("X-Auth-Token") == "token-1" {
-			return answer{Status: http.StatusUnauthorized, Body: `{"status":"error","message":"You must be logged in to do this."}`}
+			return svctest.Answer{Status: http.StatusUnauthorized, Body: `{"status":"error","message":"You must be logged in to do this."}`}
 		}
-		return answer{Body: rocketPostOK}
+		return svctest.Answer{Body: rocketPostOK}
 	}
 	k, _ := services.Lookup("rocketchat")
 	svc, err := k.New("rocketchat", &services.RocketChatSettings{ServerURL: s.URL, Email: "a@example.com", Password: rocketPassword}, services.Options{})
@@ -125,9 +126,9 @@ func TestRocketChatKeepsLogin(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	expired = true
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if _, err := svc.Send(t.Context(), notify.Notification{Message: "hi"}, d); err != nil {
 		t.Fatal(err)
 	}
@@ -144,44 +145,44 @@ func TestRocketChatKeepsLogin(t *testing.T) {
 
 func TestRocketChatRefused(t *testing.T) {
 	t.Run("bad password", func(t *testing.T) {
-		s := newSink(t, false, answer{Status: http.StatusUnauthorized, Body: `{"status":"error","error":"Unauthorized","message":"Unauthorized"}`})
-		rec := deliver(t, delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
-			Template: "app-sync-succeeded", Recipient: "#c", App: testApp("a")})
+		s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusUnauthorized, Body: `{"status":"error","error":"Unauthorized","message":"Unauthorized"}`})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
+			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.App("a")})
 		if rec.State != notify.StateDead || len(s.Requests()) != 1 {
 			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 		}
-		mustContain(t, "last error", rec.LastError, "logging in", "401")
-		mustNotContain(t, "last error", rec.LastError, rocketPassword)
+		svctest.MustContain(t, "last error", rec.LastError, "logging in", "401")
+		svctest.MustNotContain(t, "last error", rec.LastError, rocketPassword)
 	})
 	t.Run("200 without success", func(t *testing.T) {
-		s := newSink(t, false)
-		s.route = func(r received) answer {
+		s := svctest.NewSink(t, false)
+		s.Route = func(r svctest.Received) svctest.Answer {
 			if a, ok := rocketLogin(r); ok {
 				return a
 			}
-			return answer{Body: `{"success":false,"error":"error-not-allowed"}`}
+			return svctest.Answer{Body: `{"success":false,"error":"error-not-allowed"}`}
 		}
-		rec := deliver(t, delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
-			Template: "app-sync-succeeded", Recipient: "#c", App: testApp("a")})
+		rec := svctest.Deliver(t, svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
+			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.App("a")})
 		if rec.State != notify.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 		}
-		mustContain(t, "last error", rec.LastError, "error-not-allowed")
-		mustNotContain(t, "last error", rec.LastError, rocketToken)
+		svctest.MustContain(t, "last error", rec.LastError, "error-not-allowed")
+		svctest.MustNotContain(t, "last error", rec.LastError, rocketToken)
 	})
 }
 
 func TestRocketChatStatuses(t *testing.T) {
-	setup := func(s *sink) delivery {
-		return delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
-			Template: "app-sync-succeeded", Recipient: "#c", App: testApp("a")}
+	setup := func(s *svctest.Sink) svctest.Delivery {
+		return svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
+			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.App("a")}
 	}
-	checkStatuses(t, statusCase{Setup: setup, Route: rocketLogin, OK: answer{Body: rocketPostOK}, Secrets: []string{rocketPassword, rocketToken}})
+	svctest.CheckStatuses(t, svctest.StatusCase{Setup: setup, Route: rocketLogin, OK: svctest.Answer{Body: rocketPostOK}, Secrets: []string{rocketPassword, rocketToken}})
 	// Rocket.Chat's rate limiter gives the end of the wait in Unix milliseconds.
 	t.Run("X-RateLimit-Reset in milliseconds", func(t *testing.T) {
 		reset := strconv.FormatInt(time.Now().Add(300*time.Millisecond).UnixMilli(), 10)
-		checkStatuses(t, statusCase{Setup: setup, Route: rocketLogin, OK: answer{Body: rocketPostOK},
-			RateLimited: &answer{Status: http.StatusTooManyRequests, Header: map[string]string{"X-RateLimit-Reset": reset},
+		svctest.CheckStatuses(t, svctest.StatusCase{Setup: setup, Route: rocketLogin, OK: svctest.Answer{Body: rocketPostOK},
+			RateLimited: &svctest.Answer{Status: http.StatusTooManyRequests, Header: map[string]string{"X-RateLimit-Reset": reset},
 				Body: `{"success":false,"error":"Error, too many requests. Please slow down. [error-too-many-requests]"}`}})
 	})
 }

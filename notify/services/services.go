@@ -8,100 +8,62 @@
 // context on every request, 429 answered with the outbox's Retry-After
 // wait, 4xx dead-lettered at once, and no secret in any error.
 //
-// A type registers a Kind (Register, from an init function); config reads
-// settings and template blocks through the Kind's Go types, notify renders
-// the block's strings as templates, and New builds the sender.
+// Each type is described by a svc.Kind; this package lists every Kind
+// (the small types live here, the large families in the subpackages
+// github, gcppubsub, nats, awssqs and teams), config reads settings and
+// template blocks through the Kind's Go types, notify renders the block's
+// strings as templates, and the Kind's New builds the sender. What the
+// senders share (the HTTP client, Options, checks, the JWT signer) is
+// package svc.
 package services
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"slices"
 	"sort"
-	"sync"
-	"time"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/awssqs"
+	"github.com/crowsnest-dev/crowsnest/notify/services/gcppubsub"
+	"github.com/crowsnest-dev/crowsnest/notify/services/github"
+	"github.com/crowsnest-dev/crowsnest/notify/services/nats"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
+	"github.com/crowsnest-dev/crowsnest/notify/services/teams"
 )
 
-// Kind describes one service type.
-type Kind struct {
-	// Type is the name in `service.<type>` and in crowsnest's config
-	// ("teams", "github", "pagerdutyv2"), also the template block's key
-	// when Block is set.
-	Type string
-	// Settings returns a pointer to a new settings struct. Its yaml tags
-	// are the keys of the service block (Argo CD's names); its json tags
-	// the same. String fields may be `$key` references into the
-	// notifications Secret.
-	Settings func() any
-	// Block returns a pointer to a new template block struct (yaml and
-	// json tags as Settings), nil when the type reads only the message.
-	// Every string in a block is a template.
-	Block func() any
-	// Validate checks settings decoded into Settings' type (required
-	// keys, URLs, one auth method). Errors name the key.
-	Validate func(settings any) error
-	// New builds the sender of the service called name.
-	New func(name string, settings any, o Options) (notify.Service, error)
-	// BlockDefaults, when set, returns a copy of a template's block (of
-	// Block's type) with what Argo CD derives from the template itself
-	// before rendering, e.g. Alertmanager's alertname label, the
-	// template's name.
-	BlockDefaults func(template string, block any) any
-	// DefaultRecipient is true when subscriptions may name the service
-	// without a recipient (GitHub, Grafana, Alertmanager: the recipient
-	// is in the settings or in the Application).
-	DefaultRecipient bool
-}
+// Options are what every sender shares (svc.Options, named here so that
+// callers build a sender from Lookup's Kind with this package alone).
+type Options = svc.Options
 
-// Options are what every sender shares.
-type Options struct {
-	// Transport, when set, replaces the sender's own HTTP transport
-	// (`notify template render --service` records requests with it).
-	Transport http.RoundTripper
-	// Timeout bounds one send; DefaultTimeout when zero.
-	Timeout time.Duration
-	// Now is the clock (JWTs, timestamps); time.Now when nil.
-	Now func() time.Time
-}
-
-// DefaultTimeout bounds one send of a service without its own timeout:
-// the outbox's attempt timeout bounds it too.
-const DefaultTimeout = 15 * time.Second
-
-var (
-	mu    sync.RWMutex
-	kinds = map[string]*Kind{}
+// kinds are the supported service types by name. The set is fixed at
+// build time; newKinds panics on a duplicate or incomplete Kind.
+var kinds = newKinds(
+	alertmanagerKind, awssqs.Kind, gcppubsub.Kind, github.Kind, googlechatKind,
+	grafanaKind, mattermostKind, nats.Kind, newrelicKind, opsgenieKind,
+	pagerdutyKind, pagerdutyv2Kind, pushoverKind, rocketchatKind, teams.Kind,
+	teams.WorkflowsKind, telegramKind, webexKind,
 )
 
-// Register adds a Kind. It panics on a duplicate or incomplete Kind: the
-// set is fixed at build time.
-func Register(k *Kind) {
-	mu.Lock()
-	defer mu.Unlock()
-	if k.Type == "" || k.Settings == nil || k.New == nil {
-		panic("services: incomplete Kind " + k.Type)
+func newKinds(list ...*svc.Kind) map[string]*svc.Kind {
+	m := make(map[string]*svc.Kind, len(list))
+	for _, k := range list {
+		if k.Type == "" || k.Settings == nil || k.New == nil {
+			panic("services: incomplete Kind " + k.Type)
+		}
+		if _, dup := m[k.Type]; dup {
+			panic("services: duplicate Kind " + k.Type)
+		}
+		m[k.Type] = k
 	}
-	if _, dup := kinds[k.Type]; dup {
-		panic("services: duplicate Kind " + k.Type)
-	}
-	kinds[k.Type] = k
+	return m
 }
 
 // Lookup returns the Kind of typ.
-func Lookup(typ string) (*Kind, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
+func Lookup(typ string) (*svc.Kind, bool) {
 	k, ok := kinds[typ]
 	return k, ok
 }
 
-// Types lists the registered types, sorted.
+// Types lists the supported types, sorted.
 func Types() []string {
-	mu.RLock()
-	defer mu.RUnlock()
 	out := make([]string, 0, len(kinds))
 	for t := range kinds {
 		out = append(out, t)
@@ -128,19 +90,6 @@ var ArgoCDTypes = []string{
 // IsArgoCDType reports whether typ is a service type of Argo CD
 // Notifications.
 func IsArgoCDType(typ string) bool { return slices.Contains(ArgoCDTypes, typ) }
-
-// DecodeBlock reads the rendered block of n for typ into out (a pointer to
-// the Kind's Block type). It reports false when n has no such block.
-func DecodeBlock(n notify.Notification, typ string, out any) (bool, error) {
-	raw, ok := n.Blocks[typ]
-	if !ok || len(raw) == 0 {
-		return false, nil
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return false, notify.Permanent(fmt.Errorf("%s block: %w", typ, err))
-	}
-	return true, nil
-}
 
 // TemplateBlocks returns the blocks of template (called name) that a
 // service of type typ sends: its own block, with the Kind's defaults

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // TelegramSettings are the keys of `service.telegram`.
@@ -20,25 +21,24 @@ type TelegramSettings struct {
 }
 
 // telegramAPI is the Bot API's fixed host, as Argo CD Notifications uses
-// it (it has no setting for another; tests redirect Options.Transport).
+// it (it has no setting for another; tests redirect svc.Options.Transport).
 const telegramAPI = "https://api.telegram.org"
 
-func init() {
-	Register(&Kind{
-		Type:     "telegram",
-		Settings: func() any { return &TelegramSettings{} },
-		Validate: func(s any) error { return require("token", s.(*TelegramSettings).Token) },
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			return &telegram{c: NewClient(name, false, o), token: s.(*TelegramSettings).Token}, nil
-		},
-	})
+// telegramKind describes service type telegram (listed in services.go).
+var telegramKind = &svc.Kind{
+	Type:     "telegram",
+	Settings: func() any { return &TelegramSettings{} },
+	Validate: func(s any) error { return svc.Require("token", s.(*TelegramSettings).Token) },
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		return &telegram{c: svc.NewClient(name, false, o), token: s.(*TelegramSettings).Token}, nil
+	},
 }
 
 // telegram sends the message with the Bot API's sendMessage, in Markdown,
 // with the parameters Argo CD Notifications' Telegram library sends (it
 // also calls getMe before every message; crowsnest does not).
 type telegram struct {
-	c     *Client
+	c     *svc.Client
 	token string
 }
 
@@ -105,7 +105,7 @@ func (t *telegram) Send(ctx context.Context, n notify.Notification, d notify.Des
 	if thread != "" {
 		form.Set("message_thread_id", thread)
 	}
-	resp, err := t.c.Do(ctx, Request{
+	resp, err := t.c.Do(ctx, svc.Request{
 		Method: http.MethodPost,
 		URL:    telegramAPI + "/bot" + t.token + "/sendMessage",
 		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},

@@ -1,9 +1,6 @@
 package services_test
 
 import (
-	"context"
-	"crypto/tls"
-	"net"
 	"net/http"
 	"net/url"
 	"testing"
@@ -11,23 +8,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const telegramToken = "123456:AAE-bot-secret-token"
-
-// redirect is a transport that sends every request, whatever its host, to
-// the sink (a TLS sink for https APIs with a fixed host such as
-// api.telegram.org).
-func redirect(s *sink) http.RoundTripper {
-	addr := s.Listener.Addr().String()
-	return &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test sink's own certificate
-	}
-}
 
 func telegramCM() map[string]string {
 	return map[string]string{
@@ -54,10 +38,10 @@ func TestTelegramThroughOutbox(t *testing.T) {
 		{"987654321", url.Values{"chat_id": {"987654321"}}},
 	} {
 		t.Run(c.recipient, func(t *testing.T) {
-			s := newSink(t, true, answer{Body: telegramOK})
-			rec := deliver(t, delivery{
+			s := svctest.NewSink(t, true, svctest.Answer{Body: telegramOK})
+			rec := svctest.Deliver(t, svctest.Delivery{
 				CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
-				Recipient: c.recipient, App: testApp("guestbook"), Transport: redirect(s),
+				Recipient: c.recipient, App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 			})
 			if rec.State != notify.StateDelivered || rec.Receipt.ID != "42" {
 				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
@@ -90,10 +74,10 @@ func TestTelegramThroughOutbox(t *testing.T) {
 }
 
 func TestTelegramBadRecipient(t *testing.T) {
-	s := newSink(t, true)
-	rec := deliver(t, delivery{
+	s := svctest.NewSink(t, true)
+	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
-		Recipient: "-100x|1", App: testApp("a"), Transport: redirect(s),
+		Recipient: "-100x|1", App: svctest.App("a"), Transport: svctest.Redirect(s),
 	})
 	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
@@ -101,15 +85,15 @@ func TestTelegramBadRecipient(t *testing.T) {
 }
 
 func TestTelegramStatuses(t *testing.T) {
-	setup := func(s *sink) delivery {
-		return delivery{CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
-			Recipient: "-1001234567890", App: testApp("a"), Transport: redirect(s)}
+	setup := func(s *svctest.Sink) svctest.Delivery {
+		return svctest.Delivery{CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
+			Recipient: "-1001234567890", App: svctest.App("a"), Transport: svctest.Redirect(s)}
 	}
-	checkStatuses(t, statusCase{Setup: setup, TLS: true, OK: answer{Body: telegramOK}, Secrets: []string{telegramToken, "bot-secret"}})
+	svctest.CheckStatuses(t, svctest.StatusCase{Setup: setup, TLS: true, OK: svctest.Answer{Body: telegramOK}, Secrets: []string{telegramToken, "bot-secret"}})
 	// The Bot API's flood control says how long to wait in the body only.
 	t.Run("retry_after in the body", func(t *testing.T) {
-		checkStatuses(t, statusCase{Setup: setup, TLS: true, OK: answer{Body: telegramOK},
-			RateLimited: &answer{Status: http.StatusTooManyRequests,
+		svctest.CheckStatuses(t, svctest.StatusCase{Setup: setup, TLS: true, OK: svctest.Answer{Body: telegramOK},
+			RateLimited: &svctest.Answer{Status: http.StatusTooManyRequests,
 				Body: `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}`}})
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // WebexSettings are the keys of `service.webex`.
@@ -23,29 +24,28 @@ type WebexSettings struct {
 // DefaultWebexAPI is Webex's public API, Argo CD's default.
 const DefaultWebexAPI = "https://webexapis.com"
 
-func init() {
-	Register(&Kind{
-		Type:     "webex",
-		Settings: func() any { return &WebexSettings{} },
-		Validate: func(s any) error {
-			w := s.(*WebexSettings)
-			return errors.Join(require("token", w.Token), checkURL("apiURL", w.APIURL))
-		},
-		New: func(name string, s any, o Options) (notify.Service, error) {
-			w := s.(*WebexSettings)
-			api := strings.TrimSuffix(w.APIURL, "/")
-			if api == "" {
-				api = DefaultWebexAPI
-			}
-			return &webex{c: NewClient(name, w.InsecureSkipVerify, o), token: w.Token, url: api + "/v1/messages"}, nil
-		},
-	})
+// webexKind describes service type webex (listed in services.go).
+var webexKind = &svc.Kind{
+	Type:     "webex",
+	Settings: func() any { return &WebexSettings{} },
+	Validate: func(s any) error {
+		w := s.(*WebexSettings)
+		return errors.Join(svc.Require("token", w.Token), svc.CheckURL("apiURL", w.APIURL))
+	},
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		w := s.(*WebexSettings)
+		api := strings.TrimSuffix(w.APIURL, "/")
+		if api == "" {
+			api = DefaultWebexAPI
+		}
+		return &webex{c: svc.NewClient(name, w.InsecureSkipVerify, o), token: w.Token, url: api + "/v1/messages"}, nil
+	},
 }
 
 // webex posts the message as Markdown to a person (the recipient is an
 // email address) or a room (its ID).
 type webex struct {
-	c          *Client
+	c          *svc.Client
 	token, url string
 }
 
@@ -62,7 +62,7 @@ func (w *webex) Send(ctx context.Context, n notify.Notification, d notify.Destin
 	if n.Message != "" {
 		msg["markdown"] = n.Message
 	}
-	resp, err := w.c.Do(ctx, Request{
+	resp, err := w.c.Do(ctx, svc.Request{
 		Method: http.MethodPost, URL: w.url, JSON: msg,
 		Header: http.Header{"Authorization": {"Bearer " + w.token}},
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
 const webexToken = "webex-secret-bot-token"
@@ -27,9 +28,9 @@ func TestWebexThroughOutbox(t *testing.T) {
 		{"Y2lzY29zcGFyazovL3VzL1JPT00vYmJjZWIxYWQtNDNmMS0zYjU4LTkxNDctZjE0YmIwYzRkMTU0", "roomId"},
 	} {
 		t.Run(c.key, func(t *testing.T) {
-			s := newSink(t, false, answer{Body: `{"id":"msg-1","roomId":"r"}`})
-			rec := deliver(t, delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
-				Template: "app-deployed", Recipient: c.recipient, App: testApp("guestbook")})
+			s := svctest.NewSink(t, false, svctest.Answer{Body: `{"id":"msg-1","roomId":"r"}`})
+			rec := svctest.Deliver(t, svctest.Delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
+				Template: "app-deployed", Recipient: c.recipient, App: svctest.App("guestbook")})
 			if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-1" {
 				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 			}
@@ -52,21 +53,21 @@ func TestWebexThroughOutbox(t *testing.T) {
 
 // Argo CD counts only 200 as sent; another 2xx is not sent again.
 func TestWebexOnly200(t *testing.T) {
-	s := newSink(t, false, answer{Status: http.StatusNoContent})
-	rec := deliver(t, delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
-		Template: "app-deployed", Recipient: "room", App: testApp("a")})
+	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusNoContent})
+	rec := svctest.Deliver(t, svctest.Delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
+		Template: "app-deployed", Recipient: "room", App: svctest.App("a")})
 	if rec.State != notify.StateDead || len(s.Requests()) != 1 {
 		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 	}
 }
 
 func TestWebexStatuses(t *testing.T) {
-	checkStatuses(t, statusCase{
-		Setup: func(s *sink) delivery {
-			return delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
-				Template: "app-deployed", Recipient: "alice@example.com", App: testApp("a")}
+	svctest.CheckStatuses(t, svctest.StatusCase{
+		Setup: func(s *svctest.Sink) svctest.Delivery {
+			return svctest.Delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
+				Template: "app-deployed", Recipient: "alice@example.com", App: svctest.App("a")}
 		},
-		OK:      answer{Body: `{"id":"m"}`},
+		OK:      svctest.Answer{Body: `{"id":"m"}`},
 		Secrets: []string{webexToken},
 	})
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	cncontroller "github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
@@ -160,7 +160,7 @@ func TestCatalogEmailOnTheWireMatchesNotificationsEngine(t *testing.T) {
 			vars := engineVars(app, map[string]string{"argocdUrl": ctx["argocdUrl"], "notificationType": "email"})
 			vars["serviceType"] = "email"
 			en, eerr := tmpls.FormatNotification(vars, name)
-			cnN, cerr := render.Once(cncontroller.ServiceTemplate(name, set.Config.Templates[name], "email", config.ServiceEmail), cncontroller.TemplateVars(app, nil, ctx, config.ServiceEmail))
+			cnN, cerr := render.Once(cnpipeline.ServiceTemplate(name, set.Config.Templates[name], "email", config.ServiceEmail), cnpipeline.TemplateVars(app, nil, ctx, config.ServiceEmail))
 			if eerr != nil || cerr != nil || !sameSent(engineSent(en, config.ServiceEmail, "email"), crowsnestSent(cnN, config.ServiceEmail, "email")) {
 				skipped++ // differences the render test classifies
 				continue

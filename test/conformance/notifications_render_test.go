@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	cncontroller "github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
@@ -159,7 +159,7 @@ func TestCatalogTemplatesMatchNotificationsEngine(t *testing.T) {
 	compiled := map[string]*render.Compiled{}
 	for _, name := range names {
 		for _, svc := range svcs {
-			c, err := render.Compile(cncontroller.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ))
+			c, err := render.Compile(cnpipeline.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ))
 			if err != nil {
 				t.Fatalf("crowsnest: %v", err)
 			}
@@ -182,7 +182,7 @@ func TestCatalogTemplatesMatchNotificationsEngine(t *testing.T) {
 				vars := engineVars(app, ectx)
 				vars["serviceType"] = svc.name
 				en, eerr := engine.FormatNotification(vars, name)
-				cn, cerr := compiled[name+"/"+svc.name].Render(cncontroller.TemplateVars(app, nil, ctx, svc.typ))
+				cn, cerr := compiled[name+"/"+svc.name].Render(cnpipeline.TemplateVars(app, nil, ctx, svc.typ))
 				appJSON, _ := json.Marshal(app)
 				if eerr == nil && cerr != nil && strings.Contains(cerr.Error(), "not valid JSON") && en.Slack != nil &&
 					(!validJSON(en.Slack.Attachments) || !validJSON(en.Slack.Blocks)) {

@@ -19,8 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	cncontroller "github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 )
 
@@ -134,7 +134,7 @@ func TestCatalogOnTheWireMatchesNotificationsEngine(t *testing.T) {
 				vars := engineVars(app, map[string]string{"argocdUrl": ctx["argocdUrl"], "notificationType": svc.name})
 				vars["serviceType"] = svc.name
 				en, eerr := tmpls.FormatNotification(vars, name)
-				cnN, cerr := render.Once(cncontroller.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ), cncontroller.TemplateVars(app, nil, ctx, svc.typ))
+				cnN, cerr := render.Once(cnpipeline.ServiceTemplate(name, set.Config.Templates[name], svc.name, svc.typ), cnpipeline.TemplateVars(app, nil, ctx, svc.typ))
 				if eerr != nil || cerr != nil || !sameSent(engineSent(en, svc.typ, svc.name), crowsnestSent(cnN, svc.typ, svc.name)) {
 					skipped++ // differences the render test classifies
 					continue

@@ -20,8 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	cncontroller "github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
@@ -181,8 +181,8 @@ func sendBothSides(t *testing.T, c wireCase) (engine, crowsnest []wireRequest) {
 		t.Fatalf("crowsnest service: %v", err)
 	}
 	typ := svcCfg.Type()
-	n, err := render.Once(cncontroller.ServiceTemplate(c.Template, nc.Templates[c.Template], c.Service, typ),
-		cncontroller.TemplateVars(c.App, nil, vars, typ))
+	n, err := render.Once(cnpipeline.ServiceTemplate(c.Template, nc.Templates[c.Template], c.Service, typ),
+		cnpipeline.TemplateVars(c.App, nil, vars, typ))
 	if err != nil {
 		t.Fatalf("crowsnest render: %v", err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -75,7 +75,7 @@ func (m *migration) buildNotify() *notifications {
 	}
 	set, err := triggers.Compile(&n)
 	if err == nil {
-		err = controller.CheckNotifications(&n)
+		err = pipeline.Check(&n)
 	}
 	if err != nil {
 		for _, e := range setup.FlattenErrors(err) {

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
@@ -31,7 +31,7 @@ func CheckConfig(c *config.Config, baseDir string) error {
 	// daemon's environment's.
 	if _, err := triggers.Compile(&c.Notifications); err != nil {
 		errs = append(errs, err)
-	} else if err := controller.CheckNotifications(&c.Notifications); err != nil {
+	} else if err := pipeline.Check(&c.Notifications); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := imageupdate.CompilePolicies(c.ImagePolicies); err != nil {

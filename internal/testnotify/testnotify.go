@@ -1,0 +1,149 @@
+package testnotify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+)
+
+// WaitTimeout bounds every wait of a Sink: the pipeline sends in
+// milliseconds, but the tests run beside a real control plane on a busy
+// machine.
+const WaitTimeout = 60 * time.Second
+
+// Sink is a webhook receiver that records the "event" and "app" of every
+// JSON body the catalog's templates send.
+type Sink struct {
+	// URL is where the "hook" service of Config sends.
+	URL string
+	mu  sync.Mutex
+	got []string
+}
+
+// NewSink starts a Sink that stops when the test ends.
+func NewSink(t *testing.T) *Sink {
+	t.Helper()
+	s := &Sink{}
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var body struct{ Event, App string }
+		if err := json.Unmarshal(b, &body); err != nil {
+			t.Errorf("webhook body is not JSON: %v\n%s", err, b)
+		}
+		s.mu.Lock()
+		s.got = append(s.got, body.App+":"+body.Event)
+		s.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// Messages returns what arrived so far, as "app:event", in order.
+func (s *Sink) Messages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+// WaitLast waits until the last message is want, then returns them all.
+// Each Application's transitions and each destination's deliveries keep
+// their order, so nothing sent before want can still arrive after it.
+func (s *Sink) WaitLast(t *testing.T, want string) []string {
+	t.Helper()
+	s.wait(t, "webhook message "+want, func(m []string) bool { return len(m) > 0 && m[len(m)-1] == want })
+	return s.Messages()
+}
+
+// WaitLen waits until n messages arrived, then returns them all. Use it
+// where the last message also appears earlier in the sequence, so that
+// WaitLast could return at the first one.
+func (s *Sink) WaitLen(t *testing.T, n int) []string {
+	t.Helper()
+	s.wait(t, fmt.Sprintf("%d webhook messages", n), func(m []string) bool { return len(m) >= n })
+	return s.Messages()
+}
+
+func (s *Sink) wait(t *testing.T, what string, cond func([]string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	for !cond(s.Messages()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", WaitTimeout, what)
+		}
+		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
+	}
+}
+
+// Config turns the catalog on with one webhook service "hook" that sends
+// to url.
+func Config(url string) *config.Config {
+	cfg := config.Default()
+	cfg.Notifications = config.Notifications{
+		Catalog:  true,
+		Services: map[string]config.Service{"hook": {Webhook: &config.WebhookService{URL: url, Method: "POST", Timeout: config.Duration{Duration: 5 * time.Second}}}},
+	}
+	return cfg
+}
+
+// HookServices builds the "hook" webhook service of Config, for
+// Notifier.Services.
+func HookServices(nc *config.Notifications) (map[string]notify.Service, error) {
+	wh, err := notify.NewWebhook("hook", nc.Services["hook"].Webhook.URL)
+	return map[string]notify.Service{"hook": wh}, err
+}
+
+// SubscribeAll subscribes the "hook" service to every catalog trigger.
+func SubscribeAll() map[string]string {
+	ann := map[string]string{}
+	for _, tr := range triggers.CatalogTriggers() {
+		ann[triggers.SubscribePrefix+tr+".hook"] = ""
+	}
+	return ann
+}
+
+// AppObject is an Application on repoURL at revision sha, subscribed to
+// trigger on-commit of the "hook" service.
+func AppObject(name, repoURL, sha string) map[string]any {
+	return map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name, "namespace": "argocd", "uid": "uid-" + name,
+			"annotations": map[string]any{"notifications.argoproj.io/subscribe.on-commit.hook": ""}},
+		"spec": map[string]any{
+			"project": "default",
+			"source": map[string]any{"repoURL": repoURL, "path": "guestbook", "targetRevision": "main",
+				"helm": map[string]any{"valueFiles": []any{"prod-values.yaml"}, "parameters": []any{map[string]any{"name": "image.tag", "value": "v2.0.0"}}}},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": name},
+		},
+		"status": map[string]any{"sync": map[string]any{"status": "Synced", "revision": sha}},
+	}
+}
+
+// RunTasks runs each task until the test ends or stop is called; stop
+// waits for them and reports their errors.
+func RunTasks(t *testing.T, tasks ...func(context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for _, run := range tasks {
+		wg.Go(func() {
+			if err := run(ctx); err != nil {
+				t.Errorf("task: %v", err)
+			}
+		})
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}

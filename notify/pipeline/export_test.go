@@ -1,0 +1,13 @@
+package pipeline
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Evaluations is the series of crowsnest_notify_trigger_evaluations_total
+// for trigger and result, for the tests of package pipeline_test.
+func (m *Metrics) Evaluations(trigger, result string) prometheus.Counter {
+	return m.evaluations.WithLabelValues(trigger, result)
+}
+
+// Pending is crowsnest_notify_pending_transitions, for the tests of
+// package pipeline_test.
+func (m *Metrics) Pending() prometheus.Gauge { return m.pending }

@@ -1,0 +1,69 @@
+package svc
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// Kind describes one service type.
+type Kind struct {
+	// Type is the name in `service.<type>` and in crowsnest's config
+	// ("teams", "github", "pagerdutyv2"), also the template block's key
+	// when Block is set.
+	Type string
+	// Settings returns a pointer to a new settings struct. Its yaml tags
+	// are the keys of the service block (Argo CD's names); its json tags
+	// the same. String fields may be `$key` references into the
+	// notifications Secret.
+	Settings func() any
+	// Block returns a pointer to a new template block struct (yaml and
+	// json tags as Settings), nil when the type reads only the message.
+	// Every string in a block is a template.
+	Block func() any
+	// Validate checks settings decoded into Settings' type (required
+	// keys, URLs, one auth method). Errors name the key.
+	Validate func(settings any) error
+	// New builds the sender of the service called name.
+	New func(name string, settings any, o Options) (notify.Service, error)
+	// BlockDefaults, when set, returns a copy of a template's block (of
+	// Block's type) with what Argo CD derives from the template itself
+	// before rendering, e.g. Alertmanager's alertname label, the
+	// template's name.
+	BlockDefaults func(template string, block any) any
+	// DefaultRecipient is true when subscriptions may name the service
+	// without a recipient (GitHub, Grafana, Alertmanager: the recipient
+	// is in the settings or in the Application).
+	DefaultRecipient bool
+}
+
+// Options are what every sender shares.
+type Options struct {
+	// Transport, when set, replaces the sender's own HTTP transport
+	// (`notify template render --service` records requests with it).
+	Transport http.RoundTripper
+	// Timeout bounds one send; DefaultTimeout when zero.
+	Timeout time.Duration
+	// Now is the clock (JWTs, timestamps); time.Now when nil.
+	Now func() time.Time
+}
+
+// DefaultTimeout bounds one send of a service without its own timeout:
+// the outbox's attempt timeout bounds it too.
+const DefaultTimeout = 15 * time.Second
+
+// DecodeBlock reads the rendered block of n for typ into out (a pointer to
+// the Kind's Block type). It reports false when n has no such block.
+func DecodeBlock(n notify.Notification, typ string, out any) (bool, error) {
+	raw, ok := n.Blocks[typ]
+	if !ok || len(raw) == 0 {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return false, notify.Permanent(fmt.Errorf("%s block: %w", typ, err))
+	}
+	return true, nil
+}
