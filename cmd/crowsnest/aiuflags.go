@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
 	"github.com/crowsnest-dev/crowsnest/config"
 )
 
@@ -58,41 +59,6 @@ var aiuAliasOf = map[string]string{
 	"match-application-label":   "--selector",
 }
 
-// aiuIgnored are the flags with no counterpart, and why.
-var aiuIgnored = map[string]string{
-	"metrics-secure":             "crowsnest serves /metrics over plain HTTP; put TLS in front of it",
-	"enable-http2":               "crowsnest's servers follow Go's defaults",
-	"warmup-cache":               "crowsnest always lists every repository once before its first decisions",
-	"disable-kube-events":        "crowsnest always records Events",
-	"git-commit-signing-key":     "set git.signingKey (an ASCII-armored OpenPGP key) in crowsnest's config",
-	"git-commit-signing-method":  "crowsnest signs with OpenPGP (git.signingKey)",
-	"git-commit-sign-off":        "set git.commitMessage with a Signed-off-by line",
-	"git-commit-message-path":    "its template's fields differ; set git.commitMessage in crowsnest's config",
-	"git-commit-method":          "crowsnest commits with Git",
-	"enable-webhook":             "crowsnest serves the webhook receiver when registries.webhook.sources are configured",
-	"webhook-require-secret":     "set each source's secret in registries.webhook.sources",
-	"docker-webhook-secret":      "set the source's secret in registries.webhook.sources",
-	"ghcr-webhook-secret":        "set the source's secret in registries.webhook.sources",
-	"quay-webhook-secret":        "set the source's secret in registries.webhook.sources",
-	"harbor-webhook-secret":      "set the source's secret in registries.webhook.sources",
-	"aliyun-acr-webhook-secret":  "set the source's secret in registries.webhook.sources",
-	"acr-webhook-secret":         "set the source's secret in registries.webhook.sources",
-	"cloudevents-webhook-secret": "set the source's secret in registries.webhook.sources",
-	"webhook-ratelimit-allowed":  "crowsnest paces the polls a webhook causes per registry (registries.webhook)",
-	"disable-tls":                "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
-	"tlsminversion":              "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
-	"tlsmaxversion":              "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
-	"tlsciphers":                 "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
-	"applications-api":           "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-server-addr":         "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-grpc-web":            "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-insecure":            "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-plaintext":           "crowsnest reads Applications through the Kubernetes API only",
-	"argocd-auth-token":          "crowsnest reads Applications through the Kubernetes API only",
-	"disable-kubernetes":         "crowsnest needs the Kubernetes API (or --apps-dir)",
-	"match-application-name":     "select Applications with --selector, or crowsnest's imagePolicies",
-}
-
 // aiuBoolIgnored are the ignored flags that take no value.
 var aiuBoolIgnored = []string{"metrics-secure", "enable-http2", "warmup-cache", "disable-kube-events",
 	"git-commit-sign-off", "enable-webhook", "webhook-require-secret", "disable-tls", "argocd-grpc-web",
@@ -117,7 +83,7 @@ func (a *aiuFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&a.gitUser, "git-commit-user", "", "")
 	f.StringVar(&a.gitEmail, "git-commit-email", "", "")
 	f.StringVar(&a.matchLabel, "match-application-label", "", "")
-	for name := range aiuIgnored {
+	for name := range migrate.IgnoredAIUFlags {
 		if slices.Contains(aiuBoolIgnored, name) {
 			f.Bool(name, false, "")
 		} else {
@@ -127,7 +93,7 @@ func (a *aiuFlags) add(f *pflag.FlagSet) {
 	for name := range aiuAliasOf {
 		_ = f.MarkHidden(name)
 	}
-	for name := range aiuIgnored {
+	for name := range migrate.IgnoredAIUFlags {
 		_ = f.MarkHidden(name)
 	}
 }
@@ -138,34 +104,67 @@ func (a *aiuFlags) add(f *pflag.FlagSet) {
 // is an error: which one wins would be a guess.
 func (a *aiuFlags) apply(cmd *cobra.Command, o *runOptions, c *config.Config) (notes []aiuNote, _ error) {
 	f := cmd.Flags()
-	var errs []error
-	set := func(alias string) bool {
-		if !f.Changed(alias) {
-			return false
-		}
-		if own := aiuAliasOf[alias]; strings.HasPrefix(own, "--") && f.Changed(strings.TrimPrefix(own, "--")) {
-			errs = append(errs, fmt.Errorf("--%s is argocd-image-updater's name for %s: give one of them", alias, own))
-			return false
-		}
-		return true
+	s := &aiuSetter{flags: f}
+	notes = a.applyLogAndPolling(s, c)
+	a.applyWatch(s, c)
+	a.applyPorts(s, o)
+	if s.set("git-commit-user") {
+		c.Git.Author.Name = a.gitUser
 	}
-	if set("registries-conf-path") {
+	if s.set("git-commit-email") {
+		c.Git.Author.Email = a.gitEmail
+	}
+	if s.set("match-application-label") {
+		c.Watch.Selector = a.matchLabel
+	}
+	f.Visit(func(fl *pflag.Flag) { // in name order
+		if why, ok := migrate.IgnoredAIUFlags[fl.Name]; ok {
+			notes = append(notes, aiuNote{fl.Name, why})
+		}
+	})
+	return notes, errors.Join(s.errs...)
+}
+
+// aiuSetter tells which aliases were given, and collects the errors of
+// applying them.
+type aiuSetter struct {
+	flags *pflag.FlagSet
+	errs  []error
+}
+
+// set reports whether alias was given, alone: given with the crowsnest
+// flag it stands for, it is an error.
+func (s *aiuSetter) set(alias string) bool {
+	if !s.flags.Changed(alias) {
+		return false
+	}
+	if own := aiuAliasOf[alias]; strings.HasPrefix(own, "--") && s.flags.Changed(strings.TrimPrefix(own, "--")) {
+		s.errs = append(s.errs, fmt.Errorf("--%s is argocd-image-updater's name for %s: give one of them", alias, own))
+		return false
+	}
+	return true
+}
+
+// applyLogAndPolling applies registries.conf, the log level and format,
+// the poll interval and the worker counts.
+func (a *aiuFlags) applyLogAndPolling(s *aiuSetter, c *config.Config) (notes []aiuNote) {
+	if s.set("registries-conf-path") {
 		path, err := filepath.Abs(a.registriesConf)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--registries-conf-path: %w", err))
+			s.errs = append(s.errs, fmt.Errorf("--registries-conf-path: %w", err))
 		}
 		c.Registries.ConfFile = path
 	}
-	if set("loglevel") {
+	if s.set("loglevel") {
 		c.Log.Level = strings.ToLower(a.logLevel)
 		if c.Log.Level == "trace" { // argocd-image-updater's most verbose level
 			c.Log.Level = "debug"
 		}
 	}
-	if set("logformat") {
+	if s.set("logformat") {
 		c.Log.Format = strings.ToLower(a.logFormat)
 	}
-	if set("interval") {
+	if s.set("interval") {
 		if a.interval > 0 {
 			c.Registries.PollInterval = config.Duration{Duration: a.interval}
 		} else {
@@ -174,14 +173,19 @@ func (a *aiuFlags) apply(cmd *cobra.Command, o *runOptions, c *config.Config) (n
 	}
 	workers := 0
 	for _, name := range slices.Sorted(maps.Keys(a.workers)) {
-		if set(name) {
+		if s.set(name) {
 			workers = max(workers, *a.workers[name]) // several given: the largest
 		}
 	}
 	if workers != 0 {
 		c.Controller.Workers = workers
 	}
-	if set("watch-namespaces") {
+	return notes
+}
+
+// applyWatch applies the watched namespaces and leader election.
+func (a *aiuFlags) applyWatch(s *aiuSetter, c *config.Config) {
+	if s.set("watch-namespaces") {
 		switch ns := strings.TrimSpace(a.watchNamespaces); ns {
 		case "*":
 			c.Watch.Namespaces = nil
@@ -189,7 +193,7 @@ func (a *aiuFlags) apply(cmd *cobra.Command, o *runOptions, c *config.Config) (n
 			// argocd-image-updater's default: its own namespace.
 			data, err := os.ReadFile(inClusterNamespaceFile)
 			if err != nil {
-				errs = append(errs, errors.New(`--watch-namespaces="" means the pod's own namespace, which is unknown outside a cluster: name the namespaces`))
+				s.errs = append(s.errs, errors.New(`--watch-namespaces="" means the pod's own namespace, which is unknown outside a cluster: name the namespaces`))
 				break
 			}
 			c.Watch.Namespaces = []string{strings.TrimSpace(string(data))}
@@ -197,12 +201,17 @@ func (a *aiuFlags) apply(cmd *cobra.Command, o *runOptions, c *config.Config) (n
 			c.Watch.Namespaces = strings.Split(ns, ",")
 		}
 	}
-	if set("leader-election") {
+	if s.set("leader-election") {
 		c.LeaderElection.Enabled = a.leaderElection
 	}
+}
+
+// applyPorts applies the health, metrics and webhook ports to o's
+// addresses.
+func (a *aiuFlags) applyPorts(s *aiuSetter, o *runOptions) {
 	addrs := map[string]*string{"health-port": &o.probeAddr, "metrics-port": &o.metricsAddr, "webhook-port": &o.webhookAddr}
 	for name, port := range a.ports {
-		if !set(name) {
+		if !s.set(name) {
 			continue
 		}
 		switch {
@@ -211,24 +220,9 @@ func (a *aiuFlags) apply(cmd *cobra.Command, o *runOptions, c *config.Config) (n
 		case *port > 0 && *port < 65536:
 			*addrs[name] = ":" + strconv.Itoa(*port)
 		default:
-			errs = append(errs, fmt.Errorf("--%s=%d: not a port", name, *port))
+			s.errs = append(s.errs, fmt.Errorf("--%s=%d: not a port", name, *port))
 		}
 	}
-	if set("git-commit-user") {
-		c.Git.Author.Name = a.gitUser
-	}
-	if set("git-commit-email") {
-		c.Git.Author.Email = a.gitEmail
-	}
-	if set("match-application-label") {
-		c.Watch.Selector = a.matchLabel
-	}
-	f.Visit(func(fl *pflag.Flag) { // in name order
-		if why, ok := aiuIgnored[fl.Name]; ok {
-			notes = append(notes, aiuNote{fl.Name, why})
-		}
-	})
-	return notes, errors.Join(errs...)
 }
 
 // aiuNote is an argocd-image-updater flag given that has no effect.

@@ -120,6 +120,30 @@ var (
 	demoPush = "demo/web:1.2.0"
 )
 
+// demoRun is one demo in progress: what each step set up, for the steps
+// after it.
+type demoRun struct {
+	say     func(format string, args ...any)
+	dir     string
+	regHost string
+	// t0 is the creation time of the first tags; later tags are newer.
+	t0     time.Time
+	bare   string // the Git repository
+	gitURL string
+	seed   plumbing.Hash
+	sink   *demoSink
+
+	mu     sync.Mutex
+	events []AppEvent
+
+	// The daemon: its log, its parts once started, its end and how to
+	// stop it.
+	logFile *os.File
+	parts   *runParts
+	done    chan error
+	stopRun context.CancelFunc
+}
+
 func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("--output %q: want text or json", o.output)
@@ -127,24 +151,100 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	say := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	d := &demoRun{say: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
+		t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 
 	dir, err := os.MkdirTemp("", "crowsnest-demo-")
 	if err != nil {
 		return err
 	}
+	d.dir = dir
 	if o.keep {
-		defer say("the demo's folder is kept: %s", dir)
+		defer d.say("the demo's folder is kept: %s", dir)
 	} else {
 		defer os.RemoveAll(dir)
 	}
 
-	// 1. The registry.
-	regHost, stopReg, err := startDemoRegistry()
+	// 1-4. The registry, the Git repository, the webhook sink, the
+	// Applications and config.
+	appsDir, cfgPath, cleanup, err := d.prepare(ctx)
 	if err != nil {
 		return err
 	}
-	defer stopReg()
+	defer cleanup()
+	// 5. The engine, as `crowsnest run --apps-dir` runs it.
+	if d.logFile, err = os.Create(filepath.Join(dir, "crowsnest.log")); err != nil {
+		return err
+	}
+	defer d.logFile.Close()
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	d.stopRun = stopRun
+	if err := d.startEngine(runCtx, appsDir, cfgPath); err != nil {
+		return err
+	}
+	// 6. A newer image arrives.
+	if err := d.pushAndWait(ctx); err != nil {
+		return err
+	}
+	// 7. The report.
+	rep, err := d.report(ctx)
+	if err != nil {
+		return err
+	}
+	rep.Seconds = time.Since(start).Round(100 * time.Millisecond).Seconds()
+	if o.keep {
+		rep.Folder = dir
+	}
+	return o.print(stdout, rep)
+}
+
+// print writes the report: -o json as is, else for people.
+func (o *demoOptions) print(stdout io.Writer, rep *demoReport) error {
+	if o.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printDemoReport(stdout, rep)
+	return nil
+}
+
+// prepare starts the registry with demoImages, seeds the Git repository,
+// starts the webhook sink and writes the Applications and config;
+// cleanup stops the sink, then the registry. On error what was started is
+// stopped.
+func (d *demoRun) prepare(ctx context.Context) (appsDir, cfgPath string, cleanup func(), err error) {
+	regHost, stopReg, err := startDemoRegistry()
+	if err != nil {
+		return "", "", nil, err
+	}
+	d.regHost = regHost
+	if err := d.pushImages(ctx); err != nil {
+		stopReg()
+		return "", "", nil, err
+	}
+	if err := d.seedGit(); err != nil {
+		stopReg()
+		return "", "", nil, err
+	}
+	if d.sink, err = startDemoSink(d.say); err != nil {
+		stopReg()
+		return "", "", nil, err
+	}
+	cleanup = func() {
+		d.sink.close()
+		stopReg()
+	}
+	if appsDir, cfgPath, err = d.writeApps(); err != nil {
+		cleanup()
+		return "", "", nil, err
+	}
+	return appsDir, cfgPath, cleanup, nil
+}
+
+// pushImages pushes demoImages to the registry, older tags first.
+func (d *demoRun) pushImages(ctx context.Context) error {
 	repos := slices.Sorted(func(yield func(string) bool) {
 		for r := range demoImages {
 			if !yield(r) {
@@ -152,160 +252,159 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			}
 		}
 	})
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, repo := range repos {
 		for i, tag := range demoImages[repo] {
-			if err := pushDemoImage(ctx, regHost, repo+":"+tag, t0.Add(time.Duration(i)*time.Hour)); err != nil {
+			if err := pushDemoImage(ctx, d.regHost, repo+":"+tag, d.t0.Add(time.Duration(i)*time.Hour)); err != nil {
 				return err
 			}
 		}
-		say("registry  %s/%s: %s", regHost, repo, strings.Join(demoImages[repo], ", "))
+		d.say("registry  %s/%s: %s", d.regHost, repo, strings.Join(demoImages[repo], ", "))
 	}
-	subst := strings.NewReplacer("{{REGISTRY}}", regHost)
+	return nil
+}
 
-	// 2. The Git repository.
-	bare := filepath.Join(dir, "git", "deploy.git")
-	gitURL := "file://" + filepath.ToSlash(bare)
-	seed, err := seedDemoRepo(bare, filepath.Join(dir, "seed"), subst)
+// seedGit creates the bare Git repository web's write-back commits to.
+func (d *demoRun) seedGit() error {
+	subst := strings.NewReplacer("{{REGISTRY}}", d.regHost)
+	d.bare = filepath.Join(d.dir, "git", "deploy.git")
+	d.gitURL = "file://" + filepath.ToSlash(d.bare)
+	seed, err := seedDemoRepo(d.bare, filepath.Join(d.dir, "seed"), subst)
 	if err != nil {
 		return fmt.Errorf("creating the demo's Git repository: %w", err)
 	}
-	say("git       %s (main at %s)", gitURL, seed.String()[:7])
+	d.seed = seed
+	d.say("git       %s (main at %s)", d.gitURL, seed.String()[:7])
+	return nil
+}
 
-	// 3. The webhook sink.
-	sink, err := startDemoSink(say)
-	if err != nil {
-		return err
-	}
-	defer sink.close()
-
-	// 4. Applications and config.
-	subst = strings.NewReplacer("{{REGISTRY}}", regHost, "{{GIT}}", gitURL, "{{WEBHOOK}}", sink.url)
-	appsDir, cfgPath := filepath.Join(dir, "apps"), filepath.Join(dir, "config.yaml")
+// writeApps writes the Applications and the config, pointed at the
+// registry, the Git repository and the sink.
+func (d *demoRun) writeApps() (appsDir, cfgPath string, _ error) {
+	subst := strings.NewReplacer("{{REGISTRY}}", d.regHost, "{{GIT}}", d.gitURL, "{{WEBHOOK}}", d.sink.url)
+	appsDir, cfgPath = filepath.Join(d.dir, "apps"), filepath.Join(d.dir, "config.yaml")
 	if err := copyDemoFiles("demo/apps", appsDir, subst); err != nil {
-		return err
+		return "", "", err
 	}
 	if err := copyDemoFile("demo/config.yaml", cfgPath, subst); err != nil {
-		return err
+		return "", "", err
 	}
-	say("apps      web (Git write-back), api (Kubernetes mode), worker (project with a deny window)")
+	d.say("apps      web (Git write-back), api (Kubernetes mode), worker (project with a deny window)")
+	return appsDir, cfgPath, nil
+}
 
-	// 5. The engine, as `crowsnest run --apps-dir` runs it.
-	var (
-		mu     sync.Mutex
-		events []AppEvent
-	)
+// startEngine starts `crowsnest run --apps-dir` in the background, its
+// Events recorded, and waits until it has started.
+func (d *demoRun) startEngine(runCtx context.Context, appsDir, cfgPath string) error {
 	parts := make(chan *runParts, 1)
 	ro := &runOptions{
 		onEvent: func(ev AppEvent) {
-			mu.Lock()
-			events = append(events, ev)
-			mu.Unlock()
-			say("event     %-12s %-16s %s", ev.App, ev.Reason, ev.Message)
+			d.mu.Lock()
+			d.events = append(d.events, ev)
+			d.mu.Unlock()
+			d.say("event     %-12s %-16s %s", ev.App, ev.Reason, ev.Message)
 		},
 		started: func(p *runParts) { parts <- p },
 	}
-	logFile, err := os.Create(filepath.Join(dir, "crowsnest.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
 	runCmd := newRunCommandWith(ro)
-	runCmd.SetArgs([]string{"--apps-dir", appsDir, "--config", cfgPath, "--git-cache-dir", filepath.Join(dir, "cache"),
+	runCmd.SetArgs([]string{"--apps-dir", appsDir, "--config", cfgPath, "--git-cache-dir", filepath.Join(d.dir, "cache"),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", "0", "--log-format", "json"})
 	runCmd.SetOut(io.Discard)
-	runCmd.SetErr(logFile)
+	runCmd.SetErr(d.logFile)
 	runCmd.SilenceUsage, runCmd.SilenceErrors = true, true
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	done := make(chan error, 1)
-	go func() { done <- runCmd.ExecuteContext(runCtx) }()
-	var p *runParts
+	d.done = make(chan error, 1)
+	go func() { d.done <- runCmd.ExecuteContext(runCtx) }()
 	select {
-	case p = <-parts:
-	case err := <-done:
-		return fmt.Errorf("crowsnest did not start (log: %s): %w", logFile.Name(), err)
+	case d.parts = <-parts:
+		return nil
+	case err := <-d.done:
+		return fmt.Errorf("crowsnest did not start (log: %s): %w", d.logFile.Name(), err)
 	}
-	fail := func(step string, err error) error {
-		stopRun()
-		if serr := <-done; serr != nil && !errors.Is(serr, context.Canceled) {
-			err = fmt.Errorf("%w; crowsnest: %w", err, serr)
-		}
-		return fmt.Errorf("%s: %w (daemon log: %s; keep it with --keep)", step, err, logFile.Name())
-	}
-	say("crowsnest first pass...")
-	if err := p.wait.wait(ctx); err != nil {
-		return fail("waiting for the first pass", err)
-	}
+}
 
-	// 6. A newer image arrives, and the registry tells crowsnest (as a
-	// registry webhook would).
-	if err := pushDemoImage(ctx, regHost, demoPush, t0.Add(24*time.Hour)); err != nil {
-		return fail("pushing "+demoPush, err)
+// fail stops the daemon and says which step failed, with its error.
+func (d *demoRun) fail(step string, err error) error {
+	d.stopRun()
+	if serr := <-d.done; serr != nil && !errors.Is(serr, context.Canceled) {
+		err = fmt.Errorf("%w; crowsnest: %w", err, serr)
 	}
-	say("registry  pushed %s/%s; telling crowsnest", regHost, demoPush)
+	return fmt.Errorf("%s: %w (daemon log: %s; keep it with --keep)", step, err, d.logFile.Name())
+}
+
+// pushAndWait waits for the first pass, pushes demoPush and tells
+// crowsnest (as a registry webhook would), then waits for the update and
+// the pass after it.
+func (d *demoRun) pushAndWait(ctx context.Context) error {
+	d.say("crowsnest first pass...")
+	if err := d.parts.wait.wait(ctx); err != nil {
+		return d.fail("waiting for the first pass", err)
+	}
+	if err := pushDemoImage(ctx, d.regHost, demoPush, d.t0.Add(24*time.Hour)); err != nil {
+		return d.fail("pushing "+demoPush, err)
+	}
+	d.say("registry  pushed %s/%s; telling crowsnest", d.regHost, demoPush)
 	repo, tag, _ := strings.Cut(demoPush, ":")
-	p.poller.Refresh(regHost + "/" + repo)
+	d.parts.poller.Refresh(d.regHost + "/" + repo)
 	if err := waitUntil(ctx, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.ContainsFunc(events, func(ev AppEvent) bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return slices.ContainsFunc(d.events, func(ev AppEvent) bool {
 			return ev.Reason == controller.EventImagesUpdated && strings.Contains(ev.Message, "-> "+tag)
 		})
 	}); err != nil {
-		return fail("waiting for the update to "+tag, err)
+		return d.fail("waiting for the update to "+tag, err)
 	}
-	if err := p.wait.wait(ctx); err != nil {
-		return fail("waiting for the second pass", err)
+	if err := d.parts.wait.wait(ctx); err != nil {
+		return d.fail("waiting for the second pass", err)
 	}
+	return nil
+}
 
-	// 7. The report.
-	rep := demoReport{Registry: regHost, Git: gitURL}
-	mu.Lock()
-	for _, ev := range events {
-		switch ev.Reason {
-		case controller.EventImagesUpdated:
-			rep.Found = append(rep.Found, ev)
-		case controller.EventImageUpdateHeld:
-			if !slices.ContainsFunc(rep.Held, func(h AppEvent) bool { return h == ev }) {
-				rep.Found = append(rep.Found, ev)
-				rep.Held = append(rep.Held, ev)
-			}
-		}
-		if ev.Type == "Warning" {
-			rep.Warnings = append(rep.Warnings, ev)
-		}
-		if ev.Reason == controller.EventImagesUpdated && strings.Contains(ev.Message, "patched the Application") {
-			ns, app, _ := strings.Cut(ev.App, "/")
-			if u, ok := p.local.Patched(ctx, ns, app); ok && !slices.ContainsFunc(rep.Patched, func(d demoPatch) bool { return d.App == ev.App }) {
-				src, _ := unstructuredField(u.Object, "spec", "source")
-				y, _ := yaml.Marshal(src)
-				rep.Patched = append(rep.Patched, demoPatch{App: ev.App, Source: string(y)})
-			}
-		}
+// report sorts the Events into the report, stops the daemon and adds the
+// commits and the notifications as sent.
+func (d *demoRun) report(ctx context.Context) (*demoReport, error) {
+	rep := &demoReport{Registry: d.regHost, Git: d.gitURL}
+	d.mu.Lock()
+	for _, ev := range d.events {
+		d.reportEvent(ctx, rep, ev)
 	}
-	mu.Unlock()
-	stopRun()
-	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("crowsnest: %w (log: %s)", err, logFile.Name())
+	d.mu.Unlock()
+	d.stopRun()
+	if err := <-d.done; err != nil && !errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("crowsnest: %w (log: %s)", err, d.logFile.Name())
 	}
-	if rep.Commits, err = demoCommits(bare, seed); err != nil {
-		return err
+	var err error
+	if rep.Commits, err = demoCommits(d.bare, d.seed); err != nil {
+		return nil, err
 	}
-	for _, b := range sink.bodies() {
+	for _, b := range d.sink.bodies() {
 		rep.Notifications = append(rep.Notifications, demoNotification{Body: b})
 	}
-	rep.Seconds = time.Since(start).Round(100 * time.Millisecond).Seconds()
-	if o.keep {
-		rep.Folder = dir
+	return rep, nil
+}
+
+// reportEvent files one Event: found, held, a warning, and for a patch
+// the Application's source after it.
+func (d *demoRun) reportEvent(ctx context.Context, rep *demoReport, ev AppEvent) {
+	switch ev.Reason {
+	case controller.EventImagesUpdated:
+		rep.Found = append(rep.Found, ev)
+	case controller.EventImageUpdateHeld:
+		if !slices.ContainsFunc(rep.Held, func(h AppEvent) bool { return h == ev }) {
+			rep.Found = append(rep.Found, ev)
+			rep.Held = append(rep.Held, ev)
+		}
 	}
-	if o.output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	if ev.Type == "Warning" {
+		rep.Warnings = append(rep.Warnings, ev)
 	}
-	printDemoReport(stdout, &rep)
-	return nil
+	if ev.Reason == controller.EventImagesUpdated && strings.Contains(ev.Message, "patched the Application") {
+		ns, app, _ := strings.Cut(ev.App, "/")
+		if u, ok := d.parts.local.Patched(ctx, ns, app); ok && !slices.ContainsFunc(rep.Patched, func(p demoPatch) bool { return p.App == ev.App }) {
+			src, _ := unstructuredField(u.Object, "spec", "source")
+			y, _ := yaml.Marshal(src)
+			rep.Patched = append(rep.Patched, demoPatch{App: ev.App, Source: string(y)})
+		}
+	}
 }
 
 func unstructuredField(obj map[string]any, fields ...string) (any, bool) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
@@ -26,8 +28,8 @@ var lowerCamelRE = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 // key's style. A new field without a lowerCamel json tag fails here.
 func TestJSONOutputKeysAreLowerCamel(t *testing.T) {
 	outputs := map[string]any{
-		"test -o json":                     &testReport{},
-		"windows -o json":                  &windowsReport{},
+		"test -o json":                     &testcmd.Report{},
+		"windows -o json":                  &windowscmd.Report{},
 		"notify log -o json":               &[]notify.Record{},
 		"notify redeliver -o json":         &notify.Record{},
 		"run --dry-run --plan-format json": &imageupdate.WritePlan{},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
 	"github.com/crowsnest-dev/crowsnest/config"
 )
 
@@ -88,17 +89,12 @@ func (o *migrateOptions) run(ctx context.Context, out io.Writer) error {
 		}
 		userCfg, baseDir = c, filepath.Dir(o.configPath)
 	}
-	var in *migrateInputs
-	var err error
-	if o.fromDir != "" {
-		in, err = readMigrateDir(ctx, o.fromDir, o.namespace)
-	} else {
-		in, err = readMigrateCluster(ctx, o.kubeconfig, o.namespace, o.appsNS)
-	}
+	in, err := o.read(ctx)
 	if err != nil {
 		return usage(err)
 	}
-	rep, err := analyzeMigration(in, userCfg, o.configPath, baseDir)
+	rep, err := migrate.Analyze(in, migrate.Options{Config: userCfg, ConfigPath: o.configPath, BaseDir: baseDir,
+		BuildServices: buildServices})
 	if err != nil {
 		return usage(err)
 	}
@@ -108,7 +104,7 @@ func (o *migrateOptions) run(ctx context.Context, out io.Writer) error {
 		enc.SetEscapeHTML(false)
 		err = enc.Encode(rep)
 	} else {
-		err = printMigrateReport(out, rep)
+		err = migrate.WriteText(out, rep)
 	}
 	if err != nil {
 		return err
@@ -117,4 +113,34 @@ func (o *migrateOptions) run(ctx context.Context, out io.Writer) error {
 		return migrateBreaks(rep.Summary.Breaks)
 	}
 	return nil
+}
+
+// read reads the installation: the folder (--from-dir) or the cluster.
+func (o *migrateOptions) read(ctx context.Context) (*migrate.Inputs, error) {
+	if o.fromDir != "" {
+		return migrate.ReadDir(ctx, o.fromDir, o.namespace)
+	}
+	rc, err := (&runOptions{kubeconfig: o.kubeconfig}).restConfig(config.Default())
+	if err != nil {
+		return nil, err
+	}
+	return migrate.ReadCluster(ctx, rc, o.namespace, o.appsNS)
+}
+
+var errMigrateBreaks = errors.New("something would stop working")
+
+// migrateExitError is the error of a report whose exit code is not 0.
+type migrateExitError struct {
+	code int
+	err  error
+}
+
+func (e *migrateExitError) Error() string { return e.err.Error() }
+func (e *migrateExitError) Unwrap() error { return e.err }
+
+// CommandExitCode is the process's exit code for this error (main).
+func (e *migrateExitError) CommandExitCode() int { return e.code }
+
+func migrateBreaks(breaks []string) error {
+	return &migrateExitError{code: 1, err: fmt.Errorf("%w: %d finding(s), marked \"!\" in the report", errMigrateBreaks, len(breaks))}
 }

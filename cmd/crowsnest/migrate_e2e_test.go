@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -37,17 +38,17 @@ func TestMigrateClusterReadOnlyE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := newMigrateInputs("", ns)
-	if err := in.addManifests(data); err != nil {
+	in := migrate.NewInputs("", ns)
+	if err := in.AddManifests(data); err != nil {
 		t.Fatal(err)
 	}
-	for key, d := range in.configMaps {
+	for key, d := range in.ConfigMaps {
 		_, name, _ := strings.Cut(key, "/")
 		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: d}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for key, d := range in.secrets {
+	for key, d := range in.Secrets {
 		_, name, _ := strings.Cut(key, "/")
 		if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: d}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -79,20 +80,20 @@ func TestMigrateClusterReadOnlyE2E(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("migrate: exit code %d\n%s", code, stderr)
 	}
-	var rep migrateReport
+	var rep migrate.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if len(rep.Applications) != 1 || rep.Applications[0].Images == nil || len(rep.Applications[0].Images.Images) != 1 {
 		t.Fatalf("applications = %+v, want shop with its image", rep.Applications)
 	}
-	if got := rep.Applications[0].Notifications; len(got) != 1 || got[0].Status != subDelivers || got[0].Recipient != "deploys" {
+	if got := rep.Applications[0].Notifications; len(got) != 1 || got[0].Status != migrate.StatusDelivers || got[0].Recipient != "deploys" {
 		t.Errorf("notifications = %+v, want on-deployed to slack:deploys delivered", got)
 	}
 	if rep.Summary.ExitCode != 0 || len(rep.Summary.Breaks) != 0 {
 		t.Errorf("summary = %+v, want nothing that stops working", rep.Summary)
 	}
-	for _, v := range in.secrets {
+	for _, v := range in.Secrets {
 		for _, val := range v {
 			if strings.Contains(out, string(val)) {
 				t.Error("the report holds the Secret's value")

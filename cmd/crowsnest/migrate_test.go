@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
 )
 
 // updateGolden rewrites the golden files of `crowsnest migrate`:
@@ -88,7 +90,7 @@ func TestMigrateGolden(t *testing.T) {
 				if format != "json" {
 					continue
 				}
-				var rep migrateReport
+				var rep migrate.Report
 				if err := json.Unmarshal([]byte(out), &rep); err != nil {
 					t.Fatal(err)
 				}
@@ -118,7 +120,7 @@ func containsPrefix(list []string, prefix string) bool {
 // manifests, which the report must never print.
 func fixtureSecretValues(t *testing.T, dir string) []string {
 	t.Helper()
-	in := newMigrateInputs("", "argocd")
+	in := migrate.NewInputs("", "argocd")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -128,12 +130,12 @@ func fixtureSecretValues(t *testing.T, dir string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := in.addManifests(data); err != nil {
+		if err := in.AddManifests(data); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var out []string
-	for _, s := range in.secrets {
+	for _, s := range in.Secrets {
 		for _, v := range s {
 			out = append(out, string(v))
 		}
@@ -198,7 +200,7 @@ func TestMigrateWithConfig(t *testing.T) {
 	if got := exitCode(err); got != 1 {
 		t.Fatalf("exit code %d (%v), want 1", got, err)
 	}
-	var rep migrateReport
+	var rep migrate.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -279,11 +279,10 @@ func (o *notifyOptions) renderTemplate(w io.Writer, name string) error {
 	if !ok {
 		return fmt.Errorf("no template %q (known: %s)", name, strings.Join(sortedNames(set.Config.Templates), ", "))
 	}
-	svcName, typ := o.service, o.service
-	if s, ok := set.Config.Services[o.service]; ok {
-		typ = s.Type()
-	} else if !slices.Contains([]string{config.ServiceSlack, config.ServiceWebhook, config.ServiceEmail}, typ) {
-		return fmt.Errorf("--service %q: want slack, webhook, email or a configured service (%s)", o.service, strings.Join(sortedNames(set.Config.Services), ", "))
+	svcName := o.service
+	typ, err := o.serviceType(set.Config.Services)
+	if err != nil {
+		return err
 	}
 	app, err := readApp(o.appPath)
 	if err != nil {
@@ -301,31 +300,11 @@ func (o *notifyOptions) renderTemplate(w io.Writer, name string) error {
 	}
 	switch typ {
 	case config.ServiceSlack:
-		msg := map[string]any{"text": n.Message}
+		var f slackFields
 		if s := n.Slack; s != nil {
-			for field, raw := range map[string]string{"attachments": s.Attachments, "blocks": s.Blocks} {
-				if raw == "" {
-					continue
-				}
-				var v any
-				if err := json.Unmarshal([]byte(raw), &v); err != nil {
-					return fmt.Errorf("template %s: slack.%s is not JSON: %w", name, field, err)
-				}
-				msg[field] = v
-			}
-			if s.GroupingKey != "" {
-				msg["groupingKey"] = s.GroupingKey
-			}
-			if s.DeliveryPolicy != "" {
-				msg["deliveryPolicy"] = s.DeliveryPolicy
-			}
+			f = slackFields{attachments: s.Attachments, blocks: s.Blocks, groupingKey: s.GroupingKey, deliveryPolicy: string(s.DeliveryPolicy)}
 		}
-		b, err := json.MarshalIndent(msg, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return printSlackMessage(w, name, n.Message, f)
 	case config.ServiceWebhook:
 		req, ok := n.Webhook[svcName]
 		if !ok {
@@ -346,6 +325,48 @@ func (o *notifyOptions) renderTemplate(w io.Writer, name string) error {
 		_, err := fmt.Fprintf(w, "Subject: %s\n\n%s\n", subject, strings.TrimRight(n.Message, "\n"))
 		return err
 	}
+}
+
+// serviceType checks --service and returns its type: a configured
+// service's, or the built-in type it names.
+func (o *notifyOptions) serviceType(services map[string]config.Service) (string, error) {
+	if s, ok := services[o.service]; ok {
+		return s.Type(), nil
+	}
+	if !slices.Contains([]string{config.ServiceSlack, config.ServiceWebhook, config.ServiceEmail}, o.service) {
+		return "", fmt.Errorf("--service %q: want slack, webhook, email or a configured service (%s)", o.service, strings.Join(sortedNames(services), ", "))
+	}
+	return o.service, nil
+}
+
+// slackFields are a rendered Slack message's fields besides its text.
+type slackFields struct{ attachments, blocks, groupingKey, deliveryPolicy string }
+
+// printSlackMessage prints the Slack message's fields as JSON.
+func printSlackMessage(w io.Writer, name, text string, s slackFields) error {
+	msg := map[string]any{"text": text}
+	for field, raw := range map[string]string{"attachments": s.attachments, "blocks": s.blocks} {
+		if raw == "" {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			return fmt.Errorf("template %s: slack.%s is not JSON: %w", name, field, err)
+		}
+		msg[field] = v
+	}
+	if s.groupingKey != "" {
+		msg["groupingKey"] = s.groupingKey
+	}
+	if s.deliveryPolicy != "" {
+		msg["deliveryPolicy"] = s.deliveryPolicy
+	}
+	b, err := json.MarshalIndent(msg, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 func orSlash(p string) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -47,7 +48,7 @@ func writeTestFile(t *testing.T, path, content string) string {
 // `run` and `config validate` take the same decision on every config:
 // both accept two prefixes of one host with their own limits, both refuse
 // what only reading registries.conf, CA files, webhook secrets or the
-// Git writer's files reveal. Before they shared checkConfig, validate
+// Git writer's files reveal. Before they shared setup.CheckConfig, validate
 // accepted each of the refused ones, which run refused.
 func TestRunAndConfigValidateAgree(t *testing.T) {
 	const header = "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\n"
@@ -123,16 +124,16 @@ func TestEachRegistryEntryIsPacedAtItsOwnLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkConfig(cfg, dir); err != nil {
+	if err := setup.CheckConfig(cfg, dir); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	regs, err := newRegistries(cfg, dir, nil, registry.NewMetrics(prometheus.NewRegistry()), log)
+	regs, err := setup.NewRegistries(cfg, dir, nil, registry.NewMetrics(prometheus.NewRegistry()), log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("CROWSNEST_TEST_PULL", "user:pass")
-	tenant := regs.forPullSecret("env:CROWSNEST_TEST_PULL")
+	tenant := regs.ForPullSecret("env:CROWSNEST_TEST_PULL")
 	slow, err := registry.ParseRepo(reg.Host() + "/slow/app")
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestEachRegistryEntryIsPacedAtItsOwnLimit(t *testing.T) {
 	slowCtx, stopSlow := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	for i := range 30 {
-		c := regs.client
+		c := regs.Client
 		if i%2 == 1 {
 			c = tenant
 		}
@@ -156,7 +157,7 @@ func TestEachRegistryEntryIsPacedAtItsOwnLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	for range 60 {
-		if _, err := regs.client.ListTags(ctx, fast); err != nil {
+		if _, err := regs.Client.ListTags(ctx, fast); err != nil {
 			t.Fatalf("listing the fast prefix while the slow one is paced: %v", err)
 		}
 	}

@@ -6,10 +6,17 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/configcmd"
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
 var version = "dev"
+
+// userAgent is what crowsnest's kube clients call themselves.
+func userAgent() string { return "crowsnest/" + version }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -21,7 +28,7 @@ happened (Slack, webhooks, email) and keeps deployments inside sync windows.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newDemoCommand(), newTestCommand(), newWindowsCommand(), newVersionCommand(), newConfigCommand(), newNotifyCommand(), newMigrateCommand())
+	root.AddCommand(newRunCommand(), newDemoCommand(), testcmd.NewCommand(userAgent()), windowscmd.NewCommand(userAgent()), newVersionCommand(), configcmd.NewCommand(), newNotifyCommand(), newMigrateCommand())
 	return root
 }
 

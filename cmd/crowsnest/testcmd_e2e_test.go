@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 )
 
@@ -73,7 +74,7 @@ func TestTestCommandE2E(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
-		var rep testReport
+		var rep testcmd.Report
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("output is not JSON: %v\n%s", err, out)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -55,7 +56,7 @@ func TestConfigTLSSettingsReachTheClients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			regs, err := newRegistries(cfg, t.TempDir(), nil, registry.NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+			regs, err := setup.NewRegistries(cfg, t.TempDir(), nil, registry.NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +64,7 @@ func TestConfigTLSSettingsReachTheClients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tags, err := regs.client.ListTags(t.Context(), repo)
+			tags, err := regs.Client.ListTags(t.Context(), repo)
 			if tt.wantOK != (err == nil) || (err == nil && !slices.Equal(tags, []string{"1.0.0"})) || (err != nil && !strings.Contains(err.Error(), "certificate")) {
 				t.Fatalf("tags %v, err %v; want ok %v, else a certificate error", tags, err, tt.wantOK)
 			}

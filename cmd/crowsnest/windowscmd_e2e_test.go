@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -64,16 +65,16 @@ func TestWindowsCommandE2E(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(windowsConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	runExit := func(args ...string) (windowsReport, error) {
+	runExit := func(args ...string) (windowscmd.Report, error) {
 		t.Helper()
 		out, err := exec.CommandContext(t.Context(), binary, append([]string{"windows", "--config", cfg, "--apps-dir", apps, "-o", "json"}, args...)...).Output()
-		var rep windowsReport
+		var rep windowscmd.Report
 		if jerr := json.Unmarshal(out, &rep); jerr != nil {
 			t.Fatalf("output is not JSON: %v (exit: %v)\n%s", jerr, err, out)
 		}
 		return rep, err
 	}
-	run := func(args ...string) windowsReport {
+	run := func(args ...string) windowscmd.Report {
 		t.Helper()
 		rep, err := runExit(args...)
 		if err != nil {
@@ -81,7 +82,7 @@ func TestWindowsCommandE2E(t *testing.T) {
 		}
 		return rep
 	}
-	decision := func(rep windowsReport, app string) appDecision {
+	decision := func(rep windowscmd.Report, app string) windowscmd.AppDecision {
 		t.Helper()
 		for _, a := range rep.Apps {
 			if a.App == app {
@@ -89,7 +90,7 @@ func TestWindowsCommandE2E(t *testing.T) {
 			}
 		}
 		t.Fatalf("no decision for %s in %+v", app, rep.Apps)
-		return appDecision{}
+		return windowscmd.AppDecision{}
 	}
 
 	// The project's impossible window (Feb 30) is refused: the command
@@ -183,7 +184,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep windowsReport
+	var rep windowscmd.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

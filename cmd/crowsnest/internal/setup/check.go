@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
-// checkConfig is what a parsed config must also pass before `run` starts
+// CheckConfig is what a parsed config must also pass before `run` starts
 // with it or accepts it on reload, and what `config validate` checks: one
 // function, so the two never disagree. It builds what run builds from the
 // config alone, through run's own constructors: notification conditions
@@ -22,7 +22,7 @@ import (
 // baseDir is the config file's folder.
 // Every problem is returned (joined), not only the first, so `config
 // validate` shows them all in one pass.
-func checkConfig(c *config.Config, baseDir string) error {
+func CheckConfig(c *config.Config, baseDir string) error {
 	quiet := slog.New(slog.DiscardHandler)
 	var errs []error
 	// Notifications compile as run compiles them (triggers first: their
@@ -37,7 +37,7 @@ func checkConfig(c *config.Config, baseDir string) error {
 	if _, err := imageupdate.CompilePolicies(c.ImagePolicies); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := newGitWriter(c, "", nil, nil, quiet); err != nil {
+	if _, err := NewGitWriter(c, "", nil, nil, quiet); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := c.Registries.Resolved(baseDir); err != nil {

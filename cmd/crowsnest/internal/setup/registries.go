@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"context"
@@ -19,13 +19,13 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry/webhook"
 )
 
-// registries is the daemon's registry side, built from the config's
+// Registries is the daemon's registry side, built from the config's
 // registries section: one client (shared tag and metadata caches, pacing
 // per registry entry), its credentials and the poller. A reload swaps the registry list
 // in place; caches survive it.
-type registries struct {
-	client   *registry.Client
-	poller   *registry.Poller
+type Registries struct {
+	Client   *registry.Client
+	Poller   *registry.Poller
 	resolver *creds.Resolver
 	list     atomic.Pointer[config.RegistryList]
 	log      *slog.Logger
@@ -43,13 +43,13 @@ type registries struct {
 	bySecret map[string]*registry.Client // per pull-secret reference
 }
 
-// forPullSecret returns the client for images that name their own
+// ForPullSecret returns the client for images that name their own
 // credentials (the pull-secret annotation): same registry settings, its own
 // caches, since other credentials may see other tags. "" is the shared
 // client.
-func (r *registries) forPullSecret(ref string) *registry.Client {
+func (r *Registries) ForPullSecret(ref string) *registry.Client {
 	if ref == "" {
-		return r.client
+		return r.Client
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -60,19 +60,19 @@ func (r *registries) forPullSecret(ref string) *registry.Client {
 	if err != nil {
 		// Annotations are validated before this; be safe anyway.
 		r.log.Error("invalid pull secret reference; using the registry's credentials", "error", err)
-		return r.client
+		return r.Client
 	}
 	if r.bySecret == nil {
 		r.bySecret = map[string]*registry.Client{}
 	}
 	c := &registry.Client{
-		Hosts:             r.client.Hosts,
-		Endpoints:         r.client.Endpoints,
-		Pacers:            r.client.Pacers, // one limit per entry, whatever the credentials
+		Hosts:             r.Client.Hosts,
+		Endpoints:         r.Client.Endpoints,
+		Pacers:            r.Client.Pacers, // one limit per entry, whatever the credentials
 		Auth:              refAuth{resolver: r.tenantResolver, ref: parsed},
-		TagTTL:            r.client.TagTTL,
-		MetadataCacheSize: r.client.MetadataCacheSize,
-		RequestTimeout:    r.client.RequestTimeout,
+		TagTTL:            r.Client.TagTTL,
+		MetadataCacheSize: r.Client.MetadataCacheSize,
+		RequestTimeout:    r.Client.RequestTimeout,
 		Metrics:           r.metrics,
 		Log:               r.log,
 	}
@@ -92,11 +92,11 @@ func (a refAuth) Authenticator(ctx context.Context, repo string) (authn.Authenti
 
 func (a refAuth) Invalidate(repo string) { a.resolver.Invalidate(a.ref, config.RegistryHost(repo)) }
 
-// assigned reports whether the registries config names ref for some
+// Assigned reports whether the registries config names ref for some
 // repository, and whether it names it for repo (tenancy.Rules):
 // credentials the config assigns stay with the repositories it assigns
 // them to, whatever an annotation says.
-func (r *registries) assigned(ref config.CredentialRef, repo string) (configured, here bool) {
+func (r *Registries) Assigned(ref config.CredentialRef, repo string) (configured, here bool) {
 	list := *r.list.Load()
 	for i := range list {
 		if list[i].Credentials == ref {
@@ -113,7 +113,7 @@ func (r *registries) assigned(ref config.CredentialRef, repo string) (configured
 // trustedSecret reports whether the operator's config names the Secret
 // namespace/name as credentials: in the registries list, an image
 // policy or tenancy.credentials.
-func (r *registries) trustedSecret(namespace, name string) bool {
+func (r *Registries) trustedSecret(namespace, name string) bool {
 	is := func(ref config.CredentialRef) bool {
 		return (ref.Source == config.CredsPullSecret || ref.Source == config.CredsSecret) && ref.Namespace == namespace && ref.Name == name
 	}
@@ -139,21 +139,21 @@ func (r *registries) trustedSecret(namespace, name string) bool {
 	return false
 }
 
-// newRegistries builds the client and poller. baseDir resolves a relative
+// NewRegistries builds the client and poller. baseDir resolves a relative
 // registries.conf path (the config file's folder); secrets reads pull
 // secrets and may be nil (local mode without a cluster).
-func newRegistries(cfg *config.Config, baseDir string, secrets creds.SecretGetter, metrics *registry.Metrics, log *slog.Logger) (*registries, error) {
+func NewRegistries(cfg *config.Config, baseDir string, secrets creds.SecretGetter, metrics *registry.Metrics, log *slog.Logger) (*Registries, error) {
 	list, err := cfg.Registries.Resolved(baseDir)
 	if err != nil {
 		return nil, err
 	}
-	return newRegistriesFor(cfg, list, secrets, metrics, log), nil
+	return NewRegistriesFor(cfg, list, secrets, metrics, log), nil
 }
 
-// newRegistriesFor builds the client and poller for a resolved registry
+// NewRegistriesFor builds the client and poller for a resolved registry
 // list; cfg gives the caches and poll interval.
-func newRegistriesFor(cfg *config.Config, list config.RegistryList, secrets creds.SecretGetter, metrics *registry.Metrics, log *slog.Logger) *registries {
-	r := &registries{
+func NewRegistriesFor(cfg *config.Config, list config.RegistryList, secrets creds.SecretGetter, metrics *registry.Metrics, log *slog.Logger) *Registries {
+	r := &Registries{
 		resolver: &creds.Resolver{Secrets: secrets, Log: log},
 		log:      log,
 		metrics:  metrics,
@@ -173,7 +173,7 @@ func newRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 		}
 		return creds.Ref{}, 0
 	}}
-	r.client = &registry.Client{
+	r.Client = &registry.Client{
 		Hosts:             r.hostConfig,
 		Endpoints:         r.endpoint,
 		Pacers:            &registry.Pacers{},
@@ -184,8 +184,8 @@ func newRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 		Metrics:           metrics,
 		Log:               log,
 	}
-	r.poller = &registry.Poller{
-		Client:   r.client,
+	r.Poller = &registry.Poller{
+		Client:   r.Client,
 		Interval: cfg.Registries.PollInterval.Duration,
 		Metrics:  metrics,
 		Log:      log,
@@ -193,10 +193,10 @@ func newRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 	return r
 }
 
-// qualify completes image names the way the registries in force read
+// Qualify completes image names the way the registries in force read
 // them (default entry, defaultNamespace), for the ImageReconciler: it
 // reads the list at each call, so a reload applies at once.
-func (r *registries) qualify(image string) string { return r.list.Load().Qualify(image) }
+func (r *Registries) Qualify(image string) string { return r.list.Load().Qualify(image) }
 
 // hostConfig is the client's view of one registry's connection settings:
 // those of config.RegistryList.MatchHost's entry, which validation makes
@@ -204,7 +204,7 @@ func (r *registries) qualify(image string) string { return r.list.Load().Qualify
 // images no entry serves, as argocd-image-updater infers an endpoint at
 // its default limit for them; the others are paced by their entry
 // (endpoint).
-func (r *registries) hostConfig(host string) registry.HostConfig {
+func (r *Registries) hostConfig(host string) registry.HostConfig {
 	e := r.list.Load().MatchHost(host)
 	if e == nil {
 		return registry.HostConfig{}
@@ -228,7 +228,7 @@ func (r *registries) hostConfig(host string) registry.HostConfig {
 // and its pacing: each entry has its own rate limit and concurrency bound,
 // as each registries.conf entry has its own limiter in
 // argocd-image-updater.
-func (r *registries) endpoint(repo string) registry.Endpoint {
+func (r *Registries) endpoint(repo string) registry.Endpoint {
 	e := r.list.Load().Match(repo)
 	if e == nil {
 		return registry.Endpoint{}
@@ -236,12 +236,12 @@ func (r *registries) endpoint(repo string) registry.Endpoint {
 	return registry.Endpoint{Prefix: config.CanonicalPrefix(e.Prefix), RateLimit: e.RateLimit, MaxConcurrency: e.MaxConcurrency}
 }
 
-// reload applies a new registries section: the list (and with it rate
+// Reload applies a new registries section: the list (and with it rate
 // limits, endpoints, TLS, credential references, the default registry and
 // default namespaces) takes effect for the next request and reconcile;
 // cached credentials are dropped. Cache sizes, TTL and poll
 // interval need a restart.
-func (r *registries) reload(cfg *config.Config, baseDir string) error {
+func (r *Registries) Reload(cfg *config.Config, baseDir string) error {
 	list, err := cfg.Registries.Resolved(baseDir)
 	if err != nil {
 		return err
@@ -250,7 +250,7 @@ func (r *registries) reload(cfg *config.Config, baseDir string) error {
 	r.cfg.Store(cfg)
 	r.resolver.Reset()
 	r.tenantResolver.Reset()
-	r.client.ResetHosts()
+	r.Client.ResetHosts()
 	r.mu.Lock()
 	for _, c := range r.bySecret {
 		c.ResetHosts()
@@ -259,10 +259,10 @@ func (r *registries) reload(cfg *config.Config, baseDir string) error {
 	return nil
 }
 
-// newWebhookHandler builds the registry webhook receiver for the configured
+// NewWebhookHandler builds the registry webhook receiver for the configured
 // sources, or returns nil when none are configured. Pushes refresh the
 // repository at once.
-func newWebhookHandler(cfg config.RegistryWebhook, poller *registry.Poller, reg prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
+func NewWebhookHandler(cfg config.RegistryWebhook, poller *registry.Poller, reg prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
 	if len(cfg.Sources) == 0 {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package main
+package migrate
 
 import (
 	"bytes"
@@ -20,7 +20,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -37,36 +39,38 @@ const (
 // imageUpdatersResource is argocd-image-updater 1.x's custom resource.
 var imageUpdatersResource = schema.GroupVersionResource{Group: "argocd-image-updater.argoproj.io", Version: "v1alpha1", Resource: "imageupdaters"}
 
-// migrateInputs is what `crowsnest migrate` reads of an installation of
+// Inputs is what `crowsnest migrate` reads of an installation of
 // argocd-image-updater and Argo CD Notifications. Secret values are kept
 // in memory for the readers (`$key` references) and never printed.
-type migrateInputs struct {
+type Inputs struct {
 	// source says where the objects came from, for the report.
 	source        string
 	argoNamespace string
 	apps          []*watcher.App
 	projects      []*watcher.Project
 	// configMaps and secrets by "namespace/name".
-	configMaps    map[string]map[string]string
-	secrets       map[string]map[string][]byte
+	ConfigMaps    map[string]map[string]string
+	Secrets       map[string]map[string][]byte
 	imageUpdaters []*unstructured.Unstructured
 }
 
-func newMigrateInputs(source, argoNamespace string) *migrateInputs {
-	return &migrateInputs{source: source, argoNamespace: argoNamespace,
-		configMaps: map[string]map[string]string{}, secrets: map[string]map[string][]byte{}}
+// NewInputs starts an empty read of an installation whose Argo CD lives in
+// argoNamespace; source names where the objects come from, for the report.
+func NewInputs(source, argoNamespace string) *Inputs {
+	return &Inputs{source: source, argoNamespace: argoNamespace,
+		ConfigMaps: map[string]map[string]string{}, Secrets: map[string]map[string][]byte{}}
 }
 
 // configMap returns the data of the ConfigMap name in Argo CD's namespace.
-func (in *migrateInputs) configMap(name string) (map[string]string, bool) {
-	d, ok := in.configMaps[in.argoNamespace+"/"+name]
+func (in *Inputs) configMap(name string) (map[string]string, bool) {
+	d, ok := in.ConfigMaps[in.argoNamespace+"/"+name]
 	return d, ok
 }
 
-// readMigrateDir reads a folder of manifests: Applications and AppProjects
+// ReadDir reads a folder of manifests: Applications and AppProjects
 // through the file source `run --apps-dir` uses, ConfigMaps, Secrets and
 // ImageUpdaters from the same files.
-func readMigrateDir(ctx context.Context, dir, argoNamespace string) (*migrateInputs, error) {
+func ReadDir(ctx context.Context, dir, argoNamespace string) (*Inputs, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -74,12 +78,12 @@ func readMigrateDir(ctx context.Context, dir, argoNamespace string) (*migrateInp
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a folder", dir)
 	}
-	objs, err := readAppsDir(ctx, dir)
+	objs, err := setup.ReadAppsDir(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	in := newMigrateInputs("folder "+dir, argoNamespace)
-	in.apps, in.projects = objs.apps, objs.projects
+	in := NewInputs("folder "+dir, argoNamespace)
+	in.apps, in.projects = objs.Apps, objs.Projects
 	slices.SortFunc(in.projects, func(a, b *watcher.Project) int { return strings.Compare(a.Key(), b.Key()) })
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -100,7 +104,7 @@ func readMigrateDir(ctx context.Context, dir, argoNamespace string) (*migrateInp
 		if err != nil {
 			return err
 		}
-		if err := in.addManifests(data); err != nil {
+		if err := in.AddManifests(data); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		return nil
@@ -114,10 +118,10 @@ func readMigrateDir(ctx context.Context, dir, argoNamespace string) (*migrateInp
 	return in, nil
 }
 
-// addManifests keeps the ConfigMaps, Secrets and ImageUpdaters of a YAML
+// AddManifests keeps the ConfigMaps, Secrets and ImageUpdaters of a YAML
 // or JSON stream (List items included); other kinds are left to the file
 // source or ignored.
-func (in *migrateInputs) addManifests(data []byte) error {
+func (in *Inputs) AddManifests(data []byte) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for i := 1; ; i++ {
 		var obj map[string]any
@@ -133,7 +137,7 @@ func (in *migrateInputs) addManifests(data []byte) error {
 	}
 }
 
-func (in *migrateInputs) addObject(obj map[string]any) error {
+func (in *Inputs) addObject(obj map[string]any) error {
 	if obj == nil {
 		return nil
 	}
@@ -159,13 +163,13 @@ func (in *migrateInputs) addObject(obj map[string]any) error {
 		if err != nil {
 			return fmt.Errorf("reading ConfigMap %s: %w", key, err)
 		}
-		in.configMaps[key] = data
+		in.ConfigMaps[key] = data
 	case u.GetAPIVersion() == "v1" && u.GetKind() == "Secret":
 		data, err := secretData(obj)
 		if err != nil {
 			return fmt.Errorf("reading Secret %s: %w", key, err)
 		}
-		in.secrets[key] = data
+		in.Secrets[key] = data
 	case u.GetKind() == kindImageUpdater && strings.HasPrefix(u.GetAPIVersion(), imageUpdatersResource.Group+"/"):
 		u.SetNamespace(ns)
 		in.imageUpdaters = append(in.imageUpdaters, u)
@@ -197,17 +201,14 @@ func secretData(obj map[string]any) (map[string][]byte, error) {
 	return out, nil
 }
 
-// readMigrateCluster reads the same objects from a cluster, with get and
+// ReadCluster reads the same objects from a cluster, with get and
 // list only: Applications (in appsNamespace, "" for every namespace) and
 // ImageUpdaters (the same; none when their CRD is not installed) through
 // the typed views the daemon uses, and in Argo CD's namespace the
 // AppProjects, argocd-image-updater's and Argo CD Notifications'
-// ConfigMaps and the notifications Secret.
-func readMigrateCluster(ctx context.Context, kubeconfig, argoNamespace, appsNamespace string) (*migrateInputs, error) {
-	rc, err := (&runOptions{kubeconfig: kubeconfig}).restConfig(config.Default())
-	if err != nil {
-		return nil, err
-	}
+// ConfigMaps and the notifications Secret. rc is the client config
+// (setup.RestConfig).
+func ReadCluster(ctx context.Context, rc *rest.Config, argoNamespace, appsNamespace string) (*Inputs, error) {
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
@@ -216,7 +217,7 @@ func readMigrateCluster(ctx context.Context, kubeconfig, argoNamespace, appsName
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
 	}
-	in := newMigrateInputs("cluster "+rc.Host, argoNamespace)
+	in := NewInputs("cluster "+rc.Host, argoNamespace)
 	apps, err := dyn.Resource(watcher.ApplicationsResource).Namespace(appsNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Applications: %w", err)
@@ -245,7 +246,7 @@ func readMigrateCluster(ctx context.Context, kubeconfig, argoNamespace, appsName
 		case err != nil:
 			return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", argoNamespace, name, err)
 		default:
-			in.configMaps[argoNamespace+"/"+name] = cm.Data
+			in.ConfigMaps[argoNamespace+"/"+name] = cm.Data
 		}
 	}
 	s, err := cs.CoreV1().Secrets(argoNamespace).Get(ctx, config.DefaultArgoCDNotificationsSecret, metav1.GetOptions{})
@@ -254,7 +255,7 @@ func readMigrateCluster(ctx context.Context, kubeconfig, argoNamespace, appsName
 	case err != nil:
 		return nil, fmt.Errorf("reading Secret %s/%s: %w", argoNamespace, config.DefaultArgoCDNotificationsSecret, err)
 	default:
-		in.secrets[argoNamespace+"/"+s.Name] = s.Data
+		in.Secrets[argoNamespace+"/"+s.Name] = s.Data
 	}
 	list, err := dyn.Resource(imageUpdatersResource).Namespace(appsNamespace).List(ctx, metav1.ListOptions{})
 	switch {

@@ -1,4 +1,4 @@
-package main
+package configcmd
 
 import (
 	"cmp"
@@ -12,12 +12,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
-func newConfigCommand() *cobra.Command {
+// NewCommand is `crowsnest config` and its subcommand validate.
+func NewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Work with crowsnest config files",
@@ -79,7 +81,7 @@ func problemString(file string, p config.FieldError) string {
 
 // validateConfigFile returns every problem of the config file at path:
 // the schema's and, on what decoded, what run's startup check finds
-// (checkConfig), each located in the file where it can be. The error is
+// (setup.CheckConfig), each located in the file where it can be. The error is
 // for a file that cannot be read.
 func validateConfigFile(path string) ([]config.FieldError, error) {
 	if data, lines, ok := notificationsConfigMap(path); ok {
@@ -93,7 +95,7 @@ func validateConfigFile(path string) ([]config.FieldError, error) {
 	if checked.Config == nil {
 		return problems, nil
 	}
-	for _, err := range flattenErrors(checkConfig(checked.Config, filepath.Dir(path))) {
+	for _, err := range setup.FlattenErrors(setup.CheckConfig(checked.Config, filepath.Dir(path))) {
 		for _, fe := range locateCheckError(err) {
 			if checked.Covers(fe.Path) {
 				continue // the schema problem already says it
@@ -114,23 +116,8 @@ func validateConfigFile(path string) ([]config.FieldError, error) {
 	return problems, nil
 }
 
-// flattenErrors splits errors.Join trees into their leaves.
-func flattenErrors(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flattenErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 var (
-	// checkPathRE finds the field path an error of checkConfig's begins
+	// checkPathRE finds the field path an error of setup.CheckConfig's begins
 	// with ("imagePolicies[0].images[1].tag: ...", "git.signingKey
 	// (file:key): ...").
 	checkPathRE = regexp.MustCompile(`^((?:notifications|imagePolicies|registries|git|syncWindows|watch|controller|tenancy)(?:[.\[][^:\s(]*)?)(?: (\([^)]*\)))?: (.*)$`)
@@ -140,7 +127,7 @@ var (
 	notifyRefRE = regexp.MustCompile(`^((?:defaultTriggers|subscriptions)[^:\s]*): (.*)$`)
 )
 
-// locateCheckError turns one of checkConfig's errors into FieldErrors with
+// locateCheckError turns one of setup.CheckConfig's errors into FieldErrors with
 // the config field path each is about (empty when it names none).
 func locateCheckError(err error) []config.FieldError {
 	var ce *triggers.CompileError

@@ -1,4 +1,4 @@
-package main
+package migrate
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // aiuConfigKeys maps the keys of argocd-image-updater-config that its
 // install turns into `run` flags (environment variables the flags read)
 // to those flags, so a key means what `crowsnest run` makes of the flag
-// (aiuAliasOf, aiuIgnored). registries.conf is read on its own.
+// (cmd/crowsnest's aiuAliasOf, IgnoredAIUFlags). registries.conf is read on its own.
 var aiuConfigKeys = map[string]string{
 	"log.level":                   "loglevel",
 	"git.user":                    "git-commit-user",
@@ -39,8 +39,8 @@ var aiuConfigBreaks = map[string]bool{"git.commit-signing-key": true}
 // readAIUConfig reads argocd-image-updater-config: registries.conf with
 // crowsnest's reader, the other keys through the flags they set. It
 // returns the config that carries over what crowsnest has a field for.
-func (m *migration) readAIUConfig() *migrateConfig {
-	c := &migrateConfig{}
+func (m *migration) readAIUConfig() *proposal {
+	c := &proposal{}
 	data, ok := m.in.configMap(aiuConfigMap)
 	if !ok {
 		return c
@@ -54,7 +54,7 @@ func (m *migration) readAIUConfig() *migrateConfig {
 		}
 		flag, known := aiuConfigKeys[key]
 		if !known {
-			m.differs(migrateFinding{Where: where(key), What: "not read",
+			m.differs(Finding{Where: where(key), What: "not read",
 				Why: "not a key argocd-image-updater's install turns into a setting"})
 			continue
 		}
@@ -64,11 +64,11 @@ func (m *migration) readAIUConfig() *migrateConfig {
 			if lvl == "trace" {
 				lvl = "debug" // as --loglevel=trace does
 			}
-			c.Log = &migrateConfigLog{Level: lvl}
+			c.Log = &proposalLog{Level: lvl}
 			continue
 		case "git.user", "git.email":
 			if c.Git == nil {
-				c.Git = &migrateConfigGit{}
+				c.Git = &proposalGit{}
 			}
 			if key == "git.user" {
 				c.Git.Author.Name = val
@@ -81,8 +81,8 @@ func (m *migration) readAIUConfig() *migrateConfig {
 				continue // crowsnest's way too
 			}
 		}
-		f := migrateFinding{Where: where(key), What: fmt.Sprintf("not read (argocd-image-updater's --%s)", flag),
-			Why: aiuIgnored[flag], Breaks: aiuConfigBreaks[key]}
+		f := Finding{Where: where(key), What: fmt.Sprintf("not read (argocd-image-updater's --%s)", flag),
+			Why: IgnoredAIUFlags[flag], Breaks: aiuConfigBreaks[key]}
 		if f.Breaks {
 			f.What = "commits would not be signed: " + f.What
 			m.cannot(f)
@@ -103,10 +103,10 @@ var confIgnoredWhy = map[string]string{
 // readRegistriesConf reads registries.conf as `registries.confFile`
 // does and carries its entries into the proposed config's registries
 // list (the ConfigMap is argocd-image-updater's, not crowsnest's).
-func (m *migration) readRegistriesConf(c *migrateConfig, where, text string) {
+func (m *migration) readRegistriesConf(c *proposal, where, text string) {
 	list, err := config.ParseRegistriesConf([]byte(text))
 	if err != nil {
-		m.cannot(migrateFinding{Where: where, What: "does not parse, so no registry settings carry over: " + strings.ReplaceAll(err.Error(), "\n", "; "),
+		m.cannot(Finding{Where: where, What: "does not parse, so no registry settings carry over: " + strings.ReplaceAll(err.Error(), "\n", "; "),
 			Why: "crowsnest reads registries.conf strictly (unknown keys and bad values are errors)", Breaks: true})
 		return
 	}
@@ -115,14 +115,14 @@ func (m *migration) readRegistriesConf(c *migrateConfig, where, text string) {
 		Registries []map[string]any `yaml:"registries"`
 	}
 	_ = yaml.Unmarshal([]byte(text), &raw) // it parsed above
-	regs := &migrateConfigRegs{}
+	regs := &proposalRegs{}
 	for i := range list {
 		r := &list[i]
 		name := r.Name
 		if name == "" {
 			name = r.Prefix
 		}
-		e := migrateConfigRegistry{Name: r.Name, Prefix: r.Prefix, APIURL: r.APIURL, Insecure: r.Insecure, CAData: r.CAData,
+		e := proposalRegistry{Name: r.Name, Prefix: r.Prefix, APIURL: r.APIURL, Insecure: r.Insecure, CAData: r.CAData,
 			DefaultNamespace: r.DefaultNamespace, Default: r.Default}
 		if !r.Credentials.IsZero() {
 			e.Credentials = r.Credentials.String()
@@ -136,22 +136,59 @@ func (m *migration) readRegistriesConf(c *migrateConfig, where, text string) {
 		regs.List = append(regs.List, e)
 		at := fmt.Sprintf("%s registries[%d] (%s)", where, i, name)
 		if r.CAFile != "" {
-			m.cannot(migrateFinding{Where: at, What: "ca_file " + r.CAFile + " is a path in argocd-image-updater's pod: not carried over, so TLS to " + r.Prefix + " would fail",
+			m.cannot(Finding{Where: at, What: "ca_file " + r.CAFile + " is a path in argocd-image-updater's pod: not carried over, so TLS to " + r.Prefix + " would fail",
 				Why: "put the certificate in the entry's caData (or mount it and set caFile)", Breaks: true})
 		}
 		if i < len(raw.Registries) {
 			for _, k := range []string{"ping", "tagsortmode"} {
 				if _, set := raw.Registries[i][k]; set {
-					m.differs(migrateFinding{Where: at, What: k + " is accepted and ignored", Why: confIgnoredWhy[k]})
+					m.differs(Finding{Where: at, What: k + " is accepted and ignored", Why: confIgnoredWhy[k]})
 				}
 			}
 		}
 		if strings.Contains(strings.TrimSuffix(config.CanonicalPrefix(r.Prefix), "/"), "/") {
-			m.differs(migrateFinding{Where: at, What: "prefix " + r.Prefix + " has a path: its credentials serve only the images under it",
+			m.differs(Finding{Where: at, What: "prefix " + r.Prefix + " has a path: its credentials serve only the images under it",
 				Why: "connection settings (api_url, insecure, CAs) belong to the host and must agree among the host's entries"})
 		}
 	}
 	if len(regs.List) > 0 {
 		c.Registries = regs
 	}
+}
+
+// IgnoredAIUFlags are argocd-image-updater's `run` flags with no
+// counterpart in crowsnest, and why: `crowsnest run` accepts and reports
+// them at start, `crowsnest migrate` reports the config keys that set them.
+var IgnoredAIUFlags = map[string]string{
+	"metrics-secure":             "crowsnest serves /metrics over plain HTTP; put TLS in front of it",
+	"enable-http2":               "crowsnest's servers follow Go's defaults",
+	"warmup-cache":               "crowsnest always lists every repository once before its first decisions",
+	"disable-kube-events":        "crowsnest always records Events",
+	"git-commit-signing-key":     "set git.signingKey (an ASCII-armored OpenPGP key) in crowsnest's config",
+	"git-commit-signing-method":  "crowsnest signs with OpenPGP (git.signingKey)",
+	"git-commit-sign-off":        "set git.commitMessage with a Signed-off-by line",
+	"git-commit-message-path":    "its template's fields differ; set git.commitMessage in crowsnest's config",
+	"git-commit-method":          "crowsnest commits with Git",
+	"enable-webhook":             "crowsnest serves the webhook receiver when registries.webhook.sources are configured",
+	"webhook-require-secret":     "set each source's secret in registries.webhook.sources",
+	"docker-webhook-secret":      "set the source's secret in registries.webhook.sources",
+	"ghcr-webhook-secret":        "set the source's secret in registries.webhook.sources",
+	"quay-webhook-secret":        "set the source's secret in registries.webhook.sources",
+	"harbor-webhook-secret":      "set the source's secret in registries.webhook.sources",
+	"aliyun-acr-webhook-secret":  "set the source's secret in registries.webhook.sources",
+	"acr-webhook-secret":         "set the source's secret in registries.webhook.sources",
+	"cloudevents-webhook-secret": "set the source's secret in registries.webhook.sources",
+	"webhook-ratelimit-allowed":  "crowsnest paces the polls a webhook causes per registry (registries.webhook)",
+	"disable-tls":                "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
+	"tlsminversion":              "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
+	"tlsmaxversion":              "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
+	"tlsciphers":                 "crowsnest's webhook receiver speaks plain HTTP; put TLS in front of it",
+	"applications-api":           "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-server-addr":         "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-grpc-web":            "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-insecure":            "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-plaintext":           "crowsnest reads Applications through the Kubernetes API only",
+	"argocd-auth-token":          "crowsnest reads Applications through the Kubernetes API only",
+	"disable-kubernetes":         "crowsnest needs the Kubernetes API (or --apps-dir)",
+	"match-application-name":     "select Applications with --selector, or crowsnest's imagePolicies",
 }

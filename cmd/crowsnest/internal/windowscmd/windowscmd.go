@@ -1,4 +1,4 @@
-package main
+package windowscmd
 
 import (
 	"cmp"
@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -18,13 +16,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 )
 
-type windowsOptions struct {
+type options struct {
+	userAgent  string
 	configPath string
 	appsDir    string
 	kubeconfig string
@@ -35,8 +35,9 @@ type windowsOptions struct {
 	output     string
 }
 
-func newWindowsCommand() *cobra.Command {
-	o := &windowsOptions{}
+// NewCommand is `crowsnest windows`; userAgent is its kube client's.
+func NewCommand(userAgent string) *cobra.Command {
+	o := &options{userAgent: userAgent}
 	cmd := &cobra.Command{
 		Use:   "windows",
 		Short: "List sync windows: which are open, when they open and close next, and what they decide",
@@ -67,8 +68,8 @@ at another time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00).`,
 	return cmd
 }
 
-// windowRow is one window as `crowsnest windows` shows it.
-type windowRow struct {
+// Window is one window as `crowsnest windows` shows it.
+type Window struct {
 	Name        string     `json:"name"`
 	Kind        string     `json:"kind"`
 	Schedule    string     `json:"schedule"`
@@ -81,8 +82,8 @@ type windowRow struct {
 	Description string     `json:"description,omitempty"`
 }
 
-// appDecision is one Application's window decision.
-type appDecision struct {
+// AppDecision is one Application's window decision.
+type AppDecision struct {
 	App           string   `json:"app"`
 	SyncAllowed   bool     `json:"syncAllowed"`
 	Reason        string   `json:"reason"`
@@ -93,33 +94,21 @@ type appDecision struct {
 	ActiveWindows []string `json:"activeWindows"`
 }
 
-type windowsReport struct {
+// Report is what `crowsnest windows` shows; -o json prints it as is.
+type Report struct {
 	At       time.Time     `json:"at"`
-	Windows  []windowRow   `json:"windows"`
-	Apps     []appDecision `json:"applications,omitempty"`
+	Windows  []Window      `json:"windows"`
+	Apps     []AppDecision `json:"applications,omitempty"`
 	Problems []string      `json:"problems,omitempty"`
 	// Undecided are the Applications of AppProjects with a window in
 	// Problems: no decision is given for them.
 	Undecided []string `json:"undecided,omitempty"`
 }
 
-func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
-	if o.output != "text" && o.output != "json" {
-		return fmt.Errorf("--output: unsupported value %q, want text or json", o.output)
-	}
-	if o.app != "" && o.appsDir == "" && !o.cluster {
-		return errors.New("--app needs --apps-dir or --cluster")
-	}
-	if o.appsDir != "" && o.cluster {
-		return errors.New("--apps-dir and --cluster exclude each other")
-	}
-	now := time.Now()
-	if o.at != "" {
-		t, err := time.Parse(time.RFC3339, o.at)
-		if err != nil {
-			return fmt.Errorf("--at: want RFC 3339 such as 2026-12-24T18:00:00Z: %w", err)
-		}
-		now = t
+func (o *options) run(ctx context.Context, out io.Writer) error {
+	now, err := o.check()
+	if err != nil {
+		return err
 	}
 	var set windows.Set
 	if o.configPath != "" {
@@ -131,37 +120,12 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 	}
-	rep := windowsReport{At: now, Windows: []windowRow{}}
+	rep := Report{At: now, Windows: []Window{}}
 	var apps []*watcher.App
 	broken := map[string]bool{} // AppProjects with a window that does not compile
 	if o.appsDir != "" || o.cluster {
-		var objs *appsDirObjects
-		var err error
-		if o.cluster {
-			objs, err = o.readCluster(ctx)
-		} else {
-			objs, err = readAppsDir(ctx, o.appsDir)
-		}
-		if err != nil {
+		if set, apps, err = o.readApps(ctx, set, &rep, broken); err != nil {
 			return err
-		}
-		for _, p := range objs.projects {
-			ps, err := windows.FromAppProject(p.Object.Object)
-			if err != nil {
-				// The rest of the project's windows still show, but its
-				// Applications get no decision: Argo CD refuses their
-				// syncs and the daemon holds their write-backs.
-				rep.Problems = append(rep.Problems, err.Error())
-				broken[p.Name] = true
-			}
-			set = append(set, ps...)
-		}
-		apps = objs.apps
-		if o.app != "" {
-			apps = slices.DeleteFunc(apps, func(a *watcher.App) bool { return a.Name != o.app && a.Key() != o.app })
-			if len(apps) == 0 {
-				return fmt.Errorf("--app %s: no such Application", o.app)
-			}
 		}
 	}
 	shown := set
@@ -171,21 +135,7 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 	for _, w := range shown {
 		rep.Windows = append(rep.Windows, rowOf(w, now))
 	}
-	for _, a := range apps {
-		if broken[cmp.Or(a.Project, "default")] {
-			rep.Undecided = append(rep.Undecided, a.Key())
-			continue
-		}
-		ref := controller.WindowRef(a)
-		d := set.Decide(ref, now, false)
-		m := set.Decide(ref, now, true)
-		held := !set.HoldingUpdates().Decide(ref, now, false).Allowed
-		ad := appDecision{App: a.Key(), SyncAllowed: d.Allowed, Reason: string(d.Reason),
-			ManualAllowed: m.Allowed, ManualReason: string(m.Reason), UpdatesHeld: held,
-			Windows: names(d.Matching), ActiveWindows: names(d.Active)}
-		rep.Apps = append(rep.Apps, ad)
-	}
-	var err error
+	decideApps(&rep, set, apps, broken, now)
 	if o.output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -196,19 +146,102 @@ func (o *windowsOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(rep.Problems) > 0 {
-		msg := fmt.Sprintf("%d sync window(s) invalid: %s", len(rep.Problems), strings.Join(rep.Problems, "; "))
-		if len(rep.Undecided) > 0 {
-			msg += fmt.Sprintf("; no decision for %s (their AppProject's windows must be fixed first)", strings.Join(rep.Undecided, ", "))
-		}
-		return errors.New(msg)
-	}
-	return nil
+	return rep.problems()
 }
 
-func rowOf(w *windows.Window, now time.Time) windowRow {
+// check checks the flags and returns the time to evaluate at (--at, or
+// now).
+func (o *options) check() (time.Time, error) {
+	if o.output != "text" && o.output != "json" {
+		return time.Time{}, fmt.Errorf("--output: unsupported value %q, want text or json", o.output)
+	}
+	if o.app != "" && o.appsDir == "" && !o.cluster {
+		return time.Time{}, errors.New("--app needs --apps-dir or --cluster")
+	}
+	if o.appsDir != "" && o.cluster {
+		return time.Time{}, errors.New("--apps-dir and --cluster exclude each other")
+	}
+	now := time.Now()
+	if o.at != "" {
+		t, err := time.Parse(time.RFC3339, o.at)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("--at: want RFC 3339 such as 2026-12-24T18:00:00Z: %w", err)
+		}
+		now = t
+	}
+	return now, nil
+}
+
+// readApps reads the Applications and AppProjects (--cluster or
+// --apps-dir), adds the projects' windows to set, and marks in broken the
+// projects with a window that does not compile (its problem in rep). With
+// --app, only that Application is returned.
+func (o *options) readApps(ctx context.Context, set windows.Set, rep *Report, broken map[string]bool) (windows.Set, []*watcher.App, error) {
+	var objs *setup.AppsDir
+	var err error
+	if o.cluster {
+		objs, err = o.readCluster(ctx)
+	} else {
+		objs, err = setup.ReadAppsDir(ctx, o.appsDir)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range objs.Projects {
+		ps, err := windows.FromAppProject(p.Object.Object)
+		if err != nil {
+			// The rest of the project's windows still show, but its
+			// Applications get no decision: Argo CD refuses their
+			// syncs and the daemon holds their write-backs.
+			rep.Problems = append(rep.Problems, err.Error())
+			broken[p.Name] = true
+		}
+		set = append(set, ps...)
+	}
+	apps := objs.Apps
+	if o.app != "" {
+		apps = slices.DeleteFunc(apps, func(a *watcher.App) bool { return a.Name != o.app && a.Key() != o.app })
+		if len(apps) == 0 {
+			return nil, nil, fmt.Errorf("--app %s: no such Application", o.app)
+		}
+	}
+	return set, apps, nil
+}
+
+// decideApps adds each Application's decision to rep; those of a broken
+// AppProject are undecided.
+func decideApps(rep *Report, set windows.Set, apps []*watcher.App, broken map[string]bool, now time.Time) {
+	for _, a := range apps {
+		if broken[cmp.Or(a.Project, "default")] {
+			rep.Undecided = append(rep.Undecided, a.Key())
+			continue
+		}
+		ref := controller.WindowRef(a)
+		d := set.Decide(ref, now, false)
+		m := set.Decide(ref, now, true)
+		held := !set.HoldingUpdates().Decide(ref, now, false).Allowed
+		ad := AppDecision{App: a.Key(), SyncAllowed: d.Allowed, Reason: string(d.Reason),
+			ManualAllowed: m.Allowed, ManualReason: string(m.Reason), UpdatesHeld: held,
+			Windows: names(d.Matching), ActiveWindows: names(d.Active)}
+		rep.Apps = append(rep.Apps, ad)
+	}
+}
+
+// problems is the command's error when a window is invalid, nil else.
+func (rep *Report) problems() error {
+	if len(rep.Problems) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%d sync window(s) invalid: %s", len(rep.Problems), strings.Join(rep.Problems, "; "))
+	if len(rep.Undecided) > 0 {
+		msg += fmt.Sprintf("; no decision for %s (their AppProject's windows must be fixed first)", strings.Join(rep.Undecided, ", "))
+	}
+	return errors.New(msg)
+}
+
+func rowOf(w *windows.Window, now time.Time) Window {
 	sp := w.Spec()
-	r := windowRow{
+	r := Window{
 		Name: w.Name(), Kind: string(w.Kind()), Schedule: sp.Schedule, Duration: w.Duration().String(),
 		TimeZone: w.Location().String(), Active: w.Active(now), HoldsImages: w.HoldsImageUpdates(),
 		Description: w.Description(),
@@ -230,7 +263,7 @@ func names(s windows.Set) []string {
 	return out
 }
 
-func printWindows(out io.Writer, rep *windowsReport) error {
+func printWindows(out io.Writer, rep *Report) error {
 	fmt.Fprintf(out, "at %s\n\n", rep.At.Format(time.RFC3339))
 	if len(rep.Windows) == 0 {
 		fmt.Fprintln(out, "no sync windows")
@@ -302,64 +335,10 @@ func inZone(t *time.Time, zone string) string {
 	return l.Format(day+" "+clock+" MST") + " (" + utc + ")"
 }
 
-// appsDirObjects is what one read of an apps folder holds.
-type appsDirObjects struct {
-	mu       sync.Mutex
-	apps     []*watcher.App
-	projects []*watcher.Project
-}
-
-func (o *appsDirObjects) OnAppEvent(ev watcher.AppEvent) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ev.New != nil {
-		o.apps = append(o.apps, ev.New)
-	}
-}
-
-func (o *appsDirObjects) OnProjectEvent(ev watcher.ProjectEvent) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ev.New != nil {
-		o.projects = append(o.projects, ev.New)
-	}
-}
-
-// readAppsDir reads the folder once with the file source, the same code
-// `run --apps-dir` uses.
-func readAppsDir(ctx context.Context, dir string) (*appsDirObjects, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	objs := &appsDirObjects{}
-	src := &watcher.FileSource{Dir: dir, Log: slog.New(slog.DiscardHandler)}
-	done := make(chan error, 1)
-	go func() { done <- src.Start(ctx, objs) }()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !src.Synced() {
-		select {
-		case err := <-done:
-			if err == nil {
-				err = ctx.Err()
-			}
-			return nil, err
-		case <-tick.C:
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		return nil, err
-	}
-	objs.mu.Lock()
-	defer objs.mu.Unlock()
-	slices.SortFunc(objs.apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
-	return objs, nil
-}
-
 // readCluster lists Applications and AppProjects with the same typed views
 // the daemon uses.
-func (o *windowsOptions) readCluster(ctx context.Context) (*appsDirObjects, error) {
-	rc, err := (&runOptions{kubeconfig: o.kubeconfig}).restConfig(config.Default())
+func (o *options) readCluster(ctx context.Context) (*setup.AppsDir, error) {
+	rc, err := setup.RestConfig(o.kubeconfig, config.Default(), o.userAgent)
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +346,7 @@ func (o *windowsOptions) readCluster(ctx context.Context) (*appsDirObjects, erro
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
 	}
-	objs := &appsDirObjects{}
+	objs := &setup.AppsDir{}
 	list, err := dyn.Resource(watcher.ApplicationsResource).Namespace(o.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Applications: %w", err)
@@ -377,15 +356,15 @@ func (o *windowsOptions) readCluster(ctx context.Context) (*appsDirObjects, erro
 		if err != nil {
 			return nil, err
 		}
-		objs.apps = append(objs.apps, a)
+		objs.Apps = append(objs.Apps, a)
 	}
 	projects, err := dyn.Resource(watcher.AppProjectsResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing AppProjects: %w", err)
 	}
 	for i := range projects.Items {
-		objs.projects = append(objs.projects, watcher.ProjectFromObject(&projects.Items[i]))
+		objs.Projects = append(objs.Projects, watcher.ProjectFromObject(&projects.Items[i]))
 	}
-	slices.SortFunc(objs.apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
+	slices.SortFunc(objs.Apps, func(a, b *watcher.App) int { return strings.Compare(a.Key(), b.Key()) })
 	return objs, nil
 }

@@ -1,4 +1,4 @@
-package main
+package migrate
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"text/tabwriter"
 )
 
-// printMigrateReport writes the report for people: per Application what
+// WriteText writes the report for people: per Application what
 // crowsnest manages, then what it reads differently and cannot do, the
 // summary, and the install. "!" marks what would stop working.
-func printMigrateReport(w io.Writer, rep *migrateReport) error {
+func WriteText(w io.Writer, rep *Report) error {
 	p := &textPrinter{w: w}
 	p.f("crowsnest migrate: %s, Argo CD namespace %s\n", rep.Source, rep.ArgoCDNamespace)
 	p.f("\nRead\n")
@@ -57,7 +57,7 @@ func printMigrateReport(w io.Writer, rep *migrateReport) error {
 	for _, c := range rep.Install.Commands {
 		p.f("%s\n", c)
 	}
-	p.f("\nRBAC of crowsnest's ServiceAccount (%s/%s)\n", migrateNamespace, migrateRelease)
+	p.f("\nRBAC of crowsnest's ServiceAccount (%s/%s)\n", installNamespace, helmRelease)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  WHERE\tRESOURCES\tVERBS\tGRANTED BY\tWHY")
 	for _, r := range rep.Install.RBAC {
@@ -85,7 +85,7 @@ func (p *textPrinter) f(format string, args ...any) {
 	}
 }
 
-func (p *textPrinter) findings(fs []migrateFinding, indent string) {
+func (p *textPrinter) findings(fs []Finding, indent string) {
 	if len(fs) == 0 {
 		p.f("%snothing\n", indent)
 	}
@@ -101,7 +101,7 @@ func (p *textPrinter) findings(fs []migrateFinding, indent string) {
 	}
 }
 
-func (p *textPrinter) app(a *migrateApp) {
+func (p *textPrinter) app(a *App) {
 	p.f("\n  %s (project %s)\n", a.App, a.Project)
 	if im := a.Images; im == nil {
 		p.f("    images: none (no argocd-image-updater annotations, no matching image policy)\n")

@@ -1,4 +1,4 @@
-package main
+package migrate
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ import (
 // crowsnest in the crowsnest namespace (its ServiceAccount is then
 // crowsnest/crowsnest).
 const (
-	migrateRelease   = "crowsnest"
-	migrateNamespace = "crowsnest"
-	migrateValues    = "crowsnest-values.yaml"
+	helmRelease      = "crowsnest"
+	installNamespace = "crowsnest"
+	valuesFile       = "crowsnest-values.yaml"
 )
 
 // install writes the commands and the RBAC crowsnest needs for what was
@@ -24,35 +24,83 @@ const (
 func (m *migration) install() {
 	ins := &m.rep.Install
 	helm := fmt.Sprintf("helm install %s charts/crowsnest --namespace %s --create-namespace --set argocdNamespace=%s",
-		migrateRelease, migrateNamespace, m.in.argoNamespace)
+		helmRelease, installNamespace, m.in.argoNamespace)
 	if m.cfgPath != "" {
 		ins.Commands = append(ins.Commands, helm+" --set-file config="+m.cfgPath)
 	} else {
 		ins.Commands = append(ins.Commands,
-			"cat > "+migrateValues+" <<'EOF'\n"+ins.Values+"EOF",
-			helm+" -f "+migrateValues)
+			"cat > "+valuesFile+" <<'EOF'\n"+ins.Values+"EOF",
+			helm+" -f "+valuesFile)
 	}
-	argo := "namespace " + m.in.argoNamespace
-	ins.RBAC = []migrateRBAC{
+	ins.RBAC = baseRBAC()
+	m.argoRBAC(ins)
+	extra := m.extraRBAC(ins)
+	if extra != "" {
+		ins.ExtraRBAC = extra
+		ins.Commands = append(ins.Commands, "kubectl apply -f - <<'EOF'\n"+ins.ExtraRBAC+"EOF")
+	}
+}
+
+// baseRBAC is what crowsnest needs whatever was found.
+func baseRBAC() []RBAC {
+	return []RBAC{
 		{Where: "cluster", Resources: "applications (argoproj.io)", Verbs: "get, list, watch, patch", Chart: true,
 			Why: "watch Applications; patch only the fields crowsnest owns (images, Helm parameters, the refresh annotation after a commit)"},
 		{Where: "cluster", Resources: "appprojects (argoproj.io)", Verbs: "list, watch", Chart: true,
 			Why: "sync windows, sourceRepos and subscription annotations"},
 		{Where: "cluster", Resources: "events", Verbs: "create, patch", Chart: true,
 			Why: "ImagesUpdated, ImageUpdateHeld, InvalidAnnotation ... Events on Applications"},
-		{Where: "namespace " + migrateNamespace, Resources: "configmaps", Verbs: "get, create, update", Chart: true,
+		{Where: "namespace " + installNamespace, Resources: "configmaps", Verbs: "get, create, update", Chart: true,
 			Why: "notification state and outbox"},
 	}
-	git, argoSecrets := false, false
+}
+
+// argoRBAC adds what crowsnest needs in Argo CD's namespace: Secrets (Git
+// credentials, pull secrets, the notifications Secret), SSH known hosts
+// and the notifications ConfigMap.
+func (m *migration) argoRBAC(ins *Install) {
+	git := m.usesGit()
+	argo := "namespace " + m.in.argoNamespace
+	var why []string
+	if git {
+		why = append(why, "Git write-back credentials (Argo CD's repository Secrets, found by label)")
+	}
+	if m.argoPullSecrets() {
+		why = append(why, "pull secrets named by registries and annotations")
+	}
+	ref := m.cfg.Notifications.ArgoCDConfigMap
+	if ref.Name != "" {
+		why = append(why, "the notifications Secret "+ref.Secret)
+	}
+	if len(why) > 0 {
+		ins.RBAC = append(ins.RBAC, RBAC{Where: argo, Resources: "secrets", Verbs: "get, list", Chart: true, Why: strings.Join(why, "; ")})
+	}
+	if git {
+		ins.RBAC = append(ins.RBAC, RBAC{Where: argo, Resources: "configmaps argocd-ssh-known-hosts-cm", Verbs: "get", Chart: true,
+			Why: "SSH host keys Git write-back trusts"})
+	}
+	if ref.Name != "" {
+		ins.RBAC = append(ins.RBAC, RBAC{Where: "namespace " + m.in.argoNamespace, Resources: "configmaps " + ref.Name, Verbs: "get",
+			Chart: ref.Name == config.DefaultArgoCDNotificationsConfigMap && (ref.Namespace == "" || ref.Namespace == m.in.argoNamespace),
+			Why:   "the Argo CD Notifications ConfigMap"})
+	}
+}
+
+// usesGit reports whether an Application writes back to Git.
+func (m *migration) usesGit() bool {
+	git := false
 	for i := range m.rep.Applications {
 		if im := m.rep.Applications[i].Images; im != nil && im.WriteBack == string(imageupdate.MethodGit) {
 			git = true
 		}
 	}
-	var why []string
-	if git {
-		why = append(why, "Git write-back credentials (Argo CD's repository Secrets, found by label)")
-	}
+	return git
+}
+
+// argoPullSecrets reports whether the registries or an image name a pull
+// secret in Argo CD's namespace.
+func (m *migration) argoPullSecrets() bool {
+	argoSecrets := false
 	for i := range m.cfg.Registries.List {
 		if r := m.cfg.Registries.List[i].Credentials; isSecretRef(r) && r.Namespace == m.in.argoNamespace {
 			argoSecrets = true
@@ -67,31 +115,18 @@ func (m *migration) install() {
 			}
 		}
 	}
-	if argoSecrets {
-		why = append(why, "pull secrets named by registries and annotations")
-	}
-	ref := m.cfg.Notifications.ArgoCDConfigMap
-	if ref.Name != "" {
-		why = append(why, "the notifications Secret "+ref.Secret)
-	}
-	if len(why) > 0 {
-		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: argo, Resources: "secrets", Verbs: "get, list", Chart: true, Why: strings.Join(why, "; ")})
-	}
-	if git {
-		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: argo, Resources: "configmaps argocd-ssh-known-hosts-cm", Verbs: "get", Chart: true,
-			Why: "SSH host keys Git write-back trusts"})
-	}
-	if ref.Name != "" {
-		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: "namespace " + m.in.argoNamespace, Resources: "configmaps " + ref.Name, Verbs: "get",
-			Chart: ref.Name == config.DefaultArgoCDNotificationsConfigMap && (ref.Namespace == "" || ref.Namespace == m.in.argoNamespace),
-			Why:   "the Argo CD Notifications ConfigMap"})
-	}
+	return argoSecrets
+}
+
+// extraRBAC adds what the chart does not grant (ImageUpdaters, Secrets in
+// other namespaces) and returns the manifests that grant it ("" if none).
+func (m *migration) extraRBAC(ins *Install) string {
 	var extra strings.Builder
 	if len(m.in.imageUpdaters) > 0 {
 		ins.RBAC = append(ins.RBAC,
-			migrateRBAC{Where: "cluster", Resources: "imageupdaters (argocd-image-updater.argoproj.io)", Verbs: "get, list, watch",
+			RBAC{Where: "cluster", Resources: "imageupdaters (argocd-image-updater.argoproj.io)", Verbs: "get, list, watch",
 				Why: "the ImageUpdater resources found (run --imageupdater-resources=auto reads them when it may)"},
-			migrateRBAC{Where: "cluster", Resources: "imageupdaters/status (argocd-image-updater.argoproj.io)", Verbs: "update",
+			RBAC{Where: "cluster", Resources: "imageupdaters/status (argocd-image-updater.argoproj.io)", Verbs: "update",
 				Why: "their status, as argocd-image-updater wrote it"})
 		fmt.Fprintf(&extra, `---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -107,10 +142,10 @@ metadata: {name: %[1]s-imageupdaters}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s-imageupdaters}
 subjects:
   - {kind: ServiceAccount, name: %[1]s, namespace: %[2]s}
-`, migrateRelease, migrateNamespace)
+`, helmRelease, installNamespace)
 	}
 	for _, ns := range slices.Sorted(maps.Keys(m.secretNamespaces)) {
-		ins.RBAC = append(ins.RBAC, migrateRBAC{Where: "namespace " + ns, Resources: "secrets", Verbs: "get",
+		ins.RBAC = append(ins.RBAC, RBAC{Where: "namespace " + ns, Resources: "secrets", Verbs: "get",
 			Why: "Secrets named by " + strings.Join(m.secretNamespaces[ns], ", ")})
 		fmt.Fprintf(&extra, `---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -125,12 +160,9 @@ metadata: {name: %[1]s-secrets, namespace: %[2]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s-secrets}
 subjects:
   - {kind: ServiceAccount, name: %[1]s, namespace: %[3]s}
-`, migrateRelease, ns, migrateNamespace)
+`, helmRelease, ns, installNamespace)
 	}
-	if extra.Len() > 0 {
-		ins.ExtraRBAC = extra.String()
-		ins.Commands = append(ins.Commands, "kubectl apply -f - <<'EOF'\n"+ins.ExtraRBAC+"EOF")
-	}
+	return extra.String()
 }
 
 func isSecretRef(r config.CredentialRef) bool {

@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
-// newGitWriter builds the Git writer from the config's git section: author,
+// NewGitWriter builds the Git writer from the config's git section: author,
 // commit message template, signing key and the Git servers' CAs (read
 // once, at start).
-func newGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSource, metrics *gitwb.Metrics, log *slog.Logger) (*gitwb.Writer, error) {
+func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSource, metrics *gitwb.Metrics, log *slog.Logger) (*gitwb.Writer, error) {
 	w := &gitwb.Writer{
 		CacheDir:    cacheDir,
 		Credentials: creds,

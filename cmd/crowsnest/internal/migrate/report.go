@@ -1,25 +1,25 @@
-package main
+package migrate
 
-// migrateReport is what `crowsnest migrate` finds: per Application what
+// Report is what `crowsnest migrate` finds: per Application what
 // crowsnest will manage and how, what it reads differently from
 // argocd-image-updater and Argo CD Notifications, what it cannot do, and
 // the install that carries the installation over. Its JSON form is
 // `-o json`; the text form is printReport's.
-type migrateReport struct {
+type Report struct {
 	Source          string `json:"source"`
 	ArgoCDNamespace string `json:"argocdNamespace"`
 	// Read lists the objects read (Secrets by key name only).
-	Read         []string          `json:"read"`
-	Applications []migrateApp      `json:"applications"`
-	Updaters     []migrateUpdater  `json:"imageUpdaters,omitempty"`
-	Differs      []migrateFinding  `json:"readDifferently"`
-	Cannot       []migrateFinding  `json:"cannotDo"`
-	Summary      migrateSummary    `json:"summary"`
-	Install      migrateInstallRep `json:"install"`
+	Read         []string  `json:"read"`
+	Applications []App     `json:"applications"`
+	Updaters     []Updater `json:"imageUpdaters,omitempty"`
+	Differs      []Finding `json:"readDifferently"`
+	Cannot       []Finding `json:"cannotDo"`
+	Summary      Summary   `json:"summary"`
+	Install      Install   `json:"install"`
 }
 
-// migrateFinding is one thing crowsnest reads differently or cannot do.
-type migrateFinding struct {
+// Finding is one thing crowsnest reads differently or cannot do.
+type Finding struct {
 	// Where names the object and key or annotation.
 	Where string `json:"where"`
 	What  string `json:"what"`
@@ -28,31 +28,31 @@ type migrateFinding struct {
 	Breaks bool `json:"breaks"`
 }
 
-// migrateApp is one Application.
-type migrateApp struct {
+// App is one Application.
+type App struct {
 	App     string `json:"app"`
 	Project string `json:"project"`
 	// Images is nil when crowsnest updates no image of the Application.
-	Images        *migrateImages        `json:"images,omitempty"`
-	Notifications []migrateSubscription `json:"notifications,omitempty"`
-	Windows       []migrateWindow       `json:"syncWindows,omitempty"`
-	Differs       []migrateFinding      `json:"readDifferently,omitempty"`
-	Cannot        []migrateFinding      `json:"cannotDo,omitempty"`
+	Images        *Images        `json:"images,omitempty"`
+	Notifications []Subscription `json:"notifications,omitempty"`
+	Windows       []Window       `json:"syncWindows,omitempty"`
+	Differs       []Finding      `json:"readDifferently,omitempty"`
+	Cannot        []Finding      `json:"cannotDo,omitempty"`
 }
 
-// migrateImages is how crowsnest updates one Application's images.
-type migrateImages struct {
+// Images is how crowsnest updates one Application's images.
+type Images struct {
 	// From is "annotations", "image policy <name>" or the ImageUpdater
 	// and applicationRef that select the Application.
 	From string `json:"from"`
 	// WriteBack is "argocd", "git", or "" when nothing can be written.
-	WriteBack string         `json:"writeBack"`
-	Target    string         `json:"target,omitempty"`
-	Images    []migrateImage `json:"images"`
+	WriteBack string  `json:"writeBack"`
+	Target    string  `json:"target,omitempty"`
+	Images    []Image `json:"images"`
 }
 
-// migrateImage is one image crowsnest keeps up to date.
-type migrateImage struct {
+// Image is one image crowsnest keeps up to date.
+type Image struct {
 	Alias      string   `json:"alias"`
 	Image      string   `json:"image"`
 	Strategy   string   `json:"strategy"`
@@ -68,17 +68,17 @@ type migrateImage struct {
 	Note string `json:"note,omitempty"`
 }
 
-// Subscription statuses.
+// Subscription statuses: Subscription.Status.
 const (
-	subDelivers    = "delivers"
-	subUnsupported = "service not supported"
-	subBroken      = "service cannot be built"
-	subUnknownSvc  = "no such service"
-	subUnknownTrig = "no such trigger"
+	StatusDelivers       = "delivers"
+	StatusUnsupported    = "service not supported"
+	StatusBroken         = "service cannot be built"
+	StatusUnknownService = "no such service"
+	StatusUnknownTrigger = "no such trigger"
 )
 
-// migrateSubscription is one trigger's destination for one Application.
-type migrateSubscription struct {
+// Subscription is one trigger's destination for one Application.
+type Subscription struct {
 	Trigger   string `json:"trigger"`
 	Service   string `json:"service"`
 	Recipient string `json:"recipient,omitempty"`
@@ -87,8 +87,8 @@ type migrateSubscription struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// migrateWindow is one sync window that matches an Application.
-type migrateWindow struct {
+// Window is one sync window that matches an Application.
+type Window struct {
 	Name        string `json:"name"`
 	Kind        string `json:"kind"`
 	Schedule    string `json:"schedule"`
@@ -97,8 +97,8 @@ type migrateWindow struct {
 	HoldsImages bool   `json:"holdsImageUpdates"`
 }
 
-// migrateUpdater is one argocd-image-updater 1.x ImageUpdater resource.
-type migrateUpdater struct {
+// Updater is one argocd-image-updater 1.x ImageUpdater resource.
+type Updater struct {
 	Name string `json:"name"`
 	// Analysed is false when it cannot be read.
 	Analysed bool `json:"analysed"`
@@ -106,8 +106,8 @@ type migrateUpdater struct {
 	Apps []string `json:"applications,omitempty"`
 }
 
-// migrateSummary counts what was found; ExitCode is the command's.
-type migrateSummary struct {
+// Summary counts what was found; ExitCode is the command's.
+type Summary struct {
 	Applications  int `json:"applications"`
 	ImagesManaged int `json:"applicationsWithImages"`
 	Subscriptions int `json:"deliveringSubscriptions"`
@@ -118,21 +118,21 @@ type migrateSummary struct {
 	ExitCode int      `json:"exitCode"`
 }
 
-// migrateInstallRep is the install that carries the installation over.
-type migrateInstallRep struct {
+// Install is the install that carries the installation over.
+type Install struct {
 	// Values is the Helm values file (crowsnest's config) the install
 	// uses; empty with --config (the file is passed as it is).
 	Values string `json:"values,omitempty"`
 	// Commands install crowsnest, in order.
 	Commands []string `json:"commands"`
 	// RBAC is what crowsnest's ServiceAccount needs for what was found.
-	RBAC []migrateRBAC `json:"rbac"`
+	RBAC []RBAC `json:"rbac"`
 	// ExtraRBAC holds Roles beyond the chart's (YAML), or "".
 	ExtraRBAC string `json:"extraRBAC,omitempty"`
 }
 
-// migrateRBAC is one RBAC rule and why it is needed.
-type migrateRBAC struct {
+// RBAC is one RBAC rule and why it is needed.
+type RBAC struct {
 	Where     string `json:"where"`
 	Resources string `json:"resources"`
 	Verbs     string `json:"verbs"`

@@ -1,4 +1,4 @@
-package main
+package windowscmd
 
 import (
 	"testing"

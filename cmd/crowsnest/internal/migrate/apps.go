@@ -1,4 +1,4 @@
-package main
+package migrate
 
 import (
 	"cmp"
@@ -16,13 +16,13 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// migrateNewTag is the tag the write-back decision is asked to write, to
+// probeTag is the tag the write-back decision is asked to write, to
 // see where it would go; it never reaches the report.
-const migrateNewTag = "0.0.0-crowsnest-migrate"
+const probeTag = "0.0.0-crowsnest-migrate"
 
 // analyzeApp reports one Application as the daemon would handle it.
-func (m *migration) analyzeApp(app *watcher.App) migrateApp {
-	ma := migrateApp{App: app.Key(), Project: cmp.Or(app.Project, "default")}
+func (m *migration) analyzeApp(app *watcher.App) App {
+	ma := App{App: app.Key(), Project: cmp.Or(app.Project, "default")}
 	proj := m.projectOf(app)
 	m.appImages(app, &ma)
 	m.appNotifications(app, proj, &ma)
@@ -33,7 +33,7 @@ func (m *migration) analyzeApp(app *watcher.App) migrateApp {
 // appImages reads the Application's images as ImageReconciler.Reconcile
 // does: annotations first, else a matching image policy, then the
 // registries' name completion and the tenancy rules.
-func (m *migration) appImages(app *watcher.App, ma *migrateApp) {
+func (m *migration) appImages(app *watcher.App, ma *App) {
 	spec, errs := imageupdate.FromAnnotations(app.Annotations)
 	from, ownAnnotations := "", true
 	if s, e, ref, ok := m.updaterSpec(app, ma); ok {
@@ -45,18 +45,18 @@ func (m *migration) appImages(app *watcher.App, ma *migrateApp) {
 		}
 	} else if ps, name := m.policies.Match(app); ps != nil {
 		if err := m.tenancy.AdmitsPolicy(app); err != nil {
-			ma.Cannot = append(ma.Cannot, migrateFinding{Where: "image policy " + name, What: "not applied: " + err.Error(), Breaks: spec == nil})
+			ma.Cannot = append(ma.Cannot, Finding{Where: "image policy " + name, What: "not applied: " + err.Error(), Breaks: spec == nil})
 		} else if spec == nil {
 			spec, from = ps, "image policy "+name
 		} else {
-			ma.Differs = append(ma.Differs, migrateFinding{Where: "image policy " + name,
+			ma.Differs = append(ma.Differs, Finding{Where: "image policy " + name,
 				What: "matches, but the Application's annotations win", Why: "annotations are the Application owner's explicit word"})
 		}
 	}
 	if spec == nil {
 		return
 	}
-	errs = append(errs, spec.Qualify(m.regs.qualify)...)
+	errs = append(errs, spec.Qualify(m.regs.Qualify)...)
 	errs = append(errs, m.tenancy.CheckAnnotations(app, spec)...)
 	seen := map[string]bool{} // an app-wide key's problem repeats per image
 	for _, err := range errs {
@@ -64,7 +64,7 @@ func (m *migration) appImages(app *watcher.App, ma *migrateApp) {
 			continue
 		}
 		seen[err.Error()] = true
-		f := migrateFinding{Where: "annotations", What: err.Error()}
+		f := Finding{Where: "annotations", What: err.Error()}
 		var ae *imageupdate.AnnotationError
 		if errors.As(err, &ae) {
 			f.Where, f.What = ae.Key, ae.Msg
@@ -77,26 +77,26 @@ func (m *migration) appImages(app *watcher.App, ma *migrateApp) {
 		}
 		ma.Differs = append(ma.Differs, f)
 	}
-	mi := &migrateImages{From: cmp.Or(from, spec.Source), WriteBack: string(spec.WriteBack.Method)}
+	mi := &Images{From: cmp.Or(from, spec.Source), WriteBack: string(spec.WriteBack.Method)}
 	if ownAnnotations && spec.Source == imageupdate.SourceAnnotations {
 		for _, dropped := range droppedImages(app.Annotations[imageUpdateListKey], spec) {
-			ma.Cannot = append(ma.Cannot, migrateFinding{Where: imageupdate.Prefix + imageupdate.KeyImageList,
+			ma.Cannot = append(ma.Cannot, Finding{Where: imageupdate.Prefix + imageupdate.KeyImageList,
 				What: "image " + dropped + " would not be updated (see the problems above)", Breaks: true})
 		}
 	}
 	if spec.WriteBack.Method == "" && len(spec.Images) > 0 {
-		ma.Cannot = append(ma.Cannot, migrateFinding{Where: "write-back", What: "nothing would be written: the write-back settings are invalid (see above)", Breaks: true})
+		ma.Cannot = append(ma.Cannot, Finding{Where: "write-back", What: "nothing would be written: the write-back settings are invalid (see above)", Breaks: true})
 	}
 	target, err := m.writeTarget(app, spec)
 	if err != nil {
-		ma.Cannot = append(ma.Cannot, migrateFinding{Where: "write-back", What: "nothing would be written: " + err.Error(),
+		ma.Cannot = append(ma.Cannot, Finding{Where: "write-back", What: "nothing would be written: " + err.Error(),
 			Why: "Git write-back pushes only to repositories the Application's AppProject sourceRepos (or tenancy.gitRepositories) permit", Breaks: true})
 	}
 	mi.Target = target
 	writes, notes := imageWrites(app, spec)
 	for i := range spec.Images {
 		img := &spec.Images[i]
-		mi.Images = append(mi.Images, migrateImage{
+		mi.Images = append(mi.Images, Image{
 			Alias: img.Alias, Image: img.Ref.Repo(), Strategy: string(policyStrategy(img)), Constraint: img.Policy.Constraint,
 			AllowTags: img.Policy.AllowTags, IgnoreTags: img.Policy.IgnoreTags, Platforms: img.Policy.Platforms,
 			PullSecret: img.PullSecret, Writes: writes[img.Alias], Note: notes[img.Alias],
@@ -154,7 +154,7 @@ func imageWrites(app *watcher.App, spec *imageupdate.Spec) (writes, notes map[st
 	forced.Images = slices.Clone(spec.Images)
 	for i := range forced.Images {
 		forced.Images[i].ForceUpdate = true
-		results[forced.Images[i].Alias] = imageupdate.Selection{Result: policy.Result{Tag: migrateNewTag}}
+		results[forced.Images[i].Alias] = imageupdate.Selection{Result: policy.Result{Tag: probeTag}}
 	}
 	for _, s := range imageupdate.Decide(app, spec, results, imageupdate.Hold{}).Skipped {
 		if s.Reason == imageupdate.ReasonNotDeployed || s.Reason == imageupdate.ReasonNoSource {
@@ -227,18 +227,18 @@ func (m *migration) writeTarget(app *watcher.App, spec *imageupdate.Spec) (strin
 }
 
 // appWindows lists the sync windows that match the Application.
-func (m *migration) appWindows(app *watcher.App, ma *migrateApp) {
+func (m *migration) appWindows(app *watcher.App, ma *App) {
 	if err, broken := m.brokenProjects[ma.Project]; broken {
-		ma.Cannot = append(ma.Cannot, migrateFinding{Where: "AppProject " + ma.Project + " syncWindows",
+		ma.Cannot = append(ma.Cannot, Finding{Where: "AppProject " + ma.Project + " syncWindows",
 			What: "do not compile, so image write-backs are held until they are fixed: " + err.Error(),
 			Why:  "Argo CD refuses the project's syncs too; crowsnest does not act on a partial set", Breaks: ma.Images != nil})
 	}
 	for _, w := range m.windows.Matching(controller.WindowRef(app)) {
 		sp := w.Spec()
-		ma.Windows = append(ma.Windows, migrateWindow{Name: w.Name(), Kind: string(w.Kind()), Schedule: sp.Schedule,
+		ma.Windows = append(ma.Windows, Window{Name: w.Name(), Kind: string(w.Kind()), Schedule: sp.Schedule,
 			Duration: w.Duration().String(), TimeZone: w.Location().String(), HoldsImages: w.HoldsImageUpdates()})
 		if w.HoldsImageUpdates() && ma.Images != nil {
-			ma.Differs = append(ma.Differs, migrateFinding{Where: "sync window " + w.Name(),
+			ma.Differs = append(ma.Differs, Finding{Where: "sync window " + w.Name(),
 				What: "image write-backs are held while it keeps syncs from running (an active deny window, or outside every allow window), and written after",
 				Why:  "argocd-image-updater writes regardless of windows; Argo CD only stops the sync"})
 		}
@@ -248,7 +248,7 @@ func (m *migration) appWindows(app *watcher.App, ma *migrateApp) {
 // windowFindings adds the installation-wide sync window findings.
 func (m *migration) windowFindings() {
 	for _, name := range slices.Sorted(maps.Keys(m.brokenProjects)) {
-		m.cannot(migrateFinding{Where: "AppProject " + name + " syncWindows", What: "do not compile: " + m.brokenProjects[name].Error(),
+		m.cannot(Finding{Where: "AppProject " + name + " syncWindows", What: "do not compile: " + m.brokenProjects[name].Error(),
 			Why: "its Applications' image write-backs are held until fixed"})
 	}
 }
@@ -258,7 +258,7 @@ func (m *migration) summarize() {
 	s := &m.rep.Summary
 	s.Applications = len(m.rep.Applications)
 	s.Breaks = []string{}
-	add := func(prefix string, fs []migrateFinding) {
+	add := func(prefix string, fs []Finding) {
 		for _, f := range fs {
 			if f.Breaks {
 				s.Breaks = append(s.Breaks, prefix+f.Where+": "+f.What)
@@ -271,7 +271,7 @@ func (m *migration) summarize() {
 			s.ImagesManaged++
 		}
 		for _, sub := range a.Notifications {
-			if sub.Status == subDelivers {
+			if sub.Status == StatusDelivers {
 				s.Subscriptions++
 			}
 		}

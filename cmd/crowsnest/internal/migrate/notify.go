@@ -1,13 +1,12 @@
-package main
+package migrate
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
@@ -15,10 +14,10 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// migrateNotify is the notifications the daemon would run: the config's
+// notifications is the notifications the daemon would run: the config's
 // and the argocd-notifications-cm it names, merged and compiled by the
 // same code as Notifier.Apply, and the services built by run's builder.
-type migrateNotify struct {
+type notifications struct {
 	set      *triggers.Set // nil: notifications would not start
 	resolver *triggers.Resolver
 	// built are the services that build; broken the ones that do not,
@@ -39,8 +38,8 @@ type migrateNotify struct {
 
 // buildNotify reads and compiles the notifications; what stops them is
 // recorded as findings.
-func (m *migration) buildNotify() *migrateNotify {
-	mn := &migrateNotify{built: map[string]bool{}, broken: map[string]string{}, unsupported: map[string]string{},
+func (m *migration) buildNotify() *notifications {
+	mn := &notifications{built: map[string]bool{}, broken: map[string]string{}, unsupported: map[string]string{},
 		templateNotes: map[string][]string{}, usedUnsupported: map[string][]string{}}
 	n := m.cfg.Notifications
 	n.Services = maps.Clone(n.Services)
@@ -49,28 +48,28 @@ func (m *migration) buildNotify() *migrateNotify {
 	if ref.Name != "" {
 		ns := cmp.Or(ref.Namespace, m.in.argoNamespace)
 		mn.cmWhere = "ConfigMap " + ns + "/" + ref.Name
-		secret = m.in.secrets[ns+"/"+ref.Secret]
-		data, ok := m.in.configMaps[ns+"/"+ref.Name]
+		secret = m.in.Secrets[ns+"/"+ref.Secret]
+		data, ok := m.in.ConfigMaps[ns+"/"+ref.Name]
 		if !ok {
-			m.cannot(migrateFinding{Where: mn.cmWhere, What: "not found: crowsnest would not start its notifications", Breaks: true})
+			m.cannot(Finding{Where: mn.cmWhere, What: "not found: crowsnest would not start its notifications", Breaks: true})
 			return mn
 		}
 		parsed, err := config.ParseArgoCDConfigMap(data, secret)
 		if err != nil {
-			m.cannot(migrateFinding{Where: mn.cmWhere, What: "does not parse, so crowsnest would not start: " + strings.ReplaceAll(err.Error(), "\n", "; "), Breaks: true})
+			m.cannot(Finding{Where: mn.cmWhere, What: "does not parse, so crowsnest would not start: " + strings.ReplaceAll(err.Error(), "\n", "; "), Breaks: true})
 			return mn
 		}
 		mn.classifyIgnored(m, parsed)
 		n.Merge(parsed)
-		m.differs(migrateFinding{Where: mn.cmWhere, What: "notification state is crowsnest's own (ConfigMaps in its namespace); the notified.notifications.argoproj.io annotations are neither read nor written",
+		m.differs(Finding{Where: mn.cmWhere, What: "notification state is crowsnest's own (ConfigMaps in its namespace); the notified.notifications.argoproj.io annotations are neither read nor written",
 			Why: "conditions already true when crowsnest starts are a baseline, recorded and not sent, so the cut-over resends nothing"})
 	}
 	if !n.Enabled() {
 		return mn
 	}
 	if err := n.ResolveSecrets(secret); err != nil {
-		for _, e := range flattenErrors(err) {
-			m.cannot(migrateFinding{Where: cmp.Or(mn.cmWhere, "notifications"), What: "crowsnest would not start: " + e.Error(), Breaks: true})
+		for _, e := range setup.FlattenErrors(err) {
+			m.cannot(Finding{Where: cmp.Or(mn.cmWhere, "notifications"), What: "crowsnest would not start: " + e.Error(), Breaks: true})
 		}
 		return mn
 	}
@@ -79,14 +78,14 @@ func (m *migration) buildNotify() *migrateNotify {
 		err = pipeline.Check(&n)
 	}
 	if err != nil {
-		for _, e := range flattenErrors(err) {
-			m.cannot(migrateFinding{Where: cmp.Or(mn.cmWhere, "notifications"), What: "crowsnest would not start: " + e.Error(), Breaks: true})
+		for _, e := range setup.FlattenErrors(err) {
+			m.cannot(Finding{Where: cmp.Or(mn.cmWhere, "notifications"), What: "crowsnest would not start: " + e.Error(), Breaks: true})
 		}
 		return mn
 	}
 	res, err := triggers.NewResolver(&set.Config)
 	if err != nil {
-		m.cannot(migrateFinding{Where: cmp.Or(mn.cmWhere, "notifications"), What: "crowsnest would not start: " + err.Error(), Breaks: true})
+		m.cannot(Finding{Where: cmp.Or(mn.cmWhere, "notifications"), What: "crowsnest would not start: " + err.Error(), Breaks: true})
 		return mn
 	}
 	for name, svc := range set.Config.Services {
@@ -98,11 +97,11 @@ func (m *migration) buildNotify() *migrateNotify {
 			}
 		}
 	}
-	svcs, err := buildServices(&set.Config, &notify.MemoryStore{})
+	svcs, err := m.buildServices(&set.Config, &notify.MemoryStore{})
 	for name := range svcs {
 		mn.built[name] = mn.unsupported[name] == ""
 	}
-	for _, e := range flattenErrors(err) {
+	for _, e := range setup.FlattenErrors(err) {
 		name, why, _ := strings.Cut(strings.TrimPrefix(e.Error(), "service "), ": ")
 		if _, unsupported := mn.unsupported[name]; unsupported {
 			continue
@@ -117,7 +116,7 @@ func (m *migration) buildNotify() *migrateNotify {
 // on: template parts (for services it has no sender for, or fields it
 // does not send) and keys Argo CD ignores too. Services it has no sender
 // for are in the model (config.Service.Unsupported).
-func (mn *migrateNotify) classifyIgnored(m *migration, parsed *config.Notifications) {
+func (mn *notifications) classifyIgnored(m *migration, parsed *config.Notifications) {
 	for _, ig := range slices.Concat(parsed.Ignored, parsed.Unsupported) {
 		key, why, _ := strings.Cut(ig, " (")
 		why = strings.TrimSuffix(why, ")")
@@ -126,40 +125,40 @@ func (mn *migrateNotify) classifyIgnored(m *migration, parsed *config.Notificati
 			// The service is marked unsupported in the model, or a
 			// setting of it is unused.
 			if !strings.Contains(why, "not supported") {
-				m.differs(migrateFinding{Where: mn.cmWhere + " " + key, What: why})
+				m.differs(Finding{Where: mn.cmWhere + " " + key, What: why})
 			}
 		case strings.HasPrefix(key, "template."):
 			tmpl, part, _ := strings.Cut(strings.TrimPrefix(key, "template."), ".")
 			mn.templateNotes[tmpl] = append(mn.templateNotes[tmpl], part+" not sent ("+why+")")
 		default:
-			m.differs(migrateFinding{Where: mn.cmWhere + " " + key, What: "ignored (" + why + ")", Why: "Argo CD Notifications ignores it too"})
+			m.differs(Finding{Where: mn.cmWhere + " " + key, What: "ignored (" + why + ")", Why: "Argo CD Notifications ignores it too"})
 		}
 	}
 }
 
 // appNotifications lists where each trigger's notifications about app
 // go, with whether crowsnest delivers them.
-func (m *migration) appNotifications(app *watcher.App, proj *watcher.Project, ma *migrateApp) {
+func (m *migration) appNotifications(app *watcher.App, proj *watcher.Project, ma *App) {
 	mn := m.notify
 	appSubs, err := triggers.ParseSubscriptions(app.Annotations)
 	if err != nil {
-		for _, e := range flattenErrors(err) {
-			ma.Differs = append(ma.Differs, migrateFinding{Where: "Application", What: e.Error() + ": skipped",
+		for _, e := range setup.FlattenErrors(err) {
+			ma.Differs = append(ma.Differs, Finding{Where: "Application", What: e.Error() + ": skipped",
 				Why: "the other subscriptions still receive"})
 		}
 	}
 	var projSubs []triggers.Subscription
 	if proj != nil {
 		if projSubs, err = triggers.ParseSubscriptions(proj.Annotations); err != nil {
-			for _, e := range flattenErrors(err) {
-				ma.Differs = append(ma.Differs, migrateFinding{Where: "AppProject " + proj.Name, What: e.Error() + ": skipped",
+			for _, e := range setup.FlattenErrors(err) {
+				ma.Differs = append(ma.Differs, Finding{Where: "AppProject " + proj.Name, What: e.Error() + ": skipped",
 					Why: "the other subscriptions still receive"})
 			}
 		}
 	}
 	if mn.set == nil {
 		if len(appSubs)+len(projSubs) > 0 {
-			ma.Cannot = append(ma.Cannot, migrateFinding{Where: "notifications", What: "subscribed, but crowsnest would send no notifications (see the installation's findings)", Breaks: true})
+			ma.Cannot = append(ma.Cannot, Finding{Where: "notifications", What: "subscribed, but crowsnest would send no notifications (see the installation's findings)", Breaks: true})
 		}
 		return
 	}
@@ -172,13 +171,13 @@ func (m *migration) appNotifications(app *watcher.App, proj *watcher.Project, ma
 	slices.Sort(names)
 	for _, t := range names {
 		for _, d := range mn.resolver.Destinations(t, app.Labels, appSubs, projSubs) {
-			sub := migrateSubscription{Trigger: t, Service: d.Service, Recipient: d.Recipient}
+			sub := Subscription{Trigger: t, Service: d.Service, Recipient: d.Recipient}
 			_, known := mn.set.Triggers[t]
 			switch {
 			case !known:
-				sub.Status = subUnknownTrig
+				sub.Status = StatusUnknownTrigger
 			case mn.built[d.Service]:
-				sub.Status = subDelivers
+				sub.Status = StatusDelivers
 				svc := mn.set.Config.Services[d.Service]
 				typ := svc.Type()
 				for _, c := range mn.set.Config.Triggers[t] {
@@ -192,28 +191,28 @@ func (m *migration) appNotifications(app *watcher.App, proj *watcher.Project, ma
 					}
 				}
 			case mn.unsupported[d.Service] != "":
-				sub.Status = subUnsupported
+				sub.Status = StatusUnsupported
 				if !slices.Contains(mn.usedUnsupported[d.Service], app.Key()) {
 					mn.usedUnsupported[d.Service] = append(mn.usedUnsupported[d.Service], app.Key())
 				}
 			case mn.broken[d.Service] != "":
-				sub.Status = subBroken
+				sub.Status = StatusBroken
 			default:
-				sub.Status = subUnknownSvc
+				sub.Status = StatusUnknownService
 			}
 			ma.Notifications = append(ma.Notifications, sub)
 		}
 	}
 	for _, sub := range ma.Notifications {
 		switch sub.Status {
-		case subUnsupported:
-			ma.Cannot = append(ma.Cannot, migrateFinding{Where: "notifications " + sub.Trigger + " -> " + sub.Service,
+		case StatusUnsupported:
+			ma.Cannot = append(ma.Cannot, Finding{Where: "notifications " + sub.Trigger + " -> " + sub.Service,
 				What: "not sent: " + mn.unsupported[sub.Service] + " is a service type crowsnest has no sender for", Breaks: true})
-		case subBroken:
-			ma.Cannot = append(ma.Cannot, migrateFinding{Where: "notifications " + sub.Trigger + " -> " + sub.Service,
+		case StatusBroken:
+			ma.Cannot = append(ma.Cannot, Finding{Where: "notifications " + sub.Trigger + " -> " + sub.Service,
 				What: "not sent: the service cannot be built: " + mn.broken[sub.Service], Breaks: true})
-		case subUnknownSvc, subUnknownTrig:
-			ma.Differs = append(ma.Differs, migrateFinding{Where: "notifications " + sub.Trigger + " -> " + sub.Service,
+		case StatusUnknownService, StatusUnknownTrigger:
+			ma.Differs = append(ma.Differs, Finding{Where: "notifications " + sub.Trigger + " -> " + sub.Service,
 				What: "never sent: " + sub.Status, Why: "Argo CD Notifications cannot send it either"})
 		}
 	}
@@ -226,7 +225,7 @@ func (m *migration) notifyFindings() {
 	mn := m.notify
 	for _, name := range slices.Sorted(maps.Keys(mn.unsupported)) {
 		apps := mn.usedUnsupported[name]
-		f := migrateFinding{Where: mn.cmWhere + " " + mn.unsupported[name], What: "not sent: crowsnest has no sender for this service type"}
+		f := Finding{Where: mn.cmWhere + " " + mn.unsupported[name], What: "not sent: crowsnest has no sender for this service type"}
 		if len(apps) > 0 {
 			// Each subscription is marked where it is listed.
 			f.What += "; subscribed by " + strings.Join(apps, ", ")
@@ -236,24 +235,6 @@ func (m *migration) notifyFindings() {
 		m.cannot(f)
 	}
 	for _, name := range slices.Sorted(maps.Keys(mn.broken)) {
-		m.cannot(migrateFinding{Where: cmp.Or(mn.cmWhere, "notifications") + " service " + name, What: "cannot be built: " + mn.broken[name], Breaks: true})
+		m.cannot(Finding{Where: cmp.Or(mn.cmWhere, "notifications") + " service " + name, What: "cannot be built: " + mn.broken[name], Breaks: true})
 	}
-}
-
-var errMigrateBreaks = errors.New("something would stop working")
-
-// migrateExitError is the error of a report whose exit code is not 0.
-type migrateExitError struct {
-	code int
-	err  error
-}
-
-func (e *migrateExitError) Error() string { return e.err.Error() }
-func (e *migrateExitError) Unwrap() error { return e.err }
-
-// CommandExitCode is the process's exit code for this error (main).
-func (e *migrateExitError) CommandExitCode() int { return e.code }
-
-func migrateBreaks(breaks []string) error {
-	return &migrateExitError{code: 1, err: fmt.Errorf("%w: %d finding(s), marked \"!\" in the report", errMigrateBreaks, len(breaks))}
 }

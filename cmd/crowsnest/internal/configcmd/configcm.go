@@ -1,4 +1,4 @@
-package main
+package configcmd
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
@@ -83,7 +84,7 @@ func validateNotificationsCM(data map[string]string, lines map[string]int) []con
 		out = append(out, config.FieldError{Path: key, Line: lineOf(key), Msg: strings.TrimSuffix(why, ")") + ": its notifications would not be sent"})
 	}
 	if _, err := triggers.Compile(n); err != nil {
-		for _, e := range flattenErrors(err) {
+		for _, e := range setup.FlattenErrors(err) {
 			var ce *triggers.CompileError
 			if errors.As(e, &ce) {
 				path := fmt.Sprintf("trigger.%s[%d].%s", ce.Trigger, ce.Condition, ce.Field)

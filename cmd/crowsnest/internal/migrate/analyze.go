@@ -1,4 +1,4 @@
-package main
+package migrate
 
 import (
 	"bytes"
@@ -11,10 +11,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
+	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 )
@@ -23,18 +25,20 @@ import (
 // the install would run with, and what the daemon's own code builds from
 // them (registries, policies, tenancy rules, notifications, windows).
 type migration struct {
-	in *migrateInputs
+	in *Inputs
 	// cfg is the config the install runs with: the one migrate proposes
 	// (parsed back with config.Parse) or --config's.
 	cfg     *config.Config
 	cfgPath string // --config, or ""
 	baseDir string
-	rep     *migrateReport
+	rep     *Report
+	// buildServices builds notification services as run does.
+	buildServices ServiceBuilder
 
-	regs     *registries
+	regs     *setup.Registries
 	policies *imageupdate.Policies
 	tenancy  *tenancy.Rules
-	notify   *migrateNotify
+	notify   *notifications
 	windows  windows.Set
 	// brokenProjects are AppProjects whose windows do not compile.
 	brokenProjects map[string]error
@@ -44,18 +48,34 @@ type migration struct {
 	// updaters are the ImageUpdaters in force, as the daemon holds them;
 	// updaterRules name the rule that decides for an Application.
 	updaters     *imageupdaters.Set
-	updaterRules []migrateUpdaterRules
+	updaterRules []updaterRules
 }
 
-// analyzeMigration reads in with crowsnest's readers and returns the
-// report. userCfg is --config's (nil: migrate proposes one).
-func analyzeMigration(in *migrateInputs, userCfg *config.Config, cfgPath, baseDir string) (*migrateReport, error) {
-	m := &migration{in: in, cfgPath: cfgPath, baseDir: baseDir, secretNamespaces: map[string][]string{},
+// ServiceBuilder builds notification services as `crowsnest run` builds
+// them (cmd/crowsnest wires the service types), so migrate reports the
+// services run would refuse.
+type ServiceBuilder func(*config.Notifications, notify.ThreadStore) (map[string]notify.Service, error)
+
+// Options are what Analyze takes besides the installation.
+type Options struct {
+	// Config is --config's; nil: migrate proposes one.
+	Config *config.Config
+	// ConfigPath is --config, or "".
+	ConfigPath string
+	// BaseDir resolves the config's relative paths: --config's folder, or ".".
+	BaseDir       string
+	BuildServices ServiceBuilder
+}
+
+// Analyze reads in with crowsnest's readers and returns the report.
+func Analyze(in *Inputs, opts Options) (*Report, error) {
+	userCfg, cfgPath, baseDir := opts.Config, opts.ConfigPath, opts.BaseDir
+	m := &migration{in: in, cfgPath: cfgPath, baseDir: baseDir, buildServices: opts.BuildServices, secretNamespaces: map[string][]string{},
 		brokenProjects: map[string]error{},
-		rep:            &migrateReport{Source: in.source, ArgoCDNamespace: in.argoNamespace, Read: in.readList()}}
+		rep:            &Report{Source: in.source, ArgoCDNamespace: in.argoNamespace, Read: in.readList()}}
 	proposed := m.readAIUConfig()
 	if _, ok := in.configMap(config.DefaultArgoCDNotificationsConfigMap); ok {
-		proposed.Notifications = &migrateConfigNotify{ArgoCDConfigMap: migrateConfigCMRef{
+		proposed.Notifications = &proposalNotify{ArgoCDConfigMap: proposalCMRef{
 			Name: config.DefaultArgoCDNotificationsConfigMap, Namespace: in.argoNamespace}}
 	}
 	if userCfg == nil {
@@ -67,13 +87,13 @@ func analyzeMigration(in *migrateInputs, userCfg *config.Config, cfgPath, baseDi
 	} else {
 		m.cfg = userCfg
 		if proposed.Notifications != nil && userCfg.Notifications.ArgoCDConfigMap.Name == "" {
-			m.cannot(migrateFinding{Where: "--config " + cfgPath, What: "notifications.argocdConfigMap is not set: argocd-notifications-cm is not read, so none of its notifications are sent",
+			m.cannot(Finding{Where: "--config " + cfgPath, What: "notifications.argocdConfigMap is not set: argocd-notifications-cm is not read, so none of its notifications are sent",
 				Why: "crowsnest reads the ConfigMap the config names", Breaks: true})
 		}
 	}
 	// What run checks at start: a config it refuses starts nothing.
-	for _, err := range flattenErrors(checkConfig(m.cfg, baseDir)) {
-		m.cannot(migrateFinding{Where: "crowsnest config", What: "crowsnest would not start: " + err.Error(), Breaks: true})
+	for _, err := range setup.FlattenErrors(setup.CheckConfig(m.cfg, baseDir)) {
+		m.cannot(Finding{Where: "crowsnest config", What: "crowsnest would not start: " + err.Error(), Breaks: true})
 	}
 	m.build()
 	m.readImageUpdaters()
@@ -88,23 +108,23 @@ func analyzeMigration(in *migrateInputs, userCfg *config.Config, cfgPath, baseDi
 }
 
 // readList names what was read; Secrets by key name only.
-func (in *migrateInputs) readList() []string {
+func (in *Inputs) readList() []string {
 	out := []string{fmt.Sprintf("%d Applications, %d AppProjects, %d ImageUpdaters", len(in.apps), len(in.projects), len(in.imageUpdaters))}
-	for _, k := range slices.Sorted(maps.Keys(in.configMaps)) {
-		out = append(out, fmt.Sprintf("ConfigMap %s (keys: %s)", k, strings.Join(slices.Sorted(maps.Keys(in.configMaps[k])), ", ")))
+	for _, k := range slices.Sorted(maps.Keys(in.ConfigMaps)) {
+		out = append(out, fmt.Sprintf("ConfigMap %s (keys: %s)", k, strings.Join(slices.Sorted(maps.Keys(in.ConfigMaps[k])), ", ")))
 	}
-	for _, k := range slices.Sorted(maps.Keys(in.secrets)) {
-		out = append(out, fmt.Sprintf("Secret %s (keys: %s; values not shown)", k, strings.Join(slices.Sorted(maps.Keys(in.secrets[k])), ", ")))
+	for _, k := range slices.Sorted(maps.Keys(in.Secrets)) {
+		out = append(out, fmt.Sprintf("Secret %s (keys: %s; values not shown)", k, strings.Join(slices.Sorted(maps.Keys(in.Secrets[k])), ", ")))
 	}
 	return out
 }
 
 // differs records an installation-wide thing crowsnest reads
 // differently.
-func (m *migration) differs(f migrateFinding) { m.rep.Differs = append(m.rep.Differs, f) }
+func (m *migration) differs(f Finding) { m.rep.Differs = append(m.rep.Differs, f) }
 
 // cannot records an installation-wide thing crowsnest does not do.
-func (m *migration) cannot(f migrateFinding) { m.rep.Cannot = append(m.rep.Cannot, f) }
+func (m *migration) cannot(f Finding) { m.rep.Cannot = append(m.rep.Cannot, f) }
 
 // build makes what the daemon makes from the config: the registries
 // (offline: no client is used), the image policies, the tenancy rules,
@@ -113,24 +133,24 @@ func (m *migration) build() {
 	quiet := slog.New(slog.DiscardHandler)
 	list, err := m.cfg.Registries.Resolved(m.baseDir)
 	if err != nil {
-		list = nil // reported by checkConfig
+		list = nil // reported by setup.CheckConfig
 	}
-	m.regs = newRegistriesFor(m.cfg, list, nil, nil, quiet)
+	m.regs = setup.NewRegistriesFor(m.cfg, list, nil, nil, quiet)
 	for i := range list {
 		m.noteSecret(list[i].Credentials, "registries "+cmp.Or(list[i].Name, list[i].Prefix))
 	}
 	if m.policies, err = imageupdate.CompilePolicies(m.cfg.ImagePolicies); err != nil {
-		m.policies, _ = imageupdate.CompilePolicies(nil) // reported by checkConfig
+		m.policies, _ = imageupdate.CompilePolicies(nil) // reported by setup.CheckConfig
 	}
 	m.tenancy = &tenancy.Rules{
 		Config:   func() *config.Tenancy { return &m.cfg.Tenancy },
 		Project:  m.projectOf,
-		Assigned: m.regs.assigned,
+		Assigned: m.regs.Assigned,
 	}
 	m.notify = m.buildNotify()
 	set, err := windows.FromConfig(m.cfg.Windows)
 	if err != nil {
-		set = nil // reported by checkConfig
+		set = nil // reported by setup.CheckConfig
 	}
 	for _, p := range m.in.projects {
 		ps, err := windows.FromAppProject(p.Object.Object)
@@ -175,27 +195,27 @@ func (m *migration) noteSecret(ref config.CredentialRef, by string) {
 	}
 }
 
-// migrateConfig is the crowsnest config migrate proposes: only what
+// proposal is the crowsnest config migrate proposes: only what
 // differs from the defaults, in crowsnest's own keys.
-type migrateConfig struct {
-	APIVersion    string               `yaml:"apiVersion"`
-	Kind          string               `yaml:"kind"`
-	Log           *migrateConfigLog    `yaml:"log,omitempty"`
-	Registries    *migrateConfigRegs   `yaml:"registries,omitempty"`
-	Notifications *migrateConfigNotify `yaml:"notifications,omitempty"`
-	Git           *migrateConfigGit    `yaml:"git,omitempty"`
+type proposal struct {
+	APIVersion    string          `yaml:"apiVersion"`
+	Kind          string          `yaml:"kind"`
+	Log           *proposalLog    `yaml:"log,omitempty"`
+	Registries    *proposalRegs   `yaml:"registries,omitempty"`
+	Notifications *proposalNotify `yaml:"notifications,omitempty"`
+	Git           *proposalGit    `yaml:"git,omitempty"`
 }
 
-type migrateConfigLog struct {
+type proposalLog struct {
 	Level string `yaml:"level"`
 }
 
-type migrateConfigRegs struct {
-	List []migrateConfigRegistry `yaml:"list"`
+type proposalRegs struct {
+	List []proposalRegistry `yaml:"list"`
 }
 
-// migrateConfigRegistry is config.Registry with only the keys set.
-type migrateConfigRegistry struct {
+// proposalRegistry is config.Registry with only the keys set.
+type proposalRegistry struct {
 	Name             string  `yaml:"name,omitempty"`
 	Prefix           string  `yaml:"prefix"`
 	APIURL           string  `yaml:"apiURL,omitempty"`
@@ -208,21 +228,21 @@ type migrateConfigRegistry struct {
 	Default          bool    `yaml:"default,omitempty"`
 }
 
-type migrateConfigNotify struct {
-	ArgoCDConfigMap migrateConfigCMRef `yaml:"argocdConfigMap"`
+type proposalNotify struct {
+	ArgoCDConfigMap proposalCMRef `yaml:"argocdConfigMap"`
 }
 
-// migrateConfigCMRef is config.ArgoCDConfigMapRef with only the keys set.
-type migrateConfigCMRef struct {
+// proposalCMRef is config.ArgoCDConfigMapRef with only the keys set.
+type proposalCMRef struct {
 	Name      string `yaml:"name"`
 	Namespace string `yaml:"namespace,omitempty"`
 }
 
-type migrateConfigGit struct {
-	Author migrateConfigAuthor `yaml:"author"`
+type proposalGit struct {
+	Author proposalAuthor `yaml:"author"`
 }
 
-type migrateConfigAuthor struct {
+type proposalAuthor struct {
 	Name  string `yaml:"name,omitempty"`
 	Email string `yaml:"email,omitempty"`
 }
@@ -230,7 +250,7 @@ type migrateConfigAuthor struct {
 // build writes the proposed config as Helm values and parses it back
 // with crowsnest's own config reader, so the analysis runs on exactly
 // what the install would run.
-func (c *migrateConfig) build() (string, *config.Config, error) {
+func (c *proposal) build() (string, *config.Config, error) {
 	c.APIVersion, c.Kind = config.APIVersion, config.Kind
 	var doc yaml.Node
 	if err := doc.Encode(c); err != nil {

@@ -1,4 +1,4 @@
-package main
+package testcmd
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -27,7 +28,8 @@ import (
 // qualifies, so scripts can rely on the exit code.
 var errNothingSelected = errors.New("no tag qualifies")
 
-type testOptions struct {
+type options struct {
+	userAgent    string
 	strategy     string
 	constraint   string
 	allowTags    string
@@ -45,8 +47,9 @@ type testOptions struct {
 	logLevel     string
 }
 
-func newTestCommand() *cobra.Command {
-	o := &testOptions{}
+// NewCommand is `crowsnest test`; userAgent is its kube client's.
+func NewCommand(userAgent string) *cobra.Command {
+	o := &options{userAgent: userAgent}
 	cmd := &cobra.Command{
 		Use:   "test IMAGE",
 		Short: "Show which tag a policy would select for an image, and why",
@@ -96,23 +99,23 @@ the TLS settings of its registry host. Kubernetes secrets are read with
 	return cmd
 }
 
-// testReport is the JSON form of `crowsnest test`.
-type testReport struct {
-	Image      string          `json:"image"`
-	Current    string          `json:"current,omitempty"`
-	Strategy   string          `json:"strategy"`
-	Tags       int             `json:"tags"`
-	Selected   string          `json:"selected,omitempty"`
-	Digest     string          `json:"digest,omitempty"`
-	Ref        string          `json:"ref,omitempty"`
-	Update     bool            `json:"update"`
-	Error      string          `json:"error,omitempty"`
-	Candidates []testCandidate `json:"candidates"`
+// Report is the JSON form of `crowsnest test`.
+type Report struct {
+	Image      string      `json:"image"`
+	Current    string      `json:"current,omitempty"`
+	Strategy   string      `json:"strategy"`
+	Tags       int         `json:"tags"`
+	Selected   string      `json:"selected,omitempty"`
+	Digest     string      `json:"digest,omitempty"`
+	Ref        string      `json:"ref,omitempty"`
+	Update     bool        `json:"update"`
+	Error      string      `json:"error,omitempty"`
+	Candidates []Candidate `json:"candidates"`
 }
 
-// testCandidate is a policy.Candidate with the lowerCamel JSON keys all of
+// Candidate is a policy.Candidate with the lowerCamel JSON keys all of
 // crowsnest's JSON output uses.
-type testCandidate struct {
+type Candidate struct {
 	Tag string `json:"tag"`
 	// Version is the sort key; empty when the tag was skipped before it
 	// had one.
@@ -121,7 +124,7 @@ type testCandidate struct {
 	Created time.Time     `json:"created,omitzero"`
 }
 
-func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string) error {
+func (o *options) run(ctx context.Context, cmd *cobra.Command, image string) error {
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("--output: unsupported value %q, want text or json", o.output)
 	}
@@ -143,23 +146,7 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 	if err != nil {
 		return err
 	}
-	// The image is looked up where the daemon would look: a name without
-	// a registry goes to the default registry, with its namespace.
-	img, err := registry.ParseImage(list.Qualify(image))
-	if err != nil {
-		return err
-	}
-	if !tagWritten(image) {
-		img.Tag = "" // ParseImage's "latest" is not a current version
-	}
-	spec := policy.Spec{
-		Strategy: o.strategy, Constraint: o.constraint, AllowTags: o.allowTags, IgnoreTags: o.ignoreTags,
-		Extract: o.extract, ExtractOrder: o.extractOrder, Platforms: o.platforms,
-	}
-	if spec.Constraint == "" && img.Tag != "" && isDigestStrategy(spec.Strategy) {
-		spec.Constraint = img.Tag
-	}
-	pol, err := policy.Compile(img.Repo(), spec)
+	img, pol, err := o.policy(list, image)
 	if err != nil {
 		return err
 	}
@@ -172,30 +159,12 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 			return err
 		}
 	}
-	regs := newRegistriesFor(cfg, list, secrets, nil, log)
+	regs := setup.NewRegistriesFor(cfg, list, secrets, nil, log)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	repo := img.Repository
-	rep := testReport{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []testCandidate{}}
-	tags, err := regs.client.ListTags(ctx, repo)
+	rep, selErr, err := selectTag(ctx, regs, img, pol)
 	if err != nil {
 		return err
-	}
-	rep.Tags = len(tags)
-	res, selErr := pol.Explain(ctx, tags, regs.client.MetadataFunc(repo, pol.Platforms()))
-	if res.Candidates != nil {
-		for _, c := range res.Candidates {
-			rep.Candidates = append(rep.Candidates, testCandidate(c))
-		}
-	}
-	switch {
-	case selErr == nil:
-		rep.Selected, rep.Digest, rep.Ref = res.Tag, res.Digest, res.Ref()
-		rep.Update = img.Tag != "" && (res.Tag != img.Tag || (res.Pinned && res.Digest != img.Digest))
-	case errors.Is(selErr, policy.ErrNoCandidate):
-		rep.Error = selErr.Error()
-	default:
-		return selErr
 	}
 	if o.output == "json" {
 		enc := json.NewEncoder(cmd.OutOrStdout())
@@ -212,6 +181,57 @@ func (o *testOptions) run(ctx context.Context, cmd *cobra.Command, image string)
 	return nil
 }
 
+// policy reads the image as the daemon would look it up (a name without
+// a registry goes to the default registry, with its namespace) and
+// compiles the flags' policy for it.
+func (o *options) policy(list config.RegistryList, image string) (registry.Image, *policy.Policy, error) {
+	img, err := registry.ParseImage(list.Qualify(image))
+	if err != nil {
+		return img, nil, err
+	}
+	if !tagWritten(image) {
+		img.Tag = "" // ParseImage's "latest" is not a current version
+	}
+	spec := policy.Spec{
+		Strategy: o.strategy, Constraint: o.constraint, AllowTags: o.allowTags, IgnoreTags: o.ignoreTags,
+		Extract: o.extract, ExtractOrder: o.extractOrder, Platforms: o.platforms,
+	}
+	if spec.Constraint == "" && img.Tag != "" && isDigestStrategy(spec.Strategy) {
+		spec.Constraint = img.Tag
+	}
+	pol, err := policy.Compile(img.Repo(), spec)
+	return img, pol, err
+}
+
+// selectTag lists the repository's tags and selects as the daemon would.
+// selErr is the selection's policy.ErrNoCandidate (in the report); err
+// any other failure.
+func selectTag(ctx context.Context, regs *setup.Registries, img registry.Image, pol *policy.Policy) (rep Report, selErr, err error) {
+	repo := img.Repository
+	rep = Report{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []Candidate{}}
+	tags, err := regs.Client.ListTags(ctx, repo)
+	if err != nil {
+		return rep, nil, err
+	}
+	rep.Tags = len(tags)
+	res, selErr := pol.Explain(ctx, tags, regs.Client.MetadataFunc(repo, pol.Platforms()))
+	if res.Candidates != nil {
+		for _, c := range res.Candidates {
+			rep.Candidates = append(rep.Candidates, Candidate(c))
+		}
+	}
+	switch {
+	case selErr == nil:
+		rep.Selected, rep.Digest, rep.Ref = res.Tag, res.Digest, res.Ref()
+		rep.Update = img.Tag != "" && (res.Tag != img.Tag || (res.Pinned && res.Digest != img.Digest))
+	case errors.Is(selErr, policy.ErrNoCandidate):
+		rep.Error = selErr.Error()
+	default:
+		return rep, nil, selErr
+	}
+	return rep, selErr, nil
+}
+
 // tagWritten reports whether the reference names a tag: a colon in its
 // last path segment, before any digest.
 func tagWritten(ref string) bool {
@@ -222,7 +242,7 @@ func tagWritten(ref string) bool {
 func isDigestStrategy(s string) bool { return strings.EqualFold(s, string(policy.StrategyDigest)) }
 
 // config reads --config, then --registries-conf.
-func (o *testOptions) config() (*config.Config, string, error) {
+func (o *options) config() (*config.Config, string, error) {
 	cfg := config.Default()
 	baseDir := "."
 	if o.configPath != "" {
@@ -246,7 +266,7 @@ func (o *testOptions) config() (*config.Config, string, error) {
 // entry MatchHost picks, or a new one for the host) and --credentials to
 // the image's repository (an entry for it, which wins as the longest
 // prefix and repeats the host's connection settings).
-func (o *testOptions) override(list config.RegistryList, img registry.Image) (config.RegistryList, error) {
+func (o *options) override(list config.RegistryList, img registry.Image) (config.RegistryList, error) {
 	if o.credentials == "" && !o.insecure {
 		return list, nil
 	}
@@ -295,9 +315,8 @@ func needsKube(list config.RegistryList) bool {
 	return false
 }
 
-func (o *testOptions) secrets() (creds.SecretGetter, error) {
-	ro := &runOptions{kubeconfig: o.kubeconfig}
-	rc, err := ro.restConfig(config.Default())
+func (o *options) secrets() (creds.SecretGetter, error) {
+	rc, err := setup.RestConfig(o.kubeconfig, config.Default(), o.userAgent)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +327,7 @@ func (o *testOptions) secrets() (creds.SecretGetter, error) {
 	return creds.KubeSecrets{Client: cs}, nil
 }
 
-func printTestReport(w io.Writer, rep *testReport) error {
+func printTestReport(w io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "image:    %s\n", rep.Image)
 	if rep.Current != "" {
 		fmt.Fprintf(w, "current:  %s\n", rep.Current)

@@ -1,4 +1,4 @@
-package main
+package migrate
 
 import (
 	"cmp"
@@ -14,9 +14,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// migrateUpdaterRules is one ImageUpdater's rules, for naming the
+// updaterRules is one ImageUpdater's rules, for naming the
 // resource and applicationRef that decide for an Application.
-type migrateUpdaterRules struct {
+type updaterRules struct {
 	key, namespace string
 	rules          []config.UpdaterRule
 }
@@ -30,23 +30,23 @@ func (m *migration) readImageUpdaters() {
 	for _, u := range m.in.imageUpdaters {
 		key := u.GetNamespace() + "/" + u.GetName()
 		where := "ImageUpdater " + key
-		mu := migrateUpdater{Name: key}
+		mu := Updater{Name: key}
 		iu, parseErr := imageupdaters.Decode(u)
 		if iu == nil {
-			m.cannot(migrateFinding{Where: where, What: "unreadable, so the images it configures would not be updated: " + parseErr.Error(), Breaks: true})
+			m.cannot(Finding{Where: where, What: "unreadable, so the images it configures would not be updated: " + parseErr.Error(), Breaks: true})
 			m.rep.Updaters = append(m.rep.Updaters, mu)
 			continue
 		}
 		mu.Analysed = true
 		if parseErr != nil {
-			m.differs(migrateFinding{Where: where, What: "fields this crowsnest does not know are ignored: " + parseErr.Error()})
+			m.differs(Finding{Where: where, What: "fields this crowsnest does not know are ignored: " + parseErr.Error()})
 		}
 		m.updaters.Apply(iu, parseErr)
 		rules, problems := iu.Rules()
 		for _, fe := range problems {
-			m.cannot(migrateFinding{Where: where + " " + fe.Path, What: fe.Msg, Breaks: true})
+			m.cannot(Finding{Where: where + " " + fe.Path, What: fe.Msg, Breaks: true})
 		}
-		m.updaterRules = append(m.updaterRules, migrateUpdaterRules{key: key, namespace: u.GetNamespace(), rules: rules})
+		m.updaterRules = append(m.updaterRules, updaterRules{key: key, namespace: u.GetNamespace(), rules: rules})
 		for _, app := range m.in.apps {
 			if r := m.updaterRuleFor(app); r != nil && strings.HasPrefix(r.where, where+" ") {
 				mu.Apps = append(mu.Apps, app.Key())
@@ -54,7 +54,7 @@ func (m *migration) readImageUpdaters() {
 		}
 		m.rep.Updaters = append(m.rep.Updaters, mu)
 	}
-	slices.SortFunc(m.updaterRules, func(a, b migrateUpdaterRules) int { return cmp.Compare(a.key, b.key) })
+	slices.SortFunc(m.updaterRules, func(a, b updaterRules) int { return cmp.Compare(a.key, b.key) })
 }
 
 // updaterRuleRef names the resource and applicationRef that decide for an
@@ -84,11 +84,11 @@ func (m *migration) updaterRuleFor(app *watcher.App) *updaterRuleRef {
 // the resource's field are recorded here (a refusal by the tenancy rules
 // is something that would stop working); the annotations' own problems
 // (a useAnnotations rule) are returned, as FromAnnotations' are.
-func (m *migration) updaterSpec(app *watcher.App, ma *migrateApp) (spec *imageupdate.Spec, annErrs []error, ref *updaterRuleRef, ok bool) {
+func (m *migration) updaterSpec(app *watcher.App, ma *App) (spec *imageupdate.Spec, annErrs []error, ref *updaterRuleRef, ok bool) {
 	spec, errs, ok := m.updaters.Match(app)
 	if !ok {
 		if len(m.in.imageUpdaters) > 0 && app.Annotations[imageUpdateListKey] != "" {
-			ma.Differs = append(ma.Differs, migrateFinding{Where: "annotations", What: "read: no ImageUpdater selects this Application, and crowsnest reads its argocd-image-updater annotations",
+			ma.Differs = append(ma.Differs, Finding{Where: "annotations", What: "read: no ImageUpdater selects this Application, and crowsnest reads its argocd-image-updater annotations",
 				Why: "argocd-image-updater 1.x reads annotations only where an ImageUpdater rule with useAnnotations selects the Application"})
 		}
 		return nil, nil, nil, false
@@ -103,7 +103,7 @@ func (m *migration) updaterSpec(app *watcher.App, ma *migrateApp) (spec *imageup
 			annErrs = append(annErrs, err)
 			continue
 		}
-		f := migrateFinding{Where: "ImageUpdater " + fe.Resource + " " + fe.Path, What: fe.Msg}
+		f := Finding{Where: "ImageUpdater " + fe.Resource + " " + fe.Path, What: fe.Msg}
 		if errors.Is(err, tenancy.ErrRefused) {
 			f.Why, f.Breaks = "an ImageUpdater is as trusted as its namespace's annotations: Secrets of its own namespace, its Applications' AppProject repositories", true
 			ma.Cannot = append(ma.Cannot, f)
