@@ -73,7 +73,7 @@ Application, records instead of sending.`,
 
 	template := &cobra.Command{Use: "template", Short: "Dry-run templates"}
 	dryRunFlags(template)
-	render := &cobra.Command{
+	renderCmd := &cobra.Command{
 		Use:   "render NAME",
 		Short: "Render a template for one service and print the payload",
 		Args:  cobra.ExactArgs(1),
@@ -81,9 +81,9 @@ Application, records instead of sending.`,
 			return o.renderTemplate(cmd.OutOrStdout(), args[0])
 		},
 	}
-	render.Flags().StringVar(&o.service, "service", "", "slack, webhook or email, or the name of a configured service")
-	render.Flags().StringVar(&o.recipient, "recipient", "", "the recipient, for services whose request depends on it (a Teams channel, an Opsgenie team, ...)")
-	template.AddCommand(render)
+	renderCmd.Flags().StringVar(&o.service, "service", "", "slack, webhook or email, or the name of a configured service")
+	renderCmd.Flags().StringVar(&o.recipient, "recipient", "", "the recipient, for services whose request depends on it (a Teams channel, an Opsgenie team, ...)")
+	template.AddCommand(renderCmd)
 
 	send := newNotifySendCommand(o)
 	dryRunFlags(send)
