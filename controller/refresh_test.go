@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/controller"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // After a push, each Application written is asked to refresh (Argo CD's
@@ -24,7 +24,7 @@ func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
 			ns := env.CreateNamespace(t, "refresh")
 			createApp(t, ns, "good")
 			createApp(t, ns, "bad")
-			refresher := &controller.ArgoRefresher{Client: dynClient(t), Mode: func() string { return mode }}
+			refresher := &kube.Refresher{Client: dynClient(t), Mode: func() string { return mode }}
 			b := &collect.Batcher{
 				Writer:  twoRepoWriter{},
 				Delay:   time.Millisecond,
@@ -53,7 +53,7 @@ func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := app.GetAnnotations()[controller.ArgoRefreshAnnotation]; got != w {
+				if got := app.GetAnnotations()[kube.RefreshAnnotation]; got != w {
 					t.Errorf("%s: refresh annotation %q, want %q", name, got, w)
 				}
 			}

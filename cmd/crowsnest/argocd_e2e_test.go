@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/argocdenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // argoCDWait bounds the waits on Argo CD: its first comparison of a new
@@ -203,7 +203,7 @@ func TestE2EArgoCDGitModeDeploysTheCommit(t *testing.T) {
 	} else {
 		t.Logf(".argocd-source-<app>.yaml:\n%s", got)
 	}
-	if _, ok := app.GetAnnotations()[controller.ArgoRefreshAnnotation]; ok {
+	if _, ok := app.GetAnnotations()[kube.RefreshAnnotation]; ok {
 		t.Errorf("the refresh annotation is still there: Argo CD removes it when it has refreshed")
 	}
 }

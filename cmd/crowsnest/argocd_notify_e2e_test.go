@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/argocdenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // Argo CD's notification catalog, unchanged, with the real application
@@ -146,7 +146,7 @@ func TestE2EArgoCDNotificationImageUpdatedBeforeDeployed(t *testing.T) {
 // commit meanwhile; a refresh resolves it again.
 func argoRefresh(t *testing.T, w *argoWorld) {
 	t.Helper()
-	patchApp(t, w.ns, w.app, map[string]any{"metadata": map[string]any{"annotations": map[string]any{controller.ArgoRefreshAnnotation: "normal"}}})
+	patchApp(t, w.ns, w.app, map[string]any{"metadata": map[string]any{"annotations": map[string]any{kube.RefreshAnnotation: "normal"}}})
 }
 
 // argoSubscriptions is an annotations block subscribing the webhook

@@ -384,7 +384,7 @@ func (b *daemonBuilder) buildWriters() error {
 	}
 	images.Git.OnUnchanged, images.Git.OnAnnounced = images.GitUnchanged, images.GitAnnounced
 	if b.dyn != nil && !b.o.dryRun {
-		refresher := &controller.ArgoRefresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
+		refresher := &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
 		images.Git.Refresh = refresher.Refresh
 	}
 	return nil

@@ -125,7 +125,7 @@ type Batcher struct {
 	// so a later process does not announce it again).
 	OnAnnounced func(ctx context.Context, key string, written []gitwb.Change)
 	// Refresh, when set, is called for each Application whose write was
-	// pushed, to have Argo CD look at the commit now (controller.ArgoRefresher); a
+	// pushed, to have Argo CD look at the commit now (kube.Refresher); a
 	// failure is logged, the write stands.
 	Refresh func(ctx context.Context, key string) error
 	// Metrics, when set, counts the updates written and the

@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// ArgoRefreshAnnotation is Argo CD's annotation asking its application
+// RefreshAnnotation is Argo CD's annotation asking its application
 // controller to compare an Application with Git now ("normal") or after
 // dropping its manifest cache ("hard"); the controller removes it when
 // done.
-const ArgoRefreshAnnotation = "argocd.argoproj.io/refresh"
+const RefreshAnnotation = "argocd.argoproj.io/refresh"
 
-// ArgoRefresher asks Argo CD to refresh an Application crowsnest has just
+// Refresher asks Argo CD to refresh an Application crowsnest has just
 // written a commit for, so the commit is deployed within seconds instead
 // of at Argo CD's next poll of the repository (three minutes by default).
-type ArgoRefresher struct {
+type Refresher struct {
 	Client dynamic.Interface
 	// Mode returns config.Git.Refresh now (a reload may change it).
 	Mode func() string
@@ -31,7 +31,7 @@ type ArgoRefresher struct {
 
 // Refresh annotates the Application key (namespace/name). A mode of
 // "none" does nothing.
-func (r *ArgoRefresher) Refresh(ctx context.Context, key string) error {
+func (r *Refresher) Refresh(ctx context.Context, key string) error {
 	mode := r.Mode()
 	if mode == "" || mode == config.GitRefreshNone {
 		return nil
@@ -40,7 +40,7 @@ func (r *ArgoRefresher) Refresh(ctx context.Context, key string) error {
 	if !ok {
 		return fmt.Errorf("refresh %q: not a namespace/name key", key)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ArgoRefreshAnnotation: mode}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{RefreshAnnotation: mode}}})
 	if err != nil {
 		return err
 	}
