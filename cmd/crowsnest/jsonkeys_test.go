@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/notifycmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
@@ -34,7 +35,7 @@ func TestJSONOutputKeysAreLowerCamel(t *testing.T) {
 		"notify redeliver -o json":         &notify.Record{},
 		"run --dry-run --plan-format json": &imageupdate.WritePlan{},
 		"demo -o json":                     &demoReport{},
-		"notify send -o json":              &notifySendReport{},
+		"notify send -o json":              &notifycmd.SendReport{},
 	}
 	for name, v := range outputs {
 		t.Run(name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 )
 
@@ -94,7 +95,7 @@ func (o *migrateOptions) run(ctx context.Context, out io.Writer) error {
 		return usage(err)
 	}
 	rep, err := migrate.Analyze(in, migrate.Options{Config: userCfg, ConfigPath: o.configPath, BaseDir: baseDir,
-		BuildServices: buildServices})
+		BuildServices: setup.BuildServices})
 	if err != nil {
 		return usage(err)
 	}

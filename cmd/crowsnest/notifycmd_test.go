@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/notifycmd"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -253,7 +254,7 @@ func TestNewNotifications(t *testing.T) {
 func notifyApp(t *testing.T, name string) *watcher.App {
 	t.Helper()
 	var obj map[string]any
-	if err := readManifest(tempFile(t, name+".yaml", notifyTestApp), &obj); err != nil {
+	if err := notifycmd.ReadManifest(tempFile(t, name+".yaml", notifyTestApp), &obj); err != nil {
 		t.Fatal(err)
 	}
 	a, err := watcher.AppFromObject(&unstructured.Unstructured{Object: obj})

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/notifycmd"
 )
 
 const sendApp = `apiVersion: argoproj.io/v1alpha1
@@ -145,7 +147,7 @@ notifications:
 		if form.Get("channel") != "#deploys" || form.Get("text") != "shop is Synced at abc123" {
 			t.Errorf("slack message = %v, want the rendered text to #deploys", form)
 		}
-		var rep notifySendReport
+		var rep notifycmd.SendReport
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("not JSON: %v\n%s", err, out)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/configcmd"
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/notifycmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 )
@@ -28,7 +29,7 @@ happened (Slack, webhooks, email) and keeps deployments inside sync windows.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newDemoCommand(), testcmd.NewCommand(userAgent()), windowscmd.NewCommand(userAgent()), newVersionCommand(), configcmd.NewCommand(), newNotifyCommand(), newMigrateCommand())
+	root.AddCommand(newRunCommand(), newDemoCommand(), testcmd.NewCommand(userAgent()), windowscmd.NewCommand(userAgent()), newVersionCommand(), configcmd.NewCommand(), notifycmd.NewCommand(), newMigrateCommand())
 	return root
 }
 

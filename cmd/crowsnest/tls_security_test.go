@@ -97,7 +97,7 @@ func TestConfigTLSSettingsReachTheClients(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				svc, err := buildService("svc", cfg.Notifications.Services["svc"], nil)
+				svc, err := setup.BuildService("svc", cfg.Notifications.Services["svc"], nil)
 				if err != nil {
 					t.Fatal(err)
 				}

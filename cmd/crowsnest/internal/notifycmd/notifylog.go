@@ -1,4 +1,4 @@
-package main
+package notifycmd
 
 import (
 	"encoding/json"

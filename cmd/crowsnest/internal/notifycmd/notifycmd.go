@@ -1,4 +1,4 @@
-package main
+package notifycmd
 
 import (
 	"encoding/json"
@@ -33,7 +33,8 @@ type notifyOptions struct {
 	eventType  string
 }
 
-func newNotifyCommand() *cobra.Command {
+// NewCommand returns `crowsnest notify` and its subcommands.
+func NewCommand() *cobra.Command {
 	o := &notifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "notify",
@@ -121,7 +122,7 @@ func (o *notifyOptions) mergedNotifications() (*config.Notifications, map[string
 		var cm struct {
 			Data map[string]string `json:"data"`
 		}
-		if err := readManifest(o.cmPath, &cm); err != nil {
+		if err := ReadManifest(o.cmPath, &cm); err != nil {
 			return nil, nil, err
 		}
 		parsed, err := config.ParseArgoCDConfigMap(cm.Data, secret)
@@ -150,7 +151,7 @@ func (o *notifyOptions) secret() (map[string][]byte, error) {
 		Data       map[string][]byte `json:"data"`
 		StringData map[string]string `json:"stringData"`
 	}
-	if err := readManifest(o.secretPath, &sec); err != nil {
+	if err := ReadManifest(o.secretPath, &sec); err != nil {
 		// The decoder's message may quote a value: name the file only.
 		return nil, fmt.Errorf("%s: not a Secret manifest with base64 data or stringData", o.secretPath)
 	}
@@ -165,7 +166,8 @@ func (o *notifyOptions) secret() (map[string][]byte, error) {
 	return out, nil
 }
 
-func readManifest(path string, out any) error {
+// ReadManifest reads a YAML or JSON file into out.
+func ReadManifest(path string, out any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -178,7 +180,7 @@ func readManifest(path string, out any) error {
 
 func readApp(path string) (map[string]any, error) {
 	var app map[string]any
-	if err := readManifest(path, &app); err != nil {
+	if err := ReadManifest(path, &app); err != nil {
 		return nil, err
 	}
 	if md, _ := app["metadata"].(map[string]any); md == nil || md["name"] == nil {

@@ -1,4 +1,4 @@
-package main
+package notifycmd
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -26,8 +27,8 @@ import (
 // waiting at a terminal.
 const defaultSendTimeout = 30 * time.Second
 
-// notifySendReport is what `notify send -o json` prints.
-type notifySendReport struct {
+// SendReport is what `notify send -o json` prints.
+type SendReport struct {
 	Template    string `json:"template"`
 	Service     string `json:"service"`
 	ServiceType string `json:"serviceType"`
@@ -78,7 +79,7 @@ sent. This is Argo CD's "argocd admin notifications template notify".`,
 }
 
 // send renders template name and sends it through o.service to recipient.
-func (o *notifyOptions) send(ctx context.Context, name, recipient string) (*notifySendReport, error) {
+func (o *notifyOptions) send(ctx context.Context, name, recipient string) (*SendReport, error) {
 	if o.appPath == "" || o.service == "" {
 		return nil, errors.New("--app and --service are required")
 	}
@@ -117,11 +118,11 @@ func (o *notifyOptions) send(ctx context.Context, name, recipient string) (*noti
 	if err != nil {
 		return nil, err
 	}
-	svc, err := buildService(o.service, svcConf, nil)
+	svc, err := setup.BuildService(o.service, svcConf, nil)
 	if err != nil {
 		return nil, fmt.Errorf("service %s: %w", o.service, err)
 	}
-	rep := &notifySendReport{Template: name, Service: o.service, ServiceType: typ, Recipient: recipient, Endpoint: serviceEndpoint(svcConf)}
+	rep := &SendReport{Template: name, Service: o.service, ServiceType: typ, Recipient: recipient, Endpoint: serviceEndpoint(svcConf)}
 	dest := notify.Destination{Service: o.service, Recipient: recipient}
 	rep.Receipt, err = svc.Send(ctx, msg, dest)
 	if err != nil {
@@ -139,7 +140,7 @@ func prepareServices(in *config.Notifications, secret map[string][]byte) (*confi
 	n := *in
 	n.Services = make(map[string]config.Service, len(in.Services))
 	for name, s := range in.Services {
-		n.Services[name] = cloneService(s)
+		n.Services[name] = setup.CloneService(s)
 	}
 	if err := n.ResolveSecrets(secret); err != nil {
 		return nil, err
@@ -174,14 +175,14 @@ func serviceEndpoint(s config.Service) string {
 }
 
 // to is the destination as people write it: service, or service:recipient.
-func (rep *notifySendReport) to() string {
+func (rep *SendReport) to() string {
 	if rep.Recipient == "" {
 		return rep.Service
 	}
 	return rep.Service + ":" + rep.Recipient
 }
 
-func printSendReport(w io.Writer, rep *notifySendReport, output string) error {
+func printSendReport(w io.Writer, rep *SendReport, output string) error {
 	switch output {
 	case "json":
 		enc := json.NewEncoder(w)

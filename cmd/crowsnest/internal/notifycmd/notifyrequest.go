@@ -1,4 +1,4 @@
-package main
+package notifycmd
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
@@ -68,7 +69,7 @@ var secretHeaders = []string{
 // printed as their `$key` reference wherever they appear.
 func printServiceRequests(w io.Writer, svcName string, svc config.Service, n notify.Notification, recipient string, secret map[string][]byte) error {
 	rec := &recordingTransport{}
-	sender, err := buildExt(svcName, svc.Ext, services.Options{Transport: rec})
+	sender, err := setup.BuildExt(svcName, svc.Ext, services.Options{Transport: rec})
 	if err != nil {
 		return fmt.Errorf("service %s: %w", svcName, err)
 	}
