@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/crowsnest-dev/crowsnest/internal/election"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 )
 
 // Leader election defaults, the same as kube-controller-manager's: a failed
@@ -30,7 +28,7 @@ const (
 // LeaderElection configures the coordination.k8s.io Lease that decides which
 // replica reconciles.
 type LeaderElection struct {
-	Client    kubernetes.Interface
+	Client    kubecore.LeasesGetter
 	Namespace string
 	Name      string
 	// Identity names this replica in the Lease; hostname plus a random
@@ -47,7 +45,6 @@ type LeaderElection struct {
 func (e *Engine) runElected(ctx context.Context) error {
 	le := e.LeaderElection
 	identity := le.identity()
-	watchdog := leaderelection.NewLeaderHealthzAdaptor(healthzGrace)
 
 	// The elector's context ends only after our workers stopped.
 	elCtx, elCancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -59,28 +56,28 @@ func (e *Engine) runElected(ctx context.Context) error {
 		elCancel()
 	}()
 
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            le.lock(identity),
-		Name:            "crowsnest",
-		LeaseDuration:   orDefault(le.LeaseDuration, DefaultLeaseDuration),
-		RenewDeadline:   orDefault(le.RenewDeadline, DefaultRenewDeadline),
-		RetryPeriod:     orDefault(le.RetryPeriod, DefaultRetryPeriod),
-		ReleaseOnCancel: true,
-		WatchDog:        watchdog,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) { e.lead(ctx, lctx, identity, work) },
-			OnStoppedLeading: func() {
-				e.leading.Store(false)
-				e.Metrics.setLeader(false)
-				e.Log.Info("stopped leading", "identity", identity)
-			},
+	elector := &election.Elector{
+		Client:           le.Client,
+		Namespace:        le.Namespace,
+		Name:             le.Name,
+		Identity:         identity,
+		LeaseDuration:    orDefault(le.LeaseDuration, DefaultLeaseDuration),
+		RenewDeadline:    orDefault(le.RenewDeadline, DefaultRenewDeadline),
+		RetryPeriod:      orDefault(le.RetryPeriod, DefaultRetryPeriod),
+		ReleaseOnCancel:  true,
+		OnStartedLeading: func(lctx context.Context) { e.lead(ctx, lctx, identity, work) },
+		OnStoppedLeading: func() {
+			e.leading.Store(false)
+			e.Metrics.setLeader(false)
+			e.Log.Info("stopped leading", "identity", identity)
 		},
-	})
-	if err != nil {
+		Log: e.Log,
+	}
+	if err := elector.Validate(); err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
 	e.mu.Lock()
-	e.health = func() error { return watchdog.Check(nil) }
+	e.health = func() error { return elector.Check(healthzGrace) }
 	e.mu.Unlock()
 
 	elector.Run(elCtx)
@@ -117,15 +114,6 @@ func (le *LeaderElection) identity() string {
 	}
 	host, _ := os.Hostname()
 	return host + "_" + rand.String(8)
-}
-
-// lock is the Lease this replica campaigns for as identity.
-func (le *LeaderElection) lock(identity string) *resourcelock.LeaseLock {
-	return &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
-		Client:     le.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-	}
 }
 
 // leaderTerms tracks the terms of leadership whose workers run, so the

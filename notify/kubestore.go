@@ -14,9 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/internal/cmbatch"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 )
 
 // ConfigMap store defaults. Four shards spread writes of many apps; a
@@ -50,7 +50,7 @@ var ErrStoreFull = errors.New("outbox store is full")
 // resourceVersion and retried on conflict, so replicas, restarts and the
 // CLI do not lose updates.
 type ConfigMapStore struct {
-	Client    kubernetes.Interface
+	Client    kubecore.Interface
 	Namespace string
 	// Prefix names the ConfigMaps (DefaultConfigMapPrefix when empty).
 	Prefix string
@@ -121,7 +121,7 @@ func (s *ConfigMapStore) get(ctx context.Context, shard int) (*corev1.ConfigMap,
 
 // read reads a ConfigMap of the store; a missing one is empty.
 func (s *ConfigMapStore) read(ctx context.Context, name string) (*corev1.ConfigMap, error) {
-	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+	cm, err := s.Client.ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return &corev1.ConfigMap{}, nil
 	}

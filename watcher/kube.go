@@ -12,11 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crowsnest-dev/crowsnest/internal/kuberest"
 )
 
 // The Argo CD resources crowsnest watches.
@@ -91,8 +92,8 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 	// dynamicInformer builds client-go's dynamic informer, trimmed after decoding.
 	dynamicInformer := func(gvr schema.GroupVersionResource, selector string, transform cache.TransformFunc) func(string) (cache.SharedIndexInformer, error) {
 		return func(ns string) (cache.SharedIndexInformer, error) {
-			inf := dynamicinformer.NewFilteredDynamicInformer(s.Client, gvr, ns, s.ResyncPeriod, cache.Indexers{},
-				func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
+			inf := kuberest.DynamicInformer(s.Client, gvr, ns, s.ResyncPeriod,
+				func(o *metav1.ListOptions) { o.LabelSelector = selector })
 			if err := inf.SetTransform(transform); err != nil {
 				return nil, fmt.Errorf("setting %s transform: %w", gvr.Resource, err)
 			}

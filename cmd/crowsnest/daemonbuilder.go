@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -71,7 +71,7 @@ type daemonBuilder struct {
 	dyn       dynamic.Interface
 	meta      *kube.MetaPatcher
 	files     *watcher.FileSource
-	clientset kubernetes.Interface
+	clientset *kubecore.Clientset
 	secrets   creds.SecretGetter
 
 	regs     *setup.Registries
@@ -192,7 +192,7 @@ func (b *daemonBuilder) buildKube() error {
 		return err
 	}
 	if b.restCfg != nil {
-		cs, err := kubernetes.NewForConfig(b.restCfg)
+		cs, err := kubecore.NewForConfig(b.restCfg)
 		if err != nil {
 			return fmt.Errorf("building kube client: %w", err)
 		}
@@ -333,11 +333,11 @@ func (b *daemonBuilder) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 	// never drops one without counting and logging it.
 	eventCfg := rest.CopyConfig(restCfg)
 	eventCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(restCfg.QPS, restCfg.Burst)
-	eventClient, err := kubernetes.NewForConfig(eventCfg)
+	eventClient, err := kubecore.NewForConfig(eventCfg)
 	if err != nil {
 		return fmt.Errorf("kube client for Events: %w", err)
 	}
-	events := &kubeevents.Sink{Client: eventClient.CoreV1(), Source: corev1.EventSource{Component: "crowsnest"},
+	events := &kubeevents.Sink{Client: eventClient, Source: corev1.EventSource{Component: "crowsnest"},
 		Metrics: kubeevents.NewMetrics(b.reg), Log: log}
 	events.Start()
 	b.closers = append(b.closers, func() { events.Shutdown(eventFlushTimeout) })
@@ -395,7 +395,7 @@ func (b *daemonBuilder) buildWriters() error {
 // and delivers.
 func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 	o, cfg, log, images, engine := b.o, b.cfg, b.log, b.images, b.engine
-	var notifyClient kubernetes.Interface
+	var notifyClient kubecore.Interface
 	if b.dyn != nil {
 		notifyClient = b.clientset
 	}
@@ -523,7 +523,7 @@ func (b *daemonBuilder) start(ctx context.Context) error {
 	tasks := []func(context.Context) error{engine.Run, b.regs.Poller.Start, b.timer.Start,
 		controller.WhenLeading(engine, b.outbox.Start), controller.WhenLeading(engine, b.notifier.Start)}
 	if b.dyn != nil {
-		tasks = append(tasks, wireImageUpdaters(o.imageUpdaters, b.dyn, b.clientset.Discovery(), cfg.Watch.Namespaces,
+		tasks = append(tasks, wireImageUpdaters(o.imageUpdaters, b.dyn, b.clientset, cfg.Watch.Namespaces,
 			engine, images, o.dryRun, b.reg, log)...)
 	}
 	waiter := &passWaiter{engine: engine, git: images.Git, outbox: b.outbox, settle: 500 * time.Millisecond}

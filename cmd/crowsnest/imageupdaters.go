@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
@@ -31,7 +30,7 @@ func checkImageUpdaterMode(mode string) error {
 // one more say in what images reconciles: their watcher becomes one of
 // the engine's sources (the first pass waits for their first list) and
 // the status writer a task run while leading (never in a dry run).
-func wireImageUpdaters(mode string, dyn dynamic.Interface, disc discovery.DiscoveryInterface, namespaces []string,
+func wireImageUpdaters(mode string, dyn dynamic.Interface, disc imageupdaters.Discovery, namespaces []string,
 	engine *controller.Engine, images *controller.ImageReconciler, dryRun bool, reg prometheus.Registerer, log *slog.Logger,
 ) []func(context.Context) error {
 	if mode == imageupdaters.ModeOff || dyn == nil {

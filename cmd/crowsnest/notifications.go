@@ -9,10 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 )
@@ -24,7 +24,7 @@ import (
 // triggers are evaluated as usual but nothing is sent or stored: each
 // message is logged ("dry run: would notify") and its state kept in
 // memory. The config is applied once here; call Notifier.Apply on reload.
-func newNotifications(_ context.Context, cfg *config.Config, clientset kubernetes.Interface, namespace string, dryRun bool,
+func newNotifications(_ context.Context, cfg *config.Config, clientset kubecore.Interface, namespace string, dryRun bool,
 	reg prometheus.Registerer, log *slog.Logger) (*pipeline.Notifier, *notify.Outbox, error) {
 	if log == nil {
 		log = slog.Default()
@@ -76,7 +76,7 @@ func (d dryRunService) Send(ctx context.Context, n notify.Notification, dest not
 // argocd-notifications-cm the config names under the config's own entries
 // and resolves `$key` references from its Secret. It never changes the
 // config it is given.
-func prepareNotifications(clientset kubernetes.Interface, namespace string) func(context.Context, *config.Notifications) (*config.Notifications, error) {
+func prepareNotifications(clientset kubecore.Interface, namespace string) func(context.Context, *config.Notifications) (*config.Notifications, error) {
 	return func(ctx context.Context, in *config.Notifications) (*config.Notifications, error) {
 		n := *in
 		n.Services = maps.Clone(in.Services)
@@ -94,7 +94,7 @@ func prepareNotifications(clientset kubernetes.Interface, namespace string) func
 				ns = namespace
 			}
 			if ref.Secret != "" {
-				s, err := clientset.CoreV1().Secrets(ns).Get(ctx, ref.Secret, metav1.GetOptions{})
+				s, err := clientset.Secrets(ns).Get(ctx, ref.Secret, metav1.GetOptions{})
 				switch {
 				case apierrors.IsNotFound(err):
 					// No Secret: only `$key` references fail, below.
@@ -104,7 +104,7 @@ func prepareNotifications(clientset kubernetes.Interface, namespace string) func
 					secret = s.Data
 				}
 			}
-			cm, err := clientset.CoreV1().ConfigMaps(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+			cm, err := clientset.ConfigMaps(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 			if err != nil {
 				return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, ref.Name, err)
 			}

@@ -14,12 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/kuberest"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -49,7 +48,7 @@ var ErrNoCRD = errors.New("the apiserver does not serve " + config.ImageUpdaterR
 // Applications of a namespace whose ImageUpdaters changed.
 type Watcher struct {
 	Client    dynamic.Interface
-	Discovery discovery.DiscoveryInterface
+	Discovery Discovery
 	// Namespaces to watch; none is all. Use the Applications' own: an
 	// ImageUpdater selects Applications of its namespace only.
 	Namespaces []string
@@ -65,6 +64,12 @@ type Watcher struct {
 	// synced is set once the Applications may be reconciled: the first
 	// list is in Set, or ImageUpdaters are not (yet) served.
 	synced atomic.Bool
+}
+
+// Discovery is the one discovery question a Watcher asks: client-go's
+// discovery client and kubecore.Clientset both answer it.
+type Discovery interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
 }
 
 var _ interface {
@@ -159,7 +164,7 @@ func (w *Watcher) Start(ctx context.Context, _ watcher.Handler) error {
 	}
 	var synced []cache.InformerSynced
 	for _, ns := range namespaces {
-		inf := dynamicinformer.NewFilteredDynamicInformer(w.Client, gvr, ns, 0, cache.Indexers{}, nil).Informer()
+		inf := kuberest.DynamicInformer(w.Client, gvr, ns, 0, nil)
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { w.apply(obj) },
 			UpdateFunc: func(_, obj any) { w.apply(obj) },

@@ -12,7 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 )
 
 // DefaultBackoff spaces a Writer's retries after conflicts. A conflict
@@ -68,7 +69,7 @@ func (b *Batch) Finally(key string, fn func(data map[string]string)) {
 // process wrote (a conflict), when the batch is applied again to what it
 // wrote. Writes are guarded by resourceVersion, so nobody's change is lost.
 type Writer struct {
-	Client    kubernetes.Interface
+	Client    kubecore.ConfigMapsGetter
 	Namespace string
 	Name      string
 	// Labels are set on the ConfigMap when the Writer creates it.
@@ -274,7 +275,7 @@ func (w *Writer) try(ops []*op) error {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	cms := w.Client.CoreV1().ConfigMaps(w.Namespace)
+	cms := w.Client.ConfigMaps(w.Namespace)
 	w.mu.Lock()
 	cur := w.last
 	w.mu.Unlock()

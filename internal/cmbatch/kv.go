@@ -8,7 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 )
 
 // maxShardBytes keeps a shard under the 1 MiB a ConfigMap may hold.
@@ -22,7 +23,7 @@ const maxShardBytes = 900 << 10
 // resourceVersion and retried on conflict, so replicas and restarts lose
 // no update.
 type KV struct {
-	Client    kubernetes.Interface
+	Client    kubecore.ConfigMapsGetter
 	Namespace string
 	Prefix    string
 	Shards    int
@@ -42,7 +43,7 @@ type LazyKV struct {
 }
 
 // Get returns the store's KV, made with these settings on the first call.
-func (l *LazyKV) Get(client kubernetes.Interface, namespace, prefix string, shards int, full error) *KV {
+func (l *LazyKV) Get(client kubecore.ConfigMapsGetter, namespace, prefix string, shards int, full error) *KV {
 	l.once.Do(func() {
 		l.kv = &KV{Client: client, Namespace: namespace, Prefix: prefix, Shards: shards, Full: full}
 	})
@@ -68,7 +69,7 @@ func (s *KV) LoadAll(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	set := s.writers()
 	for shard := range set.Len() {
-		cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, set.Name(shard), metav1.GetOptions{})
+		cm, err := s.Client.ConfigMaps(s.Namespace).Get(ctx, set.Name(shard), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		}

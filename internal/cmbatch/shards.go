@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 
-	"k8s.io/client-go/kubernetes"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 )
 
 // Shards spreads keys over a fixed set of ConfigMaps, <prefix>-0 to
@@ -18,7 +18,7 @@ type Shards struct {
 
 // NewShards returns n Writers for the ConfigMaps <prefix>-<i> in
 // namespace; labels are set on those the Writers create.
-func NewShards(client kubernetes.Interface, namespace, prefix string, n int, labels map[string]string) *Shards {
+func NewShards(client kubecore.ConfigMapsGetter, namespace, prefix string, n int, labels map[string]string) *Shards {
 	s := &Shards{prefix: prefix, writers: make([]*Writer, max(1, n))}
 	for i := range s.writers {
 		s.writers[i] = &Writer{Client: client, Namespace: namespace, Name: s.Name(i), Labels: labels}

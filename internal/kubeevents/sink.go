@@ -14,11 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/reference"
 
 	"github.com/crowsnest-dev/crowsnest/internal/backoff"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 )
 
 // Defaults of a Sink's zero fields.
@@ -52,7 +50,7 @@ const combinedPrefix = "(combined from similar events): "
 // Sink records Events through Client. The zero value of every field but
 // Client is usable; Start it before use and Shut it down at the end.
 type Sink struct {
-	Client     typedcorev1.EventsGetter
+	Client     kubecore.EventsGetter
 	Source     corev1.EventSource
 	Workers    int
 	MaxPending int
@@ -143,10 +141,11 @@ func (s *Sink) Start() {
 }
 
 // Event records an Event on object (an *corev1.ObjectReference, or any
-// object the client-go scheme can reference). It never blocks on the
-// apiserver.
+// object kubecore.GetReference can reference: its kind set, as on an
+// unstructured object, or a built-in kind kubecore knows). It never blocks
+// on the apiserver.
 func (s *Sink) Event(object runtime.Object, eventType, reason, message string) {
-	ref, err := reference.GetReference(scheme.Scheme, object)
+	ref, err := kubecore.GetReference(object)
 	if err != nil {
 		s.Log.Error("event not recorded: no reference to its object", "reason", reason, "error", err)
 		s.Metrics.add(OutcomeRefused, 1)

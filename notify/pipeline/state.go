@@ -8,7 +8,7 @@ import (
 	"maps"
 	"sync"
 
-	"k8s.io/client-go/kubernetes"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 
 	"github.com/crowsnest-dev/crowsnest/internal/cmbatch"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -85,7 +85,7 @@ var ErrStateFull = errors.New("notification state ConfigMap is full")
 // Application so a save rewrites one small object. Writes are guarded by
 // resourceVersion and retried on conflict.
 type ConfigMapState struct {
-	Client    kubernetes.Interface
+	Client    kubecore.Interface
 	Namespace string
 	// Prefix names the ConfigMaps; DefaultStatePrefix when empty.
 	Prefix string

@@ -14,9 +14,9 @@ import (
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 )
 
 // SecretGetter reads one Secret; KubeSecrets adapts a clientset, tests
@@ -26,13 +26,13 @@ type SecretGetter interface {
 }
 
 // KubeSecrets reads Secrets through a typed clientset.
-type KubeSecrets struct{ Client kubernetes.Interface }
+type KubeSecrets struct{ Client kubecore.SecretsGetter }
 
 var _ SecretGetter = KubeSecrets{}
 
 // Get reads the Secret namespace/name.
 func (k KubeSecrets) Get(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	s, err := k.Client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	s, err := k.Client.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading Secret %s/%s: %w", namespace, name, err)
 	}

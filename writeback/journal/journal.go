@@ -7,7 +7,7 @@ import (
 	"errors"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 
 	"github.com/crowsnest-dev/crowsnest/internal/cmbatch"
 )
@@ -54,7 +54,7 @@ var ErrFull = errors.New("write journal ConfigMap is full")
 // ConfigMaps keeps Intents in ConfigMaps <Prefix>-<shard> in Namespace
 // (crowsnest's own), one data key per Application.
 type ConfigMaps struct {
-	Client    kubernetes.Interface
+	Client    kubecore.Interface
 	Namespace string
 	// Prefix names the ConfigMaps; DefaultPrefix when empty.
 	Prefix string

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
@@ -36,7 +36,7 @@ const (
 // (HTTPS) or sshPrivateKey (SSH); for SSH the host keys trusted are Argo
 // CD's argocd-ssh-known-hosts-cm plus KnownHostsFile.
 type ArgoCD struct {
-	Client    kubernetes.Interface
+	Client    kubecore.Interface
 	Namespace string
 	// KnownHostsFile is a known_hosts file (--git-ssh-known-hosts) whose
 	// hosts are trusted besides those in Argo CD's ConfigMap. It is read
@@ -64,7 +64,7 @@ func (a *ArgoCD) Credentials(ctx context.Context, repoURL string) (gitwb.Credent
 func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool, error) {
 	if named := gitwb.CredentialsSecret(ctx); named != "" {
 		ns, name, _ := strings.Cut(named, "/")
-		s, err := a.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		s, err := a.Client.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return gitwb.Credentials{}, false, fmt.Errorf("reading git credentials secret %s: %w", named, err)
 		}
@@ -75,7 +75,7 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 		}
 		return credentialsOf(s), true, nil
 	}
-	list, err := a.Client.CoreV1().Secrets(a.Namespace).List(ctx, metav1.ListOptions{
+	list, err := a.Client.Secrets(a.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: argoSecretTypeLabel + " in (" + argoRepository + "," + argoRepoCreds + ")",
 	})
 	if err != nil {
@@ -119,7 +119,7 @@ func credentialsOf(s *corev1.Secret) gitwb.Credentials {
 // KnownHostsFile, each checked so a bad line is reported where it is.
 func (a *ArgoCD) knownHosts(ctx context.Context) (string, error) {
 	var parts []string
-	cm, err := a.Client.CoreV1().ConfigMaps(a.Namespace).Get(ctx, KnownHostsConfigMap, metav1.GetOptions{})
+	cm, err := a.Client.ConfigMaps(a.Namespace).Get(ctx, KnownHostsConfigMap, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

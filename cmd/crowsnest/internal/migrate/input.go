@@ -19,11 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -213,7 +213,7 @@ func ReadCluster(ctx context.Context, rc *rest.Config, argoNamespace, appsNamesp
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := kubecore.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
 	}
@@ -240,7 +240,7 @@ func ReadCluster(ctx context.Context, rc *rest.Config, argoNamespace, appsNamesp
 	}
 	slices.SortFunc(in.projects, func(a, b *watcher.Project) int { return strings.Compare(a.Key(), b.Key()) })
 	for _, name := range []string{aiuConfigMap, config.DefaultArgoCDNotificationsConfigMap} {
-		cm, err := cs.CoreV1().ConfigMaps(argoNamespace).Get(ctx, name, metav1.GetOptions{})
+		cm, err := cs.ConfigMaps(argoNamespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -249,7 +249,7 @@ func ReadCluster(ctx context.Context, rc *rest.Config, argoNamespace, appsNamesp
 			in.ConfigMaps[argoNamespace+"/"+name] = cm.Data
 		}
 	}
-	s, err := cs.CoreV1().Secrets(argoNamespace).Get(ctx, config.DefaultArgoCDNotificationsSecret, metav1.GetOptions{})
+	s, err := cs.Secrets(argoNamespace).Get(ctx, config.DefaultArgoCDNotificationsSecret, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

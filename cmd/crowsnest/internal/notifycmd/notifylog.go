@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -66,7 +66,7 @@ func outboxStore(kubeconfig, namespace string) (*notify.ConfigMapStore, error) {
 			return nil, fmt.Errorf("reading the kubeconfig's namespace: %w", err)
 		}
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := kubecore.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
 	}

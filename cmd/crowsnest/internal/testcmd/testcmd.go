@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
@@ -320,7 +320,7 @@ func (o *options) secrets() (creds.SecretGetter, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := kubecore.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
 	}

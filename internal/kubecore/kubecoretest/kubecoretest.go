@@ -1,0 +1,28 @@
+// Package kubecoretest adapts a client-go clientset to kubecore's
+// interfaces, for tests that build their fixtures with a clientset and
+// hand the same client to the code under test. Only tests import it: the
+// daemon never links the typed clientset.
+package kubecoretest
+
+import (
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
+)
+
+// Wrap returns cs as a kubecore.Interface.
+func Wrap(cs kubernetes.Interface) kubecore.Interface { return clientset{cs} }
+
+type clientset struct{ cs kubernetes.Interface }
+
+func (c clientset) ConfigMaps(ns string) kubecore.ConfigMapInterface {
+	return c.cs.CoreV1().ConfigMaps(ns)
+}
+
+func (c clientset) Secrets(ns string) kubecore.SecretInterface { return c.cs.CoreV1().Secrets(ns) }
+
+func (c clientset) Events(ns string) kubecore.EventInterface { return c.cs.CoreV1().Events(ns) }
+
+func (c clientset) Leases(ns string) kubecore.LeaseInterface {
+	return c.cs.CoordinationV1().Leases(ns)
+}
