@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -21,10 +20,7 @@ const (
 
 func TestLeaderElectionOneReconcilerAndFailover(t *testing.T) {
 	ns := env.CreateNamespace(t, "leader")
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := kubecoretest.New(t, env.Config)
 	newEngine := func(id string, rec *recorder) *controller.Engine {
 		return &controller.Engine{
 			Sources:    []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}}},

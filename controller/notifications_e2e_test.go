@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
@@ -29,10 +30,10 @@ func startNotifyDaemon(t *testing.T, ns, hookURL string) *notifyDaemon {
 	t.Helper()
 	cs := kubeClient(t)
 	src := &watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}}
-	out := &notify.Outbox{Store: &notify.ConfigMapStore{Client: cs, Namespace: ns}, RetryBaseDelay: 50 * time.Millisecond}
+	out := &notify.Outbox{Store: &notify.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}, RetryBaseDelay: 50 * time.Millisecond}
 	n := &pipeline.Notifier{
 		Outbox:   out,
-		State:    &pipeline.ConfigMapState{Client: cs, Namespace: ns},
+		State:    &pipeline.ConfigMapState{Client: kubecoretest.Wrap(cs), Namespace: ns},
 		Synced:   src.Synced,
 		Services: testnotify.HookServices,
 	}
@@ -146,7 +147,7 @@ func TestNotificationsEndToEnd(t *testing.T) {
 	// for the outbox to record the delivery the sink already has: a stop
 	// while the webhook's answer is on the wire leaves it pending, and
 	// the outbox (at least once) sends it again.
-	store := &notify.ConfigMapStore{Client: kubeClient(t), Namespace: ns}
+	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(kubeClient(t)), Namespace: ns}
 	waitFor(t, "no pending delivery", func() bool {
 		recs, err := store.List(t.Context(), notify.ListOptions{State: notify.StatePending})
 		return err == nil && len(recs) == 0

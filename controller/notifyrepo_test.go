@@ -19,6 +19,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -71,7 +72,7 @@ func newRepoFixture(t *testing.T) *repoFixture {
 	}
 	f.writer = &gitwb.Writer{
 		CacheDir:    filepath.Join(t.TempDir(), "cache"),
-		Credentials: &repocreds.ArgoCD{Client: cs, Namespace: ns},
+		Credentials: &repocreds.ArgoCD{Client: kubecoretest.Wrap(cs), Namespace: ns},
 		Timeout:     30 * time.Second,
 		Metrics:     gitwb.NewMetrics(prometheus.NewRegistry()),
 	}

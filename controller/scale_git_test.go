@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -91,7 +92,7 @@ spec:
 	metrics := prometheus.NewRegistry()
 	engine := &controller.Engine{Metrics: controller.NewMetrics(metrics), Log: discardLog()}
 	engine.Sources = []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}, Log: discardLog()}}
-	creds := &repocreds.ArgoCD{Client: cs, Namespace: ns}
+	creds := &repocreds.ArgoCD{Client: kubecoretest.Wrap(cs), Namespace: ns}
 	images := &controller.ImageReconciler{
 		Registry:       &registry.Client{Log: discardLog()},
 		Enqueue:        engine.Enqueue,

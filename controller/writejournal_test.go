@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -50,7 +50,7 @@ func (l *idLog) all() []string {
 func TestWriteJournalRecoversAnnouncements(t *testing.T) {
 	_, image := appRegistry(t)
 	ns := env.CreateNamespace(t, "journal")
-	store := &journal.ConfigMaps{Client: kubernetes.NewForConfigOrDie(env.Config), Namespace: ns}
+	store := &journal.ConfigMaps{Client: kubecoretest.New(t, env.Config), Namespace: ns}
 	process := func(events *idLog) *controller.ImageReconciler {
 		return &controller.ImageReconciler{
 			Registry: &registry.Client{},

@@ -11,15 +11,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // recordStates returns the "key=state" of the records in a ConfigMap.
-func recordStates(t *testing.T, cs kubernetes.Interface, ns, name string) []string {
+func recordStates(t *testing.T, cs kubecore.Interface, ns, name string) []string {
 	t.Helper()
-	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+	cm, err := cs.ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -14,17 +14,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
-func kubeStore(t *testing.T) (*notify.ConfigMapStore, kubernetes.Interface) {
+func kubeStore(t *testing.T) (*notify.ConfigMapStore, kubecore.Interface) {
 	t.Helper()
 	if env == nil {
 		t.Fatal("no control plane (TestMain did not start one)")
 	}
-	cs, err := kubernetes.NewForConfig(env.Config)
+	cs, err := kubecore.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func kubeStore(t *testing.T) (*notify.ConfigMapStore, kubernetes.Interface) {
 
 // runHookOutboxOnKube runs an outbox over a one-shard ConfigMapStore that
 // sends to a webhook sink, without rescans.
-func runHookOutboxOnKube(t *testing.T) (*notify.ConfigMapStore, kubernetes.Interface, *flakyWebhook, *notify.Outbox) {
+func runHookOutboxOnKube(t *testing.T) (*notify.ConfigMapStore, kubecore.Interface, *flakyWebhook, *notify.Outbox) {
 	t.Helper()
 	s, cs := kubeStore(t)
 	s.Shards = 1
@@ -108,7 +108,7 @@ func TestConfigMapStore(t *testing.T) {
 	if ref, err := s.Thread(ctx, "slack-none"); err != nil || ref != "" {
 		t.Errorf("Thread(unknown) = %q, %v", ref, err)
 	}
-	cms, err := cs.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{})
+	cms, err := cs.ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestConfigMapStoreBoundsTheLogBySize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cm, err := cs.CoreV1().ConfigMaps(s.Namespace).Get(ctx, "crowsnest-outbox-0", metav1.GetOptions{})
+	cm, err := cs.ConfigMaps(s.Namespace).Get(ctx, "crowsnest-outbox-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +508,7 @@ func TestOutboxEnqueueOfAKeyWhoseRecordIsGone(t *testing.T) {
 	if err := s.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, notify.DefaultConfigMapPrefix+"-log-0", metav1.DeleteOptions{}); err != nil {
+	if err := cs.ConfigMaps(s.Namespace).Delete(ctx, notify.DefaultConfigMapPrefix+"-log-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, rec.ID); !errors.Is(err, notify.ErrNotFound) {

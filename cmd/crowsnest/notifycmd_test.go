@@ -23,6 +23,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/notifycmd"
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -189,7 +190,7 @@ func TestNewNotifications(t *testing.T) {
 	cfg.Notifications.Catalog = true
 	cfg.Notifications.ArgoCDConfigMap = config.ArgoCDConfigMapRef{Name: config.DefaultArgoCDNotificationsConfigMap, Secret: config.DefaultArgoCDNotificationsSecret}
 
-	n, out, err := newNotifications(ctx, cfg, cs, ns, false, prometheus.NewRegistry(), nil)
+	n, out, err := newNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestNewNotifications(t *testing.T) {
 		t.Fatal("no webhook request")
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep-ok: poll interval
-		recs, err := (&notify.ConfigMapStore{Client: cs, Namespace: ns}).List(ctx, notify.ListOptions{State: notify.StateDelivered})
+		recs, err := (&notify.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}).List(ctx, notify.ListOptions{State: notify.StateDelivered})
 		if err == nil && len(recs) == 1 {
 			break
 		}
@@ -284,7 +285,7 @@ func TestNewNotificationsDryRunSendsAndStoresNothing(t *testing.T) {
 	}
 	var logs testenv.LogBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	n, out, err := newNotifications(t.Context(), cfg, cs, ns, true, prometheus.NewRegistry(), log)
+	n, out, err := newNotifications(t.Context(), cfg, kubecoretest.Wrap(cs), ns, true, prometheus.NewRegistry(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

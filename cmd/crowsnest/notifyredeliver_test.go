@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -21,7 +22,7 @@ func TestNotifyRedeliverCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &notify.ConfigMapStore{Client: cs, Namespace: ns} // the CLI's defaults
+	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns} // the CLI's defaults
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	mk := func(id, app string, state notify.State, attempts int, lastError string) {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -65,7 +66,7 @@ func TestUnsupportedServiceFailsVisibly(t *testing.T) {
 	cfg.Notifications.ArgoCDConfigMap = config.ArgoCDConfigMapRef{Name: config.DefaultArgoCDNotificationsConfigMap}
 	logs := &lockedBuffer{}
 	reg := prometheus.NewRegistry()
-	n, out, err := newNotifications(ctx, cfg, cs, ns, false, reg, slog.New(slog.NewTextHandler(logs, nil)))
+	n, out, err := newNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, reg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatalf("an unsupported service must not stop the daemon: %v", err)
 	}
@@ -82,7 +83,7 @@ func TestUnsupportedServiceFailsVisibly(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done; <-done })
 	n.MarkSynced()
 	n.OnTransition(nil, notifyApp(t, "web"))
-	store := &notify.ConfigMapStore{Client: cs, Namespace: ns}
+	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep-ok: poll interval
 		recs, err := store.List(ctx, notify.ListOptions{State: notify.StateDead})
 		if err == nil && len(recs) == 1 {

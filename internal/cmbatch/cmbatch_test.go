@@ -13,15 +13,15 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/crowsnest-dev/crowsnest/internal/cmbatch"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 )
 
 // countingClient is a clientset whose requests are counted by method.
 type countingClient struct {
-	kubernetes.Interface
+	kubecore.Interface
 	mu     sync.Mutex
 	counts map[string]int
 }
@@ -56,12 +56,12 @@ func newClient(t *testing.T) *countingClient {
 
 // wrappedClient is a clientset of the control plane, unthrottled, whose
 // requests go through wrap's RoundTripper.
-func wrappedClient(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) kubernetes.Interface {
+func wrappedClient(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) kubecore.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.Wrap(wrap)
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubecore.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func wrappedClient(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper)
 }
 
 // seeded is a new namespace with the ConfigMap "state" written once.
-func seeded(t *testing.T, c kubernetes.Interface) string {
+func seeded(t *testing.T, c kubecore.Interface) string {
 	t.Helper()
 	ns := env.CreateNamespace(t, "cmbatch")
 	if err := (&cmbatch.Writer{Client: c, Namespace: ns, Name: "state"}).Apply(t.Context(), set("k", "v0")); err != nil {
@@ -107,7 +107,7 @@ func TestWriterGroupsConcurrentChanges(t *testing.T) {
 			t.Fatalf("Apply: %v", err)
 		}
 	}
-	cm, err := c.CoreV1().ConfigMaps(ns).Get(t.Context(), "state", metav1.GetOptions{})
+	cm, err := c.ConfigMaps(ns).Get(t.Context(), "state", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestWriterKeepsOtherWritersChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, "state", metav1.GetOptions{})
+	cm, err := c.ConfigMaps(ns).Get(ctx, "state", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,13 +179,13 @@ func TestWriterKeepsOtherWritersChanges(t *testing.T) {
 	}
 
 	// Deleted behind the Writer's back: it creates the ConfigMap again.
-	if err := c.CoreV1().ConfigMaps(ns).Delete(ctx, "state", metav1.DeleteOptions{}); err != nil {
+	if err := c.ConfigMaps(ns).Delete(ctx, "state", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Apply(ctx, set("after", "z")); err != nil {
 		t.Fatalf("Apply after delete: %v", err)
 	}
-	cm, err = c.CoreV1().ConfigMaps(ns).Get(ctx, "state", metav1.GetOptions{})
+	cm, err = c.ConfigMaps(ns).Get(ctx, "state", metav1.GetOptions{})
 	if err != nil || cm.Data["after"] != "z" {
 		t.Fatalf("after delete: %v, %v; want the change written again", cm, err)
 	}
@@ -229,7 +229,7 @@ func TestWriterChangeErrorsAndFinally(t *testing.T) {
 			t.Errorf("change %d: err = %v, want errFull %v", i, err, want)
 		}
 	}
-	cm, err := c.CoreV1().ConfigMaps(ns).Get(t.Context(), "state", metav1.GetOptions{})
+	cm, err := c.ConfigMaps(ns).Get(t.Context(), "state", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestShardsSpreadKeys(t *testing.T) {
 // first such answer it calls conflicted.
 type conflictingTransport struct {
 	next       http.RoundTripper
-	other      kubernetes.Interface
+	other      kubecore.Interface
 	ns, name   string
 	n          *atomic.Int32
 	conflicted func()
@@ -301,7 +301,7 @@ func (t conflictingTransport) RoundTrip(r *http.Request) (*http.Response, error)
 	if r.Method != http.MethodPut {
 		return t.next.RoundTrip(r)
 	}
-	cms := t.other.CoreV1().ConfigMaps(t.ns)
+	cms := t.other.ConfigMaps(t.ns)
 	cm, err := cms.Get(r.Context(), t.name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err

@@ -16,16 +16,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 )
 
 // client is a clientset for the test control plane with the rate limit
 // crowsnest's defaults give it (kube-api-qps, kube-api-burst), or qps.
-func client(t *testing.T, qps float32, burst int) *kubernetes.Clientset {
+func client(t *testing.T, qps float32, burst int) *kubecore.Clientset {
 	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = qps, burst
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubecore.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +50,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newSink(t *testing.T, cs kubernetes.Interface) (*kubeevents.Sink, *prometheus.Registry, *syncBuffer) {
+func newSink(t *testing.T, cs kubecore.Interface) (*kubeevents.Sink, *prometheus.Registry, *syncBuffer) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	logs := &syncBuffer{}
 	s := &kubeevents.Sink{
-		Client:  cs.CoreV1(),
+		Client:  cs,
 		Source:  corev1.EventSource{Component: "crowsnest"},
 		Metrics: kubeevents.NewMetrics(reg),
 		Log:     slog.New(slog.NewTextHandler(logs, nil)),
@@ -86,9 +87,9 @@ func app(ns, name string) *corev1.ObjectReference {
 }
 
 // recorded lists the namespace's Events and sums their counts.
-func recorded(t *testing.T, cs kubernetes.Interface, ns string) ([]corev1.Event, int) {
+func recorded(t *testing.T, cs kubecore.Interface, ns string) ([]corev1.Event, int) {
 	t.Helper()
-	list, err := cs.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	list, err := cs.Events(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,11 @@ func TestRefusedEventsAreCountedAndLogged(t *testing.T) {
 	cs := client(t, 300, 1000)
 	// No namespace controller runs: the namespace stays Terminating, and
 	// the apiserver refuses new objects in it.
-	if err := cs.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
+	admin, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s, reg, logs := newSink(t, cs)

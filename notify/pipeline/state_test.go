@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
@@ -14,7 +14,7 @@ import (
 // restart reads what the previous process saved), and a zero state
 // deletes the entry.
 func TestConfigMapStateRoundTrip(t *testing.T) {
-	cs, err := kubernetes.NewForConfig(env.Config)
+	cs, err := kubecore.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 )
 
@@ -20,14 +20,14 @@ func kubeSecrets(t *testing.T, secrets ...*corev1.Secret) (*creds.Resolver, stri
 	if env == nil {
 		t.Fatal("no control plane (TestMain did not start one)")
 	}
-	cs, err := kubernetes.NewForConfig(env.Config)
+	cs, err := kubecore.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns := env.CreateNamespace(t, "creds")
 	for _, s := range secrets {
 		s.Namespace = ns
-		if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+		if _, err := cs.Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating Secret %s: %v", s.Name, err)
 		}
 	}

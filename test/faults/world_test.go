@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
@@ -362,7 +363,7 @@ func (w *world) commitsPerFile(t *testing.T) map[string]int {
 // yet, read straight from crowsnest's ConfigMaps.
 func (w *world) pendingDeliveries(t *testing.T) int {
 	t.Helper()
-	store := &notify.ConfigMapStore{Client: w.cs, Namespace: w.ns}
+	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(w.cs), Namespace: w.ns}
 	recs, err := store.List(t.Context(), notify.ListOptions{State: notify.StatePending})
 	if err != nil {
 		return -1
@@ -373,7 +374,7 @@ func (w *world) pendingDeliveries(t *testing.T) int {
 // deadDeliveries lists the outbox records given up on.
 func (w *world) deadDeliveries(t *testing.T) []notify.Record {
 	t.Helper()
-	store := &notify.ConfigMapStore{Client: w.cs, Namespace: w.ns}
+	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(w.cs), Namespace: w.ns}
 	recs, err := store.List(t.Context(), notify.ListOptions{State: notify.StateDead})
 	if err != nil {
 		t.Logf("reading dead deliveries: %v", err)

@@ -5,7 +5,10 @@
 package kubecoretest
 
 import (
+	"testing"
+
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 )
@@ -25,4 +28,14 @@ func (c clientset) Events(ns string) kubecore.EventInterface { return c.cs.CoreV
 
 func (c clientset) Leases(ns string) kubecore.LeaseInterface {
 	return c.cs.CoordinationV1().Leases(ns)
+}
+
+// New returns a kubecore client for cfg, failing t if it cannot.
+func New(t testing.TB, cfg *rest.Config) *kubecore.Clientset {
+	t.Helper()
+	c, err := kubecore.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -11,13 +11,12 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
-	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
-
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
 
 const typeLabel = "argocd.argoproj.io/secret-type"
@@ -26,7 +25,7 @@ const typeLabel = "argocd.argoproj.io/secret-type"
 // else the longest repo-creds prefix; a Secret named by the annotation wins
 // over both.
 func TestArgoRepoCredentials(t *testing.T) {
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubecoretest.New(t, env.Config)
 	ns := env.CreateNamespace(t, "argocd")
 	secret := func(name, typ, url, user string) {
 		t.Helper()
@@ -38,7 +37,7 @@ func TestArgoRepoCredentials(t *testing.T) {
 		if url != "" {
 			s.Data["url"] = []byte(url)
 		}
-		if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+		if _, err := cs.Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +93,7 @@ func TestArgoRepoCredentials(t *testing.T) {
 // (also as prefixes); host keys come from argocd-ssh-known-hosts-cm and the
 // known_hosts file, only for SSH.
 func TestArgoRepoCredentialsSSH(t *testing.T) {
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubecoretest.New(t, env.Config)
 	ns := env.CreateNamespace(t, "argocd")
 	secret := func(name, typ, url string, data map[string]string) {
 		t.Helper()
@@ -105,7 +104,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 		if url != "" {
 			s.StringData["url"] = url
 		}
-		if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+		if _, err := cs.Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,7 +147,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 	cmLine := "git.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
 	fileLine := "[127.0.0.1]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: repocreds.KnownHostsConfigMap}, Data: map[string]string{repocreds.KnownHostsKey: cmLine}}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	a.KnownHostsFile = filepath.Join(t.TempDir(), "known_hosts")
@@ -170,7 +169,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 
 	// A bad line is an error naming where it is.
 	cm.Data[repocreds.KnownHostsKey] = cmLine + "git.example.com ssh-ed25519 not-base64!\n"
-	if _, err := cs.CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := cs.ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := a.Credentials(t.Context(), "git@git.example.com:org/x.git"); err == nil ||
@@ -187,7 +186,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 // the key of a repo-creds Secret and the host key of
 // argocd-ssh-known-hosts-cm; with the ConfigMap gone the host is refused.
 func TestGitWriteBackOverSSHWithArgoCDSecrets(t *testing.T) {
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubecoretest.New(t, env.Config)
 	ns := env.CreateNamespace(t, "argocd")
 	srv := testgit.Start(t, testgit.Options{})
 	srv.CreateRepo(t, "apps")
@@ -199,11 +198,11 @@ func TestGitWriteBackOverSSHWithArgoCDSecrets(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "ssh-creds", Labels: map[string]string{typeLabel: "repo-creds"}},
 		StringData: map[string]string{"url": "ssh://git@" + x.Addr, "sshPrivateKey": key},
 	}
-	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: repocreds.KnownHostsConfigMap}, Data: map[string]string{repocreds.KnownHostsKey: x.KnownHosts()}}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w := &gitwb.Writer{
@@ -230,7 +229,7 @@ func TestGitWriteBackOverSSHWithArgoCDSecrets(t *testing.T) {
 		t.Fatalf("%d pushes over SSH, want 1", x.Count(testgit.KindReceivePack))
 	}
 
-	if err := cs.CoreV1().ConfigMaps(ns).Delete(t.Context(), cm.Name, metav1.DeleteOptions{}); err != nil {
+	if err := cs.ConfigMaps(ns).Delete(t.Context(), cm.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = w.Apply(t.Context(), change("1.2.0"))

@@ -5,8 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
@@ -16,9 +16,9 @@ import (
 // credentials too: Use hears that URL, the writer asks with the one it
 // stripped them from.
 func TestArgoRepoCredentialsNamedSecretForAURLWithCredentials(t *testing.T) {
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubecoretest.New(t, env.Config)
 	ns := env.CreateNamespace(t, "argocd")
-	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+	if _, err := cs.Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "named"},
 		Data:       map[string][]byte{"username": []byte("named"), "password": []byte("pw-named")},
 	}, metav1.CreateOptions{}); err != nil {
