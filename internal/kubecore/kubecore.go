@@ -31,30 +31,39 @@ type Resource[T, L runtime.Object] interface {
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 }
 
-// The resources of Interface.
-type (
-	ConfigMapInterface = Resource[*corev1.ConfigMap, *corev1.ConfigMapList]
-	SecretInterface    = Resource[*corev1.Secret, *corev1.SecretList]
-	EventInterface     = Resource[*corev1.Event, *corev1.EventList]
-	LeaseInterface     = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
-)
+// ConfigMapInterface is the ConfigMaps of a namespace.
+type ConfigMapInterface = Resource[*corev1.ConfigMap, *corev1.ConfigMapList]
 
-// ConfigMapsGetter, SecretsGetter, EventsGetter and LeasesGetter are the
-// one-resource parts of Interface, for the packages that need one.
-type (
-	ConfigMapsGetter interface {
-		ConfigMaps(namespace string) ConfigMapInterface
-	}
-	SecretsGetter interface {
-		Secrets(namespace string) SecretInterface
-	}
-	EventsGetter interface {
-		Events(namespace string) EventInterface
-	}
-	LeasesGetter interface {
-		Leases(namespace string) LeaseInterface
-	}
-)
+// SecretInterface is the Secrets of a namespace.
+type SecretInterface = Resource[*corev1.Secret, *corev1.SecretList]
+
+// EventInterface is the Events of a namespace.
+type EventInterface = Resource[*corev1.Event, *corev1.EventList]
+
+// LeaseInterface is the Leases of a namespace.
+type LeaseInterface = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
+
+// ConfigMapsGetter is the part of Interface a package that only keeps
+// ConfigMaps needs.
+type ConfigMapsGetter interface {
+	ConfigMaps(namespace string) ConfigMapInterface
+}
+
+// SecretsGetter is the part of Interface a package that only reads
+// Secrets needs.
+type SecretsGetter interface {
+	Secrets(namespace string) SecretInterface
+}
+
+// EventsGetter is the part of Interface an Event recorder needs.
+type EventsGetter interface {
+	Events(namespace string) EventInterface
+}
+
+// LeasesGetter is the part of Interface leader election needs.
+type LeasesGetter interface {
+	Leases(namespace string) LeaseInterface
+}
 
 // Interface is every resource crowsnest uses through kubecore.
 type Interface interface {

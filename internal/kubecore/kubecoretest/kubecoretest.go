@@ -31,11 +31,11 @@ func (c clientset) Leases(ns string) kubecore.LeaseInterface {
 }
 
 // New returns a kubecore client for cfg, failing t if it cannot.
-func New(t testing.TB, cfg *rest.Config) *kubecore.Clientset {
-	t.Helper()
+func New(tb testing.TB, cfg *rest.Config) *kubecore.Clientset {
+	tb.Helper()
 	c, err := kubecore.NewForConfig(cfg)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return c
 }
