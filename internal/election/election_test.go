@@ -61,6 +61,17 @@ func run(t *testing.T, client kubecore.LeasesGetter, ns, id string) *candidate {
 	return c
 }
 
+// leader runs a candidate for a new Lease in a new namespace and waits
+// until it leads.
+func leader(t *testing.T, id string) (*kubecore.Clientset, string, *candidate) {
+	t.Helper()
+	client := kubecoretest.New(t, env.Config)
+	ns := env.CreateNamespace(t, "election")
+	c := run(t, client, ns, id)
+	await(t, id+" to create and take the lease", c.started)
+	return client, ns, c
+}
+
 // stop cancels the candidate and waits for Run to return.
 func (c *candidate) stop() {
 	c.cancel()
@@ -147,10 +158,7 @@ func TestTakeoverAfterHolderStopsRenewing(t *testing.T) {
 // deadline: its term ends, Run returns, and it does not write over the
 // other holder.
 func TestLeaderStepsDownWhenAnotherWriterTakesTheLease(t *testing.T) {
-	client := kubecoretest.New(t, env.Config)
-	ns := env.CreateNamespace(t, "election")
-	c := run(t, client, ns, "leader")
-	await(t, "the candidate to create and take the lease", c.started)
+	client, ns, c := leader(t, "leader")
 	l := getLease(t, client, ns)
 	if diff := cmp.Diff([]any{"leader", int32(0)}, []any{holder(l), transitions(l)}); diff != "" {
 		t.Errorf("new lease holder and transitions (-want +got):\n%s", diff)
@@ -182,10 +190,7 @@ func TestLeaderStepsDownWhenAnotherWriterTakesTheLease(t *testing.T) {
 // Of two candidates one leads; when it stops and releases the Lease, the
 // other takes it without waiting out the lease duration.
 func TestOneLeaderAndReleaseHandsOver(t *testing.T) {
-	client := kubecoretest.New(t, env.Config)
-	ns := env.CreateNamespace(t, "election")
-	a := run(t, client, ns, "a")
-	await(t, "a to lead", a.started)
+	client, ns, a := leader(t, "a")
 	contending := time.Now()
 	b := run(t, client, ns, "b")
 	// Let b contend for a while: until a renewed the lease twice after b
