@@ -24,7 +24,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/windows"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
-	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
@@ -99,10 +98,8 @@ type ImageReconciler struct {
 	// Tally, when set, keeps each Application's last outcome for a
 	// single pass's summary (`run --once`).
 	Tally *PassTally
-	// Git batches Git write-backs; GitCredentials learns the Secrets
-	// named by git:secret:<ns>/<name>.
-	Git            *collect.Batcher
-	GitCredentials *repocreds.ArgoCD
+	// Git batches Git write-backs.
+	Git *collect.Batcher
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.
 	Tenancy *tenancy.Rules

@@ -346,9 +346,9 @@ func (b *daemonBuilder) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 		b.localLogs = &logEvents{log: slog.New(slog.DiscardHandler)}
 		images.Events = teeEvents{images.Events, b.localLogs}
 	}
-	images.GitCredentials = &repocreds.ArgoCD{Client: b.clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
+	gitCredentials := &repocreds.ArgoCD{Client: b.clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
 		Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) }}
-	if b.gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
+	if b.gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, gitCredentials, gitMetrics, log); err != nil {
 		return err
 	}
 	images.Journal = &journal.ConfigMaps{Client: b.clientset, Namespace: o.ownNamespace(cfg)}
