@@ -194,7 +194,7 @@ func runBatch(t *testing.T, images *controller.ImageReconciler, reqs ...controll
 	}
 }
 
-// appLookup is a GitBatcher's App over the requests' Applications.
+// appLookup is an ImageReconciler's App over the requests' Applications.
 func appLookup(reqs ...controller.Request) func(string) *watcher.App {
 	byKey := map[string]*watcher.App{}
 	for _, r := range reqs {
@@ -224,10 +224,11 @@ func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
 	events, notes, retries := &appEvents{}, &gitNotes{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Metrics: metrics, Log: log}
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notify: notes.notify, App: appLookup(a, b),
+		Metrics: metrics, Log: log}
 	images.Git = &collect.Batcher{
 		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-		Notify: notes.notify, App: appLookup(a, b), Metrics: metrics, Log: log,
+		Announce: images.GitWritten, Metrics: metrics, Log: log,
 	}
 	runBatch(t, images, a, b)
 
@@ -294,10 +295,10 @@ func TestGitBatchFailureWithCredentialsInTheURL(t *testing.T) {
 			log := slog.New(slog.DiscardHandler)
 			w := testGitWriter(t)
 			w.MaxAttempts = 2
-			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Metrics: metrics, Log: log}
+			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(req), Metrics: metrics, Log: log}
 			images.Git = &collect.Batcher{
 				Writer: w, Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-				App: appLookup(req), Metrics: metrics, Log: log,
+				Announce: images.GitWritten, Metrics: metrics, Log: log,
 			}
 			tt.fault(srv, w.MaxAttempts)
 			runBatch(t, images, req)

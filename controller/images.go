@@ -98,8 +98,12 @@ type ImageReconciler struct {
 	// Tally, when set, keeps each Application's last outcome for a
 	// single pass's summary (`run --once`).
 	Tally *PassTally
-	// Git batches Git write-backs.
+	// Git batches Git write-backs; wire its Announce to GitWritten and
+	// OnUnchanged and OnAnnounced to GitUnchanged and GitAnnounced.
 	Git *collect.Batcher
+	// App looks an Application up by key (Engine.App), for what the Git
+	// batcher reports after the reconcile.
+	App func(key string) *watcher.App
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.
 	Tenancy *tenancy.Rules

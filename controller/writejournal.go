@@ -10,7 +10,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
-	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 )
 
@@ -210,7 +209,7 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent
 	var evs []triggers.Event
 	if in.Method == string(imageupdate.MethodGit) {
 		for _, c := range in.Changes {
-			evs = append(evs, collect.UpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
+			evs = append(evs, gitUpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
 		}
 	} else {
 		evs = r.changeEvents(app, triggers.EventImageUpdated, changes, "")
@@ -227,11 +226,14 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent
 // ImagesUpdated Event that says so, and the notifications (which the
 // notifier drops if it had sent them). Either way the intent is then
 // done, so no later process announces it (again).
-func (r *ImageReconciler) GitUnchanged(ctx context.Context, app *watcher.App, unchanged []gitwb.Change) {
-	if r.Journal == nil {
+func (r *ImageReconciler) GitUnchanged(ctx context.Context, key string, unchanged []gitwb.Change) {
+	if r.Journal == nil || r.App == nil {
 		return
 	}
-	key := app.Key()
+	app := r.App(key)
+	if app == nil {
+		return
+	}
 	r.intents.mu.Lock()
 	rec, recovering := r.intents.recovering[key]
 	if recovering && intentWrites(rec, unchanged) {

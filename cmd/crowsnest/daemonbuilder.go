@@ -383,6 +383,7 @@ func (b *daemonBuilder) buildWriters() error {
 		Log:     b.log,
 	}
 	images.Git.OnUnchanged, images.Git.OnAnnounced = images.GitUnchanged, images.GitAnnounced
+	images.Git.Announce, images.App = images.GitWritten, engine.App
 	if b.dyn != nil && !b.o.dryRun {
 		refresher := &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
 		images.Git.Refresh = refresher.Refresh
@@ -420,9 +421,6 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 	engine.Transitions = notifier.OnAppEvent
 	images.Notify, b.timer.Notify = notifier.OnEvent, notifier.OnEvent
 	images.Announces = notifier.Announces
-	if images.Git != nil {
-		images.Git.Notify, images.Git.App = notifier.OnEvent, engine.App
-	}
 	return nil
 }
 
