@@ -141,8 +141,10 @@ type ImageReconciler struct {
 	// window; the annotation problems) and app key, so each is reported
 	// (log, Event, metric) when it appears or changes, not again on every
 	// reconcile while it stays.
-	said    map[saidKey]string
-	intents intents
+	said map[saidKey]string
+	// intents is the book of Journal (book).
+	intents     *journal.Book
+	intentsOnce sync.Once
 	// selections remembers selections per image, policy and tag list.
 	selections selectionMemo
 	// tagWaits parks the first pass's reconciles whose tag lists are
