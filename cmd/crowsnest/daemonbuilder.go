@@ -305,7 +305,7 @@ func (b *daemonBuilder) buildLocalWriters(gitMetrics *gitwb.Metrics) error {
 	o, cfg, log, images := b.o, b.cfg, b.log, b.images
 	b.local = newLocalApps(b.files, log)
 	b.localLogs = &logEvents{log: log, onEvent: o.onEvent}
-	images.Writer, images.Events = b.local, controller.RedactEvents(b.localLogs)
+	images.Writer, images.Events = b.local, kubeevents.Redact(b.localLogs)
 	var err error
 	if b.gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, envGitCredentials(), gitMetrics, log); err != nil {
 		return err
@@ -341,7 +341,7 @@ func (b *daemonBuilder) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 		Metrics: kubeevents.NewMetrics(b.reg), Log: log}
 	events.Start()
 	b.closers = append(b.closers, func() { events.Shutdown(eventFlushTimeout) })
-	images.Events = controller.RedactEvents(events)
+	images.Events = kubeevents.Redact(events)
 	if o.once { // --dry-run --once: Warnings count as in local mode
 		b.localLogs = &logEvents{log: slog.New(slog.DiscardHandler)}
 		images.Events = teeEvents{images.Events, b.localLogs}

@@ -20,4 +20,8 @@
 //     (written, aggregated, refused, dropped, unflushed) and logs what it
 //     could not write: nothing is lost without a metric and a log line;
 //   - writes what is pending at Shutdown, for a bounded time.
+//
+// Redact wraps any Recorder (a Sink, local mode's log) so that no Event
+// message shows a credential: every recorder the engine uses is built
+// with it.
 package kubeevents
