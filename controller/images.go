@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -121,7 +122,7 @@ type ImageReconciler struct {
 	// make is planned (by the writers' own code) and handed to Plans.
 	DryRun bool
 	// Plans, when set, receives the dry run's plans.
-	Plans   PlanRecorder
+	Plans   dryrun.Recorder
 	Metrics *ImageMetrics
 	Log     *slog.Logger
 	Now     func() time.Time

@@ -160,7 +160,7 @@ func (r *ImageReconciler) GitUnchanged(ctx context.Context, key string, unchange
 	if app == nil {
 		return
 	}
-	writes := gitWrites(unchanged)
+	writes := journalWrites(unchanged)
 	if rec, ok := r.book().Take(key, writes); ok {
 		changes := make([]imageupdate.Change, 0, len(rec.Changes))
 		for _, c := range rec.Changes {
@@ -180,7 +180,7 @@ func (r *ImageReconciler) GitAnnounced(ctx context.Context, key string, written 
 	if r.Journal == nil {
 		return
 	}
-	r.settle(ctx, key, gitWrites(written))
+	r.settle(ctx, key, journalWrites(written))
 }
 
 // settle marks key's intent done when it is the write of writes.
@@ -190,9 +190,9 @@ func (r *ImageReconciler) settle(ctx context.Context, key string, writes []journ
 	}
 }
 
-// gitWrites are the images and values an Application's Git changes
+// journalWrites are the images and values an Application's Git changes
 // write, as the journal compares them with an intent.
-func gitWrites(chs []gitwb.Change) []journal.Change {
+func journalWrites(chs []gitwb.Change) []journal.Change {
 	var out []journal.Change
 	for i := range chs {
 		for j := range chs[i].Images {
