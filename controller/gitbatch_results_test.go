@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -157,16 +156,7 @@ func gitRequest(t *testing.T, ns, doc, image string) controller.Request {
 	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 		t.Fatal(err)
 	}
-	u := &unstructured.Unstructured{Object: obj}
-	got, err := apps(t).Namespace(ns).Get(t.Context(), u.GetName(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := watcher.AppFromObject(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return controller.Request{Key: app.Key(), App: app}
+	return requestOf(t, ns, (&unstructured.Unstructured{Object: obj}).GetName())
 }
 
 // testGitWriter is a writer that retries fast.
