@@ -1,6 +1,7 @@
 package collect_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
 
 // waitTimeout bounds every wait of these tests.
@@ -88,6 +90,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		case <-timeout:
 			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
 		case <-tick.C:
+		}
+	}
+}
+
+// start runs b until stop, which waits for Start to return.
+func start(t *testing.T, b *collect.Batcher) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- b.Start(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
