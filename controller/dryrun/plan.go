@@ -36,7 +36,7 @@ var (
 	_ PatchPlanner = (*kube.Writer)(nil)
 )
 
-// ErrNoPlanner: the writer wired cannot say what it would write.
+// ErrNoPlanner says that the writer wired cannot say what it would write.
 var ErrNoPlanner = errors.New("this write-back cannot be planned here: its writer is not wired")
 
 // New is the plan of changes, by method, with nothing computed yet.
