@@ -23,7 +23,9 @@ type gitPlanner struct {
 	err   error
 }
 
-func (g gitPlanner) Plan(context.Context, []gitwb.Change) ([]gitwb.Plan, error) { return g.plans, g.err }
+func (g gitPlanner) Plan(context.Context, []gitwb.Change) ([]gitwb.Plan, error) {
+	return g.plans, g.err
+}
 
 // patchPlanner answers PlanFrom with its patch.
 type patchPlanner struct{ patch kube.Patch }
