@@ -114,10 +114,10 @@ func githubTenantApp(t *testing.T, name, trigger string, annotations map[string]
 func TestNotifierRefusesGitHubRepositoriesTheApplicationMayNotUse(t *testing.T) {
 	gh := newGitHubRecorder(t)
 	nc, err := config.ParseArgoCDConfigMap(map[string]string{
-		"service.github":  "token: $gh-token\nenterpriseBaseURL: " + gh.URL + "/api/v3\n",
-		"trigger.on-new":  "- when: 'true'\n  send: [gh-default]\n",
-		"trigger.on-path": "- when: 'true'\n  send: [gh-path]\n",
-		"trigger.on-bad":  "- when: 'true'\n  send: [gh-bad]\n",
+		"service.github":      "token: $gh-token\nenterpriseBaseURL: " + gh.URL + "/api/v3\n",
+		"trigger.on-new":      "- when: 'true'\n  send: [gh-default]\n",
+		"trigger.on-path":     "- when: 'true'\n  send: [gh-path]\n",
+		"trigger.on-bad":      "- when: 'true'\n  send: [gh-bad]\n",
 		"template.gh-default": "message: deployed\ngithub:\n  revisionPath: abc123\n  status:\n    state: success\n",
 		"template.gh-path": "message: deployed\ngithub:\n  repoURLPath: '{{index .app.metadata.annotations \"example.com/repo\"}}'\n" +
 			"  revisionPath: abc123\n  status:\n    state: success\n",
