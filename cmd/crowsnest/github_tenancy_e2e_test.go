@@ -3,43 +3,15 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 )
-
-// ghDouble is GitHub Enterprise's REST API for a token: it records every
-// request as "METHOD path" and answers 201.
-type ghDouble struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs []string
-}
-
-func startGHDouble(t *testing.T) *ghDouble {
-	t.Helper()
-	g := &ghDouble{}
-	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.mu.Lock()
-		g.reqs = append(g.reqs, r.Method+" "+r.URL.Path)
-		g.mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"id": 7}`))
-	}))
-	t.Cleanup(g.Close)
-	return g
-}
-
-func (g *ghDouble) requests() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Clone(g.reqs)
-}
 
 // A team's Application cannot have crowsnest post to a GitHub repository
 // its AppProject does not permit: the github service acts with the
@@ -56,7 +28,7 @@ func TestE2EGitHubNotificationsStayInPermittedRepositories(t *testing.T) {
 		rev   = "0123456789abcdef0123456789abcdef01234567"
 		token = "e2e-gh-T0KEN"
 	)
-	gh := startGHDouble(t)
+	gh := testnotify.NewRequests(t, http.StatusCreated, `{"id": 7}`)
 	kubeconfig, ns, dir := e2eCluster(t, "e2e-ghtenant")
 	createProject(t, ns, "team-a", []any{gh.URL + "/team-a/*"}, nil)
 	cfgPath := filepath.Join(dir, "crowsnest.yaml")
@@ -115,8 +87,8 @@ spec:
 	createApp(t, ns, app("own", "source: {repoURL: "+gh.URL+"/team-a/app.git, path: deploy}"))
 	createApp(t, ns, app("widened", "source: {repoURL: "+gh.URL+"/team-c/app.git, path: deploy}"))
 	want := []string{"POST /api/v3/repos/team-a/app/statuses/" + rev, "POST /api/v3/repos/team-c/app/statuses/" + rev}
-	waitFor(t, "the permitted statuses", func() bool { return len(gh.requests()) >= len(want) })
-	got := gh.requests()
+	waitFor(t, "the permitted statuses", func() bool { return len(gh.All()) >= len(want) })
+	got := gh.All()
 	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GitHub requests (-want +got):\n%s", diff)

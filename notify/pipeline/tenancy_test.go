@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -24,35 +23,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
-
-// githubRecorder is GitHub's REST API for a token: it records every
-// request as "METHOD path" and answers 201.
-type githubRecorder struct {
-	URL  string
-	mu   sync.Mutex
-	reqs []string
-}
-
-func newGitHubRecorder(t *testing.T) *githubRecorder {
-	t.Helper()
-	g := &githubRecorder{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.mu.Lock()
-		g.reqs = append(g.reqs, r.Method+" "+r.URL.Path)
-		g.mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"id": 1}`))
-	}))
-	t.Cleanup(srv.Close)
-	g.URL = srv.URL
-	return g
-}
-
-func (g *githubRecorder) requests() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Clone(g.reqs)
-}
 
 // buildServices builds the senders of a config's services of package
 // services, for Notifier.Services.
@@ -112,7 +82,7 @@ func githubTenantApp(t *testing.T, name, trigger string, annotations map[string]
 // enqueued and is counted; a template that fails to render is counted
 // apart.
 func TestNotifierRefusesGitHubRepositoriesTheApplicationMayNotUse(t *testing.T) {
-	gh := newGitHubRecorder(t)
+	gh := testnotify.NewRequests(t, http.StatusCreated, `{"id": 1}`)
 	nc, err := config.ParseArgoCDConfigMap(map[string]string{
 		"service.github":      "token: $gh-token\nenterpriseBaseURL: " + gh.URL + "/api/v3\n",
 		"trigger.on-new":      "- when: 'true'\n  send: [gh-default]\n",
@@ -175,8 +145,8 @@ func TestNotifierRefusesGitHubRepositoriesTheApplicationMayNotUse(t *testing.T) 
 	n.OnTransition(nil, githubTenantApp(t, "own", "on-new", nil, gh.URL+"/team-a/app.git"))
 	n.OnTransition(nil, githubTenantApp(t, "path-own", "on-path", map[string]any{"example.com/repo": gh.URL + "/team-a/other"}, gh.URL+"/team-a/app.git"))
 	want := []string{"POST /api/v3/repos/team-a/app/statuses/abc123", "POST /api/v3/repos/team-a/other/statuses/abc123"}
-	waitFor(t, "the permitted statuses", func() bool { return len(gh.requests()) >= len(want) })
-	got := gh.requests()
+	waitFor(t, "the permitted statuses", func() bool { return len(gh.All()) >= len(want) })
+	got := gh.All()
 	slices.Sort(got)
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("GitHub requests (-want +got):\n%s", d)
