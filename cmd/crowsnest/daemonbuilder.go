@@ -413,6 +413,7 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 	}
 	notifier.Synced = controller.SourcesSynced(engine.Sources)
 	notifier.Project = controller.EngineProject(engine)
+	notifier.CheckRepo = images.Tenancy.CheckRepository
 	if b.gw != nil {
 		// repo.GetCommitMetadata / GetAppDetails read through write-back's
 		// Writer: its clone locks are per Writer.
