@@ -80,7 +80,8 @@ type sprigUse struct {
 	// limit refuses a result over maxStringSize or maxListLen: the
 	// helpers whose result can outgrow their arguments.
 	limit bool
-	// then converts the result (pick and omit give a dict set may change).
+	// then converts the result (dict, pick and omit give a dict set may
+	// change; keys sorts).
 	then func(any) any
 }
 
@@ -124,6 +125,9 @@ var fromSprig = map[string]sprigUse{
 	"until":   {check: checkUntil},
 	// dicts
 	"get": {}, "hasKey": {}, "pluck": {},
+	"dict": {check: checkDictKeys, then: ownDict},
+	"set":  {check: checkOwnDict("set"), then: ownDict}, "unset": {check: checkOwnDict("unset"), then: ownDict},
+	"keys": {then: sortedStrings},
 	"pick": {then: ownDict}, "omit": {then: ownDict},
 	// numbers
 	"add": {}, "add1": {}, "sub": {}, "mul": {}, "max": {}, "min": {}, "atoi": {},

@@ -107,6 +107,7 @@ var funcTests = []struct {
 	{name: "unset on data", text: `{{unset .labels "team"}}`, wantErr: "unset: can only change a dict made in the template"},
 	{name: "hasKey", text: `{{hasKey .app.metadata "name"}} {{hasKey .app.metadata "nope"}} {{hasKey .labels "team"}} {{hasKey .app.nope "x"}}`, want: "true false true false"},
 	{name: "keys values", text: `{{keys .labels}} {{keys (dict "b" 1) (dict "a" 2 "b" 3)}} {{values .labels}}`, want: "[team tier] [a b b] [payments web]"},
+	{name: "keys of an empty dict", text: `{{toJson (keys (dict))}} {{toJson (keys .app.nope)}} {{keys (dict)}}`, want: "[] [] []"},
 	{name: "keys of a list", text: `{{keys (list 1)}}`, wantErr: "keys: want a dict, got []interface {}"},
 	{name: "pluck", text: `{{pluck "a" (dict "a" 1) (dict "b" 2) (dict "a" 3)}} {{pluck "name" .app.metadata | first}}`, want: "[1 3] guestbook"},
 	{name: "pick omit", text: `{{pick .app.metadata "name" "zz"}} {{omit .labels "team"}}`, want: "map[name:guestbook] map[tier:web]"},
