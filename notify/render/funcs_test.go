@@ -37,6 +37,7 @@ var funcTests = []struct {
 	// strings
 	{name: "upper lower", text: `{{upper "ab"}} {{.app.metadata.name | upper}} {{lower "AB"}}`, want: "AB GUESTBOOK ab"},
 	{name: "title", text: `{{title "hello wide  world-x"}} {{title "don't"}}`, want: "Hello Wide  World-X Don't"},
+	{name: "title as strings.Title", text: `{{title "a—b c«d 'twas rock'n'roll x.y é_ü k\u00a0l"}}`, want: "A—b C«d 'Twas Rock'n'roll X.Y É_ü K\u00a0L"},
 	{name: "trim", text: `[{{trim "  x \n"}}] {{trimAll "$" "$5.00$"}} {{trimPrefix "-" "-a-"}} {{trimSuffix "-" "-a-"}}`, want: "[x] 5.00 a- -a"},
 	{name: "trunc", text: `{{trunc 3 "foooo"}} {{trunc -3 "baaaar"}} {{trunc -999 "ab"}} [{{trunc 0 "ab"}}] {{"héllo" | truncate 2}}`, want: "foo aar ab [] hé"},
 	{name: "abbrev", text: `{{abbrev 5 "hello world"}} {{abbrev 3 "hello"}} {{abbrev 20 "short"}}`, want: "he... hello short"},
