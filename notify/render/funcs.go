@@ -257,13 +257,7 @@ func asList(fn string, a any, orValue bool) (any, error) {
 	if a == nil {
 		return []any{}, nil
 	}
-	switch reflect.ValueOf(a).Kind() {
-	case reflect.Slice, reflect.Array:
-		if _, ok := a.([]byte); !ok {
-			return a, nil
-		}
-	}
-	if orValue {
+	if isList(a) || orValue {
 		return a, nil
 	}
 	return nil, fmt.Errorf("%s: want a list, got %T", fn, a)

@@ -16,8 +16,8 @@ func listFuncs() template.FuncMap {
 	return template.FuncMap{
 		// first and last: sprig's refuse a string; these give its first or
 		// last character.
-		"first": first,
-		"last":  last,
+		"first": func(v any) (any, error) { return listEnd("first", v, false) },
+		"last":  func(v any) (any, error) { return listEnd("last", v, true) },
 		// append, prepend and concat allocate their result once: sprig's
 		// copy the list and then grow it, so a list grown by append in a
 		// loop allocated 83 MiB before the budget stopped it
@@ -39,6 +39,19 @@ func listFuncs() template.FuncMap {
 	}
 }
 
+// isList reports whether v is a list to sprig: a slice or an array, but
+// not []byte, which sprig's helpers read as a string.
+func isList(v any) bool {
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Slice:
+		_, bytes := v.([]byte)
+		return !bytes
+	case reflect.Array:
+		return true
+	}
+	return false
+}
+
 // list returns v's elements (nil is an empty list), or an error naming fn
 // when v is not a list.
 func list(fn string, v any) ([]any, error) {
@@ -48,10 +61,10 @@ func list(fn string, v any) ([]any, error) {
 	case []any:
 		return l, nil
 	}
-	rv := reflect.ValueOf(v)
-	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array || k == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
+	if !isList(v) {
 		return nil, fmt.Errorf("%s: want a list, got %T", fn, v)
 	}
+	rv := reflect.ValueOf(v)
 	out := make([]any, rv.Len())
 	for i := range out {
 		out[i] = rv.Index(i).Interface()
@@ -59,38 +72,27 @@ func list(fn string, v any) ([]any, error) {
 	return out, nil
 }
 
-// first is a list's first element (nil when empty); of a string, its
-// first character.
-func first(v any) (any, error) {
+// listEnd is a list's first element, or its last when last is set (nil when
+// the list is empty); of a string, its first or last character.
+func listEnd(fn string, v any, last bool) (any, error) {
 	if s, ok := v.(string); ok {
 		if s == "" {
 			return nil, nil
 		}
 		r, _ := utf8.DecodeRuneInString(s)
+		if last {
+			r, _ = utf8.DecodeLastRuneInString(s)
+		}
 		return string(r), nil
 	}
-	items, err := list("first", v)
+	items, err := list(fn, v)
 	if err != nil || len(items) == 0 {
 		return nil, err
+	}
+	if last {
+		return items[len(items)-1], nil
 	}
 	return items[0], nil
-}
-
-// last is a list's last element (nil when empty); of a string, its last
-// character.
-func last(v any) (any, error) {
-	if s, ok := v.(string); ok {
-		if s == "" {
-			return nil, nil
-		}
-		r, _ := utf8.DecodeLastRuneInString(s)
-		return string(r), nil
-	}
-	items, err := list("last", v)
-	if err != nil || len(items) == 0 {
-		return nil, err
-	}
-	return items[len(items)-1], nil
 }
 
 // joinLists is the elements of lists, in one allocation.
@@ -107,6 +109,9 @@ func joinLists(fn string, lists ...any) ([]any, error) {
 	}
 	if err := checkLen(fn, n); err != nil {
 		return nil, err
+	}
+	if n == 0 && fn == "concat" {
+		return nil, nil // sprig's concat of empty lists is nil: null in JSON
 	}
 	out := make([]any, 0, n)
 	for _, p := range parts {

@@ -85,6 +85,7 @@ var funcTests = []struct {
 	{name: "first of a number", text: `{{first 5}}`, wantErr: "first: want a list, got int"},
 	{name: "rest initial", text: `{{list 1 2 3 | rest}} {{list 1 2 3 | initial}} {{list | rest}} {{initial .app.nope}}`, want: "[2 3] [1 2] [] []"},
 	{name: "append prepend concat", text: `{{append (list 1 2) 3}} {{prepend (list 1 2) 0}} {{concat (list 1) .app.status.images (list)}}`, want: "[1 2 3] [0 1 2] [1 nginx:1.27 redis:7]"},
+	{name: "concat of nothing", text: `{{toJson (concat)}} {{toJson (concat (list) .app.nope)}} {{concat}} {{toJson (append (list) 1)}}`, want: "null null [] [1]"},
 	{name: "concat bounded", text: `{{$l := until 10000}}{{concat $l (list 1)}}`, wantErr: "concat: list of 10001 elements is over the 10000-element limit"},
 	{name: "append to a string", text: `{{append "abc" 1}}`, wantErr: "append: want a list, got string"},
 	{name: "reverse", text: `{{list 1 2 3 | reverse}}`, want: "[3 2 1]"},
