@@ -139,6 +139,8 @@ var fromSprig = map[string]sprigUse{
 	"toPrettyJson": {from: "mustToPrettyJson", limit: true},
 	"toRawJson":    {from: "mustToRawJson", limit: true},
 	"b64enc":       {}, "sha256sum": {},
+	// time
+	"duration": {check: secondsAsInt64},
 }
 
 // adapt returns sprig's function as a func(...any) (any, error), which

@@ -36,6 +36,9 @@ var sprigParity = []string{
 	`{{add 1 2 3}} {{add 1 2.9}} {{add "4" 1}} {{add1 4}} {{sub 14 3}} {{mul 2 3 4}} {{div 7 2}} {{div -7 2}} {{mod 7 3}} {{max 1 345 5}} {{min 1 2 -3}}`,
 	`{{atoi "42"}} {{atoi "x"}} {{int "12"}} {{int 3.9}} {{int64 "9"}} {{float64 "2.5"}} {{int true}} {{int "junk"}} {{int "010"}}`,
 	`{{toJson (dict "a" (list 1 "<b>"))}} {{toPrettyJson (dict "a" 1)}} {{toRawJson (dict "a" "<b>")}} {{b64enc "coffee"}} {{sha256sum "hi"}}`,
+	// sprig's duration reads an int64 or a string; crowsnest's gives it
+	// any other number as an int64 (funcTests "duration")
+	`{{duration "95"}} {{duration "010"}} {{duration "95.0"}} {{duration "x"}}`,
 	`{{fail "no status"}}`,
 }
 
