@@ -80,8 +80,8 @@ type sprigUse struct {
 	// limit refuses a result over maxStringSize or maxListLen: the
 	// helpers whose result can outgrow their arguments.
 	limit bool
-	// then converts the result (dict, pick and omit give a dict set may
-	// change; keys sorts).
+	// then converts the result (dict, pick, omit and fromJson give dicts
+	// set may change; keys sorts).
 	then func(any) any
 }
 
@@ -138,6 +138,7 @@ var fromSprig = map[string]sprigUse{
 	"toJson":       {from: "mustToJson", limit: true},
 	"toPrettyJson": {from: "mustToPrettyJson", limit: true},
 	"toRawJson":    {from: "mustToRawJson", limit: true},
+	"fromJson":     {from: "mustFromJson", check: blankIsNull, then: ownDicts},
 	"b64enc":       {}, "sha256sum": {},
 	// time
 	"duration": {check: secondsAsInt64},

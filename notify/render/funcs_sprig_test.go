@@ -35,6 +35,7 @@ var sprigParity = []string{
 	`{{keys (dict "a" 1)}} {{toJson (keys (dict))}} {{toJson (keys)}} {{dict "a" 1 "b"}} {{dict 1 2}} {{set (dict "a" 1) "b" 2}} {{unset (dict "a" 1) "a"}}`,
 	`{{add 1 2 3}} {{add 1 2.9}} {{add "4" 1}} {{add1 4}} {{sub 14 3}} {{mul 2 3 4}} {{div 7 2}} {{div -7 2}} {{mod 7 3}} {{max 1 345 5}} {{min 1 2 -3}}`,
 	`{{atoi "42"}} {{atoi "x"}} {{int "12"}} {{int 3.9}} {{int64 "9"}} {{float64 "2.5"}} {{int true}} {{int "junk"}} {{int "010"}}`,
+	`{{fromJson "{\"a\":[1,{\"b\":2.5}]}"}} {{(fromJson "{\"a\":1}").a}} {{fromJson "[1,\"x\",null]"}} {{fromJson "\"s\""}} {{toJson (fromJson "{\"a\":{}}")}}`,
 	`{{toJson (dict "a" (list 1 "<b>"))}} {{toPrettyJson (dict "a" 1)}} {{toRawJson (dict "a" "<b>")}} {{b64enc "coffee"}} {{sha256sum "hi"}}`,
 	// sprig's duration reads an int64 or a string; crowsnest's gives it
 	// any other number as an int64 (funcTests "duration")
