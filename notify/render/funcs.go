@@ -45,12 +45,15 @@ var (
 
 // FuncMap returns the template helpers bound to the clock now (nil means
 // time.Now). The names are exactly config.TemplateFuncNames: sprig's
-// functions as Argo CD Notifications has them (fromSprig), and
-// crowsnest's own where sprig's cannot keep a limit, would change the
-// Application data, read the process's clock or time zone, or panic or
-// quietly return a zero value on bad input (a broken regular expression,
-// division by zero, a bad time zone): these return an error that names
-// the function.
+// functions as Argo CD Notifications has them, through one adapter
+// (fromSprig), with checks where sprig's would build past a limit or
+// change the Application data; and crowsnest's own, each with its reason
+// and the test that shows it beside its name in stringFuncs, regexFuncs,
+// listFuncs, dictFuncs, encodingFuncs and timeFuncs: sprig's cannot keep
+// a limit, reads the process's clock or time zone, differs on purpose
+// (docs/notifications.md lists how), or panics or quietly returns a zero
+// value on bad input (a bad time zone, base64 or date) where these
+// return an error that names the function.
 func FuncMap(now func() time.Time) template.FuncMap {
 	if now == nil {
 		now = time.Now

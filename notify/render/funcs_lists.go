@@ -15,25 +15,28 @@ import (
 func listFuncs() template.FuncMap {
 	return template.FuncMap{
 		// first and last: sprig's refuse a string; these give its first or
-		// last character.
+		// last character (funcTests "first last").
 		"first": func(v any) (any, error) { return listEnd("first", v, false) },
 		"last":  func(v any) (any, error) { return listEnd("last", v, true) },
 		// append, prepend and concat allocate their result once: sprig's
 		// copy the list and then grow it, so a list grown by append in a
 		// loop allocated 83 MiB before the budget stopped it
-		// (TestHostileTemplatesAreBounded wants under 64).
+		// (hostileTemplates "a list growing by append" wants under 64).
 		"append":  func(l, v any) ([]any, error) { return joinLists("append", l, []any{v}) },
 		"prepend": func(l, v any) ([]any, error) { return joinLists("prepend", []any{v}, l) },
 		"concat":  func(l ...any) ([]any, error) { return joinLists("concat", l...) },
 		// has, without and uniq compare numbers by value: sprig's
 		// (reflect.DeepEqual) finds no 3 in a JSON list [1, 3], whose
-		// numbers are float64s. uniq also caps its comparisons.
+		// numbers are float64s (funcTests "has", "uniq"). uniq also caps
+		// its comparisons (hostileTemplates "uniq of many lists").
 		"has":     has,
 		"without": without,
 		"uniq":    uniq,
 		// untilStep and seq: sprig's build a list of any length, and their
-		// loops overflow and never end near the int limits (untilStep 1
-		// MaxInt MaxInt); until is sprig's, bounded by checkUntil.
+		// loops overflow and never end near the int limits (`seq
+		// 9223372036854775797 7 9223372036854775806`), which a length check
+		// does not see (funcTests "untilStep near the int limit", "seq near
+		// the int limit"); until is sprig's, bounded by checkUntil.
 		"untilStep": untilStep,
 		"seq":       seq,
 	}

@@ -16,7 +16,9 @@ func regexFuncs() template.FuncMap {
 	return template.FuncMap{
 		// regexReplaceAll: sprig's builds the whole result, which an empty
 		// pattern or a replacement of many $0 makes a thousand times the
-		// text; this one stops at maxStringSize.
+		// text; this one stops at maxStringSize (funcTests "regexReplaceAll
+		// bounded", hostileTemplates "regexReplaceAll expanding a long
+		// match").
 		"regexReplaceAll": regexReplaceAll,
 	}
 }

@@ -9,21 +9,26 @@ import (
 )
 
 // stringFuncs are crowsnest's own string helpers: sprig's behave
-// differently in a way a message shows, or sprig has none.
+// differently in a way a message shows, or sprig has none; the others
+// are sprig's (fromSprig).
 func stringFuncs() template.FuncMap {
 	return template.FuncMap{
 		// title: sprig's (strings.Title) starts a word after an apostrophe
 		// ("Don'T"; funcTests "title").
 		"title": title,
 		// trunc, truncate, abbrev and substr count runes: sprig's count bytes
-		// and cut a character in two (substr panics when start is past end).
+		// and cut a character in two (funcTests "trunc", "abbrev counts
+		// characters", "substr"); sprig's substr panics when start is past
+		// end.
 		"trunc":    truncate,
 		"truncate": truncate,
 		"abbrev":   abbrev,
 		"substr":   substr,
-		// toString: sprig's prints nil (a missing field) as "<nil>".
+		// toString: sprig's prints nil (a missing field) as "<nil>"
+		// (funcTests "toString toStrings").
 		"toString": toString,
-		// print, printf and println are text/template's, bounded.
+		// print, printf and println: text/template's build a string of any
+		// size (funcTests "print bounded", hostileTemplates "printf widths").
 		"print":   func(v ...any) (string, error) { return sized("print", fmt.Sprint(v...)) },
 		"printf":  printf,
 		"println": func(v ...any) (string, error) { return sized("println", fmt.Sprintln(v...)) },

@@ -41,6 +41,7 @@ var funcTests = []struct {
 	{name: "trim", text: `[{{trim "  x \n"}}] {{trimAll "$" "$5.00$"}} {{trimPrefix "-" "-a-"}} {{trimSuffix "-" "-a-"}}`, want: "[x] 5.00 a- -a"},
 	{name: "trunc", text: `{{trunc 3 "foooo"}} {{trunc -3 "baaaar"}} {{trunc -999 "ab"}} [{{trunc 0 "ab"}}] {{"héllo" | truncate 2}}`, want: "foo aar ab [] hé"},
 	{name: "abbrev", text: `{{abbrev 5 "hello world"}} {{abbrev 3 "hello"}} {{abbrev 20 "short"}}`, want: "he... hello short"},
+	{name: "abbrev counts characters", text: `{{abbrev 5 "héllo wörld"}} {{abbrev 4 "ñandú"}}`, want: "hé... ñ..."},
 	{name: "substr", text: `{{substr 0 3 "fooo"}} {{"foo" | substr 0 10}} [{{substr 2 1 "foo"}}] {{substr -1 2 "héllo"}}`, want: "foo foo [] hé"},
 	{name: "nospace", text: "{{nospace \"h e l\\tl o\\n\"}}", want: "hello"},
 	{name: "replace", text: `{{"I Am Henry" | replace " " "-"}}`, want: "I-Am-Henry"},
@@ -97,8 +98,10 @@ var funcTests = []struct {
 	{name: "until", text: `{{range $i, $e := until 3}}{{$i}}{{$e}}{{end}} {{until -3}}`, want: "001122 [0 -1 -2]"},
 	{name: "untilStep", text: `{{untilStep 3 6 1}} {{untilStep 0 -10 -2}} {{untilStep 3 0 1}} {{untilStep 3 99 0}}`, want: "[3 4 5] [0 -2 -4 -6 -8] [] []"},
 	{name: "until bounded", text: `{{until 10001}}`, wantErr: "until: list of 10001 elements is over the 10000-element limit"},
+	{name: "untilStep near the int limit", text: `{{untilStep 9223372036854775797 9223372036854775807 7}} {{untilStep -9223372036854775797 -9223372036854775808 -7}}`, want: "[9223372036854775797 9223372036854775804] [-9223372036854775797 -9223372036854775804]"},
 	{name: "untilStep bounded without overflow", text: `{{untilStep -9223372036854775808 9223372036854775807 1}}`, wantErr: "untilStep: list of 18446744073709551615 elements"},
 	{name: "seq", text: `{{seq 5}}|{{seq -3}}|{{seq 0 2}}|{{seq 2 -2}}|{{seq 0 2 10}}|{{seq 0 -2 -5}}|{{seq 3 3 2}}|{{seq}}|{{seq 1 2 3 4}}|{{seq 4 4}}`, want: "1 2 3 4 5|1 0 -1 -2 -3|0 1 2|2 1 0 -1 -2|0 2 4 6 8 10|0 -2 -4||||4"},
+	{name: "seq near the int limit", text: `{{seq 9223372036854775797 7 9223372036854775806}}|{{seq 9223372036854775806 9223372036854775807}}`, want: "9223372036854775797 9223372036854775804|9223372036854775806 9223372036854775807"},
 	{name: "seq bounded", text: `{{seq 0 100000}}`, wantErr: "seq: 100001 numbers are over the 10000-element limit"},
 	// dicts
 	{name: "dict get", text: `{{$d := dict "a" 1 "b" "two"}}{{get $d "b"}} [{{get $d "zz"}}] {{$d.a}} {{dict "k"}} {{get .labels "team"}}`, want: "two [] 1 map[k:] payments"},
