@@ -67,10 +67,10 @@ func title(v any) string {
 // reads it.
 func startsWord(r rune) bool {
 	switch {
-	case r < utf8.RuneSelf:
-		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_')
-	case unicode.IsLetter(r) || unicode.IsDigit(r):
+	case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
 		return false
+	case r < utf8.RuneSelf:
+		return true
 	}
 	return unicode.IsSpace(r)
 }
