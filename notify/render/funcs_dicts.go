@@ -62,15 +62,21 @@ func checkDictKeys(kv []any) error {
 // checkOwnDict lets sprig's set and unset (DICT KEY ...) change only a
 // dict the template made: sprig's change any map, the Application shared
 // with the informer's cache and other renders included
-// (TestSetNeverWritesData). set also refuses a value that holds the dict.
+// (TestSetNeverWritesData). The key must be a string, as text/template
+// has it for sprig's own set (a missing field is no key); set also
+// refuses a value that holds the dict.
 func checkOwnDict(fn string) func([]any) error {
 	return func(args []any) error {
 		d, ok := args[0].(templateDict)
 		if !ok {
 			return fmt.Errorf("%s: can only change a dict made in the template (dict, pick, omit, fromJson), got %T", fn, args[0])
 		}
+		key, ok := args[1].(string)
+		if !ok {
+			return fmt.Errorf("%s: the key is a %T, want a string", fn, args[1])
+		}
 		if len(args) == 3 && reaches(args[2], d) {
-			return fmt.Errorf("%s: the value of %q contains the dict itself", fn, toString(args[1]))
+			return fmt.Errorf("%s: the value of %q contains the dict itself", fn, key)
 		}
 		return nil
 	}

@@ -108,6 +108,8 @@ var funcTests = []struct {
 	{name: "set", text: `{{$d := dict "a" 1}}{{$_ := set $d "b" 2}}{{$d}} {{set (dict) "x" 1}}`, want: "map[a:1 b:2] map[x:1]"},
 	{name: "set on data", text: `{{set .app.metadata "name" "x"}}`, wantErr: "set: can only change a dict made in the template (dict, pick, omit, fromJson), got map[string]interface {}"},
 	{name: "set a cycle", text: `{{$d := dict}}{{$_ := set $d "self" (list $d)}}`, wantErr: `set: the value of "self" contains the dict itself`},
+	{name: "set a key that is no string", text: `{{set (dict) .app.nope 1}}`, wantErr: "set: the key is a <nil>, want a string"},
+	{name: "unset a key that is no string", text: `{{unset (dict "1" 1) 1}}`, wantErr: "unset: the key is a int, want a string"},
 	{name: "unset", text: `{{$d := dict "a" 1 "b" 2}}{{$_ := unset $d "a"}}{{$d}}`, want: "map[b:2]"},
 	{name: "unset on data", text: `{{unset .labels "team"}}`, wantErr: "unset: can only change a dict made in the template"},
 	{name: "hasKey", text: `{{hasKey .app.metadata "name"}} {{hasKey .app.metadata "nope"}} {{hasKey .labels "team"}} {{hasKey .app.nope "x"}}`, want: "true false true false"},
