@@ -329,7 +329,9 @@ func (b *daemonBuilder) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 	images.Writer = &kube.Writer{Client: b.dyn, MetaClient: b.meta, Log: log}
 	// Events go through a client of their own, with a rate limiter of
 	// the same size as the main one: a burst of Events never delays
-	// or throttles write-backs, and keeps pace with them. The sink
+	// or throttles write-backs, and keeps pace with them. While the
+	// engine is working, Events wait for it (at most 10 s each): an
+	// Event costs the apiserver about what a write costs. The sink
 	// never drops one without counting and logging it.
 	eventCfg := rest.CopyConfig(restCfg)
 	eventCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(restCfg.QPS, restCfg.Burst)
@@ -338,7 +340,7 @@ func (b *daemonBuilder) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 		return fmt.Errorf("kube client for Events: %w", err)
 	}
 	events := &kubeevents.Sink{Client: eventClient.CoreV1(), Source: corev1.EventSource{Component: "crowsnest"},
-		Metrics: kubeevents.NewMetrics(b.reg), Log: log}
+		Metrics: kubeevents.NewMetrics(b.reg), Log: log, Busy: engine.Working}
 	events.Start()
 	b.closers = append(b.closers, func() { events.Shutdown(eventFlushTimeout) })
 	images.Events = kubeevents.Redact(events)

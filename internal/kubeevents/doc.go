@@ -7,7 +7,9 @@
 // others long after the writes. A Sink instead:
 //
 //   - writes with a few parallel writers, through the client it is given
-//     (whose rate limiter is the apiserver budget);
+//     (whose rate limiter is the apiserver budget), after the write-backs:
+//     while Busy says they are under way, an Event waits, at most
+//     MaxDelay;
 //   - folds a record identical to one still waiting (same object, type,
 //     reason and message) into it, and updates the count of an Event it
 //     already wrote instead of creating another, as Kubernetes' own
