@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // nodeDecoder is implemented by types that read themselves from a YAML node
@@ -87,7 +89,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, item := range n.Content {
-			d.decode(item, s.Index(i), index(path, i))
+			d.decode(item, s.Index(i), fieldpath.Index(path, i))
 		}
 		v.Set(s)
 	case reflect.Map:
@@ -139,7 +141,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
-		p := join(path, k.Value)
+		p := fieldpath.Join(path, k.Value)
 		if seen[k.Value] {
 			d.errs.add(p, k.Line, "duplicate key")
 			continue

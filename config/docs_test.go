@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 const (
@@ -33,7 +35,7 @@ func keyPaths(t reflect.Type, prefix string, out *[]string) {
 	case reflect.Pointer, reflect.Slice:
 		keyPaths(t.Elem(), prefix, out)
 	case reflect.Map:
-		p := join(prefix, "*")
+		p := fieldpath.Join(prefix, "*")
 		*out = append(*out, p)
 		keyPaths(t.Elem(), p, out)
 	case reflect.Struct:
@@ -45,7 +47,7 @@ func keyPaths(t reflect.Type, prefix string, out *[]string) {
 			if name == "" {
 				name = strings.ToLower(f.Name)
 			}
-			p := join(prefix, name)
+			p := fieldpath.Join(prefix, name)
 			*out = append(*out, p)
 			keyPaths(f.Type, p, out)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
@@ -151,11 +152,11 @@ func eachString(v reflect.Value, path string, fn func(path string, s *string)) {
 			if name == "" || name == "-" || !t.Field(i).IsExported() {
 				continue
 			}
-			eachString(v.Field(i), join(path, name), fn)
+			eachString(v.Field(i), fieldpath.Join(path, name), fn)
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			eachString(v.Index(i), index(path, i), fn)
+			eachString(v.Index(i), fieldpath.Index(path, i), fn)
 		}
 	case reflect.Map:
 		if v.Type().Elem().Kind() != reflect.String {

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // confFile is argocd-image-updater's registries.conf.
@@ -85,7 +87,7 @@ func ParseRegistriesConf(data []byte) (RegistryList, error) {
 	decodeErrs := len(errs.list)
 	list := make(RegistryList, len(f.Registries))
 	for i := range f.Registries {
-		c, p := &f.Registries[i], index("registries", i)
+		c, p := &f.Registries[i], fieldpath.Index("registries", i)
 		r := Registry{
 			Name: c.Name, Prefix: c.Prefix, APIURL: c.APIURL, Credentials: c.Credentials,
 			CredsExpire: c.CredsExpire, Insecure: bool(c.Insecure), CAFile: c.CAFile, CAData: c.CAData,
@@ -96,7 +98,7 @@ func ParseRegistriesConf(data []byte) (RegistryList, error) {
 		}
 		r.setDefaults()
 		if !slices.Contains(tagSortModes, strings.ToLower(c.TagSortMode)) {
-			errs.invalid(join(p, "tagsortmode"), "unsupported value %q, want none, latest-first or latest-last", c.TagSortMode)
+			errs.invalid(fieldpath.Join(p, "tagsortmode"), "unsupported value %q, want none, latest-first or latest-last", c.TagSortMode)
 		}
 		list[i] = r
 	}
