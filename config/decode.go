@@ -131,12 +131,10 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		d.mismatch(n, path, "a mapping")
 		return
 	}
-	fields := map[string]int{}
+	fields := map[string][]int{}
 	t := v.Type()
-	for i := range t.NumField() {
-		if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
-			fields[tag] = i
-		}
+	for _, f := range yamlFields(t) {
+		fields[f.name] = f.index
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -165,22 +163,52 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		d.errs.lines[p] = k.Line // a block's key line reads better than its first child's
-		if intOrString(t.Field(fi), val) {
-			v.Field(fi).SetString(val.Value)
+		if intOrString(t.FieldByIndex(fi), val) {
+			v.FieldByIndex(fi).SetString(val.Value)
 			continue
 		}
-		d.decode(val, v.Field(fi), p)
+		d.decode(val, v.FieldByIndex(fi), p)
 	}
 }
 
+// yamlField is a key of a struct: its yaml name and the field's index
+// (FieldByIndex), which goes through inline embedded structs.
+type yamlField struct {
+	name  string
+	index []int
+}
+
+// yamlFields lists the keys of struct type t, in field order: fields
+// tagged with a yaml name, and the keys of embedded structs tagged
+// `yaml:",inline"` as if they were t's own (a block type that extends
+// another, as teams-workflows' block extends teams'). Every reader and
+// walker of config structs goes through it, so they agree on the keys.
+func yamlFields(t reflect.Type) []yamlField {
+	var out []yamlField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case !f.IsExported():
+		case f.Anonymous && name == "" && opts == "inline" && f.Type.Kind() == reflect.Struct:
+			for _, sub := range yamlFields(f.Type) {
+				out = append(out, yamlField{sub.name, append([]int{i}, sub.index...)})
+			}
+		case name != "" && name != "-":
+			out = append(out, yamlField{name, []int{i}})
+		}
+	}
+	return out
+}
+
 // foldField finds the field whose tag matches key ignoring case.
-func foldField(fields map[string]int, key string) (int, bool) {
+func foldField(fields map[string][]int, key string) ([]int, bool) {
 	for tag, i := range fields {
 		if strings.EqualFold(tag, key) {
 			return i, true
 		}
 	}
-	return 0, false
+	return nil, false
 }
 
 func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
@@ -243,7 +271,7 @@ func describe(n *yaml.Node) string {
 
 // suggest returns the known field closest to an unknown key, if it is a
 // likely typo (edit distance at most 2).
-func suggest(key string, fields map[string]int) string {
+func suggest(key string, fields map[string][]int) string {
 	names := make([]string, 0, len(fields))
 	for f := range fields {
 		names = append(names, f)

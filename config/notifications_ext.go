@@ -2,7 +2,6 @@ package config
 
 import (
 	"reflect"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -134,7 +133,8 @@ func deepCopy(v reflect.Value) reflect.Value {
 }
 
 // eachString calls fn with every settable string below v (struct fields
-// by yaml name, slice elements, map values), and its path.
+// by yaml name, inline ones included, slice elements, map values), and its
+// path.
 func eachString(v reflect.Value, path string, fn func(path string, s *string)) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -146,13 +146,8 @@ func eachString(v reflect.Value, path string, fn func(path string, s *string)) {
 			fn(path, v.Addr().Interface().(*string))
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			name := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-			if name == "" || name == "-" || !t.Field(i).IsExported() {
-				continue
-			}
-			eachString(v.Field(i), fieldpath.Join(path, name), fn)
+		for _, f := range yamlFields(v.Type()) {
+			eachString(v.FieldByIndex(f.index), fieldpath.Join(path, f.name), fn)
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
