@@ -9,6 +9,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/strictyaml"
 )
 
 // CredentialSource names where credentials come from.
@@ -159,7 +161,7 @@ func describeRedacted(n *yaml.Node) string {
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
 		return "a " + strings.TrimPrefix(n.Tag, "!!")
 	}
-	return describe(n)
+	return strictyaml.Describe(n)
 }
 
 // MarshalYAML writes the reference as a string.

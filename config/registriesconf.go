@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
+	"github.com/crowsnest-dev/crowsnest/config/internal/strictyaml"
 )
 
 // confFile is argocd-image-updater's registries.conf.
@@ -63,7 +64,7 @@ func (b *yaml11Bool) decodeNode(n *yaml.Node) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("expected true or false (or yes/no), got %s", describe(n))
+	return fmt.Errorf("expected true or false (or yes/no), got %s", strictyaml.Describe(n))
 }
 
 // ParseRegistriesConf reads argocd-image-updater's registries.conf format
@@ -82,8 +83,7 @@ func ParseRegistriesConf(data []byte) (RegistryList, error) {
 		return RegistryList{}, nil // an empty file configures nothing
 	}
 	var f confFile
-	d := &decoder{errs: errs}
-	d.decode(doc.Content[0], reflect.ValueOf(&f).Elem(), "")
+	newDecoder(errs, false).Decode(doc.Content[0], reflect.ValueOf(&f).Elem(), "")
 	decodeErrs := len(errs.list)
 	list := make(RegistryList, len(f.Registries))
 	for i := range f.Registries {
