@@ -15,7 +15,7 @@ type base struct {
 
 type extended struct {
 	base  `yaml:",inline"` // unexported: not a key source
-	Block base            `yaml:",inline"` // named, not embedded: no key
+	Block base             `yaml:",inline"` // named, not embedded: no key
 	Inner struct {
 		base `yaml:",inline"`
 	} `yaml:"inner"`
