@@ -325,8 +325,8 @@ func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, veri
 // resource is not a file: there are no lines to point at.
 type problems []config.FieldError
 
-func (p *problems) invalid(path, format string, args ...any) {
-	*p = append(*p, config.FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+func (p *problems) invalid(field, format string, args ...any) {
+	*p = append(*p, config.FieldError{Path: field, Msg: fmt.Sprintf(format, args...)})
 }
 
 // layer is one level of commonUpdateSettings and its field path.
