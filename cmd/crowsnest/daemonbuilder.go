@@ -24,6 +24,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/reload"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
@@ -52,7 +53,7 @@ type daemonBuilder struct {
 
 	plans      *planPrinter
 	reg        *prometheus.Registry
-	cfgWatcher *config.Watcher // nil without --config
+	cfgWatcher *reload.Watcher // nil without --config
 	cfg        *config.Config  // the effective config at start
 	baseDir    string          // resolves the config's relative paths
 	level      *slog.LevelVar
@@ -109,7 +110,7 @@ func (b *daemonBuilder) buildConfig() error {
 	b.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	fileCfg := config.Default()
 	if o.configPath != "" {
-		b.cfgWatcher = &config.Watcher{Path: o.configPath, Metrics: config.NewMetrics(b.reg)}
+		b.cfgWatcher = &reload.Watcher{Path: o.configPath, Metrics: reload.NewMetrics(b.reg)}
 		c, err := b.cfgWatcher.Load()
 		if err != nil {
 			return err
