@@ -53,7 +53,8 @@ func TestBudgetUseOfARealTemplate(t *testing.T) {
 	if _, err := c.render(vars, bd); err != nil {
 		t.Fatal(err)
 	}
-	steps, bytes := maxRenderSteps-bd.budget.steps, maxRenderBytes-bd.budget.bytes
+	stepsLeft, bytesLeft := bd.budget.Left()
+	steps, bytes := maxRenderSteps-stepsLeft, maxRenderBytes-bytesLeft
 	t.Logf("%d steps, %d bytes", steps, bytes)
 	if steps > maxRenderSteps/2 || bytes > maxRenderBytes/8 {
 		t.Errorf("used %d of %d steps and %d of %d bytes, want at most half the steps and an eighth of the bytes",
