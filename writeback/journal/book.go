@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"hash/fnv"
 	"slices"
 	"sync"
 	"time"
@@ -16,6 +17,11 @@ import (
 type Book struct {
 	Store Store
 
+	// keyMu serialises the writes of one key (a stripe of keys), each
+	// with its read of current: a Settle of an older intent saved after
+	// the Record of a newer one would leave the older one in the Store,
+	// and a restart would not recover the newer write.
+	keyMu   [keyStripes]sync.Mutex
 	mu      sync.Mutex
 	loaded  bool
 	current map[string]Intent
@@ -23,6 +29,19 @@ type Book struct {
 	// looked at; recovering holds Git ones waiting for their batch.
 	checked    map[string]bool
 	recovering map[string]Intent
+}
+
+// keyStripes keys' writes may run at once; writes of different keys are
+// batched by the Store (cmbatch), so they must not wait for each other.
+const keyStripes = 64
+
+// lockKey locks key's stripe and returns its unlock.
+func (b *Book) lockKey(key string) func() {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	m := &b.keyMu[h.Sum32()%keyStripes]
+	m.Lock()
+	return m.Unlock
 }
 
 // load reads the journal once; one that cannot be read is read again
@@ -69,6 +88,7 @@ func (b *Book) Record(ctx context.Context, key string, in Intent) error {
 	if err := b.load(ctx); err != nil {
 		return err
 	}
+	defer b.lockKey(key)()
 	b.mu.Lock()
 	cur, ok := b.current[key]
 	b.mu.Unlock()
@@ -92,6 +112,7 @@ func (b *Book) Forget(ctx context.Context, key string) error {
 	if err := b.load(ctx); err != nil {
 		return err
 	}
+	defer b.lockKey(key)()
 	b.mu.Lock()
 	_, ok := b.current[key]
 	delete(b.recovering, key)
@@ -132,6 +153,7 @@ func (b *Book) Take(key string, writes []Change) (Intent, bool) {
 // Settle marks key's intent Done when it writes exactly writes (a newer
 // write may have replaced it meanwhile) and is not Done already.
 func (b *Book) Settle(ctx context.Context, key string, writes []Change) error {
+	defer b.lockKey(key)()
 	b.mu.Lock()
 	in, ok := b.current[key]
 	b.mu.Unlock()
