@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // Checked is a config file read for checking: the config as decoded (even
@@ -22,7 +24,7 @@ type Checked struct {
 // Line is the 1-based line the field at path was read from, or that of the
 // nearest enclosing field that was read; 0 when none was.
 func (c *Checked) Line(path string) int {
-	for p := path; p != ""; p = parentPath(p) {
+	for p := path; p != ""; p = fieldpath.Parent(p) {
 		if l := c.lines[p]; l > 0 {
 			return l
 		}

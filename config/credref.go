@@ -9,6 +9,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/strictyaml"
 )
 
 // CredentialSource names where credentials come from.
@@ -102,6 +104,22 @@ func ParseCredentialRef(s string) (CredentialRef, error) {
 	return ref, nil
 }
 
+// ParseCredentials reads a credentials setting as a user writes one (a
+// pull-secret annotation or policy field, the registries list, a
+// --credentials flag): "" is anonymous, the zero CredentialRef, and an
+// error starts with "credentials:". The registry client and the update
+// decisions both read settings with it, so they accept and refuse the same.
+func ParseCredentials(s string) (CredentialRef, error) {
+	if s == "" {
+		return CredentialRef{}, nil
+	}
+	ref, err := ParseCredentialRef(s)
+	if err != nil {
+		return CredentialRef{}, fmt.Errorf("credentials: %w", err)
+	}
+	return ref, nil
+}
+
 // IsZero reports whether no credentials are configured.
 func (r CredentialRef) IsZero() bool { return r == CredentialRef{} }
 
@@ -143,7 +161,7 @@ func describeRedacted(n *yaml.Node) string {
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
 		return "a " + strings.TrimPrefix(n.Tag, "!!")
 	}
-	return describe(n)
+	return strictyaml.Describe(n)
 }
 
 // MarshalYAML writes the reference as a string.

@@ -2,17 +2,25 @@ package config
 
 import (
 	"reflect"
-	"sort"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/strictyaml"
 )
 
 // nodeDecoder is implemented by types that read themselves from a YAML node
 // (Duration, and later expressions or templates compiled at load).
 type nodeDecoder interface {
 	decodeNode(n *yaml.Node) error
+}
+
+// extraDecoder is implemented by structs that take keys beyond their
+// fields (a service's type block, a template's service blocks): it
+// decodes the key's value with d and reports true, or reports false for
+// an unknown field.
+type extraDecoder interface {
+	decodeExtra(d *strictyaml.Decoder, key, val *yaml.Node, path string) bool
 }
 
 // decodeStrict reads data into out (a pointer to a struct) following the
@@ -31,255 +39,37 @@ func decodeStrict(data []byte, out any, errs *fieldErrors) {
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		errs.add("", root.Line, "expected a mapping at the top level, got %s", describe(root))
+		errs.add("", root.Line, "expected a mapping at the top level, got %s", strictyaml.Describe(root))
 		return
 	}
 	errs.lines = map[string]int{}
-	d := &decoder{errs: errs}
-	d.decode(root, reflect.ValueOf(out).Elem(), "")
+	newDecoder(errs, false).Decode(root, reflect.ValueOf(out).Elem(), "")
 }
 
-// extraDecoder is implemented by structs that take keys beyond their
-// fields (a service's type block, a template's service blocks): it
-// decodes the key's value and reports true, or reports false for an
-// unknown field.
-type extraDecoder interface {
-	decodeExtra(d *decoder, key, val *yaml.Node, path string) bool
+// newDecoder is the strict decoder with config's types: it reports to
+// errs and records lines there (errs.lines must be set), and foldCase
+// matches keys whatever their case, as Argo CD reads its ConfigMap.
+func newDecoder(errs *fieldErrors, foldCase bool) *strictyaml.Decoder {
+	return &strictyaml.Decoder{Report: errs.add, Lines: errs.lines, FoldCase: foldCase, Self: decodeSelf, Extra: decodeExtra}
 }
 
-type decoder struct {
-	errs *fieldErrors
-	// foldCase matches a key to a field whatever its case when no field
-	// has it exactly: argocd-notifications-cm values are read by Argo CD
-	// through encoding/json, which does (`priorityID` sets priorityId).
-	foldCase bool
+// decodeSelf lets a nodeDecoder read itself.
+func decodeSelf(v reflect.Value, n *yaml.Node) (bool, error) {
+	if !v.CanAddr() {
+		return false, nil
+	}
+	x, ok := v.Addr().Interface().(nodeDecoder)
+	if !ok {
+		return false, nil
+	}
+	return true, x.decodeNode(n)
 }
 
-var nodeDecoderType = reflect.TypeFor[nodeDecoder]()
-
-func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
+// decodeExtra lets an extraDecoder read a key it has no field for.
+func decodeExtra(d *strictyaml.Decoder, v reflect.Value, key, val *yaml.Node, path string) bool {
+	if !v.CanAddr() {
+		return false
 	}
-	if _, ok := d.errs.lines[path]; !ok {
-		d.errs.lines[path] = n.Line
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return // an empty value leaves the default
-	}
-	if v.CanAddr() && v.Addr().Type().Implements(nodeDecoderType) {
-		if err := v.Addr().Interface().(nodeDecoder).decodeNode(n); err != nil {
-			d.errs.add(path, n.Line, "%s", err.Error())
-		}
-		return
-	}
-	switch v.Kind() {
-	case reflect.Pointer:
-		elem := reflect.New(v.Type().Elem())
-		d.decode(n, elem.Elem(), path)
-		v.Set(elem)
-	case reflect.Struct:
-		d.decodeStruct(n, v, path)
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.mismatch(n, path, "a list")
-			return
-		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, item := range n.Content {
-			d.decode(item, s.Index(i), index(path, i))
-		}
-		v.Set(s)
-	case reflect.Map:
-		d.decodeMap(n, v, path)
-	case reflect.String:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-			d.mismatch(n, path, "a string")
-			return
-		}
-		v.SetString(n.Value)
-	case reflect.Bool:
-		b, err := strconv.ParseBool(n.Value)
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || err != nil {
-			d.mismatch(n, path, "true or false")
-			return
-		}
-		v.SetBool(b)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		i, err := strconv.ParseInt(n.Value, 0, v.Type().Bits())
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || err != nil {
-			d.mismatch(n, path, "an integer")
-			return
-		}
-		v.SetInt(i)
-	case reflect.Float32, reflect.Float64:
-		f, err := strconv.ParseFloat(n.Value, v.Type().Bits())
-		if n.Kind != yaml.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") || err != nil {
-			d.mismatch(n, path, "a number")
-			return
-		}
-		v.SetFloat(f)
-	default:
-		d.errs.add(path, n.Line, "internal error: cannot decode into %s", v.Type())
-	}
-}
-
-func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
-	if n.Kind != yaml.MappingNode {
-		d.mismatch(n, path, "a mapping")
-		return
-	}
-	fields := map[string]int{}
-	t := v.Type()
-	for i := range t.NumField() {
-		if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
-			fields[tag] = i
-		}
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		p := join(path, k.Value)
-		if seen[k.Value] {
-			d.errs.add(p, k.Line, "duplicate key")
-			continue
-		}
-		seen[k.Value] = true
-		fi, ok := fields[k.Value]
-		if !ok && v.CanAddr() {
-			if x, isX := v.Addr().Interface().(extraDecoder); isX && x.decodeExtra(d, k, val, p) {
-				continue
-			}
-		}
-		if !ok && d.foldCase {
-			fi, ok = foldField(fields, k.Value)
-		}
-		if !ok {
-			if s := suggest(k.Value, fields); s != "" {
-				d.errs.add(p, k.Line, "unknown field (did you mean %q?)", s)
-			} else {
-				d.errs.add(p, k.Line, "unknown field")
-			}
-			continue
-		}
-		d.errs.lines[p] = k.Line // a block's key line reads better than its first child's
-		if intOrString(t.Field(fi), val) {
-			v.Field(fi).SetString(val.Value)
-			continue
-		}
-		d.decode(val, v.Field(fi), p)
-	}
-}
-
-// foldField finds the field whose tag matches key ignoring case.
-func foldField(fields map[string]int, key string) (int, bool) {
-	for tag, i := range fields {
-		if strings.EqualFold(tag, key) {
-			return i, true
-		}
-	}
-	return 0, false
-}
-
-func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
-	if n.Kind != yaml.MappingNode {
-		d.mismatch(n, path, "a mapping")
-		return
-	}
-	if v.Type().Key().Kind() != reflect.String {
-		d.errs.add(path, n.Line, "internal error: map keys must be strings")
-		return
-	}
-	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		p := path + "[" + k.Value + "]"
-		if m.MapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key())).IsValid() {
-			d.errs.add(p, k.Line, "duplicate key")
-			continue
-		}
-		elem := reflect.New(v.Type().Elem()).Elem()
-		d.decode(val, elem, p)
-		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
-	}
-	v.Set(m)
-}
-
-func (d *decoder) mismatch(n *yaml.Node, path, want string) {
-	d.errs.add(path, n.Line, "expected %s, got %s", want, describe(n))
-}
-
-// describe names what a node holds, for error messages. Scalar values are
-// cut short so a pasted blob does not flood the output.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		v := n.Value
-		if len(v) > 40 {
-			v = v[:40] + "..."
-		}
-		switch n.Tag {
-		case "!!int":
-			return "integer " + v
-		case "!!float":
-			return "number " + v
-		case "!!bool":
-			return "boolean " + v
-		case "!!null":
-			return "null"
-		default:
-			return "string " + strconv.Quote(v)
-		}
-	default:
-		return "an unsupported YAML node"
-	}
-}
-
-// suggest returns the known field closest to an unknown key, if it is a
-// likely typo (edit distance at most 2).
-func suggest(key string, fields map[string]int) string {
-	names := make([]string, 0, len(fields))
-	for f := range fields {
-		names = append(names, f)
-	}
-	sort.Strings(names)
-	best, bestDist := "", 3
-	for _, f := range names {
-		if dist := levenshtein(strings.ToLower(key), strings.ToLower(f)); dist < bestDist {
-			best, bestDist = f, dist
-		}
-	}
-	return best
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-// intOrString reports whether val is an integer for a string field tagged
-// `config:"intOrString"`: a setting Argo CD reads as either (GitHub's
-// appID and installationID), kept as its decimal text.
-func intOrString(f reflect.StructField, val *yaml.Node) bool {
-	return f.Tag.Get("config") == "intOrString" && f.Type.Kind() == reflect.String &&
-		val.Kind == yaml.ScalarNode && val.Tag == "!!int"
+	x, ok := v.Addr().Interface().(extraDecoder)
+	return ok && x.decodeExtra(d, key, val, path)
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 const (
@@ -21,10 +23,12 @@ const (
 	referenceName = "examples/config/crowsnest.yaml"
 )
 
+var nodeDecoderType = reflect.TypeFor[nodeDecoder]()
+
 // keyPaths returns the YAML key paths of t, following yaml tags: structs
 // add their fields, maps a "*" segment for their keys, slices and pointers
-// nothing. Types that decode themselves (Duration, SecretRef,
-// CredentialRef) are leaves.
+// nothing, inline embedded structs their fields. Types that decode
+// themselves (Duration, SecretRef, CredentialRef) are leaves.
 func keyPaths(t reflect.Type, prefix string, out *[]string) {
 	if reflect.PointerTo(t).Implements(nodeDecoderType) {
 		return
@@ -33,19 +37,23 @@ func keyPaths(t reflect.Type, prefix string, out *[]string) {
 	case reflect.Pointer, reflect.Slice:
 		keyPaths(t.Elem(), prefix, out)
 	case reflect.Map:
-		p := join(prefix, "*")
+		p := fieldpath.Join(prefix, "*")
 		*out = append(*out, p)
 		keyPaths(t.Elem(), p, out)
 	case reflect.Struct:
 		for f := range t.Fields() {
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if f.Anonymous && name == "" && opts == "inline" {
+				keyPaths(f.Type, prefix, out) // its keys are the struct's own
 				continue
 			}
 			if name == "" {
 				name = strings.ToLower(f.Name)
 			}
-			p := join(prefix, name)
+			p := fieldpath.Join(prefix, name)
 			*out = append(*out, p)
 			keyPaths(f.Type, p, out)
 		}

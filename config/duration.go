@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/strictyaml"
 )
 
 // Duration is a time.Duration read from a Go duration string ("90s",
@@ -53,7 +55,7 @@ func ParseDuration(s string) (Duration, error) {
 
 func (d *Duration) decodeNode(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.Tag != "!!int") {
-		return fmt.Errorf("expected a duration such as 30s or 7d, got %s", describe(n))
+		return fmt.Errorf("expected a duration such as 30s or 7d, got %s", strictyaml.Describe(n))
 	}
 	if n.Tag == "!!int" && n.Value != "0" {
 		return fmt.Errorf("invalid duration %s: add a unit, e.g. %ss", n.Value, n.Value)

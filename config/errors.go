@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // FieldError is one problem with one field of a config file.
@@ -55,17 +57,10 @@ func (fe *fieldErrors) add(path string, line int, format string, args ...any) {
 // A missing field points at the nearest enclosing one that was read.
 func (fe *fieldErrors) invalid(path, format string, args ...any) {
 	line := 0
-	for p := path; p != "" && line == 0; p = parentPath(p) {
+	for p := path; p != "" && line == 0; p = fieldpath.Parent(p) {
 		line = fe.lines[p]
 	}
 	fe.add(path, line, format, args...)
-}
-
-func parentPath(p string) string {
-	if i := strings.LastIndexAny(p, ".["); i >= 0 {
-		return p[:i]
-	}
-	return ""
 }
 
 func (fe *fieldErrors) err() error {
@@ -74,16 +69,6 @@ func (fe *fieldErrors) err() error {
 	}
 	return &ValidationError{Errors: fe.list}
 }
-
-// join builds a child field path.
-func join(parent, field string) string {
-	if parent == "" {
-		return field
-	}
-	return parent + "." + field
-}
-
-func index(parent string, i int) string { return fmt.Sprintf("%s[%d]", parent, i) }
 
 // dropAfterDecode drops the validation errors (those after the first
 // decodeErrs) about fields that failed to decode. Validation runs even after

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // Git configures Git write-back commits: who they are by, what they say
@@ -88,14 +90,14 @@ func (g *Git) setDefaults() {
 
 func (g *Git) validate(path string, errs *fieldErrors) {
 	if strings.ContainsAny(g.Author.Name, "<>\n") {
-		errs.invalid(join(path, "author.name"), "must not contain '<', '>' or a newline")
+		errs.invalid(fieldpath.Join(path, "author.name"), "must not contain '<', '>' or a newline")
 	}
 	if _, err := mail.ParseAddress(g.Author.Email); err != nil || strings.ContainsAny(g.Author.Email, "<>\n ") {
-		errs.invalid(join(path, "author.email"), "want an email address like bot@example.com, got %q", g.Author.Email)
+		errs.invalid(fieldpath.Join(path, "author.email"), "want an email address like bot@example.com, got %q", g.Author.Email)
 	}
 	if g.CommitMessage != "" {
 		if _, err := template.New("commit-message").Parse(g.CommitMessage); err != nil {
-			errs.invalid(join(path, "commitMessage"), "%v", err)
+			errs.invalid(fieldpath.Join(path, "commitMessage"), "%v", err)
 		}
 	}
 	for _, f := range []struct {
@@ -103,31 +105,31 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 		ref  SecretRef
 	}{{"signingKey", g.SigningKey}, {"signingKeyPassphrase", g.SigningKeyPassphrase}} {
 		if f.ref.Key != "" {
-			errs.invalid(join(path, f.name), "$%s: Secret references work in notifications only; use env:<VAR> or file:<absolute path>", f.ref.Key)
+			errs.invalid(fieldpath.Join(path, f.name), "$%s: Secret references work in notifications only; use env:<VAR> or file:<absolute path>", f.ref.Key)
 		}
 	}
 	if g.SigningKey.IsZero() && !g.SigningKeyPassphrase.IsZero() {
-		errs.invalid(join(path, "signingKeyPassphrase"), "set without signingKey")
+		errs.invalid(fieldpath.Join(path, "signingKeyPassphrase"), "set without signingKey")
 	}
 	switch g.Refresh {
 	case GitRefreshNormal, GitRefreshHard, GitRefreshNone:
 	default:
-		errs.invalid(join(path, "refresh"), "want normal, hard or none, got %q", g.Refresh)
+		errs.invalid(fieldpath.Join(path, "refresh"), "want normal, hard or none, got %q", g.Refresh)
 	}
 	for _, host := range slices.Sorted(maps.Keys(g.TLS)) {
 		t := g.TLS[host]
-		p := join(path, "tls") + "[" + host + "]"
+		p := fieldpath.Join(path, "tls") + "[" + host + "]"
 		if !gitHostRE.MatchString(host) {
 			errs.invalid(p, "want a host or host:port as in the repository URL (git.example.com, git.example.com:8443), got %q", host)
 		}
 		if t.CAFile != "" && !filepath.IsAbs(t.CAFile) {
-			errs.invalid(join(p, "caFile"), "must be an absolute path, got %q", t.CAFile)
+			errs.invalid(fieldpath.Join(p, "caFile"), "must be an absolute path, got %q", t.CAFile)
 		}
 		if t.CAData != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(t.CAData)) {
-			errs.invalid(join(p, "caData"), "no PEM certificate found")
+			errs.invalid(fieldpath.Join(p, "caData"), "no PEM certificate found")
 		}
 		if t.InsecureSkipVerify && (t.CAFile != "" || t.CAData != "") {
-			errs.invalid(join(p, "insecureSkipVerify"), "set together with a CA: set either the CA to verify against or insecureSkipVerify")
+			errs.invalid(fieldpath.Join(p, "insecureSkipVerify"), "set together with a CA: set either the CA to verify against or insecureSkipVerify")
 		}
 		if !t.InsecureSkipVerify && t.CAFile == "" && t.CAData == "" {
 			errs.invalid(p, "set caFile, caData or insecureSkipVerify")

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 	"github.com/crowsnest-dev/crowsnest/windows/spec"
 )
 
@@ -80,17 +81,17 @@ func validateImagePolicies(path string, ps []ImagePolicy, errs *fieldErrors) {
 	seen := map[string]bool{}
 	for i := range ps {
 		p := &ps[i]
-		pp := index(path, i)
+		pp := fieldpath.Index(path, i)
 		switch {
 		case p.Name == "":
-			errs.invalid(join(pp, "name"), "required")
+			errs.invalid(fieldpath.Join(pp, "name"), "required")
 		case seen[p.Name]:
-			errs.invalid(join(pp, "name"), "%q is used by another policy", p.Name)
+			errs.invalid(fieldpath.Join(pp, "name"), "%q is used by another policy", p.Name)
 		}
 		seen[p.Name] = true
 		m := &p.Match
 		if len(m.Applications) == 0 && len(m.Projects) == 0 && m.LabelSelector == "" {
-			errs.invalid(join(pp, "match"), "set at least one of applications, projects or labelSelector")
+			errs.invalid(fieldpath.Join(pp, "match"), "set at least one of applications, projects or labelSelector")
 		}
 		for _, list := range []struct {
 			name string
@@ -98,36 +99,36 @@ func validateImagePolicies(path string, ps []ImagePolicy, errs *fieldErrors) {
 		}{{"applications", m.Applications}, {"projects", m.Projects}} {
 			for j, g := range list.vals {
 				if _, err := spec.CompileGlob(g); err != nil {
-					errs.invalid(index(join(join(pp, "match"), list.name), j), "%v", err)
+					errs.invalid(fieldpath.Index(fieldpath.Join(fieldpath.Join(pp, "match"), list.name), j), "%v", err)
 				}
 			}
 		}
 		if m.LabelSelector != "" {
 			if _, err := labels.Parse(m.LabelSelector); err != nil {
-				errs.invalid(join(join(pp, "match"), "labelSelector"), "invalid label selector %q: %v", m.LabelSelector, err)
+				errs.invalid(fieldpath.Join(fieldpath.Join(pp, "match"), "labelSelector"), "invalid label selector %q: %v", m.LabelSelector, err)
 			}
 		}
 		if len(p.Images) == 0 {
-			errs.invalid(join(pp, "images"), "required: at least one image")
+			errs.invalid(fieldpath.Join(pp, "images"), "required: at least one image")
 		}
 		aliases := map[string]bool{}
 		for j := range p.Images {
 			img := &p.Images[j]
-			ip := index(join(pp, "images"), j)
+			ip := fieldpath.Index(fieldpath.Join(pp, "images"), j)
 			if img.Image == "" {
-				errs.invalid(join(ip, "image"), "required")
+				errs.invalid(fieldpath.Join(ip, "image"), "required")
 			}
 			alias := img.Alias
 			if alias == "" {
 				alias = img.Image
 			}
 			if aliases[alias] {
-				errs.invalid(join(ip, "alias"), "%q names two images of the policy", alias)
+				errs.invalid(fieldpath.Join(ip, "alias"), "%q names two images of the policy", alias)
 			}
 			aliases[alias] = true
 		}
 		if m := p.WriteBack.Method; m != "" && !slices.Contains([]string{"argocd", "git", "git:repocreds"}, m) && !strings.HasPrefix(m, "git:secret:") {
-			errs.invalid(join(join(pp, "writeBack"), "method"), "unsupported value %q, want argocd, git, git:repocreds or git:secret:<namespace>/<name>", m)
+			errs.invalid(fieldpath.Join(fieldpath.Join(pp, "writeBack"), "method"), "unsupported value %q, want argocd, git, git:repocreds or git:secret:<namespace>/<name>", m)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // Notifications is the one model of deployment notifications, read from
@@ -188,7 +190,7 @@ var (
 
 func (n *Notifications) validate(path string, errs *fieldErrors) {
 	n.validateWith(crowsnestNotifyPaths(path), errs)
-	n.ArgoCDConfigMap.validate(join(path, "argocdConfigMap"), errs)
+	n.ArgoCDConfigMap.validate(fieldpath.Join(path, "argocdConfigMap"), errs)
 }
 
 // notifyPaths spells field paths for one file format: crowsnest's
@@ -202,11 +204,11 @@ type notifyPaths struct {
 
 func crowsnestNotifyPaths(path string) notifyPaths {
 	return notifyPaths{
-		trigger:         func(name string) string { return join(path, "triggers") + "[" + name + "]" },
-		template:        func(name string) string { return join(path, "templates") + "[" + name + "]" },
-		service:         func(name string) string { return join(path, "services") + "[" + name + "]" },
-		defaultTriggers: func(svc string) string { return join(path, "serviceDefaultTriggers") + "[" + svc + "]" },
-		subscriptions:   join(path, "subscriptions"),
+		trigger:         func(name string) string { return fieldpath.Join(path, "triggers") + "[" + name + "]" },
+		template:        func(name string) string { return fieldpath.Join(path, "templates") + "[" + name + "]" },
+		service:         func(name string) string { return fieldpath.Join(path, "services") + "[" + name + "]" },
+		defaultTriggers: func(svc string) string { return fieldpath.Join(path, "serviceDefaultTriggers") + "[" + svc + "]" },
+		subscriptions:   fieldpath.Join(path, "subscriptions"),
 		serviceBlocks:   true,
 	}
 }
@@ -222,12 +224,12 @@ func (n *Notifications) validateWith(np notifyPaths, errs *fieldErrors) {
 			errs.invalid(p, "no conditions")
 		}
 		for i, c := range conds {
-			cp := index(p, i)
+			cp := fieldpath.Index(p, i)
 			if strings.TrimSpace(c.When) == "" {
-				errs.invalid(join(cp, "when"), "required")
+				errs.invalid(fieldpath.Join(cp, "when"), "required")
 			}
 			if len(c.Send) == 0 {
-				errs.invalid(join(cp, "send"), "required: the templates to send")
+				errs.invalid(fieldpath.Join(cp, "send"), "required: the templates to send")
 			}
 		}
 	}
@@ -246,22 +248,22 @@ func (n *Notifications) validateWith(np notifyPaths, errs *fieldErrors) {
 		s.validate(np.service(name), np.serviceBlocks, errs)
 	}
 	for i, s := range n.Subscriptions {
-		p := index(np.subscriptions, i)
+		p := fieldpath.Index(np.subscriptions, i)
 		if len(s.Recipients) == 0 {
-			errs.invalid(join(p, "recipients"), "required: <service>:<destination> entries")
+			errs.invalid(fieldpath.Join(p, "recipients"), "required: <service>:<destination> entries")
 		}
 		for j, r := range s.Recipients {
 			if svc, _, _ := strings.Cut(r, ":"); !notifyNameRE.MatchString(svc) {
-				errs.invalid(index(join(p, "recipients"), j), "want <service>:<destination>, got %q", r)
+				errs.invalid(fieldpath.Index(fieldpath.Join(p, "recipients"), j), "want <service>:<destination>, got %q", r)
 			}
 		}
 		for j, tr := range s.Triggers {
 			if !notifyNameRE.MatchString(tr) {
-				errs.invalid(index(join(p, "triggers"), j), "invalid trigger name %q", tr)
+				errs.invalid(fieldpath.Index(fieldpath.Join(p, "triggers"), j), "invalid trigger name %q", tr)
 			}
 		}
 		if _, err := labels.Parse(s.Selector); err != nil {
-			errs.invalid(join(p, "selector"), "invalid label selector %q: %v", s.Selector, err)
+			errs.invalid(fieldpath.Join(p, "selector"), "invalid label selector %q: %v", s.Selector, err)
 		}
 	}
 	for _, svc := range sortedKeys(n.ServiceDefaultTriggers) {
@@ -274,16 +276,16 @@ func (n *Notifications) validateWith(np notifyPaths, errs *fieldErrors) {
 func (r *ArgoCDConfigMapRef) validate(p string, errs *fieldErrors) {
 	if r.Name != "" || r.Namespace != "" || r.Secret != "" {
 		if msgs := validation.IsDNS1123Subdomain(r.Name); len(msgs) > 0 {
-			errs.invalid(join(p, "name"), "invalid ConfigMap name %q: %s", r.Name, strings.Join(msgs, "; "))
+			errs.invalid(fieldpath.Join(p, "name"), "invalid ConfigMap name %q: %s", r.Name, strings.Join(msgs, "; "))
 		}
 		if r.Namespace != "" {
 			if msgs := validation.IsDNS1123Label(r.Namespace); len(msgs) > 0 {
-				errs.invalid(join(p, "namespace"), "invalid namespace %q: %s", r.Namespace, strings.Join(msgs, "; "))
+				errs.invalid(fieldpath.Join(p, "namespace"), "invalid namespace %q: %s", r.Namespace, strings.Join(msgs, "; "))
 			}
 		}
 		if r.Secret != "" {
 			if msgs := validation.IsDNS1123Subdomain(r.Secret); len(msgs) > 0 {
-				errs.invalid(join(p, "secret"), "invalid Secret name %q: %s", r.Secret, strings.Join(msgs, "; "))
+				errs.invalid(fieldpath.Join(p, "secret"), "invalid Secret name %q: %s", r.Secret, strings.Join(msgs, "; "))
 			}
 		}
 	}
@@ -292,7 +294,7 @@ func (r *ArgoCDConfigMapRef) validate(p string, errs *fieldErrors) {
 func (t *Template) validate(path string, errs *fieldErrors) {
 	check := func(field, text string) {
 		if err := CheckTemplate(text); err != nil {
-			errs.invalid(join(path, field), "%v", err)
+			errs.invalid(fieldpath.Join(path, field), "%v", err)
 		}
 	}
 	check("title", t.Title)
@@ -302,7 +304,7 @@ func (t *Template) validate(path string, errs *fieldErrors) {
 		check("slack.blocks", s.Blocks)
 		check("slack.groupingKey", s.GroupingKey)
 		if s.DeliveryPolicy != "" && !slices.Contains(SlackDeliveryPolicies, s.DeliveryPolicy) {
-			errs.invalid(join(path, "slack.deliveryPolicy"), "unsupported value %q, want one of %s", s.DeliveryPolicy, strings.Join(SlackDeliveryPolicies, ", "))
+			errs.invalid(fieldpath.Join(path, "slack.deliveryPolicy"), "unsupported value %q, want one of %s", s.DeliveryPolicy, strings.Join(SlackDeliveryPolicies, ", "))
 		}
 	}
 	for _, name := range sortedKeys(t.Blocks) {
@@ -313,7 +315,7 @@ func (t *Template) validate(path string, errs *fieldErrors) {
 		check("webhook."+name+".path", w.Path)
 		check("webhook."+name+".body", w.Body)
 		if w.Method != "" && !slices.Contains(httpMethods, strings.ToUpper(w.Method)) {
-			errs.invalid(join(path, "webhook."+name+".method"), "unsupported method %q", w.Method)
+			errs.invalid(fieldpath.Join(path, "webhook."+name+".method"), "unsupported method %q", w.Method)
 		}
 	}
 	if e := t.Email; e != nil {

@@ -2,10 +2,11 @@ package config
 
 import (
 	"reflect"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
+	"github.com/crowsnest-dev/crowsnest/config/internal/strictyaml"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
@@ -23,37 +24,37 @@ type ExtService struct {
 const unsupportedType = "service type not supported by crowsnest"
 
 // decodeExtra reads a service type block of package services.
-func (s *Service) decodeExtra(d *decoder, key, val *yaml.Node, path string) bool {
+func (s *Service) decodeExtra(d *strictyaml.Decoder, key, val *yaml.Node, path string) bool {
 	k, ok := services.Lookup(key.Value)
 	if !ok {
 		if services.IsArgoCDType(key.Value) {
-			d.errs.add(path, key.Line, "%s", unsupportedType)
+			d.Report(path, key.Line, "%s", unsupportedType)
 			return true
 		}
 		return false
 	}
 	if s.Ext != nil {
-		d.errs.add(path, key.Line, "%s, got %s and %s", notifyServiceTypesWanted, s.Ext.Type, key.Value)
+		d.Report(path, key.Line, "%s, got %s and %s", notifyServiceTypesWanted, s.Ext.Type, key.Value)
 		return true
 	}
 	st := k.Settings()
-	d.decode(val, reflect.ValueOf(st).Elem(), path)
+	d.Decode(val, reflect.ValueOf(st).Elem(), path)
 	s.Ext = &ExtService{Type: key.Value, Settings: st}
 	return true
 }
 
 // decodeExtra reads a template block of a type from package services.
-func (t *Template) decodeExtra(d *decoder, key, val *yaml.Node, path string) bool {
+func (t *Template) decodeExtra(d *strictyaml.Decoder, key, val *yaml.Node, path string) bool {
 	k, ok := services.Lookup(key.Value)
 	if !ok || k.Block == nil {
 		if services.IsArgoCDType(key.Value) {
-			d.errs.add(path, key.Line, "%s block: %s", key.Value, unsupportedType)
+			d.Report(path, key.Line, "%s block: %s", key.Value, unsupportedType)
 			return true
 		}
 		return false
 	}
 	b := k.Block()
-	d.decode(val, reflect.ValueOf(b).Elem(), path)
+	d.Decode(val, reflect.ValueOf(b).Elem(), path)
 	if t.Blocks == nil {
 		t.Blocks = map[string]any{}
 	}
@@ -133,7 +134,8 @@ func deepCopy(v reflect.Value) reflect.Value {
 }
 
 // eachString calls fn with every settable string below v (struct fields
-// by yaml name, slice elements, map values), and its path.
+// by yaml name, inline ones included, slice elements, map values), and its
+// path.
 func eachString(v reflect.Value, path string, fn func(path string, s *string)) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -145,17 +147,12 @@ func eachString(v reflect.Value, path string, fn func(path string, s *string)) {
 			fn(path, v.Addr().Interface().(*string))
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			name := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-			if name == "" || name == "-" || !t.Field(i).IsExported() {
-				continue
-			}
-			eachString(v.Field(i), join(path, name), fn)
+		for _, f := range strictyaml.Fields(v.Type()) {
+			eachString(v.FieldByIndex(f.Index), fieldpath.Join(path, f.Name), fn)
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			eachString(v.Index(i), index(path, i), fn)
+			eachString(v.Index(i), fieldpath.Index(path, i), fn)
 		}
 	case reflect.Map:
 		if v.Type().Elem().Kind() != reflect.String {

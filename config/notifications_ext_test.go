@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/notify/services/teams"
 )
 
 // TestExtServicesInOwnConfig reads a service of a type from package
@@ -72,5 +75,56 @@ func TestExtServicesInOwnConfig(t *testing.T) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestInlineBlockFields: the keys a teams-workflows block has from the
+// teams block it embeds (`yaml:",inline"`) are read, checked and named
+// like its own: the same field path, line and message as in a teams
+// block, in crowsnest's config and in an argocd-notifications-cm.
+func TestInlineBlockFields(t *testing.T) {
+	block := func(typ, body string) string {
+		return header + "notifications:\n  templates:\n    t:\n      message: hi\n      " + typ + ":\n" + body
+	}
+	c, err := Parse([]byte(block("teams-workflows", "        title: '{{.app.metadata.name}}'\n        adaptiveCard: '{}'\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, ok := c.Notifications.Templates["t"].Blocks["teams-workflows"].(*teams.WorkflowsBlock)
+	if !ok || wb.Title != "{{.app.metadata.name}}" || wb.AdaptiveCard != "{}" {
+		t.Errorf("teams-workflows block %#v", c.Notifications.Templates["t"].Blocks["teams-workflows"])
+	}
+
+	for _, tc := range []struct{ name, body, msg string }{
+		{"wrong type", "        title: [1]\n", "expected a string, got a list"},
+		{"typo", "        titel: x\n", `unknown field (did you mean "title"?)`},
+		{"bad template", "        title: '{{.app'\n", "unclosed action"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, typ := range []string{"teams", "teams-workflows"} {
+				_, err := Parse([]byte(block(typ, tc.body)))
+				field := "title"
+				if tc.name == "typo" {
+					field = "titel"
+				}
+				want := []FieldError{{Path: "notifications.templates[t]." + typ + "." + field, Line: 8, Msg: tc.msg}}
+				if diff := cmp.Diff(want, gotFieldErrors(t, err, want)); diff != "" {
+					t.Errorf("%s block (-want +got):\n%s", typ, diff)
+				}
+			}
+		})
+	}
+
+	n, err := ParseArgoCDConfigMap(map[string]string{
+		"template.t": "message: hi\nteams-workflows:\n  Title: x\n  titel: y\n",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := n.Templates["t"].Blocks["teams-workflows"].(*teams.WorkflowsBlock); b.Title != "x" {
+		t.Errorf("Title (case folded, as Argo CD reads it) = %q, want x", b.Title)
+	}
+	if diff := cmp.Diff([]string{"template.t.teams-workflows.titel (not used by crowsnest)"}, n.Ignored); diff != "" {
+		t.Errorf("ignored (-want +got):\n%s", diff)
 	}
 }

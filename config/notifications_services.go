@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // Service is one notification destination service; exactly one of its
@@ -206,7 +208,7 @@ func (s *Service) setDefaults() {
 func (s *Service) validate(path string, blocks bool, errs *fieldErrors) {
 	block := func(typ string) string {
 		if blocks {
-			return join(path, typ)
+			return fieldpath.Join(path, typ)
 		}
 		return path
 	}
@@ -221,7 +223,7 @@ func (s *Service) validate(path string, blocks bool, errs *fieldErrors) {
 		return
 	}
 	if rl := s.RateLimit; rl != nil {
-		rl.validate(join(path, "rateLimit"), errs)
+		rl.validate(fieldpath.Join(path, "rateLimit"), errs)
 	}
 	switch {
 	case s.Ext != nil:
@@ -237,66 +239,66 @@ func (s *Service) validate(path string, blocks bool, errs *fieldErrors) {
 
 func (rl *ServiceRateLimit) validate(p string, errs *fieldErrors) {
 	if rl.PerSecond < 0 || math.IsNaN(rl.PerSecond) || math.IsInf(rl.PerSecond, 0) {
-		errs.invalid(join(p, "perSecond"), "must be 0 (no pacing) or a positive number of messages per second, got %v", rl.PerSecond)
+		errs.invalid(fieldpath.Join(p, "perSecond"), "must be 0 (no pacing) or a positive number of messages per second, got %v", rl.PerSecond)
 	}
 	if rl.Burst < 0 || rl.Burst > maxServiceBurst {
-		errs.invalid(join(p, "burst"), "must be between 0 (the rate, rounded up) and %d, got %d", maxServiceBurst, rl.Burst)
+		errs.invalid(fieldpath.Join(p, "burst"), "must be between 0 (the rate, rounded up) and %d, got %d", maxServiceBurst, rl.Burst)
 	}
 }
 
 func (sl *SlackService) validate(p string, errs *fieldErrors) {
 	if sl.Token.IsZero() {
-		errs.invalid(join(p, "token"), "required: a bot token reference; %s", secretRefWanted)
+		errs.invalid(fieldpath.Join(p, "token"), "required: a bot token reference; %s", secretRefWanted)
 	}
 	if err := checkServiceURL(sl.APIURL, true); err != nil {
-		errs.invalid(join(p, "apiURL"), "%v", err)
+		errs.invalid(fieldpath.Join(p, "apiURL"), "%v", err)
 	}
-	checkTimeout(join(p, "timeout"), sl.Timeout, errs)
+	checkTimeout(fieldpath.Join(p, "timeout"), sl.Timeout, errs)
 }
 
 func (w *WebhookService) validate(p string, errs *fieldErrors) {
 	if w.URL == "" {
-		errs.invalid(join(p, "url"), "required")
+		errs.invalid(fieldpath.Join(p, "url"), "required")
 	} else if err := checkServiceURL(w.URL, false); err != nil {
-		errs.invalid(join(p, "url"), "%v", err)
+		errs.invalid(fieldpath.Join(p, "url"), "%v", err)
 	}
 	if !slices.Contains(httpMethods, strings.ToUpper(w.Method)) {
-		errs.invalid(join(p, "method"), "unsupported method %q, want one of %s", w.Method, strings.Join(httpMethods, ", "))
+		errs.invalid(fieldpath.Join(p, "method"), "unsupported method %q, want one of %s", w.Method, strings.Join(httpMethods, ", "))
 	}
 	for i, h := range w.Headers {
 		if !headerNameRE.MatchString(h.Name) {
-			errs.invalid(join(index(join(p, "headers"), i), "name"), "invalid header name %q", h.Name)
+			errs.invalid(fieldpath.Join(fieldpath.Index(fieldpath.Join(p, "headers"), i), "name"), "invalid header name %q", h.Name)
 		}
 	}
 	if w.BasicAuth != nil && !w.Bearer.IsZero() {
-		errs.invalid(join(p, "bearer"), "set basicAuth or bearer, not both")
+		errs.invalid(fieldpath.Join(p, "bearer"), "set basicAuth or bearer, not both")
 	}
 	if w.BasicAuth != nil && w.BasicAuth.Username == "" {
-		errs.invalid(join(p, "basicAuth.username"), "required")
+		errs.invalid(fieldpath.Join(p, "basicAuth.username"), "required")
 	}
 	if w.HMACHeader != "" && !headerNameRE.MatchString(w.HMACHeader) {
-		errs.invalid(join(p, "hmacHeader"), "invalid header name %q", w.HMACHeader)
+		errs.invalid(fieldpath.Join(p, "hmacHeader"), "invalid header name %q", w.HMACHeader)
 	}
-	checkTimeout(join(p, "timeout"), w.Timeout, errs)
+	checkTimeout(fieldpath.Join(p, "timeout"), w.Timeout, errs)
 }
 
 func (e *EmailService) validate(p string, errs *fieldErrors) {
 	if e.Host == "" || !hostRE.MatchString(e.Host) {
-		errs.invalid(join(p, "host"), "required: an SMTP host name, got %q", e.Host)
+		errs.invalid(fieldpath.Join(p, "host"), "required: an SMTP host name, got %q", e.Host)
 	}
 	if e.Port < 1 || e.Port > 65535 {
-		errs.invalid(join(p, "port"), "must be between 1 and 65535, got %d", e.Port)
+		errs.invalid(fieldpath.Join(p, "port"), "must be between 1 and 65535, got %d", e.Port)
 	}
 	if !slices.Contains(emailTLSModes, e.TLS) {
-		errs.invalid(join(p, "tls"), "unsupported value %q, want one of %s", e.TLS, strings.Join(emailTLSModes, ", "))
+		errs.invalid(fieldpath.Join(p, "tls"), "unsupported value %q, want one of %s", e.TLS, strings.Join(emailTLSModes, ", "))
 	}
 	if e.From == "" || !strings.Contains(e.From, "@") {
-		errs.invalid(join(p, "from"), "required: a sender address, got %q", e.From)
+		errs.invalid(fieldpath.Join(p, "from"), "required: a sender address, got %q", e.From)
 	}
 	if !e.Password.IsZero() && e.Username == "" {
-		errs.invalid(join(p, "username"), "required with a password")
+		errs.invalid(fieldpath.Join(p, "username"), "required with a password")
 	}
-	checkTimeout(join(p, "timeout"), e.Timeout, errs)
+	checkTimeout(fieldpath.Join(p, "timeout"), e.Timeout, errs)
 }
 
 var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")

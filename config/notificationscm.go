@@ -154,8 +154,7 @@ func decodeCMValue(val string, out any, path string, n *Notifications, errs *fie
 
 func decodeCMNode(node *yaml.Node, out any, path string, n *Notifications, errs *fieldErrors) {
 	sub := &fieldErrors{lines: map[string]int{}}
-	d := &decoder{errs: sub, foldCase: true}
-	d.decode(node, reflect.ValueOf(out).Elem(), path)
+	newDecoder(sub, true).Decode(node, reflect.ValueOf(out).Elem(), path)
 	for _, e := range sub.list {
 		if strings.HasPrefix(e.Msg, "unknown field") {
 			n.Ignored = append(n.Ignored, e.Path+" (not used by crowsnest)")

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // Registries configures how crowsnest talks to container registries: the
@@ -69,23 +71,23 @@ func (r *Registries) TagTTL() time.Duration {
 
 func (r *Registries) validate(path string, errs *fieldErrors) {
 	if r.PollInterval.Duration < MinPollInterval {
-		errs.invalid(join(path, "pollInterval"), "must be at least %s, got %s", MinPollInterval, r.PollInterval)
+		errs.invalid(fieldpath.Join(path, "pollInterval"), "must be at least %s, got %s", MinPollInterval, r.PollInterval)
 	}
 	switch ttl := r.TagCacheTTL.Duration; {
 	case ttl < 0:
-		errs.invalid(join(path, "tagCacheTTL"), "must not be negative, got %s", r.TagCacheTTL)
+		errs.invalid(fieldpath.Join(path, "tagCacheTTL"), "must not be negative, got %s", r.TagCacheTTL)
 	case ttl > r.PollInterval.Duration:
-		errs.invalid(join(path, "tagCacheTTL"), "must not exceed pollInterval (%s), or polls would read stale tag lists; got %s",
+		errs.invalid(fieldpath.Join(path, "tagCacheTTL"), "must not exceed pollInterval (%s), or polls would read stale tag lists; got %s",
 			r.PollInterval, r.TagCacheTTL)
 	}
 	if r.MetadataCacheSize < 1 || r.MetadataCacheSize > MaxMetadataCacheSize {
-		errs.invalid(join(path, "metadataCacheSize"), "must be between 1 and %d, got %d", MaxMetadataCacheSize, r.MetadataCacheSize)
+		errs.invalid(fieldpath.Join(path, "metadataCacheSize"), "must be between 1 and %d, got %d", MaxMetadataCacheSize, r.MetadataCacheSize)
 	}
 	if r.RequestTimeout.Duration <= 0 {
-		errs.invalid(join(path, "requestTimeout"), "must be positive, got %s", r.RequestTimeout)
+		errs.invalid(fieldpath.Join(path, "requestTimeout"), "must be positive, got %s", r.RequestTimeout)
 	}
-	r.List.validate(join(path, "list"), crowsnestKeys, errs)
-	r.Webhook.validate(join(path, "webhook"), errs)
+	r.List.validate(fieldpath.Join(path, "list"), crowsnestKeys, errs)
+	r.Webhook.validate(fieldpath.Join(path, "webhook"), errs)
 }
 
 // Registry is the settings of one registry, from the list or a
@@ -169,30 +171,30 @@ var (
 
 func (r *Registry) validate(path string, keys registryKeys, errs *fieldErrors) {
 	if err := checkPrefix(r.Prefix); err != nil {
-		errs.invalid(join(path, keys.prefix), "%v", err)
+		errs.invalid(fieldpath.Join(path, keys.prefix), "%v", err)
 	}
 	if err := checkAPIURL(r.APIURL); err != nil {
-		errs.invalid(join(path, keys.apiURL), "%v", err)
+		errs.invalid(fieldpath.Join(path, keys.apiURL), "%v", err)
 	}
 	if r.CredsExpire.Duration < 0 {
-		errs.invalid(join(path, keys.credsExpire), "must not be negative, got %s", r.CredsExpire)
+		errs.invalid(fieldpath.Join(path, keys.credsExpire), "must not be negative, got %s", r.CredsExpire)
 	}
 	if r.CAData != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(r.CAData)) {
-		errs.invalid(join(path, keys.caData), "no PEM certificate found")
+		errs.invalid(fieldpath.Join(path, keys.caData), "no PEM certificate found")
 	}
 	switch {
 	case r.DefaultNamespace == "":
 	case !pathComponentRE.MatchString(r.DefaultNamespace):
-		errs.invalid(join(path, keys.defaultNamespace), "invalid repository path component %q", r.DefaultNamespace)
+		errs.invalid(fieldpath.Join(path, keys.defaultNamespace), "invalid repository path component %q", r.DefaultNamespace)
 	case strings.Contains(r.Prefix, "/") && !r.Default:
-		errs.invalid(join(path, keys.defaultNamespace), "only for an entry whose prefix is a registry host, or the default entry: "+
+		errs.invalid(fieldpath.Join(path, keys.defaultNamespace), "only for an entry whose prefix is a registry host, or the default entry: "+
 			"names under %q already have more than one path segment", r.Prefix)
 	}
 	if r.RateLimit < 0 {
-		errs.invalid(join(path, keys.rateLimit), "must be positive (requests per second), got %v", r.RateLimit)
+		errs.invalid(fieldpath.Join(path, keys.rateLimit), "must be positive (requests per second), got %v", r.RateLimit)
 	}
 	if r.MaxConcurrency < 1 || r.MaxConcurrency > MaxRegistryConcurrency {
-		errs.invalid(join(path, keys.maxConcurrency), "must be between 1 and %d, got %d", MaxRegistryConcurrency, r.MaxConcurrency)
+		errs.invalid(fieldpath.Join(path, keys.maxConcurrency), "must be between 1 and %d, got %d", MaxRegistryConcurrency, r.MaxConcurrency)
 	}
 }
 
@@ -267,27 +269,27 @@ func (l RegistryList) validate(path string, keys registryKeys, errs *fieldErrors
 	prefixes := map[string]int{}
 	def := -1
 	for i := range l {
-		p := index(path, i)
+		p := fieldpath.Index(path, i)
 		l[i].validate(p, keys, errs)
 		if l[i].Prefix != "" {
 			key := CanonicalPrefix(l[i].Prefix)
 			if j, dup := prefixes[key]; dup {
-				errs.invalid(join(p, keys.prefix), "duplicate prefix %q (also %s)", l[i].Prefix, index(path, j))
+				errs.invalid(fieldpath.Join(p, keys.prefix), "duplicate prefix %q (also %s)", l[i].Prefix, fieldpath.Index(path, j))
 			} else {
 				prefixes[key] = i
 			}
 		}
 		if l[i].Default {
 			if def >= 0 {
-				errs.invalid(join(p, keys.isDefault), "only one registry may be the default (%s is)", index(path, def))
+				errs.invalid(fieldpath.Join(p, keys.isDefault), "only one registry may be the default (%s is)", fieldpath.Index(path, def))
 			} else {
 				def = i
 			}
 		}
 	}
-	name := func(i int) string { return fmt.Sprintf("%s (prefix %s)", index(path, i), l[i].Prefix) }
+	name := func(i int) string { return fmt.Sprintf("%s (prefix %s)", fieldpath.Index(path, i), l[i].Prefix) }
 	for _, c := range l.hostConflicts() {
-		errs.invalid(join(index(path, c.entry), c.field(keys)), "%s", c.message(l, name))
+		errs.invalid(fieldpath.Join(fieldpath.Index(path, c.entry), c.field(keys)), "%s", c.message(l, name))
 	}
 }
 

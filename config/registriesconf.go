@@ -12,6 +12,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
+	"github.com/crowsnest-dev/crowsnest/config/internal/strictyaml"
 )
 
 // confFile is argocd-image-updater's registries.conf.
@@ -61,7 +64,7 @@ func (b *yaml11Bool) decodeNode(n *yaml.Node) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("expected true or false (or yes/no), got %s", describe(n))
+	return fmt.Errorf("expected true or false (or yes/no), got %s", strictyaml.Describe(n))
 }
 
 // ParseRegistriesConf reads argocd-image-updater's registries.conf format
@@ -80,12 +83,11 @@ func ParseRegistriesConf(data []byte) (RegistryList, error) {
 		return RegistryList{}, nil // an empty file configures nothing
 	}
 	var f confFile
-	d := &decoder{errs: errs}
-	d.decode(doc.Content[0], reflect.ValueOf(&f).Elem(), "")
+	newDecoder(errs, false).Decode(doc.Content[0], reflect.ValueOf(&f).Elem(), "")
 	decodeErrs := len(errs.list)
 	list := make(RegistryList, len(f.Registries))
 	for i := range f.Registries {
-		c, p := &f.Registries[i], index("registries", i)
+		c, p := &f.Registries[i], fieldpath.Index("registries", i)
 		r := Registry{
 			Name: c.Name, Prefix: c.Prefix, APIURL: c.APIURL, Credentials: c.Credentials,
 			CredsExpire: c.CredsExpire, Insecure: bool(c.Insecure), CAFile: c.CAFile, CAData: c.CAData,
@@ -96,7 +98,7 @@ func ParseRegistriesConf(data []byte) (RegistryList, error) {
 		}
 		r.setDefaults()
 		if !slices.Contains(tagSortModes, strings.ToLower(c.TagSortMode)) {
-			errs.invalid(join(p, "tagsortmode"), "unsupported value %q, want none, latest-first or latest-last", c.TagSortMode)
+			errs.invalid(fieldpath.Join(p, "tagsortmode"), "unsupported value %q, want none, latest-first or latest-last", c.TagSortMode)
 		}
 		list[i] = r
 	}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // RegistryWebhook configures the receiver of registry push notifications.
@@ -51,29 +53,29 @@ const envNameWanted = "invalid variable name: want letters, digits and '_', not 
 func (w *RegistryWebhook) validate(path string, errs *fieldErrors) {
 	names := map[string]int{}
 	for i, s := range w.Sources {
-		p := index(join(path, "sources"), i)
+		p := fieldpath.Index(fieldpath.Join(path, "sources"), i)
 		if !slices.Contains(WebhookTypes, s.Type) {
-			errs.invalid(join(p, "type"), "unsupported value %q, want one of %s", s.Type, strings.Join(WebhookTypes, ", "))
+			errs.invalid(fieldpath.Join(p, "type"), "unsupported value %q, want one of %s", s.Type, strings.Join(WebhookTypes, ", "))
 		}
 		if s.Name != "" && !webhookNameRE.MatchString(s.Name) {
-			errs.invalid(join(p, "name"), "invalid name %q: lower-case letters, digits, '.', '_' or '-'", s.Name)
+			errs.invalid(fieldpath.Join(p, "name"), "invalid name %q: lower-case letters, digits, '.', '_' or '-'", s.Name)
 		}
 		name := cmp.Or(s.Name, s.Type)
 		if j, dup := names[name]; dup {
-			errs.invalid(join(p, "name"), "duplicate source %q (also %s); give each sender of one type a name", name, index(join(path, "sources"), j))
+			errs.invalid(fieldpath.Join(p, "name"), "duplicate source %q (also %s); give each sender of one type a name", name, fieldpath.Index(fieldpath.Join(path, "sources"), j))
 		} else {
 			names[name] = i
 		}
 		if s.Registry != "" && !hostRE.MatchString(s.Registry) {
-			errs.invalid(join(p, "registry"), "invalid registry host %q", s.Registry)
+			errs.invalid(fieldpath.Join(p, "registry"), "invalid registry host %q", s.Registry)
 		}
 		switch {
 		case s.SecretEnv != "" && s.SecretFile != "":
-			errs.invalid(join(p, "secretFile"), "set secretEnv or secretFile, not both")
+			errs.invalid(fieldpath.Join(p, "secretFile"), "set secretEnv or secretFile, not both")
 		case s.SecretEnv == "" && s.SecretFile == "" && !w.AllowUnauthenticated:
-			errs.invalid(join(p, "secretEnv"), "a secret is required: set secretEnv or secretFile (or webhook.allowUnauthenticated)")
+			errs.invalid(fieldpath.Join(p, "secretEnv"), "a secret is required: set secretEnv or secretFile (or webhook.allowUnauthenticated)")
 		case s.SecretEnv != "" && !envNameRE.MatchString(s.SecretEnv):
-			errs.invalid(join(p, "secretEnv"), "%s", envNameWanted)
+			errs.invalid(fieldpath.Join(p, "secretEnv"), "%s", envNameWanted)
 		}
 	}
 }

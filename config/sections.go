@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // Watch says which Applications crowsnest watches.
@@ -38,14 +40,14 @@ func (w *Watch) setDefaults() {
 func (w *Watch) validate(path string, errs *fieldErrors) {
 	for i, ns := range w.Namespaces {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			errs.invalid(index(join(path, "namespaces"), i), "invalid namespace %q: %s", ns, strings.Join(msgs, "; "))
+			errs.invalid(fieldpath.Index(fieldpath.Join(path, "namespaces"), i), "invalid namespace %q: %s", ns, strings.Join(msgs, "; "))
 		}
 	}
 	if _, err := labels.Parse(w.Selector); err != nil {
-		errs.invalid(join(path, "selector"), "invalid label selector %q: %v", w.Selector, err)
+		errs.invalid(fieldpath.Join(path, "selector"), "invalid label selector %q: %v", w.Selector, err)
 	}
 	if w.ResyncPeriod != nil && w.ResyncPeriod.Duration < 0 {
-		errs.invalid(join(path, "resyncPeriod"), "must not be negative, got %s", w.ResyncPeriod)
+		errs.invalid(fieldpath.Join(path, "resyncPeriod"), "must not be negative, got %s", w.ResyncPeriod)
 	}
 }
 
@@ -95,19 +97,19 @@ func (c *Controller) setDefaults() {
 
 func (c *Controller) validate(path string, errs *fieldErrors) {
 	if c.Workers < 1 || c.Workers > MaxWorkers {
-		errs.invalid(join(path, "workers"), "must be between 1 and %d, got %d", MaxWorkers, c.Workers)
+		errs.invalid(fieldpath.Join(path, "workers"), "must be between 1 and %d, got %d", MaxWorkers, c.Workers)
 	}
 	if c.RetryBaseDelay.Duration <= 0 {
-		errs.invalid(join(path, "retryBaseDelay"), "must be positive, got %s", c.RetryBaseDelay)
+		errs.invalid(fieldpath.Join(path, "retryBaseDelay"), "must be positive, got %s", c.RetryBaseDelay)
 	}
 	if c.RetryMaxDelay.Duration < c.RetryBaseDelay.Duration {
-		errs.invalid(join(path, "retryMaxDelay"), "must be at least retryBaseDelay (%s), got %s", c.RetryBaseDelay, c.RetryMaxDelay)
+		errs.invalid(fieldpath.Join(path, "retryMaxDelay"), "must be at least retryBaseDelay (%s), got %s", c.RetryBaseDelay, c.RetryMaxDelay)
 	}
 	if c.KubeQPS <= 0 {
-		errs.invalid(join(path, "kubeQPS"), "must be positive, got %v", c.KubeQPS)
+		errs.invalid(fieldpath.Join(path, "kubeQPS"), "must be positive, got %v", c.KubeQPS)
 	}
 	if c.KubeBurst < 1 {
-		errs.invalid(join(path, "kubeBurst"), "must be at least 1, got %d", c.KubeBurst)
+		errs.invalid(fieldpath.Join(path, "kubeBurst"), "must be at least 1, got %d", c.KubeBurst)
 	}
 }
 
@@ -141,14 +143,14 @@ func (l *LeaderElection) setDefaults() {
 
 func (l *LeaderElection) validate(path string, errs *fieldErrors) {
 	if msgs := validation.IsDNS1123Subdomain(l.LeaseName); len(msgs) > 0 {
-		errs.invalid(join(path, "leaseName"), "invalid name %q: %s", l.LeaseName, strings.Join(msgs, "; "))
+		errs.invalid(fieldpath.Join(path, "leaseName"), "invalid name %q: %s", l.LeaseName, strings.Join(msgs, "; "))
 	}
 	if l.Enabled && l.LeaseNamespace == "" {
-		errs.invalid(join(path, "leaseNamespace"), "required when leaderElection.enabled is true")
+		errs.invalid(fieldpath.Join(path, "leaseNamespace"), "required when leaderElection.enabled is true")
 	}
 	if l.LeaseNamespace != "" {
 		if msgs := validation.IsDNS1123Label(l.LeaseNamespace); len(msgs) > 0 {
-			errs.invalid(join(path, "leaseNamespace"), "invalid namespace %q: %s", l.LeaseNamespace, strings.Join(msgs, "; "))
+			errs.invalid(fieldpath.Join(path, "leaseNamespace"), "invalid namespace %q: %s", l.LeaseNamespace, strings.Join(msgs, "; "))
 		}
 	}
 	for _, f := range []struct {
@@ -156,15 +158,15 @@ func (l *LeaderElection) validate(path string, errs *fieldErrors) {
 		d    Duration
 	}{{"leaseDuration", l.LeaseDuration}, {"renewDeadline", l.RenewDeadline}, {"retryPeriod", l.RetryPeriod}} {
 		if f.d.Duration <= 0 {
-			errs.invalid(join(path, f.name), "must be positive, got %s", f.d)
+			errs.invalid(fieldpath.Join(path, f.name), "must be positive, got %s", f.d)
 		}
 	}
 	if l.RenewDeadline.Duration >= l.LeaseDuration.Duration {
-		errs.invalid(join(path, "renewDeadline"), "must be less than leaseDuration (%s), got %s", l.LeaseDuration, l.RenewDeadline)
+		errs.invalid(fieldpath.Join(path, "renewDeadline"), "must be less than leaseDuration (%s), got %s", l.LeaseDuration, l.RenewDeadline)
 	}
 	// client-go requires renewDeadline > retryPeriod * 1.2 (its jitter).
 	if float64(l.RenewDeadline.Duration) <= 1.2*float64(l.RetryPeriod.Duration) {
-		errs.invalid(join(path, "retryPeriod"), "must be less than renewDeadline/1.2 (%s), got %s",
+		errs.invalid(fieldpath.Join(path, "retryPeriod"), "must be less than renewDeadline/1.2 (%s), got %s",
 			time.Duration(float64(l.RenewDeadline.Duration)/1.2), l.RetryPeriod)
 	}
 }
@@ -191,9 +193,9 @@ func (l *Log) setDefaults() {
 
 func (l *Log) validate(path string, errs *fieldErrors) {
 	if !slices.Contains(logLevels, strings.ToLower(l.Level)) {
-		errs.invalid(join(path, "level"), "unsupported value %q, want one of %s", l.Level, strings.Join(logLevels, ", "))
+		errs.invalid(fieldpath.Join(path, "level"), "unsupported value %q, want one of %s", l.Level, strings.Join(logLevels, ", "))
 	}
 	if !slices.Contains(logFormats, l.Format) {
-		errs.invalid(join(path, "format"), "unsupported value %q, want one of %s", l.Format, strings.Join(logFormats, ", "))
+		errs.invalid(fieldpath.Join(path, "format"), "unsupported value %q, want one of %s", l.Format, strings.Join(logFormats, ", "))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
 // Tenancy is what the authors of Application annotations, who may be
@@ -52,7 +54,7 @@ type TenancyCredential struct {
 func (t *Tenancy) validate(p string, errs *fieldErrors) {
 	for i := range t.Credentials {
 		c := &t.Credentials[i]
-		cp := index(join(p, "credentials"), i)
+		cp := fieldpath.Index(fieldpath.Join(p, "credentials"), i)
 		switch {
 		case c.PullSecret.IsZero() && c.GitSecret == "":
 			errs.invalid(cp, "set pullSecret or gitSecret")
@@ -62,42 +64,42 @@ func (t *Tenancy) validate(p string, errs *fieldErrors) {
 		if c.GitSecret != "" {
 			ns, name, ok := strings.Cut(c.GitSecret, "/")
 			if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-				errs.invalid(join(cp, "gitSecret"), "want <namespace>/<name> as in write-back-method git:secret:<namespace>/<name>, got %q", c.GitSecret)
+				errs.invalid(fieldpath.Join(cp, "gitSecret"), "want <namespace>/<name> as in write-back-method git:secret:<namespace>/<name>, got %q", c.GitSecret)
 			}
 			if len(c.Registries) > 0 {
-				errs.invalid(join(cp, "registries"), "applies to pullSecret only; a Git secret goes to the repositories the AppProject permits")
+				errs.invalid(fieldpath.Join(cp, "registries"), "applies to pullSecret only; a Git secret goes to the repositories the AppProject permits")
 			}
 		}
 		if s := c.PullSecret.Source; s != "" && s != CredsPullSecret && len(c.Registries) == 0 {
-			errs.invalid(join(cp, "registries"), "required for %s: credentials: name the registry hosts they may be sent to", s)
+			errs.invalid(fieldpath.Join(cp, "registries"), "required for %s: credentials: name the registry hosts they may be sent to", s)
 		}
 		for j, r := range c.Registries {
 			if _, err := path.Match(r, ""); err != nil || r == "" || strings.ContainsAny(r, "/ ") {
-				errs.invalid(index(join(cp, "registries"), j), "want a registry host or host glob (ghcr.io, *.example.com), got %q", r)
+				errs.invalid(fieldpath.Index(fieldpath.Join(cp, "registries"), j), "want a registry host or host glob (ghcr.io, *.example.com), got %q", r)
 			}
 		}
 		for j, ns := range c.Namespaces {
 			if _, err := path.Match(ns, ""); err != nil || ns == "" {
-				errs.invalid(index(join(cp, "namespaces"), j), "want a namespace or namespace glob, got %q", ns)
+				errs.invalid(fieldpath.Index(fieldpath.Join(cp, "namespaces"), j), "want a namespace or namespace glob, got %q", ns)
 			}
 		}
 	}
 	for i, r := range t.Registries {
 		if _, err := path.Match(r, ""); err != nil || r == "" || strings.ContainsAny(r, "/ ") {
-			errs.invalid(index(join(p, "registries"), i), "want a registry host or host glob (ghcr.io, *.example.com), got %q", r)
+			errs.invalid(fieldpath.Index(fieldpath.Join(p, "registries"), i), "want a registry host or host glob (ghcr.io, *.example.com), got %q", r)
 		}
 	}
 	allows := false
 	for i, r := range t.GitRepositories {
 		if strings.TrimSpace(strings.TrimPrefix(r, "!")) == "" || strings.ContainsAny(r, " \t\n") {
-			errs.invalid(index(join(p, "gitRepositories"), i), "want a repository URL or glob, got %q", r)
+			errs.invalid(fieldpath.Index(fieldpath.Join(p, "gitRepositories"), i), "want a repository URL or glob, got %q", r)
 		}
 		allows = allows || !strings.HasPrefix(r, "!")
 	}
 	if len(t.GitRepositories) > 0 && !allows {
 		// As in sourceRepos, a deny pattern alone permits every other
 		// repository; here that would widen every AppProject to all.
-		errs.invalid(join(p, "gitRepositories"), "only \"!\" patterns: they would permit every other repository; list the repositories to permit")
+		errs.invalid(fieldpath.Join(p, "gitRepositories"), "only \"!\" patterns: they would permit every other repository; list the repositories to permit")
 	}
 }
 

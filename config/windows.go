@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 	"github.com/crowsnest-dev/crowsnest/windows/spec"
 )
 
@@ -73,7 +74,7 @@ func (w *SyncWindow) HasSelector() bool {
 
 func validateWindows(path string, ws []SyncWindow, errs *fieldErrors) {
 	for i := range ws {
-		ws[i].validate(index(path, i), errs)
+		ws[i].validate(fieldpath.Index(path, i), errs)
 	}
 }
 
@@ -81,23 +82,23 @@ func (w *SyncWindow) validate(path string, errs *fieldErrors) {
 	switch w.Kind {
 	case WindowAllow, WindowDeny:
 	case "":
-		errs.invalid(join(path, "kind"), "required (allow or deny)")
+		errs.invalid(fieldpath.Join(path, "kind"), "required (allow or deny)")
 	default:
-		errs.invalid(join(path, "kind"), "unsupported value %q, want allow or deny", w.Kind)
+		errs.invalid(fieldpath.Join(path, "kind"), "unsupported value %q, want allow or deny", w.Kind)
 	}
 	if w.Schedule == "" {
-		errs.invalid(join(path, "schedule"), `required, e.g. "0 22 * * *"`)
+		errs.invalid(fieldpath.Join(path, "schedule"), `required, e.g. "0 22 * * *"`)
 	} else if _, err := spec.Parse(w.Schedule, time.UTC); err != nil {
-		errs.invalid(join(path, "schedule"), "%v", err)
+		errs.invalid(fieldpath.Join(path, "schedule"), "%v", err)
 	}
 	switch {
 	case w.Duration.Duration <= 0:
-		errs.invalid(join(path, "duration"), "must be positive (e.g. 1h or 7d), got %s", w.Duration)
+		errs.invalid(fieldpath.Join(path, "duration"), "must be positive (e.g. 1h or 7d), got %s", w.Duration)
 	case w.Duration.Duration > spec.MaxDuration:
-		errs.invalid(join(path, "duration"), "must be at most %s, got %s", spec.MaxDuration, w.Duration)
+		errs.invalid(fieldpath.Join(path, "duration"), "must be at most %s, got %s", spec.MaxDuration, w.Duration)
 	}
 	if _, err := spec.LoadZone(w.TimeZone); err != nil {
-		errs.invalid(join(path, "timeZone"), "%v", err)
+		errs.invalid(fieldpath.Join(path, "timeZone"), "%v", err)
 	}
 	for _, list := range []struct {
 		name     string
@@ -105,22 +106,22 @@ func (w *SyncWindow) validate(path string, errs *fieldErrors) {
 	}{{"applications", w.Applications}, {"namespaces", w.Namespaces}, {"clusters", w.Clusters}, {"projects", w.Projects}} {
 		for i, p := range list.patterns {
 			if _, err := spec.CompileGlob(p); err != nil {
-				errs.invalid(index(join(path, list.name), i), "%v", err)
+				errs.invalid(fieldpath.Index(fieldpath.Join(path, list.name), i), "%v", err)
 			}
 		}
 	}
 	if w.LabelSelector != "" {
 		if _, err := labels.Parse(w.LabelSelector); err != nil {
-			errs.invalid(join(path, "labelSelector"), "invalid label selector %q: %v", w.LabelSelector, err)
+			errs.invalid(fieldpath.Join(path, "labelSelector"), "invalid label selector %q: %v", w.LabelSelector, err)
 		}
 	}
 	if !w.HasSelector() {
 		errs.invalid(path, "no selector: set at least one of applications, namespaces, clusters, projects or labelSelector (a window without one matches nothing)")
 	}
 	if w.SyncOnOpen && w.Kind == WindowDeny {
-		errs.invalid(join(path, "syncOnOpen"), "only allow windows can start syncs")
+		errs.invalid(fieldpath.Join(path, "syncOnOpen"), "only allow windows can start syncs")
 	}
 	if len(w.Description) > MaxWindowDescription {
-		errs.invalid(join(path, "description"), "longer than %d characters", MaxWindowDescription)
+		errs.invalid(fieldpath.Join(path, "description"), "longer than %d characters", MaxWindowDescription)
 	}
 }

@@ -13,11 +13,13 @@
 //
 // The reconcilers it drives: image updates (images.go, imagewrite.go,
 // dryrun.go and writejournal.go, with the pure decisions in
-// controller/imageupdate, tenancy rules in controller/tenancy, Git
-// batching in writeback/git/collect and the journal's storage in
+// controller/imageupdate, tenancy rules in controller/tenancy, the dry
+// run's report in controller/dryrun, Git batching in
+// writeback/git/collect and the write journal's storage and book in
 // writeback/journal) and sync windows (windowtimer.go, windowsource.go,
 // windows.go). Notifications run beside the engine in notify/pipeline;
 // notifywiring.go hands it the engine's sources, projects and lease.
+// Events go through internal/kubeevents (kubeevents.Redact).
 //
 // docs/architecture.md follows one image update and one notification
 // through the packages, file by file.

@@ -18,7 +18,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
-// planLog keeps the newest plan per Application (a PlanRecorder).
+// planLog keeps the newest plan per Application (a dryrun.Recorder).
 type planLog struct {
 	mu    sync.Mutex
 	plans map[string]imageupdate.WritePlan

@@ -144,6 +144,15 @@ func (e *Engine) Idle() bool {
 	return e.queue.Len() == 0 && e.inFlight.Load() == 0
 }
 
+// Working reports whether a reconcile is queued or running: the engine
+// is writing, or about to. Unlike Idle it ignores keys waiting for the
+// registry, which may wait long without writing anything. The Event sink
+// lets writes go first while it reports true.
+func (e *Engine) Working() bool {
+	e.init()
+	return e.queue.Len() > 0 || e.inFlight.Load() > 0
+}
+
 // MaxFirstPass bounds how long InFirstPass holds: a first pass that does
 // not end stops holding back tag list refreshes after this.
 const MaxFirstPass = 10 * time.Minute

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -157,16 +156,7 @@ func gitRequest(t *testing.T, ns, doc, image string) controller.Request {
 	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 		t.Fatal(err)
 	}
-	u := &unstructured.Unstructured{Object: obj}
-	got, err := apps(t).Namespace(ns).Get(t.Context(), u.GetName(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := watcher.AppFromObject(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return controller.Request{Key: app.Key(), App: app}
+	return requestOf(t, ns, (&unstructured.Unstructured{Object: obj}).GetName())
 }
 
 // testGitWriter is a writer that retries fast.
@@ -194,7 +184,7 @@ func runBatch(t *testing.T, images *controller.ImageReconciler, reqs ...controll
 	}
 }
 
-// appLookup is a GitBatcher's App over the requests' Applications.
+// appLookup is an ImageReconciler's App over the requests' Applications.
 func appLookup(reqs ...controller.Request) func(string) *watcher.App {
 	byKey := map[string]*watcher.App{}
 	for _, r := range reqs {
@@ -224,10 +214,11 @@ func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
 	events, notes, retries := &appEvents{}, &gitNotes{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Metrics: metrics, Log: log}
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notify: notes.notify, App: appLookup(a, b),
+		Metrics: metrics, Log: log}
 	images.Git = &collect.Batcher{
 		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-		Notify: notes.notify, App: appLookup(a, b), Metrics: metrics, Log: log,
+		Announce: images.GitWritten, Metrics: metrics, Log: log,
 	}
 	runBatch(t, images, a, b)
 
@@ -294,10 +285,10 @@ func TestGitBatchFailureWithCredentialsInTheURL(t *testing.T) {
 			log := slog.New(slog.DiscardHandler)
 			w := testGitWriter(t)
 			w.MaxAttempts = 2
-			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Metrics: metrics, Log: log}
+			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(req), Metrics: metrics, Log: log}
 			images.Git = &collect.Batcher{
 				Writer: w, Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-				App: appLookup(req), Metrics: metrics, Log: log,
+				Announce: images.GitWritten, Metrics: metrics, Log: log,
 			}
 			tt.fault(srv, w.MaxAttempts)
 			runBatch(t, images, req)

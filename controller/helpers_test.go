@@ -117,6 +117,21 @@ spec:
   destination: {server: "https://kubernetes.default.svc", namespace: web}
 `
 
+// requestOf is the request a reconcile of the Application ns/name gets,
+// as the apiserver has it now.
+func requestOf(t *testing.T, ns, name string) controller.Request {
+	t.Helper()
+	u, err := apps(t).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := watcher.AppFromObject(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return controller.Request{Key: app.Key(), App: app}
+}
+
 func createApp(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -24,7 +25,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/windows"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
-	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
@@ -99,10 +99,12 @@ type ImageReconciler struct {
 	// Tally, when set, keeps each Application's last outcome for a
 	// single pass's summary (`run --once`).
 	Tally *PassTally
-	// Git batches Git write-backs; GitCredentials learns the Secrets
-	// named by git:secret:<ns>/<name>.
-	Git            *collect.Batcher
-	GitCredentials *repocreds.ArgoCD
+	// Git batches Git write-backs; wire its Announce to GitWritten and
+	// OnUnchanged and OnAnnounced to GitUnchanged and GitAnnounced.
+	Git *collect.Batcher
+	// App looks an Application up by key (Engine.App), for what the Git
+	// batcher reports after the reconcile.
+	App func(key string) *watcher.App
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.
 	Tenancy *tenancy.Rules
@@ -120,7 +122,7 @@ type ImageReconciler struct {
 	// make is planned (by the writers' own code) and handed to Plans.
 	DryRun bool
 	// Plans, when set, receives the dry run's plans.
-	Plans   PlanRecorder
+	Plans   dryrun.Recorder
 	Metrics *ImageMetrics
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -140,8 +142,10 @@ type ImageReconciler struct {
 	// window; the annotation problems) and app key, so each is reported
 	// (log, Event, metric) when it appears or changes, not again on every
 	// reconcile while it stays.
-	said    map[saidKey]string
-	intents intents
+	said map[saidKey]string
+	// intents is the book of Journal (book).
+	intents     *journal.Book
+	intentsOnce sync.Once
 	// selections remembers selections per image, policy and tag list.
 	selections selectionMemo
 	// tagWaits parks the first pass's reconciles whose tag lists are

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -86,9 +87,9 @@ func (r *ImageReconciler) holdChanges(key string, app *watcher.App, spec *imageu
 	}
 	r.notifyChanges(app, triggers.EventImageUpdateHeld, plan.Changes, plan.HoldReason)
 	if r.DryRun {
-		p := newPlan(key, spec, plan.Changes)
+		p := dryrun.New(key, spec.WriteBack.Method, plan.Changes)
 		p.HeldBy = plan.HoldReason
-		r.recordPlan(p)
+		dryrun.Record(r.Plans, p)
 	}
 	if next, ok := r.nextBoundary(app); ok {
 		return Result{RequeueAfter: next}
@@ -110,9 +111,9 @@ func (r *ImageReconciler) admitGit(key string, app *watcher.App, spec *imageupda
 		r.event(app, eventTypeWarning, EventWriteBackRefused, err.Error())
 	}
 	if r.DryRun {
-		p := newPlan(key, spec, changes)
+		p := dryrun.New(key, spec.WriteBack.Method, changes)
 		p.Error = err.Error()
-		r.recordPlan(p)
+		dryrun.Record(r.Plans, p)
 	}
 	return Terminal(err)
 }

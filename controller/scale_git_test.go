@@ -94,12 +94,11 @@ spec:
 	engine.Sources = []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}, Log: discardLog()}}
 	creds := &repocreds.ArgoCD{Client: kubecoretest.Wrap(cs), Namespace: ns}
 	images := &controller.ImageReconciler{
-		Registry:       &registry.Client{Log: discardLog()},
-		Enqueue:        engine.Enqueue,
-		Events:         events,
-		GitCredentials: creds,
-		Metrics:        controller.NewImageMetrics(metrics),
-		Log:            discardLog(),
+		Registry: &registry.Client{Log: discardLog()},
+		Enqueue:  engine.Enqueue,
+		Events:   events,
+		Metrics:  controller.NewImageMetrics(metrics),
+		Log:      discardLog(),
 	}
 	writer := &gitwb.Writer{
 		CacheDir:    t.TempDir(),

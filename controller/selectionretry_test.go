@@ -13,7 +13,6 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/registry"
-	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -44,15 +43,7 @@ func TestSelectionFailureIsRetried(t *testing.T) {
 			t.Fatal(err)
 		}
 		setStatus(t, ns, name, map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}})
-		u, err := apps(t).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		app, err := watcher.AppFromObject(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return controller.Request{Key: ns + "/" + name, App: app}
+		return requestOf(t, ns, name)
 	}
 
 	reg.SetFault(func(w http.ResponseWriter, _ *http.Request) bool {

@@ -98,6 +98,9 @@ func TestFirstPassWaitsForTagListsOffTheQueue(t *testing.T) {
 	if engine.Idle() {
 		t.Error("engine idle while three Applications wait for their tag lists")
 	}
+	if engine.Working() { // waiting for a registry writes nothing: Events need not wait
+		t.Error("engine working while its Applications only wait for their tag lists")
+	}
 	if !engine.InFirstPass() {
 		t.Error("first pass over while three Applications were not reconciled")
 	}

@@ -2,15 +2,12 @@ package controller
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
-	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 )
 
@@ -34,19 +31,6 @@ import (
 // repeat an announcement the notifier state no longer remembers.
 const intentRecoveryWindow = time.Hour
 
-// intents is the reconciler's view of its journal.Store: loaded at the
-// first reconcile of the process (a standby reconciles only once it
-// leads, so it sees what the previous leader recorded), written through.
-type intents struct {
-	mu      sync.Mutex
-	loaded  bool
-	current map[string]journal.Intent
-	// checked holds the keys whose intent from before this process was
-	// looked at; recovering holds Git ones waiting for their batch.
-	checked    map[string]bool
-	recovering map[string]journal.Intent
-}
-
 func intentOf(method imageupdate.Method, changes []imageupdate.Change, now time.Time) journal.Intent {
 	in := journal.Intent{Method: string(method), At: now.UTC()}
 	for i := range changes {
@@ -55,25 +39,10 @@ func intentOf(method imageupdate.Method, changes []imageupdate.Change, now time.
 	return in
 }
 
-// sameWrite reports whether two intents write the same values.
-func sameWrite(a, b journal.Intent) bool {
-	return a.Method == b.Method && slices.Equal(a.Changes, b.Changes)
-}
-
-// load reads the journal once.
-func (r *ImageReconciler) loadIntents(ctx context.Context) error {
-	r.intents.mu.Lock()
-	defer r.intents.mu.Unlock()
-	if r.intents.loaded {
-		return nil
-	}
-	all, err := r.Journal.LoadAll(ctx)
-	if err != nil {
-		return err
-	}
-	r.intents.current, r.intents.loaded = all, true
-	r.intents.checked, r.intents.recovering = map[string]bool{}, map[string]journal.Intent{}
-	return nil
+// book is the reconciler's journal.Book over Journal, made at first use.
+func (r *ImageReconciler) book() *journal.Book {
+	r.intentsOnce.Do(func() { r.intents = &journal.Book{Store: r.Journal} })
+	return r.intents
 }
 
 // previousIntent returns, at the first reconcile of key in this process,
@@ -83,21 +52,12 @@ func (r *ImageReconciler) previousIntent(ctx context.Context, key string) *journ
 	if r.Journal == nil {
 		return nil
 	}
-	if err := r.loadIntents(ctx); err != nil {
+	in, err := r.book().Previous(ctx, key, r.now(), intentRecoveryWindow)
+	if err != nil {
 		r.Log.Warn("reading the write journal failed; announcements of writes before a crash are recovered later", "app", key, "error", err)
 		return nil
 	}
-	r.intents.mu.Lock()
-	defer r.intents.mu.Unlock()
-	if r.intents.checked[key] {
-		return nil
-	}
-	r.intents.checked[key] = true
-	in, ok := r.intents.current[key]
-	if !ok || in.Done || r.now().Sub(in.At) > intentRecoveryWindow {
-		return nil
-	}
-	return &in
+	return in
 }
 
 // recordIntent saves the intent before its write; an unchanged one (a
@@ -113,26 +73,9 @@ func (r *ImageReconciler) recordIntent(ctx context.Context, key string, in journ
 	if r.Journal == nil || (!notifies && in.Method != string(imageupdate.MethodGit)) {
 		return // nothing to announce: the write needs no record
 	}
-	err := r.loadIntents(ctx)
-	if err == nil {
-		r.intents.mu.Lock()
-		cur, ok := r.intents.current[key]
-		r.intents.mu.Unlock()
-		if ok && sameWrite(cur, in) {
-			return
-		}
-		err = r.Journal.Save(ctx, key, &in)
-	}
-	if err != nil {
+	if err := r.book().Record(ctx, key, in); err != nil {
 		r.Log.Warn("recording the write intent failed; writing anyway, its announcement would not survive a crash", "app", key, "error", err)
-		return
 	}
-	r.intents.mu.Lock()
-	r.intents.current[key] = in
-	if rec, ok := r.intents.recovering[key]; ok && !sameWrite(rec, in) {
-		delete(r.intents.recovering, key) // a new write supersedes it
-	}
-	r.intents.mu.Unlock()
 }
 
 // forgetIntent drops a deleted Application's intent.
@@ -140,23 +83,7 @@ func (r *ImageReconciler) forgetIntent(ctx context.Context, key string) error {
 	if r.Journal == nil {
 		return nil
 	}
-	if err := r.loadIntents(ctx); err != nil {
-		return err
-	}
-	r.intents.mu.Lock()
-	_, ok := r.intents.current[key]
-	delete(r.intents.recovering, key)
-	r.intents.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	if err := r.Journal.Save(ctx, key, nil); err != nil {
-		return err
-	}
-	r.intents.mu.Lock()
-	delete(r.intents.current, key)
-	r.intents.mu.Unlock()
-	return nil
+	return r.book().Forget(ctx, key)
 }
 
 // recoverLanded announces again a write of the previous process that
@@ -187,9 +114,7 @@ func (r *ImageReconciler) recoverLanded(in *journal.Intent, app *watcher.App, sp
 	case landed:
 		r.announceRecovered(app, in)
 	case in.Method == string(imageupdate.MethodGit):
-		r.intents.mu.Lock()
-		r.intents.recovering[app.Key()] = *in
-		r.intents.mu.Unlock()
+		r.book().Recovering(app.Key(), *in)
 	}
 	// A Kubernetes-mode write that did not land is written (and announced)
 	// by this reconcile, under a new intent.
@@ -210,7 +135,7 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent
 	var evs []triggers.Event
 	if in.Method == string(imageupdate.MethodGit) {
 		for _, c := range in.Changes {
-			evs = append(evs, collect.UpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
+			evs = append(evs, gitUpdatedEvent(app.Key(), c.Image, c.From, c.To, "", r.now()))
 		}
 	} else {
 		evs = r.changeEvents(app, triggers.EventImageUpdated, changes, "")
@@ -227,21 +152,16 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent
 // ImagesUpdated Event that says so, and the notifications (which the
 // notifier drops if it had sent them). Either way the intent is then
 // done, so no later process announces it (again).
-func (r *ImageReconciler) GitUnchanged(ctx context.Context, app *watcher.App, unchanged []gitwb.Change) {
-	if r.Journal == nil {
+func (r *ImageReconciler) GitUnchanged(ctx context.Context, key string, unchanged []gitwb.Change) {
+	if r.Journal == nil || r.App == nil {
 		return
 	}
-	key := app.Key()
-	r.intents.mu.Lock()
-	rec, recovering := r.intents.recovering[key]
-	if recovering && intentWrites(rec, unchanged) {
-		delete(r.intents.recovering, key)
-	} else {
-		recovering = false
+	app := r.App(key)
+	if app == nil {
+		return
 	}
-	cur, ok := r.intents.current[key]
-	r.intents.mu.Unlock()
-	if recovering {
+	writes := journalWrites(unchanged)
+	if rec, ok := r.book().Take(key, writes); ok {
 		changes := make([]imageupdate.Change, 0, len(rec.Changes))
 		for _, c := range rec.Changes {
 			changes = append(changes, imageupdate.Change{Image: c.Image, From: c.From, To: c.To})
@@ -249,9 +169,7 @@ func (r *ImageReconciler) GitUnchanged(ctx context.Context, app *watcher.App, un
 		r.event(app, eventTypeNormal, EventImagesUpdated, describeChanges(changes)+" (written to Git by an earlier run that stopped before announcing it)")
 		r.announceRecovered(app, &rec)
 	}
-	if ok && intentWrites(cur, unchanged) {
-		r.settle(ctx, key, cur)
-	}
+	r.settle(ctx, key, writes)
 }
 
 // GitAnnounced is the Git batcher's OnAnnounced: the batch pushed key's
@@ -262,40 +180,20 @@ func (r *ImageReconciler) GitAnnounced(ctx context.Context, key string, written 
 	if r.Journal == nil {
 		return
 	}
-	r.intents.mu.Lock()
-	in, ok := r.intents.current[key]
-	r.intents.mu.Unlock()
-	if ok && intentWrites(in, written) {
-		r.settle(ctx, key, in)
-	}
+	r.settle(ctx, key, journalWrites(written))
 }
 
-// settle saves in as key's intent, done, unless it is already or a newer
-// write replaced it meanwhile.
-func (r *ImageReconciler) settle(ctx context.Context, key string, in journal.Intent) {
-	if in.Done {
-		return
-	}
-	in.Done = true
-	if err := r.Journal.Save(ctx, key, &in); err != nil {
+// settle marks key's intent done when it is the write of writes.
+func (r *ImageReconciler) settle(ctx context.Context, key string, writes []journal.Change) {
+	if err := r.book().Settle(ctx, key, writes); err != nil {
 		r.Log.Warn("recording that a write was announced failed; a later run may announce it again", "app", key, "error", err)
-		return
-	}
-	r.intents.mu.Lock()
-	defer r.intents.mu.Unlock()
-	if cur, ok := r.intents.current[key]; ok && sameWrite(cur, in) {
-		r.intents.current[key] = in
 	}
 }
 
-// intentWrites reports whether chs (an Application's Git changes) write
-// exactly the images and versions of in.
-func intentWrites(in journal.Intent, chs []gitwb.Change) bool {
-	want := map[string]string{}
-	for _, c := range in.Changes {
-		want[c.Image] = c.To
-	}
-	n := 0
+// journalWrites are the images and values an Application's Git changes
+// write, as the journal compares them with an intent.
+func journalWrites(chs []gitwb.Change) []journal.Change {
+	var out []journal.Change
 	for i := range chs {
 		for j := range chs[i].Images {
 			im := &chs[i].Images[j]
@@ -303,11 +201,8 @@ func intentWrites(in journal.Intent, chs []gitwb.Change) bool {
 			if im.Digest != "" {
 				to += "@" + im.Digest
 			}
-			if v, ok := want[im.Name]; !ok || v != to {
-				return false
-			}
-			n++
+			out = append(out, journal.Change{Image: im.Name, To: to})
 		}
 	}
-	return n == len(want)
+	return out
 }

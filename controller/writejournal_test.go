@@ -62,15 +62,7 @@ func TestWriteJournalRecoversAnnouncements(t *testing.T) {
 	}
 	request := func(name string) controller.Request {
 		t.Helper()
-		u, err := apps(t).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		app, err := watcher.AppFromObject(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return controller.Request{Key: ns + "/" + name, App: app}
+		return requestOf(t, ns, name)
 	}
 	for _, name := range []string{"web", "api"} {
 		u := createApp(t, ns, name)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/internal/repourl"
+	"github.com/crowsnest-dev/crowsnest/internal/workbudget"
 )
 
 // Env is what a condition reads. App and Prev are Applications as
@@ -25,7 +26,7 @@ type Env struct {
 
 	// budget is the running evaluation's (limits.go); Evaluate resets it
 	// before each expression.
-	budget evalBudget
+	budget workbudget.Budget
 }
 
 // TimeFuncs is `time` in conditions: Argo CD's time helpers

@@ -41,7 +41,7 @@ func EvaluateAppend(dst []Result, t *Trigger, env *Env) []Result {
 	for i := range t.Conditions {
 		c := &t.Conditions[i]
 		r := Result{Trigger: t.Name, Condition: i, ConditionID: c.ID, Send: c.Send}
-		env.budget.reset()
+		env.budget.Reset(evalLimits)
 		v, err := machine.Run(c.when, env)
 		if err != nil {
 			r.Err = fmt.Errorf("trigger %s[%d].when: %w", t.Name, i, err)
@@ -55,7 +55,7 @@ func EvaluateAppend(dst []Result, t *Trigger, env *Env) []Result {
 			}
 		}
 		if r.Triggered && c.oncePer != nil {
-			env.budget.reset()
+			env.budget.Reset(evalLimits)
 			v, err := machine.Run(c.oncePer, env)
 			if err != nil {
 				r.Triggered, r.Err = false, fmt.Errorf("trigger %s[%d].oncePer: %w", t.Name, i, err)

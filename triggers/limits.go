@@ -11,6 +11,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 
 	"github.com/crowsnest-dev/crowsnest/internal/valuesize"
+	"github.com/crowsnest-dev/crowsnest/internal/workbudget"
 )
 
 // A condition's author is not trusted, and expr's own limits leave gaps:
@@ -55,21 +56,12 @@ const (
 // maxEvalBytes, or would build a value over maxValueSize.
 var ErrEvalBudget = errors.New("condition evaluation budget exceeded")
 
-// evalBudget is what is left of one evaluation's limits.
-type evalBudget struct{ steps, bytes int }
-
-func (b *evalBudget) reset() { b.steps, b.bytes = maxEvalSteps, maxEvalBytes }
-
-func (b *evalBudget) charge(steps, bytes int) error {
-	b.steps -= steps
-	b.bytes -= bytes
-	switch {
-	case b.steps < 0:
-		return fmt.Errorf("%w: more than %d closure runs", ErrEvalBudget, maxEvalSteps)
-	case b.bytes < 0:
-		return fmt.Errorf("%w: built more than %d MiB of values", ErrEvalBudget, maxEvalBytes>>20)
-	}
-	return nil
+// evalLimits are one evaluation's allowance.
+var evalLimits = &workbudget.Limits{
+	Steps:    maxEvalSteps,
+	Bytes:    maxEvalBytes,
+	StepsErr: fmt.Errorf("%w: more than %d closure runs", ErrEvalBudget, maxEvalSteps),
+	BytesErr: fmt.Errorf("%w: built more than %d MiB of values", ErrEvalBudget, maxEvalBytes>>20),
 }
 
 // The functions the rewrite calls. Their names are no secret: a condition
@@ -85,7 +77,7 @@ func limitFuncs() []expr.Option {
 	return []expr.Option{
 		expr.Function(stepFunc, func(params ...any) (any, error) {
 			if env, ok := params[0].(*Env); ok {
-				return true, env.budget.charge(1, 0)
+				return true, env.budget.Charge(1, 0)
 			}
 			return true, nil
 		}, new(func(any) bool)),
@@ -114,7 +106,7 @@ func checkValue(params ...any) (any, error) {
 	if size > maxValueSize {
 		return false, fmt.Errorf("%w: a string, list or map of more than %d MiB", ErrEvalBudget, maxValueSize>>20)
 	}
-	return true, env.budget.charge(0, size+work)
+	return true, env.budget.Charge(0, size+work)
 }
 
 // join is expr's join, refusing a result over maxValueSize before it is

@@ -23,6 +23,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/reload"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
@@ -52,7 +53,7 @@ type daemonBuilder struct {
 
 	plans      *planPrinter
 	reg        *prometheus.Registry
-	cfgWatcher *config.Watcher // nil without --config
+	cfgWatcher *reload.Watcher // nil without --config
 	cfg        *config.Config  // the effective config at start
 	baseDir    string          // resolves the config's relative paths
 	level      *slog.LevelVar
@@ -109,7 +110,7 @@ func (b *daemonBuilder) buildConfig() error {
 	b.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	fileCfg := config.Default()
 	if o.configPath != "" {
-		b.cfgWatcher = &config.Watcher{Path: o.configPath, Metrics: config.NewMetrics(b.reg)}
+		b.cfgWatcher = &reload.Watcher{Path: o.configPath, Metrics: reload.NewMetrics(b.reg)}
 		c, err := b.cfgWatcher.Load()
 		if err != nil {
 			return err
@@ -305,7 +306,7 @@ func (b *daemonBuilder) buildLocalWriters(gitMetrics *gitwb.Metrics) error {
 	o, cfg, log, images := b.o, b.cfg, b.log, b.images
 	b.local = newLocalApps(b.files, log)
 	b.localLogs = &logEvents{log: log, onEvent: o.onEvent}
-	images.Writer, images.Events = b.local, controller.RedactEvents(b.localLogs)
+	images.Writer, images.Events = b.local, kubeevents.Redact(b.localLogs)
 	var err error
 	if b.gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, envGitCredentials(), gitMetrics, log); err != nil {
 		return err
@@ -329,7 +330,9 @@ func (b *daemonBuilder) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 	images.Writer = &kube.Writer{Client: b.dyn, MetaClient: b.meta, Log: log}
 	// Events go through a client of their own, with a rate limiter of
 	// the same size as the main one: a burst of Events never delays
-	// or throttles write-backs, and keeps pace with them. The sink
+	// or throttles write-backs, and keeps pace with them. While the
+	// engine is working, Events wait for it (at most 10 s each): an
+	// Event costs the apiserver about what a write costs. The sink
 	// never drops one without counting and logging it.
 	eventCfg := rest.CopyConfig(restCfg)
 	eventCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(restCfg.QPS, restCfg.Burst)
@@ -338,17 +341,17 @@ func (b *daemonBuilder) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 		return fmt.Errorf("kube client for Events: %w", err)
 	}
 	events := &kubeevents.Sink{Client: eventClient, Source: corev1.EventSource{Component: "crowsnest"},
-		Metrics: kubeevents.NewMetrics(b.reg), Log: log}
+		Metrics: kubeevents.NewMetrics(b.reg), Log: log, Busy: engine.Working}
 	events.Start()
 	b.closers = append(b.closers, func() { events.Shutdown(eventFlushTimeout) })
-	images.Events = controller.RedactEvents(events)
+	images.Events = kubeevents.Redact(events)
 	if o.once { // --dry-run --once: Warnings count as in local mode
 		b.localLogs = &logEvents{log: slog.New(slog.DiscardHandler)}
 		images.Events = teeEvents{images.Events, b.localLogs}
 	}
-	images.GitCredentials = &repocreds.ArgoCD{Client: b.clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
+	gitCredentials := &repocreds.ArgoCD{Client: b.clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
 		Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) }}
-	if b.gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, images.GitCredentials, gitMetrics, log); err != nil {
+	if b.gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, gitCredentials, gitMetrics, log); err != nil {
 		return err
 	}
 	images.Journal = &journal.ConfigMaps{Client: b.clientset, Namespace: o.ownNamespace(cfg)}
@@ -383,6 +386,7 @@ func (b *daemonBuilder) buildWriters() error {
 		Log:     b.log,
 	}
 	images.Git.OnUnchanged, images.Git.OnAnnounced = images.GitUnchanged, images.GitAnnounced
+	images.Git.Announce, images.App = images.GitWritten, engine.App
 	if b.dyn != nil && !b.o.dryRun {
 		refresher := &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
 		images.Git.Refresh = refresher.Refresh
@@ -412,6 +416,7 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 	}
 	notifier.Synced = controller.SourcesSynced(engine.Sources)
 	notifier.Project = controller.EngineProject(engine)
+	notifier.CheckRepo = images.Tenancy.CheckRepository
 	if b.gw != nil {
 		// repo.GetCommitMetadata / GetAppDetails read through write-back's
 		// Writer: its clone locks are per Writer.
@@ -420,9 +425,6 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 	engine.Transitions = notifier.OnAppEvent
 	images.Notify, b.timer.Notify = notifier.OnEvent, notifier.OnEvent
 	images.Announces = notifier.Announces
-	if images.Git != nil {
-		images.Git.Notify, images.Git.App = notifier.OnEvent, engine.App
-	}
 	return nil
 }
 

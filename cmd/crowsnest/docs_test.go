@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/reload"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -282,7 +282,7 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	d := &describing{reg: prometheus.NewRegistry(), names: map[string]bool{}}
 	d.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	config.NewMetrics(d)
+	reload.NewMetrics(d)
 	controller.NewMetrics(d)
 	controller.NewImageMetrics(d)
 	controller.NewWindowMetrics(d)

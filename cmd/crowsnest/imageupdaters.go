@@ -61,10 +61,7 @@ func wireImageUpdaters(mode string, dyn dynamic.Interface, disc imageupdaters.Di
 			}
 		}
 	}
-	images.Notify = observe(images.Notify)
-	if images.Git != nil {
-		images.Git.Notify = observe(images.Git.Notify)
-	}
+	images.Notify = observe(images.Notify) // the Git batcher's announcements too (ImageReconciler.GitWritten)
 	status := &imageupdaters.StatusWriter{Set: set, Apps: engine, Client: dyn, Get: w.Get, Log: log, Metrics: metrics}
 	return []func(context.Context) error{controller.WhenLeading(engine, status.Start)}
 }

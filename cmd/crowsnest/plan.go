@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
@@ -40,7 +41,7 @@ type planPrinter struct {
 	printed map[string]string // app key -> its plan as last printed or held
 }
 
-var _ controller.PlanRecorder = (*planPrinter)(nil)
+var _ dryrun.Recorder = (*planPrinter)(nil)
 
 // newPlanPrinter checks format and returns the printer.
 func newPlanPrinter(out io.Writer, format string, hold bool) (*planPrinter, error) {
@@ -50,7 +51,7 @@ func newPlanPrinter(out io.Writer, format string, hold bool) (*planPrinter, erro
 	return &planPrinter{out: out, format: format, hold: hold, printed: map[string]string{}}, nil
 }
 
-// RecordPlan implements controller.PlanRecorder.
+// RecordPlan implements dryrun.Recorder.
 func (p *planPrinter) RecordPlan(wp imageupdate.WritePlan) {
 	s := p.render(&wp)
 	p.mu.Lock()
@@ -161,9 +162,9 @@ func planText(wp *imageupdate.WritePlan) string {
 	return b.String()
 }
 
-var _ controller.PatchPlanner = (*localApps)(nil)
+var _ dryrun.PatchPlanner = (*localApps)(nil)
 
-// PlanFrom implements controller.PatchPlanner: the patch ApplyFrom would
+// PlanFrom implements dryrun.PatchPlanner: the patch ApplyFrom would
 // send to the in-memory copy of the Application (made from its file, as
 // for a write).
 func (l *localApps) PlanFrom(ctx context.Context, namespace, name string, _ *unstructured.Unstructured, overrides []kube.Override) (kube.Patch, error) {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,26 +14,9 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
-
-// lockedBuffer is a log sink safe for the notifier's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestUnsupportedServiceFailsVisibly runs the daemon's notifications on
 // the real apiserver with an argocd-notifications-cm whose subscription
@@ -64,7 +45,7 @@ func TestUnsupportedServiceFailsVisibly(t *testing.T) {
 	cfg := config.Default()
 	cfg.Notifications.Catalog = true
 	cfg.Notifications.ArgoCDConfigMap = config.ArgoCDConfigMapRef{Name: config.DefaultArgoCDNotificationsConfigMap}
-	logs := &lockedBuffer{}
+	logs := &testenv.LogBuffer{}
 	reg := prometheus.NewRegistry()
 	n, out, err := newNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, reg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {

@@ -247,7 +247,7 @@ func TestAIUPullSecretForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := parsePullSecret(tt.in)
+			got, err := config.ParseCredentials(tt.in)
 			if err != nil {
 				t.Fatalf("AIU (%s) accepts %q; crowsnest: %v", aiuImagesDoc, tt.in, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/branchtmpl"
@@ -242,7 +243,7 @@ func (r *imageSettings) readPolicy(img *Image) {
 // readAccess reads the pull secret and force-update.
 func (r *imageSettings) readAccess(img *Image) {
 	if v, k, ok := r.get(KeyPullSecret); ok && v != "" {
-		if _, err := parsePullSecret(v); err != nil {
+		if _, err := config.ParseCredentials(v); err != nil {
 			r.fail(k, err, "%v", err)
 			r.bad = true
 		}

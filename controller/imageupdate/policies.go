@@ -120,7 +120,7 @@ func policyImage(path string, pi *config.PolicyImage) (Image, []error) {
 		img.Alias = pi.Image
 	}
 	if pi.PullSecret != "" {
-		if _, err := parsePullSecret(pi.PullSecret); err != nil {
+		if _, err := config.ParseCredentials(pi.PullSecret); err != nil {
 			fail("pullSecret", "%v", err)
 		}
 	}
@@ -189,15 +189,4 @@ func anyGlob(gs []*spec.Glob, s string) bool {
 		}
 	}
 	return false
-}
-
-// parsePullSecret reads a pull-secret reference as the registry client
-// does (creds.Parse, whose package links go-containerregistry, which this
-// package must not): config's reader, its errors prefixed "credentials:".
-func parsePullSecret(s string) (config.CredentialRef, error) {
-	ref, err := config.ParseCredentialRef(s)
-	if err != nil {
-		return config.CredentialRef{}, fmt.Errorf("credentials: %w", err)
-	}
-	return ref, nil
 }

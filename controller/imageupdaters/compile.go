@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 )
 
@@ -41,7 +41,7 @@ type resource struct {
 
 // rule is one applicationRef, as the annotations that say the same.
 type rule struct {
-	config.UpdaterRule
+	imageupdater.Rule
 	// ann are the argocd-image-updater annotations equivalent to the
 	// rule, only its good images in image-list: a spec read from them is
 	// exactly what the same annotations on the Application give, tenancy
@@ -56,14 +56,14 @@ type rule struct {
 
 // compile translates an ImageUpdater into rules. Every problem names the
 // field; a broken image or applicationRef is left out, the rest stays.
-func compile(u *config.ImageUpdater) *resource {
+func compile(u *imageupdater.Resource) *resource {
 	res := &resource{key: u.Metadata.Namespace + "/" + u.Metadata.Name, namespace: u.Metadata.Namespace, generation: u.Metadata.Generation}
 	rules, problems := u.Rules()
 	for _, p := range problems {
 		res.problems = append(res.problems, &FieldError{Resource: res.key, Path: p.Path, Msg: p.Msg})
 	}
 	for i := range rules {
-		r := rule{UpdaterRule: rules[i]}
+		r := rule{Rule: rules[i]}
 		if !r.UseAnnotations {
 			res.problems = append(res.problems, r.build(res.key)...)
 		}
@@ -72,7 +72,7 @@ func compile(u *config.ImageUpdater) *resource {
 	return res
 }
 
-// wbKeys are the write-back annotations and the UpdaterRule.WriteBackFields
+// wbKeys are the write-back annotations and the Rule.WriteBackFields
 // key each stands for.
 var wbKeys = map[string]string{
 	imageupdate.KeyWriteBack: "method", imageupdate.KeyWriteTarget: "target",
@@ -174,7 +174,7 @@ func (r *rule) writeBackValue(field string) string {
 }
 
 // imageEntry is the image's image-list entry, "<alias>=<image>[:<constraint>]".
-func imageEntry(img *config.UpdaterRuleImage) string {
+func imageEntry(img *imageupdater.RuleImage) string {
 	e := img.Alias + "=" + img.Image
 	if img.Constraint != "" {
 		e += ":" + img.Constraint
@@ -184,7 +184,7 @@ func imageEntry(img *config.UpdaterRuleImage) string {
 
 // imageAnnotations are the per-image annotations ("<alias>.<key>") that
 // say what img's settings say, and the field each key came from.
-func imageAnnotations(img *config.UpdaterRuleImage) (map[string]string, map[string]string) {
+func imageAnnotations(img *imageupdater.RuleImage) (map[string]string, map[string]string) {
 	ann, paths := map[string]string{}, map[string]string{}
 	a := imageupdate.OptionAlias(img.Alias) + "."
 	set := func(field, key, value string) {

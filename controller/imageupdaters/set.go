@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -67,7 +67,7 @@ func (s *Set) signal() {
 // force. parseErr, when set, says the object had fields this crowsnest
 // does not know (a newer CRD): it is reported with the problems, and the
 // fields it knows are used.
-func (s *Set) Apply(u *config.ImageUpdater, parseErr error) {
+func (s *Set) Apply(u *imageupdater.Resource, parseErr error) {
 	res := compile(u)
 	if parseErr != nil {
 		res.problems = append([]error{&FieldError{Resource: res.key, Path: "spec", Msg: parseErr.Error() + "; those fields are ignored"}}, res.problems...)
@@ -202,13 +202,13 @@ func (s *Set) checkTenancy(resKey string, r *rule, app *watcher.App, spec *image
 }
 
 // image returns the rule's image with alias.
-func (r *rule) image(alias string) *config.UpdaterRuleImage {
+func (r *rule) image(alias string) *imageupdater.RuleImage {
 	for i := range r.Images {
 		if r.Images[i].Alias == alias {
 			return &r.Images[i]
 		}
 	}
-	return &config.UpdaterRuleImage{Path: r.Path}
+	return &imageupdater.RuleImage{Path: r.Path}
 }
 
 func (s *Set) setAppProblems(resKey, appKey string, errs []error) {

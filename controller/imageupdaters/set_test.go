@@ -11,16 +11,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-func parse(tb testing.TB, doc string) *config.ImageUpdater {
+func parse(tb testing.TB, doc string) *imageupdater.Resource {
 	tb.Helper()
-	u, err := config.ParseImageUpdater([]byte(doc))
+	u, err := imageupdater.Parse([]byte(doc))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	"github.com/crowsnest-dev/crowsnest/internal/kuberest"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-var gvr = schema.GroupVersionResource{Group: config.ImageUpdaterGroup, Version: config.ImageUpdaterVersion, Resource: config.ImageUpdaterResource}
+var gvr = schema.GroupVersionResource{Group: imageupdater.Group, Version: imageupdater.Version, Resource: imageupdater.Plural}
 
 // Modes of the --imageupdater-resources flag.
 const (
@@ -42,7 +42,7 @@ const (
 const DefaultRecheck = time.Minute
 
 // ErrNoCRD says the apiserver does not serve ImageUpdaters.
-var ErrNoCRD = errors.New("the apiserver does not serve " + config.ImageUpdaterResource + "." + config.ImageUpdaterGroup + "/" + config.ImageUpdaterVersion)
+var ErrNoCRD = errors.New("the apiserver does not serve " + imageupdater.Plural + "." + imageupdater.Group + "/" + imageupdater.Version)
 
 // Watcher lists and watches ImageUpdaters into Set and requeues the
 // Applications of a namespace whose ImageUpdaters changed.
@@ -234,16 +234,16 @@ func (w *Watcher) delete(obj any) {
 // fields this crowsnest does not know (a newer CRD), it is read again
 // leniently and the strict error is returned with it. A nil result means
 // unreadable.
-func Decode(u *unstructured.Unstructured) (*config.ImageUpdater, error) {
+func Decode(u *unstructured.Unstructured) (*imageupdater.Resource, error) {
 	data, err := json.Marshal(u.Object)
 	if err != nil {
 		return nil, err
 	}
-	iu, strictErr := config.ParseImageUpdater(data)
+	iu, strictErr := imageupdater.Parse(data)
 	if strictErr == nil {
 		return iu, nil
 	}
-	var loose config.ImageUpdater
+	var loose imageupdater.Resource
 	if err := json.Unmarshal(data, &loose); err != nil {
 		return nil, strictErr
 	}

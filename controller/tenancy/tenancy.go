@@ -145,11 +145,12 @@ func (t *Rules) pullSecretAllowed(cfg *config.Tenancy, namespace, raw, repo stri
 	}
 }
 
-// CheckRepository reports whether app may have Git write-back push to
-// repoURL; the error names the rule that refuses it.
+// CheckRepository reports whether app may use repoURL: Git write-back
+// pushes to it, the notification repo helpers read it, a GitHub
+// notification acts on it. The error names the rule that refuses it.
 func (t *Rules) CheckRepository(app *watcher.App, repoURL string) error {
 	if err := plainRepoURL(repoURL, t != nil && t.LocalRepos); err != nil {
-		return fmt.Errorf("%w: Git write-back to %s: %w", ErrRefused, repoURL, err)
+		return fmt.Errorf("%w: repository %s: %w", ErrRefused, repoURL, err)
 	}
 	cfg := t.config()
 	if len(cfg.GitRepositories) > 0 && sourcePermitted(cfg.GitRepositories, repoURL) {
@@ -174,16 +175,16 @@ func (t *Rules) CheckRepository(app *watcher.App, repoURL string) error {
 		// is missing.
 		repos = []string{"*"}
 	default:
-		return fmt.Errorf("%w: Git write-back to %s: AppProject %s is not known, so no sourceRepos permit it", ErrRefused, repoURL, name)
+		return fmt.Errorf("%w: repository %s: AppProject %s is not known, so no sourceRepos permit it", ErrRefused, repoURL, name)
 	}
 	// Argo CD reads AppProjects in its own namespace only, whose
 	// Applications every project admits; others need sourceNamespaces.
 	if proj != nil && app.Namespace != proj.Namespace && !namespacePermitted(namespaces, app.Namespace) {
-		return fmt.Errorf("%w: Git write-back to %s: AppProject %s does not admit Applications in namespace %s (spec.sourceNamespaces)",
+		return fmt.Errorf("%w: repository %s: AppProject %s does not admit Applications in namespace %s (spec.sourceNamespaces)",
 			ErrRefused, repoURL, name, app.Namespace)
 	}
 	if !sourcePermitted(repos, repoURL) {
-		return fmt.Errorf("%w: Git write-back to %s: not permitted by AppProject %s spec.sourceRepos nor tenancy.gitRepositories",
+		return fmt.Errorf("%w: repository %s: not permitted by AppProject %s spec.sourceRepos nor tenancy.gitRepositories",
 			ErrRefused, repoURL, name)
 	}
 	return nil

@@ -7,7 +7,9 @@
 // others long after the writes. A Sink instead:
 //
 //   - writes with a few parallel writers, through the client it is given
-//     (whose rate limiter is the apiserver budget);
+//     (whose rate limiter is the apiserver budget), after the write-backs:
+//     while Busy says they are under way, an Event waits, at most
+//     MaxDelay;
 //   - folds a record identical to one still waiting (same object, type,
 //     reason and message) into it, and updates the count of an Event it
 //     already wrote instead of creating another, as Kubernetes' own
@@ -20,4 +22,8 @@
 //     (written, aggregated, refused, dropped, unflushed) and logs what it
 //     could not write: nothing is lost without a metric and a log line;
 //   - writes what is pending at Shutdown, for a bounded time.
+//
+// Redact wraps any Recorder (a Sink, local mode's log) so that no Event
+// message shows a credential: every recorder the engine uses is built
+// with it.
 package kubeevents

@@ -37,6 +37,13 @@ const (
 	// (timeouts, 429, 5xx, a broken connection).
 	writeAttempts   = 4
 	firstRetryDelay = 100 * time.Millisecond
+	// DefaultMaxDelay is the longest an Event waits for busy write-backs
+	// (Sink.Busy): long enough for a pass over a thousand Applications to
+	// have the apiserver to itself, short enough that an Event is never
+	// far behind the write it reports.
+	DefaultMaxDelay = 10 * time.Second
+	// busyPoll is how often a waiting writer asks Busy again.
+	busyPoll = 50 * time.Millisecond
 	// shedLogEvery is the longest a count of shed records waits before
 	// its log line; the first one of a quiet period is logged at once.
 	shedLogEvery = 10 * time.Second
@@ -56,6 +63,14 @@ type Sink struct {
 	MaxPending int
 	Metrics    *Metrics
 	Log        *slog.Logger
+	// Busy, when set, reports whether write-backs are under way (the
+	// engine is not idle). While it does, Events wait, each at most
+	// MaxDelay (zero: DefaultMaxDelay) after it was recorded: an Event
+	// costs the apiserver about what a write costs, and the write is
+	// what the user waits for. Shutdown does not wait. Busy is called
+	// without the Sink's lock held.
+	Busy     func() bool
+	MaxDelay time.Duration
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -65,6 +80,7 @@ type Sink struct {
 	written  map[eventKey]writtenEvent
 	order    []eventKey // written's keys, oldest first
 	closing  bool
+	closed   chan struct{} // closed when closing is set
 	stopped  bool
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -129,6 +145,7 @@ func (s *Sink) Start() {
 	s.written = map[eventKey]writtenEvent{}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.tickStop = make(chan struct{})
+	s.closed = make(chan struct{})
 	workers := s.Workers
 	if workers <= 0 {
 		workers = DefaultWorkers
@@ -209,6 +226,7 @@ func (s *Sink) Shutdown(timeout time.Duration) {
 		return
 	}
 	s.closing = true
+	close(s.closed)
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	done := make(chan struct{})
@@ -254,6 +272,9 @@ func (s *Sink) work() {
 		if len(s.queue) == 0 || s.stopped {
 			return
 		}
+		if s.yieldLocked() {
+			continue // the queue may have changed while waiting
+		}
 		e := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
@@ -271,6 +292,36 @@ func (s *Sink) work() {
 		s.mu.Lock()
 		s.finishLocked(e, n, w, err)
 	}
+}
+
+// yieldLocked waits a moment while the write-backs are busy, unless the
+// oldest waiting Event has waited MaxDelay or the Sink is closing; it
+// reports whether it waited. It releases the lock while it waits and
+// while it asks Busy.
+func (s *Sink) yieldLocked() bool {
+	if s.Busy == nil || s.closing {
+		return false
+	}
+	maxDelay := s.MaxDelay
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxDelay
+	}
+	left := time.Until(s.queue[0].first.Add(maxDelay))
+	if left <= 0 {
+		return false
+	}
+	s.mu.Unlock()
+	busy := s.Busy()
+	if busy {
+		t := time.NewTimer(min(left, busyPoll))
+		select {
+		case <-t.C:
+		case <-s.closed:
+		}
+		t.Stop()
+	}
+	s.mu.Lock()
+	return busy
 }
 
 // finishLocked accounts for the write of e's n records and queues the

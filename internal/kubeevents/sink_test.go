@@ -1,11 +1,9 @@
 package kubeevents_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
 
 // client is a clientset for the test control plane with the rate limit
@@ -33,27 +32,10 @@ func client(t *testing.T, qps float32, burst int) *kubecore.Clientset {
 	return cs
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func newSink(t *testing.T, cs kubecore.Interface) (*kubeevents.Sink, *prometheus.Registry, *syncBuffer) {
+func newSink(t *testing.T, cs kubecore.Interface) (*kubeevents.Sink, *prometheus.Registry, *testenv.LogBuffer) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	s := &kubeevents.Sink{
 		Client:  cs,
 		Source:  corev1.EventSource{Component: "crowsnest"},
@@ -291,7 +273,7 @@ func TestPressureAggregatesThenDrops(t *testing.T) {
 }
 
 // logged sums key=N over the "events shed" log lines.
-func logged(logs *syncBuffer, key string) int {
+func logged(logs *testenv.LogBuffer, key string) int {
 	total := 0
 	for _, line := range strings.Split(logs.String(), "\n") {
 		if !strings.Contains(line, `msg="events shed"`) {

@@ -8,11 +8,14 @@
 // conditions against the transition, steps the Application's persisted
 // trigger state (state.go: in memory, or sharded ConfigMaps through
 // internal/cmbatch), resolves subscriptions, renders the templates for
-// each service (render.go) and enqueues one delivery per destination
-// under a dedupe key, so that a restart or a leader change sends nothing
-// twice. Repo (repo.go) answers the repo.GetCommitMetadata and
-// repo.GetAppDetails helpers of templates and conditions from crowsnest's
-// Git cache; metrics.go counts evaluations.
+// each service (render.go), refuses a message whose service would act on
+// a repository the Application may not use (tenancy.go: GitHub's
+// repoURLPath, checked with CheckRepo, crowsnest run's tenancy rules) and
+// enqueues one delivery per destination under a dedupe key, so that a
+// restart or a leader change sends nothing twice. Repo (repo.go)
+// answers the repo.GetCommitMetadata and repo.GetAppDetails helpers of
+// templates and conditions from crowsnest's Git cache; metrics.go counts
+// evaluations and messages not enqueued.
 //
 // It sits beside the engine, not inside it: controller hands it
 // transitions (Engine.Transitions) and events, and adapts the engine's

@@ -75,8 +75,14 @@ type Notifier struct {
 	Services func(n *config.Notifications) (map[string]notify.Service, error)
 	// Repo answers repo.GetCommitMetadata and repo.GetAppDetails in
 	// templates (a *Repo); nil makes them fail the render.
-	Repo    render.RepoLookup
-	Metrics *Metrics
+	Repo render.RepoLookup
+	// CheckRepo, when set, refuses a repository the Application may not
+	// use (crowsnest run's tenancy check: its AppProject's sourceRepos,
+	// tenancy.gitRepositories). A message whose service would act on such
+	// a repository with the operator's credentials (svc.Kind.Repository:
+	// GitHub's repoURLPath) is not enqueued.
+	CheckRepo func(app *watcher.App, repoURL string) error
+	Metrics   *Metrics
 	// PruneAfter is how long after the sources synced the state of
 	// Applications not seen since start is deleted.
 	PruneAfter time.Duration
@@ -282,7 +288,7 @@ func (n *Notifier) createdBefore(a *watcher.App) bool {
 }
 
 func (n *Notifier) push(it item) {
-	it.at = time.Now()
+	it.at = n.Now()
 	key := it.app.Key()
 	n.mu.Lock()
 	if n.seen != nil && !it.deleted {

@@ -196,6 +196,13 @@ func (n *Notifier) deliver(ctx context.Context, c *compiled, it *item, appMap, e
 				// A template that fails on this Application will fail on
 				// every retry: report it and move on.
 				n.Log.Error("rendering notification failed", "app", app.Key(), "trigger", s.Trigger, "service", d.Service, "error", err)
+				n.Metrics.renderFailed(d.Service, RenderError)
+				continue
+			}
+			if repo, err := n.checkRepository(c, app, d.Service, msg); err != nil {
+				n.Log.Warn("notification refused: the Application may not use the repository the service would act on",
+					"app", app.Key(), "trigger", s.Trigger, "service", d.Service, "repository", repo, "error", err)
+				n.Metrics.renderFailed(d.Service, RenderRefused)
 				continue
 			}
 			for _, r := range c.recipients(d) {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -184,6 +185,15 @@ func mergeNotification(dst *notify.Notification, n notify.Notification) {
 			dst.Webhook = map[string]notify.WebhookTemplate{}
 		}
 		dst.Webhook[k] = w
+	}
+	// The blocks of the other service types (github:, teams:, ...): a
+	// later template's block replaces an earlier one's whole, as Argo
+	// CD's templater sets the service's part of the notification.
+	for k, b := range n.Blocks {
+		if dst.Blocks == nil {
+			dst.Blocks = map[string]json.RawMessage{}
+		}
+		dst.Blocks[k] = b
 	}
 }
 

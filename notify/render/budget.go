@@ -7,6 +7,7 @@ import (
 	"text/template"
 
 	"github.com/crowsnest-dev/crowsnest/internal/valuesize"
+	"github.com/crowsnest-dev/crowsnest/internal/workbudget"
 )
 
 // A template's author is not trusted, and text/template cannot be
@@ -97,10 +98,16 @@ var partOfInput = map[string]bool{
 	"first": true, "last": true, "get": true, "set": true, "unset": true, "dig": true,
 }
 
-// budget is what is left of one Render's limits.
-type budget struct {
-	steps, bytes int
+// renderLimits are one Render's allowance.
+var renderLimits = &workbudget.Limits{
+	Steps:    maxRenderSteps,
+	Bytes:    maxRenderBytes,
+	StepsErr: fmt.Errorf("%w: more than %d steps (helper calls, range iterations and template calls)", ErrBudget, maxRenderSteps),
+	BytesErr: fmt.Errorf("%w: helpers took and returned more than %d MiB", ErrBudget, maxRenderBytes>>20),
 }
+
+// budget is what is left of one Render's limits.
+type budget struct{ workbudget.Budget }
 
 func newBudget() *budget {
 	b := &budget{}
@@ -109,20 +116,7 @@ func newBudget() *budget {
 }
 
 // reset gives b the whole budget, for the next render.
-func (b *budget) reset() { b.steps, b.bytes = maxRenderSteps, maxRenderBytes }
-
-// charge takes steps and bytes from b, failing once either runs out.
-func (b *budget) charge(steps, bytes int) error {
-	b.steps -= steps
-	b.bytes -= bytes
-	switch {
-	case b.steps < 0:
-		return fmt.Errorf("%w: more than %d steps (helper calls, range iterations and template calls)", ErrBudget, maxRenderSteps)
-	case b.bytes < 0:
-		return fmt.Errorf("%w: helpers took and returned more than %d MiB", ErrBudget, maxRenderBytes>>20)
-	}
-	return nil
-}
+func (b *budget) reset() { b.Reset(renderLimits) }
 
 // funcs returns the helpers of base that names lists, each wrapped to
 // charge b, plus renderStep.
@@ -133,7 +127,7 @@ func (b *budget) funcs(base template.FuncMap, names []string) template.FuncMap {
 			m[name] = b.wrap(name, reflect.ValueOf(fn))
 		}
 	}
-	m[renderStep] = func() (string, error) { return "", b.charge(1, 0) }
+	m[renderStep] = func() (string, error) { return "", b.Charge(1, 0) }
 	return m
 }
 
@@ -234,14 +228,14 @@ func (c wrapped) before(args ...any) error {
 		}
 		cost += n
 	}
-	return c.b.charge(1, cost)
+	return c.b.Charge(1, cost)
 }
 
 func (c wrapped) after(result reflect.Value) error {
 	if c.keep {
 		return nil
 	}
-	return c.b.charge(0, resultCost(result))
+	return c.b.Charge(0, resultCost(result))
 }
 
 // argCost is what reading one argument costs a helper that uses it so:

@@ -45,12 +45,15 @@ var (
 
 // FuncMap returns the template helpers bound to the clock now (nil means
 // time.Now). The names are exactly config.TemplateFuncNames: sprig's
-// functions as Argo CD Notifications has them (fromSprig), and
-// crowsnest's own where sprig's cannot keep a limit, would change the
-// Application data, read the process's clock or time zone, or panic or
-// quietly return a zero value on bad input (a broken regular expression,
-// division by zero, a bad time zone): these return an error that names
-// the function.
+// functions as Argo CD Notifications has them, through one adapter
+// (fromSprig), with checks where sprig's would build past a limit or
+// change the Application data; and crowsnest's own, each with its reason
+// and the test that shows it beside its name in stringFuncs, regexFuncs,
+// listFuncs, dictFuncs, encodingFuncs and timeFuncs: sprig's cannot keep
+// a limit, reads the process's clock or time zone, differs on purpose
+// (docs/notifications.md lists how), or panics or quietly returns a zero
+// value on bad input (a bad time zone, base64 or date) where these
+// return an error that names the function.
 func FuncMap(now func() time.Time) template.FuncMap {
 	if now == nil {
 		now = time.Now
@@ -80,7 +83,8 @@ type sprigUse struct {
 	// limit refuses a result over maxStringSize or maxListLen: the
 	// helpers whose result can outgrow their arguments.
 	limit bool
-	// then converts the result (pick and omit give a dict set may change).
+	// then converts the result (dict, pick, omit and fromJson give dicts
+	// set may change; keys sorts).
 	then func(any) any
 }
 
@@ -124,6 +128,9 @@ var fromSprig = map[string]sprigUse{
 	"until":   {check: checkUntil},
 	// dicts
 	"get": {}, "hasKey": {}, "pluck": {},
+	"dict": {check: checkDictKeys, then: ownDict},
+	"set":  {check: checkOwnDict("set"), then: ownDict}, "unset": {check: checkOwnDict("unset"), then: ownDict},
+	"keys": {then: sortedStrings},
 	"pick": {then: ownDict}, "omit": {then: ownDict},
 	// numbers
 	"add": {}, "add1": {}, "sub": {}, "mul": {}, "max": {}, "min": {}, "atoi": {},
@@ -134,7 +141,10 @@ var fromSprig = map[string]sprigUse{
 	"toJson":       {from: "mustToJson", limit: true},
 	"toPrettyJson": {from: "mustToPrettyJson", limit: true},
 	"toRawJson":    {from: "mustToRawJson", limit: true},
+	"fromJson":     {from: "mustFromJson", check: blankIsNull, then: ownDicts},
 	"b64enc":       {}, "sha256sum": {},
+	// time
+	"duration": {check: secondsAsInt64},
 }
 
 // adapt returns sprig's function as a func(...any) (any, error), which
@@ -253,13 +263,7 @@ func asList(fn string, a any, orValue bool) (any, error) {
 	if a == nil {
 		return []any{}, nil
 	}
-	switch reflect.ValueOf(a).Kind() {
-	case reflect.Slice, reflect.Array:
-		if _, ok := a.([]byte); !ok {
-			return a, nil
-		}
-	}
-	if orValue {
+	if isList(a) || orValue {
 		return a, nil
 	}
 	return nil, fmt.Errorf("%s: want a list, got %T", fn, a)

@@ -2,39 +2,35 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"text/template"
 	"unsafe"
 )
 
 // templateDict is a dict a template made (dict, pick, omit, fromJson). Only
-// these may be changed by set and unset: the Application and the other
+// these may be changed by set and unset (checkOwnDict): the Application and the other
 // variables are shared with the informer's cache and with concurrent
 // renders, and must never be written.
 type templateDict map[string]any
 
-// dictFuncs are crowsnest's own dict helpers; get, hasKey, pluck, pick
-// and omit are sprig's (fromSprig).
+// dictFuncs are crowsnest's own dict helpers; dict, set, unset, get,
+// hasKey, keys, pluck, pick and omit are sprig's (fromSprig).
 func dictFuncs() template.FuncMap {
 	return template.FuncMap{
-		// dict, set and unset: sprig's set and unset change any map, the
-		// Application shared with the informer's cache included.
-		"dict":  newDict,
-		"set":   set,
-		"unset": unset,
-		// keys and values: sprig's come in map order, so a message would
-		// change from one render to the next.
-		"keys":   keys,
+		// values: sprig's come in map order, so a message would change from
+		// one render to the next (funcTests "keys values").
 		"values": values,
 		// dig: Compile's field chains call its field form (rewrite.go), and
-		// sprig's walks only map[string]any (a label map is a
-		// map[string]string).
+		// sprig's panics on a map that is not a map[string]any, such as a
+		// label map (funcTests "dig").
 		"dig": dig,
 	}
 }
 
-// ownDict makes the dict sprig's pick or omit returned one set may change.
+// ownDict makes the dict sprig's dict, set, unset, pick or omit returned
+// one set may change.
 func ownDict(v any) any {
 	if d, ok := v.(map[string]any); ok {
 		return templateDict(d)
@@ -42,28 +38,48 @@ func ownDict(v any) any {
 	return v
 }
 
-// newDict pairs keys (printed as strings) with values; a key without a
-// value gets "", as in sprig. A key that is a list or dict is an error
-// (sprig prints it): dict takes any value without a size check, and a key
-// is the one part it prints.
-func newDict(kv ...any) (templateDict, error) {
-	d := make(templateDict, (len(kv)+1)/2)
+// checkDictKeys refuses a key of sprig's dict KEY VALUE... that is a list
+// or dict (sprig prints it: dict takes any value without a size check,
+// and a key is the one part it prints), and makes a nil key (a missing
+// field) "" where sprig would make it "<nil>".
+func checkDictKeys(kv []any) error {
 	for i := 0; i < len(kv); i += 2 {
-		var v any = ""
-		if i+1 < len(kv) {
-			v = kv[i+1]
+		k := kv[i]
+		if k == nil {
+			kv[i] = ""
+			continue
 		}
-		if k := kv[i]; k != nil {
-			switch reflect.ValueOf(k).Kind() {
-			case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct, reflect.Pointer:
-				if _, ok := k.([]byte); !ok {
-					return nil, fmt.Errorf("dict: key %d is a %T, want a string", i/2+1, k)
-				}
+		switch reflect.ValueOf(k).Kind() {
+		case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct, reflect.Pointer:
+			if _, ok := k.([]byte); !ok {
+				return fmt.Errorf("dict: key %d is a %T, want a string", i/2+1, k)
 			}
 		}
-		d[toString(kv[i])] = v
 	}
-	return d, nil
+	return nil
+}
+
+// checkOwnDict lets sprig's set and unset (DICT KEY ...) change only a
+// dict the template made: sprig's change any map, the Application shared
+// with the informer's cache and other renders included
+// (TestSetNeverWritesData). The key must be a string, as text/template
+// has it for sprig's own set (a missing field is no key); set also
+// refuses a value that holds the dict.
+func checkOwnDict(fn string) func([]any) error {
+	return func(args []any) error {
+		d, ok := args[0].(templateDict)
+		if !ok {
+			return fmt.Errorf("%s: can only change a dict made in the template (dict, pick, omit, fromJson), got %T", fn, args[0])
+		}
+		key, ok := args[1].(string)
+		if !ok {
+			return fmt.Errorf("%s: the key is a %T, want a string", fn, args[1])
+		}
+		if len(args) == 3 && reaches(args[2], d) {
+			return fmt.Errorf("%s: the value of %q contains the dict itself", fn, key)
+		}
+		return nil
+	}
 }
 
 // lookup reads key from a map with string keys; ok is false when the key
@@ -119,37 +135,6 @@ func entries(m any) (map[string]any, bool) {
 	return out, true
 }
 
-func dictOf(fn string, m any) (map[string]any, error) {
-	d, ok := entries(m)
-	if !ok {
-		return nil, fmt.Errorf("%s: want a dict, got %T", fn, m)
-	}
-	return d, nil
-}
-
-// set stores value at key in a dict the template made and returns it.
-func set(m any, key string, value any) (templateDict, error) {
-	d, ok := m.(templateDict)
-	if !ok {
-		return nil, fmt.Errorf("set: can only change a dict made in the template (dict, pick, omit, fromJson), got %T", m)
-	}
-	if reaches(value, d) {
-		return nil, fmt.Errorf("set: the value of %q contains the dict itself", key)
-	}
-	d[key] = value
-	return d, nil
-}
-
-// unset deletes key from a dict the template made and returns it.
-func unset(m any, key string) (templateDict, error) {
-	d, ok := m.(templateDict)
-	if !ok {
-		return nil, fmt.Errorf("unset: can only change a dict made in the template (dict, pick, omit, fromJson), got %T", m)
-	}
-	delete(d, key)
-	return d, nil
-}
-
 // reaches reports whether v is, or holds, the dict d: set refuses such a
 // value, since printing a dict that holds itself would never end. Each
 // list and dict is looked into once, so a value that holds the same parts
@@ -201,33 +186,24 @@ func reaches(v any, d templateDict) bool {
 	return walk(reflect.ValueOf(v))
 }
 
-// keys lists the keys of one or more dicts, sorted (duplicates kept, as in
-// sprig: pipe to uniq).
-func keys(dicts ...any) ([]string, error) {
-	var out []string
-	for _, m := range dicts {
-		d, err := dictOf("keys", m)
-		if err != nil {
-			return nil, err
-		}
-		for k := range d {
-			out = append(out, k)
-		}
+// sortedStrings sorts the keys sprig's keys returned: its come in map
+// order, so a message would change from one render to the next.
+func sortedStrings(v any) any {
+	if l, ok := v.([]string); ok {
+		slices.Sort(l)
 	}
-	sort.Strings(out)
-	return out, nil
+	return v
 }
 
 // values lists a dict's values, in the order of their sorted keys.
 func values(m any) ([]any, error) {
-	ks, err := keys(m)
-	if err != nil {
-		return nil, err
+	d, ok := entries(m)
+	if !ok {
+		return nil, fmt.Errorf("values: want a dict, got %T", m)
 	}
-	d, _ := entries(m)
-	out := make([]any, len(ks))
-	for i, k := range ks {
-		out[i] = d[k]
+	out := make([]any, 0, len(d))
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		out = append(out, d[k])
 	}
 	return out, nil
 }

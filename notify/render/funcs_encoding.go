@@ -2,7 +2,6 @@ package render
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -12,34 +11,28 @@ import (
 )
 
 // encodingFuncs are crowsnest's own encoding helpers; the JSON encoders,
-// b64enc and sha256sum are sprig's (fromSprig).
+// fromJson, b64enc and sha256sum are sprig's (fromSprig).
 func encodingFuncs() template.FuncMap {
 	return template.FuncMap{
-		// fromJson: objects become dicts set may change, and empty text (a
-		// missing field) is nil where sprig's mustFromJson fails.
-		"fromJson": fromJSON,
 		// toYaml is Helm's (sprig has none).
 		"toYaml": toYAML,
-		// b64dec: sprig's returns the error text as the decoded value.
+		// b64dec: sprig's returns the error text as the decoded value
+		// (funcTests "b64dec invalid").
 		"b64dec": b64dec,
-		// urlquery is text/template's, except that nil is "" (not "<nil>").
+		// urlquery is text/template's, except that nil (a missing field) is
+		// "" (not "<nil>").
 		"urlquery": func(v any) string { return url.QueryEscape(toString(v)) },
 	}
 }
 
-// fromJSON decodes a JSON document; objects become dicts the template may
-// change with set. Empty text (a missing field) decodes to nil; text that
-// is not JSON is an error (sprig's mustFromJson).
-func fromJSON(v any) (any, error) {
-	s := toString(v)
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
+// blankIsNull gives sprig's mustFromJson "null" for empty text (a missing
+// field), so it decodes to nil as sprig's fromJson does, rather than
+// failing; other text that is not JSON still fails.
+func blankIsNull(args []any) error {
+	if strings.TrimSpace(toString(args[0])) == "" {
+		args[0] = "null"
 	}
-	var out any
-	if err := json.Unmarshal([]byte(s), &out); err != nil {
-		return nil, fmt.Errorf("fromJson: %w", err)
-	}
-	return ownDicts(out), nil
+	return nil
 }
 
 // ownDicts turns the maps in a freshly decoded value into templateDicts.

@@ -15,28 +15,44 @@ import (
 func listFuncs() template.FuncMap {
 	return template.FuncMap{
 		// first and last: sprig's refuse a string; these give its first or
-		// last character.
-		"first": first,
-		"last":  last,
+		// last character (funcTests "first last").
+		"first": func(v any) (any, error) { return listEnd("first", v, false) },
+		"last":  func(v any) (any, error) { return listEnd("last", v, true) },
 		// append, prepend and concat allocate their result once: sprig's
 		// copy the list and then grow it, so a list grown by append in a
 		// loop allocated 83 MiB before the budget stopped it
-		// (TestHostileTemplatesAreBounded wants under 64).
+		// (hostileTemplates "a list growing by append" wants under 64).
 		"append":  func(l, v any) ([]any, error) { return joinLists("append", l, []any{v}) },
 		"prepend": func(l, v any) ([]any, error) { return joinLists("prepend", []any{v}, l) },
 		"concat":  func(l ...any) ([]any, error) { return joinLists("concat", l...) },
 		// has, without and uniq compare numbers by value: sprig's
 		// (reflect.DeepEqual) finds no 3 in a JSON list [1, 3], whose
-		// numbers are float64s. uniq also caps its comparisons.
+		// numbers are float64s (funcTests "has", "uniq"). uniq also caps
+		// its comparisons (hostileTemplates "uniq of many lists").
 		"has":     has,
 		"without": without,
 		"uniq":    uniq,
 		// untilStep and seq: sprig's build a list of any length, and their
-		// loops overflow and never end near the int limits (untilStep 1
-		// MaxInt MaxInt); until is sprig's, bounded by checkUntil.
+		// loops overflow and never end near the int limits (`seq
+		// 9223372036854775797 7 9223372036854775806`), which a length check
+		// does not see (funcTests "untilStep near the int limit", "seq near
+		// the int limit"); until is sprig's, bounded by checkUntil.
 		"untilStep": untilStep,
 		"seq":       seq,
 	}
+}
+
+// isList reports whether v is a list to sprig: a slice or an array, but
+// not []byte, which sprig's helpers read as a string.
+func isList(v any) bool {
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Slice:
+		_, bytes := v.([]byte)
+		return !bytes
+	case reflect.Array:
+		return true
+	}
+	return false
 }
 
 // list returns v's elements (nil is an empty list), or an error naming fn
@@ -48,10 +64,10 @@ func list(fn string, v any) ([]any, error) {
 	case []any:
 		return l, nil
 	}
-	rv := reflect.ValueOf(v)
-	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array || k == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
+	if !isList(v) {
 		return nil, fmt.Errorf("%s: want a list, got %T", fn, v)
 	}
+	rv := reflect.ValueOf(v)
 	out := make([]any, rv.Len())
 	for i := range out {
 		out[i] = rv.Index(i).Interface()
@@ -59,38 +75,27 @@ func list(fn string, v any) ([]any, error) {
 	return out, nil
 }
 
-// first is a list's first element (nil when empty); of a string, its
-// first character.
-func first(v any) (any, error) {
+// listEnd is a list's first element, or its last when last is set (nil when
+// the list is empty); of a string, its first or last character.
+func listEnd(fn string, v any, last bool) (any, error) {
 	if s, ok := v.(string); ok {
 		if s == "" {
 			return nil, nil
 		}
 		r, _ := utf8.DecodeRuneInString(s)
+		if last {
+			r, _ = utf8.DecodeLastRuneInString(s)
+		}
 		return string(r), nil
 	}
-	items, err := list("first", v)
+	items, err := list(fn, v)
 	if err != nil || len(items) == 0 {
 		return nil, err
+	}
+	if last {
+		return items[len(items)-1], nil
 	}
 	return items[0], nil
-}
-
-// last is a list's last element (nil when empty); of a string, its last
-// character.
-func last(v any) (any, error) {
-	if s, ok := v.(string); ok {
-		if s == "" {
-			return nil, nil
-		}
-		r, _ := utf8.DecodeLastRuneInString(s)
-		return string(r), nil
-	}
-	items, err := list("last", v)
-	if err != nil || len(items) == 0 {
-		return nil, err
-	}
-	return items[len(items)-1], nil
 }
 
 // joinLists is the elements of lists, in one allocation.
@@ -107,6 +112,9 @@ func joinLists(fn string, lists ...any) ([]any, error) {
 	}
 	if err := checkLen(fn, n); err != nil {
 		return nil, err
+	}
+	if n == 0 && fn == "concat" {
+		return nil, nil // sprig's concat of empty lists is nil: null in JSON
 	}
 	out := make([]any, 0, n)
 	for _, p := range parts {

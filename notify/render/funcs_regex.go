@@ -16,37 +16,57 @@ func regexFuncs() template.FuncMap {
 	return template.FuncMap{
 		// regexReplaceAll: sprig's builds the whole result, which an empty
 		// pattern or a replacement of many $0 makes a thousand times the
-		// text; this one stops at maxStringSize.
+		// text, and reads the replacement again for every match; this one
+		// stops at maxStringSize and caps its work (funcTests
+		// "regexReplaceAll bounded", hostileTemplates "regexReplaceAll
+		// expanding a long match", "regexReplaceAll with many matches", "with
+		// a long replacement").
 		"regexReplaceAll": regexReplaceAll,
 	}
 }
 
+// maxReplaceWork caps what regexReplaceAll does besides building its
+// result: the submatch bounds it holds (one per int) and the parts of the
+// replacement it expands (one per part), over all matches. 256 Ki is 2 MiB
+// of bounds and a millisecond of expanding; it allows 65,536 matches of a
+// pattern with one group and a replacement of up to four parts ("$1-$2"
+// is three), where a message replaces a few hundred.
+const maxReplaceWork = 1 << 18
+
 // regexReplaceAll replaces every match of re in v with repl, where $1 or
-// ${name} stand for submatches. The result is built match by match and
-// stops at maxStringSize, since an empty pattern matches between every
-// two characters; a match whose expansion would pass it (a repl of many
-// $0 over a long match) is refused before it is expanded.
+// ${name} stand for submatches, as regexp's ReplaceAllString does. The
+// result is built match by match and stops at maxStringSize, since an
+// empty pattern matches between every two characters; a match whose
+// expansion would pass it (a repl of many $0 over a long match) is
+// refused before it is expanded. repl is read once, and the matches times
+// the bounds each holds or the parts of repl are at most maxReplaceWork.
 func regexReplaceAll(re string, v any, repl string) (string, error) {
 	r, err := compileRegex("regexReplaceAll", re)
 	if err != nil {
 		return "", err
 	}
 	s := toString(v)
+	parts := replacement(r, repl)
+	most := maxReplaceWork / max(2*(r.NumSubexp()+1), len(parts))
+	matches := r.FindAllStringSubmatchIndex(s, most+1)
+	if len(matches) > most {
+		return "", fmt.Errorf("regexReplaceAll: more than %d matches of a pattern with %d groups and a replacement of %d parts", most, r.NumSubexp(), len(parts))
+	}
 	var out []byte
 	last := 0
-	refs := strings.Count(repl, "$")
-	for _, m := range r.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range matches {
 		out = append(out, s[last:m[0]]...)
-		if refs > 0 {
-			if err := checkSize("regexReplaceAll", len(out)+expandedSize(r, repl, s, m)); err != nil {
-				return "", err
-			}
+		n := len(out)
+		for _, p := range parts {
+			n += len(p.text(s, m))
 		}
-		out = r.ExpandString(out, repl, s, m)
-		last = m[1]
-		if err := checkSize("regexReplaceAll", len(out)); err != nil {
+		if err := checkSize("regexReplaceAll", n); err != nil {
 			return "", err
 		}
+		for _, p := range parts {
+			out = append(out, p.text(s, m)...)
+		}
+		last = m[1]
 	}
 	out = append(out, s[last:]...)
 	if err := checkSize("regexReplaceAll", len(out)); err != nil {
@@ -55,42 +75,71 @@ func regexReplaceAll(re string, v any, repl string) (string, error) {
 	return string(out), nil
 }
 
-// expandedSize is the length of r.ExpandString(nil, repl, s, m), worked
-// out from the submatch bounds without building it. It reads repl as
-// regexp's expand does (which regexp does not export): $$ is a dollar,
-// $name or ${name} a submatch by number or name, a malformed $ itself.
-func expandedSize(r *regexp.Regexp, repl, _ string, m []int) int {
-	n := 0
-	names := r.SubexpNames()
+// replPart is a piece of a replacement: literal text, or a reference to
+// the submatches in groups (the first of them that matched).
+type replPart struct {
+	literal string
+	groups  []int
+	ref     bool
+}
+
+// text is what p expands to for the match m of s.
+func (p replPart) text(s string, m []int) string {
+	if !p.ref {
+		return p.literal
+	}
+	for _, g := range p.groups {
+		if 2*g+1 < len(m) && m[2*g] >= 0 {
+			return s[m[2*g]:m[2*g+1]]
+		}
+	}
+	return ""
+}
+
+// replacement reads repl as regexp's expand does (which regexp does not
+// export): $$ is a dollar, $name or ${name} a submatch by number or name
+// (a number or name of no group is empty), a malformed $ itself.
+func replacement(r *regexp.Regexp, repl string) []replPart {
+	var parts []replPart
+	lit := func(s string) {
+		if s == "" {
+			return
+		}
+		if n := len(parts); n > 0 && !parts[n-1].ref {
+			parts[n-1].literal += s
+			return
+		}
+		parts = append(parts, replPart{literal: s})
+	}
 	for {
 		before, after, ok := strings.Cut(repl, "$")
+		lit(before)
 		if !ok {
-			return n + len(repl)
+			return parts
 		}
-		n += len(before)
 		repl = after
 		if repl != "" && repl[0] == '$' {
-			n++
+			lit("$")
 			repl = repl[1:]
 			continue
 		}
 		name, num, rest, ok := submatchRef(repl)
 		if !ok {
-			n++
+			lit("$")
 			continue
 		}
 		repl = rest
-		if num < 0 {
-			for i, ni := range names {
-				if name == ni && 2*i+1 < len(m) && m[2*i] >= 0 {
-					num = i
-					break
+		p := replPart{ref: true}
+		if num >= 0 {
+			p.groups = []int{num}
+		} else {
+			for i, ni := range r.SubexpNames() {
+				if i > 0 && ni == name {
+					p.groups = append(p.groups, i)
 				}
 			}
 		}
-		if num >= 0 && 2*num+1 < len(m) && m[2*num] >= 0 {
-			n += m[2*num+1] - m[2*num]
-		}
+		parts = append(parts, p)
 	}
 }
 

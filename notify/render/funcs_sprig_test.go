@@ -31,9 +31,15 @@ var sprigParity = []string{
 	`{{until 3}} {{until -3}} {{until 0}} {{range until 2}}.{{end}}`,
 	`{{get (dict "a" 1) "a"}} [{{get (dict "a" 1) "b"}}] {{hasKey (dict "a" 1) "a"}} {{hasKey (dict "a" 1) "b"}} {{pluck "a" (dict "a" 1) (dict "b" 2) (dict "a" 3)}}`,
 	`{{pick (dict "a" 1 "b" 2 "c" 3) "a" "c" "z"}} {{omit (dict "a" 1 "b" 2 "c" 3) "a"}}`,
+	// keys is sorted where sprig's come in map order, so one key a dict
+	`{{keys (dict "a" 1)}} {{toJson (keys (dict))}} {{toJson (keys)}} {{dict "a" 1 "b"}} {{dict 1 2}} {{set (dict "a" 1) "b" 2}} {{unset (dict "a" 1) "a"}}`,
 	`{{add 1 2 3}} {{add 1 2.9}} {{add "4" 1}} {{add1 4}} {{sub 14 3}} {{mul 2 3 4}} {{div 7 2}} {{div -7 2}} {{mod 7 3}} {{max 1 345 5}} {{min 1 2 -3}}`,
 	`{{atoi "42"}} {{atoi "x"}} {{int "12"}} {{int 3.9}} {{int64 "9"}} {{float64 "2.5"}} {{int true}} {{int "junk"}} {{int "010"}}`,
+	`{{fromJson "{\"a\":[1,{\"b\":2.5}]}"}} {{(fromJson "{\"a\":1}").a}} {{fromJson "[1,\"x\",null]"}} {{fromJson "\"s\""}} {{toJson (fromJson "{\"a\":{}}")}}`,
 	`{{toJson (dict "a" (list 1 "<b>"))}} {{toPrettyJson (dict "a" 1)}} {{toRawJson (dict "a" "<b>")}} {{b64enc "coffee"}} {{sha256sum "hi"}}`,
+	// sprig's duration reads an int64 or a string; crowsnest's gives it
+	// any other number as an int64 (funcTests "duration")
+	`{{duration "95"}} {{duration "010"}} {{duration "95.0"}} {{duration "x"}}`,
 	`{{fail "no status"}}`,
 }
 

@@ -9,20 +9,26 @@ import (
 )
 
 // stringFuncs are crowsnest's own string helpers: sprig's behave
-// differently in a way a message shows, or sprig has none.
+// differently in a way a message shows, or sprig has none; the others
+// are sprig's (fromSprig).
 func stringFuncs() template.FuncMap {
 	return template.FuncMap{
-		// title: strings.Title, sprig's, starts a word after an apostrophe ("Don'T").
+		// title: sprig's (strings.Title) starts a word after an apostrophe
+		// ("Don'T"; funcTests "title").
 		"title": title,
 		// trunc, truncate, abbrev and substr count runes: sprig's count bytes
-		// and cut a character in two (substr panics when start is past end).
+		// and cut a character in two (funcTests "trunc", "abbrev counts
+		// characters", "substr"); sprig's substr panics when start is past
+		// end.
 		"trunc":    truncate,
 		"truncate": truncate,
 		"abbrev":   abbrev,
 		"substr":   substr,
-		// toString: sprig's prints nil (a missing field) as "<nil>".
+		// toString: sprig's prints nil (a missing field) as "<nil>"
+		// (funcTests "toString toStrings").
 		"toString": toString,
-		// print, printf and println are text/template's, bounded.
+		// print, printf and println: text/template's build a string of any
+		// size (funcTests "print bounded", hostileTemplates "printf widths").
 		"print":   func(v ...any) (string, error) { return sized("print", fmt.Sprint(v...)) },
 		"printf":  printf,
 		"println": func(v ...any) (string, error) { return sized("println", fmt.Sprintln(v...)) },
@@ -41,18 +47,32 @@ func sized(fn, s string) (string, error) {
 }
 
 // title upper-cases the first letter of every word and keeps the
-// spacing: a word starts after anything but a letter, digit, underscore
-// or apostrophe ("don't" is "Don't").
+// spacing, as sprig's strings.Title does, except that an apostrophe
+// inside a word does not start a new one ("don't" is "Don't", not
+// "Don'T"). A word starts after a space or an ASCII character that is not
+// a letter, digit or underscore.
 func title(v any) string {
-	prev := ' '
+	atStart := true
 	return strings.Map(func(r rune) rune {
-		inWord := unicode.IsLetter(prev) || unicode.IsDigit(prev) || prev == '_' || prev == '\''
-		prev = r
-		if !inWord {
-			return unicode.ToTitle(r)
+		out := r
+		if atStart {
+			out = unicode.ToTitle(r)
 		}
-		return r
+		atStart = startsWord(r) && (r != '\'' || atStart)
+		return out
 	}, toString(v))
+}
+
+// startsWord reports whether a word starts after r, as strings.Title
+// reads it.
+func startsWord(r rune) bool {
+	switch {
+	case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+		return false
+	case r < utf8.RuneSelf:
+		return true
+	}
+	return unicode.IsSpace(r)
 }
 
 // truncate keeps the first n runes (a negative n keeps the last -n).

@@ -8,29 +8,31 @@ import (
 	_ "time/tzdata" // dateInZone's zones must not depend on the image having a zoneinfo folder
 )
 
-// timeFuncs are crowsnest's own time helpers, none of them sprig's:
-// sprig's read the process's clock (now, ago, durationRound) and time
-// zone (date and toDate use Local), take only a time.Time where
-// Kubernetes gives RFC 3339 strings (.app.status.operationState.finishedAt),
-// print the current time for a value that is no time, read a number of
-// seconds as 0 unless it is an int64 (duration), and fall back to UTC for
-// an unknown zone. These take a time.Time, an RFC 3339 string or Unix
+// timeFuncs are crowsnest's own time helpers; duration is sprig's
+// (fromSprig) and durationRound rounds with sprig's. sprig's read the
+// process's clock (now, ago, durationRound) and time zone (date and
+// toDate use Local), take only a time.Time where Kubernetes gives RFC
+// 3339 strings (.app.status.operationState.finishedAt), print the
+// current time for a value that is no time, and fall back to UTC for an
+// unknown zone. These take a time.Time, an RFC 3339 string or Unix
 // seconds; a value that is none formats as "". Layouts are Go's
-// (2006-01-02 15:04:05).
+// (2006-01-02 15:04:05). funcTests' time rows render at a fixed clock.
 func timeFuncs(now func() time.Time) template.FuncMap {
 	return template.FuncMap{
-		// now, ago and durationRound: sprig's read the process's clock, not
-		// the one Compile was given (WithClock).
+		// now, ago: sprig's read the process's clock, not the one Compile
+		// was given (WithClock; funcTests "now date", "ago").
 		"now": now,
 		// date and toDate: sprig's use the process's Local zone, and its
-		// date prints the current time for an RFC 3339 string; dateRFC3339
-		// is date in RFC 3339 (sprig has none).
+		// date prints the current time for an RFC 3339 string (funcTests
+		// "now date", "toDate"); dateRFC3339 is date in RFC 3339 (sprig has
+		// none).
 		"date":        formatDate,
 		"dateRFC3339": func(v any) string { return formatDate(time.RFC3339, v) },
 		"toDate":      toDate,
-		// dateInZone: sprig's quietly uses UTC for an unknown zone.
+		// dateInZone: sprig's quietly uses UTC for an unknown zone
+		// (funcTests "dateInZone unknown zone").
 		"dateInZone": dateInZone,
-		// unixEpoch: sprig's takes only a time.Time.
+		// unixEpoch: sprig's takes only a time.Time (funcTests "unixEpoch").
 		"unixEpoch": func(v any) string {
 			t, ok := asTime(v)
 			if !ok {
@@ -45,10 +47,11 @@ func timeFuncs(now func() time.Time) template.FuncMap {
 			}
 			return now().Sub(t).Round(time.Second).String()
 		},
-		// duration: sprig's reads a number that is not an int64 (JSON's
-		// float64) as 0 seconds.
-		"duration":      func(v any) string { return (time.Duration(toInt64(v)) * time.Second).String() },
-		"durationRound": func(v any) string { return durationRound(v, now) },
+		// durationRound: sprig's reads the process's clock for a time, and
+		// an RFC 3339 string or a number that is not an int64 as 0
+		// (funcTests "durationRound"); this one reads them, then rounds
+		// with sprig's.
+		"durationRound": func(v any) string { return sprigDurationRound(int64(toDuration(v, now))) },
 	}
 }
 
@@ -109,43 +112,41 @@ func toDate(layout string, v any) (time.Time, error) {
 	return t, nil
 }
 
-// durationRound gives a duration in its largest whole unit: y (365 days),
-// mo (30 days), d, h, m or s, without a sign. It takes a time.Duration, a
-// Go duration string ("2h10m5s"), a number of nanoseconds, or a time
-// (the duration since it).
-func durationRound(v any, now func() time.Time) string {
-	var d time.Duration
+// sprigDurationRound is sprig's durationRound, which gives a number of
+// nanoseconds in its largest whole unit: y (365 days), mo (30 days), d,
+// h, m or s, without a sign.
+var sprigDurationRound = sprigFuncs["durationRound"].(func(any) string)
+
+// toDuration reads a time.Duration, a Go duration string ("2h10m5s"), a
+// number of nanoseconds, or a time (the duration since it); anything else
+// is 0.
+func toDuration(v any, now func() time.Time) time.Duration {
 	switch x := v.(type) {
 	case time.Duration:
-		d = x
+		return x
 	case string:
 		if p, err := time.ParseDuration(x); err == nil {
-			d = p
-		} else if t, ok := asTime(x); ok {
-			d = now().Sub(t)
+			return p
 		}
+		if t, ok := asTime(x); ok {
+			return now().Sub(t)
+		}
+		return 0
 	case time.Time, *time.Time:
 		if t, ok := asTime(x); ok {
-			d = now().Sub(t)
+			return now().Sub(t)
 		}
-	default:
-		d = time.Duration(toInt64(v))
+		return 0
 	}
-	u := uint64(d)
-	if d < 0 {
-		u = -u
+	return time.Duration(toInt64(v))
+}
+
+// secondsAsInt64 gives sprig's duration SECONDS that is not a string as
+// an int64, the one number type it reads: it reads an int or JSON's
+// float64 as 0 seconds. A string it reads itself.
+func secondsAsInt64(args []any) error {
+	if _, ok := args[0].(string); !ok {
+		args[0] = toInt64(args[0])
 	}
-	const day = uint64(24 * time.Hour)
-	for _, unit := range []struct {
-		size   uint64
-		suffix string
-	}{
-		{365 * day, "y"}, {30 * day, "mo"}, {day, "d"},
-		{uint64(time.Hour), "h"}, {uint64(time.Minute), "m"}, {uint64(time.Second), "s"},
-	} {
-		if u > unit.size {
-			return strconv.FormatUint(u/unit.size, 10) + unit.suffix
-		}
-	}
-	return "0s"
+	return nil
 }

@@ -63,6 +63,8 @@ var hostileTemplates = []struct {
 	{name: "splitList between every character", text: `{{splitList "" ` + mib1 + ` | len}}`, wantErr: "splitList: list of 1000000 elements is over the 10000-element limit"},
 	{name: "split between every character", text: `{{split "" ` + mib1 + ` | len}}`, wantErr: "split: list of 1000000 elements is over the 10000-element limit"},
 	{name: "regexReplaceAll expanding a long match", text: `{{regexReplaceAll ".+" ` + mib1 + ` (repeat 1000 "${0}")}}`, wantErr: "regexReplaceAll: result of 1000000000 bytes is over the 1048576-byte limit"},
+	{name: "regexReplaceAll with many matches", text: `{{regexReplaceAll "x" ` + mib1 + ` ""}}`, wantErr: "regexReplaceAll: more than 131072 matches of a pattern with 0 groups and a replacement of 0 parts"},
+	{name: "regexReplaceAll with a long replacement", text: `{{regexReplaceAll "" ` + mib1 + ` (repeat 500 "$0")}}`, wantErr: "regexReplaceAll: more than 524 matches of a pattern with 0 groups and a replacement of 500 parts"},
 	{name: "uniq of many lists", text: `{{$d := dict}}{{range $i := until 10000}}{{$_ := set $d (toString $i) (list $i)}}{{end}}{{uniq (values $d) | len}}`, wantErr: "uniq: more than 1000000 comparisons of lists or dicts"},
 }
 

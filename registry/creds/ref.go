@@ -1,10 +1,6 @@
 package creds
 
-import (
-	"fmt"
-
-	"github.com/crowsnest-dev/crowsnest/config"
-)
+import "github.com/crowsnest-dev/crowsnest/config"
 
 // Ref says where credentials come from; it never holds them, so it is safe
 // to log. The zero Ref means anonymous. It is config's type, so a config
@@ -13,14 +9,6 @@ type Ref = config.CredentialRef
 
 // Parse reads a credentials reference: pullsecret:<namespace>/<name>,
 // secret:<namespace>/<name>#<field>, env:<VAR>, ext:<absolute path> or
-// dockerconfig:<absolute path>. An empty string is the zero Ref.
-func Parse(s string) (Ref, error) {
-	if s == "" {
-		return Ref{}, nil
-	}
-	ref, err := config.ParseCredentialRef(s)
-	if err != nil {
-		return Ref{}, fmt.Errorf("credentials: %w", err)
-	}
-	return ref, nil
-}
+// dockerconfig:<absolute path>. An empty string is the zero Ref. It is
+// config.ParseCredentials, errors prefixed "credentials:".
+func Parse(s string) (Ref, error) { return config.ParseCredentials(s) }

@@ -3,11 +3,13 @@
 // records what it is about to write, one Intent per Application key, so a
 // process that crashes (or a leader killed) between the write and the
 // notifier recording its announcement lets the next process find the write
-// and announce it again under the same event ID. It owns only the storage:
-// ConfigMaps sharded over internal/cmbatch in crowsnest's namespace
-// (Kubernetes mode) or one JSON file (local mode, no cluster). What is
-// recorded when, and what a recovered intent means, is the controller's
-// image reconciler's (controller/writejournal.go); the Git batcher
-// (writeback/git/collect) tells it when a Git write was announced, and it
-// marks the intent Done here.
+// and announce it again under the same event ID. It owns the storage
+// (ConfigMaps sharded over internal/cmbatch in crowsnest's namespace in
+// Kubernetes mode, one JSON file in local mode) and a process's Book of
+// it: loaded once, written through, each previous intent given once, Git
+// ones kept until a batch says whether they were written, and settled
+// (Done). What is recorded when, and what a recovered intent means, is
+// the controller's image reconciler's (controller/writejournal.go); the
+// Git batcher (writeback/git/collect) tells it when a Git write was
+// announced, and it settles the intent here.
 package journal

@@ -5,4 +5,8 @@
 // authenticates as a GitHub App installation (an RS256 JWT exchanged for
 // an installation token, renewed when it expires or is refused) or with a
 // token. Package services lists its Kind; it sends through svc.Client.
+// Kind.Repository (repository.go) names the repository a rendered message
+// acts on, so that the notifier can refuse one the Application may not
+// use: the repository comes from the Application, the credentials are
+// the operator's.
 package github

@@ -120,11 +120,8 @@ var Kind = &svc.Kind{
 	Validate:         func(s any) error { return validateGitHub(s.(*Settings)) },
 	New:              newGitHub,
 	DefaultRecipient: true,
+	Repository:       repository,
 }
-
-// isSecretRef is a `$key` the notifications Secret has not answered
-// (yet): its value is checked when the service is built.
-func isSecretRef(v string) bool { return strings.HasPrefix(v, "$") }
 
 func validateGitHub(g *Settings) error {
 	errs := []error{svc.CheckURL("enterpriseBaseURL", g.EnterpriseBaseURL)}
@@ -136,7 +133,7 @@ func validateGitHub(g *Settings) error {
 		for _, kv := range [][2]string{{"appID", g.AppID}, {"installationID", g.InstallationID}} {
 			if err := svc.Require(kv[0], kv[1]); err != nil {
 				errs = append(errs, err)
-			} else if !isSecretRef(kv[1]) {
+			} else if !svc.IsSecretRef(kv[1]) {
 				_, err := parseGitHubID(kv[0], kv[1])
 				errs = append(errs, err)
 			}
@@ -199,6 +196,12 @@ func githubAPIBase(enterprise string) (string, error) {
 // githubName is what GitHub allows in an owner or repository name; it
 // also keeps a repoURL from steering requests elsewhere in the API.
 var githubName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// acts reports whether the block asks for anything; Send skips one
+// that does not.
+func (b *Block) acts() bool {
+	return b.Status != nil || b.Deployment != nil || b.PullRequestComment != nil || b.CheckRun != nil || b.RepositoryDispatch != nil
+}
 
 // githubTarget is the repository and commit a notification is about.
 type githubTarget struct {

@@ -61,7 +61,7 @@ func (g *githubSender) Send(ctx context.Context, n notify.Notification, _ notify
 	if !ok {
 		return notify.Receipt{Skipped: true, Detail: "template has no github block"}, nil
 	}
-	if b.Status == nil && b.Deployment == nil && b.PullRequestComment == nil && b.CheckRun == nil && b.RepositoryDispatch == nil {
+	if !b.acts() {
 		return notify.Receipt{Skipped: true, Detail: "github block has no status, deployment, pullRequestComment, checkRun or repositoryDispatch"}, nil
 	}
 	t, err := targetOf(&b)

@@ -38,6 +38,14 @@ type Kind struct {
 	// without a recipient (GitHub, Grafana, Alertmanager: the recipient
 	// is in the settings or in the Application).
 	DefaultRecipient bool
+	// Repository, when set, returns the repository a rendered
+	// notification makes the service act on, as a URL an AppProject's
+	// sourceRepos can name, or "" when the notification reaches none
+	// (its sender skips or refuses it before any request). The notifier
+	// refuses a message whose repository the Application may not use:
+	// the service acts there with the operator's credentials, and the
+	// repository comes from what the Application's author writes.
+	Repository func(settings any, n notify.Notification) string
 }
 
 // Options are what every sender shares.

@@ -23,17 +23,11 @@ type WorkflowsSettings = Settings
 // when set, is the card sent as is; otherwise a card is built from Title,
 // Text (the message when empty), ThemeColor (the title's color), Facts,
 // Sections' facts and PotentialAction's OpenUri actions. Template and
-// Summary are read and, as by Argo CD, not used.
+// Summary are read and, as by Argo CD, not used. It has the keys of a
+// `teams:` block and adaptiveCard.
 type WorkflowsBlock struct {
-	Template        string `yaml:"template" json:"template,omitempty"`
-	Title           string `yaml:"title" json:"title,omitempty"`
-	Summary         string `yaml:"summary" json:"summary,omitempty"`
-	Text            string `yaml:"text" json:"text,omitempty"`
-	ThemeColor      string `yaml:"themeColor" json:"themeColor,omitempty"`
-	Facts           string `yaml:"facts" json:"facts,omitempty"`
-	Sections        string `yaml:"sections" json:"sections,omitempty"`
-	PotentialAction string `yaml:"potentialAction" json:"potentialAction,omitempty"`
-	AdaptiveCard    string `yaml:"adaptiveCard" json:"adaptiveCard,omitempty"`
+	Block        `yaml:",inline"`
+	AdaptiveCard string `yaml:"adaptiveCard" json:"adaptiveCard,omitempty"`
 }
 
 // WorkflowsKind describes service type teams-workflows; package services

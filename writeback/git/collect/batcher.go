@@ -15,8 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/crowsnest-dev/crowsnest/triggers"
-	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
@@ -110,15 +108,16 @@ type Batcher struct {
 	MaxDelay time.Duration
 	Enqueue  func(key string, after time.Duration)
 	Events   EventRecorder
-	// Notify, when set, receives an image-updated event per change
-	// written; App looks the Application up by key for it.
-	Notify func(app *watcher.App, ev triggers.Event)
-	App    func(key string) *watcher.App
+	// Announce, when set, hears of each Application's updates that one
+	// commit pushed, to announce them
+	// (controller.ImageReconciler.GitWritten: an image-updated
+	// notification per update).
+	Announce func(key, commit string, written []gitwb.Update)
 	// OnUnchanged, when set, hears of each Application whose changes a
 	// batch found already in the repository, with those changes
 	// (controller.ImageReconciler.GitUnchanged announces a write a crash
 	// kept from being announced).
-	OnUnchanged func(ctx context.Context, app *watcher.App, unchanged []gitwb.Change)
+	OnUnchanged func(ctx context.Context, key string, unchanged []gitwb.Change)
 	// OnAnnounced, when set, hears of each Application whose write was
 	// pushed and announced, with the changes written
 	// (controller.ImageReconciler.GitAnnounced settles its write intent,
@@ -303,10 +302,8 @@ func (b *Batcher) settle(ctx context.Context, keys []string, pending map[string]
 			if b.OnAnnounced != nil {
 				work.Go(func() error { b.OnAnnounced(ctx, k, pending[k]); return nil })
 			}
-		case b.OnUnchanged != nil && b.App != nil:
-			if app := b.App(k); app != nil {
-				work.Go(func() error { b.OnUnchanged(ctx, app, pending[k]); return nil })
-			}
+		case b.OnUnchanged != nil:
+			work.Go(func() error { b.OnUnchanged(ctx, k, pending[k]); return nil })
 		}
 	}
 	_ = work.Wait()
@@ -355,7 +352,9 @@ func (b *Batcher) report(res *gitwb.Result, pending map[string][]gitwb.Change, o
 			msg := fmt.Sprintf("%s (commit %s on %s of %s)", strings.Join(lines, "; "), short(res.CommitSHA), res.Branch, repo)
 			b.Log.Info("images updated", "app", k, "method", "git", "commit", res.CommitSHA, "branch", res.Branch, "repo", repo)
 			b.event(k, corev1.EventTypeNormal, EventImagesUpdated, msg)
-			b.notify(k, res.CommitSHA, ups)
+			if b.Announce != nil {
+				b.Announce(k, res.CommitSHA, ups)
+			}
 		}
 	}
 }
@@ -398,29 +397,4 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
-}
-
-// notify hands the notifier an image-updated event per value written for
-// key (ups are key's own updates, from one commit).
-func (b *Batcher) notify(key, commit string, ups []gitwb.Update) {
-	if b.Notify == nil || b.App == nil {
-		return
-	}
-	app := b.App(key)
-	if app == nil {
-		return
-	}
-	for _, u := range ups {
-		b.Notify(app, UpdatedEvent(key, u.Image, u.From, u.To, commit, time.Now()))
-	}
-}
-
-// UpdatedEvent is the image-updated event of a Git write-back. Its ID
-// names the Application, image and new value only: the same whether the
-// batch announces it or the write journal does after a crash (which knows
-// neither the commit nor the file's previous value), so the notifier
-// sends it once.
-func UpdatedEvent(key, image, from, to, commit string, at time.Time) triggers.Event {
-	return triggers.Event{Type: triggers.EventImageUpdated, Image: image, From: from, To: to, Commit: commit, Time: at,
-		ID: strings.Join([]string{triggers.EventImageUpdated, key, image, to}, "|")}
 }

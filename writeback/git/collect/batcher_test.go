@@ -63,14 +63,9 @@ func TestGitBatchFailureOfOneRepositoryKeepsTheOthers(t *testing.T) {
 	}
 	b.Add("ns/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
 	b.Add("ns/bad", gitwb.Change{App: "bad", RepoURL: "http://git/bad.git"})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- b.Start(ctx) }()
+	stop := start(t, b)
 	eventually(t, "the batch to be written and reported", b.Idle)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	for key, want := range map[string]string{"ns/good": collect.EventImagesUpdated, "ns/bad": collect.EventImageUpdateFailed} {
 		if evs := out.eventsOf(key); len(evs) != 1 || evs[0].Reason != want {
 			t.Errorf("Events of %s: %+v, want one %s", key, evs, want)
@@ -121,9 +116,7 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 		Events:   &outcomes{},
 		Log:      slog.New(slog.DiscardHandler),
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- b.Start(ctx) }()
+	stop := start(t, b)
 	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
 	// Past Delay and asking: the batch is being held open.
 	eventually(t, "the batch to ask whether the engine is busy", func() bool { return asked.Load() >= 3 })
@@ -133,10 +126,7 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 	b.Add("ns/shop", gitwb.Change{App: "shop", RepoURL: "http://git/config.git"})
 	busy.Store(false)
 	eventually(t, "the batch to be written", func() bool { return len(writes.list()) > 0 && b.Idle() })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if diff := cmp.Diff([][]string{{"ns/shop", "ns/web"}}, writes.list()); diff != "" {
 		t.Errorf("batches (-want +got):\n%s", diff)
 	}
@@ -155,15 +145,10 @@ func TestGitBatchMaxDelayBoundsTheWait(t *testing.T) {
 		Events:   &outcomes{},
 		Log:      slog.New(slog.DiscardHandler),
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- b.Start(ctx) }()
+	stop := start(t, b)
 	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
 	eventually(t, "the batch to be written although the engine stays busy", func() bool { return len(writes.list()) > 0 && b.Idle() })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if diff := cmp.Diff([][]string{{"ns/web"}}, writes.list()); diff != "" {
 		t.Errorf("batches (-want +got):\n%s", diff)
 	}

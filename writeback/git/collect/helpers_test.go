@@ -1,6 +1,7 @@
 package collect_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -10,9 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/crowsnest-dev/crowsnest/triggers"
-	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
 
 // waitTimeout bounds every wait of these tests.
@@ -23,14 +23,13 @@ type appEvent struct {
 	Key, Type, Reason, Message string
 }
 
-// gitNote is one image-updated notification as a test compares it.
+// gitNote is one update announced, as a test compares it.
 type gitNote struct {
 	Key, Image, To, Commit string
-	Recovered              bool
 }
 
 // outcomes keeps what a Batcher reports, for the tests to compare: its
-// Events (it is the EventRecorder), notifications (notify) and retries
+// Events (it is the EventRecorder), announcements (announce) and retries
 // (enqueue).
 type outcomes struct {
 	mu      sync.Mutex
@@ -46,10 +45,12 @@ func (o *outcomes) Event(obj runtime.Object, typ, reason, msg string) {
 	o.events = append(o.events, appEvent{Key: ref.Namespace + "/" + ref.Name, Type: typ, Reason: reason, Message: msg})
 }
 
-func (o *outcomes) notify(app *watcher.App, ev triggers.Event) {
+func (o *outcomes) announce(key, commit string, written []gitwb.Update) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.notes = append(o.notes, gitNote{Key: app.Key(), Image: ev.Image, To: ev.To, Commit: ev.Commit, Recovered: ev.Recovered})
+	for _, u := range written {
+		o.notes = append(o.notes, gitNote{Key: key, Image: u.Image, To: u.To, Commit: commit})
+	}
 }
 
 func (o *outcomes) enqueue(key string, _ time.Duration) {
@@ -89,6 +90,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		case <-timeout:
 			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
 		case <-tick.C:
+		}
+	}
+}
+
+// start runs b until stop, which waits for Start to return.
+func start(t *testing.T, b *collect.Batcher) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- b.Start(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
-	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
@@ -108,15 +107,15 @@ func TestGitBatchShutdownDuringAPushThatLands(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			front, gate := startPushGate(t, srv.URL, cancel, lost)
-			app := &watcher.App{Namespace: "shop", Name: "web"}
+			const key = "shop/web"
 
 			out := &outcomes{}
 			b := &collect.Batcher{
 				Writer: testGitWriter(t), Delay: time.Millisecond, Events: out, Enqueue: out.enqueue,
-				Notify: out.notify, App: func(string) *watcher.App { return app },
-				Log: slog.New(slog.DiscardHandler),
+				Announce: out.announce,
+				Log:      slog.New(slog.DiscardHandler),
 			}
-			b.Add(app.Key(), gitwb.Change{App: "web", RepoURL: front + "/apps.git", Branch: "main", Path: "web",
+			b.Add(key, gitwb.Change{App: "web", RepoURL: front + "/apps.git", Branch: "main", Path: "web",
 				Target: gitwb.Target{Kind: gitwb.TargetKustomization}, Images: []gitwb.Image{{Name: image, NewTag: "1.1.0"}}})
 			if err := b.Start(ctx); err != nil {
 				t.Fatal(err)
@@ -131,12 +130,12 @@ func TestGitBatchShutdownDuringAPushThatLands(t *testing.T) {
 			if got, _ := srv.ReadFile(t, "apps", "main", "web/kustomization.yaml"); got != kustomizationOf(image, "1.1.0") {
 				t.Fatalf("the push did not land:\n%s", got)
 			}
-			evs := out.eventsOf(app.Key())
+			evs := out.eventsOf(key)
 			if len(evs) != 1 || evs[0].Type != corev1.EventTypeNormal || evs[0].Reason != collect.EventImagesUpdated ||
 				!strings.Contains(evs[0].Message, head[:12]) {
 				t.Errorf("Events: %+v; want one ImagesUpdated naming commit %s", evs, head[:12])
 			}
-			if diff := cmp.Diff([]gitNote{{Key: app.Key(), Image: image, To: "1.1.0", Commit: head}}, out.noteList()); diff != "" {
+			if diff := cmp.Diff([]gitNote{{Key: key, Image: image, To: "1.1.0", Commit: head}}, out.noteList()); diff != "" {
 				t.Errorf("notifications (-want +got):\n%s", diff)
 			}
 			if r := out.retryList(); len(r) != 0 {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
@@ -18,7 +18,7 @@ import (
 // resource and applicationRef that decide for an Application.
 type updaterRules struct {
 	key, namespace string
-	rules          []config.UpdaterRule
+	rules          []imageupdater.Rule
 }
 
 // readImageUpdaters puts argocd-image-updater 1.x's ImageUpdater

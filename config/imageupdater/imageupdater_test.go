@@ -1,4 +1,4 @@
-package config
+package imageupdater
 
 import (
 	"strings"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/crowsnest-dev/crowsnest/config"
 )
 
 const updaterFull = `
@@ -55,7 +57,7 @@ spec:
 `
 
 func TestImageUpdaterRules(t *testing.T) {
-	u, err := ParseImageUpdater([]byte(updaterFull))
+	u, err := Parse([]byte(updaterFull))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,14 +65,14 @@ func TestImageUpdaterRules(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatalf("problems: %v", problems)
 	}
-	want := []UpdaterRule{
+	want := []Rule{
 		{
 			Path: "spec.applicationRefs[1]", Namespace: "team-a", NamePattern: "shop-prod", LabelSelector: "tier=prod",
-			WriteBack:       PolicyWriteBack{Method: "argocd", Branch: "main"},
+			WriteBack:       config.PolicyWriteBack{Method: "argocd", Branch: "main"},
 			WriteBackFields: map[string]string{"method": "spec.applicationRefs[1].writeBackConfig.method", "branch": "spec.writeBackConfig.gitConfig.branch"},
-			Images: []UpdaterRuleImage{{
+			Images: []RuleImage{{
 				Path:        "spec.applicationRefs[1].images[0]",
-				PolicyImage: PolicyImage{Alias: "web", Image: "ghcr.io/acme/web", Constraint: "~1.2", Strategy: "semver", AllowTags: "regexp:^v?[0-9.]+$", PullSecret: "pullsecret:team-a/regcred"},
+				PolicyImage: config.PolicyImage{Alias: "web", Image: "ghcr.io/acme/web", Constraint: "~1.2", Strategy: "semver", AllowTags: "regexp:^v?[0-9.]+$", PullSecret: "pullsecret:team-a/regcred"},
 				Fields: map[string]string{
 					"image": "spec.applicationRefs[1].images[0].imageName", "constraint": "spec.applicationRefs[1].images[0].imageName",
 					"strategy": "spec.commonUpdateSettings.updateStrategy", "allowTags": "spec.commonUpdateSettings.allowTags",
@@ -82,13 +84,13 @@ func TestImageUpdaterRules(t *testing.T) {
 		{Path: "spec.applicationRefs[2]", Namespace: "team-a", NamePattern: "legacy-?", UseAnnotations: true},
 		{
 			Path: "spec.applicationRefs[0]", Namespace: "team-a", NamePattern: "shop-*",
-			WriteBack:       PolicyWriteBack{Method: "git", Branch: "main"},
+			WriteBack:       config.PolicyWriteBack{Method: "git", Branch: "main"},
 			WriteBackFields: map[string]string{"method": "spec.writeBackConfig.method", "branch": "spec.writeBackConfig.gitConfig.branch"},
-			Images: []UpdaterRuleImage{
+			Images: []RuleImage{
 				{
 					Path: "spec.applicationRefs[0].images[0]",
-					PolicyImage: func() PolicyImage {
-						p := PolicyImage{Alias: "web", Image: "ghcr.io/acme/web", Constraint: "1.x", Strategy: "semver", AllowTags: "regexp:^v?[0-9.]+$",
+					PolicyImage: func() config.PolicyImage {
+						p := config.PolicyImage{Alias: "web", Image: "ghcr.io/acme/web", Constraint: "1.x", Strategy: "semver", AllowTags: "regexp:^v?[0-9.]+$",
 							IgnoreTags: []string{"*-rc*"}, PullSecret: "pullsecret:team-a/regcred"}
 						p.Helm.ImageName, p.Helm.ImageTag = "web.image.repository", "web.image.tag"
 						return p
@@ -103,7 +105,7 @@ func TestImageUpdaterRules(t *testing.T) {
 				},
 				{
 					Path: "spec.applicationRefs[0].images[1]",
-					PolicyImage: PolicyImage{Alias: "api", Image: "localhost:5000/acme/api", Strategy: "newest-build", AllowTags: "regexp:^v?[0-9.]+$",
+					PolicyImage: config.PolicyImage{Alias: "api", Image: "localhost:5000/acme/api", Strategy: "newest-build", AllowTags: "regexp:^v?[0-9.]+$",
 						IgnoreTags: []string{"*-rc*"}, PullSecret: "pullsecret:team-a/regcred", Platforms: []string{"linux/amd64"}, KustomizeImageName: "acme/api"},
 					Fields: map[string]string{
 						"image": "spec.applicationRefs[0].images[1].imageName", "strategy": "spec.applicationRefs[0].images[1].commonUpdateSettings.updateStrategy",
@@ -115,7 +117,7 @@ func TestImageUpdaterRules(t *testing.T) {
 			},
 		},
 	}
-	opts := []cmp.Option{cmpopts.IgnoreUnexported(UpdaterRule{}), cmpopts.EquateEmpty()}
+	opts := []cmp.Option{cmpopts.IgnoreUnexported(Rule{}), cmpopts.EquateEmpty()}
 	if d := cmp.Diff(want, rules, opts...); d != "" {
 		t.Errorf("rules (-want +got):\n%s", d)
 	}
@@ -250,7 +252,7 @@ applicationRefs:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			doc := "kind: ImageUpdater\nmetadata: {name: u, namespace: n}\nspec:\n" + indent(strings.TrimPrefix(tt.spec, "\n"), "  ") + "\n"
-			u, err := ParseImageUpdater([]byte(doc))
+			u, err := Parse([]byte(doc))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,7 +295,7 @@ func TestParseImageUpdater(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseImageUpdater([]byte(tt.doc))
+			_, err := Parse([]byte(tt.doc))
 			if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want %q", err, tt.wantErr)
 			}
@@ -308,7 +310,7 @@ func FuzzImageUpdater(f *testing.F) {
 	f.Add([]byte(`{"kind":"ImageUpdater","spec":{"applicationRefs":[{"namePattern":"[","images":[{"alias":"a","imageName":":"}]}]}}`))
 	f.Add([]byte("spec:\n  applicationRefs:\n  - namePattern: a\n    labelSelectors: {matchExpressions: [{key: k, operator: In}]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		u, err := ParseImageUpdater(data)
+		u, err := Parse(data)
 		if err != nil {
 			return
 		}
@@ -322,4 +324,9 @@ func FuzzImageUpdater(f *testing.F) {
 			_ = rules[i].Matches("ns", "name", map[string]string{"a": "b"})
 		}
 	})
+}
+
+// indent prefixes every line of s.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+prefix)
 }

@@ -1,4 +1,4 @@
-package config
+package imageupdater
 
 import (
 	"cmp"
@@ -11,64 +11,67 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 )
 
-// ImageUpdater is argocd-image-updater 1.x's ImageUpdater custom resource
+// Resource is argocd-image-updater 1.x's ImageUpdater custom resource
 // (argocd-image-updater.argoproj.io/v1alpha1), read unchanged: the same
 // field names, the same meaning. crowsnest reads its spec and writes its
 // status; the status here is only what is needed to compare.
-type ImageUpdater struct {
+type Resource struct {
 	APIVersion string            `json:"apiVersion,omitempty"`
 	Kind       string            `json:"kind,omitempty"`
 	Metadata   metav1.ObjectMeta `json:"metadata"`
-	Spec       ImageUpdaterSpec  `json:"spec"`
+	Spec       Spec              `json:"spec"`
 	// Status is kept as read; crowsnest rebuilds it rather than edit it.
 	Status map[string]any `json:"status,omitempty"`
 }
 
-// ImageUpdaterGroup, ImageUpdaterVersion and ImageUpdaterResource name the
-// resource on the apiserver.
+// Group, Version and Plural name the resource on the apiserver; Kind is
+// its kind.
 const (
-	ImageUpdaterGroup    = "argocd-image-updater.argoproj.io"
-	ImageUpdaterVersion  = "v1alpha1"
-	ImageUpdaterResource = "imageupdaters"
-	ImageUpdaterKind     = "ImageUpdater"
+	Group   = "argocd-image-updater.argoproj.io"
+	Version = "v1alpha1"
+	Plural  = "imageupdaters"
+	Kind    = "ImageUpdater"
 )
 
-// ImageUpdaterSpec is the resource's spec. Settings written at the spec
+// Spec is the resource's spec. Settings written at the spec
 // level are defaults for every applicationRef and image below.
-type ImageUpdaterSpec struct {
-	CommonUpdateSettings *UpdaterSettings     `json:"commonUpdateSettings,omitempty"`
-	WriteBackConfig      *UpdaterWriteBack    `json:"writeBackConfig,omitempty"`
-	ApplicationRefs      []UpdaterAppRef      `json:"applicationRefs"`
-	ImagesVerification   *UpdaterVerification `json:"imagesVerification,omitempty"`
+type Spec struct {
+	CommonUpdateSettings *UpdateSettings  `json:"commonUpdateSettings,omitempty"`
+	WriteBackConfig      *WriteBackConfig `json:"writeBackConfig,omitempty"`
+	ApplicationRefs      []AppRef         `json:"applicationRefs"`
+	ImagesVerification   *Verification    `json:"imagesVerification,omitempty"`
 }
 
-// UpdaterAppRef selects Applications in the resource's own namespace by
+// AppRef selects Applications in the resource's own namespace by
 // name glob and labels, and says what to update in them.
-type UpdaterAppRef struct {
+type AppRef struct {
 	NamePattern          string                `json:"namePattern"`
 	LabelSelectors       *metav1.LabelSelector `json:"labelSelectors,omitempty"`
 	UseAnnotations       *bool                 `json:"useAnnotations,omitempty"`
-	ImagesVerification   *UpdaterVerification  `json:"imagesVerification,omitempty"`
-	CommonUpdateSettings *UpdaterSettings      `json:"commonUpdateSettings,omitempty"`
-	WriteBackConfig      *UpdaterWriteBack     `json:"writeBackConfig,omitempty"`
-	Images               []UpdaterImage        `json:"images,omitempty"`
+	ImagesVerification   *Verification         `json:"imagesVerification,omitempty"`
+	CommonUpdateSettings *UpdateSettings       `json:"commonUpdateSettings,omitempty"`
+	WriteBackConfig      *WriteBackConfig      `json:"writeBackConfig,omitempty"`
+	Images               []Image               `json:"images,omitempty"`
 }
 
-// UpdaterImage is one image: Alias names it, ImageName is the image with
+// Image is one image: Alias names it, ImageName is the image with
 // an optional version constraint after the colon ("nginx:1.27.x").
-type UpdaterImage struct {
-	Alias                string               `json:"alias"`
-	ImageName            string               `json:"imageName"`
-	CommonUpdateSettings *UpdaterSettings     `json:"commonUpdateSettings,omitempty"`
-	ManifestTargets      *UpdaterTargets      `json:"manifestTargets,omitempty"`
-	ImagesVerification   *UpdaterVerification `json:"imagesVerification,omitempty"`
+type Image struct {
+	Alias                string          `json:"alias"`
+	ImageName            string          `json:"imageName"`
+	CommonUpdateSettings *UpdateSettings `json:"commonUpdateSettings,omitempty"`
+	ManifestTargets      *Targets        `json:"manifestTargets,omitempty"`
+	ImagesVerification   *Verification   `json:"imagesVerification,omitempty"`
 }
 
-// UpdaterSettings are the version-selection settings; a field left unset
+// UpdateSettings are the version-selection settings; a field left unset
 // inherits from the level above.
-type UpdaterSettings struct {
+type UpdateSettings struct {
 	UpdateStrategy *string  `json:"updateStrategy,omitempty"`
 	ForceUpdate    *bool    `json:"forceUpdate,omitempty"`
 	AllowTags      *string  `json:"allowTags,omitempty"`
@@ -77,71 +80,71 @@ type UpdaterSettings struct {
 	Platforms      []string `json:"platforms,omitempty"`
 }
 
-// UpdaterWriteBack says how changes are written; applicationRef fields
+// WriteBackConfig says how changes are written; applicationRef fields
 // override the spec's one by one.
-type UpdaterWriteBack struct {
-	Method    *string           `json:"method,omitempty"`
-	GitConfig *UpdaterGitConfig `json:"gitConfig,omitempty"`
+type WriteBackConfig struct {
+	Method    *string    `json:"method,omitempty"`
+	GitConfig *GitConfig `json:"gitConfig,omitempty"`
 }
 
-// UpdaterGitConfig holds the Git write-back settings.
-type UpdaterGitConfig struct {
+// GitConfig holds the Git write-back settings.
+type GitConfig struct {
 	Repository      *string         `json:"repository,omitempty"`
 	Branch          *string         `json:"branch,omitempty"`
 	WriteBackTarget *string         `json:"writeBackTarget,omitempty"`
 	PullRequest     *map[string]any `json:"pullRequest,omitempty"`
 }
 
-// UpdaterTargets names where an image goes in Helm or Kustomize sources
+// Targets names where an image goes in Helm or Kustomize sources
 // (plugin targets are read, and refused: crowsnest does not write them).
-type UpdaterTargets struct {
-	Helm      *UpdaterHelmTarget      `json:"helm,omitempty"`
-	Kustomize *UpdaterKustomizeTarget `json:"kustomize,omitempty"`
-	Plugin    *map[string]any         `json:"plugin,omitempty"`
+type Targets struct {
+	Helm      *HelmTarget      `json:"helm,omitempty"`
+	Kustomize *KustomizeTarget `json:"kustomize,omitempty"`
+	Plugin    *map[string]any  `json:"plugin,omitempty"`
 }
 
-// UpdaterKustomizeTarget names the image in a kustomization's images list.
-type UpdaterKustomizeTarget struct {
+// KustomizeTarget names the image in a kustomization's images list.
+type KustomizeTarget struct {
 	Name *string `json:"name"`
 }
 
-// UpdaterHelmTarget names the Helm parameters an image is written to.
-type UpdaterHelmTarget struct {
+// HelmTarget names the Helm parameters an image is written to.
+type HelmTarget struct {
 	Name *string `json:"name,omitempty"`
 	Tag  *string `json:"tag,omitempty"`
 	Spec *string `json:"spec,omitempty"`
 }
 
-// UpdaterVerification is cosign signature verification, which crowsnest
+// Verification is cosign signature verification, which crowsnest
 // does not do: an image that asks for it is not updated.
-type UpdaterVerification struct {
+type Verification struct {
 	Enabled   *bool          `json:"enabled,omitempty"`
 	CosignKey map[string]any `json:"cosignKey,omitempty"`
 }
 
-// ParseImageUpdater reads one ImageUpdater object, YAML or JSON, as kubectl
+// Parse reads one ImageUpdater object, YAML or JSON, as kubectl
 // or the apiserver gives it. Unknown fields are errors (a misspelt setting
 // would otherwise be silently ignored); the status is read loosely.
-func ParseImageUpdater(data []byte) (*ImageUpdater, error) {
-	var u ImageUpdater
+func Parse(data []byte) (*Resource, error) {
+	var u Resource
 	if err := yaml.UnmarshalStrict(data, &u); err != nil {
 		return nil, fmt.Errorf("reading ImageUpdater: %w", err)
 	}
-	if u.Kind != "" && u.Kind != ImageUpdaterKind {
-		return nil, fmt.Errorf("reading ImageUpdater: kind is %q, want %s", u.Kind, ImageUpdaterKind)
+	if u.Kind != "" && u.Kind != Kind {
+		return nil, fmt.Errorf("reading ImageUpdater: kind is %q, want %s", u.Kind, Kind)
 	}
-	if g, _, _ := strings.Cut(u.APIVersion, "/"); u.APIVersion != "" && g != ImageUpdaterGroup {
-		return nil, fmt.Errorf("reading ImageUpdater: apiVersion is %q, want %s/%s", u.APIVersion, ImageUpdaterGroup, ImageUpdaterVersion)
+	if g, _, _ := strings.Cut(u.APIVersion, "/"); u.APIVersion != "" && g != Group {
+		return nil, fmt.Errorf("reading ImageUpdater: apiVersion is %q, want %s/%s", u.APIVersion, Group, Version)
 	}
 	return &u, nil
 }
 
-// UpdaterRule is one applicationRef with the settings of the levels above
+// Rule is one applicationRef with the settings of the levels above
 // it merged in, as argocd-image-updater 1.x merges them: spec, then
 // applicationRef, then image, a field set at a lower level winning.
 // Rules() returns them most specific first; an Application takes the first
 // rule that matches it.
-type UpdaterRule struct {
+type Rule struct {
 	// Path is the applicationRef's field path, "spec.applicationRefs[1]".
 	Path string
 	// Namespace is the resource's: it selects Applications there only.
@@ -154,9 +157,9 @@ type UpdaterRule struct {
 	// annotations say what to update; Images and WriteBack are then empty.
 	UseAnnotations bool
 	// Images are the images that translated without problems.
-	Images []UpdaterRuleImage
+	Images []RuleImage
 	// WriteBack is the merged write-back configuration.
-	WriteBack PolicyWriteBack
+	WriteBack config.PolicyWriteBack
 	// WriteBackFields maps each WriteBack field set (method, target,
 	// branch, repository) to the resource field it came from.
 	WriteBackFields map[string]string
@@ -165,13 +168,13 @@ type UpdaterRule struct {
 	specificity int
 }
 
-// UpdaterRuleImage is one image of a rule, in crowsnest's image policy
+// RuleImage is one image of a rule, in crowsnest's image policy
 // terms (config.PolicyImage), and where each setting came from.
-type UpdaterRuleImage struct {
+type RuleImage struct {
 	// Path is the image's field path, "spec.applicationRefs[0].images[2]".
 	Path string
-	PolicyImage
-	// Fields maps each PolicyImage key set ("image", "constraint",
+	config.PolicyImage
+	// Fields maps each config.PolicyImage key set ("image", "constraint",
 	// "strategy", "allowTags", "ignoreTags", "pullSecret", "platforms",
 	// "forceUpdate", "helm.imageName", "helm.imageTag", "helm.imageSpec",
 	// "kustomizeImageName") to the resource field it came from, e.g.
@@ -182,7 +185,7 @@ type UpdaterRuleImage struct {
 // Matches reports whether the rule selects the Application namespace/name
 // with the given labels: the resource's namespace, the name glob (Go's
 // path.Match, as argocd-image-updater's filepath.Match) and the labels.
-func (r *UpdaterRule) Matches(namespace, name string, lbls map[string]string) bool {
+func (r *Rule) Matches(namespace, name string, lbls map[string]string) bool {
 	if namespace != r.Namespace {
 		return false
 	}
@@ -196,8 +199,8 @@ func (r *UpdaterRule) Matches(namespace, name string, lbls map[string]string) bo
 // (for `crowsnest migrate`). A policy has no namespace: the caller must
 // keep the rule to r.Namespace some other way, and a useAnnotations rule
 // has no policy equivalent (crowsnest reads annotations anyway).
-func (r *UpdaterRule) ImagePolicy(name string) ImagePolicy {
-	p := ImagePolicy{Name: name, WriteBack: r.WriteBack}
+func (r *Rule) ImagePolicy(name string) config.ImagePolicy {
+	p := config.ImagePolicy{Name: name, WriteBack: r.WriteBack}
 	p.Match.Applications = []string{r.NamePattern}
 	p.Match.LabelSelector = r.LabelSelector
 	for i := range r.Images {
@@ -206,22 +209,22 @@ func (r *UpdaterRule) ImagePolicy(name string) ImagePolicy {
 	return p
 }
 
-// updaterStrategies are argocd-image-updater's update strategies and their
+// strategies are argocd-image-updater's update strategies and their
 // aliases.
-var updaterStrategies = []string{"semver", "latest", "newest-build", "name", "alphabetical", "digest"}
+var strategies = []string{"semver", "latest", "newest-build", "name", "alphabetical", "digest"}
 
-// updaterAliasRE is the CRD's alias pattern, tightened to what crowsnest's
+// aliasRE is the CRD's alias pattern, tightened to what crowsnest's
 // per-image settings accept (no '.', which separates an alias from the
 // setting in annotation keys) and to its length.
-var updaterAliasRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+var aliasRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
 
-// MaxUpdaterRules and MaxUpdaterImages cap what one resource may ask for:
+// MaxRules and MaxImages cap what one resource may ask for:
 // each image costs registry requests on every poll, and whoever may write
 // an ImageUpdater is no more trusted than an Application's annotations
 // (see imageupdate.MaxImages).
 const (
-	MaxUpdaterRules  = 100
-	MaxUpdaterImages = 200
+	MaxRules  = 100
+	MaxImages = 200
 )
 
 // Rules translates the resource into crowsnest's model, one rule per
@@ -232,58 +235,58 @@ const (
 // commonUpdateSettings.updateStrategy: ..."); a broken image is left out
 // of its rule, a broken applicationRef (selector, write-back) out of the
 // result, and the rest stays.
-func (u *ImageUpdater) Rules() ([]UpdaterRule, []FieldError) {
-	var errs fieldErrors
+func (u *Resource) Rules() ([]Rule, []config.FieldError) {
+	var errs problems
 	s := &u.Spec
 	if len(s.ApplicationRefs) == 0 {
 		errs.invalid("spec.applicationRefs", "required: at least one applicationRef")
 	}
-	if len(s.ApplicationRefs) > MaxUpdaterRules {
-		errs.invalid("spec.applicationRefs", "%d entries, more than the %d one ImageUpdater may have", len(s.ApplicationRefs), MaxUpdaterRules)
-		return nil, errs.list
+	if len(s.ApplicationRefs) > MaxRules {
+		errs.invalid("spec.applicationRefs", "%d entries, more than the %d one ImageUpdater may have", len(s.ApplicationRefs), MaxRules)
+		return nil, errs
 	}
 	global := layer{"spec.commonUpdateSettings", s.CommonUpdateSettings}
 	verifyAt := verifyPath("spec.imagesVerification", s.ImagesVerification, "")
-	var rules []UpdaterRule
+	var rules []Rule
 	seen := map[string]bool{}
 	images := 0
 	for i := range s.ApplicationRefs {
 		ref := &s.ApplicationRefs[i]
-		rp := index("spec.applicationRefs", i)
+		rp := fieldpath.Index("spec.applicationRefs", i)
 		r, ok := translateRef(rp, u.Metadata.Namespace, s, ref, global, verifyAt, &errs)
 		if seen[ref.NamePattern] {
-			errs.invalid(join(rp, "namePattern"), "%q is used by another applicationRef (namePattern is the list's key)", ref.NamePattern)
+			errs.invalid(fieldpath.Join(rp, "namePattern"), "%q is used by another applicationRef (namePattern is the list's key)", ref.NamePattern)
 			ok = false
 		}
 		seen[ref.NamePattern] = true
-		if images += len(r.Images); images > MaxUpdaterImages {
-			errs.invalid(join(rp, "images"), "more than the %d images one ImageUpdater may list; this applicationRef is left out", MaxUpdaterImages)
+		if images += len(r.Images); images > MaxImages {
+			errs.invalid(fieldpath.Join(rp, "images"), "more than the %d images one ImageUpdater may list; this applicationRef is left out", MaxImages)
 			ok = false
 		}
 		if ok {
 			rules = append(rules, r)
 		}
 	}
-	slices.SortStableFunc(rules, func(a, b UpdaterRule) int { return cmp.Compare(b.specificity, a.specificity) })
-	return rules, errs.list
+	slices.SortStableFunc(rules, func(a, b Rule) int { return cmp.Compare(b.specificity, a.specificity) })
+	return rules, errs
 }
 
 // translateRef merges and checks one applicationRef; ok is false when the
 // whole ref must be left out.
-func translateRef(rp, namespace string, s *ImageUpdaterSpec, ref *UpdaterAppRef, global layer, verifyAt string, errs *fieldErrors) (UpdaterRule, bool) {
-	r := UpdaterRule{Path: rp, Namespace: namespace, NamePattern: ref.NamePattern, specificity: specificity(ref)}
+func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, verifyAt string, errs *problems) (Rule, bool) {
+	r := Rule{Path: rp, Namespace: namespace, NamePattern: ref.NamePattern, specificity: specificity(ref)}
 	ok := true
 	if ref.NamePattern == "" {
-		errs.invalid(join(rp, "namePattern"), "required")
+		errs.invalid(fieldpath.Join(rp, "namePattern"), "required")
 		ok = false
 	} else if _, err := path.Match(ref.NamePattern, ""); err != nil {
-		errs.invalid(join(rp, "namePattern"), "invalid glob %q: %v", ref.NamePattern, err)
+		errs.invalid(fieldpath.Join(rp, "namePattern"), "invalid glob %q: %v", ref.NamePattern, err)
 		ok = false
 	}
 	if ref.LabelSelectors != nil {
 		sel, err := metav1.LabelSelectorAsSelector(ref.LabelSelectors)
 		if err != nil {
-			errs.invalid(join(rp, "labelSelectors"), "%v", err)
+			errs.invalid(fieldpath.Join(rp, "labelSelectors"), "%v", err)
 			ok = false
 		} else {
 			r.selector, r.LabelSelector = sel, sel.String()
@@ -294,20 +297,20 @@ func translateRef(rp, namespace string, s *ImageUpdaterSpec, ref *UpdaterAppRef,
 		return r, ok
 	}
 	if len(ref.Images) == 0 {
-		errs.invalid(join(rp, "images"), "required unless useAnnotations is true")
+		errs.invalid(fieldpath.Join(rp, "images"), "required unless useAnnotations is true")
 		ok = false
 	}
 	wb, fields, wbOK := mergeWriteBack(rp, s.WriteBackConfig, ref.WriteBackConfig, errs)
 	r.WriteBack, r.WriteBackFields = wb, fields
 	ok = ok && wbOK
-	refLayer := layer{join(rp, "commonUpdateSettings"), ref.CommonUpdateSettings}
-	refVerify := verifyPath(join(rp, "imagesVerification"), ref.ImagesVerification, verifyAt)
+	refLayer := layer{fieldpath.Join(rp, "commonUpdateSettings"), ref.CommonUpdateSettings}
+	refVerify := verifyPath(fieldpath.Join(rp, "imagesVerification"), ref.ImagesVerification, verifyAt)
 	aliases := map[string]bool{}
 	for j := range ref.Images {
-		ip := index(join(rp, "images"), j)
+		ip := fieldpath.Index(fieldpath.Join(rp, "images"), j)
 		img, imgOK := translateImage(ip, &ref.Images[j], []layer{global, refLayer}, refVerify, errs)
 		if a := ref.Images[j].Alias; aliases[a] && a != "" {
-			errs.invalid(join(ip, "alias"), "%q names two images of the applicationRef (alias is the list's key)", a)
+			errs.invalid(fieldpath.Join(ip, "alias"), "%q names two images of the applicationRef (alias is the list's key)", a)
 			imgOK = false
 		}
 		aliases[ref.Images[j].Alias] = true
@@ -318,25 +321,33 @@ func translateRef(rp, namespace string, s *ImageUpdaterSpec, ref *UpdaterAppRef,
 	return r, ok
 }
 
+// problems collects the resource's problems, each naming its field. A
+// resource is not a file: there are no lines to point at.
+type problems []config.FieldError
+
+func (p *problems) invalid(field, format string, args ...any) {
+	*p = append(*p, config.FieldError{Path: field, Msg: fmt.Sprintf(format, args...)})
+}
+
 // layer is one level of commonUpdateSettings and its field path.
 type layer struct {
 	path string
-	s    *UpdaterSettings
+	s    *UpdateSettings
 }
 
 // translateImage merges the settings layers under one image and checks
 // what config can check; ok is false when the image must be left out.
-func translateImage(ip string, im *UpdaterImage, layers []layer, verifyAt string, errs *fieldErrors) (UpdaterRuleImage, bool) {
-	out := UpdaterRuleImage{Path: ip, Fields: map[string]string{}}
+func translateImage(ip string, im *Image, layers []layer, verifyAt string, errs *problems) (RuleImage, bool) {
+	out := RuleImage{Path: ip, Fields: map[string]string{}}
 	ok := true
 	fail := func(field, format string, args ...any) {
-		errs.invalid(join(ip, field), format, args...)
+		errs.invalid(fieldpath.Join(ip, field), format, args...)
 		ok = false
 	}
 	switch {
 	case im.Alias == "":
 		fail("alias", "required")
-	case !updaterAliasRE.MatchString(im.Alias):
+	case !aliasRE.MatchString(im.Alias):
 		fail("alias", "%q: want a letter or digit, then letters, digits, '-' or '_' (at most 63; crowsnest does not take '.' in an alias)", im.Alias)
 	}
 	out.Alias = im.Alias
@@ -348,11 +359,11 @@ func translateImage(ip string, im *UpdaterImage, layers []layer, verifyAt string
 		fail("imageName", "%q: want <image>[:<constraint>], no digest, spaces, ',' or '='", im.ImageName)
 	}
 	out.Image, out.Constraint = name, constraint
-	out.Fields["image"] = join(ip, "imageName")
+	out.Fields["image"] = fieldpath.Join(ip, "imageName")
 	if constraint != "" {
-		out.Fields["constraint"] = join(ip, "imageName")
+		out.Fields["constraint"] = fieldpath.Join(ip, "imageName")
 	}
-	layers = append(layers, layer{join(ip, "commonUpdateSettings"), im.CommonUpdateSettings})
+	layers = append(layers, layer{fieldpath.Join(ip, "commonUpdateSettings"), im.CommonUpdateSettings})
 	mergeLayers(&out, layers)
 	if !checkSettings(&out, im.Alias, errs) {
 		ok = false
@@ -360,7 +371,7 @@ func translateImage(ip string, im *UpdaterImage, layers []layer, verifyAt string
 	if !translateTargets(ip, im.ManifestTargets, &out, errs) {
 		ok = false
 	}
-	if verifyAt = verifyPath(join(ip, "imagesVerification"), im.ImagesVerification, verifyAt); verifyAt != "" {
+	if verifyAt = verifyPath(fieldpath.Join(ip, "imagesVerification"), im.ImagesVerification, verifyAt); verifyAt != "" {
 		errs.invalid(verifyAt, "signature verification is on for this image and crowsnest does not verify signatures; the image %s is not updated", im.Alias)
 		ok = false
 	}
@@ -369,12 +380,12 @@ func translateImage(ip string, im *UpdaterImage, layers []layer, verifyAt string
 
 // mergeLayers applies the settings layers to out in order (later ones
 // win), recording each setting's field path in out.Fields.
-func mergeLayers(out *UpdaterRuleImage, layers []layer) {
+func mergeLayers(out *RuleImage, layers []layer) {
 	for _, l := range layers {
 		if l.s == nil {
 			continue
 		}
-		set := func(key, field string) { out.Fields[key] = join(l.path, field) }
+		set := func(key, field string) { out.Fields[key] = fieldpath.Join(l.path, field) }
 		if v := l.s.UpdateStrategy; v != nil {
 			out.Strategy = strings.TrimSpace(*v)
 			set("strategy", "updateStrategy")
@@ -404,9 +415,9 @@ func mergeLayers(out *UpdaterRuleImage, layers []layer) {
 
 // checkSettings checks the merged strategy, allowTags and pullSecret of
 // the image alias; false when it must be left out.
-func checkSettings(out *UpdaterRuleImage, alias string, errs *fieldErrors) bool {
+func checkSettings(out *RuleImage, alias string, errs *problems) bool {
 	ok := true
-	if st := out.Strategy; st != "" && !slices.Contains(updaterStrategies, strings.ToLower(st)) {
+	if st := out.Strategy; st != "" && !slices.Contains(strategies, strings.ToLower(st)) {
 		errs.invalid(out.Fields["strategy"], "unknown strategy %q: want semver, newest-build (latest), alphabetical (name) or digest; the image %s is not updated", st, alias)
 		ok = false
 	}
@@ -420,7 +431,7 @@ func checkSettings(out *UpdaterRuleImage, alias string, errs *fieldErrors) bool 
 		ok = false
 	}
 	if out.PullSecret != "" {
-		if _, err := ParseCredentialRef(out.PullSecret); err != nil {
+		if _, err := config.ParseCredentialRef(out.PullSecret); err != nil {
 			errs.invalid(out.Fields["pullSecret"], "%v; the image %s is not updated", err, alias)
 			ok = false
 		}
@@ -430,11 +441,11 @@ func checkSettings(out *UpdaterRuleImage, alias string, errs *fieldErrors) bool 
 
 // translateTargets reads manifestTargets: exactly one of helm, kustomize,
 // plugin, as the CRD says.
-func translateTargets(ip string, t *UpdaterTargets, out *UpdaterRuleImage, errs *fieldErrors) bool {
+func translateTargets(ip string, t *Targets, out *RuleImage, errs *problems) bool {
 	if t == nil {
 		return true
 	}
-	tp := join(ip, "manifestTargets")
+	tp := fieldpath.Join(ip, "manifestTargets")
 	n := 0
 	for _, set := range []bool{t.Helm != nil, t.Kustomize != nil, t.Plugin != nil} {
 		if set {
@@ -447,30 +458,30 @@ func translateTargets(ip string, t *UpdaterTargets, out *UpdaterRuleImage, errs 
 	}
 	switch {
 	case t.Plugin != nil:
-		errs.invalid(join(tp, "plugin"), "crowsnest does not write Config Management Plugin environment variables; the image %s is not updated", out.Alias)
+		errs.invalid(fieldpath.Join(tp, "plugin"), "crowsnest does not write Config Management Plugin environment variables; the image %s is not updated", out.Alias)
 		return false
 	case t.Kustomize != nil:
 		if t.Kustomize.Name == nil || strings.TrimSpace(*t.Kustomize.Name) == "" {
-			errs.invalid(join(join(tp, "kustomize"), "name"), "required")
+			errs.invalid(fieldpath.Join(fieldpath.Join(tp, "kustomize"), "name"), "required")
 			return false
 		}
 		out.KustomizeImageName = strings.TrimSpace(*t.Kustomize.Name)
-		out.Fields["kustomizeImageName"] = join(join(tp, "kustomize"), "name")
+		out.Fields["kustomizeImageName"] = fieldpath.Join(fieldpath.Join(tp, "kustomize"), "name")
 	default:
-		hp := join(tp, "helm")
+		hp := fieldpath.Join(tp, "helm")
 		// argocd-image-updater lets spec win over name and tag.
 		if v := t.Helm.Spec; v != nil && *v != "" {
 			out.Helm.ImageSpec = strings.TrimSpace(*v)
-			out.Fields["helm.imageSpec"] = join(hp, "spec")
+			out.Fields["helm.imageSpec"] = fieldpath.Join(hp, "spec")
 			return true
 		}
 		if v := t.Helm.Name; v != nil {
 			out.Helm.ImageName = strings.TrimSpace(*v)
-			out.Fields["helm.imageName"] = join(hp, "name")
+			out.Fields["helm.imageName"] = fieldpath.Join(hp, "name")
 		}
 		if v := t.Helm.Tag; v != nil {
 			out.Helm.ImageTag = strings.TrimSpace(*v)
-			out.Fields["helm.imageTag"] = join(hp, "tag")
+			out.Fields["helm.imageTag"] = fieldpath.Join(hp, "tag")
 		}
 	}
 	return true
@@ -480,7 +491,7 @@ func translateTargets(ip string, t *UpdaterTargets, out *UpdaterRuleImage, errs 
 // signature verification on at this level ("" for off): v when it is set,
 // else the level above's (inherited). crowsnest does not verify
 // signatures, so the images it covers are left out.
-func verifyPath(p string, v *UpdaterVerification, above string) string {
+func verifyPath(p string, v *Verification, above string) string {
 	switch {
 	case v == nil:
 		return above
@@ -494,36 +505,36 @@ func verifyPath(p string, v *UpdaterVerification, above string) string {
 // mergeWriteBack merges the spec's and the applicationRef's write-back
 // settings field by field; ok is false when the applicationRef must be left
 // out (nothing could be written as asked).
-func mergeWriteBack(rp string, global, ref *UpdaterWriteBack, errs *fieldErrors) (PolicyWriteBack, map[string]string, bool) {
-	var wb PolicyWriteBack
+func mergeWriteBack(rp string, global, ref *WriteBackConfig, errs *problems) (config.PolicyWriteBack, map[string]string, bool) {
+	var wb config.PolicyWriteBack
 	fields := map[string]string{}
 	var pr string
 	for _, l := range []struct {
 		path string
-		c    *UpdaterWriteBack
-	}{{"spec.writeBackConfig", global}, {join(rp, "writeBackConfig"), ref}} {
+		c    *WriteBackConfig
+	}{{"spec.writeBackConfig", global}, {fieldpath.Join(rp, "writeBackConfig"), ref}} {
 		if l.c == nil {
 			continue
 		}
 		if l.c.Method != nil {
-			wb.Method, fields["method"] = strings.TrimSpace(*l.c.Method), join(l.path, "method")
+			wb.Method, fields["method"] = strings.TrimSpace(*l.c.Method), fieldpath.Join(l.path, "method")
 		}
 		g := l.c.GitConfig
 		if g == nil {
 			continue
 		}
-		gp := join(l.path, "gitConfig")
+		gp := fieldpath.Join(l.path, "gitConfig")
 		if g.Repository != nil {
-			wb.Repository, fields["repository"] = strings.TrimSpace(*g.Repository), join(gp, "repository")
+			wb.Repository, fields["repository"] = strings.TrimSpace(*g.Repository), fieldpath.Join(gp, "repository")
 		}
 		if g.Branch != nil {
-			wb.Branch, fields["branch"] = strings.TrimSpace(*g.Branch), join(gp, "branch")
+			wb.Branch, fields["branch"] = strings.TrimSpace(*g.Branch), fieldpath.Join(gp, "branch")
 		}
 		if g.WriteBackTarget != nil {
-			wb.Target, fields["target"] = strings.TrimSpace(*g.WriteBackTarget), join(gp, "writeBackTarget")
+			wb.Target, fields["target"] = strings.TrimSpace(*g.WriteBackTarget), fieldpath.Join(gp, "writeBackTarget")
 		}
 		if g.PullRequest != nil {
-			pr = join(gp, "pullRequest")
+			pr = fieldpath.Join(gp, "pullRequest")
 		}
 	}
 	ok := true
@@ -562,7 +573,7 @@ func cutConstraint(ref string) (name, constraint string) {
 // specificity scores an applicationRef as argocd-image-updater 1.x orders
 // them: an exact name far above any glob, then a label selector, then
 // each selector term, then the pattern's literal characters.
-func specificity(ref *UpdaterAppRef) int {
+func specificity(ref *AppRef) int {
 	p := ref.NamePattern
 	score := 0
 	if !strings.ContainsAny(p, "*?[]") {

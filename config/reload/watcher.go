@@ -1,4 +1,4 @@
-package config
+package reload
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/fsdebounce"
 )
 
@@ -32,25 +33,25 @@ type Watcher struct {
 	Path string
 	Log  *slog.Logger
 	// OnChange is called after a reload that accepted different content.
-	OnChange func(old, cur *Config)
+	OnChange func(old, cur *config.Config)
 	// Accept, when set, checks a parsed new version further (what needs
 	// packages above config: trigger expressions, image policies); an
 	// error rejects it like a parse error, and the old one stays.
-	Accept  func(cur *Config) error
+	Accept  func(cur *config.Config) error
 	Metrics *Metrics
 
-	current  atomic.Pointer[Config]
+	current  atomic.Pointer[config.Config]
 	lastHash [sha256.Size]byte
 	badHash  [sha256.Size]byte
 }
 
 // Load reads the file for the first time; call it before Start.
-func (w *Watcher) Load() (*Config, error) {
+func (w *Watcher) Load() (*config.Config, error) {
 	data, err := os.ReadFile(w.Path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
-	c, err := Parse(data)
+	c, err := config.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("config %s:\n%w", w.Path, err)
 	}
@@ -60,7 +61,7 @@ func (w *Watcher) Load() (*Config, error) {
 }
 
 // Current returns the config in force.
-func (w *Watcher) Current() *Config { return w.current.Load() }
+func (w *Watcher) Current() *config.Config { return w.current.Load() }
 
 // Start watches the file until ctx is cancelled.
 func (w *Watcher) Start(ctx context.Context) error {
@@ -99,7 +100,7 @@ func (w *Watcher) reload() {
 	if hash == w.lastHash || hash == w.badHash {
 		return
 	}
-	c, err := Parse(data)
+	c, err := config.Parse(data)
 	if err == nil && w.Accept != nil {
 		err = w.Accept(c)
 	}

@@ -1,4 +1,4 @@
-package config
+package reload
 
 import "github.com/prometheus/client_golang/prometheus"
 

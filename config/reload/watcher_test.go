@@ -1,4 +1,4 @@
-package config
+package reload
 
 import (
 	"context"
@@ -11,9 +11,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+
+	"github.com/crowsnest-dev/crowsnest/config"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const header = "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\n"
 
 const waitTimeout = 30 * time.Second
 
@@ -35,7 +39,7 @@ func watchFile(t *testing.T, path string) (*Watcher, *prometheus.Registry, func(
 	reg := prometheus.NewRegistry()
 	var mu sync.Mutex
 	changes := 0
-	w := &Watcher{Path: path, Metrics: NewMetrics(reg), OnChange: func(old, cur *Config) {
+	w := &Watcher{Path: path, Metrics: NewMetrics(reg), OnChange: func(old, cur *config.Config) {
 		if old == nil || cur == nil || old == cur {
 			t.Errorf("OnChange(%p, %p): want two different configs", old, cur)
 		}
@@ -179,7 +183,7 @@ func TestWatcherAcceptRejects(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crowsnest.yaml")
 	writeAtomically(t, path, header+"log: {level: info}\n")
 	reg := prometheus.NewRegistry()
-	w := &Watcher{Path: path, Metrics: NewMetrics(reg), Accept: func(c *Config) error {
+	w := &Watcher{Path: path, Metrics: NewMetrics(reg), Accept: func(c *config.Config) error {
 		if c.Log.Level == "warn" {
 			return errors.New("warn is refused here")
 		}

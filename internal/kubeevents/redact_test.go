@@ -1,4 +1,4 @@
-package controller_test
+package kubeevents_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 )
 
 // messages records Event messages.
@@ -14,9 +14,9 @@ type messages []string
 
 func (m *messages) Event(_ runtime.Object, _, _, msg string) { *m = append(*m, msg) }
 
-func TestRedactEvents(t *testing.T) {
+func TestRedact(t *testing.T) {
 	var got messages
-	rec := controller.RedactEvents(&got)
+	rec := kubeevents.Redact(&got)
 	rec.Event(nil, "Warning", "InvalidAnnotation", `image "user:pa55@registry.example.com/app:1.0": invalid`)
 	rec.Event(nil, "Warning", "ImageUpdateFailed", "git write-back: pushing to https://bot:t0ken@git.example.com/r.git: refused")
 	rec.Event(nil, "Normal", "ImagesUpdated", "ghcr.io/org/web: 1.0 -> 1.1")
@@ -28,7 +28,7 @@ func TestRedactEvents(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Event messages (-want +got):\n%s", diff)
 	}
-	if controller.RedactEvents(rec) != rec || controller.RedactEvents(nil) != nil {
-		t.Error("RedactEvents wraps twice or wraps nil")
+	if kubeevents.Redact(rec) != rec || kubeevents.Redact(nil) != nil {
+		t.Error("Redact wraps twice or wraps nil")
 	}
 }

@@ -1,0 +1,113 @@
+package kubeevents_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
+	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
+)
+
+// busyFlag is a Busy hook that counts how often the Sink asked.
+type busyFlag struct {
+	busy  atomic.Bool
+	asked atomic.Int64
+}
+
+func (b *busyFlag) Busy() bool {
+	b.asked.Add(1)
+	return b.busy.Load()
+}
+
+// waitAsked waits until the Sink asked Busy at least n times.
+func (b *busyFlag) waitAsked(t *testing.T, n int64) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return b.asked.Load() >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("Busy asked %d times, want %d: %v", b.asked.Load(), n, err)
+	}
+}
+
+// While write-backs are busy, Events wait for them; once they are done,
+// every waiting Event is written.
+func TestEventsWaitForBusyWriteBacks(t *testing.T) {
+	ns := env.CreateNamespace(t, "events")
+	cs := client(t, 300, 1000)
+	s, reg, _ := newSink(t, cs)
+	b := &busyFlag{}
+	b.busy.Store(true)
+	s.Busy, s.MaxDelay = b.Busy, time.Hour
+	s.Start()
+	defer s.Shutdown(time.Minute)
+	for i := range 20 {
+		s.Event(app(ns, fmt.Sprintf("app-%d", i)), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
+	}
+	// Every writer asked (and was told to wait) more than once: a write
+	// would have followed an answer of false, and none was given.
+	b.waitAsked(t, 3*kubeevents.DefaultWorkers)
+	if events, _ := recorded(t, cs, ns); len(events) != 0 {
+		t.Fatalf("%d Events written while the write-backs were busy", len(events))
+	}
+	b.busy.Store(false)
+	waitRecorded(t, cs, ns, 20)
+	if got := outcomes(t, reg); got["written"] != 20 {
+		t.Fatalf("outcomes %v, want 20 written", got)
+	}
+}
+
+// An Event waits for busy write-backs at most MaxDelay.
+func TestBusyWriteBacksDelayAnEventAtMostMaxDelay(t *testing.T) {
+	ns := env.CreateNamespace(t, "events")
+	cs := client(t, 300, 1000)
+	s, _, _ := newSink(t, cs)
+	b := &busyFlag{}
+	b.busy.Store(true)
+	s.Busy, s.MaxDelay = b.Busy, 300*time.Millisecond
+	s.Start()
+	defer s.Shutdown(time.Minute)
+	recordedAt := time.Now()
+	s.Event(app(ns, "app-0"), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
+	waitRecorded(t, cs, ns, 1)
+	if d := time.Since(recordedAt); d < 300*time.Millisecond {
+		t.Fatalf("written after %v while busy, before MaxDelay", d)
+	}
+}
+
+// Shutdown writes what is pending without waiting for busy write-backs.
+func TestShutdownDoesNotWaitForBusyWriteBacks(t *testing.T) {
+	ns := env.CreateNamespace(t, "events")
+	cs := client(t, 300, 1000)
+	s, _, _ := newSink(t, cs)
+	b := &busyFlag{}
+	b.busy.Store(true)
+	s.Busy, s.MaxDelay = b.Busy, time.Hour
+	s.Start()
+	for i := range 10 {
+		s.Event(app(ns, fmt.Sprintf("app-%d", i)), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
+	}
+	s.Shutdown(time.Minute)
+	if _, sum := recorded(t, cs, ns); sum != 10 {
+		t.Fatalf("%d Events recorded after Shutdown, want 10", sum)
+	}
+}
+
+// waitRecorded waits until the namespace's Event counts sum to n.
+func waitRecorded(t *testing.T, cs kubecore.Interface, ns string, n int) {
+	t.Helper()
+	sum := 0
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, sum = recorded(t, cs, ns)
+		return sum >= n, nil
+	})
+	if err != nil || sum != n {
+		t.Fatalf("Events sum to %d, want %d (%v)", sum, n, err)
+	}
+}
