@@ -28,7 +28,7 @@ func (b *busyFlag) Busy() bool {
 // waitAsked waits until the Sink asked Busy at least n times.
 func (b *busyFlag) waitAsked(t *testing.T, n int64) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return b.asked.Load() >= n, nil
 	})
 	if err != nil {
@@ -103,7 +103,7 @@ func TestShutdownDoesNotWaitForBusyWriteBacks(t *testing.T) {
 func waitRecorded(t *testing.T, cs kubecore.Interface, ns string, n int) {
 	t.Helper()
 	sum := 0
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		_, sum = recorded(t, cs, ns)
 		return sum >= n, nil
 	})
