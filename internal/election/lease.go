@@ -113,8 +113,8 @@ func (e *Elector) release() {
 		return
 	}
 	e.lease = lease
-	if !e.leading() {
-		return
+	if !e.leading() || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != e.Identity {
+		return // another took it since this one last looked: not ours to free
 	}
 	now := metav1.NowMicro()
 	spec := coordinationv1.LeaseSpec{
