@@ -200,7 +200,7 @@ func TestOneLeaderAndReleaseHandsOver(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out waiting for a to renew its lease")
 		}
-		time.Sleep(retryPeriod / 5) //nolint:forbidigo // polls for a renewal that must happen
+		time.Sleep(retryPeriod / 5) //nolint:forbidigo // sleep-ok: polls for a renewal that must happen
 	}
 	select {
 	case <-b.started:
