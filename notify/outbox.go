@@ -136,6 +136,13 @@ type Outbox struct {
 	// may have sent them without recording it, so a Confirmer is asked
 	// before they are sent.
 	recovered map[string]bool
+	// enqueuing counts the Enqueues of an ID writing its record (not early
+	// sends), and settledEnqueuing holds those IDs a worker settled
+	// meanwhile: a worker still saving an earlier send of the ID may save
+	// over the record just created, and the Enqueue must not hand the
+	// delivered message to a worker again.
+	enqueuing        map[string]int
+	settledEnqueuing map[string]bool
 	// creating holds the records being written of early sends: a worker
 	// saves nothing about one before its Create returned.
 	creating map[string]*pendingCreate
@@ -201,6 +208,8 @@ func (o *Outbox) init() {
 		o.queued = map[string]bool{}
 		o.again = map[string]Record{}
 		o.creating = map[string]*pendingCreate{}
+		o.enqueuing = map[string]int{}
+		o.settledEnqueuing = map[string]bool{}
 		o.limiters = map[string]*rate.Limiter{}
 		o.sem = make(chan struct{}, o.MaxInFlight)
 		o.unrecorded = make(chan struct{}, o.MaxUnrecorded)
@@ -301,6 +310,9 @@ func (o *Outbox) Enqueue(ctx context.Context, d Delivery) (rec Record, created b
 		o.recovered[rec.ID] = true
 		o.mu.Unlock()
 	}
+	if !early {
+		defer o.enqueue(rec.ID)()
+	}
 	created, err = o.Store.Create(ctx, rec)
 	if early {
 		o.created(rec.ID)
@@ -325,10 +337,28 @@ func (o *Outbox) Enqueue(ctx context.Context, d Delivery) (rec Record, created b
 	}
 	if !early {
 		o.mu.Lock()
-		o.dispatchLocked(rec)
+		if !o.settledEnqueuing[rec.ID] {
+			o.dispatchLocked(rec)
+		}
 		o.mu.Unlock()
 	}
 	return rec, true, nil
+}
+
+// enqueue notes an Enqueue of id writing its record, and returns its end.
+func (o *Outbox) enqueue(id string) (done func()) {
+	o.mu.Lock()
+	o.enqueuing[id]++
+	o.mu.Unlock()
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.enqueuing[id]--
+		if o.enqueuing[id] <= 0 {
+			delete(o.enqueuing, id)
+			delete(o.settledEnqueuing, id)
+		}
+	}
 }
 
 // sendEarly dispatches rec before its record is written when the store
@@ -845,6 +875,9 @@ func (o *Outbox) settle(rec Record) {
 	delete(o.queued, rec.ID)
 	if o.settled != nil {
 		o.settled[rec.ID] = true
+	}
+	if o.enqueuing[rec.ID] > 0 {
+		o.settledEnqueuing[rec.ID] = true
 	}
 	o.wakeCompaction()
 	o.Metrics.setDepth(len(o.queued))

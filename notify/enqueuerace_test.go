@@ -1,0 +1,107 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
+)
+
+// outageStore is a MemoryStore behind an apiserver that is down (every
+// write fails) until recover is called; after that, the first Create of
+// a pending record goes through before any write of a delivered one, and
+// returns only once settled reports true: the order in which a retried
+// Enqueue and the worker still saving the early send's state can meet.
+type outageStore struct {
+	notify.MemoryStore
+	down    atomic.Bool
+	created atomic.Bool // a pending record was created after the outage
+
+	mu      sync.Mutex
+	settled func() bool
+}
+
+var errOutage = errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+
+func (s *outageStore) recover(settled func() bool) {
+	s.mu.Lock()
+	s.settled = settled
+	s.mu.Unlock()
+	s.down.Store(false)
+}
+
+func (s *outageStore) Create(ctx context.Context, rec notify.Record) (bool, error) {
+	if s.down.Load() || (rec.State != notify.StatePending && !s.created.Load()) {
+		return false, errOutage
+	}
+	made, err := s.MemoryStore.Create(ctx, rec)
+	if err != nil || rec.State != notify.StatePending || s.created.Swap(true) {
+		return made, err
+	}
+	s.mu.Lock()
+	settled := s.settled
+	s.mu.Unlock()
+	deadline := time.Now().Add(time.Minute)
+	for !settled() { // the worker saves "delivered" over this record now
+		if time.Now().After(deadline) {
+			return made, errors.New("the worker never settled the delivery")
+		}
+		time.Sleep(5 * time.Millisecond) // sleep-ok: polls for the worker's save, which must happen
+	}
+	return made, err
+}
+
+func (s *outageStore) Update(ctx context.Context, rec notify.Record) error {
+	if s.down.Load() || !s.created.Load() {
+		return errOutage
+	}
+	return s.MemoryStore.Update(ctx, rec)
+}
+
+// An early send whose record could not be written (the apiserver was
+// down) is held by its worker until its state is saved. When the
+// pipeline enqueues the same key again and its Create lands just before
+// that save settles the delivery, the message is not sent a second time
+// (fault suite: TestKubeAPIServerRestart saw one duplicate of 40).
+func TestOutboxRetriedEnqueueRacingTheSaveSendsOnce(t *testing.T) {
+	hook := newFlakyWebhook(t, 0)
+	store := &outageStore{}
+	store.created.Store(true) // no outage yet
+	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, notify.NewMetrics(prometheus.NewRegistry()))
+	runOutbox(t, o)
+	warm, _, err := o.Enqueue(t.Context(), hookDelivery("warm-up", "argocd/warm-up", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, o, warm.ID, notify.StateDelivered)
+	waitSettled(t, o)
+
+	store.down.Store(true)
+	store.created.Store(false)
+	d := hookDelivery("k1", "argocd/web", `{"n":1}`)
+	if _, _, err := o.Enqueue(t.Context(), d); err == nil {
+		t.Fatal("Enqueue succeeded while the store was down")
+	}
+	waitFor(t, "the early send", func() bool { return hook.delivered.Load() == 2 })
+
+	store.recover(func() bool { return o.Depth() == 0 })
+	rec, created, err := o.Enqueue(t.Context(), d)
+	if err != nil || !created {
+		t.Fatalf("retried Enqueue = %v, %v; want created", created, err)
+	}
+	if n := o.Depth(); n != 0 {
+		t.Fatalf("the retried Enqueue handed a delivered message to a worker again (%d held)", n)
+	}
+	if got, err := o.Store.Get(t.Context(), rec.ID); err != nil || got.State != notify.StateDelivered {
+		t.Fatalf("record = %+v, %v; want delivered", got, err)
+	}
+	if n := hook.delivered.Load(); n != 2 {
+		t.Errorf("%d messages, want 2 (the warm-up's and this one, once)", n)
+	}
+}
