@@ -200,31 +200,40 @@ registries:
 		return p.count(`"app":"`+a.ns+"/"+a.app+`"`, a.rule) > 0
 	}
 	ownUsed := func() bool { return slices.Contains(attackerAuth.all(), "team:TEAM-OWN-pw") }
+	listEvents := func() []logEvent {
+		var evs []logEvent
+		for _, ns := range []string{team, argo} {
+			list, err := cs.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range list.Items {
+				e := &list.Items[i]
+				evs = append(evs, logEvent{App: ns + "/" + e.InvolvedObject.Name, Type: e.Type, Reason: e.Reason, Message: e.Message})
+			}
+		}
+		return evs
+	}
+	// Events are written after the engine's work (at most 10 s later):
+	// the refusals' Warnings are part of what must show.
+	warned := func(a exfiltrationAttack) bool {
+		return slices.ContainsFunc(eventsOf(listEvents(), a.ns+"/"+a.app, ""), func(e logEvent) bool { return strings.Contains(e.Message, a.rule) })
+	}
 	settled := poll(t.Context(), exfiltrationTimeout, func() bool {
 		if !ownUsed() || !updatedTo(team, "own", own) {
 			return false
 		}
 		for _, a := range attacks {
-			if !refused(a) || !updatedTo(a.ns, a.app, pubImg) {
+			if !refused(a) || !updatedTo(a.ns, a.app, pubImg) || !warned(a) {
 				return false
 			}
 		}
 		return true
 	})
 	if !settled {
-		t.Errorf("not every refusal and permitted update showed within %s", exfiltrationTimeout)
+		t.Errorf("not every refusal, its Warning and permitted update showed within %s", exfiltrationTimeout)
 	}
-	var evs []logEvent
-	for _, ns := range []string{team, argo} {
-		list, err := cs.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range list.Items {
-			e := &list.Items[i]
-			evs = append(evs, logEvent{App: ns + "/" + e.InvolvedObject.Name, Type: e.Type, Reason: e.Reason, Message: e.Message})
-		}
-	}
+	evs := listEvents()
 	seen := attackerAuth.all()
 	lines := p.logLines()
 	evTexts := make([]string, len(evs))
