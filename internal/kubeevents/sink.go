@@ -296,8 +296,9 @@ func (s *Sink) work() {
 
 // yieldLocked waits a moment while the write-backs are busy, unless the
 // oldest waiting Event has waited MaxDelay or the Sink is closing; it
-// reports whether it waited. It releases the lock while it waits and
-// while it asks Busy.
+// reports whether the caller must look at the queue again (it waited,
+// or the queue emptied or the Sink stopped while it asked). It releases
+// the lock while it waits and while it asks Busy.
 func (s *Sink) yieldLocked() bool {
 	if s.Busy == nil || s.closing {
 		return false
@@ -321,7 +322,8 @@ func (s *Sink) yieldLocked() bool {
 		t.Stop()
 	}
 	s.mu.Lock()
-	return busy
+	// Other writers ran meanwhile: they may have taken the queue.
+	return busy || len(s.queue) == 0 || s.stopped
 }
 
 // finishLocked accounts for the write of e's n records and queues the

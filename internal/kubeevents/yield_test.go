@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
@@ -109,5 +110,53 @@ func waitRecorded(t *testing.T, cs kubecore.Interface, ns string, n int) {
 	})
 	if err != nil || sum != n {
 		t.Fatalf("Events sum to %d, want %d (%v)", sum, n, err)
+	}
+}
+
+// A writer asks Busy without the lock; another writer may take the whole
+// queue meanwhile. The first must then wait for more, not take an entry
+// that is gone (it took index 0 of an empty queue and panicked, in the
+// e2e suite).
+func TestAWriterWhoseQueueEmptiedWhileItAskedWaits(t *testing.T) {
+	ns := env.CreateNamespace(t, "events")
+	cs := client(t, 300, 1000)
+	s, reg, _ := newSink(t, cs)
+	s.Workers, s.MaxDelay = 2, time.Hour
+	var asked atomic.Int64
+	s.Busy = func() bool {
+		if asked.Add(1) > 1 {
+			return false
+		}
+		// The first writer to ask answers only once the other writer
+		// has written both Events, emptying the queue.
+		_ = wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			list, err := cs.Events(ns).List(ctx, metav1.ListOptions{})
+			return err == nil && len(list.Items) == 2, nil
+		})
+		return false
+	}
+	s.Start()
+	s.Event(app(ns, "app-0"), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
+	waitAskedAtLeast(t, &asked, 1) // the first writer is in Busy now
+	s.Event(app(ns, "app-1"), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
+	waitRecorded(t, cs, ns, 2)
+	waitAskedAtLeast(t, &asked, 3) // ... and the one that wrote both asked twice
+	s.Event(app(ns, "app-2"), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
+	s.Shutdown(time.Minute)
+	if _, sum := recorded(t, cs, ns); sum != 3 {
+		t.Fatalf("%d Events recorded, want 3", sum)
+	}
+	if got := outcomes(t, reg); got["written"] != 3 {
+		t.Fatalf("outcomes %v, want 3 written", got)
+	}
+}
+
+func waitAskedAtLeast(t *testing.T, asked *atomic.Int64, n int64) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return asked.Load() >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("Busy asked %d times, want %d: %v", asked.Load(), n, err)
 	}
 }
