@@ -14,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -36,14 +34,13 @@ import (
 // write-backs patch in local mode.
 type localApps struct {
 	files  *watcher.FileSource
-	client *dynfake.FakeDynamicClient
+	client *memApps
 	writer *kube.Writer
 	mu     sync.Mutex
 }
 
 func newLocalApps(files *watcher.FileSource, log *slog.Logger) *localApps {
-	client := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{watcher.ApplicationsResource: "ApplicationList"})
+	client := newMemApps()
 	return &localApps{files: files, client: client, writer: &kube.Writer{Client: client, Log: log}}
 }
 

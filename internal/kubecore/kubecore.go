@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -123,28 +122,24 @@ func restClient(cfg *rest.Config, hc *http.Client, apiPath string, gv schema.Gro
 
 // ConfigMaps of namespace.
 func (c *Clientset) ConfigMaps(namespace string) ConfigMapInterface {
-	return gentype.NewClientWithList[*corev1.ConfigMap, *corev1.ConfigMapList]("configmaps", c.core, parameterCodec, namespace,
-		func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
-		gentype.PrefersProtobuf[*corev1.ConfigMap]())
+	return newResource[*corev1.ConfigMap, *corev1.ConfigMapList](c.core, "configmaps", namespace,
+		func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} })
 }
 
 // Secrets of namespace.
 func (c *Clientset) Secrets(namespace string) SecretInterface {
-	return gentype.NewClientWithList[*corev1.Secret, *corev1.SecretList]("secrets", c.core, parameterCodec, namespace,
-		func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} },
-		gentype.PrefersProtobuf[*corev1.Secret]())
+	return newResource[*corev1.Secret, *corev1.SecretList](c.core, "secrets", namespace,
+		func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} })
 }
 
 // Events of namespace.
 func (c *Clientset) Events(namespace string) EventInterface {
-	return gentype.NewClientWithList[*corev1.Event, *corev1.EventList]("events", c.core, parameterCodec, namespace,
-		func() *corev1.Event { return &corev1.Event{} }, func() *corev1.EventList { return &corev1.EventList{} },
-		gentype.PrefersProtobuf[*corev1.Event]())
+	return newResource[*corev1.Event, *corev1.EventList](c.core, "events", namespace,
+		func() *corev1.Event { return &corev1.Event{} }, func() *corev1.EventList { return &corev1.EventList{} })
 }
 
 // Leases of namespace.
 func (c *Clientset) Leases(namespace string) LeaseInterface {
-	return gentype.NewClientWithList[*coordinationv1.Lease, *coordinationv1.LeaseList]("leases", c.coordination, parameterCodec, namespace,
-		func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} },
-		gentype.PrefersProtobuf[*coordinationv1.Lease]())
+	return newResource[*coordinationv1.Lease, *coordinationv1.LeaseList](c.coordination, "leases", namespace,
+		func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} })
 }
