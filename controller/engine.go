@@ -107,7 +107,7 @@ type Engine struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.RWMutex
-	apps     map[string]*watcher.App
+	apps     map[string]*watcher.Kept
 	projects map[string]*watcher.Project
 
 	synced atomic.Bool
@@ -258,7 +258,7 @@ func (e *Engine) init() {
 			cfg.MetricsProvider = queueMetrics{e.Metrics}
 		}
 		e.queue = workqueue.NewTypedRateLimitingQueueWithConfig(limiter, cfg)
-		e.apps = map[string]*watcher.App{}
+		e.apps = map[string]*watcher.Kept{}
 		e.projects = map[string]*watcher.Project{}
 	})
 }

@@ -20,7 +20,7 @@ func (e *Engine) OnAppEvent(ev watcher.AppEvent) {
 	if ev.Type == watcher.Deleted {
 		delete(e.apps, key)
 	} else {
-		e.apps[key] = ev.New
+		e.apps[key] = ev.Keep() // its Object as JSON until App asks
 	}
 	n := len(e.apps)
 	e.mu.Unlock()
@@ -45,7 +45,7 @@ func (e *Engine) OnProjectEvent(ev watcher.ProjectEvent) {
 	}
 	var keys []string
 	for k, a := range e.apps {
-		if a.Project == p.Name {
+		if a.Project() == p.Name {
 			keys = append(keys, k)
 		}
 	}
@@ -76,11 +76,16 @@ func (e *Engine) RequeueAll() {
 }
 
 // App returns the latest observed state of the Application key, or nil.
+// Its Object is decoded for the caller, who may keep or change it.
 func (e *Engine) App(key string) *watcher.App {
 	e.init()
 	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.apps[key]
+	a := e.apps[key]
+	e.mu.RUnlock()
+	if a == nil {
+		return nil
+	}
+	return a.App()
 }
 
 // AppKeys returns the keys of all known Applications, sorted.

@@ -49,8 +49,9 @@ type statusJSON struct {
 	SourceTypes    any          `json:"sourceTypes"`
 }
 
-// object returns the Application as a trimmed, compacted unstructured
-// object, the same TrimApplication makes of the whole one.
+// object returns the Application as a trimmed unstructured object, the
+// same TrimApplication makes of the whole one (not compacted: it is
+// stored as JSON at once).
 func (a *appJSON) object() map[string]any {
 	out := map[string]any{"apiVersion": a.APIVersion, "kind": a.Kind, "metadata": nil}
 	if a.Metadata != nil {
@@ -63,7 +64,7 @@ func (a *appJSON) object() map[string]any {
 			out["status"] = st
 		}
 	}
-	return compactMap(out)
+	return out
 }
 
 func (m *metaJSON) value() map[string]any {

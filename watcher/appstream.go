@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -88,39 +87,72 @@ func (s *appStream) request(client rest.Interface, opts metav1.ListOptions) *res
 	return client.Get().AbsPath(segs...).SpecificallyVersionedParams(&opts, paramCodec, versionV1)
 }
 
-// list reads one page of Applications. It goes through Do, which retries
-// a GET on a reset connection, and reads the page whole.
+// list reads one page of Applications, each stored (storedApp) as soon as
+// it is read: the page is never whole in memory, neither as JSON nor as
+// maps (a page served from the watch cache is every Application).
 func (s *appStream) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	res := s.request(s.lists, opts).Do(ctx)
-	if err := res.Error(); err != nil {
-		return nil, err
-	}
-	body, err := res.Raw()
+	body, err := s.request(s.lists, opts).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var l struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			ResourceVersion    string `json:"resourceVersion"`
-			Continue           string `json:"continue"`
-			RemainingItemCount *int64 `json:"remainingItemCount"`
-		} `json:"metadata"`
-		Items []appJSON `json:"items"`
-	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &l); err != nil && !isTypeError(err) {
+	defer func() { _ = body.Close() }()
+	out := &storedAppList{}
+	if err := decodeList(kjson.NewDecoderCaseSensitivePreserveInts(body), out); err != nil {
 		return nil, fmt.Errorf("decoding the list of Applications: %w", err)
 	}
-	out := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": l.APIVersion, "kind": l.Kind}}
-	out.SetResourceVersion(l.Metadata.ResourceVersion)
-	out.SetContinue(l.Metadata.Continue)
-	out.SetRemainingItemCount(l.Metadata.RemainingItemCount)
-	out.Items = make([]unstructured.Unstructured, len(l.Items))
-	for i := range l.Items {
-		out.Items[i].Object = l.Items[i].object()
-	}
 	return out, nil
+}
+
+// decodeList reads a list of Applications into out, item by item.
+func decodeList(dec kjson.Decoder, out *storedAppList) error {
+	if err := delim(dec, "{"); err != nil {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch key, _ := tok.(string); key {
+		case "apiVersion":
+			err = dec.Decode(&out.APIVersion)
+		case "kind":
+			err = dec.Decode(&out.Kind)
+		case "metadata":
+			err = dec.Decode(&out.ListMeta)
+		case "items":
+			err = decodeItems(dec, out)
+		default:
+			var skip struct{}
+			err = dec.Decode(&skip)
+		}
+		if err != nil && !isTypeError(err) {
+			return fmt.Errorf("%s: %w", tok, err)
+		}
+	}
+	return delim(dec, "}")
+}
+
+func decodeItems(dec kjson.Decoder, out *storedAppList) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil { // "items": null
+		return err
+	}
+	if fmt.Sprint(tok) != "[" {
+		return fmt.Errorf("%w: want a list of items, got %v", errBadWatchEvent, tok)
+	}
+	for dec.More() {
+		var a appJSON
+		if err := dec.Decode(&a); err != nil && !isTypeError(err) {
+			return err
+		}
+		item, err := storeJSON(&a, false)
+		if err != nil {
+			return err
+		}
+		out.Items = append(out.Items, item)
+	}
+	return delim(dec, "]")
 }
 
 // watch opens a watch (or a streaming list) of Applications.
@@ -209,8 +241,10 @@ func (d *appEventDecoder) Decode() (watch.EventType, runtime.Object, error) {
 // Close ends the stream.
 func (d *appEventDecoder) Close() { _ = d.body.Close() }
 
-func (d *appEventDecoder) delim(want string) error {
-	tok, err := d.dec.Token()
+func (d *appEventDecoder) delim(want string) error { return delim(d.dec, want) }
+
+func delim(dec kjson.Decoder, want string) error {
+	tok, err := dec.Token()
 	if err != nil {
 		return err
 	}
@@ -222,7 +256,7 @@ func (d *appEventDecoder) delim(want string) error {
 
 // decodeEventObject reads an event's object: a Status for an ERROR event
 // (client-go turns it into the apiserver's error, "resource version too
-// old" among them), else an Application, trimmed.
+// old" among them), else an Application, trimmed and stored (storedApp).
 func decodeEventObject(dec kjson.Decoder, typ watch.EventType) (runtime.Object, error) {
 	if typ == watch.Error {
 		var st metav1.Status
@@ -235,7 +269,7 @@ func decodeEventObject(dec kjson.Decoder, typ watch.EventType) (runtime.Object, 
 	if err := dec.Decode(&a); err != nil && !isTypeError(err) {
 		return nil, failed("object", err)
 	}
-	return &unstructured.Unstructured{Object: a.object()}, nil
+	return storeJSON(&a, typ == watch.Bookmark)
 }
 
 // isTypeError reports a value of the wrong JSON type (a string where an

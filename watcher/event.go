@@ -32,6 +32,10 @@ type AppEvent struct {
 	// Application that existed before crowsnest watched. The list may
 	// reach the handlers after the informer reports synced.
 	Initial bool
+
+	// newRaw and oldRaw are New's and Old's Object as the informer
+	// stores them (JSON), for Keep and KeepOld.
+	newRaw, oldRaw []byte
 }
 
 // Key returns the key of the Application the event is about.
@@ -73,6 +77,12 @@ type dispatcher struct {
 }
 
 func (d *dispatcher) app(typ EventType, oldObj, newObj *unstructured.Unstructured) {
+	d.appStored(typ, oldObj, newObj, nil, nil)
+}
+
+// appStored is app with the objects' stored JSON (nil when they have
+// none), which AppEvent.Keep and KeepOld keep instead of the trees.
+func (d *dispatcher) appStored(typ EventType, oldObj, newObj *unstructured.Unstructured, oldRaw, newRaw []byte) {
 	if typ == Updated {
 		if oldObj.GetResourceVersion() != "" && oldObj.GetResourceVersion() == newObj.GetResourceVersion() {
 			typ = Resync
@@ -81,7 +91,7 @@ func (d *dispatcher) app(typ EventType, oldObj, newObj *unstructured.Unstructure
 			return
 		}
 	}
-	var ev AppEvent
+	ev := AppEvent{newRaw: newRaw, oldRaw: oldRaw}
 	ev.Type, ev.Initial = typ, typ == addedInitially
 	if ev.Initial {
 		ev.Type = Added
@@ -138,32 +148,41 @@ func (d *dispatcher) invalid(u *unstructured.Unstructured, err error) {
 }
 
 // informerHandler adapts the dispatcher to client-go's event handler for one
-// resource kind.
-func (d *dispatcher) informerHandler(emit func(EventType, *unstructured.Unstructured, *unstructured.Unstructured)) cache.ResourceEventHandler {
+// resource kind: object reads what the informer holds (nil raw when it is
+// not stored JSON), emit gets the objects and their stored JSON.
+func (d *dispatcher) informerHandler(object func(any) (*unstructured.Unstructured, []byte, bool),
+	emit func(typ EventType, oldObj, newObj *unstructured.Unstructured, oldRaw, newRaw []byte)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
+			if u, raw, ok := object(obj); ok {
 				typ := Added
 				if initial {
 					typ = addedInitially
 				}
-				emit(typ, nil, u)
+				emit(typ, nil, u, nil, raw)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*unstructured.Unstructured)
-			n, ok2 := newObj.(*unstructured.Unstructured)
+			o, oldRaw, ok1 := object(oldObj)
+			n, newRaw, ok2 := object(newObj)
 			if ok1 && ok2 {
-				emit(Updated, o, n)
+				emit(Updated, o, n, oldRaw, newRaw)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
 			}
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				emit(Deleted, u, nil)
+			if u, raw, ok := object(obj); ok {
+				emit(Deleted, u, nil, raw, nil)
 			}
 		},
 	}
+}
+
+// unstructuredObject is informerHandler's object for informers that keep
+// unstructured objects (AppProjects).
+func unstructuredObject(obj any) (*unstructured.Unstructured, []byte, bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	return u, nil, ok
 }

@@ -35,9 +35,30 @@ func AppInformerListing(cfg *rest.Config, namespace string) (inf cache.SharedInd
 		lists.Add(1)
 		return list(ctx, opts)
 	}
-	return cache.NewSharedIndexInformer(noWatchList{lw}, &unstructured.Unstructured{}, 0, cache.Indexers{}), lists, nil
+	return cache.NewSharedIndexInformer(noWatchList{lw}, &storedApp{}, 0, cache.Indexers{}), lists, nil
 }
 
 type noWatchList struct{ *cache.ListWatch }
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Unstored is obj as the tests compare it: a stored Application (or a
+// page of them) decoded into unstructured form; anything else as it is.
+func Unstored(obj any) any {
+	switch o := obj.(type) {
+	case *storedApp:
+		u, _, _ := appObject(o)
+		return u
+	case *storedAppList:
+		l := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind}}
+		l.SetResourceVersion(o.ResourceVersion)
+		l.SetContinue(o.Continue)
+		l.SetRemainingItemCount(o.RemainingItemCount)
+		for _, it := range o.Items {
+			u, _, _ := appObject(it)
+			l.Items = append(l.Items, *u)
+		}
+		return l
+	}
+	return obj
+}

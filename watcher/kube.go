@@ -67,8 +67,7 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 
 	var informers []cache.SharedIndexInformer
 	var synced []cache.InformerSynced
-	add := func(namespaces []string, resource string, newInformer func(ns string) (cache.SharedIndexInformer, error),
-		emit func(EventType, *unstructured.Unstructured, *unstructured.Unstructured)) error {
+	add := func(namespaces []string, resource string, newInformer informerFactory, handler cache.ResourceEventHandler) error {
 		if len(namespaces) == 0 {
 			namespaces = []string{metav1.NamespaceAll}
 		}
@@ -77,7 +76,7 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 			if err != nil {
 				return err
 			}
-			reg, err := inf.AddEventHandler(d.informerHandler(emit))
+			reg, err := inf.AddEventHandler(handler)
 			if err != nil {
 				return fmt.Errorf("adding %s handler: %w", resource, err)
 			}
@@ -89,29 +88,11 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 		}
 		return nil
 	}
-	// dynamicInformer builds client-go's dynamic informer, trimmed after decoding.
-	dynamicInformer := func(gvr schema.GroupVersionResource, selector string, transform cache.TransformFunc) func(string) (cache.SharedIndexInformer, error) {
-		return func(ns string) (cache.SharedIndexInformer, error) {
-			inf := kuberest.DynamicInformer(s.Client, gvr, ns, s.ResyncPeriod,
-				func(o *metav1.ListOptions) { o.LabelSelector = selector })
-			if err := inf.SetTransform(transform); err != nil {
-				return nil, fmt.Errorf("setting %s transform: %w", gvr.Resource, err)
-			}
-			return inf, nil
-		}
+	apps, err := s.appInformers()
+	if err != nil {
+		return err
 	}
-	apps := dynamicInformer(ApplicationsResource, s.Selector, TrimApplication)
-	if s.Config != nil {
-		clients, err := newAppClients(s.Config)
-		if err != nil {
-			return err
-		}
-		apps = func(ns string) (cache.SharedIndexInformer, error) {
-			return cache.NewSharedIndexInformerWithOptions(appListWatch(clients, ns, s.Selector), &unstructured.Unstructured{},
-				cache.SharedIndexInformerOptions{ResyncPeriod: s.ResyncPeriod, ObjectDescription: ApplicationsResource.String()}), nil
-		}
-	}
-	if err := add(s.Namespaces, ApplicationsResource.Resource, apps, d.app); err != nil {
+	if err := add(s.Namespaces, ApplicationsResource.Resource, apps, d.informerHandler(appObject, d.appStored)); err != nil {
 		return err
 	}
 	if s.Projects {
@@ -119,7 +100,10 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 		if len(projectNamespaces) == 0 {
 			projectNamespaces = s.Namespaces
 		}
-		if err := add(projectNamespaces, AppProjectsResource.Resource, dynamicInformer(AppProjectsResource, "", TrimProject), d.project); err != nil {
+		if err := add(projectNamespaces, AppProjectsResource.Resource, s.dynamicInformers(AppProjectsResource, "", TrimProject),
+			d.informerHandler(unstructuredObject, func(typ EventType, oldObj, newObj *unstructured.Unstructured, _, _ []byte) {
+				d.project(typ, oldObj, newObj)
+			})); err != nil {
 			return err
 		}
 	}
@@ -135,6 +119,46 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// informerFactory makes the informer of one namespace.
+type informerFactory func(namespace string) (cache.SharedIndexInformer, error)
+
+// appInformers returns the factory of Application informers, which keep
+// each Application as JSON (StoreApplication): appStream's with a Config,
+// which stores each Application as it reads it, else the dynamic
+// client's, trimmed and stored after decoding.
+func (s *KubeSource) appInformers() (informerFactory, error) {
+	if s.Config == nil {
+		return s.dynamicInformers(ApplicationsResource, s.Selector, func(obj any) (any, error) {
+			obj, err := TrimApplication(obj)
+			if err != nil {
+				return nil, err
+			}
+			return StoreApplication(obj)
+		}), nil
+	}
+	clients, err := newAppClients(s.Config)
+	if err != nil {
+		return nil, err
+	}
+	return func(ns string) (cache.SharedIndexInformer, error) {
+		return cache.NewSharedIndexInformerWithOptions(appListWatch(clients, ns, s.Selector), &storedApp{},
+			cache.SharedIndexInformerOptions{ResyncPeriod: s.ResyncPeriod, ObjectDescription: ApplicationsResource.String()}), nil
+	}, nil
+}
+
+// dynamicInformers returns the factory of client-go's dynamic informers
+// of gvr, transformed after decoding.
+func (s *KubeSource) dynamicInformers(gvr schema.GroupVersionResource, selector string, transform cache.TransformFunc) informerFactory {
+	return func(ns string) (cache.SharedIndexInformer, error) {
+		inf := kuberest.DynamicInformer(s.Client, gvr, ns, s.ResyncPeriod,
+			func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		if err := inf.SetTransform(transform); err != nil {
+			return nil, fmt.Errorf("setting %s transform: %w", gvr.Resource, err)
+		}
+		return inf, nil
+	}
 }
 
 // Synced reports whether the initial list of every informer was delivered.

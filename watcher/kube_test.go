@@ -345,7 +345,7 @@ func TestAppStreamListAndWatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := obj.(*unstructured.UnstructuredList)
+		l := watcher.Unstored(obj).(*unstructured.UnstructuredList)
 		pages++
 		for i := range l.Items {
 			got[l.Items[i].GetName()] = l.Items[i].Object
@@ -381,7 +381,7 @@ func TestAppStreamListAndWatch(t *testing.T) {
 	}
 	select {
 	case ev := <-w.ResultChan():
-		u, ok := ev.Object.(*unstructured.Unstructured)
+		u, ok := watcher.Unstored(ev.Object).(*unstructured.Unstructured)
 		if ev.Type != "MODIFIED" || !ok {
 			t.Fatalf("watch event %s %T, want MODIFIED Application", ev.Type, ev.Object)
 		}
@@ -443,7 +443,7 @@ func TestAppStreamWithoutStreamingLists(t *testing.T) {
 		t.Errorf("cached Applications (-want +got):\n%s", diff)
 	}
 	obj, _, _ := inf.GetStore().GetByKey(ns + "/b")
-	if u := obj.(*unstructured.Unstructured); len(u.GetManagedFields()) != 0 || u.GetName() != "b" {
+	if u := watcher.Unstored(obj).(*unstructured.Unstructured); len(u.GetManagedFields()) != 0 || u.GetName() != "b" {
 		t.Errorf("listed Application not trimmed: %v", u.Object["metadata"])
 	}
 
@@ -459,7 +459,7 @@ func TestAppStreamWithoutStreamingLists(t *testing.T) {
 	}
 	waitFor(t, "the watched change in the cache", func() bool {
 		obj, _, _ := inf.GetStore().GetByKey(ns + "/b")
-		health, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "status", "health", "status")
+		health, _, _ := unstructured.NestedString(watcher.Unstored(obj).(*unstructured.Unstructured).Object, "status", "health", "status")
 		return health == "Degraded"
 	})
 }

@@ -113,8 +113,13 @@ type Notifier struct {
 
 // item is one observation of one Application, in order.
 type item struct {
-	app, prev *watcher.App
-	deleted   bool
+	// kept and keptPrev are the Application and the one before it while
+	// the item waits: compact (watcher.Kept), since a cold start queues
+	// one item per Application at once. app and prev are them decoded,
+	// while the item is processed.
+	kept, keptPrev *watcher.Kept
+	app, prev      *watcher.App
+	deleted        bool
 	// initial marks an Application from the sources' initial list (or
 	// created before start): not new, so a baseline on first sight.
 	initial bool
@@ -229,17 +234,19 @@ func (n *Notifier) config() *compiled {
 
 // OnTransition queues one observed change of an Application; it returns at
 // once. controller.Engine.Transitions calls it in the sources' order.
-func (n *Notifier) OnTransition(old, cur *watcher.App) { n.transition(old, cur, false) }
+func (n *Notifier) OnTransition(old, cur *watcher.App) {
+	n.transition(watcher.KeepApp(old), watcher.KeepApp(cur), false)
+}
 
 // transition is OnTransition; initial says the source listed cur in its
 // initial list (watcher.AppEvent.Initial).
-func (n *Notifier) transition(old, cur *watcher.App, initial bool) {
+func (n *Notifier) transition(old, cur *watcher.Kept, initial bool) {
 	n.init()
-	it := item{app: cur, prev: old}
+	it := item{kept: cur, keptPrev: old}
 	if cur == nil {
-		it.app, it.prev, it.deleted = old, nil, true
+		it.kept, it.keptPrev, it.deleted = old, nil, true
 	}
-	if it.app == nil {
+	if it.kept == nil {
 		return
 	}
 	if old == nil && cur != nil {
@@ -257,7 +264,7 @@ func (n *Notifier) OnAppEvent(ev watcher.AppEvent) {
 	if ev.Type == watcher.Resync {
 		return // an unchanged object: no transition
 	}
-	n.transition(ev.Old, ev.New, ev.Initial)
+	n.transition(ev.KeepOld(), ev.Keep(), ev.Initial)
 }
 
 // OnEvent queues one of crowsnest's own events about app; the triggers
@@ -272,14 +279,15 @@ func (n *Notifier) OnEvent(app *watcher.App, ev triggers.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = n.Now()
 	}
-	n.push(item{app: app, event: &ev})
+	n.push(item{kept: watcher.KeepApp(app), event: &ev})
 }
 
 // createdBefore reports whether the Application was created before the
 // second this Notifier started in (creationTimestamp has no finer grain):
 // an informer may deliver part of its initial list after reporting synced,
 // and such an Application is not new.
-func (n *Notifier) createdBefore(a *watcher.App) bool {
+func (n *Notifier) createdBefore(k *watcher.Kept) bool {
+	a := k.App()
 	if a.Object == nil {
 		return false
 	}
@@ -289,10 +297,10 @@ func (n *Notifier) createdBefore(a *watcher.App) bool {
 
 func (n *Notifier) push(it item) {
 	it.at = n.Now()
-	key := it.app.Key()
+	key := it.kept.View().Key()
 	n.mu.Lock()
 	if n.seen != nil && !it.deleted {
-		n.seen[appID(it.app)] = true
+		n.seen[appID(it.kept.View())] = true
 	}
 	it.beforeStart = !n.running
 	added := 1
@@ -302,7 +310,7 @@ func (n *Notifier) push(it item) {
 		// would, so a standby holds one item per Application and never
 		// replays transitions the leader already announced.
 		last := q[len(q)-1]
-		it.prev, it.initial = nil, last.initial || it.initial
+		it.keptPrev, it.initial = nil, last.initial || it.initial
 		q[len(q)-1], added = it, 0
 	} else {
 		n.pending[key] = append(q, it)
@@ -401,7 +409,10 @@ func (n *Notifier) processKey(ctx context.Context, key string) {
 	n.mu.Unlock()
 	n.Metrics.addPending(-len(items))
 	for i := range items {
-		err := n.process(ctx, &items[i])
+		it := &items[i]
+		it.app, it.prev = it.kept.App(), it.keptPrev.App()
+		err := n.process(ctx, it)
+		it.app, it.prev = nil, nil // compact again, in case it waits for a retry
 		if err == nil {
 			continue
 		}
