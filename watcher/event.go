@@ -163,8 +163,11 @@ func (d *dispatcher) informerHandler(object func(any) (*unstructured.Unstructure
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			o, oldRaw, ok1 := object(oldObj)
 			n, newRaw, ok2 := object(newObj)
+			o, oldRaw, ok1 := n, newRaw, ok2
+			if oldObj != newObj { // else a resync of the same object, decoded once
+				o, oldRaw, ok1 = object(oldObj)
+			}
 			if ok1 && ok2 {
 				emit(Updated, o, n, oldRaw, newRaw)
 			}

@@ -410,7 +410,6 @@ func (n *Notifier) processKey(ctx context.Context, key string) {
 	n.Metrics.addPending(-len(items))
 	for i := range items {
 		it := &items[i]
-		it.app, it.prev = it.kept.App(), it.keptPrev.App()
 		err := n.process(ctx, it)
 		it.app, it.prev = nil, nil // compact again, in case it waits for a retry
 		if err == nil {

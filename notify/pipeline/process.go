@@ -30,6 +30,8 @@ func (n *Notifier) process(ctx context.Context, it *item) error {
 	if len(c.appTriggers)+len(c.eventTriggers) == 0 {
 		return nil // notifications off: no state to keep either
 	}
+	// Decoded only now: with notifications off, never.
+	it.app, it.prev = it.kept.App(), it.keptPrev.App()
 	id := appID(it.app)
 	n.mu.Lock()
 	st := n.states[id]
