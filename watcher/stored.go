@@ -20,8 +20,8 @@ import (
 // reads. As a tree of maps the same Application takes about six times the
 // memory, and with thousands of Applications the cache is most of
 // crowsnest's live heap, which the garbage collector doubles (the S2 and
-// S3 benchmarks' peak RSS). Events decode it again; the engine keeps the
-// same bytes (App.Compact).
+// S3 benchmarks' peak RSS). Events decode it again; the engine and the
+// notifier keep the same bytes (watcher.Kept).
 type storedApp struct {
 	metav1.ObjectMeta // name, namespace, uid and resourceVersion only
 	json              []byte

@@ -84,9 +84,10 @@ func intern(s string) string {
 // hold (the decoder's grow as they fill), and keys and short strings
 // interned, so the thousands of Applications in a cache share one
 // "metadata", "targetRevision", "Synced" or image name instead of each
-// holding its own. With 10,000 Applications the cache is a large part of
-// crowsnest's memory (the S3 benchmark). Numbers and booleans are kept
-// as they are, and resourceVersion, new at every write, is not interned.
+// holding its own. It matters where trees are kept: local mode's
+// Applications (FileSource). The informer keeps JSON instead (storedApp).
+// Numbers and booleans are kept as they are, and resourceVersion, new at
+// every write, is not interned.
 func compactMap(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
