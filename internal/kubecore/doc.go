@@ -10,8 +10,8 @@
 // costs the daemon tens of megabytes of resident memory it never uses.
 // kubecore's interfaces have exactly the method signatures of client-go's
 // typed ones, so a clientset's ConfigMaps(ns) and the like satisfy them
-// (tests build fixtures with a clientset), and its implementation is
-// client-go's generic typed client over a scheme of core/v1 and
+// (tests build fixtures with a clientset), and its implementation is a
+// small generic client (resource.go) over a scheme of core/v1 and
 // coordination/v1 only. Packages below cmd take a kubecore.Interface (or a
 // narrower getter) and never import k8s.io/client-go/kubernetes.
 package kubecore
