@@ -143,7 +143,7 @@ func (r *ImageReconciler) queueGit(ctx context.Context, key string, app *watcher
 // argocd) and announces them.
 func (r *ImageReconciler) writeKube(ctx context.Context, key string, app *watcher.App, changes []imageupdate.Change, summary string) (string, error) {
 	r.recordIntent(ctx, key, intentOf(imageupdate.MethodArgoCD, changes, r.now()))
-	written, err := r.Writer.ApplyFrom(ctx, app.Namespace, app.Name, app.Object, overridesOf(changes))
+	written, err := r.Writer.ApplyFrom(ctx, app.Namespace, app.Name, app.Decoded(), overridesOf(changes))
 	if err != nil {
 		r.Metrics.update(string(imageupdate.MethodArgoCD), "error", len(changes))
 		r.event(app, eventTypeWarning, EventImageUpdateFailed, fmt.Sprintf("writing %s: %v", summary, err))

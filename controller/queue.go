@@ -75,9 +75,21 @@ func (e *Engine) RequeueAll() {
 	}
 }
 
-// App returns the latest observed state of the Application key, or nil.
-// Its Object is decoded for the caller, who may keep or change it.
+// App returns the latest observed state of the Application key, or nil:
+// a copy the caller may keep or change, its Object not decoded until the
+// caller asks (App.Decoded), as only writes and plans do.
 func (e *Engine) App(key string) *watcher.App {
+	e.init()
+	e.mu.RLock()
+	a := e.apps[key]
+	e.mu.RUnlock()
+	return a.Lazy()
+}
+
+// AppView returns the latest observed state of the Application key
+// without its Object, or nil: the engine's own copy, which the caller
+// must not change. It allocates nothing.
+func (e *Engine) AppView(key string) *watcher.App {
 	e.init()
 	e.mu.RLock()
 	a := e.apps[key]
@@ -85,7 +97,7 @@ func (e *Engine) App(key string) *watcher.App {
 	if a == nil {
 		return nil
 	}
-	return a.App()
+	return a.View()
 }
 
 // AppKeys returns the keys of all known Applications, sorted.

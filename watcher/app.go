@@ -44,6 +44,26 @@ type App struct {
 	OperationPending bool
 
 	Object *unstructured.Unstructured
+	// raw is the Object as JSON when the App came without it decoded
+	// (Kept.Lazy, a source's event), perhaps without its resourceVersion
+	// and generation (storedApp), which Decoded puts back.
+	raw        []byte
+	generation int64
+}
+
+// Decoded returns the App's Object, or, when the App came without it
+// (Kept.Lazy), the Object decoded from the JSON it came with: a new copy
+// on each call, the caller's to change. Most reconciles read only the
+// view; the ones that write or plan a patch ask for the Object.
+func (a *App) Decoded() *unstructured.Unstructured {
+	if a.Object != nil || a.raw == nil {
+		return a.Object
+	}
+	u, err := decodeStored(a.raw, a.ResourceVersion, a.generation)
+	if err != nil {
+		return nil // never: the JSON is json.Marshal's
+	}
+	return u
 }
 
 // Key returns the Application's work-queue key, "namespace/name".
@@ -140,6 +160,7 @@ func AppFromObject(u *unstructured.Unstructured) (*App, error) {
 		OperationPhase:   shape.Status.OperationState.Phase,
 		OperationPending: len(shape.Operation) > 0,
 		Object:           u,
+		generation:       u.GetGeneration(),
 	}
 	switch {
 	case len(shape.Spec.Sources) > 0:

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"bytes"
 	"log/slog"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,10 +33,6 @@ type AppEvent struct {
 	// Application that existed before crowsnest watched. The list may
 	// reach the handlers after the informer reports synced.
 	Initial bool
-
-	// newRaw and oldRaw are New's and Old's Object as the informer
-	// stores them (JSON), for Keep and KeepOld.
-	newRaw, oldRaw []byte
 }
 
 // Key returns the key of the Application the event is about.
@@ -77,12 +74,6 @@ type dispatcher struct {
 }
 
 func (d *dispatcher) app(typ EventType, oldObj, newObj *unstructured.Unstructured) {
-	d.appStored(typ, oldObj, newObj, nil, nil)
-}
-
-// appStored is app with the objects' stored JSON (nil when they have
-// none), which AppEvent.Keep and KeepOld keep instead of the trees.
-func (d *dispatcher) appStored(typ EventType, oldObj, newObj *unstructured.Unstructured, oldRaw, newRaw []byte) {
 	if typ == Updated {
 		if oldObj.GetResourceVersion() != "" && oldObj.GetResourceVersion() == newObj.GetResourceVersion() {
 			typ = Resync
@@ -91,8 +82,7 @@ func (d *dispatcher) appStored(typ EventType, oldObj, newObj *unstructured.Unstr
 			return
 		}
 	}
-	ev := AppEvent{newRaw: newRaw, oldRaw: oldRaw}
-	ev.Type, ev.Initial = typ, typ == addedInitially
+	ev := AppEvent{Type: typ, Initial: typ == addedInitially}
 	if ev.Initial {
 		ev.Type = Added
 	}
@@ -115,6 +105,78 @@ func (d *dispatcher) appStored(typ EventType, oldObj, newObj *unstructured.Unstr
 	}
 	d.metrics.event(kindApplication, ev.Type)
 	d.handler.OnAppEvent(ev)
+}
+
+// stored is app for the apps informer's stored Applications: their views
+// were read when stored, and two versions differ in what crowsnest keeps
+// when their JSON does (storedApp), so nothing is decoded here.
+func (d *dispatcher) stored(typ EventType, old, cur *storedApp) {
+	if typ == Updated {
+		if old.ResourceVersion != "" && old.ResourceVersion == cur.ResourceVersion {
+			typ = Resync
+		} else if bytes.Equal(old.json, cur.json) {
+			d.metrics.filtered(kindApplication)
+			return
+		}
+	}
+	ev := AppEvent{Type: typ, Initial: typ == addedInitially}
+	if ev.Initial {
+		ev.Type = Added
+	}
+	if old != nil {
+		if ev.Old = old.lazy(); ev.Old == nil && cur == nil {
+			d.invalidStored(old)
+			return
+		}
+	}
+	if cur != nil {
+		if ev.New = cur.lazy(); ev.New == nil {
+			d.invalidStored(cur)
+			return
+		}
+	}
+	if ev.Old == nil && typ == Updated {
+		// The previous version was unreadable; to the engine the app appears now.
+		ev.Type = Added
+	}
+	d.metrics.event(kindApplication, ev.Type)
+	d.handler.OnAppEvent(ev)
+}
+
+func (d *dispatcher) invalidStored(s *storedApp) {
+	d.metrics.invalid(kindApplication)
+	d.log.Error("skipping unreadable application", "app", s.Namespace+"/"+s.Name, "error", s.err)
+}
+
+// storedHandler adapts the dispatcher to client-go's event handler for
+// the apps informer, whose objects are storedApps.
+func (d *dispatcher) storedHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if s, ok := storedOf(obj); ok {
+				typ := Added
+				if initial {
+					typ = addedInitially
+				}
+				d.stored(typ, nil, s)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := storedOf(oldObj)
+			n, ok2 := storedOf(newObj)
+			if ok1 && ok2 {
+				d.stored(Updated, o, n)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if s, ok := storedOf(obj); ok {
+				d.stored(Deleted, s, nil)
+			}
+		},
+	}
 }
 
 func (d *dispatcher) project(typ EventType, oldObj, newObj *unstructured.Unstructured) {
@@ -147,45 +209,29 @@ func (d *dispatcher) invalid(u *unstructured.Unstructured, err error) {
 	d.log.Error("skipping unreadable application", "app", u.GetNamespace()+"/"+u.GetName(), "error", err)
 }
 
-// informerHandler adapts the dispatcher to client-go's event handler for one
-// resource kind: object reads what the informer holds (nil raw when it is
-// not stored JSON), emit gets the objects and their stored JSON.
-func (d *dispatcher) informerHandler(object func(any) (*unstructured.Unstructured, []byte, bool),
-	emit func(typ EventType, oldObj, newObj *unstructured.Unstructured, oldRaw, newRaw []byte)) cache.ResourceEventHandler {
+// projectHandler adapts the dispatcher to client-go's event handler for
+// the AppProjects informer, which keeps unstructured objects.
+func (d *dispatcher) projectHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			if u, raw, ok := object(obj); ok {
-				typ := Added
-				if initial {
-					typ = addedInitially
-				}
-				emit(typ, nil, u, nil, raw)
+		AddFunc: func(obj any, _ bool) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				d.project(Added, nil, u)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			n, newRaw, ok2 := object(newObj)
-			o, oldRaw, ok1 := n, newRaw, ok2
-			if oldObj != newObj { // else a resync of the same object, decoded once
-				o, oldRaw, ok1 = object(oldObj)
-			}
+			o, ok1 := oldObj.(*unstructured.Unstructured)
+			n, ok2 := newObj.(*unstructured.Unstructured)
 			if ok1 && ok2 {
-				emit(Updated, o, n, oldRaw, newRaw)
+				d.project(Updated, o, n)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
 			}
-			if u, raw, ok := object(obj); ok {
-				emit(Deleted, u, nil, raw, nil)
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				d.project(Deleted, u, nil)
 			}
 		},
 	}
-}
-
-// unstructuredObject is informerHandler's object for informers that keep
-// unstructured objects (AppProjects).
-func unstructuredObject(obj any) (*unstructured.Unstructured, []byte, bool) {
-	u, ok := obj.(*unstructured.Unstructured)
-	return u, nil, ok
 }

@@ -47,7 +47,7 @@ func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 func Unstored(obj any) any {
 	switch o := obj.(type) {
 	case *storedApp:
-		u, _, _ := appObject(o)
+		u, _ := decodeStored(o.json, o.ResourceVersion, o.Generation)
 		return u
 	case *storedAppList:
 		l := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind}}
@@ -55,7 +55,7 @@ func Unstored(obj any) any {
 		l.SetContinue(o.Continue)
 		l.SetRemainingItemCount(o.RemainingItemCount)
 		for _, it := range o.Items {
-			u, _, _ := appObject(it)
+			u, _ := decodeStored(it.(*storedApp).json, it.(*storedApp).ResourceVersion, it.(*storedApp).Generation)
 			l.Items = append(l.Items, *u)
 		}
 		return l

@@ -161,7 +161,7 @@ func TestFileSourceProblems(t *testing.T) {
 			for _, ev := range rec.appEvents() {
 				got[ev.Key()] = ev.New.Annotations
 			}
-			if diff := cmp.Diff(tt.wantApps, got, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tt.wantApps, got, cmpopts.EquateEmpty(), cmpopts.IgnoreUnexported(watcher.App{})); diff != "" {
 				t.Errorf("applications read (-want +got):\n%s", diff)
 			}
 			checkProblems(t, dir, tt.wantProblems, src.Problems())

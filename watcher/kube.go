@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -92,7 +91,7 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 	if err != nil {
 		return err
 	}
-	if err := add(s.Namespaces, ApplicationsResource.Resource, apps, d.informerHandler(appObject, d.appStored)); err != nil {
+	if err := add(s.Namespaces, ApplicationsResource.Resource, apps, d.storedHandler()); err != nil {
 		return err
 	}
 	if s.Projects {
@@ -101,9 +100,7 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 			projectNamespaces = s.Namespaces
 		}
 		if err := add(projectNamespaces, AppProjectsResource.Resource, s.dynamicInformers(AppProjectsResource, "", TrimProject),
-			d.informerHandler(unstructuredObject, func(typ EventType, oldObj, newObj *unstructured.Unstructured, _, _ []byte) {
-				d.project(typ, oldObj, newObj)
-			})); err != nil {
+			d.projectHandler()); err != nil {
 			return err
 		}
 	}

@@ -96,7 +96,7 @@ func testKubeSourceEvents(t *testing.T, streamed bool) {
 		t.Errorf("Added %s, created after the source synced: Initial = true", key1)
 	}
 
-	if got := added.New.Object.GetManagedFields(); len(got) != 0 {
+	if got := added.New.Decoded().GetManagedFields(); len(got) != 0 {
 		t.Errorf("managedFields not trimmed: %v", got)
 	}
 	if diff := cmp.Diff([]string{"registry.example/guestbook:1.0.0"}, added.New.Sources[0].Kustomize.Images); diff != "" {

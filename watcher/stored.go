@@ -20,11 +20,24 @@ import (
 // reads. As a tree of maps the same Application takes about six times the
 // memory, and with thousands of Applications the cache is most of
 // crowsnest's live heap, which the garbage collector doubles (the S2 and
-// S3 benchmarks' peak RSS). Events decode it again; the engine and the
-// notifier keep the same bytes (watcher.Kept).
+// S3 benchmarks' peak RSS). The view (App) is read once, when stored;
+// events carry it with the JSON, which only a reader of the whole
+// Object decodes (App.Decoded); the engine and the notifier keep the
+// same bytes (watcher.Kept).
+//
+// The JSON leaves out resourceVersion and generation, which change on
+// every write (they are in ObjectMeta and the view): two versions that
+// differ in nothing crowsnest keeps have the same bytes, which is the
+// dispatcher's Changed without decoding either.
 type storedApp struct {
-	metav1.ObjectMeta // name, namespace, uid and resourceVersion only
-	json              []byte
+	// name, namespace, uid, resourceVersion and generation only (and
+	// a bookmark's annotations)
+	metav1.ObjectMeta
+	json []byte
+	// view is the App read from the Application when stored, its Object
+	// nil; err is why it could not be read (view then nil).
+	view *App
+	err  error
 }
 
 var _ runtime.Object = (*storedApp)(nil)
@@ -34,7 +47,7 @@ func (s *storedApp) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 // DeepCopyObject copies the metadata; the JSON is never modified, so the
 // copy shares it.
 func (s *storedApp) DeepCopyObject() runtime.Object {
-	c := &storedApp{json: s.json}
+	c := &storedApp{json: s.json, view: s.view, err: s.err}
 	s.DeepCopyInto(&c.ObjectMeta)
 	return c
 }
@@ -47,13 +60,53 @@ func StoreApplication(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	data, err := marshalApp(u.Object)
+	data, err := marshalApp(withoutVersion(u.Object))
 	if err != nil {
 		return nil, fmt.Errorf("storing Application %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	s := &storedApp{json: data}
 	s.Name, s.Namespace, s.UID, s.ResourceVersion = u.GetName(), u.GetNamespace(), u.GetUID(), u.GetResourceVersion()
+	s.Generation = u.GetGeneration()
+	if s.view, s.err = AppFromObject(u); s.view != nil {
+		s.view.Object = nil
+	}
 	return s, nil
+}
+
+// withoutVersion returns obj without metadata.resourceVersion and
+// metadata.generation when they have their usual types and are set (a
+// string, an int64 not zero), which GetResourceVersion and GetGeneration
+// then read in full and decodeStored puts back; obj itself is not
+// changed.
+func withoutVersion(obj map[string]any) map[string]any {
+	meta, _ := obj["metadata"].(map[string]any)
+	rvValue, _ := meta["resourceVersion"].(string)
+	genValue, _ := meta["generation"].(int64)
+	rv, gen := rvValue != "", genValue != 0
+	if !rv && !gen {
+		return obj
+	}
+	meta = maps.Clone(meta)
+	if rv {
+		delete(meta, "resourceVersion")
+	}
+	if gen {
+		delete(meta, "generation")
+	}
+	out := maps.Clone(obj)
+	out["metadata"] = meta
+	return out
+}
+
+// lazy returns the stored view as an event carries it: a copy with the
+// JSON (App.Decoded). nil when the Application could not be read.
+func (s *storedApp) lazy() *App {
+	if s.view == nil {
+		return nil
+	}
+	a := *s.view
+	a.raw = s.json
+	return &a
 }
 
 // storeJSON stores a decoded Application. A bookmark keeps its
@@ -138,30 +191,44 @@ func floatsKept(v any) (any, bool) {
 	return v, false
 }
 
-// decodeApp reads an Application the way the decoder and the dynamic
-// client do (integers as int64).
-func decodeApp(data []byte) (*unstructured.Unstructured, error) {
+// decodeStored reads an Application the way the decoder and the dynamic
+// client do (integers as int64), and puts back the resourceVersion and
+// generation a storedApp's JSON leaves out (none when empty or zero).
+func decodeStored(data []byte, resourceVersion string, generation int64) (*unstructured.Unstructured, error) {
 	var m map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil {
 		return nil, fmt.Errorf("reading a stored Application: %w", err)
 	}
+	if resourceVersion != "" || generation != 0 {
+		meta, _ := m["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			m["metadata"] = meta
+		}
+		if resourceVersion != "" {
+			meta["resourceVersion"] = resourceVersion
+		}
+		if generation != 0 {
+			meta["generation"] = generation
+		}
+	}
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// appObject returns the informer's object as an unstructured Application,
-// with its stored JSON when it had one.
-func appObject(obj any) (*unstructured.Unstructured, []byte, bool) {
+// storedOf returns the apps informer's object as a storedApp, storing an
+// unstructured one (never from the informers crowsnest makes).
+func storedOf(obj any) (*storedApp, bool) {
 	switch o := obj.(type) {
 	case *storedApp:
-		u, err := decodeApp(o.json)
-		if err != nil {
-			return nil, nil, false // never: the JSON is json.Marshal's
-		}
-		return u, o.json, true
+		return o, true
 	case *unstructured.Unstructured:
-		return o, nil, true
+		s, err := StoreApplication(o)
+		if err != nil {
+			return nil, false
+		}
+		return s.(*storedApp), true
 	}
-	return nil, nil, false
+	return nil, false
 }
 
 // Kept is an App as a long-lived holder (the engine) keeps it: the view
@@ -174,12 +241,13 @@ type Kept struct {
 }
 
 // Keep returns ev.New to keep (nil for a Deleted event).
-func (e AppEvent) Keep() *Kept { return keep(e.New, e.newRaw) }
+func (e AppEvent) Keep() *Kept { return keep(e.New, nil) }
 
 // KeepOld returns ev.Old to keep (nil for an Added event).
-func (e AppEvent) KeepOld() *Kept { return keep(e.Old, e.oldRaw) }
+func (e AppEvent) KeepOld() *Kept { return keep(e.Old, nil) }
 
-// KeepApp returns a to keep, its Object encoded (nil for nil).
+// KeepApp returns a to keep, its Object encoded, or the JSON a Lazy App
+// came with (nil for nil).
 func KeepApp(a *App) *Kept { return keep(a, nil) }
 
 // keep keeps a with raw, its Object as the informer stored it, or else
@@ -189,7 +257,11 @@ func keep(a *App, raw []byte) *Kept {
 	if a == nil {
 		return nil
 	}
+	if raw == nil && a.Object == nil {
+		raw = a.raw // a Lazy App, kept again
+	}
 	k := &Kept{view: *a, raw: raw}
+	k.view.raw = nil
 	if k.raw == nil && a.Object != nil {
 		data, err := marshalApp(a.Object.Object)
 		if err != nil {
@@ -210,6 +282,18 @@ func (k *Kept) View() *App { return &k.view }
 // Project is the kept App's project, read without decoding its Object.
 func (k *Kept) Project() string { return k.view.Project }
 
+// Lazy returns the kept App with its Object not decoded (Decoded decodes
+// it): a copy the caller may keep or change, for the many readers that
+// need only the view. A nil Kept gives nil.
+func (k *Kept) Lazy() *App {
+	if k == nil {
+		return nil
+	}
+	a := k.view
+	a.raw = k.raw
+	return &a
+}
+
 // App returns the kept App with its Object decoded: a copy the caller may
 // keep or change. A nil Kept gives nil.
 func (k *Kept) App() *App {
@@ -220,7 +304,7 @@ func (k *Kept) App() *App {
 	if k.raw == nil {
 		return &a
 	}
-	u, err := decodeApp(k.raw)
+	u, err := decodeStored(k.raw, a.ResourceVersion, a.generation)
 	if err != nil {
 		return &a // never: the JSON is json.Marshal's
 	}

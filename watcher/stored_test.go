@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -42,8 +43,27 @@ func TestKeptAppGivesBackTheSameApp(t *testing.T) {
 	got.Object = nil
 	want := *app
 	want.Object = nil
-	if diff := cmp.Diff(&want, got); diff != "" {
+	if diff := cmp.Diff(&want, got, cmpopts.IgnoreUnexported(watcher.App{})); diff != "" {
 		t.Fatalf("kept view (-want +got):\n%s", diff)
+	}
+	// A lazy App decodes its Object only when asked, a copy each time,
+	// and is kept again without losing it.
+	lazy := kept.Lazy()
+	if lazy.Object != nil {
+		t.Fatal("a lazy App came with its Object decoded")
+	}
+	d1, d2 := lazy.Decoded(), lazy.Decoded()
+	if d1 == nil || d1 == d2 {
+		t.Fatalf("Decoded gave %p and %p, want two copies", d1, d2)
+	}
+	if diff := cmp.Diff(app.Object.Object, d1.Object); diff != "" {
+		t.Fatalf("lazy App's Object (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(app.Object.Object, watcher.KeepApp(lazy).App().Object.Object); diff != "" {
+		t.Fatalf("a lazy App kept again (-want +got):\n%s", diff)
+	}
+	if (*watcher.Kept)(nil).Lazy() != nil {
+		t.Fatal("nil Kept gave a lazy App")
 	}
 	if watcher.KeepApp(nil) != nil || (*watcher.Kept)(nil).App() != nil {
 		t.Fatal("nil not kept as nil")

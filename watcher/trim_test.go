@@ -141,7 +141,7 @@ func TestAppFromObject(t *testing.T) {
 				return
 			}
 			got.Object = nil
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreUnexported(watcher.App{})); diff != "" {
 				t.Errorf("view (-want +got):\n%s", diff)
 			}
 		})

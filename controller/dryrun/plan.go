@@ -90,7 +90,7 @@ func Patch(ctx context.Context, planner PatchPlanner, app *watcher.App, override
 	if planner == nil {
 		return nil, ErrNoPlanner
 	}
-	p, err := planner.PlanFrom(ctx, app.Namespace, app.Name, app.Object, overrides)
+	p, err := planner.PlanFrom(ctx, app.Namespace, app.Name, app.Decoded(), overrides)
 	if err != nil {
 		return nil, err
 	}

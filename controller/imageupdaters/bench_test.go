@@ -58,5 +58,5 @@ func indexed(list apps) *byKey {
 	return b
 }
 
-func (b *byKey) AppKeys() []string           { return b.keys }
-func (b *byKey) App(key string) *watcher.App { return b.m[key] }
+func (b *byKey) AppKeys() []string               { return b.keys }
+func (b *byKey) AppView(key string) *watcher.App { return b.m[key] }

@@ -190,7 +190,7 @@ func (a apps) AppKeys() []string {
 	return out
 }
 
-func (a apps) App(key string) *watcher.App {
+func (a apps) AppView(key string) *watcher.App {
 	for _, x := range a {
 		if x.Key() == key {
 			return x

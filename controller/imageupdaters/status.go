@@ -59,7 +59,9 @@ const (
 // AppLister is what the status writer reads of the engine's Applications.
 type AppLister interface {
 	AppKeys() []string
-	App(key string) *watcher.App
+	// AppView returns the Application without its Object (which the
+	// status never reads), not to be changed; nil when gone.
+	AppView(key string) *watcher.App
 }
 
 // StatusWriter writes each ImageUpdater's status subresource: the
@@ -140,8 +142,11 @@ func (w *StatusWriter) observe() map[string]*observed {
 		}
 		out[key] = o
 	}
+	if len(s.resources) == 0 {
+		return out // no ImageUpdater: no Application to count
+	}
 	for _, appKey := range w.Apps.AppKeys() {
-		app := w.Apps.App(appKey)
+		app := w.Apps.AppView(appKey)
 		if app == nil {
 			continue
 		}
