@@ -1,7 +1,6 @@
 package watcher
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -167,81 +166,111 @@ func (s *appStream) watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 		}
 		return nil, err
 	}
-	dec := kjson.NewDecoderCaseSensitivePreserveInts(body)
-	return watch.NewStreamWatcher(&appEventDecoder{body: body, dec: dec},
+	return watch.NewStreamWatcher(newAppEventDecoder(body),
 		apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")), nil
 }
 
 // appEventDecoder reads watch events ({"type": ..., "object": ...}) off a
-// stream.
+// stream. It frames each event with jsonscan's scanner and gives
+// encoding/json only the fields crowsnest keeps (reduceApp).
 type appEventDecoder struct {
 	body io.ReadCloser
-	dec  kjson.Decoder
+	buf  []byte // read and not yet framed: buf[off:]
+	off  int
+	err  error // the body's error, once buf is used up
+}
+
+func newAppEventDecoder(body io.ReadCloser) *appEventDecoder {
+	return &appEventDecoder{body: body, buf: make([]byte, 0, 32<<10)}
 }
 
 var errBadWatchEvent = errors.New("malformed watch event")
 
 // Decode returns the next event. An io.EOF is the stream's normal end.
 func (d *appEventDecoder) Decode() (watch.EventType, runtime.Object, error) {
-	if err := d.delim("{"); err != nil {
+	ev, err := d.next()
+	if err != nil {
 		return "", nil, err
 	}
 	var (
-		typ watch.EventType
-		obj runtime.Object
-		raw json.RawMessage // the object, when it came before its type
+		typ                  watch.EventType
+		typeErr              error
+		objStart, objEnd     int
+		hasObject, hasTypeOK bool
 	)
-	for d.dec.More() {
-		tok, err := d.dec.Token()
-		if err != nil {
-			return "", nil, failed("key", err)
+	_, isObject, err := objectFields(ev, 0, func(key []byte, s, e int) {
+		switch string(key) {
+		case "type":
+			var t string
+			if typeErr = kjson.UnmarshalCaseSensitivePreserveInts(ev[s:e], &t); typeErr == nil {
+				typ, hasTypeOK = watch.EventType(t), true
+			}
+		case "object":
+			objStart, objEnd, hasObject = s, e, true
 		}
-		key, _ := tok.(string)
-		switch {
-		case key == "type":
-			if err := d.dec.Decode(&typ); err != nil {
-				return "", nil, failed("type", err)
-			}
-		case key == "object" && typ != "":
-			if obj, err = decodeEventObject(d.dec, typ); err != nil {
-				return "", nil, err
-			}
-		case key == "object":
-			if err := d.dec.Decode(&raw); err != nil {
-				return "", nil, failed("object", err)
-			}
-		default:
-			var skip struct{}
-			if err := d.dec.Decode(&skip); err != nil && !isTypeError(err) {
-				return "", nil, failed(key, err)
-			}
-		}
-	}
-	if err := d.delim("}"); err != nil {
-		return "", nil, failed("end", err)
-	}
-	if obj == nil && raw != nil {
-		dec := kjson.NewDecoderCaseSensitivePreserveInts(bytes.NewReader(raw))
-		var err error
-		if obj, err = decodeEventObject(dec, typ); err != nil {
-			return "", nil, err
-		}
+	})
+	switch {
+	case err != nil: // never: next checked the event's grammar
+		return "", nil, fmt.Errorf("%w: %w", errBadWatchEvent, err)
+	case !isObject:
+		return "", nil, fmt.Errorf("%w: want an object, got %.20s", errBadWatchEvent, ev)
+	case typeErr != nil || !hasTypeOK:
+		return "", nil, fmt.Errorf("%w: type: %v", errBadWatchEvent, typeErr)
 	}
 	switch typ {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error:
 	default:
 		return "", nil, fmt.Errorf("%w: type %q", errBadWatchEvent, typ)
 	}
-	if obj == nil {
+	if !hasObject {
 		return "", nil, fmt.Errorf("%w: %s event without an object", errBadWatchEvent, typ)
+	}
+	obj, err := decodeEventObject(ev[objStart:objEnd], typ)
+	if err != nil {
+		return "", nil, err
 	}
 	return typ, obj, nil
 }
 
+// next returns the next whole JSON value of the stream, valid for
+// until next is called again. The stream ending between values is
+// io.EOF, inside one io.ErrUnexpectedEOF (watch.StreamWatcher then ends
+// the watch quietly and the reflector watches again, as with client-go's
+// own decoder); malformed JSON is errBadWatchEvent.
+func (d *appEventDecoder) next() ([]byte, error) {
+	for {
+		start := skipSpace(d.buf, d.off)
+		if start < len(d.buf) {
+			end, err := skipValue(d.buf, start)
+			if err == nil {
+				d.off = end
+				return d.buf[start:end], nil
+			}
+			if !errors.Is(err, errIncomplete) {
+				return nil, fmt.Errorf("%w: %w", errBadWatchEvent, err)
+			}
+		}
+		if d.err != nil {
+			if errors.Is(d.err, io.EOF) && start < len(d.buf) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, d.err
+		}
+		// Keep what is left of the value at the start of buf and read
+		// more after it.
+		n := copy(d.buf, d.buf[start:])
+		d.buf, d.off = d.buf[:n], 0
+		if cap(d.buf)-n < 16<<10 {
+			d.buf = append(d.buf[:cap(d.buf)], make([]byte, cap(d.buf))...)[:n]
+		}
+		m, err := d.body.Read(d.buf[n:cap(d.buf)])
+		d.buf = d.buf[:n+m]
+		d.err = err
+	}
+}
+
 // Close ends the stream.
 func (d *appEventDecoder) Close() { _ = d.body.Close() }
-
-func (d *appEventDecoder) delim(want string) error { return delim(d.dec, want) }
 
 func delim(dec kjson.Decoder, want string) error {
 	tok, err := dec.Token()
@@ -254,19 +283,20 @@ func delim(dec kjson.Decoder, want string) error {
 	return nil
 }
 
-// decodeEventObject reads an event's object: a Status for an ERROR event
-// (client-go turns it into the apiserver's error, "resource version too
-// old" among them), else an Application, trimmed and stored (storedApp).
-func decodeEventObject(dec kjson.Decoder, typ watch.EventType) (runtime.Object, error) {
+// decodeEventObject reads an event's object, one whole JSON value: a
+// Status for an ERROR event (client-go turns it into the apiserver's
+// error, "resource version too old" among them), else an Application,
+// trimmed and stored (storedApp).
+func decodeEventObject(b []byte, typ watch.EventType) (runtime.Object, error) {
 	if typ == watch.Error {
 		var st metav1.Status
-		if err := dec.Decode(&st); err != nil && !isTypeError(err) {
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(b, &st); err != nil && !isTypeError(err) {
 			return nil, failed("error status", err)
 		}
 		return &st, nil
 	}
 	var a appJSON
-	if err := dec.Decode(&a); err != nil && !isTypeError(err) {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(reduceApp(b), &a); err != nil && !isTypeError(err) {
 		return nil, failed("object", err)
 	}
 	return storeJSON(&a, typ == watch.Bookmark)
