@@ -198,7 +198,7 @@ func (d *appEventDecoder) Decode() (watch.EventType, runtime.Object, error) {
 		objStart, objEnd     int
 		hasObject, hasTypeOK bool
 	)
-	_, isObject, err := objectFields(ev, 0, func(key []byte, s, e int) {
+	isObject, err := objectFields(ev, 0, func(key []byte, s, e int) {
 		switch string(key) {
 		case "type":
 			var t string
@@ -214,8 +214,10 @@ func (d *appEventDecoder) Decode() (watch.EventType, runtime.Object, error) {
 		return "", nil, fmt.Errorf("%w: %w", errBadWatchEvent, err)
 	case !isObject:
 		return "", nil, fmt.Errorf("%w: want an object, got %.20s", errBadWatchEvent, ev)
-	case typeErr != nil || !hasTypeOK:
-		return "", nil, fmt.Errorf("%w: type: %v", errBadWatchEvent, typeErr)
+	case typeErr != nil:
+		return "", nil, fmt.Errorf("%w: type: %w", errBadWatchEvent, typeErr)
+	case !hasTypeOK:
+		return "", nil, fmt.Errorf("%w: no type", errBadWatchEvent)
 	}
 	switch typ {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error:

@@ -76,7 +76,8 @@ func skipValueDepth(b []byte, i, depth int) (int, error) {
 }
 
 func skipContainer(b []byte, i, depth int, end byte) (int, error) {
-	if depth++; depth > maxDepth {
+	depth++
+	if depth > maxDepth {
 		return i, syntaxErr(i, "nested too deeply")
 	}
 	i = skipSpace(b, i+1)
@@ -247,46 +248,45 @@ func numberEnd(b []byte, i, start int) (int, error) {
 
 // objectFields calls field for each key of the object at b[i] with the
 // key's raw bytes (between the quotes) and the value's bounds, and
-// returns the offset past the object. ok is false when b[i] is not an
-// object. A key with an escape is given as written (never one of
+// reports whether b[i] is an object. A key with an escape is given as written (never one of
 // crowsnest's names, which have none).
-func objectFields(b []byte, i int, field func(key []byte, start, end int)) (next int, ok bool, err error) {
+func objectFields(b []byte, i int, field func(key []byte, start, end int)) (ok bool, err error) {
 	i = skipSpace(b, i)
 	if i >= len(b) {
-		return i, false, errIncomplete
+		return false, errIncomplete
 	}
 	if b[i] != '{' {
-		return i, false, nil
+		return false, nil
 	}
 	i = skipSpace(b, i+1)
 	if i >= len(b) {
-		return i, true, errIncomplete
+		return true, errIncomplete
 	}
 	if b[i] == '}' {
-		return i + 1, true, nil
+		return true, nil
 	}
 	for {
 		keyStart := i + 1
 		if i, err = skipKey(b, i); err != nil {
-			return i, true, err
+			return true, err
 		}
 		key := b[keyStart:bytes.LastIndexByte(b[:i], '"')]
 		start := skipSpace(b, i)
 		if i, err = skipValueDepth(b, start, 1); err != nil {
-			return i, true, err
+			return true, err
 		}
 		field(key, start, i)
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return i, true, errIncomplete
+			return true, errIncomplete
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return i + 1, true, nil
+			return true, nil
 		default:
-			return i, true, syntaxErr(i, "want ',' or '}', got %q", b[i])
+			return true, syntaxErr(i, "want ',' or '}', got %q", b[i])
 		}
 	}
 }
