@@ -97,19 +97,28 @@ func skipContainer(b []byte, i, depth int, end byte) (int, error) {
 		if i, err = skipValueDepth(b, i, depth); err != nil {
 			return i, err
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return i, errIncomplete
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case end:
-			return i + 1, nil
-		default:
-			return i, syntaxErr(i, "want ',' or %q, got %q", end, b[i])
+		var done bool
+		if i, done, err = afterItem(b, i, end); err != nil || done {
+			return i, err
 		}
 	}
+}
+
+// afterItem reads what follows an item of a container at b[i]: a comma
+// (next is the next item's start) or the container's end (done; next is
+// past it).
+func afterItem(b []byte, i int, end byte) (next int, done bool, err error) {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return i, false, errIncomplete
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), false, nil
+	case end:
+		return i + 1, true, nil
+	}
+	return i, false, syntaxErr(i, "want ',' or %q, got %q", end, b[i])
 }
 
 // skipKey skips an object's key and its colon.
@@ -276,17 +285,9 @@ func objectFields(b []byte, i int, field func(key []byte, start, end int)) (ok b
 			return true, err
 		}
 		field(key, start, i)
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return true, errIncomplete
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return true, nil
-		default:
-			return true, syntaxErr(i, "want ',' or '}', got %q", b[i])
+		var done bool
+		if i, done, err = afterItem(b, i, '}'); err != nil || done {
+			return true, err
 		}
 	}
 }
