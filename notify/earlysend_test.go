@@ -149,7 +149,10 @@ func TestOutboxSendsNewDeliveriesWhileTheirRecordIsWritten(t *testing.T) {
 		t.Errorf("writes = %v, want %v", store.Writes(), want)
 	}
 	// Its latency counts from when it was observed to the sink's answer,
-	// not to the record (the warm-up observed nothing: not counted).
+	// not to the record (the warm-up observed nothing: not counted). The
+	// worker counts it after saving the delivered state, which waitState
+	// may see first.
+	waitFor(t, "the delivery's latency sample", func() bool { n, _ := latencySamples(t, reg); return n > 0 })
 	if n, sum := latencySamples(t, reg); n != 1 || sum < 1 || sum > 5 {
 		t.Errorf("latency histogram: %d samples summing %.3fs, want 1 of a little over 1s", n, sum)
 	}
