@@ -61,7 +61,7 @@ func (a *App) Decoded() *unstructured.Unstructured {
 	}
 	u, err := decodeStored(a.raw, a.ResourceVersion, a.generation)
 	if err != nil {
-		return nil // never: the JSON is json.Marshal's
+		return nil // never: the JSON is json.Marshal's, or checked when stored (decodeApp)
 	}
 	return u
 }
@@ -108,30 +108,34 @@ type Destination struct {
 // appShape mirrors the parts of the Application schema the view reads; the
 // converter reports a field of the wrong type instead of guessing.
 type appShape struct {
-	Spec struct {
-		Project     string      `json:"project,omitempty"`
-		Source      *Source     `json:"source,omitempty"`
-		Sources     []Source    `json:"sources,omitempty"`
-		Destination Destination `json:"destination"`
-	} `json:"spec"`
+	Spec      appSpecShape   `json:"spec"`
 	Operation map[string]any `json:"operation,omitempty"`
-	Status    struct {
-		Sync struct {
-			Status   string `json:"status,omitempty"`
-			Revision string `json:"revision,omitempty"`
-		} `json:"sync"`
-		Health struct {
-			Status string `json:"status,omitempty"`
-		} `json:"health"`
-		OperationState struct {
-			Phase string `json:"phase,omitempty"`
-		} `json:"operationState"`
-		Summary struct {
-			Images []string `json:"images,omitempty"`
-		} `json:"summary"`
-		SourceType  string   `json:"sourceType,omitempty"`
-		SourceTypes []string `json:"sourceTypes,omitempty"`
-	} `json:"status"`
+	Status    appStatusShape `json:"status"`
+}
+
+type appSpecShape struct {
+	Project     string      `json:"project,omitempty"`
+	Source      *Source     `json:"source,omitempty"`
+	Sources     []Source    `json:"sources,omitempty"`
+	Destination Destination `json:"destination"`
+}
+
+type appStatusShape struct {
+	Sync struct {
+		Status   string `json:"status,omitempty"`
+		Revision string `json:"revision,omitempty"`
+	} `json:"sync"`
+	Health struct {
+		Status string `json:"status,omitempty"`
+	} `json:"health"`
+	OperationState struct {
+		Phase string `json:"phase,omitempty"`
+	} `json:"operationState"`
+	Summary struct {
+		Images []string `json:"images,omitempty"`
+	} `json:"summary"`
+	SourceType  string   `json:"sourceType,omitempty"`
+	SourceTypes []string `json:"sourceTypes,omitempty"`
 }
 
 // AppFromObject builds the view of an Application object. The object should
@@ -141,14 +145,22 @@ func AppFromObject(u *unstructured.Unstructured) (*App, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &shape); err != nil {
 		return nil, fmt.Errorf("reading Application %s/%s: %w", u.GetNamespace(), u.GetName(), fieldError(u.Object, err))
 	}
+	a := viewOf(&shape)
+	a.Namespace = u.GetNamespace()
+	a.Name = u.GetName()
+	a.UID = string(u.GetUID())
+	a.ResourceVersion = u.GetResourceVersion()
+	a.Labels = u.GetLabels()
+	a.Annotations = u.GetAnnotations()
+	a.Deleting = u.GetDeletionTimestamp() != nil
+	a.Object = u
+	a.generation = u.GetGeneration()
+	return a, nil
+}
+
+// viewOf is the view of what shape read, without the metadata.
+func viewOf(shape *appShape) *App {
 	a := &App{
-		Namespace:        u.GetNamespace(),
-		Name:             u.GetName(),
-		UID:              string(u.GetUID()),
-		ResourceVersion:  u.GetResourceVersion(),
-		Labels:           u.GetLabels(),
-		Annotations:      u.GetAnnotations(),
-		Deleting:         u.GetDeletionTimestamp() != nil,
 		Project:          shape.Spec.Project,
 		Destination:      shape.Spec.Destination,
 		Images:           shape.Status.Summary.Images,
@@ -159,8 +171,6 @@ func AppFromObject(u *unstructured.Unstructured) (*App, error) {
 		HealthStatus:     shape.Status.Health.Status,
 		OperationPhase:   shape.Status.OperationState.Phase,
 		OperationPending: len(shape.Operation) > 0,
-		Object:           u,
-		generation:       u.GetGeneration(),
 	}
 	switch {
 	case len(shape.Spec.Sources) > 0:
@@ -169,7 +179,7 @@ func AppFromObject(u *unstructured.Unstructured) (*App, error) {
 	case shape.Spec.Source != nil:
 		a.Sources = []Source{*shape.Spec.Source}
 	}
-	return a, nil
+	return a
 }
 
 // fieldError names the field of the wrong type behind the converter's
@@ -184,11 +194,21 @@ func fieldError(obj map[string]any, err error) error {
 		return err
 	}
 	var shape appShape
-	var te *json.UnmarshalTypeError
-	if errors.As(json.Unmarshal(data, &shape), &te) && te.Field != "" && te.Type != nil {
-		return fmt.Errorf("%s is a %s, not %s", te.Field, te.Value, kindName(te.Type))
+	if named, ok := namedTypeError(json.Unmarshal(data, &shape)); ok {
+		return named
 	}
 	return err
+}
+
+// namedTypeError says which field of what type encoding/json's type
+// error err is about ("spec.source is a string, not an object"); false
+// when err is no such error.
+func namedTypeError(err error) (error, bool) { //nolint:revive // the error is the value
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" && te.Type != nil {
+		return fmt.Errorf("%s is a %s, not %s", te.Field, te.Value, kindName(te.Type)), true
+	}
+	return err, false
 }
 
 // kindName names what a field of type t holds, as YAML says it.

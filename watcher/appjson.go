@@ -1,177 +1,117 @@
 package watcher
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kjson "sigs.k8s.io/json"
 )
 
-// appJSON is the part of an Application crowsnest keeps (see
-// TrimApplication), as sigs.k8s.io/json reads it for client-go's
-// unstructured decoder (case-sensitive keys, integers as int64): the
-// named fields are decoded, everything else (managedFields,
-// status.resources, status.history) is scanned past without being built.
-// A field that is JSON null counts as absent, and a key given twice
-// (which the apiserver never writes) merges into metadata and status
-// where a map would keep the last.
-type appJSON struct {
-	APIVersion any         `json:"apiVersion"`
-	Kind       any         `json:"kind"`
-	Metadata   *metaJSON   `json:"metadata"`
-	Spec       any         `json:"spec"`
-	Operation  any         `json:"operation"`
-	Status     *statusJSON `json:"status"`
-}
+// errNumberRange is an Application holding a number no float64 holds,
+// which client-go's decoding refuses (and the apiserver never stores).
+var errNumberRange = errors.New("a number out of range")
 
-// metaJSON holds keptMetadata.
-type metaJSON struct {
-	Name              any `json:"name"`
-	Namespace         any `json:"namespace"`
-	UID               any `json:"uid"`
-	ResourceVersion   any `json:"resourceVersion"`
-	Generation        any `json:"generation"`
-	CreationTimestamp any `json:"creationTimestamp"`
-	DeletionTimestamp any `json:"deletionTimestamp"`
-	Labels            any `json:"labels"`
-	Annotations       any `json:"annotations"`
-}
-
-// statusJSON holds keptAppStatus.
-type statusJSON struct {
-	Sync           any          `json:"sync"`
-	Health         any          `json:"health"`
-	OperationState *opStateJSON `json:"operationState"`
-	Summary        any          `json:"summary"`
-	Conditions     any          `json:"conditions"`
-	SourceType     any          `json:"sourceType"`
-	SourceTypes    any          `json:"sourceTypes"`
-}
-
-// object returns the Application as a trimmed unstructured object, the
-// same TrimApplication makes of the whole one (not compacted: it is
-// stored as JSON at once).
-func (a *appJSON) object() map[string]any {
-	out := map[string]any{"apiVersion": a.APIVersion, "kind": a.Kind, "metadata": nil}
-	if a.Metadata != nil {
-		out["metadata"] = a.Metadata.value()
+// decodeApp stores the Application object b, one whole JSON value off
+// the apiserver: reduced to what crowsnest keeps (reduceApp), kept as
+// those bytes, and its view read from them in one decode (viewJSON), the
+// same AppFromObject reads from the decoded, trimmed object. A bookmark
+// keeps its annotations too: the reflector reads the end of a streaming
+// list's initial events there.
+func decodeApp(b []byte, bookmark bool) (*storedApp, error) {
+	r := reduceApp(b)
+	if !numbersFit(r.json) {
+		return nil, errNumberRange
 	}
-	setIf(out, "spec", a.Spec)
-	setIf(out, "operation", a.Operation)
-	if a.Status != nil {
-		if st := a.Status.value(); len(st) > 0 {
-			out["status"] = st
-		}
+	var v viewJSON
+	err := kjson.UnmarshalCaseSensitivePreserveInts(r.json, &v)
+	if err != nil && !isTypeError(err) {
+		return nil, err //nolint:wrapcheck // never: the scanner checked b; the caller says what it read
 	}
-	return out
-}
-
-func (m *metaJSON) value() map[string]any {
-	out := make(map[string]any, 9)
-	setIf(out, "name", m.Name)
-	setIf(out, "namespace", m.Namespace)
-	setIf(out, "uid", m.UID)
-	setIf(out, "resourceVersion", m.ResourceVersion)
-	setIf(out, "generation", m.Generation)
-	setIf(out, "creationTimestamp", m.CreationTimestamp)
-	setIf(out, "deletionTimestamp", m.DeletionTimestamp)
-	setIf(out, "labels", m.Labels)
-	if ann, ok := m.Annotations.(map[string]any); ok {
-		delete(ann, lastAppliedAnnotation)
+	m := &v.Metadata
+	s := &storedApp{json: r.json}
+	s.Name, s.Namespace, s.UID, s.ResourceVersion, s.Generation = m.name, m.namespace, m.uid, r.resourceVersion, r.generation
+	if bookmark {
+		s.Annotations = m.annotations
 	}
-	setIf(out, "annotations", m.Annotations)
-	return out
-}
-
-func (s *statusJSON) value() map[string]any {
-	out := map[string]any{}
-	setIf(out, "sync", s.Sync)
-	setIf(out, "health", s.Health)
-	if s.OperationState != nil {
-		setIf(out, "operationState", s.OperationState.v)
-	}
-	setIf(out, "summary", s.Summary)
-	setIf(out, "conditions", s.Conditions)
-	setIf(out, "sourceType", s.SourceType)
-	setIf(out, "sourceTypes", s.SourceTypes)
-	return out
-}
-
-func setIf(m map[string]any, k string, v any) {
-	if v != nil {
-		m[k] = v
-	}
-}
-
-// opStateJSON is status.operationState without syncResult.resources (see
-// trimOperationState), which is as long as the Application has
-// resources. The parts are held as raw JSON until that one is dropped.
-type opStateJSON struct{ v any }
-
-// UnmarshalJSON decodes b except syncResult.resources. An error (a number
-// no float64 holds, which the apiserver never stores) aborts the whole
-// object's decode, so it is not returned as a type error, which would
-// make the caller keep what was decoded so far (isTypeError).
-func (o *opStateJSON) UnmarshalJSON(b []byte) error {
-	if err := o.decode(b); err != nil {
-		return fmt.Errorf("status.operationState: %v", err) //nolint:errorlint // deliberately not wrapped, see above
-	}
-	return nil
-}
-
-func (o *opStateJSON) decode(b []byte) error {
-	fields, ok := rawFields(b)
-	if !ok {
-		return kjson.UnmarshalCaseSensitivePreserveInts(b, &o.v)
-	}
-	sr, hasResult := fields["syncResult"]
-	delete(fields, "syncResult")
-	op, err := decodeFields(fields)
 	if err != nil {
-		return err
+		named, _ := namedTypeError(err)
+		s.err = fmt.Errorf("reading Application %s/%s: %w", m.namespace, m.name, named)
+		return s, nil
 	}
-	if hasResult {
-		var v any
-		if srFields, ok := rawFields(sr); ok {
-			delete(srFields, "resources")
-			v, err = decodeFields(srFields)
-		} else {
-			err = kjson.UnmarshalCaseSensitivePreserveInts(sr, &v)
+	a := viewOf(&appShape{Spec: v.Spec, Operation: v.Operation, Status: v.Status})
+	a.Namespace, a.Name, a.UID, a.ResourceVersion, a.generation = m.namespace, m.name, string(m.uid), r.resourceVersion, r.generation
+	a.Labels, a.Annotations, a.Deleting = m.labels, m.annotations, m.deleting
+	s.view = a
+	return s, nil
+}
+
+// viewJSON is what the view reads of an Application: appShape's fields
+// and the metadata as unstructured.Unstructured's getters read it.
+type viewJSON struct {
+	Metadata  viewMeta       `json:"metadata"`
+	Spec      appSpecShape   `json:"spec"`
+	Operation map[string]any `json:"operation,omitempty"`
+	Status    appStatusShape `json:"status"`
+}
+
+// viewMeta is the metadata of viewJSON. A field of the wrong type reads
+// as its zero value, never as an error: name, namespace, uid and
+// deletionTimestamp when not strings, labels and annotations when not
+// objects of strings (null values read as ""), as the getters read them.
+type viewMeta struct {
+	name, namespace     string
+	uid                 types.UID
+	labels, annotations map[string]string
+	deleting            bool
+}
+
+// UnmarshalJSON reads the metadata object b; it never fails.
+func (m *viewMeta) UnmarshalJSON(b []byte) error {
+	_, _ = objectFields(b, 0, func(key []byte, s, e int) {
+		v := b[s:e]
+		switch string(unescapedKey(key)) {
+		case "name":
+			m.name, _ = jsonString(v)
+		case "namespace":
+			m.namespace, _ = jsonString(v)
+		case "uid":
+			uid, _ := jsonString(v)
+			m.uid = types.UID(uid)
+		case "labels":
+			m.labels = jsonStringMap(v)
+		case "annotations":
+			m.annotations = jsonStringMap(v)
+		case "deletionTimestamp":
+			s, _ := jsonString(v)
+			var t metav1.Time
+			m.deleting = t.UnmarshalQueryParameter(s) == nil && !t.IsZero()
 		}
-		if err != nil {
-			return err
-		}
-		op["syncResult"] = v
-	}
-	o.v = op
+	})
 	return nil
 }
 
-// rawFields splits a JSON object into its fields, undecoded; false when
-// b is not an object.
-func rawFields(b []byte) (map[string]json.RawMessage, bool) {
-	var fields map[string]json.RawMessage
-	if !isObject(b) || kjson.UnmarshalCaseSensitivePreserveInts(b, &fields) != nil {
-		return nil, false
+// jsonStringMap reads v as GetLabels and GetAnnotations read a map: null
+// values as "", nil when v is not an object or holds a value other than
+// a string or null.
+func jsonStringMap(v []byte) map[string]string {
+	var raw map[string]json.RawMessage
+	if !isObjectStart(v) || kjson.UnmarshalCaseSensitivePreserveInts(v, &raw) != nil {
+		return nil
 	}
-	return fields, true
-}
-
-// decodeFields decodes each field of rawFields.
-func decodeFields(fields map[string]json.RawMessage) (map[string]any, error) {
-	out := make(map[string]any, len(fields))
-	for k, raw := range fields {
-		var v any
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v); err != nil {
-			return nil, err
+	out := make(map[string]string, len(raw))
+	for k, e := range raw {
+		if string(e) == "null" {
+			out[k] = ""
+			continue
 		}
-		out[k] = v
+		s, ok := jsonString(e)
+		if !ok {
+			return nil
+		}
+		out[k] = s
 	}
-	return out, nil
-}
-
-func isObject(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	return len(b) > 0 && b[0] == '{'
+	return out
 }

@@ -22,15 +22,16 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kuberest"
 )
 
-// appStream lists and watches Applications and decodes each one straight
-// into the trimmed form TrimApplication makes, in one pass over the
-// apiserver's JSON. client-go's dynamic informer reads every watch event
-// four times (framing, the event envelope, the object's kind, the object
-// into maps) and builds maps for all of it, managedFields and
-// status.resources included, only for the transform to drop them: a third
-// of crowsnest's CPU on a cold start of 1,000 Applications (bench S2).
-// Here the fields crowsnest never reads are scanned and skipped, never
-// allocated.
+// appStream lists and watches Applications and keeps each one as the
+// JSON of the trimmed form TrimApplication makes, cut out of the
+// apiserver's bytes (reduceApp) with its view read once (decodeApp):
+// nothing is built for the fields crowsnest never reads, and what it
+// keeps is never decoded into maps nor encoded again. client-go's
+// dynamic informer reads every watch event four times (framing, the
+// event envelope, the object's kind, the object into maps) and builds
+// maps for all of it, managedFields and status.resources included, only
+// for the transform to drop them: a third of crowsnest's CPU on a cold
+// start of 1,000 Applications (bench S2).
 type appStream struct {
 	// lists share the rate limiter of the config; watches, long-lived,
 	// are not rate limited, as client-go's Request.Watch is not.
@@ -141,11 +142,11 @@ func decodeItems(dec kjson.Decoder, out *storedAppList) error {
 		return fmt.Errorf("%w: want a list of items, got %v", errBadWatchEvent, tok)
 	}
 	for dec.More() {
-		var a appJSON
-		if err := dec.Decode(&a); err != nil && !isTypeError(err) {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			return err
 		}
-		item, err := storeJSON(&a, false)
+		item, err := decodeApp(raw, false)
 		if err != nil {
 			return err
 		}
@@ -171,8 +172,8 @@ func (s *appStream) watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 }
 
 // appEventDecoder reads watch events ({"type": ..., "object": ...}) off a
-// stream. It frames each event with jsonscan's scanner and gives
-// encoding/json only the fields crowsnest keeps (reduceApp).
+// stream. It frames each event with jsonscan's scanner and stores its
+// object with decodeApp.
 type appEventDecoder struct {
 	body io.ReadCloser
 	buf  []byte // read and not yet framed: buf[off:]
@@ -297,18 +298,16 @@ func decodeEventObject(b []byte, typ watch.EventType) (runtime.Object, error) {
 		}
 		return &st, nil
 	}
-	var a appJSON
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(reduceApp(b), &a); err != nil && !isTypeError(err) {
+	s, err := decodeApp(b, typ == watch.Bookmark)
+	if err != nil {
 		return nil, failed("object", err)
 	}
-	return storeJSON(&a, typ == watch.Bookmark)
+	return s, nil
 }
 
 // isTypeError reports a value of the wrong JSON type (a string where an
 // object was expected). The decoder skips that value and decodes the
-// rest, which is what TrimApplication does with a field of the wrong type.
-// sigs.k8s.io/json's type is an alias of encoding/json's. An unmarshaler's
-// error (opStateJSON) aborts the decode instead, and is not one.
+// rest. sigs.k8s.io/json's type is an alias of encoding/json's.
 func isTypeError(err error) bool {
 	var te *json.UnmarshalTypeError
 	return errors.As(err, &te)
@@ -321,7 +320,7 @@ func isTypeError(err error) bool {
 // watch.StreamWatcher then ends the watch quietly and the reflector
 // watches again, as with client-go's own decoder.
 func failed(part string, err error) error {
-	if isSyntax, _ := kjson.SyntaxErrorOffset(err); isSyntax || isTypeError(err) {
+	if isSyntax, _ := kjson.SyntaxErrorOffset(err); isSyntax || isTypeError(err) || errors.Is(err, errNumberRange) {
 		return fmt.Errorf("%w: %s: %w", errBadWatchEvent, part, err)
 	}
 	if errors.Is(err, io.EOF) {

@@ -175,7 +175,7 @@ func TestAppStreamSkipsAFieldOfTheWrongType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"apiVersion": nil, "kind": nil, "metadata": map[string]any{"name": "a", "namespace": "n"}, "spec": map[string]any{"project": "p"}}
+	want := map[string]any{"metadata": map[string]any{"name": "a", "namespace": "n"}, "spec": map[string]any{"project": "p"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -315,7 +315,94 @@ func FuzzAppStreamDecode(f *testing.F) {
 		if diff := cmp.Diff(normalized(want), normalized(got)); diff != "" {
 			t.Errorf("streamed Application differs from the trimmed one for %s (-want +got):\n%s", canon, diff)
 		}
+		wantView, wantErr := AppFromObject(&unstructured.Unstructured{Object: want})
+		gotView, gotErr := viewStreamed(canon)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("view of %s: error %v, want %v", canon, gotErr, wantErr)
+		}
+		if wantErr != nil {
+			return
+		}
+		wantView.Object = nil
+		if diff := cmp.Diff(wantView, gotView, cmp.AllowUnexported(App{})); diff != "" {
+			t.Errorf("view of the streamed Application differs from AppFromObject's for %s (-want +got):\n%s", canon, diff)
+		}
 	})
+}
+
+// viewStreamed is the view appStream stores for b, a watch event's
+// object.
+func viewStreamed(b []byte) (*App, error) {
+	obj, err := decodeEventObject(b, watch.Modified)
+	if err != nil {
+		return nil, err
+	}
+	s := obj.(*storedApp)
+	return s.view, s.err
+}
+
+// The view stored with an Application is the one AppFromObject reads from
+// the trimmed object, for the metadata's every type and the fields the
+// view names.
+func TestAppStreamViewIsAppFromObjects(t *testing.T) {
+	tests := []struct{ name, doc string }{
+		{"argo cd application", argoApp},
+		{"labels and annotations with nulls", `{"metadata":{"name":"a","labels":{"x":null,"y":"1"},"annotations":{}}}`},
+		{"labels of another type", `{"metadata":{"name":"a","labels":{"x":5},"annotations":"x"}}`},
+		{"labels null", `{"metadata":{"name":"a","labels":null}}`},
+		{"metadata of other types", `{"metadata":{"name":5,"namespace":["n"],"uid":{},"resourceVersion":7,"generation":"3"}}`},
+		{"generation not an int64", `{"metadata":{"name":"a","generation":1.0,"resourceVersion":""}}`},
+		{"generation zero", `{"metadata":{"name":"a","generation":-0}}`},
+		{"deleting", `{"metadata":{"name":"a","deletionTimestamp":"2026-01-02T03:04:05Z"}}`},
+		{"deletion timestamp zero or bad", `{"metadata":{"name":"a","deletionTimestamp":"0001-01-01T00:00:00Z"}}`},
+		{"deletion timestamp not a time", `{"metadata":{"name":"a","deletionTimestamp":"yesterday"}}`},
+		{"keys written with escapes", `{"met\u0061data":{"n\u0061me":"a","annotations":{"kubectl.kubernetes.io\/last-applied-configuration":"{}"}},"spec":{"project":"p"}}`},
+		{"sources", `{"metadata":{"name":"a"},"spec":{"sources":[{"repoURL":"r","helm":{"parameters":[{"name":"x","value":"1","forceString":true}]}},{"repoURL":"s"}],"source":{"repoURL":"t"}}}`},
+		{"operation pending", `{"metadata":{"name":"a"},"operation":{"sync":{}}}`},
+		{"operation empty", `{"metadata":{"name":"a"},"operation":{}}`},
+		{"status read", `{"metadata":{"name":"a"},"status":{"sync":{"status":"Synced","revision":"abc"},"health":{"status":"Healthy"},"operationState":{"phase":"Running","syncResult":{"resources":[1]}},"summary":{"images":["a:1"]},"sourceType":"Helm","sourceTypes":["Helm"]}}`},
+		{"spec field of the wrong type", `{"metadata":{"name":"a","namespace":"n"},"spec":{"source":"x"}}`},
+		{"operation of the wrong type", `{"metadata":{"name":"a"},"operation":[1]}`},
+		{"status field of the wrong type", `{"metadata":{"name":"a"},"status":{"summary":{"images":[1]}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trimmed, err := trimReference([]byte(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantErr := AppFromObject(&unstructured.Unstructured{Object: trimmed})
+			got, gotErr := viewStreamed([]byte(tt.doc))
+			if wantErr != nil || gotErr != nil {
+				if wantErr == nil || gotErr == nil || wantErr.Error() != gotErr.Error() {
+					t.Fatalf("error %v, want %v", gotErr, wantErr)
+				}
+				return
+			}
+			want.Object = nil
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(App{})); diff != "" {
+				t.Errorf("view (-AppFromObject +streamed):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A number no float64 holds fails the object wherever it is kept, as it
+// fails client-go's decoding; where the trim drops it, it is never read.
+func TestAppStreamFailsANumberOutOfRange(t *testing.T) {
+	for _, doc := range []string{
+		`{"metadata":{"name":"a"},"spec":{"x":1e400}}`,
+		`{"metadata":{"name":"a"},"spec":{"x":[-2E+999]}}`,
+		`{"metadata":{"name":"a","labels":{"x":"1e400"}},"spec":{"x":` + strings.Repeat("9", 400) + `}}`,
+	} {
+		if _, err := trimStreamed([]byte(doc)); !errors.Is(err, errBadWatchEvent) {
+			t.Errorf("%s: error %v, want %v", doc, err, errBadWatchEvent)
+		}
+	}
+	kept := `{"metadata":{"name":"a","managedFields":[{"x":1e400}],"labels":{"x":"1e400"}},"spec":{"x":1e300,"y":"1e400","z":` + strings.Repeat("9", 300) + `}}`
+	if _, err := trimStreamed([]byte(kept)); err != nil {
+		t.Errorf("%s: %v", kept, err)
+	}
 }
 
 // A value no decoder can hold inside operationState fails the object, as

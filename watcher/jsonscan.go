@@ -9,7 +9,7 @@ import (
 // A small JSON scanner for the watch stream: it finds where a value ends
 // and checks its grammar in one pass, without building anything. The
 // decoder uses it to frame events and to cut an Application down to the
-// fields crowsnest keeps (reduceApp) before encoding/json reads them:
+// fields crowsnest keeps (reduceApp), which it stores as they are:
 // managedFields, status.resources and status.history are most of an
 // Application's bytes, and encoding/json's Decoder reads every byte
 // twice (once to find the value's end, once to decode it).

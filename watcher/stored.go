@@ -25,10 +25,14 @@ import (
 // Object decodes (App.Decoded); the engine and the notifier keep the
 // same bytes (watcher.Kept).
 //
-// The JSON leaves out resourceVersion and generation, which change on
-// every write (they are in ObjectMeta and the view): two versions that
-// differ in nothing crowsnest keeps have the same bytes, which is the
-// dispatcher's Changed without decoding either.
+// From the apiserver (decodeApp) the JSON is the apiserver's own bytes of
+// the fields kept; from anywhere else (StoreApplication) json.Marshal's.
+// It leaves out resourceVersion and generation, which change on every
+// write (they are in ObjectMeta and the view): two versions that differ
+// in nothing crowsnest keeps have the same bytes, which is the
+// dispatcher's Changed without decoding either (the apiserver writes an
+// object's fields in one order; were it not to, a false "changed" costs
+// a reconcile that finds nothing to do).
 type storedApp struct {
 	// name, namespace, uid, resourceVersion and generation only (and
 	// a bookmark's annotations)
@@ -107,22 +111,6 @@ func (s *storedApp) lazy() *App {
 	a := *s.view
 	a.raw = s.json
 	return &a
-}
-
-// storeJSON stores a decoded Application. A bookmark keeps its
-// annotations too: the reflector reads the end of a streaming list's
-// initial events there.
-func storeJSON(a *appJSON, bookmark bool) (*storedApp, error) {
-	u := &unstructured.Unstructured{Object: a.object()}
-	obj, err := StoreApplication(u)
-	if err != nil {
-		return nil, err
-	}
-	s := obj.(*storedApp)
-	if bookmark {
-		s.Annotations = u.GetAnnotations()
-	}
-	return s, nil
 }
 
 // storedAppList is a page of stored Applications, as the apps informer's
@@ -306,7 +294,7 @@ func (k *Kept) App() *App {
 	}
 	u, err := decodeStored(k.raw, a.ResourceVersion, a.generation)
 	if err != nil {
-		return &a // never: the JSON is json.Marshal's
+		return &a // never: the JSON is json.Marshal's, or checked when stored (decodeApp)
 	}
 	a.Object = u
 	return &a
