@@ -20,8 +20,9 @@ var errNumberRange = errors.New("a number out of range")
 // same AppFromObject reads from the decoded, trimmed object. A bookmark
 // keeps its annotations too: the reflector reads the end of a streaming
 // list's initial events there.
-func decodeApp(b []byte, bookmark bool) (*storedApp, error) {
-	r := reduceApp(b)
+// scratch is reduceApp's.
+func decodeApp(b []byte, bookmark bool, scratch *[]byte) (*storedApp, error) {
+	r := reduceApp(b, scratch)
 	if !numbersFit(r.json) {
 		return nil, errNumberRange
 	}

@@ -141,12 +141,13 @@ func decodeItems(dec kjson.Decoder, out *storedAppList) error {
 	if fmt.Sprint(tok) != "[" {
 		return fmt.Errorf("%w: want a list of items, got %v", errBadWatchEvent, tok)
 	}
+	var scratch []byte
 	for dec.More() {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return err
 		}
-		item, err := decodeApp(raw, false)
+		item, err := decodeApp(raw, false, &scratch)
 		if err != nil {
 			return err
 		}
@@ -179,6 +180,8 @@ type appEventDecoder struct {
 	buf  []byte // read and not yet framed: buf[off:]
 	off  int
 	err  error // the body's error, once buf is used up
+	// scratch is where the object is reduced (reduceApp)
+	scratch []byte
 }
 
 func newAppEventDecoder(body io.ReadCloser) *appEventDecoder {
@@ -228,7 +231,7 @@ func (d *appEventDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	if !hasObject {
 		return "", nil, fmt.Errorf("%w: %s event without an object", errBadWatchEvent, typ)
 	}
-	obj, err := decodeEventObject(ev[objStart:objEnd], typ)
+	obj, err := decodeEventObject(ev[objStart:objEnd], typ, &d.scratch)
 	if err != nil {
 		return "", nil, err
 	}
@@ -290,7 +293,7 @@ func delim(dec kjson.Decoder, want string) error {
 // Status for an ERROR event (client-go turns it into the apiserver's
 // error, "resource version too old" among them), else an Application,
 // trimmed and stored (storedApp).
-func decodeEventObject(b []byte, typ watch.EventType) (runtime.Object, error) {
+func decodeEventObject(b []byte, typ watch.EventType, scratch *[]byte) (runtime.Object, error) {
 	if typ == watch.Error {
 		var st metav1.Status
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(b, &st); err != nil && !isTypeError(err) {
@@ -298,7 +301,7 @@ func decodeEventObject(b []byte, typ watch.EventType) (runtime.Object, error) {
 		}
 		return &st, nil
 	}
-	s, err := decodeApp(b, typ == watch.Bookmark)
+	s, err := decodeApp(b, typ == watch.Bookmark, scratch)
 	if err != nil {
 		return nil, failed("object", err)
 	}

@@ -84,7 +84,7 @@ func trimStreamed(b []byte) (map[string]any, error) {
 	if skipSpace(b, end) != len(b) {
 		return nil, syntaxErr(end, "data after the object")
 	}
-	obj, err := decodeEventObject(b[:end], watch.Modified)
+	obj, err := decodeEventObject(b[:end], watch.Modified, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +333,7 @@ func FuzzAppStreamDecode(f *testing.F) {
 // viewStreamed is the view appStream stores for b, a watch event's
 // object.
 func viewStreamed(b []byte) (*App, error) {
-	obj, err := decodeEventObject(b, watch.Modified)
+	obj, err := decodeEventObject(b, watch.Modified, nil)
 	if err != nil {
 		return nil, err
 	}

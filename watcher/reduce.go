@@ -28,9 +28,16 @@ type reducedApp struct {
 // not an object, or keeps nothing, is left out. The kept values are b's
 // own bytes, not decoded. b must be one whole JSON value (skipValue's);
 // anything but an object reduces to {}.
-func reduceApp(b []byte) reducedApp {
+//
+// The reduction is made in *scratch, which it may grow and keeps for the
+// next call (nil: a buffer of its own; at most maxScratch is kept); the JSON returned is a copy of
+// its length, as the informer keeps it.
+func reduceApp(b []byte, scratch *[]byte) reducedApp {
+	if scratch == nil {
+		scratch = new([]byte)
+	}
 	var r reducedApp
-	out, _ := reduceObject(b, make([]byte, 0, len(b)/2), func(key, v, out []byte) ([]byte, bool) {
+	out, _ := reduceObject(b, (*scratch)[:0], func(key, v, out []byte) ([]byte, bool) {
 		switch string(key) {
 		case "apiVersion", "kind", "spec", "operation":
 			return append(out, v...), true
@@ -52,9 +59,16 @@ func reduceApp(b []byte) reducedApp {
 	if !isObjectStart(b) {
 		out = append(out[:0], "{}"...)
 	}
-	r.json = out
+	r.json = bytes.Clone(out)
+	if cap(out) <= maxScratch {
+		*scratch = out[:0]
+	}
 	return r
 }
+
+// maxScratch bounds the buffer reduceApp keeps between calls: one very
+// large Application is not worth holding its size for ever.
+const maxScratch = 256 << 10
 
 // fieldFunc appends the value v of key (unescaped) to out, changed or
 // not, and says whether the field is kept (false: out unchanged, the
