@@ -145,7 +145,7 @@ func AppFromObject(u *unstructured.Unstructured) (*App, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &shape); err != nil {
 		return nil, fmt.Errorf("reading Application %s/%s: %w", u.GetNamespace(), u.GetName(), fieldError(u.Object, err))
 	}
-	a := viewOf(&shape)
+	a := viewOf(&shape.Spec, &shape.Status, len(shape.Operation) > 0)
 	a.Namespace = u.GetNamespace()
 	a.Name = u.GetName()
 	a.UID = string(u.GetUID())
@@ -158,26 +158,27 @@ func AppFromObject(u *unstructured.Unstructured) (*App, error) {
 	return a, nil
 }
 
-// viewOf is the view of what shape read, without the metadata.
-func viewOf(shape *appShape) *App {
+// viewOf is the view of an Application's spec and status, without the
+// metadata; opPending says its operation holds anything.
+func viewOf(spec *appSpecShape, status *appStatusShape, opPending bool) *App {
 	a := &App{
-		Project:          shape.Spec.Project,
-		Destination:      shape.Spec.Destination,
-		Images:           shape.Status.Summary.Images,
-		SourceType:       shape.Status.SourceType,
-		SourceTypes:      shape.Status.SourceTypes,
-		SyncStatus:       shape.Status.Sync.Status,
-		SyncRevision:     shape.Status.Sync.Revision,
-		HealthStatus:     shape.Status.Health.Status,
-		OperationPhase:   shape.Status.OperationState.Phase,
-		OperationPending: len(shape.Operation) > 0,
+		Project:          spec.Project,
+		Destination:      spec.Destination,
+		Images:           status.Summary.Images,
+		SourceType:       status.SourceType,
+		SourceTypes:      status.SourceTypes,
+		SyncStatus:       status.Sync.Status,
+		SyncRevision:     status.Sync.Revision,
+		HealthStatus:     status.Health.Status,
+		OperationPhase:   status.OperationState.Phase,
+		OperationPending: opPending,
 	}
 	switch {
-	case len(shape.Spec.Sources) > 0:
-		a.Sources = shape.Spec.Sources
+	case len(spec.Sources) > 0:
+		a.Sources = spec.Sources
 		a.MultiSource = true
-	case shape.Spec.Source != nil:
-		a.Sources = []Source{*shape.Spec.Source}
+	case spec.Source != nil:
+		a.Sources = []Source{*spec.Source}
 	}
 	return a
 }

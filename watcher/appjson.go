@@ -27,35 +27,139 @@ func decodeApp(b []byte, bookmark bool, scratch *[]byte) (*storedApp, error) {
 		return nil, errNumberRange
 	}
 	var v viewJSON
-	err := kjson.UnmarshalCaseSensitivePreserveInts(r.json, &v)
-	if err != nil && !isTypeError(err) {
-		return nil, err //nolint:wrapcheck // never: the scanner checked b; the caller says what it read
-	}
-	m := &v.Metadata
+	err := v.read(r.json)
+	m := &v.meta
 	s := &storedApp{json: r.json}
 	s.Name, s.Namespace, s.UID, s.ResourceVersion, s.Generation = m.name, m.namespace, m.uid, r.resourceVersion, r.generation
 	if bookmark {
 		s.Annotations = m.annotations
 	}
 	if err != nil {
-		named, _ := namedTypeError(err)
-		s.err = fmt.Errorf("reading Application %s/%s: %w", m.namespace, m.name, named)
+		s.err = fmt.Errorf("reading Application %s/%s: %w", m.namespace, m.name, err)
 		return s, nil
 	}
-	a := viewOf(&appShape{Spec: v.Spec, Operation: v.Operation, Status: v.Status})
+	a := viewOf(&v.spec, &v.status, v.opPending)
 	a.Namespace, a.Name, a.UID, a.ResourceVersion, a.generation = m.namespace, m.name, string(m.uid), r.resourceVersion, r.generation
 	a.Labels, a.Annotations, a.Deleting = m.labels, m.annotations, m.deleting
 	s.view = a
 	return s, nil
 }
 
-// viewJSON is what the view reads of an Application: appShape's fields
-// and the metadata as unstructured.Unstructured's getters read it.
+// viewJSON is what the view reads of an Application, read from its JSON
+// with jsonscan's scanner: only the fields appShape names are decoded,
+// the rest is skipped, as the converter in AppFromObject reads them from
+// the decoded object: a field of the wrong type is an error that names
+// it ("spec.source is a string, not an object"), null is absent, keys are
+// matched case-sensitively; the metadata as viewMeta reads it.
 type viewJSON struct {
-	Metadata  viewMeta       `json:"metadata"`
-	Spec      appSpecShape   `json:"spec"`
-	Operation map[string]any `json:"operation,omitempty"`
-	Status    appStatusShape `json:"status"`
+	meta      viewMeta
+	spec      appSpecShape
+	status    appStatusShape
+	opPending bool
+}
+
+// read reads b, an Application (valid JSON); the error is the first
+// field of the wrong type.
+func (v *viewJSON) read(b []byte) error {
+	var err error
+	fail := func(e error) {
+		if err == nil {
+			err = e
+		}
+	}
+	isObj, _ := objectFields(b, func(key []byte, s, e int) {
+		val := b[s:e]
+		switch string(unescapedKey(key)) {
+		case "metadata":
+			_ = v.meta.UnmarshalJSON(val)
+		case "spec":
+			fail(fields(val, "spec", &v.spec, func(key, val []byte) error {
+				switch string(key) {
+				case "project":
+					return leaf(val, "spec.project", &v.spec.Project)
+				case "source":
+					return leaf(val, "spec.source", &v.spec.Source)
+				case "sources":
+					return leaf(val, "spec.sources", &v.spec.Sources)
+				case "destination":
+					return leaf(val, "spec.destination", &v.spec.Destination)
+				}
+				return nil
+			}))
+		case "operation":
+			fail(fields(val, "operation", new(map[string]any), func([]byte, []byte) error {
+				v.opPending = true
+				return nil
+			}))
+		case "status":
+			st := &v.status
+			fail(fields(val, "status", st, func(key, val []byte) error {
+				switch string(key) {
+				case "sync":
+					return leaf(val, "status.sync", &st.Sync)
+				case "health":
+					return leaf(val, "status.health", &st.Health)
+				case "operationState":
+					return fields(val, "status.operationState", &st.OperationState, func(key, val []byte) error {
+						if string(key) == "phase" {
+							return leaf(val, "status.operationState.phase", &st.OperationState.Phase)
+						}
+						return nil
+					})
+				case "summary":
+					return fields(val, "status.summary", &st.Summary, func(key, val []byte) error {
+						if string(key) == "images" {
+							return leaf(val, "status.summary.images", &st.Summary.Images)
+						}
+						return nil
+					})
+				case "sourceType":
+					return leaf(val, "status.sourceType", &st.SourceType)
+				case "sourceTypes":
+					return leaf(val, "status.sourceTypes", &st.SourceTypes)
+				}
+				return nil
+			}))
+		}
+	})
+	if !isObj {
+		return nil // never: reduceApp makes an object
+	}
+	return err
+}
+
+// fields calls field for each field of the object val (at path) in
+// order, and returns the first error; null is no field; anything else
+// is the type error decoding val into typ (an object type) reports.
+func fields(val []byte, path string, typ any, field func(key, val []byte) error) error {
+	var err error
+	isObj, _ := objectFields(val, func(key []byte, s, e int) {
+		if ferr := field(unescapedKey(key), val[s:e]); ferr != nil && err == nil {
+			err = ferr
+		}
+	})
+	if isObj || string(val) == "null" {
+		return err
+	}
+	return leaf(val, path, typ)
+}
+
+// leaf decodes val (at path) into dst as encoding/json does, its error
+// naming the field.
+func leaf(val []byte, path string, dst any) error {
+	err := kjson.UnmarshalCaseSensitivePreserveInts(val, dst)
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Type != nil {
+		field := path
+		if te.Field != "" {
+			field += "." + te.Field
+		}
+		return fmt.Errorf("%s is a %s, not %s", field, te.Value, kindName(te.Type))
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // viewMeta is the metadata of viewJSON. A field of the wrong type reads
@@ -71,7 +175,7 @@ type viewMeta struct {
 
 // UnmarshalJSON reads the metadata object b; it never fails.
 func (m *viewMeta) UnmarshalJSON(b []byte) error {
-	_, _ = objectFields(b, 0, func(key []byte, s, e int) {
+	_, _ = objectFields(b, func(key []byte, s, e int) {
 		v := b[s:e]
 		switch string(unescapedKey(key)) {
 		case "name":

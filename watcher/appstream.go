@@ -202,7 +202,7 @@ func (d *appEventDecoder) Decode() (watch.EventType, runtime.Object, error) {
 		objStart, objEnd     int
 		hasObject, hasTypeOK bool
 	)
-	isObject, err := objectFields(ev, 0, func(key []byte, s, e int) {
+	isObject, err := objectFields(ev, func(key []byte, s, e int) {
 		switch string(key) {
 		case "type":
 			var t string

@@ -364,6 +364,9 @@ func TestAppStreamViewIsAppFromObjects(t *testing.T) {
 		{"spec field of the wrong type", `{"metadata":{"name":"a","namespace":"n"},"spec":{"source":"x"}}`},
 		{"operation of the wrong type", `{"metadata":{"name":"a"},"operation":[1]}`},
 		{"status field of the wrong type", `{"metadata":{"name":"a"},"status":{"summary":{"images":[1]}}}`},
+		{"source field of the wrong type", `{"metadata":{"name":"a"},"spec":{"sources":[{"repoURL":"r"},{"helm":{"parameters":[{"forceString":"yes"}]}}]}}`},
+		{"spec of the wrong type", `{"metadata":{"name":"a"},"spec":[]}`},
+		{"nulls", `{"metadata":{"name":"a"},"spec":{"source":null,"project":null},"operation":null,"status":{"sync":null,"operationState":{"phase":null}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

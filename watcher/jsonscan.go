@@ -255,12 +255,12 @@ func numberEnd(b []byte, i, start int) (int, error) {
 	return i, syntaxErr(start, "malformed number")
 }
 
-// objectFields calls field for each key of the object at b[i] with the
-// key's raw bytes (between the quotes) and the value's bounds, and
-// reports whether b[i] is an object. A key with an escape is given as written (never one of
-// crowsnest's names, which have none).
-func objectFields(b []byte, i int, field func(key []byte, start, end int)) (ok bool, err error) {
-	i = skipSpace(b, i)
+// objectFields calls field for each key of the object b (after white
+// space) with the key's raw bytes (between the quotes) and the value's
+// bounds, and reports whether b is an object. A key with an escape is
+// given as written (unescapedKey reads it).
+func objectFields(b []byte, field func(key []byte, start, end int)) (ok bool, err error) {
+	i := skipSpace(b, 0)
 	if i >= len(b) {
 		return false, errIncomplete
 	}

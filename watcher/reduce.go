@@ -81,7 +81,7 @@ func reduceObject(v, out []byte, keep fieldFunc) ([]byte, int) {
 	start := len(out)
 	out = append(out, '{')
 	n := 0
-	isObject, err := objectFields(v, 0, func(key []byte, s, e int) {
+	isObject, err := objectFields(v, func(key []byte, s, e int) {
 		mark := len(out)
 		if n > 0 {
 			out = append(out, ',')
