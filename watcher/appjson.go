@@ -15,12 +15,11 @@ import (
 var errNumberRange = errors.New("a number out of range")
 
 // decodeApp stores the Application object b, one whole JSON value off
-// the apiserver: reduced to what crowsnest keeps (reduceApp), kept as
-// those bytes, and its view read from them in one decode (viewJSON), the
-// same AppFromObject reads from the decoded, trimmed object. A bookmark
-// keeps its annotations too: the reflector reads the end of a streaming
-// list's initial events there.
-// scratch is reduceApp's.
+// the apiserver: reduced to what crowsnest keeps (reduceApp, in
+// scratch), kept as those bytes, and its view read from them (viewJSON),
+// the same AppFromObject reads from the decoded, trimmed object. A
+// bookmark keeps its annotations too: the reflector reads the end of a
+// streaming list's initial events there.
 func decodeApp(b []byte, bookmark bool, scratch *[]byte) (*storedApp, error) {
 	r := reduceApp(b, scratch)
 	if !numbersFit(r.json) {
@@ -71,7 +70,7 @@ func (v *viewJSON) read(b []byte) error {
 		val := b[s:e]
 		switch string(unescapedKey(key)) {
 		case "metadata":
-			_ = v.meta.UnmarshalJSON(val)
+			v.meta.read(val)
 		case "spec":
 			fail(fields(val, "spec", &v.spec, func(key, val []byte) error {
 				switch string(key) {
@@ -152,12 +151,15 @@ func leaf(val []byte, path string, dst any) error {
 		return nil
 	}
 	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Type != nil {
-		field := path
-		if te.Field != "" {
-			field += "." + te.Field
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			te.Field = path
+		} else {
+			te.Field = path + "." + te.Field
 		}
-		return fmt.Errorf("%s is a %s, not %s", field, te.Value, kindName(te.Type))
+		if named, ok := namedTypeError(te); ok {
+			return named
+		}
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }
@@ -173,8 +175,8 @@ type viewMeta struct {
 	deleting            bool
 }
 
-// UnmarshalJSON reads the metadata object b; it never fails.
-func (m *viewMeta) UnmarshalJSON(b []byte) error {
+// read reads the metadata object b.
+func (m *viewMeta) read(b []byte) {
 	_, _ = objectFields(b, func(key []byte, s, e int) {
 		v := b[s:e]
 		switch string(unescapedKey(key)) {
@@ -195,7 +197,6 @@ func (m *viewMeta) UnmarshalJSON(b []byte) error {
 			m.deleting = t.UnmarshalQueryParameter(s) == nil && !t.IsZero()
 		}
 	})
-	return nil
 }
 
 // jsonStringMap reads v as GetLabels and GetAnnotations read a map: null
