@@ -3,6 +3,7 @@ package election_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,6 +151,72 @@ func TestTakeoverAfterHolderStopsRenewing(t *testing.T) {
 	}
 	l = getLease(t, client, ns)
 	if diff := cmp.Diff([]any{"", int32(4)}, []any{holder(l), transitions(l)}); diff != "" {
+		t.Errorf("released lease holder and transitions (-want +got):\n%s", diff)
+	}
+}
+
+// lateRenewal is a Lease client through which the holder's own renewal,
+// cancelled in flight, lands on the apiserver just after the release read
+// the Lease: after the first Get that succeeds once the term ended, it
+// renews the Lease as the holder.
+type lateRenewal struct {
+	kubecore.LeasesGetter
+	t      *testing.T
+	ended  func() bool
+	landed atomic.Bool
+}
+
+func (l *lateRenewal) Leases(ns string) kubecore.LeaseInterface {
+	return lateRenewalLeases{l.LeasesGetter.Leases(ns), l}
+}
+
+type lateRenewalLeases struct {
+	kubecore.LeaseInterface
+	l *lateRenewal
+}
+
+func (r lateRenewalLeases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	lease, err := r.LeaseInterface.Get(ctx, name, opts)
+	if err != nil || !r.l.ended() || r.l.landed.Swap(true) {
+		return lease, err //nolint:wrapcheck // the client's own error, passed through
+	}
+	renewed := lease.DeepCopy()
+	now := metav1.NowMicro()
+	renewed.Spec.RenewTime = &now
+	if _, err := r.Update(context.Background(), renewed, metav1.UpdateOptions{}); err != nil {
+		r.l.t.Errorf("the late renewal: %v", err)
+	}
+	return lease, nil
+}
+
+// A renewal cancelled in flight that lands after the release read the
+// Lease makes the release's write conflict; the release reads the Lease
+// again and still frees it.
+func TestReleaseOutlastsALateRenewal(t *testing.T) {
+	ns := env.CreateNamespace(t, "election")
+	var running atomic.Pointer[candidate]
+	client := &lateRenewal{LeasesGetter: kubecoretest.New(t, env.Config), t: t, ended: func() bool {
+		c := running.Load()
+		if c == nil {
+			return false
+		}
+		select {
+		case <-c.started:
+			return c.term.Err() != nil
+		default:
+			return false
+		}
+	}}
+	c := run(t, client, ns, "holder")
+	running.Store(c)
+	await(t, "the candidate to create and take the lease", c.started)
+	c.stop()
+	await(t, "OnStoppedLeading", c.stopped)
+	if !client.landed.Load() {
+		t.Fatal("the late renewal never landed: the release did not read the Lease")
+	}
+	l := getLease(t, client, ns)
+	if diff := cmp.Diff([]any{"", int32(0)}, []any{holder(l), transitions(l)}); diff != "" {
 		t.Errorf("released lease holder and transitions (-want +got):\n%s", diff)
 	}
 }

@@ -104,28 +104,38 @@ func (e *Elector) update(ctx context.Context, spec coordinationv1.LeaseSpec) err
 
 // release frees the Lease if this candidate holds it: no holder, a
 // duration of one second, so that any other takes it at its next try.
+// A renewal cancelled in flight may still land after release read the
+// Lease; the write then conflicts, and release reads the Lease again.
 func (e *Elector) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), e.RenewDeadline)
 	defer cancel()
-	lease, err := e.Client.Leases(e.Namespace).Get(ctx, e.Name, metav1.GetOptions{})
-	if err != nil {
-		e.Log.Error("failed to get lease to release it", "lease", e.describe(), "error", err)
-		return
-	}
-	e.lease = lease
-	if !e.leading() || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != e.Identity {
-		return // another took it since this one last looked: not ours to free
-	}
-	now := metav1.NowMicro()
-	spec := coordinationv1.LeaseSpec{
-		HolderIdentity:       ptr(""),
-		LeaseDurationSeconds: ptr(int32(1)),
-		AcquireTime:          &now,
-		RenewTime:            &now,
-		LeaseTransitions:     e.observed.LeaseTransitions,
-	}
-	if err := e.update(ctx, spec); err != nil {
-		e.Log.Error("failed to release lease", "lease", e.describe(), "error", err)
+	for {
+		lease, err := e.Client.Leases(e.Namespace).Get(ctx, e.Name, metav1.GetOptions{})
+		if err != nil {
+			e.Log.Error("failed to get lease to release it", "lease", e.describe(), "error", err)
+			return
+		}
+		e.lease = lease
+		if !e.leading() || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != e.Identity {
+			return // another took it since this one last looked: not ours to free
+		}
+		now := metav1.NowMicro()
+		spec := coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr(""),
+			LeaseDurationSeconds: ptr(int32(1)),
+			AcquireTime:          &now,
+			RenewTime:            &now,
+			LeaseTransitions:     lease.Spec.LeaseTransitions,
+		}
+		err = e.update(ctx, spec)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			e.Log.Error("failed to release lease", "lease", e.describe(), "error", err)
+			return
+		}
+		e.Log.Info("lease changed while releasing it; reading it again", "lease", e.describe())
 	}
 }
 
