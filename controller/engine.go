@@ -37,7 +37,10 @@ var ErrLeadershipLost = errors.New("leader election lost")
 // Source is where Application events come from (the watcher package).
 type Source interface {
 	Start(ctx context.Context, h watcher.Handler) error
+	// Synced reports whether the source delivered its initial objects;
+	// SyncedDone is closed then.
 	Synced() bool
+	SyncedDone() <-chan struct{}
 }
 
 // Request is one unit of work: reconcile the Application with this key.
@@ -315,22 +318,14 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 func (e *Engine) waitSynced(ctx context.Context) bool {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		all := true
-		for _, s := range e.Sources {
-			all = all && s.Synced()
-		}
-		if all {
-			return true
-		}
+	for _, s := range e.Sources {
 		select {
+		case <-s.SyncedDone():
 		case <-ctx.Done():
 			return false
-		case <-tick.C:
 		}
 	}
+	return true
 }
 
 // runWorkers reconciles until ctx is cancelled, then shuts the queue down

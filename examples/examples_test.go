@@ -190,9 +190,9 @@ func readApps(t *testing.T, dir string) *collect {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- src.Start(ctx, c) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !src.Synced() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
+	select {
+	case <-src.SyncedDone():
+	case <-time.After(30 * time.Second):
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -53,7 +52,7 @@ type FileSource struct {
 	Log       *slog.Logger
 	Metrics   *Metrics
 
-	synced atomic.Bool
+	synced SyncSignal
 	// byFile keeps the last readable objects of each file, so a file that
 	// turns unreadable keeps its previous objects instead of deleting them.
 	byFile map[string][]*unstructured.Unstructured
@@ -127,7 +126,7 @@ func (s *FileSource) Start(ctx context.Context, h Handler) error {
 	s.problems = nil
 	s.mu.Unlock()
 	s.scan(d, w)
-	s.synced.Store(true)
+	s.synced.Mark()
 
 	return fsdebounce.Loop{
 		Watcher: w, Quiet: fileDebounce, Recheck: fileRescanInterval,
@@ -137,7 +136,10 @@ func (s *FileSource) Start(ctx context.Context, h Handler) error {
 }
 
 // Synced reports whether the folder was read once.
-func (s *FileSource) Synced() bool { return s.synced.Load() }
+func (s *FileSource) Synced() bool { return s.synced.IsDone() }
+
+// SyncedDone is closed once the folder was read once.
+func (s *FileSource) SyncedDone() <-chan struct{} { return s.synced.Done() }
 
 // scan re-reads every file and emits the difference to the last scan.
 func (s *FileSource) scan(d *dispatcher, w *fsnotify.Watcher) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -49,7 +48,7 @@ type KubeSource struct {
 	Log               *slog.Logger
 	Metrics           *Metrics
 
-	synced atomic.Bool
+	synced SyncSignal
 }
 
 // Start runs the informers and delivers events to h until ctx is cancelled.
@@ -65,7 +64,7 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 	d := &dispatcher{handler: h, log: log, metrics: s.Metrics}
 
 	var informers []cache.SharedIndexInformer
-	var synced []cache.InformerSynced
+	var synced []cache.DoneChecker
 	add := func(namespaces []string, resource string, newInformer informerFactory, handler cache.ResourceEventHandler) error {
 		if len(namespaces) == 0 {
 			namespaces = []string{metav1.NamespaceAll}
@@ -83,7 +82,7 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 			// Synced once the handler was given every object of the
 			// initial list, not only once the informer's store holds
 			// them: the engine counts and reconciles what it was given.
-			synced = append(synced, reg.HasSynced)
+			synced = append(synced, reg.HasSyncedChecker())
 		}
 		return nil
 	}
@@ -110,10 +109,17 @@ func (s *KubeSource) Start(ctx context.Context, h Handler) error {
 	for _, inf := range informers {
 		running.Go(func() { inf.RunWithContext(ctx) })
 	}
-	if cache.WaitForCacheSync(ctx.Done(), synced...) {
-		s.synced.Store(true)
-		log.Info("application caches synced", "informers", len(synced))
+	// Each handler's channel, not client-go's WaitForCacheSync: that
+	// polls every 100 ms, and the first pass would wait for its tick.
+	for _, c := range synced {
+		select {
+		case <-c.Done():
+		case <-ctx.Done():
+			return nil
+		}
 	}
+	s.synced.Mark()
+	log.Info("application caches synced", "informers", len(synced))
 	<-ctx.Done()
 	return nil
 }
@@ -159,4 +165,8 @@ func (s *KubeSource) dynamicInformers(gvr schema.GroupVersionResource, selector 
 }
 
 // Synced reports whether the initial list of every informer was delivered.
-func (s *KubeSource) Synced() bool { return s.synced.Load() }
+func (s *KubeSource) Synced() bool { return s.synced.IsDone() }
+
+// SyncedDone is closed once the initial list of every informer was
+// delivered.
+func (s *KubeSource) SyncedDone() <-chan struct{} { return s.synced.Done() }

@@ -40,6 +40,7 @@ func configIf(streamed bool, cfg *rest.Config) *rest.Config {
 func startSource(t *testing.T, src interface {
 	Start(context.Context, watcher.Handler) error
 	Synced() bool
+	SyncedDone() <-chan struct{}
 }, h watcher.Handler,
 ) {
 	t.Helper()
@@ -51,12 +52,13 @@ func startSource(t *testing.T, src interface {
 		}
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	deadline := time.Now().Add(waitTimeout)
-	for !src.Synced() {
-		if time.Now().After(deadline) {
-			t.Fatal("source did not sync")
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
+	select {
+	case <-src.SyncedDone():
+	case <-time.After(waitTimeout):
+		t.Fatal("source did not sync")
+	}
+	if !src.Synced() {
+		t.Error("SyncedDone is closed but Synced() is false")
 	}
 }
 

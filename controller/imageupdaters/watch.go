@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,7 +62,7 @@ type Watcher struct {
 	stores []cache.Store
 	// synced is set once the Applications may be reconciled: the first
 	// list is in Set, or ImageUpdaters are not (yet) served.
-	synced atomic.Bool
+	synced watcher.SyncSignal
 }
 
 // Discovery is the one discovery question a Watcher asks: client-go's
@@ -75,6 +74,7 @@ type Discovery interface {
 var _ interface {
 	Start(ctx context.Context, h watcher.Handler) error
 	Synced() bool
+	SyncedDone() <-chan struct{}
 } = (*Watcher)(nil)
 
 // Served reports whether the apiserver serves ImageUpdaters.
@@ -113,7 +113,15 @@ func (w *Watcher) readable(ctx context.Context) error {
 // The engine waits for it (it is one of its Sources), so no Application
 // is updated by its annotations before an ImageUpdater that selects it
 // is known.
-func (w *Watcher) Synced() bool { return w.Mode == ModeOff || w.synced.Load() }
+func (w *Watcher) Synced() bool { return w.Mode == ModeOff || w.synced.IsDone() }
+
+// SyncedDone is closed once Synced is true.
+func (w *Watcher) SyncedDone() <-chan struct{} {
+	if w.Mode == ModeOff {
+		w.synced.Mark()
+	}
+	return w.synced.Done()
+}
 
 // Start watches until ctx ends. In ModeAuto it waits for the CRD. It
 // emits no Application events (h is unused): the engine's queue gets the
@@ -141,13 +149,13 @@ func (w *Watcher) Start(ctx context.Context, _ watcher.Handler) error {
 			// Forbidden too: an install whose RBAC predates ImageUpdaters
 			// keeps working without them, and says why.
 			w.Log.Warn("cannot read ImageUpdaters; asking again later", "error", err)
-			w.synced.Store(true)
+			w.synced.Mark()
 		case !said:
 			w.Log.Info("ImageUpdater resources are not served (argocd-image-updater 1.x's CRD is not installed); not watching them until they are")
 			said = true
 		}
 		if !ok && err == nil {
-			w.synced.Store(true)
+			w.synced.Mark()
 		}
 		if ok {
 			break
@@ -162,7 +170,7 @@ func (w *Watcher) Start(ctx context.Context, _ watcher.Handler) error {
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
-	var synced []cache.InformerSynced
+	var synced []cache.DoneChecker
 	for _, ns := range namespaces {
 		inf := kuberest.DynamicInformer(w.Client, gvr, ns, 0, nil)
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -176,13 +184,17 @@ func (w *Watcher) Start(ctx context.Context, _ watcher.Handler) error {
 		w.stores = append(w.stores, inf.GetStore())
 		w.mu.Unlock()
 		go inf.Run(ctx.Done())
-		synced = append(synced, inf.HasSynced)
+		synced = append(synced, inf.HasSyncedChecker())
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return nil
+	for _, c := range synced {
+		select {
+		case <-c.Done():
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	w.Log.Info("watching ImageUpdater resources", "namespaces", len(w.Namespaces))
-	w.synced.Store(true)
+	w.synced.Mark()
 	<-ctx.Done()
 	return nil
 }

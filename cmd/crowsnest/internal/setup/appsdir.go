@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -46,17 +45,13 @@ func ReadAppsDir(ctx context.Context, dir string) (*AppsDir, error) {
 	src := &watcher.FileSource{Dir: dir, Log: slog.New(slog.DiscardHandler)}
 	done := make(chan error, 1)
 	go func() { done <- src.Start(ctx, objs) }()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !src.Synced() {
-		select {
-		case err := <-done:
-			if err == nil {
-				err = ctx.Err()
-			}
-			return nil, err
-		case <-tick.C:
+	select {
+	case err := <-done:
+		if err == nil {
+			err = ctx.Err()
 		}
+		return nil, err
+	case <-src.SyncedDone():
 	}
 	cancel()
 	if err := <-done; err != nil {
