@@ -60,12 +60,25 @@ func newAppClients(cfg *rest.Config) (appClients, error) {
 }
 
 // appListWatch returns a ListerWatcher of the Applications in namespace
-// (all for "") matching selector. It supports streaming lists
-// (watch-list): the apiserver's initial events are decoded like any other.
+// (all for "") matching selector. The reflector LISTs through it, then
+// watches; it does not ask for a streaming list (watch-list), though its
+// watch decodes initial events like any other. Its LIST is already
+// streamed, stored item by item and never whole in memory, so watch-list
+// saves no memory here, and it is slower: the apiserver encodes and
+// frames each Application as an event of its own, and the informer takes
+// each through its watch path. S2's 1000 Applications were in the cache
+// 0.27-0.38 s after start with a LIST, 0.36-0.49 s with watch-list.
 func appListWatch(c appClients, namespace, selector string) cache.ListerWatcher {
 	s := &appStream{lists: c.lists, watches: c.watches, namespace: namespace, selector: selector}
-	return &cache.ListWatch{ListWithContextFunc: s.list, WatchFuncWithContext: s.watch}
+	return listThenWatch{&cache.ListWatch{ListWithContextFunc: s.list, WatchFuncWithContext: s.watch}}
 }
+
+// listThenWatch is a ListWatch the reflector does not ask for streaming
+// lists (client-go's opt-out, the method below).
+type listThenWatch struct{ *cache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells the reflector to LIST, then watch.
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // paramCodec turns ListOptions into query parameters, as client-go's
 // dynamic client does.

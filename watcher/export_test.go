@@ -20,27 +20,22 @@ func AppListWatch(cfg *rest.Config, namespace, selector string) (cache.ListerWat
 	return cache.ToListerWatcherWithContext(appListWatch(c, namespace, selector)), nil
 }
 
-// AppInformerListing is appStream's informer as a reflector runs it
-// where streaming lists are off (an older apiserver): a LIST, then a
-// watch. lists counts the LISTs.
+// AppInformerListing is appStream's informer as KubeSource runs it: a
+// LIST, then a watch. lists counts the LISTs.
 func AppInformerListing(cfg *rest.Config, namespace string) (inf cache.SharedIndexInformer, lists *atomic.Int32, err error) {
 	c, err := newAppClients(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	lw := appListWatch(c, namespace, "").(*cache.ListWatch)
+	lw := appListWatch(c, namespace, "").(listThenWatch).ListWatch
 	lists = &atomic.Int32{}
 	list := lw.ListWithContextFunc
 	lw.ListWithContextFunc = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		lists.Add(1)
 		return list(ctx, opts)
 	}
-	return cache.NewSharedIndexInformer(noWatchList{lw}, &storedApp{}, 0, cache.Indexers{}), lists, nil
+	return cache.NewSharedIndexInformer(listThenWatch{lw}, &storedApp{}, 0, cache.Indexers{}), lists, nil
 }
-
-type noWatchList struct{ *cache.ListWatch }
-
-func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Unstored is obj as the tests compare it: a stored Application (or a
 // page of them) decoded into unstructured form; anything else as it is.

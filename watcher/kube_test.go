@@ -412,10 +412,10 @@ func TestAppStreamListAndWatch(t *testing.T) {
 	}
 }
 
-// Where streaming lists are off, the reflector lists through appStream,
-// then watches: the cache holds the trimmed Applications and follows a
-// change.
-func TestAppStreamWithoutStreamingLists(t *testing.T) {
+// The reflector lists through appStream (no streaming list, though
+// client-go asks for one by default), then watches: the cache holds the
+// trimmed Applications and follows a change.
+func TestAppStreamListsThenWatches(t *testing.T) {
 	ns := env.CreateNamespace(t, "streamlist")
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
