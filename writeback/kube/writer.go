@@ -12,10 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	kjson "sigs.k8s.io/json"
 
-	"github.com/crowsnest-dev/crowsnest/internal/kuberest"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -122,55 +121,38 @@ func (w *Writer) ApplyFrom(ctx context.Context, namespace, name string, cached *
 // fieldManager names crowsnest's writes in managedFields.
 const fieldManager = "crowsnest"
 
-// metadataOnly asks the apiserver to answer with the object's metadata
-// (a PartialObjectMetadata), which every apiserver since 1.15 can.
-const metadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
-
-// MetaPatcher sends JSON patches to Applications and reads only the
-// resourceVersion of the answer. The apiserver answers with the metadata
-// only, but that still holds managedFields, and decoding it into an
-// object was an eighth of crowsnest's CPU on a cold start of 10,000
-// Applications; here everything but the resourceVersion is skipped.
+// MetaPatcher sends JSON patches to Applications through client-go's
+// metadata client: the apiserver answers with the Application's metadata
+// only (a PartialObjectMetadata), in protobuf, which every apiserver
+// since 1.15 serves for custom resources too. Encoding that answer is the
+// apiserver's least work for a patch, and reading its resourceVersion
+// crowsnest's: the JSON answer, managedFields and all, was an eighth of
+// crowsnest's CPU on a cold start of 10,000 Applications when decoded
+// into an object, and still a twentieth when only scanned.
 type MetaPatcher struct {
-	client rest.Interface
+	client metadata.Interface
 }
 
 // Patch applies a JSON patch to the Application namespace/name and
 // returns its resourceVersion after the write. Errors are the apiserver's
 // (apierrors.IsConflict and the rest work on them).
 func (p *MetaPatcher) Patch(ctx context.Context, namespace, name string, data []byte) (string, error) {
-	r := watcher.ApplicationsResource
-	res := p.client.Patch(types.JSONPatchType).
-		AbsPath("/apis", r.Group, r.Version, "namespaces", namespace, r.Resource, name).
-		Param("fieldManager", fieldManager).Body(data).Do(ctx)
-	// Error, not Raw's error: it reads the apiserver's Status out of the
-	// body ("cannot patch resource ..."), where Raw says "unknown".
-	if err := res.Error(); err != nil {
-		return "", err
-	}
-	body, err := res.Raw()
+	out, err := p.client.Resource(watcher.ApplicationsResource).Namespace(namespace).
+		Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil {
-		return "", err
+		return "", err //nolint:wrapcheck // the apiserver's error, for apierrors' predicates
 	}
-	var answer struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &answer); err != nil {
-		return "", fmt.Errorf("reading the answer to a patch: %w", err)
-	}
-	return answer.Metadata.ResourceVersion, nil
+	return out.ResourceVersion, nil
 }
 
 // MetadataOnlyClient returns a MetaPatcher for cfg. It shares cfg's rate
 // limiter when cfg has one.
 func MetadataOnlyClient(cfg *rest.Config) (*MetaPatcher, error) {
-	rc, err := kuberest.Client(cfg, metadataOnly)
+	c, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the metadata-only kube client: %w", err)
 	}
-	return &MetaPatcher{client: rc}, nil
+	return &MetaPatcher{client: c}, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
