@@ -25,7 +25,7 @@ func FuzzParseGrammar(f *testing.F) {
 		"nginx", "ghcr.io/org/team/app:v1.2.3", "localhost:5000/a/b", "127.0.0.1:5000/a__b/c-d/e.f_g:1",
 		"[::1]:5000/app:1", "../../etc/passwd", "a/../b", "host/./x", "host//x", "-a/b", "a./b", "h:5000/a-/b",
 		"registry.example.com:443/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-		"a/b:" + strings.Repeat("x", 129), "a/b:.x", "A/b", "h:x/a", "h:/a", "a.b.c/d", "a_b/c", "docker.io/library/nginx",
+		"a/b:" + strings.Repeat("x", 129), "a/b:.x", "nginx:", "h:5000/a:", "A/b", "h:x/a", "h:/a", "a.b.c/d", "a_b/c", "docker.io/library/nginx",
 	} {
 		f.Add(s)
 	}
@@ -47,6 +47,12 @@ func FuzzParseGrammar(f *testing.F) {
 		}
 		if img.Tag != "" && !tagGrammar.MatchString(img.Tag) {
 			t.Fatalf("accepted %q with tag %q", s, img.Tag)
+		}
+		// A ':' after the last '/' (before any digest) writes a tag, which
+		// the grammar does not allow empty.
+		name, _, _ := strings.Cut(s, "@")
+		if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") && i == len(name)-1 {
+			t.Fatalf("accepted %q, whose tag is empty, as tag %q", s, img.Tag)
 		}
 	})
 }

@@ -82,6 +82,11 @@ func Parse(s string) (Image, error) {
 	// a registry port.
 	if i := strings.LastIndex(repoPart, ":"); i > strings.LastIndex(repoPart, "/") {
 		repoPart, tag = repoPart[:i], repoPart[i+1:]
+		if tag == "" {
+			// "nginx:" is not "nginx:latest": the grammar has no empty
+			// tag, and Docker and argocd-image-updater refuse it.
+			return Image{}, refError(s, errors.New("':' must be followed by a tag"))
+		}
 	}
 	repo, err := parseRepository(repoPart)
 	if err != nil {

@@ -34,6 +34,9 @@ func TestParse(t *testing.T) {
 		{in: strings.Repeat("0", 248), wantErr: true},
 		{in: "Nginx", wantErr: true},
 		{in: "nginx:bad tag", wantErr: true},
+		{in: "nginx:", wantErr: true},
+		{in: "host:5000/app:", wantErr: true},
+		{in: "nginx:@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", wantErr: true},
 		{in: "nginx@sha256:short", wantErr: true},
 		{in: "host:5000/", wantErr: true},
 	}
