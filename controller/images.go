@@ -38,6 +38,7 @@ const (
 	EventInvalidAnnotation  = "InvalidAnnotation"
 	EventWriteBackNotWired  = "WriteBackUnavailable"
 	EventWriteBackRefused   = "WriteBackRefused"
+	EventUnsupportedSource  = "UnsupportedSource"
 	eventTypeNormal         = corev1.EventTypeNormal
 	eventTypeWarning        = corev1.EventTypeWarning
 	defaultSelectionTimeout = 2 * time.Minute
@@ -164,6 +165,9 @@ const (
 	// saidNoCandidate: images whose tag lists hold nothing the policy
 	// takes.
 	saidNoCandidate = "nocandidate"
+	// saidUnsupported: images whose source Argo CD renders as a
+	// plain directory.
+	saidUnsupported = "unsupported"
 )
 
 // Pending reports whether a window holds an update of the Application.

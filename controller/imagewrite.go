@@ -55,9 +55,11 @@ func (r *ImageReconciler) decide(ctx context.Context, key string, app *watcher.A
 	r.setHeld(key, plan.Held)
 	r.recoverLanded(r.previousIntent(ctx, key), app, spec, plan)
 	outcome := OutcomeUpToDate
-	var noCandidate []string
+	var noCandidate, unsupported []string
 	for _, s := range plan.Skipped {
 		switch s.Reason {
+		case imageupdate.ReasonUnsupportedSource:
+			unsupported = append(unsupported, "image "+s.Alias+": "+s.Detail)
 		case imageupdate.ReasonSelectionFailed:
 			outcome = OutcomeFailed
 			r.Log.Warn("no version selected", "app", key, "image", s.Alias, "error", s.Detail)
@@ -65,6 +67,17 @@ func (r *ImageReconciler) decide(ctx context.Context, key string, app *watcher.A
 		case imageupdate.ReasonNoCandidate:
 			noCandidate = append(noCandidate, s.Alias+": "+s.Detail)
 		}
+	}
+	// A source no override fits is the Application's setup, not a
+	// failure of the pass: said once while it stays the same.
+	if len(unsupported) > 0 {
+		r.Metrics.update(string(spec.WriteBack.Method), "unsupported", len(unsupported))
+	}
+	if what := strings.Join(unsupported, "; "); r.newSaid(saidKey{saidUnsupported, key}, what) {
+		r.Log.Warn("image left alone: its source takes no image overrides", "app", key, "images", what)
+		r.event(app, eventTypeWarning, EventUnsupportedSource, what)
+	} else if what != "" {
+		r.Log.Debug("images still left alone: their source takes no image overrides", "app", key)
 	}
 	// No tag passing the policy is nothing to do: said once while it
 	// stays the same, never a failure.

@@ -23,6 +23,10 @@ const (
 	ReasonNoResult    Reason = "NoSelection"
 	ReasonNoWriteBack Reason = "InvalidWriteBack"
 	ReasonNoSource    Reason = "NoSource"
+	// ReasonUnsupportedSource: Argo CD renders the source as a plain
+	// directory, which takes neither Helm parameters nor Kustomize
+	// images.
+	ReasonUnsupportedSource Reason = "UnsupportedSource"
 )
 
 // Selection is the outcome of version selection for one image.
@@ -125,6 +129,11 @@ func decideImage(app *watcher.App, spec *Spec, img *Image, res policy.Result) (C
 	if src == nil && len(app.Sources) > 0 {
 		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonNoSource, Detail: "no source of the Application takes image overrides"}
 	}
+	if renderedAs(app, idx) == "Directory" && spec.WriteBack.Target.Kind != TargetKustomization {
+		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonUnsupportedSource, Detail: "Argo CD renders the source as Directory, " +
+			"which takes neither Helm parameters nor Kustomize images (either would have Argo CD render it with that tool, " +
+			"and fail); argocd-image-updater skips it too. A write-back-target of kustomization:<path> edits a kustomization in Git instead"}
+	}
 	ch := Change{Alias: img.Alias, Image: img.Name, To: to, SourceIndex: idx}
 	if res.Pinned {
 		ch.Digest = res.Digest // only the digest strategy deploys by digest
@@ -200,12 +209,21 @@ func isHelm(app *watcher.App, spec *Spec, img *Image, idx int, src *watcher.Sour
 		return false
 	case src.Chart != "" || src.Helm != nil:
 		return true
-	case idx < 0:
-		return app.SourceType == "Helm"
-	case idx < len(app.SourceTypes):
-		return app.SourceTypes[idx] == "Helm"
 	}
-	return false
+	return renderedAs(app, idx) == "Helm"
+}
+
+// renderedAs is the tool Argo CD found rendering the source at idx (-1:
+// spec.source): status.sourceType or status.sourceTypes; "" before Argo
+// CD looked.
+func renderedAs(app *watcher.App, idx int) string {
+	switch {
+	case idx < 0:
+		return app.SourceType
+	case idx < len(app.SourceTypes):
+		return app.SourceTypes[idx]
+	}
+	return ""
 }
 
 // Helm parameter names argocd-image-updater uses when none are given.

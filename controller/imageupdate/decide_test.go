@@ -2,6 +2,7 @@ package imageupdate
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -153,6 +154,51 @@ func TestDecide(t *testing.T) {
 			got := Decide(tt.app, tt.spec, tt.results, tt.hold)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A source Argo CD renders as a plain directory takes no image overrides:
+// the image is left alone with a reason naming the tool, whatever the
+// annotations ask, unless the write-back target is a kustomization in Git.
+func TestDecideLeavesDirectorySourcesAlone(t *testing.T) {
+	src := watcher.Source{RepoURL: "https://git.example.com/a.git", Path: "web"}
+	single := func(typ string) *watcher.App {
+		return &watcher.App{Name: "a", Sources: []watcher.Source{src}, SourceType: typ, Images: []string{"ghcr.io/org/web:1.0.0"}}
+	}
+	multi := &watcher.App{Name: "m", MultiSource: true, Sources: []watcher.Source{src},
+		SourceTypes: []string{"Directory"}, Images: []string{"ghcr.io/org/web:1.0.0"}}
+	tests := []struct {
+		name       string
+		app        *watcher.App
+		kv         []string
+		wantChange bool
+	}{
+		{"Directory", single("Directory"), nil, false},
+		{"multi-source Directory", multi, nil, false},
+		{"Directory with helm names", single("Directory"), []string{"web.helm.image-name", "img.name", "web.helm.image-tag", "img.tag"}, false},
+		{"Directory in Git", single("Directory"), []string{"write-back-method", "git"}, false},
+		{"Directory, kustomization target", single("Directory"), []string{"write-back-method", "git", "write-back-target", "kustomization"}, true},
+		{"Kustomize", single("Kustomize"), nil, true},
+		{"Plugin (unchanged: kustomize images)", single("Plugin"), nil, true},
+		{"not yet rendered", single(""), nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := mustSpec(t, append([]string{"image-list", "web=ghcr.io/org/web"}, tt.kv...)...)
+			p := Decide(tt.app, spec, map[string]Selection{"web": {Result: policy.Result{Tag: "1.1.0"}}}, Hold{})
+			if tt.wantChange {
+				if len(p.Changes) != 1 {
+					t.Fatalf("changes %+v, skipped %+v; want one change", p.Changes, p.Skipped)
+				}
+				return
+			}
+			if len(p.Changes) != 0 || len(p.Skipped) != 1 || p.Skipped[0].Reason != ReasonUnsupportedSource {
+				t.Fatalf("changes %+v, skipped %+v; want web skipped as %s", p.Changes, p.Skipped, ReasonUnsupportedSource)
+			}
+			if !strings.Contains(p.Skipped[0].Detail, "renders the source as Directory") {
+				t.Errorf("detail %q does not name Directory", p.Skipped[0].Detail)
 			}
 		})
 	}

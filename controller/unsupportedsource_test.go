@@ -1,0 +1,72 @@
+package controller_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
+)
+
+// An Application Argo CD renders as a plain directory gets no image
+// overrides (kustomize images would have Argo CD run kustomize on it, and
+// fail): a newer tag is found, the spec stays as it was, and one
+// UnsupportedSource Event names the image and the tool, not one per pass.
+func TestDirectorySourceLeftAloneWithOneEvent(t *testing.T) {
+	_, image := appRegistry(t)
+	ns := env.CreateNamespace(t, "unsupported-src")
+	createApp(t, ns, "plain")
+	u, err := apps(t).Namespace(ns).Get(t.Context(), "plain", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetAnnotations(map[string]string{"argocd-image-updater.argoproj.io/image-list": "app=" + image})
+	if _, err := apps(t).Namespace(ns).Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, ns, "plain", map[string]any{"sourceType": "Directory", "summary": map[string]any{"images": []any{image + ":1.0.0"}}})
+
+	logs := &testenv.LogBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	events := &msgEvents{}
+	images := &controller.ImageReconciler{
+		Registry: &registry.Client{},
+		Writer:   &kube.Writer{Client: dynClient(t)},
+		Events:   events,
+		Log:      log,
+	}
+	engine := runImageEngine(t, ns, images, log)
+
+	key := ns + "/plain"
+	waitFor(t, "an UnsupportedSource Event naming the image and Directory", func() bool {
+		return events.has(key, controller.EventUnsupportedSource, "renders the source as Directory")
+	})
+	for range 3 {
+		engine.Enqueue(key)
+	}
+	waitFor(t, "plain reconciled again", func() bool {
+		return strings.Contains(logs.String(), `msg="images still left alone: their source takes no image overrides"`)
+	})
+	if n := events.count(key, controller.EventUnsupportedSource); n != 1 {
+		t.Errorf("%d UnsupportedSource Events, want 1: %v", n, events.all())
+	}
+	if !events.has(key, controller.EventUnsupportedSource, "image app:") {
+		t.Errorf("the Event does not name the image: %v", events.all())
+	}
+	got, err := apps(t).Namespace(ns).Get(t.Context(), "plain", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src, _, _ := unstructured.NestedMap(got.Object, "spec", "source"); src["kustomize"] != nil || src["helm"] != nil {
+		t.Errorf("the directory source was given overrides: %v", src)
+	}
+	if n := events.count(key, controller.EventImagesUpdated); n != 0 {
+		t.Errorf("%d ImagesUpdated Events for an Application left alone", n)
+	}
+}
