@@ -15,8 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // waitTimeout bounds every wait in these tests; the engine reacts in
@@ -187,6 +190,31 @@ func appRegistry(t *testing.T) (*testreg.OCI, string) {
 	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
 	reg.Push(t, "team/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
 	return reg, reg.Host() + "/team/app"
+}
+
+// watchedImageReconciler is a reconciler of Kubernetes-mode write-backs
+// whose Events and debug log (also returned as a logger for the engine)
+// the test reads.
+func watchedImageReconciler(t *testing.T) (*controller.ImageReconciler, *msgEvents, *testenv.LogBuffer, *slog.Logger) {
+	t.Helper()
+	logs := &testenv.LogBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	events := &msgEvents{}
+	images := &controller.ImageReconciler{
+		Registry: &registry.Client{},
+		Writer:   &kube.Writer{Client: dynClient(t)},
+		Events:   events,
+		Log:      log,
+	}
+	return images, events, logs, log
+}
+
+// runWatchedImageEngine runs an image engine over ns with a
+// watchedImageReconciler.
+func runWatchedImageEngine(t *testing.T, ns string) (*controller.Engine, *msgEvents, *testenv.LogBuffer) {
+	t.Helper()
+	images, events, logs, log := watchedImageReconciler(t)
+	return runImageEngine(t, ns, images, log), events, logs
 }
 
 // runImageEngine runs, until the test ends, an Engine that reconciles the

@@ -1,16 +1,12 @@
 package controller_test
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
-	"github.com/crowsnest-dev/crowsnest/internal/testenv"
-	"github.com/crowsnest-dev/crowsnest/registry"
-	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // A broken annotation is reported (Warning log, InvalidAnnotation Event)
@@ -44,16 +40,7 @@ func TestInvalidAnnotationReportedOncePerProblem(t *testing.T) {
 	setAnnotations(map[string]string{p + "db.update-strategy": "fastest"})
 	setStatus(t, ns, "web", map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}})
 
-	logs := &testenv.LogBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	events := &msgEvents{}
-	images := &controller.ImageReconciler{
-		Registry: &registry.Client{},
-		Writer:   &kube.Writer{Client: dynClient(t)},
-		Events:   events,
-		Log:      log,
-	}
-	engine := runImageEngine(t, ns, images, log)
+	engine, events, logs := runWatchedImageEngine(t, ns)
 
 	key := ns + "/web"
 	waitFor(t, "an InvalidAnnotation Event naming the key", func() bool {

@@ -58,15 +58,7 @@ spec:
 		setStatus(t, ns, a.name, map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}})
 	}
 
-	logs := &testenv.LogBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	events := &msgEvents{}
-	images := &controller.ImageReconciler{
-		Registry: &registry.Client{},
-		Writer:   &kube.Writer{Client: dynClient(t)},
-		Events:   events,
-		Log:      log,
-	}
+	images, events, logs, log := watchedImageReconciler(t)
 	engine := &controller.Engine{
 		Sources: []controller.Source{&watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns},
 			Projects: true, Log: log}},

@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -9,9 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
-	"github.com/crowsnest-dev/crowsnest/internal/testenv"
-	"github.com/crowsnest-dev/crowsnest/registry"
-	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // An Application Argo CD renders as a plain directory gets no image
@@ -32,16 +28,7 @@ func TestDirectorySourceLeftAloneWithOneEvent(t *testing.T) {
 	}
 	setStatus(t, ns, "plain", map[string]any{"sourceType": "Directory", "summary": map[string]any{"images": []any{image + ":1.0.0"}}})
 
-	logs := &testenv.LogBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	events := &msgEvents{}
-	images := &controller.ImageReconciler{
-		Registry: &registry.Client{},
-		Writer:   &kube.Writer{Client: dynClient(t)},
-		Events:   events,
-		Log:      log,
-	}
-	engine := runImageEngine(t, ns, images, log)
+	engine, events, logs := runWatchedImageEngine(t, ns)
 
 	key := ns + "/plain"
 	waitFor(t, "an UnsupportedSource Event naming the image and Directory", func() bool {
