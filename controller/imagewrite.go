@@ -58,7 +58,7 @@ func (r *ImageReconciler) decide(ctx context.Context, key string, app *watcher.A
 	var noCandidate, unsupported []string
 	for _, s := range plan.Skipped {
 		switch s.Reason {
-		case imageupdate.ReasonUnsupportedSource:
+		case imageupdate.ReasonUnsupportedSource, imageupdate.ReasonNoSource:
 			unsupported = append(unsupported, "image "+s.Alias+": "+s.Detail)
 		case imageupdate.ReasonSelectionFailed:
 			outcome = OutcomeFailed
@@ -68,8 +68,9 @@ func (r *ImageReconciler) decide(ctx context.Context, key string, app *watcher.A
 			noCandidate = append(noCandidate, s.Alias+": "+s.Detail)
 		}
 	}
-	// A source no override fits is the Application's setup, not a
-	// failure of the pass: said once while it stays the same.
+	// A source no override fits, or no source at all, is how the
+	// Application is set up, not a failure of the pass: said once while
+	// it stays the same.
 	if len(unsupported) > 0 {
 		r.Metrics.update(string(spec.WriteBack.Method), "unsupported", len(unsupported))
 	}

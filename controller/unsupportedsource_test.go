@@ -57,3 +57,47 @@ func TestDirectorySourceLeftAloneWithOneEvent(t *testing.T) {
 		t.Errorf("%d ImagesUpdated Events for an Application left alone", n)
 	}
 }
+
+// A multi-source Application none of whose sources takes overrides (only
+// a $values ref) is reported the same way: one UnsupportedSource Event,
+// the spec untouched.
+func TestNoSourceForOverridesReportedOnce(t *testing.T) {
+	_, image := appRegistry(t)
+	ns := env.CreateNamespace(t, "no-src")
+	createApp(t, ns, "refs")
+	u, err := apps(t).Namespace(ns).Get(t.Context(), "refs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetAnnotations(map[string]string{"argocd-image-updater.argoproj.io/image-list": "app=" + image})
+	unstructured.RemoveNestedField(u.Object, "spec", "source")
+	if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"repoURL": "https://git.example/values.git", "ref": "values"}}, "spec", "sources"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apps(t).Namespace(ns).Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, ns, "refs", map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}})
+
+	engine, events, logs := runWatchedImageEngine(t, ns)
+	key := ns + "/refs"
+	waitFor(t, "an UnsupportedSource Event saying no source takes overrides", func() bool {
+		return events.has(key, controller.EventUnsupportedSource, "no source of the Application takes image overrides")
+	})
+	for range 3 {
+		engine.Enqueue(key)
+	}
+	waitFor(t, "refs reconciled again", func() bool {
+		return strings.Contains(logs.String(), `msg="images still left alone: their source takes no image overrides"`)
+	})
+	if n := events.count(key, controller.EventUnsupportedSource); n != 1 {
+		t.Errorf("%d UnsupportedSource Events, want 1: %v", n, events.all())
+	}
+	got, err := apps(t).Namespace(ns).Get(t.Context(), "refs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srcs, _, _ := unstructured.NestedSlice(got.Object, "spec", "sources"); len(srcs) != 1 || len(srcs[0].(map[string]any)) != 2 {
+		t.Errorf("the sources were changed: %v", srcs)
+	}
+}
