@@ -8,7 +8,46 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 )
+
+// leftAloneApp creates ns/name with an image-list annotation for image
+// (edit changes the object before it is written) and status, with the
+// image deployed at 1.0.0 added to it; it returns the key.
+func leftAloneApp(t *testing.T, ns, name, image string, edit func(*unstructured.Unstructured), status map[string]any) string {
+	t.Helper()
+	createApp(t, ns, name)
+	u, err := apps(t).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetAnnotations(map[string]string{"argocd-image-updater.argoproj.io/image-list": "app=" + image})
+	edit(u)
+	if _, err := apps(t).Namespace(ns).Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	status["summary"] = map[string]any{"images": []any{image + ":1.0.0"}}
+	setStatus(t, ns, name, status)
+	return ns + "/" + name
+}
+
+// reportedOnce waits for an UnsupportedSource Event on key holding text,
+// reconciles key again, and checks that no second Event came.
+func reportedOnce(t *testing.T, engine *controller.Engine, events *msgEvents, logs *testenv.LogBuffer, key, text string) {
+	t.Helper()
+	waitFor(t, "an UnsupportedSource Event holding "+text, func() bool {
+		return events.has(key, controller.EventUnsupportedSource, text)
+	})
+	for range 3 {
+		engine.Enqueue(key)
+	}
+	waitFor(t, key+" reconciled again", func() bool {
+		return strings.Contains(logs.String(), `msg="images still left alone: their source takes no image overrides"`)
+	})
+	if n := events.count(key, controller.EventUnsupportedSource); n != 1 {
+		t.Errorf("%d UnsupportedSource Events, want 1: %v", n, events.all())
+	}
+}
 
 // An Application Argo CD renders as a plain directory gets no image
 // overrides (kustomize images would have Argo CD run kustomize on it, and
@@ -17,32 +56,9 @@ import (
 func TestDirectorySourceLeftAloneWithOneEvent(t *testing.T) {
 	_, image := appRegistry(t)
 	ns := env.CreateNamespace(t, "unsupported-src")
-	createApp(t, ns, "plain")
-	u, err := apps(t).Namespace(ns).Get(t.Context(), "plain", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.SetAnnotations(map[string]string{"argocd-image-updater.argoproj.io/image-list": "app=" + image})
-	if _, err := apps(t).Namespace(ns).Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	setStatus(t, ns, "plain", map[string]any{"sourceType": "Directory", "summary": map[string]any{"images": []any{image + ":1.0.0"}}})
-
+	key := leftAloneApp(t, ns, "plain", image, func(*unstructured.Unstructured) {}, map[string]any{"sourceType": "Directory"})
 	engine, events, logs := runWatchedImageEngine(t, ns)
-
-	key := ns + "/plain"
-	waitFor(t, "an UnsupportedSource Event naming the image and Directory", func() bool {
-		return events.has(key, controller.EventUnsupportedSource, "renders the source as Directory")
-	})
-	for range 3 {
-		engine.Enqueue(key)
-	}
-	waitFor(t, "plain reconciled again", func() bool {
-		return strings.Contains(logs.String(), `msg="images still left alone: their source takes no image overrides"`)
-	})
-	if n := events.count(key, controller.EventUnsupportedSource); n != 1 {
-		t.Errorf("%d UnsupportedSource Events, want 1: %v", n, events.all())
-	}
+	reportedOnce(t, engine, events, logs, key, "renders the source as Directory")
 	if !events.has(key, controller.EventUnsupportedSource, "image app:") {
 		t.Errorf("the Event does not name the image: %v", events.all())
 	}
@@ -64,35 +80,14 @@ func TestDirectorySourceLeftAloneWithOneEvent(t *testing.T) {
 func TestNoSourceForOverridesReportedOnce(t *testing.T) {
 	_, image := appRegistry(t)
 	ns := env.CreateNamespace(t, "no-src")
-	createApp(t, ns, "refs")
-	u, err := apps(t).Namespace(ns).Get(t.Context(), "refs", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.SetAnnotations(map[string]string{"argocd-image-updater.argoproj.io/image-list": "app=" + image})
-	unstructured.RemoveNestedField(u.Object, "spec", "source")
-	if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"repoURL": "https://git.example/values.git", "ref": "values"}}, "spec", "sources"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := apps(t).Namespace(ns).Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	setStatus(t, ns, "refs", map[string]any{"summary": map[string]any{"images": []any{image + ":1.0.0"}}})
-
+	key := leftAloneApp(t, ns, "refs", image, func(u *unstructured.Unstructured) {
+		unstructured.RemoveNestedField(u.Object, "spec", "source")
+		if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"repoURL": "https://git.example/values.git", "ref": "values"}}, "spec", "sources"); err != nil {
+			t.Fatal(err)
+		}
+	}, map[string]any{})
 	engine, events, logs := runWatchedImageEngine(t, ns)
-	key := ns + "/refs"
-	waitFor(t, "an UnsupportedSource Event saying no source takes overrides", func() bool {
-		return events.has(key, controller.EventUnsupportedSource, "no source of the Application takes image overrides")
-	})
-	for range 3 {
-		engine.Enqueue(key)
-	}
-	waitFor(t, "refs reconciled again", func() bool {
-		return strings.Contains(logs.String(), `msg="images still left alone: their source takes no image overrides"`)
-	})
-	if n := events.count(key, controller.EventUnsupportedSource); n != 1 {
-		t.Errorf("%d UnsupportedSource Events, want 1: %v", n, events.all())
-	}
+	reportedOnce(t, engine, events, logs, key, "no source of the Application takes image overrides")
 	got, err := apps(t).Namespace(ns).Get(t.Context(), "refs", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
