@@ -173,18 +173,22 @@ func (w *Watcher) Start(ctx context.Context, _ watcher.Handler) error {
 	var synced []cache.DoneChecker
 	for _, ns := range namespaces {
 		inf := kuberest.DynamicInformer(w.Client, gvr, ns, 0, nil)
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { w.apply(obj) },
 			UpdateFunc: func(_, obj any) { w.apply(obj) },
 			DeleteFunc: w.delete,
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
 		w.mu.Lock()
 		w.stores = append(w.stores, inf.GetStore())
 		w.mu.Unlock()
 		go inf.Run(ctx.Done())
-		synced = append(synced, inf.HasSyncedChecker())
+		// The handler's, not the informer's: synced once every
+		// ImageUpdater of the first list is applied to Set, not only
+		// stored, so no Application is reconciled before them.
+		synced = append(synced, reg.HasSyncedChecker())
 	}
 	for _, c := range synced {
 		select {
