@@ -174,7 +174,7 @@ func (r *Registries) Resolved(baseDir string) (RegistryList, error) {
 		errs = append(errs, fmt.Errorf("%s: %s %s", name(c.entry), c.field(crowsnestKeys), c.message(out, name)))
 	}
 	for i := range out {
-		if _, err := out[i].CertPool(); err != nil {
+		if err := out[i].checkCA(); err != nil {
 			errs = append(errs, fmt.Errorf("registry %s: %w", out[i].Prefix, err))
 		}
 	}
@@ -194,6 +194,23 @@ func (r *Registry) CertPool() (*x509.CertPool, error) {
 	if err != nil {
 		pool = x509.NewCertPool() // no system roots (e.g. a scratch image)
 	}
+	return r.addCAs(pool)
+}
+
+// checkCA reads CAFile and CAData as CertPool does, without the system
+// roots: validation runs at start, before anything connects, and loading
+// the system roots there (30 ms) would delay the first pass; the
+// registry's first connection loads them.
+func (r *Registry) checkCA() error {
+	if r.Insecure || (r.CAFile == "" && r.CAData == "") {
+		return nil
+	}
+	_, err := r.addCAs(x509.NewCertPool())
+	return err
+}
+
+// addCAs adds CAFile's and CAData's certificates to pool.
+func (r *Registry) addCAs(pool *x509.CertPool) (*x509.CertPool, error) {
 	if r.CAFile != "" {
 		pem, err := os.ReadFile(r.CAFile)
 		if err != nil {

@@ -2,6 +2,7 @@ package setup
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -147,6 +148,10 @@ func NewRegistries(cfg *config.Config, baseDir string, secrets creds.SecretGette
 	if err != nil {
 		return nil, err
 	}
+	// The first TLS connection to a registry, a caFile's pool included,
+	// needs the system roots (30 ms to load): load them now, while the
+	// Applications are listed, not when the first pass is waiting.
+	go func() { _, _ = x509.SystemCertPool() }()
 	return NewRegistriesFor(cfg, list, secrets, metrics, log), nil
 }
 
