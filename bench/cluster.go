@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -108,10 +109,17 @@ func (c *cluster) createApps(ctx context.Context, ns string, n int, obj func(i i
 	return g.Wait()
 }
 
+// floorAnnotation is the annotation the floor writes.
+const floorAnnotation = "bench.crowsnest.dev/floor"
+
 // floor measures what the apiserver alone needs for a cold pass over the
 // n Applications of ns: one list and one patch each (an annotation no one
-// reads), as fast as the harness's unthrottled client can.
-func (c *cluster) floor(ctx context.Context, ns string, n int) (time.Duration, error) {
+// reads), as fast as the harness's unthrottled client can. It ends when
+// tr, the harness's watch, has seen every patch, as a round ends when the
+// same watch has seen crowsnest's last patch: both include the watch's
+// delivery of the last write. When the last patch was answered is kept
+// beside it, for the report.
+func (c *cluster) floor(ctx context.Context, ns string, n int, tr *tracker) (floorRun, error) {
 	apps := c.apps(ns)
 	start := time.Now()
 	var names []string
@@ -119,7 +127,7 @@ func (c *cluster) floor(ctx context.Context, ns string, n int) (time.Duration, e
 	for {
 		list, err := apps.List(ctx, opts)
 		if err != nil {
-			return 0, err
+			return floorRun{}, err
 		}
 		for i := range list.Items {
 			names = append(names, list.Items[i].GetName())
@@ -129,11 +137,11 @@ func (c *cluster) floor(ctx context.Context, ns string, n int) (time.Duration, e
 		}
 	}
 	if len(names) != n {
-		return 0, fmt.Errorf("floor: listed %d Applications, want %d", len(names), n)
+		return floorRun{}, fmt.Errorf("floor: listed %d Applications, want %d", len(names), n)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(setupWorkers)
-	patch := []byte(`{"metadata":{"annotations":{"bench.crowsnest.dev/floor":"1"}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + floorAnnotation + `":"1"}}}`)
 	for _, name := range names {
 		g.Go(func() error {
 			_, err := apps.Patch(gctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
@@ -141,22 +149,33 @@ func (c *cluster) floor(ctx context.Context, ns string, n int) (time.Duration, e
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return 0, fmt.Errorf("floor: %w", err)
+		return floorRun{}, fmt.Errorf("floor: %w", err)
 	}
-	return time.Since(start), nil
+	answered := time.Since(start)
+	seen, err := tr.waitMarked(ctx, n)
+	if err != nil {
+		return floorRun{}, fmt.Errorf("floor: %w", err)
+	}
+	return floorRun{seen: latest(seen).Sub(start), answered: answered}, nil
 }
 
+// floorRun is a floor's time: until the harness's watch saw every patch
+// (the floor rounds are compared with), and until the last was answered.
+type floorRun struct{ seen, answered time.Duration }
+
 // tracker watches the Applications of a namespace and records when each
-// first carried each image tag in spec.source.kustomize.images.
+// first carried each image tag in spec.source.kustomize.images, and when
+// each first carried the floor's annotation.
 type tracker struct {
 	mu     sync.Mutex
 	tag    map[string]string               // app -> current tag
 	seenAt map[string]map[string]time.Time // tag -> app -> first seen
+	marked map[string]time.Time            // app -> floor annotation first seen
 	cond   chan struct{}                   // closed and replaced on every change
 }
 
 func (c *cluster) track(ctx context.Context, ns string) (*tracker, error) {
-	t := &tracker{tag: map[string]string{}, seenAt: map[string]map[string]time.Time{}, cond: make(chan struct{})}
+	t := &tracker{tag: map[string]string{}, seenAt: map[string]map[string]time.Time{}, marked: map[string]time.Time{}, cond: make(chan struct{})}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, 0, ns, nil)
 	inf := f.ForResource(testenv.ApplicationsGVR).Informer()
 	// Keep only what the tracker reads: 10,000 whole Applications would
@@ -173,6 +192,9 @@ func (c *cluster) track(ctx context.Context, ns string) (*tracker, error) {
 		if images, found, _ := unstructured.NestedStringSlice(u.Object, "spec", "source", "kustomize", "images"); found {
 			_ = unstructured.SetNestedStringSlice(slim.Object, images, "spec", "source", "kustomize", "images")
 		}
+		if v, ok := u.GetAnnotations()[floorAnnotation]; ok {
+			slim.SetAnnotations(map[string]string{floorAnnotation: v})
+		}
 		return slim, nil
 	}); err != nil {
 		return nil, err
@@ -182,7 +204,11 @@ func (c *cluster) track(ctx context.Context, ns string) (*tracker, error) {
 		if !ok {
 			return
 		}
-		t.observe(u.GetName(), kustomizeTag(u), time.Now())
+		now := time.Now()
+		t.observe(u.GetName(), kustomizeTag(u), now)
+		if _, ok := u.GetAnnotations()[floorAnnotation]; ok {
+			t.mark(u.GetName(), now)
+		}
 	}
 	if err := watchInformer(ctx, inf, f.Start, record); err != nil {
 		return nil, fmt.Errorf("watching Applications in %s: %w", ns, err)
@@ -223,19 +249,40 @@ func (t *tracker) observe(app, tag string, at time.Time) {
 	t.cond = make(chan struct{})
 }
 
+// mark records that app carries the floor's annotation.
+func (t *tracker) mark(app string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.marked[app]; ok {
+		return
+	}
+	t.marked[app] = at
+	close(t.cond)
+	t.cond = make(chan struct{})
+}
+
 // waitAll waits until n Applications have carried tag and returns when
 // each first did.
 func (t *tracker) waitAll(ctx context.Context, tag string, n int) (map[string]time.Time, error) {
+	return t.wait(ctx, n, "tag "+tag, func() map[string]time.Time { return t.seenAt[tag] })
+}
+
+// waitMarked waits until n Applications have carried the floor's
+// annotation and returns when each first did.
+func (t *tracker) waitMarked(ctx context.Context, n int) (map[string]time.Time, error) {
+	return t.wait(ctx, n, "the floor's annotation", func() map[string]time.Time { return t.marked })
+}
+
+// wait waits until seen (read under t.mu) holds n Applications and
+// returns a copy.
+func (t *tracker) wait(ctx context.Context, n int, what string, seen func() map[string]time.Time) (map[string]time.Time, error) {
 	for {
 		t.mu.Lock()
-		got := len(t.seenAt[tag])
+		got := len(seen())
 		ch := t.cond
 		var out map[string]time.Time
 		if got >= n {
-			out = make(map[string]time.Time, got)
-			for k, v := range t.seenAt[tag] {
-				out[k] = v
-			}
+			out = maps.Clone(seen())
 		}
 		t.mu.Unlock()
 		if out != nil {
@@ -243,7 +290,7 @@ func (t *tracker) waitAll(ctx context.Context, tag string, n int) (map[string]ti
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%d of %d Applications carry tag %s: %w", got, n, tag, ctx.Err())
+			return nil, fmt.Errorf("%d of %d Applications carry %s: %w", got, n, what, ctx.Err())
 		case <-ch:
 		}
 	}

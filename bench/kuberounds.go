@@ -40,7 +40,7 @@ func (e *env) kubeRounds(ctx context.Context) ([]result, error) {
 	}
 	// The floor is measured while the harness's own watches (which time
 	// the rounds) run, as they do in the round it is compared with.
-	floor, err := e.cluster.floor(ctx, ns, e.s.N)
+	floor, err := e.cluster.floor(ctx, ns, e.s.N, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -82,10 +82,10 @@ func (e *env) kubeRounds(ctx context.Context) ([]result, error) {
 // to the newest tag, then until every ImagesUpdated Event is recorded.
 // floor is the apiserver's own time for the same writes, measured in the
 // same run.
-func (e *env) roundColdStart(ctx context.Context, d *daemon, tr *tracker, et *eventTracker, m *meter, floor time.Duration, round, title string) (result, error) {
+func (e *env) roundColdStart(ctx context.Context, d *daemon, tr *tracker, et *eventTracker, m *meter, floor floorRun, round, title string) (result, error) {
 	r := e.newResult(round, title, e.s.N)
-	r.FloorSeconds = secs(floor)
-	r.note("floor: the harness's own client lists the %d Applications and patches each once (%d in parallel, no rate limit, with the harness's watches running as in the round) in %.2f s on this machine", e.s.N, setupWorkers, secs(floor))
+	r.FloorSeconds, r.FloorAnsweredSeconds = secs(floor.seen), secs(floor.answered)
+	r.note("floor: the harness's own client lists the %d Applications and patches each once (%d in parallel, no rate limit, with the harness's watches running as in the round); its watch saw the last patch after %.2f s (answered after %.2f s) on this machine", e.s.N, setupWorkers, secs(floor.seen), secs(floor.answered))
 	newest := tag(e.newest)
 	stopProfile := e.profileRound(ctx, d, round)
 	wctx, cancel := context.WithTimeout(ctx, e.opts.roundTimeout)
@@ -146,14 +146,14 @@ func (e *env) roundSteady(ctx context.Context, d *daemon) (result, error) {
 
 // roundNewTag pushes one newer tag to every repository and waits until
 // every Application carries it, found by polling or told by a webhook.
-func (e *env) roundNewTag(ctx context.Context, d *daemon, tr *tracker, et *eventTracker, floor time.Duration, webhook bool) (result, error) {
+func (e *env) roundNewTag(ctx context.Context, d *daemon, tr *tracker, et *eventTracker, floor floorRun, webhook bool) (result, error) {
 	t := e.s.T
 	title := "new tag, poll"
 	if webhook {
 		t, title = e.s.T+1, "new tag, webhook"
 	}
 	r := e.newResult("3", title, e.s.N)
-	r.FloorSeconds = secs(floor)
+	r.FloorSeconds, r.FloorAnsweredSeconds = secs(floor.seen), secs(floor.answered)
 	eventBase := et.count()
 	if err := e.pushAll(ctx, t); err != nil {
 		return r, err

@@ -41,7 +41,7 @@ func (e *env) latencyRound(ctx context.Context) (result, error) {
 	}
 	// The floor is measured while the harness's own watches (which time
 	// the rounds) run, as they do in the round it is compared with.
-	floor, err := e.cluster.floor(ctx, ns, e.s.N)
+	floor, err := e.cluster.floor(ctx, ns, e.s.N, tr)
 	if err != nil {
 		return result{}, err
 	}

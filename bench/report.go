@@ -27,9 +27,11 @@ type result struct {
 	// the last Application updated.
 	WallSeconds float64 `json:"wallSeconds"`
 	// FloorSeconds is how long the harness's own unthrottled client takes
-	// to list and patch every Application (round 1): the apiserver's floor
-	// on this machine.
-	FloorSeconds float64 `json:"floorSeconds,omitempty"`
+	// to list and patch every Application until the harness's watch saw
+	// every patch (as WallSeconds ends): the apiserver's floor on this
+	// machine. FloorAnsweredSeconds is until the last patch was answered.
+	FloorSeconds         float64 `json:"floorSeconds,omitempty"`
+	FloorAnsweredSeconds float64 `json:"floorAnsweredSeconds,omitempty"`
 	// FloorRatio is the round's time to patch every Application over
 	// FloorSeconds: WallSeconds for a cold start, AfterTriggerSeconds for
 	// a new tag.
