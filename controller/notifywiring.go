@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"time"
-
-	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
 // SourcesSynced reports whether every source delivered its initial list,
@@ -17,24 +15,6 @@ func SourcesSynced(sources []Source) func() bool {
 			}
 		}
 		return true
-	}
-}
-
-// EngineProject looks an Application's AppProject up among those the
-// engine watches, for pipeline.Notifier.Project: the one in the Application's
-// namespace, else the one of that name in any namespace (Argo CD keeps
-// projects in its own).
-func EngineProject(e *Engine) func(*watcher.App) *watcher.Project {
-	return func(a *watcher.App) *watcher.Project {
-		if p := e.Project(a.Namespace + "/" + a.Project); p != nil {
-			return p
-		}
-		for _, p := range e.Projects() {
-			if p.Name == a.Project {
-				return p
-			}
-		}
-		return nil
 	}
 }
 

@@ -15,6 +15,10 @@ type WindowSource struct {
 	Engine *Engine
 	Config func() *config.Config
 	Log    *slog.Logger
+	// Namespace is Argo CD's: only AppProjects there count, as Argo CD
+	// reads no others, so one a team makes in its own namespace holds
+	// nobody's updates. "" takes every namespace's (local mode).
+	Namespace string
 
 	mu       sync.Mutex
 	cfg      *config.Config
@@ -50,6 +54,9 @@ func (s *WindowSource) Set() windows.Set {
 	sort.Slice(projects, func(i, j int) bool { return projects[i].Key() < projects[j].Key() })
 	seen := map[string]bool{}
 	for _, p := range projects {
+		if s.Namespace != "" && p.Namespace != s.Namespace {
+			continue
+		}
 		key := p.Key()
 		seen[key] = true
 		c, ok := s.projects[key]

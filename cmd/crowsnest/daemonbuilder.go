@@ -228,8 +228,9 @@ func (b *daemonBuilder) buildKubeSource() error {
 		Selector:     cfg.Watch.Selector,
 		ResyncPeriod: cfg.Watch.ResyncPeriod.Duration,
 		Projects:     cfg.Watch.WatchAppProjects(),
-		// Argo CD reads AppProjects in its own namespace only.
-		ProjectNamespaces: projectNamespaces(cfg.Watch.Namespaces, o.argocdNamespace),
+		// Argo CD reads AppProjects in its own namespace only: one a
+		// team makes in its own namespace is nobody's project.
+		ProjectNamespaces: []string{o.argocdNamespace},
 		Log:               log,
 		Metrics:           b.watchMetrics,
 	}}
@@ -253,8 +254,11 @@ func (b *daemonBuilder) buildRegistries() error {
 // buildImages builds the image reconciler with its tenancy rules and the
 // sync windows' timer, and makes it the engine's reconciler.
 func (b *daemonBuilder) buildImages() error {
-	o, cfg, log, engine, regs := b.o, b.cfg, b.log, b.engine, b.regs
+	o, log, engine, regs := b.o, b.log, b.engine, b.regs
 	windowSource := &controller.WindowSource{Engine: engine, Config: engine.Config, Log: log}
+	if b.files == nil {
+		windowSource.Namespace = o.argocdNamespace
+	}
 	if o.once {
 		b.tally = &controller.PassTally{}
 	}
@@ -279,9 +283,10 @@ func (b *daemonBuilder) buildImages() error {
 		Assigned: regs.Assigned,
 	}
 	images.Tenancy.LocalRepos = b.files != nil
-	if b.files == nil && !cfg.Watch.WatchAppProjects() {
-		// Without AppProjects nothing says which namespaces the default
-		// project admits: only Argo CD's own, as the one it recreates.
+	if b.files == nil {
+		// A missing default project (not yet recreated, not watched, or
+		// a wrong --argocd-namespace) admits only Argo CD's own
+		// namespace, as the one Argo CD recreates does.
 		images.Tenancy.ArgoNamespace = o.argocdNamespace
 	}
 	winMetrics := controller.NewWindowMetrics(b.reg)
@@ -415,7 +420,9 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 		b.closers = append(b.closers, func() { _ = outbox.Journal.Close() })
 	}
 	notifier.Synced = controller.SourcesSynced(engine.Sources)
-	notifier.Project = controller.EngineProject(engine)
+	// Subscriptions come from the project Argo CD goes by, never from a
+	// same-named one in another namespace.
+	notifier.Project = controller.ArgoProject(engine, o.argocdNamespace, b.files != nil)
 	notifier.CheckRepo = images.Tenancy.CheckRepository
 	if b.gw != nil {
 		// repo.GetCommitMetadata / GetAppDetails read through write-back's

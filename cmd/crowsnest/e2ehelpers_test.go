@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -96,4 +97,18 @@ spec:
   destination: {server: https://kubernetes.default.svc, namespace: web}
   source: {repoURL: https://git.example.com/web.git, path: deploy}
 `, name, annotations)
+}
+
+// withArgoNamespace makes the namespace a test's Applications live in
+// (--namespace) Argo CD's as well, unless args say where Argo CD runs: in
+// these tests it plays Argo CD's namespace, whose default project (and
+// only whose AppProjects) crowsnest goes by.
+func withArgoNamespace(args []string) []string {
+	if slices.Contains(args, "--argocd-namespace") {
+		return args
+	}
+	if i := slices.Index(args, "--namespace"); i >= 0 && i+1 < len(args) {
+		return append(slices.Clip(args), "--argocd-namespace", args[i+1])
+	}
+	return args
 }

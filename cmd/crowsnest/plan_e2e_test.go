@@ -28,7 +28,7 @@ import (
 func runPlan(t *testing.T, args ...string) (stdout, stderr string) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), binary, append([]string{"run", "--dry-run", "--once",
-		"--log-format", "json", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", "0"}, args...)...)
+		"--log-format", "json", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", "0"}, withArgoNamespace(args)...)...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -175,7 +175,7 @@ func TestE2EDryRunPlanLocalMode(t *testing.T) {
 
 	// The real run commits what was planned, on the planned base.
 	cmd := exec.CommandContext(t.Context(), binary, append([]string{"run", "--once", "--log-format", "json",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", "0"}, args...)...)
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", "0"}, withArgoNamespace(args)...)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("run --once: %v\n%s", err, b)
 	}
@@ -293,7 +293,7 @@ func TestE2EDryRunPlanGitModeCluster(t *testing.T) {
 	kubeconfig, ns, dir := e2eCluster(t, "e2e-plan-git")
 	if _, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "git-creds"},
-		Data:       map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret-pl4n")},
+		Data:       map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret-pl4n"), "url": []byte(gitSrv.URL)},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

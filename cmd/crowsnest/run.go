@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -299,16 +298,6 @@ func (o *runOptions) ownNamespace(cfg *config.Config) string {
 	return o.argocdNamespace
 }
 
-// projectNamespaces is where AppProjects are watched: every namespace
-// when Applications are, else theirs and Argo CD's, whose projects are
-// the ones Argo CD (and the tenancy rules) go by.
-func projectNamespaces(appNamespaces []string, argocdNamespace string) []string {
-	if len(appNamespaces) == 0 || slices.Contains(appNamespaces, argocdNamespace) {
-		return nil
-	}
-	return append(slices.Clone(appNamespaces), argocdNamespace)
-}
-
 // trustedGitSecret reports whether the operator's config names the Secret
 // nsName for Git write-back: a tenancy.credentials gitSecret entry or an
 // image policy's git:secret: method.
@@ -318,6 +307,13 @@ func trustedGitSecret(cfg *config.Config, nsName string) bool {
 			return true
 		}
 	}
+	return policyGitSecret(cfg, nsName)
+}
+
+// policyGitSecret reports whether an image policy, the operator's word,
+// names the Secret nsName in its git:secret: method: it goes to whatever
+// repository the policy's Applications write to.
+func policyGitSecret(cfg *config.Config, nsName string) bool {
 	for i := range cfg.ImagePolicies {
 		if cfg.ImagePolicies[i].WriteBack.Method == "git:secret:"+nsName {
 			return true

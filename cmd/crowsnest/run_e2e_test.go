@@ -37,7 +37,7 @@ type daemon struct {
 func startDaemon(t *testing.T, args ...string) *daemon {
 	t.Helper()
 	d := &daemon{done: make(chan error, 1)}
-	d.cmd = exec.Command(binary, append([]string{"run"}, args...)...)
+	d.cmd = exec.Command(binary, append([]string{"run"}, withArgoNamespace(args)...)...)
 	stderr, err := d.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

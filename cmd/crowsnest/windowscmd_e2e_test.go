@@ -179,7 +179,7 @@ spec:
   destination: {server: https://kubernetes.default.svc, namespace: shop}
   source: {repoURL: https://git.example.com/shop.git, path: deploy}
 `)
-	out, err := exec.CommandContext(t.Context(), binary, "windows", "--cluster", "--kubeconfig", kubeconfig, "-n", ns,
+	out, err := exec.CommandContext(t.Context(), binary, "windows", "--cluster", "--kubeconfig", kubeconfig, "-n", ns, "--argocd-namespace", ns,
 		"--app", ns+"/shop", "--at", "2026-11-27T19:00:00+01:00", "-o", "json").Output()
 	if err != nil {
 		t.Fatal(err)

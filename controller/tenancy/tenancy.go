@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -43,9 +44,10 @@ type Rules struct {
 	Project func(app *watcher.App) *watcher.Project
 	// ArgoNamespace, when set, is Argo CD's namespace: an unknown default
 	// project then admits only its Applications, as the one Argo CD
-	// recreates does. "" admits every namespace (local mode, and a
-	// cluster whose AppProjects are watched, where a missing default
-	// project is a moment before Argo CD recreates it).
+	// recreates does (it has no sourceNamespaces), so a missing project
+	// or a wrong --argocd-namespace fails closed. "" admits every
+	// namespace to an unknown default project: local mode only, whose
+	// files need not say where Argo CD runs.
 	ArgoNamespace string
 	// LocalRepos lets Git write-back reach file:// repositories (local
 	// mode and the demo, on the operator's own machine); a cluster's
@@ -164,30 +166,32 @@ func (t *Rules) CheckRepository(app *watcher.App, repoURL string) error {
 	if t != nil && t.Project != nil {
 		proj = t.Project(app)
 	}
-	var repos, namespaces []string
-	switch {
-	case proj != nil:
+	var repos []string
+	if proj != nil {
 		repos = stringList(proj.Object, "spec", "sourceRepos")
-		namespaces = stringList(proj.Object, "spec", "sourceNamespaces")
-	case name == "default" && (t == nil || t.ArgoNamespace == "" || app.Namespace == t.ArgoNamespace):
+	} else {
 		// Argo CD creates the default project, permitting every
 		// repository to Applications in its own namespace, whenever it
 		// is missing.
 		repos = []string{"*"}
-	default:
-		return fmt.Errorf("%w: repository %s: AppProject %s is not known, so no sourceRepos permit it", ErrRefused, repoURL, name)
 	}
-	// Argo CD reads AppProjects in its own namespace only, whose
-	// Applications every project admits; others need sourceNamespaces.
-	if proj != nil && app.Namespace != proj.Namespace && !namespacePermitted(namespaces, app.Namespace) {
-		return fmt.Errorf("%w: repository %s: AppProject %s does not admit Applications in namespace %s (spec.sourceNamespaces)",
-			ErrRefused, repoURL, name, app.Namespace)
+	if err := t.admits(app, proj); err != nil {
+		return fmt.Errorf("%w: repository %s: %w", ErrRefused, repoURL, err)
 	}
 	if !sourcePermitted(repos, repoURL) {
 		return fmt.Errorf("%w: repository %s: not permitted by AppProject %s spec.sourceRepos nor tenancy.gitRepositories",
 			ErrRefused, repoURL, name)
 	}
 	return nil
+}
+
+// GitSecretBound reports whether the operator's config sends the Git
+// Secret nsName ("namespace/name") to repoURL: a tenancy.credentials
+// gitSecret entry whose repositories permit it (Argo CD's sourceRepos
+// syntax). Otherwise the Secret's own url decides (repocreds.ArgoCD).
+func (t *Rules) GitSecretBound(nsName, repoURL string) bool {
+	patterns := t.config().GitSecretRepositories(nsName)
+	return len(patterns) > 0 && sourcePermitted(patterns, repoURL)
 }
 
 // AdmitsPolicy reports whether an image policy may serve app: a policy
@@ -199,9 +203,30 @@ func (t *Rules) AdmitsPolicy(app *watcher.App) error {
 	if t == nil || t.Project == nil {
 		return nil
 	}
-	proj := t.Project(app)
-	if proj != nil && app.Namespace != proj.Namespace && !namespacePermitted(stringList(proj.Object, "spec", "sourceNamespaces"), app.Namespace) {
-		return fmt.Errorf("%w: AppProject %s does not admit Applications in namespace %s (spec.sourceNamespaces)", ErrRefused, proj.Name, app.Namespace)
+	if err := t.admits(app, t.Project(app)); err != nil {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return nil
+}
+
+// admits applies Argo CD's rule for which Applications an AppProject
+// takes (proj, nil when none of the name is known): one in the project's
+// own namespace (Argo CD's), or one spec.sourceNamespaces admits. An
+// unknown project admits nothing, except the default project Argo CD
+// recreates whenever it is missing, which admits its own namespace only
+// (every namespace in local mode, where ArgoNamespace is "").
+func (t *Rules) admits(app *watcher.App, proj *watcher.Project) error {
+	name := cmp.Or(app.Project, "default")
+	switch {
+	case proj == nil && name == "default" && (t == nil || t.ArgoNamespace == "" || app.Namespace == t.ArgoNamespace):
+		return nil
+	case proj == nil && name == "default":
+		return fmt.Errorf("AppProject default is not in Argo CD's namespace %s; the one Argo CD recreates admits no Applications in namespace %s",
+			t.ArgoNamespace, app.Namespace)
+	case proj == nil:
+		return fmt.Errorf("AppProject %s is not known", name)
+	case app.Namespace != proj.Namespace && !namespacePermitted(stringList(proj.Object, "spec", "sourceNamespaces"), app.Namespace):
+		return fmt.Errorf("AppProject %s does not admit Applications in namespace %s (spec.sourceNamespaces)", name, app.Namespace)
 	}
 	return nil
 }

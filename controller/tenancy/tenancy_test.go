@@ -83,7 +83,8 @@ func TestCheckRepository(t *testing.T) {
 		Config: func() *config.Tenancy {
 			return &config.Tenancy{GitRepositories: []string{"https://git.example.com/shared/*"}}
 		},
-		Project: func(a *watcher.App) *watcher.Project { return projects[a.Project] },
+		Project:       func(a *watcher.App) *watcher.Project { return projects[a.Project] },
+		ArgoNamespace: "argocd",
 	}
 	tests := []struct {
 		name, ns, project, repo string
@@ -96,7 +97,11 @@ func TestCheckRepository(t *testing.T) {
 		{"project's own namespace is admitted", "argocd", "open", "https://anything.example.com/x", ""},
 		{"other namespace, no sourceNamespaces", "team-b", "open", "https://anything.example.com/x", "spec.sourceNamespaces"},
 		{"unknown project", "team-a", "nope", "https://git.example.com/team-a/deploy", "AppProject nope is not known"},
-		{"missing default project is Argo CD's", "team-a", "", "https://anything.example.com/x", ""},
+		{"missing default project is Argo CD's", "argocd", "", "https://anything.example.com/x", ""},
+		// Fail closed: a missing default project (or a wrong
+		// --argocd-namespace) admits no other namespace.
+		{"missing default project admits no other namespace", "team-a", "", "https://anything.example.com/x", "AppProject default is not in Argo CD's namespace"},
+		{"missing default project, named", "team-a", "default", "https://anything.example.com/x", "AppProject default is not in Argo CD's namespace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,6 +281,31 @@ func TestAdmitsPolicy(t *testing.T) {
 	}
 	if err := (&Rules{}).AdmitsPolicy(&watcher.App{Namespace: "x", Name: "web"}); err != nil {
 		t.Errorf("no AppProjects known: %v", err)
+	}
+}
+
+// An image policy never serves an Application whose AppProject does not
+// exist (Argo CD does not deploy it either), nor one outside Argo CD's
+// namespace that names a missing default project: both fail closed.
+func TestAdmitsPolicyUnknownProject(t *testing.T) {
+	ten := &Rules{Project: func(*watcher.App) *watcher.Project { return nil }, ArgoNamespace: "argocd"}
+	for _, tt := range []struct {
+		ns, project string
+		wantRule    string
+	}{
+		{"argocd", "", ""},
+		{"argocd", "default", ""},
+		{"team-a", "", "AppProject default is not in Argo CD's namespace"},
+		{"team-a", "ghost", "AppProject ghost is not known"},
+		{"argocd", "ghost", "AppProject ghost is not known"},
+	} {
+		err := ten.AdmitsPolicy(&watcher.App{Namespace: tt.ns, Name: "web", Project: tt.project})
+		switch {
+		case tt.wantRule == "" && err != nil:
+			t.Errorf("%s/%q refused: %v", tt.ns, tt.project, err)
+		case tt.wantRule != "" && (!errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tt.wantRule)):
+			t.Errorf("%s/%q: error = %v, want a refusal naming %q", tt.ns, tt.project, err, tt.wantRule)
+		}
 	}
 }
 

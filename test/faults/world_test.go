@@ -163,7 +163,7 @@ func newWorld(t *testing.T, prefix string, o worldOptions) *world {
 	w.seedHead = w.git.Seed(t, gitRepo, "main", seed, "initial")
 	if _, err := w.cs.CoreV1().Secrets(w.ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "git-creds"},
-		Data:       map[string][]byte{"username": []byte(gitUser), "password": []byte(gitToken)},
+		Data:       map[string][]byte{"username": []byte(gitUser), "password": []byte(gitToken), "url": []byte(w.git.URL)},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func (w *world) appClient() dynamic.ResourceInterface {
 // (an emptyDir, which a restarted container keeps).
 func (w *world) daemon(t *testing.T, name string) *daemon {
 	t.Helper()
-	return newDaemon(t, name, "--kubeconfig", w.kubeconfig, "--config", w.cfgPath, "--namespace", w.ns,
+	return newDaemon(t, name, "--kubeconfig", w.kubeconfig, "--config", w.cfgPath, "--namespace", w.ns, "--argocd-namespace", w.ns,
 		"--git-cache-dir", filepath.Join(w.dir, "git-cache-"+name), "--state-dir", filepath.Join(w.dir, "state-"+name))
 }
 

@@ -29,6 +29,7 @@ type options struct {
 	appsDir    string
 	kubeconfig string
 	namespace  string
+	argoNS     string
 	cluster    bool
 	app        string
 	at         string
@@ -61,7 +62,8 @@ at another time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00).`,
 	f.StringVar(&o.appsDir, "apps-dir", "", "folder of Application and AppProject files (as run --apps-dir reads)")
 	f.BoolVar(&o.cluster, "cluster", false, "read Applications and AppProjects from the cluster (--kubeconfig, $KUBECONFIG or in-cluster)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster")
-	f.StringVarP(&o.namespace, "namespace", "n", "", "with --cluster, only Applications in this namespace (AppProjects are read from every namespace)")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "with --cluster, only Applications in this namespace")
+	f.StringVar(&o.argoNS, "argocd-namespace", "argocd", "with --cluster, Argo CD's namespace: the AppProjects there are the ones Argo CD and crowsnest run go by")
 	f.StringVar(&o.app, "app", "", "only this Application (name or namespace/name) from --apps-dir")
 	f.StringVar(&o.at, "at", "", "evaluate at this time instead of now (RFC 3339)")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
@@ -358,7 +360,9 @@ func (o *options) readCluster(ctx context.Context) (*setup.AppsDir, error) {
 		}
 		objs.Apps = append(objs.Apps, a)
 	}
-	projects, err := dyn.Resource(watcher.AppProjectsResource).List(ctx, metav1.ListOptions{})
+	// Argo CD reads AppProjects in its own namespace only; a same-named
+	// one elsewhere is nobody's project.
+	projects, err := dyn.Resource(watcher.AppProjectsResource).Namespace(o.argoNS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing AppProjects: %w", err)
 	}
