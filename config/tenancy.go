@@ -49,6 +49,11 @@ type TenancyCredential struct {
 	// Namespaces (globs) of the Applications that may name it; empty is
 	// every namespace.
 	Namespaces []string `yaml:"namespaces"`
+	// Repositories are the Git repositories (Argo CD's sourceRepos
+	// syntax) a gitSecret may push to. Empty leaves it to the Secret's
+	// own url, as Argo CD's repository Secrets have: a Secret without one
+	// goes nowhere, so an annotation cannot send it to another host.
+	Repositories []string `yaml:"repositories"`
 }
 
 func (t *Tenancy) validate(p string, errs *fieldErrors) {
@@ -67,7 +72,14 @@ func (t *Tenancy) validate(p string, errs *fieldErrors) {
 				errs.invalid(fieldpath.Join(cp, "gitSecret"), "want <namespace>/<name> as in write-back-method git:secret:<namespace>/<name>, got %q", c.GitSecret)
 			}
 			if len(c.Registries) > 0 {
-				errs.invalid(fieldpath.Join(cp, "registries"), "applies to pullSecret only; a Git secret goes to the repositories the AppProject permits")
+				errs.invalid(fieldpath.Join(cp, "registries"), "applies to pullSecret only; a Git secret goes to its repositories (repositories, or the Secret's url)")
+			}
+		} else if len(c.Repositories) > 0 {
+			errs.invalid(fieldpath.Join(cp, "repositories"), "applies to gitSecret only; a pullSecret goes to its registries")
+		}
+		for j, r := range c.Repositories {
+			if strings.TrimSpace(strings.TrimPrefix(r, "!")) == "" || strings.ContainsAny(r, " \t\n") {
+				errs.invalid(fieldpath.Index(fieldpath.Join(cp, "repositories"), j), "want a repository URL or glob, got %q", r)
 			}
 		}
 		if s := c.PullSecret.Source; s != "" && s != CredsPullSecret && len(c.Registries) == 0 {
@@ -118,6 +130,32 @@ func (t *Tenancy) AllowsPullSecret(ref CredentialRef, namespace, registryHost st
 		}
 	}
 	return false
+}
+
+// ListsRegistry reports whether an entry of Credentials names ref for
+// registryHost in its registries, whatever namespaces it admits: the
+// operator has said where these credentials go.
+func (t *Tenancy) ListsRegistry(ref CredentialRef, registryHost string) bool {
+	host := RegistryHost(registryHost)
+	for i := range t.Credentials {
+		c := &t.Credentials[i]
+		if !c.PullSecret.IsZero() && c.PullSecret == ref && globAny(c.Registries, host, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// GitSecretRepositories returns the repositories patterns the entries
+// naming the Secret nsName list (nil when none lists any).
+func (t *Tenancy) GitSecretRepositories(nsName string) []string {
+	var out []string
+	for i := range t.Credentials {
+		if c := &t.Credentials[i]; c.GitSecret == nsName {
+			out = append(out, c.Repositories...)
+		}
+	}
+	return out
 }
 
 // AllowsRegistry reports whether an annotation's image may live on

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -650,7 +651,8 @@ func gitChange(app *watcher.App, spec *imageupdate.Spec, idx int, changes []imag
 	default:
 		return gitwb.Change{}, fmt.Errorf("git write-back: the Application has no source to write to")
 	}
-	ch := gitwb.Change{App: app.Name, RepoURL: src.RepoURL, Path: src.Path, SourceType: gitwb.SourceKustomize}
+	ch := gitwb.Change{App: app.Name, RepoURL: src.RepoURL, Path: src.Path, SourceType: gitwb.SourceKustomize,
+		Project: cmp.Or(app.Project, "default")}
 	branchOf := src
 	switch spec.WriteBack.Target.Kind {
 	case imageupdate.TargetKustomization:

@@ -186,7 +186,7 @@ func TestE2EArgoCDGitModeDeploysTheCommit(t *testing.T) {
 		return "    argocd-image-updater.argoproj.io/image-list: web=" + w.image + ":^1\n" +
 			"    argocd-image-updater.argoproj.io/write-back-method: git:secret:" + w.ns + "/git-creds"
 	}, argocdenv.Options{AppResync: argoCDWait})
-	createSecret(t, w.ns, "git-creds", map[string]string{"username": "bot", "password": "s3cret-token"})
+	createSecret(t, w.ns, "git-creds", map[string]string{"username": "bot", "password": "s3cret-token", "url": w.git.URL})
 	before := w.git.Head(t, "deploy", "main")
 	d := w.daemon(t)
 	app := w.waitDeployed(t, w.image+":1.1.0")

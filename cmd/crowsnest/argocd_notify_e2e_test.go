@@ -117,7 +117,7 @@ func TestE2EArgoCDNotificationImageUpdatedBeforeDeployed(t *testing.T) {
 			"    argocd-image-updater.argoproj.io/write-back-method: git:secret:" + w.ns + "/git-creds\n" +
 			argoSubscriptions("on-image-updated", "on-deployed")
 	}, argocdenv.Options{AppResync: 5 * time.Second})
-	createSecret(t, w.ns, "git-creds", map[string]string{"username": "bot", "password": "s3cret-token"})
+	createSecret(t, w.ns, "git-creds", map[string]string{"username": "bot", "password": "s3cret-token", "url": w.git.URL})
 	createArgoNotificationsCM(t, w, sink.URL)
 	w.daemon(t, "--config", writeArgoNotifyConfig(t, w, true))
 	app := w.waitDeployed(t, w.image+":1.1.0")

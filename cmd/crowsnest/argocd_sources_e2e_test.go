@@ -77,7 +77,7 @@ func (w *argoWorld) gitAnnotations(extra ...string) string {
 // ran.
 func (w *argoWorld) runGit(t *testing.T) (before string, d *daemon) {
 	t.Helper()
-	createSecret(t, w.ns, "git-creds", map[string]string{"username": "bot", "password": "s3cret-token"})
+	createSecret(t, w.ns, "git-creds", map[string]string{"username": "bot", "password": "s3cret-token", "url": w.git.URL})
 	before = w.git.Head(t, "deploy", "main")
 	return before, w.daemon(t)
 }

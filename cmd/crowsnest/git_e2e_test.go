@@ -53,7 +53,7 @@ func TestE2EImageUpdateGitMode(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "git-creds"},
-		Data:       map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret-token")},
+		Data:       map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret-token"), "url": []byte(gitSrv.URL)},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

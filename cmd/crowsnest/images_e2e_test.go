@@ -198,7 +198,7 @@ registries: {pollInterval: 5s}
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "regcreds"},
-		Data:       map[string][]byte{"creds": []byte("robot:pull-s3cret")},
+		Data:       map[string][]byte{"creds": []byte("robot:pull-s3cret"), "url": []byte(reg.Host())},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -282,8 +282,8 @@ func TestE2ESecretsNeverLeak(t *testing.T) {
 	gitSrv.CreateRepo(t, "deploy-bad")
 	before := gitSrv.Seed(t, "deploy-ok", "main", seed, "initial")
 	gitSrv.Seed(t, "deploy-bad", "main", seed, "initial")
-	secret("git-creds", map[string]string{"username": "bot", "password": s["Git token"]})
-	secret("git-wrong", map[string]string{"username": "bot", "password": s["wrong Git token"]})
+	secret("git-creds", map[string]string{"username": "bot", "password": s["Git token"], "url": gitSrv.URL})
+	secret("git-wrong", map[string]string{"username": "bot", "password": s["wrong Git token"], "url": gitSrv.URL})
 
 	slackOK, slackBad := startSlackAPI(t, s["Slack token"]), startSlackAPI(t, s["Slack token"])
 	hooks := startHookSink(t, s["webhook bearer token"])

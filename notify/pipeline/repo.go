@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,12 +90,16 @@ func (r *Repo) now() time.Time {
 	return time.Now()
 }
 
-func (r *Repo) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+// ctx bounds one call and names app's AppProject for the credentials
+// lookup (Argo CD's project-scoped repository Secrets).
+func (r *Repo) ctx(ctx context.Context, app map[string]any) (context.Context, context.CancelFunc) {
 	t := r.Timeout
 	if t <= 0 {
 		t = DefaultRepoTimeout
 	}
-	return context.WithTimeout(ctx, t)
+	spec, _ := app["spec"].(map[string]any)
+	project, _ := spec["project"].(string)
+	return context.WithTimeout(gitwb.WithProject(ctx, cmp.Or(project, "default")), t)
 }
 
 // CommitMetadata implements render.RepoLookup.
@@ -119,7 +124,7 @@ func (r *Repo) CommitMetadata(ctx context.Context, app map[string]any, sha strin
 	if r.Git == nil {
 		return render.CommitMetadata{}, render.ErrNoRepoAccess
 	}
-	ctx, cancel := r.ctx(ctx)
+	ctx, cancel := r.ctx(ctx, app)
 	defer cancel()
 	md, err := r.Git.CommitMetadata(ctx, repoURL, sha)
 	if err != nil {
@@ -171,7 +176,7 @@ func (r *Repo) AppDetails(ctx context.Context, app map[string]any) (render.AppDe
 	if r.Git == nil {
 		return render.AppDetail{}, render.ErrNoRepoAccess
 	}
-	ctx, cancel := r.ctx(ctx)
+	ctx, cancel := r.ctx(ctx, app)
 	defer cancel()
 	read, extra := render.SourceReads(source)
 	p, _ := source["path"].(string)

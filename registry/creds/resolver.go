@@ -61,6 +61,12 @@ type Resolver struct {
 	LookupEnv func(key string) (string, bool)
 	// Log receives debug records naming references, never credentials.
 	Log *slog.Logger
+	// Bound, when set, binds secret: references to their registry: one
+	// goes to a registry only when Bound says the operator sends it there
+	// (a tenancy.credentials entry's registries, the registries config),
+	// or when the Secret's own url names that registry. nil binds none
+	// (the operator's own references).
+	Bound func(ref Ref, registryHost string) bool
 
 	mu     sync.Mutex
 	cache  map[cacheKey]cached
@@ -153,7 +159,7 @@ func (r *Resolver) resolve(ctx context.Context, ref Ref, host string) (authn.Aut
 	case config.CredsPullSecret:
 		cfg, err = r.fromPullSecret(ctx, ref, host)
 	case config.CredsSecret:
-		cfg, err = r.fromSecretField(ctx, ref)
+		cfg, err = r.fromSecretField(ctx, ref, host)
 	case config.CredsEnv:
 		cfg, err = r.fromEnv(ref)
 	case config.CredsExt:

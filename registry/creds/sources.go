@@ -70,16 +70,37 @@ func (r *Resolver) fromPullSecret(ctx context.Context, ref Ref, host string) (au
 	return pickAuth(cfg, host, where)
 }
 
-func (r *Resolver) fromSecretField(ctx context.Context, ref Ref) (authn.AuthConfig, error) {
+func (r *Resolver) fromSecretField(ctx context.Context, ref Ref, host string) (authn.AuthConfig, error) {
 	s, err := r.secret(ctx, ref)
 	if err != nil {
 		return authn.AuthConfig{}, err
+	}
+	if r.Bound != nil && !r.Bound(ref, host) {
+		if err := boundTo(s, host); err != nil {
+			return authn.AuthConfig{}, fmt.Errorf("secret %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
 	}
 	v, ok := s.Data[ref.Field]
 	if !ok {
 		return authn.AuthConfig{}, fmt.Errorf("secret %s/%s has no field %q", ref.Namespace, ref.Name, ref.Field)
 	}
 	return parseUserPass(string(v), fmt.Sprintf("secret %s/%s field %s", ref.Namespace, ref.Name, ref.Field))
+}
+
+// ErrUnbound says a Secret named for a registry is not for that registry.
+var ErrUnbound = errors.New("the Secret is not for this registry")
+
+// boundTo checks that the Secret s is for registry host: its url (a
+// registry host or URL) names host.
+func boundTo(s *corev1.Secret, host string) error {
+	raw := strings.TrimSpace(string(s.Data["url"]))
+	if raw == "" {
+		return fmt.Errorf("%w: it has no url; give it url: %s, or name it with that registry under tenancy.credentials", ErrUnbound, host)
+	}
+	if config.RegistryHost(raw) != host {
+		return fmt.Errorf("%w: its url names registry %s, not %s", ErrUnbound, config.RegistryHost(raw), host)
+	}
+	return nil
 }
 
 func (r *Resolver) fromEnv(ref Ref) (authn.AuthConfig, error) {

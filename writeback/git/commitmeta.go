@@ -156,13 +156,14 @@ func readEntry(tree *object.Tree, e object.TreeEntry, maxBytes int64) ([]byte, e
 }
 
 // withClone runs f on repoURL's clone, locked, opened (cloned when
-// missing). Errors are redacted of the credentials used.
+// missing), with the credentials of the AppProject WithProject put in
+// ctx. Errors are redacted of the credentials used.
 func (w *Writer) withClone(ctx context.Context, repoURL string, f func(*session) error) error {
 	if w.CacheDir == "" {
 		return errors.New("git: CacheDir is not set")
 	}
 	clean, urlCreds := splitURL(repoURL)
-	s, release, err := w.openSession(ctx, &batch{repoURL: clean, creds: urlCreds})
+	s, release, err := w.openSession(ctx, &batch{repoURL: clean, creds: urlCreds, project: Project(ctx)})
 	if err != nil {
 		return redact(err, urlCreds.Password)
 	}

@@ -52,6 +52,22 @@ func CredentialsSecret(ctx context.Context) string {
 	return s
 }
 
+type projectKey struct{}
+
+// WithProject tells a CredentialsSource, through ctx, the AppProject of
+// the Applications the credentials are for (Change.Project): Argo CD's
+// repository Secrets scoped to a project (their project field) serve that
+// project's Applications only.
+func WithProject(ctx context.Context, project string) context.Context {
+	return context.WithValue(ctx, projectKey{}, project)
+}
+
+// Project is the AppProject WithProject put in ctx, or "".
+func Project(ctx context.Context) string {
+	s, _ := ctx.Value(projectKey{}).(string)
+	return s
+}
+
 // StaticCredentials gives the same credentials for every repository.
 type StaticCredentials Credentials
 

@@ -90,7 +90,7 @@ func terminal(err error) error { return errTerminal{err} }
 func (w *Writer) openSession(ctx context.Context, b *batch) (s *session, release func(), err error) {
 	creds := b.creds
 	if w.Credentials != nil {
-		c, ok, err := w.Credentials.Credentials(WithCredentialsSecret(ctx, b.secret), b.repoURL)
+		c, ok, err := w.Credentials.Credentials(WithProject(WithCredentialsSecret(ctx, b.secret), b.project), b.repoURL)
 		if err != nil {
 			return nil, nil, fmt.Errorf("getting credentials: %w", err)
 		}

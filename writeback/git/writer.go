@@ -81,6 +81,11 @@ type Change struct {
 	// different Secrets are different batches: one Application's Secret
 	// never pushes another's change.
 	CredentialsSecret string
+	// Project is the Application's AppProject ("default" when it names
+	// none). Argo CD's repository Secrets scoped to a project push that
+	// project's changes only, so changes of different projects are
+	// different batches.
+	Project string
 	// Branch is "branch", or "base:target" to commit on top of base and
 	// push to target (created from base when missing; target may be a
 	// text/template over BranchData with a sha256 function). "" or
@@ -170,6 +175,7 @@ func (w *Writer) cache() *cache {
 type batch struct {
 	repoURL string
 	secret  string      // Change.CredentialsSecret
+	project string      // Change.Project
 	creds   Credentials // from the URL, if it had any
 	base    string
 	target  string
@@ -219,10 +225,10 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", c.App, ErrInvalidChange, redact(err, creds.Password))
 		}
-		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret
+		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret + "\x00" + c.Project
 		b := byKey[k]
 		if b == nil {
-			b = &batch{repoURL: clean, secret: c.CredentialsSecret, creds: creds, base: base, target: target}
+			b = &batch{repoURL: clean, secret: c.CredentialsSecret, project: c.Project, creds: creds, base: base, target: target}
 			byKey[k] = b
 			order = append(order, b)
 		}
@@ -236,7 +242,7 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 		b.changes = append(b.changes, c2)
 	}
 	slices.SortStableFunc(order, func(a, b *batch) int {
-		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base), cmp.Compare(a.secret, b.secret))
+		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base), cmp.Compare(a.secret, b.secret), cmp.Compare(a.project, b.project))
 	})
 	return order, nil
 }

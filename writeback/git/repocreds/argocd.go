@@ -1,7 +1,9 @@
 package repocreds
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -27,7 +29,9 @@ const (
 )
 
 // ArgoCD finds Git credentials the way Argo CD does: a
-// `repository` Secret whose url equals the repository's, else the
+// `repository` Secret whose url equals the repository's (one whose
+// project field names the changes' AppProject, gitwb.WithProject, else
+// one with no project; one scoped to another project never), else the
 // `repo-creds` Secret with the longest url prefix, in Namespace (Argo CD's).
 // A change's own Secret (write-back-method git:secret:<ns>/<name>, carried
 // as gitwb.Change.CredentialsSecret and handed over through the context)
@@ -46,7 +50,18 @@ type ArgoCD struct {
 	// namespace/name for Git (tenancy.credentials gitSecret, an image
 	// policy's git:secret:), which lets a reserved one through.
 	Trusted func(namespace, name string) bool
+	// Bound reports whether the operator's config sends the Secret
+	// namespace/name to repoURL (an image policy's git:secret:, a
+	// tenancy.credentials entry's repositories). Otherwise a named
+	// Secret goes only to the repository its own url names (exactly, or
+	// as a prefix on the same host, as repo-creds match): an annotation
+	// cannot send it to another host.
+	Bound func(namespace, name, repoURL string) bool
 }
+
+// ErrUnbound says a Secret named for a write-back is not for that
+// repository.
+var ErrUnbound = errors.New("the Secret is not for this repository")
 
 var _ gitwb.CredentialsSource = (*ArgoCD)(nil)
 
@@ -73,6 +88,11 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 				return gitwb.Credentials{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
 			}
 		}
+		if a.Bound == nil || !a.Bound(ns, name, want) {
+			if err := boundTo(s, want); err != nil {
+				return gitwb.Credentials{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
+			}
+		}
 		return credentialsOf(s), true, nil
 	}
 	list, err := a.Client.Secrets(a.Namespace).List(ctx, metav1.ListOptions{
@@ -81,6 +101,8 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 	if err != nil {
 		return gitwb.Credentials{}, false, fmt.Errorf("listing Argo CD repository secrets in %s: %w", a.Namespace, err)
 	}
+	project := gitwb.Project(ctx)
+	var repo, unscoped *corev1.Secret
 	var best gitwb.Credentials
 	bestLen := -1
 	for i := range list.Items {
@@ -91,8 +113,15 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 		}
 		switch s.Labels[argoSecretTypeLabel] {
 		case argoRepository:
-			if u == want {
-				return credentialsOf(s), true, nil
+			// Argo CD's rule (db.getRepositorySecret): the Secret scoped
+			// to the Application's project wins, else one scoped to no
+			// project; one scoped to another project is never used.
+			switch scope := string(s.Data["project"]); {
+			case u != want:
+			case scope != "" && scope == project && repo == nil:
+				repo = s
+			case scope == "":
+				unscoped = s
 			}
 		case argoRepoCreds:
 			// A plain prefix, as Argo CD matches, but on the same
@@ -103,7 +132,30 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 			}
 		}
 	}
+	repo = cmp.Or(repo, unscoped)
+	if repo != nil {
+		if c := credentialsOf(repo); c != (gitwb.Credentials{}) {
+			return c, true, nil
+		}
+		// A repository Secret without credentials takes the repo-creds',
+		// as Argo CD's enrichCredsToRepo does.
+	}
 	return best, bestLen >= 0, nil
+}
+
+// boundTo checks that the Secret s is for the repository want (normalized):
+// its url is want, or a prefix of it on the same host.
+func boundTo(s *corev1.Secret, want string) error {
+	raw := strings.TrimSpace(string(s.Data["url"]))
+	if raw == "" {
+		return fmt.Errorf("%w: it has no url; give it the repository's url (as Argo CD repository Secrets have) "+
+			"or list the repository under its tenancy.credentials entry's repositories", ErrUnbound)
+	}
+	u := normalizeRepoURL(raw)
+	if u == "" || !strings.HasPrefix(want, u) || hostOf(want) != hostOf(u) {
+		return fmt.Errorf("%w: its url does not name %s", ErrUnbound, want)
+	}
+	return nil
 }
 
 // credentialsOf reads the fields Argo CD's repository Secrets use.

@@ -45,7 +45,7 @@ func TestArgoRepoCredentials(t *testing.T) {
 	secret("team", "repo-creds", "https://git.example.com/org/team", "team")
 	secret("exact", "repository", "https://git.example.com/org/team/app.git", "exact")
 	secret("unlabelled", "", "https://git.example.com/other", "nobody")
-	secret("named", "", "", "named")
+	secret("named", "", "https://git.example.com/org/", "named")
 	secret("host", "repo-creds", "https://hosted.example.com/", "host")
 
 	a := &repocreds.ArgoCD{Client: cs, Namespace: ns}
@@ -113,7 +113,7 @@ func TestArgoRepoCredentialsSSH(t *testing.T) {
 	secret("team", "repo-creds", "ssh://git@git.example.com/org/team", key("team"))
 	secret("exact", "repository", "ssh://git@git.example.com:22/org/team/app.git", key("exact"))
 	secret("https", "repo-creds", "https://git.example.com/org", map[string]string{"username": "u", "password": "p", "sshPrivateKey": "key-https"})
-	secret("named", "", "", key("named"))
+	secret("named", "", "git@git.example.com:org/x", key("named"))
 
 	a := &repocreds.ArgoCD{Client: cs, Namespace: ns}
 	tests := []struct {
@@ -241,5 +241,101 @@ func TestGitWriteBackOverSSHWithArgoCDSecrets(t *testing.T) {
 	}
 	if x.Count(testgit.KindReceivePack) != 1 {
 		t.Fatal("pushed to an untrusted host")
+	}
+}
+
+// Argo CD's rule for project-scoped repository Secrets (their project
+// field, db.getRepositorySecret): the one scoped to the Application's
+// project wins, else one scoped to none; one scoped to another project is
+// never used, and a repository Secret without credentials takes the
+// repo-creds' (enrichCredsToRepo).
+func TestArgoRepoCredentialsProjectScoped(t *testing.T) {
+	cs := kubecoretest.New(t, env.Config)
+	ns := env.CreateNamespace(t, "argocd")
+	secret := func(name, typ, url, project, user string) {
+		t.Helper()
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{typeLabel: typ}},
+			Data: map[string][]byte{"url": []byte(url)}}
+		if user != "" {
+			s.Data["username"], s.Data["password"] = []byte(user), []byte("pw-"+user)
+		}
+		if project != "" {
+			s.Data["project"] = []byte(project)
+		}
+		if _, err := cs.Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret("a-only", "repository", "https://git.example.com/shared/deploy.git", "team-a", "team-a-robot")
+	secret("b-scoped", "repository", "https://git.example.com/shared/both.git", "team-b", "team-b-robot")
+	secret("both", "repository", "https://git.example.com/shared/both.git", "", "everyone")
+	secret("bare", "repository", "https://git.example.com/shared/bare.git", "", "")
+	secret("org", "repo-creds", "https://git.example.com/shared", "", "org-robot")
+
+	a := &repocreds.ArgoCD{Client: cs, Namespace: ns}
+	tests := []struct {
+		project, url string
+		want         string // username, "" for anonymous
+	}{
+		{"team-a", "https://git.example.com/shared/deploy.git", "team-a-robot"},
+		// Another project's Secret is skipped: the repo-creds serve.
+		{"team-b", "https://git.example.com/shared/deploy.git", "org-robot"},
+		{"default", "https://git.example.com/shared/deploy.git", "org-robot"},
+		{"team-b", "https://git.example.com/shared/both.git", "team-b-robot"},
+		{"team-a", "https://git.example.com/shared/both.git", "everyone"},
+		{"team-a", "https://git.example.com/shared/bare.git", "org-robot"},
+	}
+	for _, tt := range tests {
+		c, ok, err := a.Credentials(gitwb.WithProject(t.Context(), tt.project), tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := map[bool]string{true: c.Username, false: ""}[ok]; got != tt.want {
+			t.Errorf("project %s, Credentials(%s) = %q, want %q", tt.project, tt.url, got, tt.want)
+		}
+	}
+}
+
+// A Secret an annotation names (write-back-method git:secret:) goes only to
+// the repository its own url names (exactly, or as a prefix on the same
+// host), or to one the operator's config sends it to (Bound): an
+// annotation cannot make crowsnest push with it anywhere else.
+func TestArgoNamedSecretBoundToItsRepository(t *testing.T) {
+	cs := kubecoretest.New(t, env.Config)
+	ns := env.CreateNamespace(t, "team-a")
+	for name, url := range map[string]string{"bare": "", "deploy": "https://git.example.com/team-a/deploy.git", "org": "https://git.example.com/team-a"} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+			StringData: map[string]string{"username": name, "password": "pw-" + name}}
+		if url != "" {
+			s.StringData["url"] = url
+		}
+		if _, err := cs.Secrets(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bound := func(n, name, repo string) bool {
+		return n == ns && name == "bare" && repo == "https://git.example.com/platform/shared"
+	}
+	a := &repocreds.ArgoCD{Client: cs, Namespace: "argocd", Bound: bound}
+	tests := []struct {
+		secret, url string
+		wantErr     bool
+	}{
+		{"bare", "https://git.example.com/team-a/deploy", true},
+		{"bare", "https://git.example.com/platform/shared.git", false},
+		{"deploy", "https://git.example.com/team-a/deploy", false},
+		{"deploy", "https://git.example.com/team-b/deploy", true},
+		{"deploy", "https://evil.example.com/team-a/deploy.git", true},
+		{"org", "https://git.example.com/team-a/other.git", false},
+		{"org", "https://git.example.com.evil.io/team-a/x", true},
+	}
+	for _, tt := range tests {
+		c, ok, err := a.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/"+tt.secret), tt.url)
+		switch {
+		case tt.wantErr && !errors.Is(err, repocreds.ErrUnbound):
+			t.Errorf("%s for %s: %+v, %v, error %v, want ErrUnbound", tt.secret, tt.url, c, ok, err)
+		case !tt.wantErr && (err != nil || !ok || c.Username != tt.secret):
+			t.Errorf("%s for %s: %+v, %v, %v", tt.secret, tt.url, c, ok, err)
+		}
 	}
 }

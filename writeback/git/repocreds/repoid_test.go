@@ -20,7 +20,7 @@ func TestArgoRepoCredentialsNamedSecretForAURLWithCredentials(t *testing.T) {
 	ns := env.CreateNamespace(t, "argocd")
 	if _, err := cs.Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "named"},
-		Data:       map[string][]byte{"username": []byte("named"), "password": []byte("pw-named")},
+		Data:       map[string][]byte{"username": []byte("named"), "password": []byte("pw-named"), "url": []byte("https://git.example.com/org/x")},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,23 @@ func (r *Registries) Assigned(ref config.CredentialRef, repo string) (configured
 	return configured, here
 }
 
+// boundSecret reports whether the operator's config sends the
+// credentials ref to registryHost: a tenancy.credentials entry lists
+// that registry for it, or the registries config assigns it to an entry
+// on that host. An annotation's secret: reference goes elsewhere only
+// when its Secret's url names the registry (creds.Resolver.Bound).
+func (r *Registries) boundSecret(ref creds.Ref, registryHost string) bool {
+	if cfg := r.cfg.Load(); cfg != nil && cfg.Tenancy.ListsRegistry(ref, registryHost) {
+		return true
+	}
+	for _, e := range *r.list.Load() {
+		if e.Credentials == ref && config.RegistryHost(e.Prefix) == registryHost {
+			return true
+		}
+	}
+	return false
+}
+
 // trustedSecret reports whether the operator's config names the Secret
 // namespace/name as credentials: in the registries list, an image
 // policy or tenancy.credentials.
@@ -164,7 +181,7 @@ func NewRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 		metrics:  metrics,
 	}
 	r.cfg.Store(cfg)
-	r.tenantResolver = &creds.Resolver{Log: log}
+	r.tenantResolver = &creds.Resolver{Log: log, Bound: r.boundSecret}
 	if secrets != nil {
 		r.tenantResolver.Secrets = &creds.TenantSecrets{Secrets: secrets, Trusted: r.trustedSecret}
 	}
