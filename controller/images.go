@@ -39,6 +39,7 @@ const (
 	EventInvalidAnnotation  = "InvalidAnnotation"
 	EventWriteBackNotWired  = "WriteBackUnavailable"
 	EventWriteBackRefused   = "WriteBackRefused"
+	EventPolicyRefused      = "ImagePolicyRefused"
 	EventUnsupportedSource  = "UnsupportedSource"
 	eventTypeNormal         = corev1.EventTypeNormal
 	eventTypeWarning        = corev1.EventTypeWarning
@@ -318,6 +319,7 @@ func (r *ImageReconciler) specOf(key string, app *watcher.App) (spec *imageupdat
 		if err := r.Tenancy.AdmitsPolicy(app); err != nil {
 			if r.newSaid(saidKey{saidRefused, key}, err.Error()) {
 				r.Log.Warn("image policy not applied", "app", key, "policy", name, "error", err)
+				r.event(app, eventTypeWarning, EventPolicyRefused, fmt.Sprintf("image policy %s not applied: %v", name, err))
 			}
 			ps = nil
 		}

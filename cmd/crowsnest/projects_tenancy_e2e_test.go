@@ -171,6 +171,11 @@ spec:
 		return false
 	})
 	d.waitLog(t, "image policy not applied", argo+"/ghost", "AppProject ghost is not known")
+	waitFor(t, "an ImagePolicyRefused Event on ghost", func() bool {
+		return slices.ContainsFunc(appEvents(t, argo, "ghost"), func(e corev1.Event) bool {
+			return e.Reason == "ImagePolicyRefused" && strings.Contains(e.Message, "AppProject ghost is not known")
+		})
+	})
 	if head := gitSrv.Head(t, "deploy", "main"); head != seed {
 		t.Errorf("deploy main is at %s, want the seed %s: a refused write-back was pushed", head, seed)
 	}
