@@ -57,8 +57,9 @@ func (a *authLog) all() []string {
 // An annotation author tries to have crowsnest send others' credentials to
 // a registry the author controls (it records every Authorization header):
 // a Secret in another team's namespace, an Argo CD cluster Secret, its
-// own environment (env:), and credentials the registries config assigns
-// to another registry. crowsnest runs against the apiserver with an admin
+// own environment (env:), credentials the registries config assigns
+// to another registry, and the team's own Secret made for another registry
+// (its url). crowsnest runs against the apiserver with an admin
 // kubeconfig, so only its tenancy rules stand in the way. Each is refused
 // with a log line and an Event naming the rule, none of the values reaches
 // the registry, a log line or an Event, and the same Applications' other
@@ -120,6 +121,10 @@ func exfiltration(t *testing.T, mode string, args []string) {
 		attack: "credential exfiltration: config-scoped credential, another registry", tried: "pull-secret: secret:<argocd>/robot#token, which the registries config assigns to another registry, from an Application in the Secret's own namespace",
 		ns: argo, app: "assigned-elsewhere", pullSecret: "secret:" + argo + "/robot#token", secret: "ASSIGNED-S3CR3T-" + suffix,
 		rule: "assigns these credentials to other repositories",
+	}, {
+		attack: "credential exfiltration: own Secret, another registry", tried: "pull-secret: secret:<own namespace>/deploy-robot#token, a Secret whose url names another registry, on an image of the attacker's registry",
+		ns: team, app: "own-elsewhere", pullSecret: "secret:" + team + "/deploy-robot#token", secret: "OWN-ELSEWHERE-S3CR3T-" + suffix,
+		rule: "the Secret is not for this registry",
 	}}
 	for i := range attacks {
 		a := &attacks[i]
@@ -133,6 +138,9 @@ func exfiltration(t *testing.T, mode string, args []string) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: argo, Name: "prod-cluster", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
 			StringData: map[string]string{"auth": "admin:" + attacks[1].secret}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: argo, Name: "robot"}, StringData: map[string]string{"token": "robot:" + attacks[3].secret}},
+		// A team's deploy robot for the registry it is for (its url): an
+		// annotation must not send it to another.
+		{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "deploy-robot"}, StringData: map[string]string{"token": "robot:" + attacks[4].secret, "url": trusted.Host()}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
 			StringData: map[string]string{corev1.DockerConfigJsonKey: fmt.Sprintf(`{"auths":{%q:{"username":"team","password":"TEAM-OWN-pw"}}}`, attacker.Host())}},
 	}
