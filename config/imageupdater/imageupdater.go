@@ -253,16 +253,19 @@ func (u *Resource) Rules() ([]Rule, []config.FieldError) {
 	for i := range s.ApplicationRefs {
 		ref := &s.ApplicationRefs[i]
 		rp := fieldpath.Index("spec.applicationRefs", i)
+		// Counted as listed, before any image is read: each costs a
+		// policy compile, and a broken one a problem in the status.
+		if images += len(ref.Images); len(ref.Images) > 0 && images > MaxImages {
+			errs.invalid(fieldpath.Join(rp, "images"), "%d images with the applicationRefs before (%d here): more than the %d one ImageUpdater may list; this applicationRef is left out unread",
+				images, len(ref.Images), MaxImages)
+			continue
+		}
 		r, ok := translateRef(rp, u.Metadata.Namespace, s, ref, global, verifyAt, &errs)
 		if seen[ref.NamePattern] {
 			errs.invalid(fieldpath.Join(rp, "namePattern"), "%q is used by another applicationRef (namePattern is the list's key)", ref.NamePattern)
 			ok = false
 		}
 		seen[ref.NamePattern] = true
-		if images += len(r.Images); images > MaxImages {
-			errs.invalid(fieldpath.Join(rp, "images"), "more than the %d images one ImageUpdater may list; this applicationRef is left out", MaxImages)
-			ok = false
-		}
 		if ok {
 			rules = append(rules, r)
 		}
