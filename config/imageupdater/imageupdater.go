@@ -218,6 +218,11 @@ var strategies = []string{"semver", "latest", "newest-build", "name", "alphabeti
 // setting in annotation keys) and to its length.
 var aliasRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
 
+// maxPatternBytes is registry/policy's MaxPatternBytes (config imports
+// no registry package): an allowTags pattern past it is refused before
+// it is compiled.
+const maxPatternBytes = 1024
+
 // MaxRules and MaxImages cap what one resource may ask for:
 // each image costs registry requests on every poll, and whoever may write
 // an ImageUpdater is no more trusted than an Application's annotations
@@ -425,7 +430,10 @@ func checkSettings(out *RuleImage, alias string, errs *problems) bool {
 		ok = false
 	}
 	if at, ok2 := strings.CutPrefix(out.AllowTags, "regexp:"); ok2 {
-		if _, err := regexp.Compile(at); err != nil {
+		if len(at) > maxPatternBytes {
+			errs.invalid(out.Fields["allowTags"], "%d bytes, over the %d-byte limit; the image %s is not updated", len(at), maxPatternBytes, alias)
+			ok = false
+		} else if _, err := regexp.Compile(at); err != nil {
 			errs.invalid(out.Fields["allowTags"], "%v; the image %s is not updated", err, alias)
 			ok = false
 		}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
 )
 
 const updaterFull = `
@@ -196,6 +197,7 @@ applicationRefs:
   - {alias: ok6, imageName: nginx, manifestTargets: {helm: {name: a}, kustomize: {name: b}}}
   - {alias: ok7, imageName: nginx, imagesVerification: {cosignKey: {secretName: k, key: cosign.pub}}}
   - {alias: ok8, imageName: ""}
+  - {alias: ok9, imageName: nginx, commonUpdateSettings: {allowTags: "regexp:` + strings.Repeat("a", 1025) + `"}}
   - {alias: good, imageName: nginx, imagesVerification: {enabled: false}}
   - {alias: good, imageName: redis}`,
 			want: []string{
@@ -208,7 +210,8 @@ applicationRefs:
 				"spec.applicationRefs[0].images[6].manifestTargets:",
 				"spec.applicationRefs[0].images[7].imagesVerification:",
 				"spec.applicationRefs[0].images[8].imageName: required",
-				"spec.applicationRefs[0].images[10].alias:",
+				"spec.applicationRefs[0].images[9].commonUpdateSettings.allowTags: 1025 bytes, over the 1024-byte limit; the image ok9 is not updated",
+				"spec.applicationRefs[0].images[11].alias:",
 			},
 			rules: map[string][]string{"spec.applicationRefs[0]": {"good"}},
 		},
@@ -403,5 +406,13 @@ func TestImageUpdaterImageCap(t *testing.T) {
 				t.Errorf("rules kept (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// config/imageupdater refuses an allowTags pattern past the same limit as
+// the policy compiler, before compiling it.
+func TestPatternLimitIsPolicys(t *testing.T) {
+	if maxPatternBytes != policy.MaxPatternBytes {
+		t.Errorf("maxPatternBytes = %d, policy.MaxPatternBytes = %d", maxPatternBytes, policy.MaxPatternBytes)
 	}
 }
