@@ -220,7 +220,7 @@ var aliasRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
 
 // maxPatternBytes is registry/policy's MaxPatternBytes (config imports
 // no registry package): an allowTags pattern past it is refused before
-// it is compiled.
+// it is compiled, and so is a namePattern.
 const maxPatternBytes = 1024
 
 // MaxRules and MaxImages cap what one resource may ask for:
@@ -286,6 +286,10 @@ func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, veri
 	ok := true
 	if ref.NamePattern == "" {
 		errs.invalid(fieldpath.Join(rp, "namePattern"), "required")
+		ok = false
+	} else if n := len(ref.NamePattern); n > maxPatternBytes {
+		// Matched against every Application of the namespace.
+		errs.invalid(fieldpath.Join(rp, "namePattern"), "%d bytes, over the %d-byte limit", n, maxPatternBytes)
 		ok = false
 	} else if _, err := path.Match(ref.NamePattern, ""); err != nil {
 		errs.invalid(fieldpath.Join(rp, "namePattern"), "invalid glob %q: %v", ref.NamePattern, err)

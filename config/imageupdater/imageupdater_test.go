@@ -241,6 +241,8 @@ applicationRefs:
   writeBackConfig: {method: argocd}
   images: [{alias: x, imageName: nginx}]
 - namePattern: g
+  useAnnotations: true
+- namePattern: "` + strings.Repeat("h", 1025) + `"
   useAnnotations: true`,
 			want: []string{
 				"spec.applicationRefs[0].namePattern: invalid glob",
@@ -250,6 +252,7 @@ applicationRefs:
 				"spec.applicationRefs[4].writeBackConfig.gitConfig.writeBackTarget:",
 				"spec.applicationRefs[5].images: required unless useAnnotations",
 				"spec.applicationRefs[6].namePattern:",
+				"spec.applicationRefs[8].namePattern: 1025 bytes, over the 1024-byte limit",
 			},
 			rules: map[string][]string{"spec.applicationRefs[7]": nil},
 		},
