@@ -181,3 +181,40 @@ func TestTagFilterLimits(t *testing.T) {
 		})
 	}
 }
+
+// An annotation value an error quotes is cut to a few hundred bytes: the
+// error becomes an Event and a log line on every reconcile, and a value
+// may fill the 256 KiB an object's annotations may hold.
+func TestLongValuesQuotedShort(t *testing.T) {
+	long := strings.Repeat("v", 100<<10)
+	tests := []struct{ key, value string }{
+		{"web." + KeyStrategy, long},
+		{"web." + KeyForceUpdate, long},
+		{KeyWriteBack, long},
+		{KeyWriteTarget, long},
+		{KeyGitBranch, "main " + long}, // not a branch name
+		{KeyGitRepository, "a " + long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			a := map[string]string{Prefix + KeyImageList: "web=ghcr.io/org/web", Prefix + tt.key: tt.value}
+			_, errs := FromAnnotations(a)
+			var got []string
+			for _, err := range errs {
+				var ae *AnnotationError
+				if errors.As(err, &ae) && ae.Key == Prefix+tt.key {
+					got = append(got, err.Error())
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d errors naming %s, want one", len(got), tt.key)
+			}
+			if n := len(got[0]); n > 512 {
+				t.Errorf("the error is %d bytes, want at most 512: %s...", n, got[0][:200])
+			}
+			if want := fmt.Sprintf("... (%d bytes)", len(tt.value)); !strings.Contains(got[0], want) {
+				t.Errorf("the error does not say the value's length %s: %.300s", want, got[0])
+			}
+		})
+	}
+}
