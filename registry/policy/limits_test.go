@@ -45,6 +45,8 @@ func TestCompileLimits(t *testing.T) {
 			fmt.Sprintf("constraint: %d bytes, over the %d-byte limit", MaxPatternBytes+6, MaxPatternBytes)}},
 		{"platforms", Spec{Strategy: "newest-build", Platforms: many(MaxPlatforms+1, func(int) string { return "x" })},
 			[]string{fmt.Sprintf("platforms: %d entries, more than the %d allowed", MaxPlatforms+1, MaxPlatforms)}},
+		{"a long platform", Spec{Strategy: "newest-build", Platforms: []string{"linux/" + long}},
+			[]string{fmt.Sprintf("platforms[0]: %d bytes: want os/arch[/variant]", len(long)+6)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -78,6 +78,9 @@ const (
 	MaxIgnoreTags = 64
 	// MaxPlatforms bounds the entries of platforms.
 	MaxPlatforms = 32
+	// maxPlatformBytes bounds one platform ("linux/arm64/v8" is 14), so
+	// that an error can quote it.
+	maxPlatformBytes = 64
 )
 
 // extractGroup is the named group Extract must have.
@@ -199,6 +202,10 @@ func (c *compiler) platforms(p *Policy, platforms []string) {
 		return
 	}
 	for i, ps := range platforms {
+		if len(ps) > maxPlatformBytes {
+			c.fail(fmt.Sprintf("platforms[%d]", i), nil, "%d bytes: want os/arch[/variant]", len(ps))
+			continue
+		}
 		pl, err := ParsePlatform(ps)
 		if err != nil {
 			c.fail(fmt.Sprintf("platforms[%d]", i), nil, "%q: want os/arch[/variant]", ps)
