@@ -3,9 +3,11 @@ package git
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -18,6 +20,17 @@ import (
 // server may be anything an Application names, and must not make
 // crowsnest hold a body of any size to say "HTTP 403".
 const maxErrorBody = 64 << 10
+
+// maxAdvertisement bounds a server's list of refs (the answer to
+// info/refs), which go-git reads whole into memory before anything else:
+// a server an Application names could send one without end. A
+// repository with 100,000 branches and tags lists about 10 MiB. A
+// variable so that tests can lower it.
+var maxAdvertisement int64 = 64 << 20
+
+// ErrRefsTooLarge says a Git server's list of refs is over
+// maxAdvertisement; asking again gets the same answer.
+var ErrRefsTooLarge = errors.New("the server's list of refs is too large")
 
 // go-git picks the transport of a URL's scheme from a process-wide table;
 // crowsnest's Git reads and writes (write-back, the notification repo
@@ -109,7 +122,8 @@ func configureTransport(t *http.Transport, ep *transport.Endpoint) error {
 }
 
 // boundedBodies cuts the body of every answer other than 2xx at
-// maxErrorBody; 2xx answers (ref advertisements, packs) pass whole.
+// maxErrorBody, and fails a ref advertisement past maxAdvertisement;
+// packs pass whole.
 type boundedBodies struct {
 	base http.RoundTripper
 }
@@ -117,11 +131,39 @@ type boundedBodies struct {
 // RoundTrip implements http.RoundTripper.
 func (b boundedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := b.base.RoundTrip(req)
-	if err != nil || res.Body == nil || res.StatusCode/100 == 2 {
+	switch {
+	case err != nil || res.Body == nil:
 		return res, err
+	case res.StatusCode/100 != 2:
+		res.Body = limitedBody{Reader: io.LimitReader(res.Body, maxErrorBody), Closer: res.Body}
+	case strings.HasSuffix(req.URL.Path, "/info/refs"):
+		res.Body = &cappedBody{ReadCloser: res.Body, left: maxAdvertisement}
 	}
-	res.Body = limitedBody{Reader: io.LimitReader(res.Body, maxErrorBody), Closer: res.Body}
 	return res, nil
+}
+
+// cappedBody reads a body of at most left bytes, and fails with
+// ErrRefsTooLarge past them.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.left == 0 {
+		// At the limit: only the end of the body may follow.
+		var one [1]byte
+		if n, err := c.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w (over %d bytes)", ErrRefsTooLarge, maxAdvertisement)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // limitedBody reads a prefix of a body and closes the whole of it.

@@ -2,6 +2,9 @@ package git
 
 import (
 	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,5 +67,43 @@ func TestRemoteErrorBodyIsBounded(t *testing.T) {
 				t.Errorf("the server wrote %d MiB of its body: it was read past %d KiB", n>>20, maxErrorBody>>10)
 			}
 		})
+	}
+}
+
+// A server whose list of refs goes on (here 50 MiB, against a limit
+// lowered to 1 MiB) fails the write with ErrRefsTooLarge, once, after a
+// bounded part of it was read: go-git read it whole into memory.
+func TestRefAdvertisementIsBounded(t *testing.T) {
+	const bodySize = 50 << 20
+	const maxWritten = 16 << 20
+	old := maxAdvertisement
+	maxAdvertisement = 1 << 20
+	t.Cleanup(func() { maxAdvertisement = old })
+	pkt := func(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
+	var written, hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		head := pkt("# service=git-upload-pack\n") + "0000" + pkt(strings.Repeat("a", 40)+" HEAD\x00multi_ack\n")
+		n, err := io.WriteString(w, head)
+		written.Add(int64(n))
+		for i := 0; err == nil && written.Load() < bodySize; i++ {
+			n, err = io.WriteString(w, pkt(fmt.Sprintf("%s refs/heads/b%d\n", strings.Repeat("a", 40), i)))
+			written.Add(int64(n))
+		}
+	}))
+	w := newWriter(t, nil)
+	w.MaxAttempts = 3
+	_, err := w.Apply(t.Context(), []Change{kustomizeWeb(srv.URL+"/apps.git", "1.2.0")})
+	srv.Close() // waits for the handler
+	if !errors.Is(err, ErrRefsTooLarge) {
+		t.Fatalf("Apply: %v; want ErrRefsTooLarge", err)
+	}
+	t.Logf("%d requests; the server wrote %d KiB of its %d MiB list", hits.Load(), written.Load()>>10, bodySize>>20)
+	if n := hits.Load(); n != 1 {
+		t.Errorf("%d requests: the same answer was asked for again", n)
+	}
+	if n := written.Load(); n > maxWritten {
+		t.Errorf("the server wrote %d MiB of its list: it was read past the limit", n>>20)
 	}
 }
