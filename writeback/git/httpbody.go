@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/crowsnest-dev/crowsnest/internal/bodycap"
 )
 
 // maxErrorBody bounds what is read of a Git server's answer with a
@@ -137,33 +139,10 @@ func (b boundedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	case res.StatusCode/100 != 2:
 		res.Body = limitedBody{Reader: io.LimitReader(res.Body, maxErrorBody), Closer: res.Body}
 	case strings.HasSuffix(req.URL.Path, "/info/refs"):
-		res.Body = &cappedBody{ReadCloser: res.Body, left: maxAdvertisement}
+		res.Body = &bodycap.Reader{ReadCloser: res.Body, Left: maxAdvertisement,
+			Err: fmt.Errorf("%w (over %d bytes)", ErrRefsTooLarge, maxAdvertisement)}
 	}
 	return res, nil
-}
-
-// cappedBody reads a body of at most left bytes, and fails with
-// ErrRefsTooLarge past them.
-type cappedBody struct {
-	io.ReadCloser
-	left int64
-}
-
-func (c *cappedBody) Read(p []byte) (int, error) {
-	if c.left == 0 {
-		// At the limit: only the end of the body may follow.
-		var one [1]byte
-		if n, err := c.ReadCloser.Read(one[:]); n == 0 {
-			return 0, err
-		}
-		return 0, fmt.Errorf("%w (over %d bytes)", ErrRefsTooLarge, maxAdvertisement)
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.ReadCloser.Read(p)
-	c.left -= int64(n)
-	return n, err
 }
 
 // limitedBody reads a prefix of a body and closes the whole of it.
