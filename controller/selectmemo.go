@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sync"
 
@@ -27,10 +28,11 @@ type selectionMemo struct {
 	m  map[memoKey]*memoEntry
 }
 
+// memoKey is of fixed size: the image and the spec (whose patterns an
+// annotation author writes, up to policy's limits) are kept as a hash.
 type memoKey struct {
 	client *registry.Client
-	image  string
-	spec   string
+	sum    [sha256.Size]byte
 }
 
 type memoEntry struct {
@@ -39,10 +41,14 @@ type memoEntry struct {
 	err  error
 }
 
-// specKey spells a policy spec as a map key.
-func specKey(s policy.Spec) string {
+// keySum hashes an image and its policy spec into a memo key.
+func keySum(image string, s policy.Spec) [sha256.Size]byte {
+	h := sha256.New()
 	// Quoted, so no field's content can pass for a separator.
-	return fmt.Sprintf("%q", append([]string{s.Strategy, s.Constraint, s.AllowTags, s.Extract, s.ExtractOrder}, s.IgnoreTags...))
+	fmt.Fprintf(h, "%q", append([]string{image, s.Strategy, s.Constraint, s.AllowTags, s.Extract, s.ExtractOrder}, s.IgnoreTags...))
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 func sameSlice(a, b []string) bool {
@@ -56,7 +62,7 @@ func (m *selectionMemo) selectTag(ctx context.Context, client *registry.Client, 
 	if pol.NeedsMetadata() {
 		return pol.Select(ctx, tags, meta)
 	}
-	key := memoKey{client: client, image: image, spec: specKey(spec)}
+	key := memoKey{client: client, sum: keySum(image, spec)}
 	m.mu.Lock()
 	if e := m.m[key]; e != nil && sameSlice(e.tags, tags) {
 		m.mu.Unlock()

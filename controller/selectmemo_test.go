@@ -99,11 +99,48 @@ func TestSelectionMemoLeavesMetadataPoliciesAlone(t *testing.T) {
 
 // No spec passes for another: a separator inside a field is quoted.
 func TestSelectionMemoSpecKeysDoNotCollide(t *testing.T) {
-	a := specKey(policy.Spec{IgnoreTags: []string{"1.3.9\x001.3.8"}})
-	b := specKey(policy.Spec{IgnoreTags: []string{"1.3.9", "1.3.8"}})
-	c := specKey(policy.Spec{Constraint: "~1", AllowTags: ""})
-	d := specKey(policy.Spec{Constraint: "", AllowTags: "~1"})
-	if a == b || c == d {
-		t.Errorf("different specs share a key: %q / %q, %q / %q", a, b, c, d)
+	a := keySum("app", policy.Spec{IgnoreTags: []string{"1.3.9\x001.3.8"}})
+	b := keySum("app", policy.Spec{IgnoreTags: []string{"1.3.9", "1.3.8"}})
+	c := keySum("app", policy.Spec{Constraint: "~1", AllowTags: ""})
+	d := keySum("app", policy.Spec{Constraint: "", AllowTags: "~1"})
+	e := keySum("app", policy.Spec{Strategy: "semver"})
+	f := keySum("", policy.Spec{Strategy: "app", Constraint: "semver"})
+	if a == b || c == d || e == f {
+		t.Errorf("different specs share a key: %x / %x, %x / %x, %x / %x", a, b, c, d, e, f)
 	}
+}
+
+// The memo keeps no spec's text: an annotation author may write patterns
+// up to policy's limits (65 KiB of ignore-tags per image), and the memo
+// holds up to maxSelectionMemo selections. 300 selections of such specs
+// kept about 20 MiB in their keys.
+func TestSelectionMemoKeysAreSmall(t *testing.T) {
+	tags := []string{"1.0.0", "1.1.0", "2.0.0"}
+	client := &registry.Client{}
+	var m selectionMemo
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 300 {
+		spec := policy.Spec{AllowTags: fmt.Sprintf("regexp:^1|%d%s", i, strings.Repeat("z", policy.MaxPatternBytes-20))}
+		for j := range policy.MaxIgnoreTags {
+			spec.IgnoreTags = append(spec.IgnoreTags, fmt.Sprintf("%d-%d-%s", i, j, strings.Repeat("y", policy.MaxPatternBytes-20)))
+		}
+		pol, err := policy.Compile("reg.example/app", spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.selectTag(t.Context(), client, "reg.example/app", spec, pol, tags, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if n := len(m.m); n != 300 {
+		t.Fatalf("%d selections remembered, want 300", n)
+	}
+	if kept := int64(after.HeapAlloc) - int64(before.HeapAlloc); kept > 2<<20 {
+		t.Errorf("the memo of 300 selections keeps %d KiB, want under 2 MiB: it keeps the specs' text", kept>>10)
+	}
+	runtime.KeepAlive(&m)
 }

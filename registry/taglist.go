@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/crowsnest-dev/crowsnest/internal/bodycap"
 )
 
 // Tag-list bounds: a repository's list, all pages together, holds at most
@@ -73,26 +74,8 @@ type capTagLists struct{ http.RoundTripper }
 func (c capTagLists) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.RoundTripper.RoundTrip(req)
 	if err == nil && strings.HasSuffix(req.URL.Path, "/tags/list") {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxTagListBytes}
+		resp.Body = &bodycap.Reader{ReadCloser: resp.Body, Left: MaxTagListBytes,
+			Err: fmt.Errorf("%w: a response larger than %d MiB", ErrTagListTooLarge, MaxTagListBytes>>20)}
 	}
 	return resp, err
-}
-
-// cappedBody fails a read past its limit with ErrTagListTooLarge, so one
-// endless response costs at most the limit.
-type cappedBody struct {
-	io.ReadCloser
-	left int64
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, fmt.Errorf("%w: a response larger than %d MiB", ErrTagListTooLarge, MaxTagListBytes>>20)
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
 }

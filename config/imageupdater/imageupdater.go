@@ -218,6 +218,11 @@ var strategies = []string{"semver", "latest", "newest-build", "name", "alphabeti
 // setting in annotation keys) and to its length.
 var aliasRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
 
+// maxPatternBytes is registry/policy's MaxPatternBytes (config imports
+// no registry package): an allowTags pattern past it is refused before
+// it is compiled, and so is a namePattern.
+const maxPatternBytes = 1024
+
 // MaxRules and MaxImages cap what one resource may ask for:
 // each image costs registry requests on every poll, and whoever may write
 // an ImageUpdater is no more trusted than an Application's annotations
@@ -253,16 +258,19 @@ func (u *Resource) Rules() ([]Rule, []config.FieldError) {
 	for i := range s.ApplicationRefs {
 		ref := &s.ApplicationRefs[i]
 		rp := fieldpath.Index("spec.applicationRefs", i)
+		// Counted as listed, before any image is read: each costs a
+		// policy compile, and a broken one a problem in the status.
+		if images += len(ref.Images); len(ref.Images) > 0 && images > MaxImages {
+			errs.invalid(fieldpath.Join(rp, "images"), "%d images with the applicationRefs before (%d here): more than the %d one ImageUpdater may list; this applicationRef is left out unread",
+				images, len(ref.Images), MaxImages)
+			continue
+		}
 		r, ok := translateRef(rp, u.Metadata.Namespace, s, ref, global, verifyAt, &errs)
 		if seen[ref.NamePattern] {
 			errs.invalid(fieldpath.Join(rp, "namePattern"), "%q is used by another applicationRef (namePattern is the list's key)", ref.NamePattern)
 			ok = false
 		}
 		seen[ref.NamePattern] = true
-		if images += len(r.Images); images > MaxImages {
-			errs.invalid(fieldpath.Join(rp, "images"), "more than the %d images one ImageUpdater may list; this applicationRef is left out", MaxImages)
-			ok = false
-		}
 		if ok {
 			rules = append(rules, r)
 		}
@@ -278,6 +286,10 @@ func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, veri
 	ok := true
 	if ref.NamePattern == "" {
 		errs.invalid(fieldpath.Join(rp, "namePattern"), "required")
+		ok = false
+	} else if n := len(ref.NamePattern); n > maxPatternBytes {
+		// Matched against every Application of the namespace.
+		errs.invalid(fieldpath.Join(rp, "namePattern"), "%d bytes, over the %d-byte limit", n, maxPatternBytes)
 		ok = false
 	} else if _, err := path.Match(ref.NamePattern, ""); err != nil {
 		errs.invalid(fieldpath.Join(rp, "namePattern"), "invalid glob %q: %v", ref.NamePattern, err)
@@ -422,7 +434,10 @@ func checkSettings(out *RuleImage, alias string, errs *problems) bool {
 		ok = false
 	}
 	if at, ok2 := strings.CutPrefix(out.AllowTags, "regexp:"); ok2 {
-		if _, err := regexp.Compile(at); err != nil {
+		if len(at) > maxPatternBytes {
+			errs.invalid(out.Fields["allowTags"], "%d bytes, over the %d-byte limit; the image %s is not updated", len(at), maxPatternBytes, alias)
+			ok = false
+		} else if _, err := regexp.Compile(at); err != nil {
 			errs.invalid(out.Fields["allowTags"], "%v; the image %s is not updated", err, alias)
 			ok = false
 		}

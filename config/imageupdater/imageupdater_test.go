@@ -1,13 +1,16 @@
 package imageupdater
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/registry/policy"
 )
 
 const updaterFull = `
@@ -194,6 +197,7 @@ applicationRefs:
   - {alias: ok6, imageName: nginx, manifestTargets: {helm: {name: a}, kustomize: {name: b}}}
   - {alias: ok7, imageName: nginx, imagesVerification: {cosignKey: {secretName: k, key: cosign.pub}}}
   - {alias: ok8, imageName: ""}
+  - {alias: ok9, imageName: nginx, commonUpdateSettings: {allowTags: "regexp:` + strings.Repeat("a", 1025) + `"}}
   - {alias: good, imageName: nginx, imagesVerification: {enabled: false}}
   - {alias: good, imageName: redis}`,
 			want: []string{
@@ -206,7 +210,8 @@ applicationRefs:
 				"spec.applicationRefs[0].images[6].manifestTargets:",
 				"spec.applicationRefs[0].images[7].imagesVerification:",
 				"spec.applicationRefs[0].images[8].imageName: required",
-				"spec.applicationRefs[0].images[10].alias:",
+				"spec.applicationRefs[0].images[9].commonUpdateSettings.allowTags: 1025 bytes, over the 1024-byte limit; the image ok9 is not updated",
+				"spec.applicationRefs[0].images[11].alias:",
 			},
 			rules: map[string][]string{"spec.applicationRefs[0]": {"good"}},
 		},
@@ -236,6 +241,8 @@ applicationRefs:
   writeBackConfig: {method: argocd}
   images: [{alias: x, imageName: nginx}]
 - namePattern: g
+  useAnnotations: true
+- namePattern: "` + strings.Repeat("h", 1025) + `"
   useAnnotations: true`,
 			want: []string{
 				"spec.applicationRefs[0].namePattern: invalid glob",
@@ -245,6 +252,7 @@ applicationRefs:
 				"spec.applicationRefs[4].writeBackConfig.gitConfig.writeBackTarget:",
 				"spec.applicationRefs[5].images: required unless useAnnotations",
 				"spec.applicationRefs[6].namePattern:",
+				"spec.applicationRefs[8].namePattern: 1025 bytes, over the 1024-byte limit",
 			},
 			rules: map[string][]string{"spec.applicationRefs[7]": nil},
 		},
@@ -329,4 +337,85 @@ func FuzzImageUpdater(f *testing.F) {
 // indent prefixes every line of s.
 func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+prefix)
+}
+
+// refWithImages is an applicationRef named name listing n images, each
+// with allowTags set to allow.
+func refWithImages(name string, n int, allow string) AppRef {
+	ref := AppRef{NamePattern: name}
+	for i := range n {
+		img := Image{Alias: fmt.Sprintf("i%d", i), ImageName: fmt.Sprintf("ghcr.io/org/img%d", i)}
+		if allow != "" {
+			img.CommonUpdateSettings = &UpdateSettings{AllowTags: &allow}
+		}
+		ref.Images = append(ref.Images, img)
+	}
+	return ref
+}
+
+// The image cap is checked on the images as listed, before any is read:
+// an applicationRef past it is one problem, whatever its images hold
+// (thousands of broken ones used to be read, and reported, one by one).
+func TestImageUpdaterImageCap(t *testing.T) {
+	yes := true
+	tests := []struct {
+		name string
+		refs []AppRef
+		// want are the problems; rules the refs kept and their image
+		// counts.
+		want  []string
+		rules map[string]int
+	}{
+		{
+			name:  "at the cap",
+			refs:  []AppRef{refWithImages("a", MaxImages, "")},
+			rules: map[string]int{"spec.applicationRefs[0]": MaxImages},
+		},
+		{
+			name: "5000 broken images are one problem",
+			refs: []AppRef{refWithImages("a", 5000, "regexp:((")},
+			want: []string{"spec.applicationRefs[0].images: 5000 images with the applicationRefs before (5000 here): " +
+				"more than the 200 one ImageUpdater may list; this applicationRef is left out unread"},
+		},
+		{
+			name: "the ref that passes the cap is left out, and so is every later one that lists images; the others stay",
+			refs: []AppRef{refWithImages("a", 150, ""), refWithImages("b", 51, "regexp:(("), refWithImages("c", 1, ""),
+				{NamePattern: "d", UseAnnotations: &yes}},
+			want: []string{
+				"spec.applicationRefs[1].images: 201 images with the applicationRefs before (51 here): " +
+					"more than the 200 one ImageUpdater may list; this applicationRef is left out unread",
+				"spec.applicationRefs[2].images: 202 images with the applicationRefs before (1 here): " +
+					"more than the 200 one ImageUpdater may list; this applicationRef is left out unread",
+			},
+			rules: map[string]int{"spec.applicationRefs[0]": 150, "spec.applicationRefs[3]": 0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &Resource{Metadata: metav1.ObjectMeta{Name: "u", Namespace: "n"}, Spec: Spec{ApplicationRefs: tt.refs}}
+			rules, problems := u.Rules()
+			var got []string
+			for _, p := range problems {
+				got = append(got, p.Error())
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("problems (-want +got):\n%s", d)
+			}
+			kept := map[string]int{}
+			for _, r := range rules {
+				kept[r.Path] = len(r.Images)
+			}
+			if d := cmp.Diff(tt.rules, kept, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("rules kept (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// config/imageupdater refuses an allowTags pattern past the same limit as
+// the policy compiler, before compiling it.
+func TestPatternLimitIsPolicys(t *testing.T) {
+	if maxPatternBytes != policy.MaxPatternBytes {
+		t.Errorf("maxPatternBytes = %d, policy.MaxPatternBytes = %d", maxPatternBytes, policy.MaxPatternBytes)
+	}
 }

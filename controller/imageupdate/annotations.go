@@ -72,6 +72,18 @@ const MaxImages = 200
 // becomes an Event and a log line); the rest are counted in one more.
 const maxUnknownKeys = 20
 
+// maxQuoted bounds an annotation value quoted in an error: errors become
+// Events and log lines on every reconcile, and a value may be 256 KiB.
+const maxQuoted = 128
+
+// quote is s quoted, cut at maxQuoted bytes with its length said.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:maxQuoted], len(s))
+}
+
 // OptionAlias is how an alias is spelt in its option keys
 // (<alias>.update-strategy, ...): a '/' becomes '_', as
 // argocd-image-updater does (ContainerImage.normalizedSymbolicName), since
@@ -182,12 +194,12 @@ func readEntry(entry string, ann map[string]string, fail failFunc) (Image, *imag
 	name, constraint := splitConstraint(ref)
 	parsed, err := imageref.Parse(name)
 	if err != nil {
-		fail(KeyImageList, err, "image %q: %v", ref, err)
+		fail(KeyImageList, err, "image %s: %v", quote(ref), err)
 		return Image{}, nil, false
 	}
 	keyAlias := OptionAlias(alias)
 	if hasAlias && !aliasRE.MatchString(keyAlias) {
-		fail(KeyImageList, nil, "alias %q: want letters, digits, '-', '_' or '/' (at most 63)", alias)
+		fail(KeyImageList, nil, "alias %s: want letters, digits, '-', '_' or '/' (at most 63)", quote(alias))
 		return Image{}, nil, false
 	}
 	if alias == "" {
@@ -223,7 +235,7 @@ func (r *imageSettings) readPolicy(img *Image) {
 		if _, err := policy.Compile(img.Ref.Repo(), policy.Spec{Strategy: v, Constraint: "x"}); err != nil && unknownStrategy(err) {
 			// argocd-image-updater updates by semver, its default, when
 			// the strategy is unknown; crowsnest does too, and says so.
-			r.fail(k, nil, "unknown strategy %q: want semver, newest-build, digest or alphabetical; semver is used", v)
+			r.fail(k, nil, "unknown strategy %s: want semver, newest-build, digest or alphabetical; semver is used", quote(v))
 			img.Policy.Strategy = ""
 		}
 	}
@@ -252,7 +264,7 @@ func (r *imageSettings) readAccess(img *Image) {
 	if v, k, ok := r.get(KeyForceUpdate); ok && v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			r.fail(k, nil, "%q is not true or false", v)
+			r.fail(k, nil, "%s is not true or false", quote(v))
 			r.bad = true
 		}
 		img.ForceUpdate = b
@@ -381,11 +393,11 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 		wb.Method = MethodGit
 		ns, name, ok := strings.Cut(strings.TrimPrefix(m, "git:secret:"), "/")
 		if !ok || !dnsLabelRE.MatchString(ns) || !dnsSubdomainRE.MatchString(name) {
-			fail(KeyWriteBack, "%q: want git:secret:<namespace>/<name>", m)
+			fail(KeyWriteBack, "%s: want git:secret:<namespace>/<name>", quote(m))
 		}
 		wb.GitCredentials = "secret:" + ns + "/" + name
 	default:
-		fail(KeyWriteBack, "unknown method %q: want argocd, git, git:repocreds or git:secret:<namespace>/<name>", m)
+		fail(KeyWriteBack, "unknown method %s: want argocd, git, git:repocreds or git:secret:<namespace>/<name>", quote(m))
 	}
 	wb.Target = Target{Kind: TargetArgoCDSource}
 	var targetIgnored error
@@ -398,10 +410,10 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 			} else if len(errs) == 0 {
 				// argocd-image-updater ignores the target of the argocd
 				// method; so does crowsnest, visibly.
-				targetIgnored = &AnnotationError{Key: Prefix + KeyWriteTarget, Msg: fmt.Sprintf("%q needs write-back-method git; ignored", t)}
+				targetIgnored = &AnnotationError{Key: Prefix + KeyWriteTarget, Msg: quote(t) + " needs write-back-method git; ignored"}
 			}
 		default:
-			fail(KeyWriteTarget, "unknown target %q: want kustomization[:<path>] or helmvalues[:<path>]", t)
+			fail(KeyWriteTarget, "unknown target %s: want kustomization[:<path>] or helmvalues[:<path>]", quote(t))
 		}
 	}
 	if b, ok := ann[Prefix+KeyGitBranch]; ok {
@@ -409,20 +421,20 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 		wb.Branch = base
 		if hasTarget {
 			if target == "" {
-				fail(KeyGitBranch, "%q: the target branch after ':' is empty", b)
+				fail(KeyGitBranch, "%s: the target branch after ':' is empty", quote(b))
 			} else if _, err := branchtmpl.Parse(target); err != nil {
 				fail(KeyGitBranch, "target branch template: %v", err)
 			}
 			wb.PushBranch = target
 		}
 		if strings.ContainsAny(b, " \t\n~^?*[\\") && !strings.Contains(b, "{{") {
-			fail(KeyGitBranch, "%q is not a valid branch name", b)
+			fail(KeyGitBranch, "%s is not a valid branch name", quote(b))
 		}
 	}
 	if r, ok := ann[Prefix+KeyGitRepository]; ok {
 		wb.Repository = strings.TrimSpace(r)
 		if wb.Repository == "" || strings.ContainsAny(wb.Repository, " \t\n") {
-			fail(KeyGitRepository, "%q is not a repository URL", r)
+			fail(KeyGitRepository, "%s is not a repository URL", quote(r))
 		}
 	}
 	if len(errs) > 0 {

@@ -121,3 +121,100 @@ func BenchmarkFromAnnotationsHostile(b *testing.B) {
 		FromAnnotations(a)
 	}
 }
+
+// A tag filter past the policy limits is one error naming its annotation
+// and the limit, never quoting the oversized text; only the images it
+// reaches are left out.
+func TestTagFilterLimits(t *testing.T) {
+	long := strings.Repeat("a", 2048)
+	tests := []struct {
+		name       string
+		ann        map[string]string
+		wantImages []string
+		wantErrs   []string
+	}{
+		{
+			name:       "an image's allow-tags",
+			ann:        map[string]string{Prefix + "web.allow-tags": "regexp:" + long},
+			wantImages: []string{"api"},
+			wantErrs:   []string{Prefix + `web.allow-tags: image "ghcr.io/org/web": allow-tags: 2048 bytes, over the 1024-byte limit`},
+		},
+		{
+			name: "the app-wide ignore-tags",
+			ann:  map[string]string{Prefix + KeyIgnoreTags: "x," + long},
+			wantErrs: []string{
+				Prefix + `ignore-tags: image "ghcr.io/org/web": ignore-tags[1]: 2048 bytes, over the 1024-byte limit`,
+				Prefix + `ignore-tags: image "ghcr.io/org/api": ignore-tags[1]: 2048 bytes, over the 1024-byte limit`,
+			},
+		},
+		{
+			name:       "65 ignore-tags entries",
+			ann:        map[string]string{Prefix + "api.ignore-tags": strings.Repeat("x*,", 64) + "y"},
+			wantImages: []string{"web"},
+			wantErrs:   []string{Prefix + `api.ignore-tags: image "ghcr.io/org/api": ignore-tags: 65 entries, more than the 64 allowed`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := map[string]string{Prefix + KeyImageList: "web=ghcr.io/org/web,api=ghcr.io/org/api"}
+			for k, v := range tt.ann {
+				a[k] = v
+			}
+			spec, errs := FromAnnotations(a)
+			var images, got []string
+			for _, img := range spec.Images {
+				images = append(images, img.Alias)
+			}
+			for _, err := range errs {
+				var ae *AnnotationError
+				if !errors.As(err, &ae) {
+					t.Fatalf("error %v is no AnnotationError", err)
+				}
+				got = append(got, ae.Key+": "+ae.Msg)
+			}
+			if diff := cmp.Diff(tt.wantImages, images); diff != "" {
+				t.Errorf("images (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantErrs, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An annotation value an error quotes is cut to a few hundred bytes: the
+// error becomes an Event and a log line on every reconcile, and a value
+// may fill the 256 KiB an object's annotations may hold.
+func TestLongValuesQuotedShort(t *testing.T) {
+	long := strings.Repeat("v", 100<<10)
+	tests := []struct{ key, value string }{
+		{"web." + KeyStrategy, long},
+		{"web." + KeyForceUpdate, long},
+		{KeyWriteBack, long},
+		{KeyWriteTarget, long},
+		{KeyGitBranch, "main " + long}, // not a branch name
+		{KeyGitRepository, "a " + long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			a := map[string]string{Prefix + KeyImageList: "web=ghcr.io/org/web", Prefix + tt.key: tt.value}
+			_, errs := FromAnnotations(a)
+			var got []string
+			for _, err := range errs {
+				var ae *AnnotationError
+				if errors.As(err, &ae) && ae.Key == Prefix+tt.key {
+					got = append(got, err.Error())
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d errors naming %s, want one", len(got), tt.key)
+			}
+			if n := len(got[0]); n > 512 {
+				t.Errorf("the error is %d bytes, want at most 512: %s...", n, got[0][:200])
+			}
+			if want := fmt.Sprintf("... (%d bytes)", len(tt.value)); !strings.Contains(got[0], want) {
+				t.Errorf("the error does not say the value's length %s: %.300s", want, got[0])
+			}
+		})
+	}
+}

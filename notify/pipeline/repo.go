@@ -27,8 +27,12 @@ const (
 	DefaultRepoDetails   = 256
 	DefaultRepoDetailTTL = time.Minute
 	// maxSourceFileBytes bounds a values file or kustomization read for
-	// GetAppDetails.
+	// GetAppDetails, and maxSourceBytes all of them together.
 	maxSourceFileBytes = 1 << 20
+	maxSourceBytes     = 4 << 20
+	// maxValueFiles bounds the value files GetAppDetails reads: the
+	// Application's author lists them, and Argo CD users list a few.
+	maxValueFiles = 32
 )
 
 // Repo answers templates' and triggers' repo.GetCommitMetadata and
@@ -179,8 +183,11 @@ func (r *Repo) AppDetails(ctx context.Context, app map[string]any) (render.AppDe
 	ctx, cancel := r.ctx(ctx, app)
 	defer cancel()
 	read, extra := render.SourceReads(source)
+	if len(extra) > maxValueFiles {
+		return render.AppDetail{}, fmt.Errorf("helm.valueFiles: %d files in the repository, more than the %d GetAppDetails reads", len(extra), maxValueFiles)
+	}
 	p, _ := source["path"].(string)
-	dir, err := r.Git.ReadDir(ctx, repoURL, revision, p, read, maxSourceFileBytes, extra...)
+	dir, err := r.Git.ReadDir(ctx, repoURL, revision, p, read, gitwb.ReadLimits{File: maxSourceFileBytes, Total: maxSourceBytes}, extra...)
 	if err != nil {
 		return render.AppDetail{}, err
 	}

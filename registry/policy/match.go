@@ -34,6 +34,9 @@ func (c *compiler) ignoreTag(field, pat string) (tagMatcher, bool) {
 		c.fail(field, nil, "empty pattern")
 		return tagMatcher{}, false
 	}
+	if !c.short(field, pat) {
+		return tagMatcher{}, false
+	}
 	if _, err := path.Match(pat, ""); err != nil {
 		c.fail(field, err, "invalid glob %q", pat)
 		return tagMatcher{}, false

@@ -64,6 +64,25 @@ func hasRegexpPrefix(s string) bool {
 	return len(s) >= len(regexpPrefix) && strings.EqualFold(s[:len(regexpPrefix)], regexpPrefix)
 }
 
+// Limits on what a Spec may hold. Specs come from annotations and
+// ImageUpdaters, written by any team: each pattern is compiled per image
+// and matched against every tag of every list, and the controller's
+// selection memo is keyed by the spec. argocd-image-updater users write
+// patterns of tens of bytes (`^v?[0-9]+\.[0-9]+\.[0-9]+$`), a few
+// ignore-tags entries and a few platforms; the limits are far above that.
+const (
+	// MaxPatternBytes bounds allow-tags after "regexp:", each ignore-tags
+	// entry, extract and a semver range.
+	MaxPatternBytes = 1024
+	// MaxIgnoreTags bounds the entries of ignore-tags.
+	MaxIgnoreTags = 64
+	// MaxPlatforms bounds the entries of platforms.
+	MaxPlatforms = 32
+	// maxPlatformBytes bounds one platform ("linux/arm64/v8" is 14), so
+	// that an error can quote it.
+	maxPlatformBytes = 64
+)
+
 // extractGroup is the named group Extract must have.
 const extractGroup = "version"
 
@@ -120,11 +139,24 @@ func (c *compiler) fail(field string, err error, format string, args ...any) {
 }
 
 func (c *compiler) regexp(field, expr string) *regexp.Regexp {
+	if !c.short(field, expr) {
+		return nil
+	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		c.fail(field, err, "invalid regexp %q", expr)
 	}
 	return re
+}
+
+// short reports whether the pattern is within MaxPatternBytes, and
+// fails field when it is not (without quoting it: it may be large).
+func (c *compiler) short(field, pattern string) bool {
+	if len(pattern) <= MaxPatternBytes {
+		return true
+	}
+	c.fail(field, nil, "%d bytes, over the %d-byte limit", len(pattern), MaxPatternBytes)
+	return false
 }
 
 // Compile checks s and prepares it for Select. image names the image in
@@ -134,23 +166,10 @@ func Compile(image string, s Spec) (*Policy, error) {
 	p := &Policy{image: image}
 	p.strategy = c.strategy(s.Strategy)
 	p.allow = c.allowTags(s.AllowTags)
-	for i, pat := range s.IgnoreTags {
-		if m, ok := c.ignoreTag(fmt.Sprintf("ignore-tags[%d]", i), pat); ok {
-			p.ignore = append(p.ignore, m)
-		}
-	}
+	c.ignoreTags(p, s.IgnoreTags)
 	c.extraction(p, s)
 	c.constraintFor(p, s)
-	for i, ps := range s.Platforms {
-		pl, err := ParsePlatform(ps)
-		if err != nil {
-			c.fail(fmt.Sprintf("platforms[%d]", i), nil, "%q: want os/arch[/variant]", ps)
-			continue
-		}
-		if !containsPlatform(p.platforms, pl) {
-			p.platforms = append(p.platforms, pl)
-		}
-	}
+	c.platforms(p, s.Platforms)
 	if p.strategy == StrategyDigest && validTag(s.Constraint) {
 		if rc := p.filter(s.Constraint); rc != rcNone {
 			c.fail("constraint", nil, "the tracked tag %q is %s", s.Constraint, reasons[rc])
@@ -161,6 +180,41 @@ func Compile(image string, s Spec) (*Policy, error) {
 	}
 	p.spec = p.normalize(s)
 	return p, nil
+}
+
+// ignoreTags reads the ignore-tags entries, at most MaxIgnoreTags.
+func (c *compiler) ignoreTags(p *Policy, pats []string) {
+	if len(pats) > MaxIgnoreTags {
+		c.fail("ignore-tags", nil, "%d entries, more than the %d allowed", len(pats), MaxIgnoreTags)
+		return
+	}
+	for i, pat := range pats {
+		if m, ok := c.ignoreTag(fmt.Sprintf("ignore-tags[%d]", i), pat); ok {
+			p.ignore = append(p.ignore, m)
+		}
+	}
+}
+
+// platforms reads the platforms, at most MaxPlatforms.
+func (c *compiler) platforms(p *Policy, platforms []string) {
+	if len(platforms) > MaxPlatforms {
+		c.fail("platforms", nil, "%d entries, more than the %d allowed", len(platforms), MaxPlatforms)
+		return
+	}
+	for i, ps := range platforms {
+		if len(ps) > maxPlatformBytes {
+			c.fail(fmt.Sprintf("platforms[%d]", i), nil, "%d bytes: want os/arch[/variant]", len(ps))
+			continue
+		}
+		pl, err := ParsePlatform(ps)
+		if err != nil {
+			c.fail(fmt.Sprintf("platforms[%d]", i), nil, "%q: want os/arch[/variant]", ps)
+			continue
+		}
+		if !containsPlatform(p.platforms, pl) {
+			p.platforms = append(p.platforms, pl)
+		}
+	}
 }
 
 func (c *compiler) strategy(s string) Strategy {
@@ -186,6 +240,9 @@ func (c *compiler) allowTags(s string) *regexp.Regexp {
 		return nil
 	case hasRegexpPrefix(s):
 		return c.regexp("allow-tags", s[len(regexpPrefix):])
+	}
+	if !c.short("allow-tags", s) {
+		return nil
 	}
 	c.fail("allow-tags", nil, `%q: want "any" or "regexp:<re>"`, s)
 	return nil
@@ -243,6 +300,7 @@ func (c *compiler) constraintFor(p *Policy, s Spec) {
 	case s.Constraint == "":
 	case p.order != OrderSemver:
 		c.fail("constraint", nil, "%q: a version range needs semver ordering, not %s", s.Constraint, orDefault(p.order, string(p.strategy)))
+	case !c.short("constraint", s.Constraint):
 	default:
 		cs, err := semver.NewConstraint(s.Constraint)
 		if err != nil {

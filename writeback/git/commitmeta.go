@@ -75,14 +75,43 @@ type Dir struct {
 	Files map[string][]byte
 }
 
+// ReadLimits bound what one ReadDir reads: the repository and the paths
+// come from an Application, whose author chooses the files' sizes.
+type ReadLimits struct {
+	// File bounds each file.
+	File int64
+	// Total bounds the files read together; 0 leaves only File.
+	Total int64
+}
+
+// budget counts the bytes ReadDir reads against its limits.
+type budget struct {
+	ReadLimits
+	used int64
+}
+
+// take accounts for a file of size bytes at p, or says which limit it
+// passes; nothing is read before it agrees.
+func (b *budget) take(p string, size int64) error {
+	if size > b.File {
+		return fmt.Errorf("%s: %d bytes, over the %d-byte limit", p, size, b.File)
+	}
+	if b.Total > 0 && b.used+size > b.Total {
+		return fmt.Errorf("%s: the files read come to over the %d-byte limit together", p, b.Total)
+	}
+	b.used += size
+	return nil
+}
+
 // ReadDir reads dir (a path in the repository, "" or "." the root) at
 // revision: a branch, a tag, a commit SHA, or "" / "HEAD" for the default
 // branch, after fetching branches and tags. It lists the files directly
 // in dir and reads those read selects, and the extra files (paths from
-// the repository root; they cannot leave it); a file over maxBytes is an
-// error.
-func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, read func(name string) bool, maxBytes int64, extra ...string) (Dir, error) {
+// the repository root; they cannot leave it); a file over limits.File,
+// or one that takes the files read past limits.Total, is an error.
+func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, read func(name string) bool, limits ReadLimits, extra ...string) (Dir, error) {
 	var out Dir
+	b := &budget{ReadLimits: limits}
 	err := w.withClone(ctx, repoURL, func(s *session) error {
 		c, err := s.resolve(ctx, revision)
 		if err != nil {
@@ -100,8 +129,8 @@ func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, rea
 			if err != nil {
 				continue
 			}
-			if f.Size > maxBytes {
-				return fmt.Errorf("%s: %d bytes, over the %d-byte limit", p, f.Size, maxBytes)
+			if err := b.take(p, f.Size); err != nil {
+				return err
 			}
 			text, err := f.Contents()
 			if err != nil {
@@ -127,11 +156,11 @@ func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, rea
 			if read == nil || !read(e.Name) {
 				continue
 			}
-			b, err := readEntry(tree, e, maxBytes)
+			text, err := readEntry(tree, e, path.Join(dir, e.Name), b)
 			if err != nil {
-				return fmt.Errorf("%s: %w", path.Join(dir, e.Name), err)
+				return err
 			}
-			out.Files[e.Name] = b
+			out.Files[e.Name] = text
 		}
 		sort.Strings(out.Names)
 		return nil
@@ -139,20 +168,24 @@ func (w *Writer) ReadDir(ctx context.Context, repoURL, revision, dir string, rea
 	return out, err
 }
 
-func readEntry(tree *object.Tree, e object.TreeEntry, maxBytes int64) ([]byte, error) {
+func readEntry(tree *object.Tree, e object.TreeEntry, p string, b *budget) ([]byte, error) {
 	f, err := tree.TreeEntryFile(&e)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	if f.Size > maxBytes {
-		return nil, fmt.Errorf("%d bytes, over the %d-byte limit", f.Size, maxBytes)
+	if err := b.take(p, f.Size); err != nil {
+		return nil, err
 	}
 	r, err := f.Reader()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	defer func() { _ = r.Close() }()
-	return io.ReadAll(io.LimitReader(r, maxBytes))
+	text, err := io.ReadAll(io.LimitReader(r, f.Size))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return text, nil
 }
 
 // withClone runs f on repoURL's clone, locked, opened (cloned when

@@ -99,7 +99,7 @@ func TestReadDirAtRevision(t *testing.T) {
 	ctx := context.Background()
 
 	// An extra path cannot climb out of the repository: ../../big.yaml is /big.yaml.
-	d, err := w.ReadDir(ctx, url, sha, "chart", func(n string) bool { return n == "values.yaml" }, 1<<10, "../../big.yaml", "no/such.yaml")
+	d, err := w.ReadDir(ctx, url, sha, "chart", func(n string) bool { return n == "values.yaml" }, ReadLimits{File: 1 << 10}, "../../big.yaml", "no/such.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,14 +109,19 @@ func TestReadDirAtRevision(t *testing.T) {
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("at %s (-want +got):\n%s", sha, diff)
 	}
-	d, err = w.ReadDir(ctx, url, "HEAD", "/chart/", func(n string) bool { return n == "values.yaml" }, 1<<10)
+	d, err = w.ReadDir(ctx, url, "HEAD", "/chart/", func(n string) bool { return n == "values.yaml" }, ReadLimits{File: 1 << 10})
 	if err != nil || string(d.Files["values.yaml"]) != "image:\n  tag: v2\n" {
 		t.Errorf("HEAD: %+v, %v", d, err)
 	}
-	if d, err := w.ReadDir(ctx, url, "main", "nope", nil, 1<<10); err != nil || d.Found {
+	if d, err := w.ReadDir(ctx, url, "main", "nope", nil, ReadLimits{File: 1 << 10}); err != nil || d.Found {
 		t.Errorf("missing dir: %+v, %v", d, err)
 	}
-	if _, err := w.ReadDir(ctx, url, "main", "", func(string) bool { return true }, 10); err == nil {
+	if _, err := w.ReadDir(ctx, url, "main", "", func(string) bool { return true }, ReadLimits{File: 10}); err == nil {
 		t.Error("a file over the limit was read")
+	}
+	// values.yaml (17 bytes) and /big.yaml (100) come to over 110 together.
+	_, err = w.ReadDir(ctx, url, sha, "chart", func(n string) bool { return n == "values.yaml" }, ReadLimits{File: 1 << 10, Total: 110}, "big.yaml")
+	if want := "chart/values.yaml: the files read come to over the 110-byte limit together"; err == nil || err.Error() != want {
+		t.Errorf("over the total: err = %v, want %q", err, want)
 	}
 }

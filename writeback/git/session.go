@@ -521,7 +521,7 @@ func classify(doing string, err error) error {
 		return nil
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed), sshAuthRefused(err):
 		return terminal(fmt.Errorf("%s: %w: %w", doing, ErrAuth, err))
-	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
+	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, ErrRefsTooLarge):
 		return terminal(fmt.Errorf("%s: %w", doing, err))
 	case untrustedCertificate(err):
 		// The same certificate comes back on every try.
