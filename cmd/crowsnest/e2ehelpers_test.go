@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,7 +109,8 @@ func withArgoNamespace(args []string) []string {
 		return args
 	}
 	if i := slices.Index(args, "--namespace"); i >= 0 && i+1 < len(args) {
-		return append(slices.Clip(args), "--argocd-namespace", args[i+1])
+		first, _, _ := strings.Cut(args[i+1], ",")
+		return append(slices.Clip(args), "--argocd-namespace", first)
 	}
 	return args
 }

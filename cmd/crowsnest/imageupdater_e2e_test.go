@@ -288,8 +288,11 @@ spec:
     images: [{alias: web, imageName: "%s:^2"}]
 `, web))
 
+	// nsCR plays Argo CD's namespace; its default project admits the
+	// other two, as Argo CD's "applications in any namespace" needs.
+	createProject(t, nsCR, "default", []any{"*"}, []any{nsAnn, nsEvil})
 	metricsAddr := freeAddr(t)
-	d := startDaemon(t, "--kubeconfig", kubeconfig, "--namespace", nsCR+","+nsAnn+","+nsEvil, "--metrics-bind-address", metricsAddr,
+	d := startDaemon(t, "--kubeconfig", kubeconfig, "--namespace", nsCR+","+nsAnn+","+nsEvil, "--argocd-namespace", nsCR, "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", "0", "--log-format", "json", "--git-cache-dir", filepath.Join(dir, "git"))
 
 	// Kubernetes write-back: each Application's source ends the same in
