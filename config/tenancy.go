@@ -18,7 +18,8 @@ import (
 // (write-back-method git:secret:) only Secrets in the Application's own
 // namespace, never env:, ext: or dockerconfig: sources, and Git
 // write-back may reach only repositories the Application's AppProject
-// permits (spec.sourceRepos, Argo CD's own tenant boundary).
+// permits (spec.sourceRepos, Argo CD's own tenant boundary) and change
+// there only files the Application renders from.
 type Tenancy struct {
 	// Credentials are the references annotations may name beyond the
 	// defaults, each with the registries it may be sent to and the

@@ -47,14 +47,17 @@ func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.
 }
 
 // gitWrites are the Git writer's changes for app, with the credentials
-// its write-back method names.
+// its write-back method names and the paths tenancy.writePaths lets it
+// write.
 func (r *ImageReconciler) gitWrites(key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]gitwb.Change, error) {
 	chs, err := gitChanges(app, spec, changes)
 	if err != nil {
 		return nil, err
 	}
+	allowed := r.Tenancy.WritePaths(app)
 	for i := range chs {
 		chs[i].Key = key
+		chs[i].Scope.Allowed = allowed
 		if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok {
 			chs[i].CredentialsSecret = secret
 		}

@@ -206,6 +206,34 @@ func (t *Rules) AdmitsPolicy(app *watcher.App) error {
 	return nil
 }
 
+// WritePaths are the path globs tenancy.writePaths lets app's Git
+// write-back change beyond the files app renders from. An entry that
+// selects by project counts only when app's AppProject is known to admit
+// app's namespace (or is the default project Argo CD keeps for its own
+// namespace): spec.project is the Application author's to write.
+func (t *Rules) WritePaths(app *watcher.App) []string {
+	cfg := t.config()
+	if len(cfg.WritePaths) == 0 {
+		return nil
+	}
+	name := app.Project
+	if name == "" {
+		name = "default"
+	}
+	var proj *watcher.Project
+	if t != nil && t.Project != nil {
+		proj = t.Project(app)
+	}
+	switch {
+	case proj != nil && app.Namespace != proj.Namespace &&
+		!namespacePermitted(stringList(proj.Object, "spec", "sourceNamespaces"), app.Namespace):
+		name = ""
+	case proj == nil && (name != "default" || t != nil && t.ArgoNamespace != "" && app.Namespace != t.ArgoNamespace):
+		name = ""
+	}
+	return cfg.WritePathsFor(name, app.Namespace)
+}
+
 // sourcePermitted matches repoURL against sourceRepos patterns as Argo
 // CD's AppProject.IsSourcePermitted does: both normalized, globs with '/'
 // as separator, "*" alone matching all, and a "!" pattern the URL matches
