@@ -156,14 +156,7 @@ func (t *Rules) CheckRepository(app *watcher.App, repoURL string) error {
 	if len(cfg.GitRepositories) > 0 && sourcePermitted(cfg.GitRepositories, repoURL) {
 		return nil
 	}
-	name := app.Project
-	if name == "" {
-		name = "default"
-	}
-	var proj *watcher.Project
-	if t != nil && t.Project != nil {
-		proj = t.Project(app)
-	}
+	name, proj := t.project(app)
 	var repos, namespaces []string
 	switch {
 	case proj != nil:
@@ -206,6 +199,19 @@ func (t *Rules) AdmitsPolicy(app *watcher.App) error {
 	return nil
 }
 
+// project is the name of app's AppProject ("default" when it names
+// none) and the project, nil when it is not known.
+func (t *Rules) project(app *watcher.App) (string, *watcher.Project) {
+	name := app.Project
+	if name == "" {
+		name = "default"
+	}
+	if t == nil || t.Project == nil {
+		return name, nil
+	}
+	return name, t.Project(app)
+}
+
 // WritePaths are the path globs tenancy.writePaths lets app's Git
 // write-back change beyond the files app renders from. An entry that
 // selects by project counts only when app's AppProject is known to admit
@@ -216,14 +222,7 @@ func (t *Rules) WritePaths(app *watcher.App) []string {
 	if len(cfg.WritePaths) == 0 {
 		return nil
 	}
-	name := app.Project
-	if name == "" {
-		name = "default"
-	}
-	var proj *watcher.Project
-	if t != nil && t.Project != nil {
-		proj = t.Project(app)
-	}
+	name, proj := t.project(app)
 	switch {
 	case proj != nil && app.Namespace != proj.Namespace &&
 		!namespacePermitted(stringList(proj.Object, "spec", "sourceNamespaces"), app.Namespace):
