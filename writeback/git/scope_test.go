@@ -231,3 +231,53 @@ func TestWriteScopeWalk(t *testing.T) {
 		})
 	}
 }
+
+// Whatever a kustomization holds, following it ends, and a file outside
+// the checkout, or in .git, is never in scope.
+func FuzzWriteScope(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"resources: [../base, ../../team-a/prod]\n", "team-a/prod/kustomization.yaml"},
+		{"bases: [../../../outside]\ncomponents: [/etc]\n", "../outside/kustomization.yaml"},
+		{"resources: [., .., ../.., ../../.git]\n", ".git/config"},
+		{"resources: {a: b}\n", "team-b/prod/values.yaml"},
+		{"resources: &a [*a]\n", "team-b/prod/kustomization.yaml"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	dir := f.TempDir()
+	for rel, content := range map[string]string{
+		"team-a/prod/kustomization.yaml": "resources: [../base]\n",
+		"team-a/base/kustomization.yaml": "resources: [../prod]\n",
+		".git/config":                    "[core]\n",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, kustomization, rel string) {
+		root := t.TempDir()
+		if err := os.CopyFS(root, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, "team-b", "prod", "kustomization.yaml")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(kustomization), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := checkScope(root, Change{App: "web", Path: "team-b/prod"}, rel)
+		if err != nil && !errors.Is(err, ErrOutsideScope) {
+			t.Fatalf("error %v is not ErrOutsideScope", err)
+		}
+		clean := filepath.ToSlash(filepath.Clean(rel))
+		escapes := clean == ".." || strings.HasPrefix(clean, "../") || filepath.IsAbs(rel) || clean == ".git" || strings.HasPrefix(clean, ".git/")
+		if err == nil && escapes {
+			t.Fatalf("%q is in scope", rel)
+		}
+	})
+}
