@@ -118,3 +118,45 @@ func TestGitWriteOutsideWhatTheApplicationRendersFrom(t *testing.T) {
 		})
 	}
 }
+
+// The dry run applies the same rule: team-b's plan carries the refusal
+// naming team-a's file, with a WriteBackRefused Event, and nothing is
+// pushed.
+func TestDryRunRefusesAWriteOutsideWhatTheApplicationRendersFrom(t *testing.T) {
+	reg, imageA := appRegistry(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	reg.Push(t, "team-b/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
+	reg.Push(t, "team-b/app:1.1.0", testreg.Image(t, t0.Add(time.Hour), "linux/amd64"))
+	imageB := reg.Host() + "/team-b/app"
+	srv := testgit.Start(t, testgit.Options{})
+	repo := srv.CreateRepo(t, "apps")
+	seed := srv.Seed(t, "apps", "main", map[string]string{
+		"team-a/prod/kustomization.yaml": kustomizationOf(imageA, "1.0.0"),
+		"team-b/prod/kustomization.yaml": kustomizationOf(imageB, "1.0.0"),
+	}, "seed")
+	nsB := env.CreateNamespace(t, "team-b")
+	b := gitRequest(t, nsB, intruderDoc(nsB, imageB, imageA, repo), imageB)
+
+	events, plans := &appEvents{}, &planLog{}
+	log := slog.New(slog.DiscardHandler)
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(b),
+		DryRun: true, Plans: plans, Log: log}
+	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Log: log}
+	if _, err := images.Reconcile(t.Context(), b); err != nil {
+		t.Fatalf("reconciling %s: %v", b.Key, err)
+	}
+	p, ok := plans.get(b.Key)
+	if !ok || !strings.Contains(p.Error, "write outside what the Application renders from: team-a/prod/kustomization.yaml (rule: ") {
+		t.Errorf("plan %+v; want the refusal naming team-a/prod/kustomization.yaml", p)
+	}
+	if ok && len(p.Git) == 1 && len(p.Git[0].Files) != 0 {
+		t.Errorf("planned files %+v, want none", p.Git[0].Files)
+	}
+	evs := events.of(b.Key)
+	if len(evs) != 1 || evs[0].Reason != controller.EventWriteBackRefused || !strings.Contains(evs[0].Message, "team-a/prod/kustomization.yaml") {
+		t.Errorf("Events of %s: %+v; want one WriteBackRefused naming the file", b.Key, evs)
+	}
+	if head := srv.Head(t, "apps", "main"); head != seed {
+		t.Errorf("main moved from %s to %s under the dry run", seed, head)
+	}
+}
