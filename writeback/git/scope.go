@@ -93,7 +93,8 @@ func checkScope(dir string, c Change, rel string) error {
 		"its Helm value files, and paths tenancy.writePaths allows)", ErrOutsideScope, rel, shownPaths(s.Sources), more)
 }
 
-// shownPaths lists source paths for a message, at most three.
+// shownPaths lists source paths for a message: at most three, each cut
+// at 100 bytes (they are the Application author's to write).
 func shownPaths(ps []string) string {
 	out := make([]string, 0, 4)
 	for i, p := range ps {
@@ -101,7 +102,11 @@ func shownPaths(ps []string) string {
 			out = append(out, "...")
 			break
 		}
-		out = append(out, "/"+strings.TrimPrefix(path.Clean("/"+p), "/"))
+		p = "/" + strings.TrimPrefix(path.Clean("/"+p), "/")
+		if len(p) > 100 {
+			p = strings.ToValidUTF8(p[:100], "") + "..."
+		}
+		out = append(out, p)
 	}
 	if len(out) == 0 {
 		return "(none in this repository)"

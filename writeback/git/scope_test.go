@@ -281,3 +281,23 @@ func FuzzWriteScope(f *testing.F) {
 		}
 	})
 }
+
+// A refusal names at most three source paths, each cut short: they are
+// the Application author's to write.
+func TestShownPaths(t *testing.T) {
+	long := strings.Repeat("a", 300)
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{nil, "(none in this repository)"},
+		{[]string{"", "team-b/prod", "./x/../y/"}, "/, /team-b/prod, /y"},
+		{[]string{"a", "b", "c", "d"}, "/a, /b, /c, ..."},
+		{[]string{long}, "/" + long[:99] + "..."},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, shownPaths(tt.in)); diff != "" {
+			t.Errorf("shownPaths(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
