@@ -2,8 +2,10 @@ package config
 
 import (
 	"path"
+	"slices"
 	"strings"
 
+	"github.com/gobwas/glob"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
@@ -16,7 +18,8 @@ import (
 // (write-back-method git:secret:) only Secrets in the Application's own
 // namespace, never env:, ext: or dockerconfig: sources, and Git
 // write-back may reach only repositories the Application's AppProject
-// permits (spec.sourceRepos, Argo CD's own tenant boundary).
+// permits (spec.sourceRepos, Argo CD's own tenant boundary) and change
+// there only files the Application renders from.
 type Tenancy struct {
 	// Credentials are the references annotations may name beyond the
 	// defaults, each with the registries it may be sent to and the
@@ -31,6 +34,27 @@ type Tenancy struct {
 	// are refused before any request. Empty is every registry, as in
 	// argocd-image-updater.
 	Registries []string `yaml:"registries"`
+	// WritePaths let the Applications they select have Git write-back
+	// change files beyond those they render from (by default only their
+	// source paths' kustomizations and what those include, their Helm
+	// value files and .argocd-source files), e.g. a shared folder of a
+	// monorepo.
+	WritePaths []TenancyWritePath `yaml:"writePaths"`
+}
+
+// TenancyWritePath lets the Applications of some projects and namespaces
+// write more files of the repositories they may write.
+type TenancyWritePath struct {
+	// Projects are AppProject names (globs) whose Applications it
+	// selects; empty is every project.
+	Projects []string `yaml:"projects"`
+	// Namespaces are Application namespaces (globs) it selects; empty is
+	// every namespace. An Application must match both lists.
+	Namespaces []string `yaml:"namespaces"`
+	// Paths are the files it allows, globs relative to the repository
+	// root ("/shared/**": '*' does not cross '/', '**' does), in every
+	// repository the Application may write.
+	Paths []string `yaml:"paths"`
 }
 
 // TenancyCredential lets annotations name one credentials reference.
@@ -101,6 +125,9 @@ func (t *Tenancy) validate(p string, errs *fieldErrors) {
 			errs.invalid(fieldpath.Index(fieldpath.Join(p, "registries"), i), "want a registry host or host glob (ghcr.io, *.example.com), got %q", r)
 		}
 	}
+	for i := range t.WritePaths {
+		t.WritePaths[i].validate(fieldpath.Index(fieldpath.Join(p, "writePaths"), i), errs)
+	}
 	allows := false
 	for i, r := range t.GitRepositories {
 		if strings.TrimSpace(strings.TrimPrefix(r, "!")) == "" || strings.ContainsAny(r, " \t\n") {
@@ -113,6 +140,50 @@ func (t *Tenancy) validate(p string, errs *fieldErrors) {
 		// repository; here that would widen every AppProject to all.
 		errs.invalid(fieldpath.Join(p, "gitRepositories"), "only \"!\" patterns: they would permit every other repository; list the repositories to permit")
 	}
+}
+
+func (w *TenancyWritePath) validate(p string, errs *fieldErrors) {
+	if len(w.Paths) == 0 {
+		errs.invalid(fieldpath.Join(p, "paths"), "required: the files (globs relative to the repository root, e.g. /shared/**) the selected Applications may write")
+	}
+	for i, g := range w.Paths {
+		rel := strings.TrimPrefix(g, "/")
+		segs := strings.Split(rel, "/")
+		_, err := glob.Compile(rel, '/')
+		switch {
+		case rel == "" || err != nil:
+			errs.invalid(fieldpath.Index(fieldpath.Join(p, "paths"), i), "want a path glob relative to the repository root (/shared/**), got %q", g)
+		case slices.Contains(segs, "..") || slices.Contains(segs, "."):
+			errs.invalid(fieldpath.Index(fieldpath.Join(p, "paths"), i), "%q: \".\" and \"..\" segments are not allowed: paths are relative to the repository root", g)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		list []string
+	}{{"projects", w.Projects}, {"namespaces", w.Namespaces}} {
+		for i, g := range f.list {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				errs.invalid(fieldpath.Index(fieldpath.Join(p, f.name), i), "want a name or name glob, got %q", g)
+			}
+		}
+	}
+}
+
+// WritePathsFor are the path globs tenancy.writePaths lets an
+// Application of project in namespace write beyond what it renders from.
+// project is "" when the caller cannot vouch that the AppProject the
+// Application names admits it: entries that name projects then do not
+// select it (its author writes spec.project).
+func (t *Tenancy) WritePathsFor(project, namespace string) []string {
+	var out []string
+	for i := range t.WritePaths {
+		w := &t.WritePaths[i]
+		byProject := len(w.Projects) == 0 || project != "" && globAny(w.Projects, project, false)
+		if byProject && globAny(w.Namespaces, namespace, true) {
+			out = append(out, w.Paths...)
+		}
+	}
+	return out
 }
 
 // AllowsPullSecret reports whether an Application in namespace may use

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestTenancyValidation(t *testing.T) {
@@ -28,6 +30,14 @@ func TestTenancyValidation(t *testing.T) {
 		{"bad reference", "credentials: [{pullSecret: 'vault:x'}]", "tenancy.credentials[0].pullSecret"},
 		{"registries", "registries: [ghcr.io, '*.example.com']", ""},
 		{"bad registry", "registries: ['ghcr.io/org']", "tenancy.registries[0]"},
+		{"write paths", "writePaths: [{projects: [platform], namespaces: [team-*], paths: ['/shared/**', 'envs/*/values.yaml']}]", ""},
+		{"write paths for everyone", "writePaths: [{paths: ['/common/**']}]", ""},
+		{"write paths without paths", "writePaths: [{namespaces: [team-a]}]", "tenancy.writePaths[0].paths: required"},
+		{"write path with dots", "writePaths: [{paths: ['/team-b/../team-a/**']}]", "tenancy.writePaths[0].paths[0]: \"/team-b/../team-a/**\": \".\" and \"..\" segments"},
+		{"empty write path", "writePaths: [{paths: ['/']}]", "tenancy.writePaths[0].paths[0]: want a path glob"},
+		{"bad write path glob", "writePaths: [{paths: ['/shared/[']}]", "tenancy.writePaths[0].paths[0]: want a path glob"},
+		{"bad write path project", "writePaths: [{projects: ['['], paths: [x]}]", "tenancy.writePaths[0].projects[0]"},
+		{"unknown write path key", "writePaths: [{path: [x]}]", "tenancy.writePaths[0].path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,5 +78,30 @@ func TestTenancyAllows(t *testing.T) {
 	}
 	if !ten.AllowsGitSecret("argocd/git-creds", "team-a") || ten.AllowsGitSecret("argocd/git-creds", "team-b") || ten.AllowsGitSecret("argocd/other", "team-a") {
 		t.Error("AllowsGitSecret does not follow the gitSecret entry")
+	}
+}
+
+func TestTenancyWritePathsFor(t *testing.T) {
+	ten := &Tenancy{WritePaths: []TenancyWritePath{
+		{Projects: []string{"platform"}, Paths: []string{"/shared/**"}},
+		{Projects: []string{"*"}, Paths: []string{"/any-project/**"}},
+		{Namespaces: []string{"team-*"}, Paths: []string{"/common/*.yaml"}},
+		{Projects: []string{"web"}, Namespaces: []string{"team-a"}, Paths: []string{"/web/**"}},
+	}}
+	tests := []struct {
+		project, namespace string
+		want               []string
+	}{
+		{"platform", "argocd", []string{"/shared/**", "/any-project/**"}},
+		{"platform", "team-b", []string{"/shared/**", "/any-project/**", "/common/*.yaml"}},
+		{"web", "team-a", []string{"/any-project/**", "/common/*.yaml", "/web/**"}},
+		{"web", "team-b", []string{"/any-project/**", "/common/*.yaml"}},
+		{"other", "argocd", []string{"/any-project/**"}},
+		{"", "team-a", []string{"/common/*.yaml"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, ten.WritePathsFor(tt.project, tt.namespace)); diff != "" {
+			t.Errorf("WritePathsFor(%s, %s) (-want +got):\n%s", tt.project, tt.namespace, diff)
+		}
 	}
 }

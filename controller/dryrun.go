@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
@@ -13,7 +14,7 @@ import (
 // planWrite computes and records what writing changes would write
 // (controller/dryrun builds the report). A write that cannot be planned
 // is a failure as a write would be: a Warning Event (a log line under
-// --dry-run).
+// --dry-run), WriteBackRefused for a file outside what app renders from.
 func (r *ImageReconciler) planWrite(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) {
 	p := dryrun.New(key, spec.WriteBack.Method, changes)
 	var err error
@@ -23,7 +24,14 @@ func (r *ImageReconciler) planWrite(ctx context.Context, key string, app *watche
 		planner, _ := r.Writer.(dryrun.PatchPlanner)
 		p.Kubernetes, err = dryrun.Patch(ctx, planner, app, overridesOf(changes))
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, gitwb.ErrOutsideScope):
+		// As the batcher reports it in a run (collect/refused.go).
+		p.Error = err.Error()
+		r.Metrics.update(string(spec.WriteBack.Method), "refused", 1)
+		r.Log.Warn("dry run: git write-back refused", "app", key, "error", err)
+		r.event(app, eventTypeWarning, EventWriteBackRefused, "dry run: "+err.Error())
+	case err != nil:
 		p.Error = err.Error()
 		r.Log.Warn("dry run: the write-back could not be planned", "app", key, "error", err)
 		r.event(app, eventTypeWarning, EventImageUpdateFailed, "dry run: "+err.Error())
@@ -47,14 +55,17 @@ func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.
 }
 
 // gitWrites are the Git writer's changes for app, with the credentials
-// its write-back method names.
+// its write-back method names and the paths tenancy.writePaths lets it
+// write.
 func (r *ImageReconciler) gitWrites(key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]gitwb.Change, error) {
 	chs, err := gitChanges(app, spec, changes)
 	if err != nil {
 		return nil, err
 	}
+	allowed := r.Tenancy.WritePaths(app)
 	for i := range chs {
 		chs[i].Key = key
+		chs[i].Scope.Allowed = allowed
 		if secret, ok := strings.CutPrefix(spec.WriteBack.GitCredentials, "secret:"); ok {
 			chs[i].CredentialsSecret = secret
 		}

@@ -30,15 +30,15 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
-// Event reasons on Applications. The Git batcher records the first and
-// third too, after the reconcile.
+// Event reasons on Applications. The Git batcher records the first,
+// third and WriteBackRefused too, after the reconcile.
 const (
 	EventImagesUpdated      = collect.EventImagesUpdated
 	EventImageUpdateHeld    = "ImageUpdateHeld"
 	EventImageUpdateFailed  = collect.EventImageUpdateFailed
 	EventInvalidAnnotation  = "InvalidAnnotation"
 	EventWriteBackNotWired  = "WriteBackUnavailable"
-	EventWriteBackRefused   = "WriteBackRefused"
+	EventWriteBackRefused   = collect.EventWriteBackRefused
 	EventPolicyRefused      = "ImagePolicyRefused"
 	EventUnsupportedSource  = "UnsupportedSource"
 	eventTypeNormal         = corev1.EventTypeNormal
@@ -713,6 +713,7 @@ func gitChange(app *watcher.App, spec *imageupdate.Spec, idx int, changes []imag
 		}
 		ch.Images = append(ch.Images, img)
 	}
+	ch.Scope = renderScope(app, ch.RepoURL, ch.Path, branchOf == src)
 	return ch, nil
 }
 

@@ -158,14 +158,7 @@ func (t *Rules) CheckRepository(app *watcher.App, repoURL string) error {
 	if len(cfg.GitRepositories) > 0 && sourcePermitted(cfg.GitRepositories, repoURL) {
 		return nil
 	}
-	name := app.Project
-	if name == "" {
-		name = "default"
-	}
-	var proj *watcher.Project
-	if t != nil && t.Project != nil {
-		proj = t.Project(app)
-	}
+	name, proj := t.project(app)
 	var repos []string
 	if proj != nil {
 		repos = stringList(proj.Object, "spec", "sourceRepos")
@@ -229,6 +222,36 @@ func (t *Rules) admits(app *watcher.App, proj *watcher.Project) error {
 		return fmt.Errorf("AppProject %s does not admit Applications in namespace %s (spec.sourceNamespaces)", name, app.Namespace)
 	}
 	return nil
+}
+
+// project is the name of app's AppProject ("default" when it names
+// none) and the project, nil when it is not known.
+func (t *Rules) project(app *watcher.App) (string, *watcher.Project) {
+	name := app.Project
+	if name == "" {
+		name = "default"
+	}
+	if t == nil || t.Project == nil {
+		return name, nil
+	}
+	return name, t.Project(app)
+}
+
+// WritePaths are the path globs tenancy.writePaths lets app's Git
+// write-back change beyond the files app renders from. An entry that
+// selects by project counts only when app's AppProject is known to admit
+// app's namespace (or is the default project Argo CD keeps for its own
+// namespace): spec.project is the Application author's to write.
+func (t *Rules) WritePaths(app *watcher.App) []string {
+	cfg := t.config()
+	if len(cfg.WritePaths) == 0 {
+		return nil
+	}
+	name, proj := t.project(app)
+	if t.admits(app, proj) != nil {
+		name = ""
+	}
+	return cfg.WritePathsFor(name, app.Namespace)
 }
 
 // sourcePermitted matches repoURL against sourceRepos patterns as Argo

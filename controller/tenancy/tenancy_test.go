@@ -332,3 +332,46 @@ func TestCheckAnnotationsRegistries(t *testing.T) {
 		t.Errorf("errors = %v, want one refusal naming the registry", errs)
 	}
 }
+
+// tenancy.writePaths widens where an Application writes: an entry that
+// names a project selects only Applications that AppProject admits, as
+// spec.project is their author's to write.
+func TestWritePaths(t *testing.T) {
+	projects := map[string]*watcher.Project{
+		"platform": project("platform", []any{"*"}, []any{"platform-*"}),
+	}
+	ten := &Rules{
+		Config: func() *config.Tenancy {
+			return &config.Tenancy{WritePaths: []config.TenancyWritePath{
+				{Projects: []string{"platform"}, Paths: []string{"/shared/**"}},
+				{Namespaces: []string{"team-a"}, Paths: []string{"/team-a/**"}},
+				{Projects: []string{"default"}, Paths: []string{"/defaults/**"}},
+			}}
+		},
+		Project:       func(a *watcher.App) *watcher.Project { return projects[a.Project] },
+		ArgoNamespace: "argocd",
+	}
+	tests := []struct {
+		name, ns, project string
+		want              []string
+	}{
+		{"admitted by the project", "platform-prod", "platform", []string{"/shared/**"}},
+		{"the project's own namespace", "argocd", "platform", []string{"/shared/**"}},
+		{"names a project that does not admit it", "team-b", "platform", nil},
+		{"by namespace", "team-a", "platform", []string{"/team-a/**"}},
+		{"Argo CD's default project in its namespace", "argocd", "", []string{"/defaults/**"}},
+		{"the default project from another namespace", "team-b", "default", nil},
+		{"an unknown project", "platform-prod", "nope", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ten.WritePaths(&watcher.App{Namespace: tt.ns, Name: "web", Project: tt.project})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("WritePaths (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got := (*Rules)(nil).WritePaths(&watcher.App{Namespace: "team-a", Name: "web"}); got != nil {
+		t.Errorf("no rules: %v", got)
+	}
+}

@@ -108,6 +108,9 @@ func editChange(dir string, c Change, edited map[string]*fileEdit) (rel string, 
 	if err != nil {
 		return "", nil, nil, err
 	}
+	if err := checkScope(dir, c, rel); err != nil {
+		return "", nil, nil, err
+	}
 	var content []byte
 	if e := edited[rel]; e != nil {
 		content = e.after

@@ -106,7 +106,8 @@ func TestWriteBackPathTraversal(t *testing.T) {
 		{"a link to nothing", Change{App: "a", Path: "apps/dangling/sub"}, ""},
 		{"the repository root itself", Change{App: "a", Target: Target{Kind: TargetHelmValues, Path: "/"}}, ""},
 		// Allowed: these stay inside.
-		{"absolute target is repository-relative", Change{App: "a", Path: "somewhere", Target: Target{Kind: TargetHelmValues, Path: "/apps/web/values.yaml"}}, "apps/web/values.yaml"},
+		{"absolute target is repository-relative", Change{App: "a", Path: "somewhere", Target: Target{Kind: TargetHelmValues, Path: "/apps/web/values.yaml"},
+			Scope: &Scope{Sources: []string{"somewhere"}, Files: []string{"apps/web/values.yaml"}}}, "apps/web/values.yaml"},
 		{"a link that stays inside", Change{App: "a", Path: "apps/alias", Target: Target{Kind: TargetKustomization}}, "apps/alias/kustomization.yaml"},
 		{"dots that stay inside", Change{App: "a", Path: "apps/x/../web", Target: Target{Kind: TargetHelmValues}}, "apps/web/values.yaml"},
 	}

@@ -95,6 +95,9 @@ type Change struct {
 	// Path is the Application source's path in the repository.
 	Path   string
 	Target Target
+	// Scope is what the change may write (nil: Path alone); a target
+	// outside it fails the change with ErrOutsideScope.
+	Scope  *Scope
 	Images []Image
 }
 

@@ -552,7 +552,7 @@ func TestInvalidChanges(t *testing.T) {
 		{"escape by dots", Change{App: "a", RepoURL: url, Branch: "main", Path: "../..", Target: Target{Kind: TargetHelmValues}, Images: []Image{{Name: "x", NewTag: "1"}}}},
 		{"into .git", Change{App: "a", RepoURL: url, Branch: "main", Path: ".git", Target: Target{Kind: TargetHelmValues, Path: "config"}, Images: []Image{{Name: "x", NewTag: "1"}}}},
 		{"missing kustomization", Change{App: "a", RepoURL: url, Branch: "main", Path: "nowhere", Target: Target{Kind: TargetKustomization}, Images: []Image{{Name: "x", NewTag: "1"}}}},
-		{"not a mapping", Change{App: "a", RepoURL: url, Branch: "main", Target: Target{Kind: TargetHelmValues, Path: "/list.yaml"}, Images: []Image{{Name: "x", NewTag: "1"}}}},
+		{"not a mapping", Change{App: "a", RepoURL: url, Branch: "main", Target: Target{Kind: TargetHelmValues, Path: "/list.yaml"}, Scope: &Scope{Files: []string{"list.yaml"}}, Images: []Image{{Name: "x", NewTag: "1"}}}},
 		{"bad app name", Change{App: "../x", RepoURL: url, Branch: "main", Images: []Image{{Name: "x", NewTag: "1"}}}},
 		{"bad branch name", Change{App: "a", RepoURL: url, Branch: "main:has space..lock", Images: []Image{{Name: "x", NewTag: "1"}}}},
 		{"bad branch template", Change{App: "a", RepoURL: url, Branch: "main:{{.Nope}}", Images: []Image{{Name: "x", NewTag: "1"}}}},
@@ -604,7 +604,7 @@ func TestSameWriterConcurrentApply(t *testing.T) {
 func TestBadChangeDoesNotHoldBackItsBatch(t *testing.T) {
 	s, url := seeded(t, testgit.Options{})
 	w := newWriter(t, nil)
-	bad := Change{App: "broken", RepoURL: url, Branch: "main", Target: Target{Kind: TargetHelmValues, Path: "/list.yaml"}, Images: []Image{{Name: "x", NewTag: "1"}}}
+	bad := Change{App: "broken", RepoURL: url, Branch: "main", Target: Target{Kind: TargetHelmValues, Path: "/list.yaml"}, Scope: &Scope{Files: []string{"list.yaml"}}, Images: []Image{{Name: "x", NewTag: "1"}}}
 	res, err := w.Apply(t.Context(), []Change{bad, kustomizeWeb(url, "1.2.0")})
 	if !errors.Is(err, ErrInvalidChange) || !strings.Contains(err.Error(), "broken: invalid change: list.yaml") {
 		t.Fatalf("err = %v", err)

@@ -72,7 +72,8 @@ type EventRecorder interface {
 }
 
 // Metrics counts write-back outcomes by result ("success": updates
-// written, "error": Applications failed).
+// written, "error": Applications failed, "refused": Applications whose
+// change was outside what they render from).
 type Metrics interface {
 	GitUpdates(result string, n int)
 }
@@ -338,6 +339,9 @@ func (b *Batcher) report(res *gitwb.Result, pending map[string][]gitwb.Change, o
 		case res.Err != nil:
 			o.failed = true
 			b.fail(k, res.Err)
+		case failed[k] != nil && onlyRefused(res.Failed, k):
+			o.failed = true
+			b.refuse(k, failed[k])
 		case failed[k] != nil:
 			o.failed = true
 			b.fail(k, failed[k])
