@@ -174,13 +174,18 @@ type batch struct {
 	base    string
 	target  string
 	changes []Change
+	// invalid is set for a change refused before it could join a batch
+	// (its branch cannot be read or rendered): a batch of its own that
+	// fails without contacting anything, so it fails only itself.
+	invalid *ChangeError
 }
 
 // Apply writes changes, grouped into one commit per repository and target
 // branch, and returns a result per group, sorted by repository and
 // branch. The error joins the groups' errors and the changes left out
-// (Result.Failed); each Result carries its own. A branch that cannot be
-// read or rendered fails the call before anything is written.
+// (Result.Failed); each Result carries its own. A change whose branch
+// cannot be read or rendered is a result of its own, failed (Err and
+// Failed): the other changes are written all the same.
 func (w *Writer) Apply(ctx context.Context, changes []Change) ([]Result, error) {
 	batches, err := w.group(changes)
 	if err != nil {
@@ -202,6 +207,9 @@ func (w *Writer) Apply(ctx context.Context, changes []Change) ([]Result, error) 
 	return results, errors.Join(errs...)
 }
 
+// group sorts changes into batches. It fails only when the Writer cannot
+// write at all; a change that cannot join a batch is a batch of its own
+// (batch.invalid).
 func (w *Writer) group(changes []Change) ([]*batch, error) {
 	if w.CacheDir == "" {
 		return nil, errors.New("git writer: CacheDir is not set")
@@ -215,9 +223,14 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 		if spec == "" {
 			spec = "HEAD"
 		}
+		c2 := *c
+		c2.RepoURL, c2.Key = clean, c.key()
 		base, target, err := splitBranch(spec, c)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w: %w", c.App, ErrInvalidChange, redact(err, creds.Password))
+			err = fmt.Errorf("%w: %w", ErrInvalidChange, redact(err, creds.Password))
+			order = append(order, &batch{repoURL: clean, target: spec, changes: []Change{c2},
+				invalid: &ChangeError{App: c.App, Key: c2.Key, Err: err}})
+			continue
 		}
 		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret
 		b := byKey[k]
@@ -231,8 +244,6 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 			// them carries the credentials in its URL.
 			b.creds = creds
 		}
-		c2 := *c
-		c2.RepoURL, c2.Key = clean, c.key()
 		b.changes = append(b.changes, c2)
 	}
 	slices.SortStableFunc(order, func(a, b *batch) int {
