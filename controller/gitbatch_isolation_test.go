@@ -92,3 +92,54 @@ func TestGitBatchBadBranchFailsOnlyItsApplication(t *testing.T) {
 		t.Errorf("branches %q, want main only", got)
 	}
 }
+
+// Two teams' Applications write to one repository and branch in one
+// flush, each with its own credentials in its repoURL: two pushes, each
+// authenticated as its own team, and each Application hears of the commit
+// its own credentials pushed.
+func TestGitBatchCredentialsInTheURLPushOnlyTheirOwn(t *testing.T) {
+	_, image := appRegistry(t)
+	srv := testgit.Start(t, testgit.Options{Accounts: map[string]string{"alice": "team-a-token", "bob": "team-b-token"}})
+	srv.CreateRepo(t, "apps")
+	srv.Seed(t, "apps", "main", map[string]string{
+		"team-a/web/kustomization.yaml": kustomizationOf(image, "1.0.0"),
+		"team-b/web/kustomization.yaml": kustomizationOf(image, "1.0.0"),
+	}, "seed")
+	as := func(user, token string) string {
+		return strings.Replace(srv.RepoURL("apps"), "://", "://"+user+":"+token+"@", 1)
+	}
+	nsA, nsB := env.CreateNamespace(t, "team-a"), env.CreateNamespace(t, "team-b")
+	a := gitRequest(t, nsA, gitAppDoc("web", nsA, image, as("alice", "team-a-token"), "team-a/web", "main"), image)
+	b := gitRequest(t, nsB, gitAppDoc("web", nsB, image, as("bob", "team-b-token"), "team-b/web", "main"), image)
+
+	events, retries := &appEvents{}, &retryLog{}
+	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
+	log := slog.New(slog.DiscardHandler)
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(a, b), Metrics: metrics, Log: log}
+	images.Git = &collect.Batcher{
+		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
+		Announce: images.GitWritten, Metrics: metrics, Log: log,
+	}
+	runBatch(t, images, a, b)
+
+	got := map[string]string{} // Application -> the user whose push its Event names
+	for _, p := range srv.Pushes() {
+		for _, h := range p.Heads {
+			sha, ok := strings.CutPrefix(h, "main ")
+			if !ok {
+				continue
+			}
+			for _, key := range []string{a.Key, b.Key} {
+				if evs := events.of(key); len(evs) == 1 && strings.Contains(evs[0].Message, "commit "+sha[:12]) {
+					got[key] = p.User
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]string{a.Key: "alice", b.Key: "bob"}, got); diff != "" {
+		t.Errorf("who pushed each Application's commit (-want +got):\n%s\nevents: %+v", diff, events.all)
+	}
+	if r := retries.list(); len(r) != 0 {
+		t.Errorf("retried %q, want nothing", r)
+	}
+}

@@ -73,7 +73,11 @@ type Change struct {
 	// controller's namespace/name: two namespaces may both hold a "web").
 	// Updates, ChangeErrors and Result.Keys carry it back, so results are
 	// attributed by Key, never by App. Empty means App.
-	Key     string
+	Key string
+	// RepoURL may carry credentials (https://user:token@host/...); they
+	// push this change when the CredentialsSource has none, and only the
+	// changes whose URL carries the same: they are part of the batch's
+	// key, as CredentialsSecret is.
 	RepoURL string
 	// CredentialsSecret is "namespace/name" of the Secret whose
 	// credentials push this change (write-back-method git:secret:); ""
@@ -171,6 +175,7 @@ type batch struct {
 	repoURL string
 	secret  string      // Change.CredentialsSecret
 	creds   Credentials // from the URL, if it had any
+	credsID string      // creds.id(): part of the batch's key
 	base    string
 	target  string
 	changes []Change
@@ -232,22 +237,23 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 				invalid: &ChangeError{App: c.App, Key: c2.Key, Err: err}})
 			continue
 		}
-		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret
+		// Credentials in the URL are part of the key, as a named Secret
+		// is: one Application's user:token@ pushes only the changes
+		// whose URL carries the same, never another's change to the
+		// same repository and branch.
+		id := creds.id()
+		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret + "\x00" + id
 		b := byKey[k]
 		if b == nil {
-			b = &batch{repoURL: clean, secret: c.CredentialsSecret, creds: creds, base: base, target: target}
+			b = &batch{repoURL: clean, secret: c.CredentialsSecret, creds: creds, credsID: id, base: base, target: target}
 			byKey[k] = b
 			order = append(order, b)
-		}
-		if b.creds == (Credentials{}) {
-			// The changes of one repository are one batch whichever of
-			// them carries the credentials in its URL.
-			b.creds = creds
 		}
 		b.changes = append(b.changes, c2)
 	}
 	slices.SortStableFunc(order, func(a, b *batch) int {
-		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base), cmp.Compare(a.secret, b.secret))
+		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base),
+			cmp.Compare(a.secret, b.secret), cmp.Compare(a.credsID, b.credsID))
 	})
 	return order, nil
 }
