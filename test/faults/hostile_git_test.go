@@ -358,7 +358,7 @@ func startInternalService(t *testing.T, status int, marker string) *internalServ
 func gitFileChanged(t *testing.T, g *testgit.Server, repo, path string) bool {
 	t.Helper()
 	for _, c := range g.Log(t, repo, "main") {
-		if c.Author == testgit.SeedAuthor {
+		if c.Author == testgit.SeedAuthor+" <"+testgit.SeedEmail+">" { // Log's "name <email>"
 			continue
 		}
 		if slices.Contains(g.ChangedFiles(t, repo, c.SHA), path) {
