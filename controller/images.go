@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
-	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -614,117 +612,6 @@ func annotationKey(err error) string {
 		return imageupdate.KeyKind(ae.Key)
 	}
 	return "unknown"
-}
-
-// gitChanges turns a plan into the Git writer's changes for app: one per
-// source written (a multi-source Application's images may live in
-// different sources). A helmvalues target path that starts with $<ref>/
-// names the file in the source with that ref, as Argo CD's valueFiles do:
-// the values repository of a chart from a Helm repository.
-func gitChanges(app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]gitwb.Change, error) {
-	var order []int
-	groups := map[int][]imageupdate.Change{}
-	for i := range changes {
-		idx := changes[i].SourceIndex
-		if _, ok := groups[idx]; !ok {
-			order = append(order, idx)
-		}
-		groups[idx] = append(groups[idx], changes[i])
-	}
-	out := make([]gitwb.Change, 0, len(order))
-	for _, idx := range order {
-		ch, err := gitChange(app, spec, idx, groups[idx])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ch)
-	}
-	return out, nil
-}
-
-// gitChange is the Git writer's change for the images of one source.
-func gitChange(app *watcher.App, spec *imageupdate.Spec, idx int, changes []imageupdate.Change) (gitwb.Change, error) {
-	var src *watcher.Source
-	switch {
-	case idx >= 0 && idx < len(app.Sources):
-		src = &app.Sources[idx]
-	case idx < 0 && len(app.Sources) > 0:
-		src = &app.Sources[0]
-	default:
-		return gitwb.Change{}, fmt.Errorf("git write-back: the Application has no source to write to")
-	}
-	ch := gitwb.Change{App: app.Name, RepoURL: src.RepoURL, Path: src.Path, SourceType: gitwb.SourceKustomize,
-		Project: cmp.Or(app.Project, "default")}
-	branchOf := src
-	switch spec.WriteBack.Target.Kind {
-	case imageupdate.TargetKustomization:
-		ch.Target = gitwb.Target{Kind: gitwb.TargetKustomization, Path: spec.WriteBack.Target.Path}
-	case imageupdate.TargetHelmValues:
-		ch.Target = gitwb.Target{Kind: gitwb.TargetHelmValues, Path: spec.WriteBack.Target.Path}
-		if p, ok := strings.CutPrefix(spec.WriteBack.Target.Path, "$"); ok {
-			ref, rest, _ := strings.Cut(p, "/")
-			refSrc := refSource(app, ref)
-			switch {
-			case refSrc == nil:
-				return gitwb.Change{}, fmt.Errorf("git write-back: write-back-target helmvalues:%s: no source has ref %q", spec.WriteBack.Target.Path, ref)
-			case rest == "":
-				return gitwb.Change{}, fmt.Errorf("git write-back: write-back-target helmvalues:%s: want $%s/<path to the values file>", spec.WriteBack.Target.Path, ref)
-			}
-			ch.RepoURL, ch.Path, ch.Target.Path, branchOf = refSrc.RepoURL, "", "/"+rest, refSrc
-		}
-	default:
-		ch.Target = gitwb.Target{Kind: gitwb.TargetArgoCDSource}
-	}
-	if spec.WriteBack.Repository != "" {
-		ch.RepoURL = spec.WriteBack.Repository
-	} else if branchOf.Chart != "" {
-		return gitwb.Change{}, fmt.Errorf("git write-back: source %s is chart %q from a Helm repository, not Git; "+
-			"name the values file with write-back-target helmvalues:$<ref>/<path> or set git-repository", branchOf.RepoURL, branchOf.Chart)
-	}
-	switch {
-	case spec.WriteBack.Branch != "":
-		ch.Branch = spec.WriteBack.Branch
-	case branchOf.TargetRevision != "" && branchOf.TargetRevision != "HEAD":
-		ch.Branch = branchOf.TargetRevision
-	}
-	if spec.WriteBack.PushBranch != "" {
-		ch.Branch += ":" + spec.WriteBack.PushBranch
-	}
-	for i := range changes {
-		c := &changes[i]
-		if len(c.Helm) > 0 {
-			ch.SourceType = gitwb.SourceHelm
-		}
-		img := gitwb.Image{Alias: c.Alias, Name: c.Image, NewTag: c.To, Digest: c.Digest}
-		if c.KustomizeName != "" && c.KustomizeName != c.Image {
-			// "" and the image itself mean the same: no name= prefix.
-			// Another kustomize name is rewritten to the image itself
-			// (newName), as argocd-image-updater writes it, or the name
-			// would resolve to another registry.
-			img.KustomizeName, img.NewName = c.KustomizeName, c.Image
-		}
-		if c.Digest != "" {
-			img.NewTag, _, _ = strings.Cut(c.To, "@")
-		}
-		for j := range spec.Images {
-			if si := &spec.Images[j]; si.Alias == c.Alias {
-				img.HelmImageName, img.HelmImageTag, img.HelmImageSpec = si.Helm.ImageName, si.Helm.ImageTag, si.Helm.ImageSpec
-			}
-		}
-		ch.Images = append(ch.Images, img)
-	}
-	ch.Scope = renderScope(app, ch.RepoURL, ch.Path, branchOf == src)
-	return ch, nil
-}
-
-// refSource is the source with ref name, or nil.
-func refSource(app *watcher.App, name string) *watcher.Source {
-	for i := range app.Sources {
-		if app.Sources[i].Ref == name {
-			return &app.Sources[i]
-		}
-	}
-	return nil
 }
 
 // notifyChanges hands one event per changed image to the notifier. IDs

@@ -419,16 +419,21 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 	if b, ok := ann[Prefix+KeyGitBranch]; ok {
 		base, target, hasTarget := strings.Cut(strings.TrimSpace(b), ":")
 		wb.Branch = base
+		// An empty base is the Application's revision, checked when the
+		// change is made (controller's gitChange); the Git writer checks
+		// both again with the same branchtmpl functions.
+		if base != "" {
+			if err := branchtmpl.CheckName(base); err != nil {
+				fail(KeyGitBranch, "%v", err)
+			}
+		}
 		if hasTarget {
 			if target == "" {
 				fail(KeyGitBranch, "%s: the target branch after ':' is empty", quote(b))
-			} else if _, err := branchtmpl.Parse(target); err != nil {
-				fail(KeyGitBranch, "target branch template: %v", err)
+			} else if err := branchtmpl.CheckTarget(target); err != nil {
+				fail(KeyGitBranch, "target branch: %v", err)
 			}
 			wb.PushBranch = target
-		}
-		if strings.ContainsAny(b, " \t\n~^?*[\\") && !strings.Contains(b, "{{") {
-			fail(KeyGitBranch, "%s is not a valid branch name", quote(b))
 		}
 	}
 	if r, ok := ann[Prefix+KeyGitRepository]; ok {

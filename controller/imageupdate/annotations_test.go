@@ -132,6 +132,10 @@ func TestMalformedAnnotations(t *testing.T) {
 		{name: "unknown write-back target", in: ann("image-list", "ok=nginx", "write-back-method", "git", "write-back-target", "jsonnet:x"), key: "write-back-target", msg: "unknown target", images: []string{"ok"}, noWrite: true},
 		{name: "target without git", in: ann("image-list", "ok=nginx", "write-back-target", "kustomization"), key: "write-back-target", msg: "needs write-back-method git; ignored", images: []string{"ok"}},
 		{name: "bad branch template", in: ann("image-list", "ok=nginx", "write-back-method", "git", "git-branch", "main:upd-{{.Foo"), key: "git-branch", msg: "template", images: []string{"ok"}, noWrite: true},
+		{name: "branch with dots", in: ann("image-list", "ok=nginx", "write-back-method", "git", "git-branch", "a..b"), key: "git-branch", msg: `invalid branch name "a..b": contains ".."`, images: []string{"ok"}, noWrite: true},
+		{name: "helm range as the branch", in: ann("image-list", "ok=nginx", "write-back-method", "git", "git-branch", "1.*"), key: "git-branch", msg: `invalid branch name "1.*": contains '*'`, images: []string{"ok"}, noWrite: true},
+		{name: "base ending in .lock", in: ann("image-list", "ok=nginx", "write-back-method", "git", "git-branch", "main.lock:upd-{{.SHA256}}"), key: "git-branch", msg: `ends with ".lock"`, images: []string{"ok"}, noWrite: true},
+		{name: "target with dots", in: ann("image-list", "ok=nginx", "write-back-method", "git", "git-branch", ":up..dates"), key: "git-branch", msg: `target branch: invalid branch name "up..dates"`, images: []string{"ok"}, noWrite: true},
 		{name: "typo in a key", in: ann("image-list", "ok=nginx", "ok.update-stratgy", "semver"), key: "ok.update-stratgy", msg: "unknown key", images: []string{"ok"}},
 		{name: "setting for an undeclared alias", in: ann("image-list", "ok=nginx", "other.update-strategy", "semver"), key: "other.update-strategy", msg: "unknown key", images: []string{"ok"}},
 	}

@@ -68,7 +68,7 @@ func TestPolicyErrorsNameTheField(t *testing.T) {
 			{Image: "UPPER/Case"},
 			{Image: "busybox", PullSecret: "vault:x", IgnoreTags: []string{"ok", "regexp:["}},
 		},
-		WriteBack: config.PolicyWriteBack{Method: "git", Target: "jsonnet"},
+		WriteBack: config.PolicyWriteBack{Method: "git", Target: "jsonnet", Branch: "release..1"},
 	}})
 	if err == nil {
 		t.Fatal("a broken policy compiled")
@@ -81,6 +81,7 @@ func TestPolicyErrorsNameTheField(t *testing.T) {
 		"imagePolicies[0].images[3].pullSecret:",
 		"imagePolicies[0].images[3].ignoreTags[1]",
 		"imagePolicies[0].writeBack.target: unknown target",
+		`imagePolicies[0].writeBack.branch: invalid branch name "release..1": contains ".."`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

@@ -281,3 +281,26 @@ func TestObserveRecentUpdates(t *testing.T) {
 		t.Errorf("recent updates (-want +got):\n%s\nlast %v", d, o.lastUpdate)
 	}
 }
+
+// A branch Git could not push to is refused when the resource is read,
+// naming the resource's field, as the annotation would be: the writer
+// never sees it.
+func TestInvalidBranchNamesTheField(t *testing.T) {
+	res := compile(parse(t, `
+kind: ImageUpdater
+metadata: {name: shop, namespace: team-a}
+spec:
+  writeBackConfig: {method: git, gitConfig: {branch: "release..1"}}
+  applicationRefs:
+  - namePattern: "shop-*"
+    images: [{alias: web, imageName: ghcr.io/acme/web}]
+`))
+	var got []string
+	for _, err := range res.problems {
+		got = append(got, err.Error())
+	}
+	want := []string{`ImageUpdater team-a/shop spec.writeBackConfig.gitConfig.branch: invalid branch name "release..1": contains ".."`}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,12 +38,26 @@ const (
 	DownDrop
 )
 
-// Options configures Start. With Password set the server demands HTTP
+// Options configures Start. With Password or Accounts set the server demands HTTP
 // basic auth; an empty Username accepts any user name with that password,
 // the way forges accept a token.
 type Options struct {
 	Username string
 	Password string
+	// Accounts are more user names with their passwords the server
+	// accepts, each only with its own password (two teams' tokens).
+	Accounts map[string]string
+}
+
+// Push is one push the server took: who authenticated it and where the
+// repository's branches pointed once it was done.
+type Push struct {
+	// User is the basic-auth user name the push was sent with ("" for
+	// none).
+	User string
+	// Heads are the repository's branches after the push, "branch sha",
+	// sorted.
+	Heads []string
 }
 
 // Server is a Git smart-HTTP server over bare repositories.
@@ -63,6 +78,7 @@ type Server struct {
 	authFailure bool
 	beforePush  func()
 	dropPushAck int
+	pushes      []Push
 }
 
 // Start serves bare repositories from a fresh temporary directory until
@@ -215,7 +231,51 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		dropConn(w)
 		return
 	}
-	s.cgi.ServeHTTP(w, r)
+	if kind != KindReceivePack || r.Method != http.MethodPost {
+		s.cgi.ServeHTTP(w, r)
+		return
+	}
+	rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.cgi.ServeHTTP(rec, r)
+	if rec.status == http.StatusOK {
+		s.recordPush(r)
+	}
+}
+
+// statusWriter keeps the status a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// recordPush notes who pushed and where the pushed repository's branches
+// are now.
+func (s *Server) recordPush(r *http.Request) {
+	user, _, _ := r.BasicAuth()
+	repo := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/git-receive-pack")
+	out, _ := s.cmd(filepath.Join(s.Root, repo), nil, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/").Output()
+	var heads []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		if line != "" {
+			heads = append(heads, line)
+		}
+	}
+	slices.Sort(heads)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pushes = append(s.pushes, Push{User: user, Heads: heads})
+}
+
+// Pushes lists the pushes the server took, in order.
+func (s *Server) Pushes() []Push {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.pushes)
 }
 
 // dropConn closes the request's connection with a reset, answering
@@ -234,14 +294,17 @@ func dropConn(w http.ResponseWriter) {
 }
 
 func (s *Server) authorized(r *http.Request) bool {
-	if s.opts.Password == "" {
+	if s.opts.Password == "" && len(s.opts.Accounts) == 0 {
 		return true
 	}
 	u, p, ok := r.BasicAuth()
-	if !ok || p != s.opts.Password {
+	if !ok {
 		return false
 	}
-	return s.opts.Username == "" || u == s.opts.Username
+	if want, isAccount := s.opts.Accounts[u]; isAccount {
+		return p == want
+	}
+	return s.opts.Password != "" && p == s.opts.Password && (s.opts.Username == "" || u == s.opts.Username)
 }
 
 // repoDir is the bare repository's directory.

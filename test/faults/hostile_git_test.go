@@ -187,24 +187,25 @@ func TestHostileSameNameApplications(t *testing.T) {
 	v.done()
 }
 
-// Credentials in a repository URL (https://user:token@host/...) and a push
-// the server refuses: each Application of the batch gets a Warning and is
-// retried, --once exits non-zero, the token never shows in the log; the
-// next pass, with the server accepting, lands each Application's own
-// change.
+// Credentials in a repository URL (https://user:token@host/...), one
+// token per Application, and a push the server refuses: each Application
+// gets a Warning and is retried, --once exits non-zero, no token shows in
+// the log; the next pass, with the server accepting, lands each
+// Application's own change.
 func TestHostileCredentialsInURLFailedPush(t *testing.T) {
 	hostileTest(t)
-	const token = "url-t0ken-HOSTILE-4b8c"
+	const token, otherToken = "url-t0ken-HOSTILE-4b8c", "url-t0ken-OTHER-9d1e"
 	v := newVerdict(t, "wrong Application: credentials in the repository URL, failed push",
-		"ci/with-token (repoURL http://bot:<token>@host/deploy.git) and ci/plain (same repository, no credentials); every push refused (500), then a pass with pushes accepted")
+		"ci/with-token (repoURL http://bot:<token>@host/deploy.git) and ci/other-token (same repository, robot:<its own token>); every push refused (500), then a pass with pushes accepted")
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	imgA := pushImage(t, reg, "team/a", "1.0.0", "1.1.0")
 	imgB := pushImage(t, reg, "team/b", "1.0.0", "1.1.0")
-	g := testgit.Start(t, testgit.Options{Username: "bot", Password: token})
+	g := testgit.Start(t, testgit.Options{Username: "bot", Password: token, Accounts: map[string]string{"robot": otherToken}})
 	g.CreateRepo(t, "deploy")
 	g.Seed(t, "deploy", "main", map[string]string{"apps/a/kustomization.yaml": kustomization(imgA), "apps/b/kustomization.yaml": kustomization(imgB)}, "initial")
 	withToken := strings.Replace(g.RepoURL("deploy"), "http://", "http://bot:"+token+"@", 1)
-	dir := writeApps(t, gitApp("ci", "with-token", withToken, "apps/a", imgA, nil), gitApp("ci", "plain", g.RepoURL("deploy"), "apps/b", imgB, nil))
+	withOther := strings.Replace(g.RepoURL("deploy"), "http://", "http://robot:"+otherToken+"@", 1)
+	dir := writeApps(t, gitApp("ci", "with-token", withToken, "apps/a", imgA, nil), gitApp("ci", "other-token", withOther, "apps/b", imgB, nil))
 
 	g.RejectPushes(1 << 20)
 	failing, failCode := runOnce(t, dir, onceOptions{})
@@ -215,13 +216,13 @@ func TestHostileCredentialsInURLFailedPush(t *testing.T) {
 
 	v.answer("refused pass: exit %d, %d push attempts, %s; next pass: exit %d", failCode, pushes,
 		firstMessage(warnings(failEvs, "ci/with-token")), passCode)
-	n, first := occurrences(append(failing.logLines(), passing.logLines()...), token)
+	n, first := occurrences(append(failing.logLines(), passing.logLines()...), token, otherToken)
 	v.leak(n, "%d log lines: %s", n, first)
 	v.expect(failCode == 1, "the refused pass exited %d, want 1", failCode)
 	v.expect(pushes >= 2, "%d push attempts: the writer did not retry", pushes)
 	v.expect(passCode == 0, "the next pass exited %d, want 0", passCode)
 	lost := 0
-	for _, app := range []string{"ci/with-token", "ci/plain"} {
+	for _, app := range []string{"ci/with-token", "ci/other-token"} {
 		if len(eventsOf(failEvs, app, "ImageUpdateFailed")) == 0 {
 			lost++
 			t.Logf("lost: no ImageUpdateFailed Event on %s in the refused pass", app)
@@ -231,7 +232,7 @@ func TestHostileCredentialsInURLFailedPush(t *testing.T) {
 			t.Logf("lost: no retry of %s in the refused pass", app)
 		}
 	}
-	for app, img := range map[string]string{"ci/with-token": imgA, "ci/plain": imgB} {
+	for app, img := range map[string]string{"ci/with-token": imgA, "ci/other-token": imgB} {
 		if !updated(passEvs, app, img, "1.1.0") {
 			lost++
 			t.Logf("lost: %s not updated in the next pass", app)
@@ -244,7 +245,7 @@ func TestHostileCredentialsInURLFailedPush(t *testing.T) {
 		}
 	}
 	v.lose(lost, "%d of 8 results (Warnings, retries, Events and files) missing", lost)
-	v.credited(append(foreignEvents(passEvs, "ci/with-token", imgA+":"), foreignEvents(passEvs, "ci/plain", imgB+":")...))
+	v.credited(append(foreignEvents(passEvs, "ci/with-token", imgA+":"), foreignEvents(passEvs, "ci/other-token", imgB+":")...))
 	v.done()
 }
 
@@ -357,7 +358,7 @@ func startInternalService(t *testing.T, status int, marker string) *internalServ
 func gitFileChanged(t *testing.T, g *testgit.Server, repo, path string) bool {
 	t.Helper()
 	for _, c := range g.Log(t, repo, "main") {
-		if c.Author == testgit.SeedAuthor {
+		if c.Author == testgit.SeedAuthor+" <"+testgit.SeedEmail+">" { // Log's "name <email>"
 			continue
 		}
 		if slices.Contains(g.ChangedFiles(t, repo, c.SHA), path) {

@@ -2,6 +2,9 @@ package git
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
@@ -86,6 +89,21 @@ func (c Credentials) authFor(repoURL string, timeout time.Duration) (transport.A
 		return c.newSSHAuth(repoURL, timeout)
 	}
 	return c.auth(), nil
+}
+
+// id is the credentials' identity, to key batches by: a digest of every
+// field (never the secret itself, which must not reach a key that may be
+// logged or compared), "" for none.
+func (c Credentials) id() string {
+	if c == (Credentials{}) {
+		return ""
+	}
+	h := sha256.New()
+	for _, f := range []string{c.Username, c.Password, c.SSHPrivateKey, c.SSHKnownHosts} {
+		// Length-prefixed, so no two different sets of fields hash alike.
+		fmt.Fprintf(h, "%d:%s", len(f), f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // secrets lists what must never be shown, for redact.

@@ -19,11 +19,11 @@ func TestResultsNameApplicationsByKey(t *testing.T) {
 	withCreds := strings.Replace(url, "://", "://bot:"+password+"@", 1)
 	w := newWriter(t, nil)
 
-	// team-b's change, without credentials, comes first: the batch
-	// takes team-a's.
+	// Both URLs carry the same credentials: one batch (different ones
+	// are different batches, credsecret_test.go).
 	a := kustomizeWeb(withCreds, "1.2.0")
 	a.Key = "team-a/web"
-	b := Change{App: "web", Key: "team-b/web", RepoURL: url, Branch: "main", Path: "missing", Target: Target{Kind: TargetKustomization},
+	b := Change{App: "web", Key: "team-b/web", RepoURL: withCreds, Branch: "main", Path: "missing", Target: Target{Kind: TargetKustomization},
 		Images: []Image{{Name: "ghcr.io/acme/web", NewTag: "9.9.9"}}}
 	res, err := w.Apply(t.Context(), []Change{b, a})
 	if err == nil || len(res) != 1 {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/crowsnest-dev/crowsnest/writeback/git/branchtmpl"
 )
 
@@ -70,13 +68,24 @@ type BranchData struct {
 }
 
 // splitBranch reads "branch" or "base:target" (target may be a template)
-// and returns base and the rendered target.
+// and returns base and the rendered target, both checked with
+// branchtmpl.CheckName: the checks the annotation reader applies, here
+// also to a template's output.
 func splitBranch(spec string, c *Change) (base, target string, err error) {
 	base, target, ok := strings.Cut(spec, ":")
 	if !ok {
 		target = spec
 	}
-	if strings.Contains(target, "{{") {
+	if base == "" || target == "" {
+		return "", "", fmt.Errorf("branch %q: base and target must not be empty", spec)
+	}
+	if err := branchtmpl.CheckName(base); err != nil {
+		return "", "", err
+	}
+	if err := branchtmpl.CheckTarget(target); err != nil {
+		return "", "", err
+	}
+	if branchtmpl.IsTemplate(target) {
 		t, err := branchtmpl.Parse(target)
 		if err != nil {
 			return "", "", err
@@ -90,15 +99,8 @@ func splitBranch(spec string, c *Change) (base, target string, err error) {
 		if target, err = branchtmpl.Render(t, d); err != nil {
 			return "", "", err
 		}
-	}
-	if base == "" || target == "" {
-		return "", "", fmt.Errorf("branch %q: base and target must not be empty", spec)
-	}
-	for _, b := range []string{base, target} {
-		if b != "HEAD" {
-			if err := plumbing.NewBranchReferenceName(b).Validate(); err != nil {
-				return "", "", fmt.Errorf("branch %q: %w", b, err)
-			}
+		if err := branchtmpl.CheckName(target); err != nil {
+			return "", "", fmt.Errorf("target branch template %q: %w", spec[len(base)+1:], err)
 		}
 	}
 	return base, target, nil

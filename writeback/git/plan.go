@@ -60,7 +60,9 @@ type FileDiff struct {
 
 // Plan returns, for each batch Apply would make of changes, what it would
 // write, without writing: sorted as Apply's results. The error joins the
-// batches' errors and the changes that could not be applied.
+// batches' errors and the changes that could not be applied. As in
+// Apply, a change whose branch cannot be read or rendered is a failed
+// Plan of its own.
 func (w *Writer) Plan(ctx context.Context, changes []Change) ([]Plan, error) {
 	batches, err := w.group(changes)
 	if err != nil {
@@ -72,9 +74,10 @@ func (w *Writer) Plan(ctx context.Context, changes []Change) ([]Plan, error) {
 		p := w.planBatch(ctx, b)
 		if p.Err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", p.RepoURL, p.Branch, p.Err))
-		}
-		for _, f := range p.Failed {
-			errs = append(errs, fmt.Errorf("%s %s: %w", p.RepoURL, p.Branch, f))
+		} else {
+			for _, f := range p.Failed {
+				errs = append(errs, fmt.Errorf("%s %s: %w", p.RepoURL, p.Branch, f))
+			}
 		}
 		plans = append(plans, p)
 	}
@@ -83,6 +86,10 @@ func (w *Writer) Plan(ctx context.Context, changes []Change) ([]Plan, error) {
 
 func (w *Writer) planBatch(ctx context.Context, b *batch) Plan {
 	p := Plan{RepoURL: b.repoURL, Keys: b.keys(), BaseBranch: b.base, Branch: b.target}
+	if b.invalid != nil {
+		p.Failed, p.Err = []*ChangeError{b.invalid}, b.invalid
+		return p
+	}
 	s, release, err := w.openSession(ctx, b)
 	if err != nil {
 		p.Err = err

@@ -115,6 +115,10 @@ func (w *Writer) openSession(ctx context.Context, b *batch) (s *session, release
 
 func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 	res := Result{RepoURL: b.repoURL, Branch: b.target, Keys: b.keys()}
+	if b.invalid != nil {
+		res.Failed, res.Err = []*ChangeError{b.invalid}, b.invalid
+		return res
+	}
 	s, release, err := w.openSession(ctx, b)
 	if err != nil {
 		res.Err = err

@@ -73,7 +73,11 @@ type Change struct {
 	// controller's namespace/name: two namespaces may both hold a "web").
 	// Updates, ChangeErrors and Result.Keys carry it back, so results are
 	// attributed by Key, never by App. Empty means App.
-	Key     string
+	Key string
+	// RepoURL may carry credentials (https://user:token@host/...); they
+	// push this change when the CredentialsSource has none, and only the
+	// changes whose URL carries the same: they are part of the batch's
+	// key, as CredentialsSecret is.
 	RepoURL string
 	// CredentialsSecret is "namespace/name" of the Secret whose
 	// credentials push this change (write-back-method git:secret:); ""
@@ -180,16 +184,22 @@ type batch struct {
 	secret  string      // Change.CredentialsSecret
 	project string      // Change.Project
 	creds   Credentials // from the URL, if it had any
+	credsID string      // creds.id(): part of the batch's key
 	base    string
 	target  string
 	changes []Change
+	// invalid is set for a change refused before it could join a batch
+	// (its branch cannot be read or rendered): a batch of its own that
+	// fails without contacting anything, so it fails only itself.
+	invalid *ChangeError
 }
 
 // Apply writes changes, grouped into one commit per repository and target
 // branch, and returns a result per group, sorted by repository and
 // branch. The error joins the groups' errors and the changes left out
-// (Result.Failed); each Result carries its own. A branch that cannot be
-// read or rendered fails the call before anything is written.
+// (Result.Failed); each Result carries its own. A change whose branch
+// cannot be read or rendered is a result of its own, failed (Err and
+// Failed): the other changes are written all the same.
 func (w *Writer) Apply(ctx context.Context, changes []Change) ([]Result, error) {
 	batches, err := w.group(changes)
 	if err != nil {
@@ -211,6 +221,9 @@ func (w *Writer) Apply(ctx context.Context, changes []Change) ([]Result, error) 
 	return results, errors.Join(errs...)
 }
 
+// group sorts changes into batches. It fails only when the Writer cannot
+// write at all; a change that cannot join a batch is a batch of its own
+// (batch.invalid).
 func (w *Writer) group(changes []Change) ([]*batch, error) {
 	if w.CacheDir == "" {
 		return nil, errors.New("git writer: CacheDir is not set")
@@ -224,28 +237,33 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 		if spec == "" {
 			spec = "HEAD"
 		}
+		c2 := *c
+		c2.RepoURL, c2.Key = clean, c.key()
 		base, target, err := splitBranch(spec, c)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w: %w", c.App, ErrInvalidChange, redact(err, creds.Password))
+			err = fmt.Errorf("%w: %w", ErrInvalidChange, redact(err, creds.Password))
+			order = append(order, &batch{repoURL: clean, target: spec, changes: []Change{c2},
+				invalid: &ChangeError{App: c.App, Key: c2.Key, Err: err}})
+			continue
 		}
-		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret + "\x00" + c.Project
+		// Credentials in the URL are part of the key, as a named Secret
+		// and the AppProject (whose repository Secrets may be its own)
+		// are: one Application's user:token@ pushes only the changes
+		// whose URL carries the same, never another's change to the
+		// same repository and branch.
+		id := creds.id()
+		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret + "\x00" + c.Project + "\x00" + id
 		b := byKey[k]
 		if b == nil {
-			b = &batch{repoURL: clean, secret: c.CredentialsSecret, project: c.Project, creds: creds, base: base, target: target}
+			b = &batch{repoURL: clean, secret: c.CredentialsSecret, project: c.Project, creds: creds, credsID: id, base: base, target: target}
 			byKey[k] = b
 			order = append(order, b)
 		}
-		if b.creds == (Credentials{}) {
-			// The changes of one repository are one batch whichever of
-			// them carries the credentials in its URL.
-			b.creds = creds
-		}
-		c2 := *c
-		c2.RepoURL, c2.Key = clean, c.key()
 		b.changes = append(b.changes, c2)
 	}
 	slices.SortStableFunc(order, func(a, b *batch) int {
-		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base), cmp.Compare(a.secret, b.secret), cmp.Compare(a.project, b.project))
+		return cmp.Or(cmp.Compare(a.repoURL, b.repoURL), cmp.Compare(a.target, b.target), cmp.Compare(a.base, b.base),
+			cmp.Compare(a.secret, b.secret), cmp.Compare(a.project, b.project), cmp.Compare(a.credsID, b.credsID))
 	})
 	return order, nil
 }

@@ -257,10 +257,12 @@ func (b *Batcher) flush(ctx context.Context) {
 	}
 	results, err := b.Writer.Apply(ctx, changes)
 	if err != nil && len(results) == 0 {
-		// The whole call failed before writing (e.g. a bad branch):
-		// every Application in it tries again later. Otherwise each
-		// result carries its own error: one repository refusing the
-		// push must not fail (and re-announce) the others that landed.
+		// The whole call failed before writing (the writer is not set
+		// up to write at all): every Application in it tries again
+		// later. Otherwise each result carries its own error: one
+		// repository refusing the push, or one change whose branch is
+		// unusable (a result of its own), must not fail (and
+		// re-announce) the others.
 		b.Log.Error("git write-back failed", "apps", len(keys), "error", err)
 		for _, k := range keys {
 			b.fail(k, err)
