@@ -42,7 +42,7 @@ func shown(name string) string {
 	if len(name) <= shownBytes {
 		return name
 	}
-	return name[:shownBytes] + "..."
+	return fmt.Sprintf("%s... (%d bytes)", name[:shownBytes], len(name))
 }
 
 // nameProblem says which rule name breaks, or "".
