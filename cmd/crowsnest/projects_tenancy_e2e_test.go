@@ -147,7 +147,7 @@ spec:
   destination: {server: https://kubernetes.default.svc, namespace: web}
   source: {repoURL: %s, path: apps/web, targetRevision: main}
 `, image, gitSrv.RepoURL("deploy")), image+":1.0.0")
-	createApp(t, argo, fmt.Sprintf(`
+	createApp(t, argo, `
 apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata:
@@ -157,7 +157,7 @@ spec:
   project: ghost
   destination: {server: https://kubernetes.default.svc, namespace: web}
   source: {repoURL: https://git.example.com/web.git, path: deploy}
-`), image+":1.0.0")
+`, image+":1.0.0")
 
 	d := startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", argo, "--namespace", team,
 		"--argocd-namespace", argo, "--git-cache-dir", filepath.Join(dir, "git"),

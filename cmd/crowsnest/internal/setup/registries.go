@@ -120,8 +120,9 @@ func (r *Registries) boundSecret(ref creds.Ref, registryHost string) bool {
 	if cfg := r.cfg.Load(); cfg != nil && cfg.Tenancy.ListsRegistry(ref, registryHost) {
 		return true
 	}
-	for _, e := range *r.list.Load() {
-		if e.Credentials == ref && config.RegistryHost(e.Prefix) == registryHost {
+	list := *r.list.Load()
+	for i := range list {
+		if e := &list[i]; e.Credentials == ref && config.RegistryHost(e.Prefix) == registryHost {
 			return true
 		}
 	}
