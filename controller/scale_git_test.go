@@ -65,7 +65,7 @@ func TestScaleGitMonorepoOneCommit(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "git-creds"},
-		Data:       map[string][]byte{"username": []byte(user), "password": []byte(password)},
+		Data:       map[string][]byte{"username": []byte(user), "password": []byte(password), "url": []byte(repoURL)},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
