@@ -499,31 +499,33 @@ func (r *ImageReconciler) now() time.Time {
 	return time.Now()
 }
 
-// interests says how the poller watches spec's repositories: with the
-// image's pull-secret client when it names one (else the poll could not
-// see what the selection sees), and tracking the mutable tag's digest for
-// the digest strategy.
-func (r *ImageReconciler) interests(spec *imageupdate.Spec) map[string]registry.Interest {
-	out := make(map[string]registry.Interest, len(spec.Images))
+// interests says how the poller watches spec's repositories: through the
+// client each image's selection reads them with (its pull secret's, or
+// the shared one), each a target of its own, so a pull secret that fails
+// stops only its own images' polls; and tracking the mutable tag's digest
+// for the digest strategy.
+func (r *ImageReconciler) interests(spec *imageupdate.Spec) map[registry.Target]registry.Interest {
+	out := make(map[registry.Target]registry.Interest, len(spec.Images))
 	for i := range spec.Images {
 		img := &spec.Images[i]
-		in := out[img.Ref.Repo()]
-		if img.PullSecret != "" && r.RegistryFor != nil && in.Client == nil {
-			in.Client = r.RegistryFor(img.PullSecret)
+		t := registry.Target{Repo: img.Ref.Repo()}
+		if c := r.clientFor(img); c != r.Registry {
+			t.Client = c
 		}
+		in := out[t]
 		if policy.Strategy(img.Policy.Strategy) == policy.StrategyDigest && img.Policy.Constraint != "" &&
 			!slices.Contains(in.TrackDigests, img.Policy.Constraint) {
 			in.TrackDigests = append(in.TrackDigests, img.Policy.Constraint)
 			slices.Sort(in.TrackDigests)
 		}
-		out[img.Ref.Repo()] = in
+		out[t] = in
 	}
 	return out
 }
 
 // setRepos records the repositories key uses, and how to poll them, and
 // hands the union of all to the poller.
-func (r *ImageReconciler) setRepos(key string, repos map[string]registry.Interest) {
+func (r *ImageReconciler) setRepos(key string, repos map[registry.Target]registry.Interest) {
 	r.mu.Lock()
 	interests, changed := r.repos.set(key, repos)
 	if changed {
@@ -545,16 +547,21 @@ func (r *ImageReconciler) setRepos(key string, repos map[string]registry.Interes
 }
 
 func sameInterest(a, b registry.Interest) bool {
-	return a.Interval == b.Interval && a.Client == b.Client && slices.Equal(a.TrackDigests, b.TrackDigests)
+	return a.Interval == b.Interval && slices.Equal(a.TrackDigests, b.TrackDigests)
 }
 
-// RepoChanged enqueues every Application that uses the repository; it is
-// the poller's OnChange.
+// RepoChanged enqueues every Application that reads the repository
+// through the client that saw the change; it is the poller's OnChange.
+// The others' clients are polled on their own and report for them.
 func (r *ImageReconciler) RepoChanged(_ context.Context, ch registry.RepoChange) {
+	t := registry.Target{Repo: ch.Repo, Client: ch.Client}
+	if t.Client == r.Registry {
+		t.Client = nil
+	}
 	r.mu.Lock()
-	keys := r.repos.keysOf(ch.Repo)
+	keys := r.repos.keysOf(t)
 	r.mu.Unlock()
-	r.Log.Info("repository changed", "repository", ch.Repo, "added", ch.Added, "apps", len(keys))
+	r.Log.Info("repository changed", "repository", ch.Repo, "pull_secret", t.Client != nil, "added", ch.Added, "apps", len(keys))
 	for _, k := range keys {
 		r.Enqueue(k)
 	}

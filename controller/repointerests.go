@@ -7,25 +7,26 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 )
 
-// repoInterests records which repositories each Application uses and how
-// to poll them, indexed both ways, so that a change of one Application
-// merges only the repositories it used or uses. Merging every
+// repoInterests records which repositories each Application uses, through
+// which client (registry.Target: the shared one, or its pull secret's),
+// and how to poll them, indexed both ways, so that a change of one
+// Application merges only the targets it used or uses. Merging every
 // Application's interests at each change cost O(N²) on a cold start: more
 // than half of crowsnest's CPU with 10,000 Applications, measured by the
 // benchmark (bench/).
 type repoInterests struct {
-	byKey  map[string]map[string]registry.Interest // app key -> repository -> interest
-	users  map[string]map[string]bool              // repository -> app keys using it
-	merged map[string]registry.Interest            // repository -> its users' interests merged
+	byKey  map[string]map[registry.Target]registry.Interest // app key -> target -> interest
+	users  map[registry.Target]map[string]bool              // target -> app keys using it
+	merged map[registry.Target]registry.Interest            // target -> its users' interests merged
 }
 
-// set records the repositories key uses (none: key is gone). It returns
-// the union of all interests, for the poller, when that changed.
-func (ri *repoInterests) set(key string, repos map[string]registry.Interest) (map[string]registry.Interest, bool) {
+// set records the targets key uses (none: key is gone). It returns the
+// union of all interests, for the poller, when that changed.
+func (ri *repoInterests) set(key string, repos map[registry.Target]registry.Interest) (map[registry.Target]registry.Interest, bool) {
 	if ri.byKey == nil {
-		ri.byKey = map[string]map[string]registry.Interest{}
-		ri.users = map[string]map[string]bool{}
-		ri.merged = map[string]registry.Interest{}
+		ri.byKey = map[string]map[registry.Target]registry.Interest{}
+		ri.users = map[registry.Target]map[string]bool{}
+		ri.merged = map[registry.Target]registry.Interest{}
 	}
 	old := ri.byKey[key]
 	if maps.EqualFunc(old, repos, sameInterest) {
@@ -37,41 +38,41 @@ func (ri *repoInterests) set(key string, repos map[string]registry.Interest) (ma
 		ri.byKey[key] = repos
 	}
 	changed := false
-	update := func(repo string, in registry.Interest) {
-		if prev, ok := ri.merged[repo]; !ok || !sameInterest(prev, in) {
-			ri.merged[repo] = in
+	update := func(t registry.Target, in registry.Interest) {
+		if prev, ok := ri.merged[t]; !ok || !sameInterest(prev, in) {
+			ri.merged[t] = in
 			changed = true
 		}
 	}
-	for repo := range old {
-		if _, still := repos[repo]; still {
+	for t := range old {
+		if _, still := repos[t]; still {
 			continue
 		}
-		delete(ri.users[repo], key)
-		if len(ri.users[repo]) == 0 {
-			delete(ri.users, repo)
-			delete(ri.merged, repo)
+		delete(ri.users[t], key)
+		if len(ri.users[t]) == 0 {
+			delete(ri.users, t)
+			delete(ri.merged, t)
 			changed = true
 			continue
 		}
-		update(repo, ri.merge(repo))
+		update(t, ri.merge(t))
 	}
-	for repo, in := range repos {
-		if ri.users[repo] == nil {
-			ri.users[repo] = map[string]bool{}
+	for t, in := range repos {
+		if ri.users[t] == nil {
+			ri.users[t] = map[string]bool{}
 		}
-		ri.users[repo][key] = true
-		prev, known := ri.merged[repo]
-		_, had := old[repo]
+		ri.users[t][key] = true
+		prev, known := ri.merged[t]
+		_, had := old[t]
 		switch {
 		case !known:
-			update(repo, in)
-		case !had && (in.Client == nil || prev.Client == nil || in.Client == prev.Client):
+			update(t, in)
+		case !had:
 			// A new user only adds to the merge (the usual cold start):
 			// no need to look at the others.
-			update(repo, prev.Merge(in))
+			update(t, prev.Merge(in))
 		default:
-			update(repo, ri.merge(repo))
+			update(t, ri.merge(t))
 		}
 	}
 	if !changed {
@@ -80,32 +81,17 @@ func (ri *repoInterests) set(key string, repos map[string]registry.Interest) (ma
 	return maps.Clone(ri.merged), true
 }
 
-// merge joins the interests of repo's users as if merged in key order
-// (Interest.Merge keeps the first pull-secret client): intervals and
-// tracked digests merge in any order, the client is the lowest key's.
-func (ri *repoInterests) merge(repo string) registry.Interest {
-	var (
-		in        registry.Interest
-		clientKey string
-		first     = true
-	)
-	for k := range ri.users[repo] {
-		x := ri.byKey[k][repo]
-		c := x.Client
-		x.Client = nil
-		if first {
-			in, first = x, false
-		} else {
-			in = in.Merge(x)
-		}
-		if c != nil && (in.Client == nil || k < clientKey) {
-			in.Client, clientKey = c, k
-		}
+// merge joins the interests of t's users (intervals and tracked digests
+// merge in any order).
+func (ri *repoInterests) merge(t registry.Target) registry.Interest {
+	var in registry.Interest
+	for k := range ri.users[t] {
+		in = in.Merge(ri.byKey[k][t])
 	}
 	return in
 }
 
-// keysOf returns the keys of the Applications using repo, sorted.
-func (ri *repoInterests) keysOf(repo string) []string {
-	return slices.Sorted(maps.Keys(ri.users[repo]))
+// keysOf returns the keys of the Applications that read t, sorted.
+func (ri *repoInterests) keysOf(t registry.Target) []string {
+	return slices.Sorted(maps.Keys(ri.users[t]))
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
+
+	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 )
 
 // Authorizer supplies credentials per repository, named as RepoKey names
@@ -151,7 +155,7 @@ func (c *Client) puller(ctx context.Context, repo Repository, reg name.Registry)
 			cfg = c.Hosts(Host(reg))
 		}
 		def := cfg.withDefaults()
-		hostPace := c.Pacers.get("host\x00"+host, pacing{rate: def.RateLimit, burst: def.Burst, concurrency: def.MaxConcurrency})
+		hostPace := c.Pacers.get(hostPacer+host, pacing{rate: def.RateLimit, burst: def.Burst, concurrency: def.MaxConcurrency})
 		tr, err := newHostTransport(host, cfg, c.Metrics, hostPace)
 		if err != nil {
 			return nil, nil, err
@@ -163,7 +167,7 @@ func (c *Client) puller(ctx context.Context, repo Repository, reg name.Registry)
 	pace := tr.pace
 	if c.Endpoints != nil {
 		if ep := c.Endpoints(key); ep.Prefix != "" {
-			pace = c.Pacers.get("endpoint\x00"+ep.Prefix, ep.pacing())
+			pace = c.Pacers.get(endpointPacer+ep.Prefix, ep.pacing())
 		}
 	}
 	rp, known := hs.repos[key]
@@ -225,7 +229,7 @@ func (c *Client) do(ctx context.Context, repo Repository, op func(ctx context.Co
 		}
 		key := RepoKey(repo)
 		c.Log.Debug("registry refused credentials, refreshing them", "registry", Host(reg), "repository", key)
-		c.Metrics.retry(Host(reg), "auth")
+		c.Metrics.retry(tr.series(), "auth")
 		c.Auth.Invalidate(key)
 		c.mu.Lock()
 		if hs := c.hosts[reg.RegistryStr()]; hs != nil {
@@ -313,6 +317,28 @@ func (c *Client) cachedTags(key string, maxAge time.Duration) ([]string, bool) {
 	return nil, false
 }
 
+// cachedView is what the client last read of repo, however old or marked
+// stale: its tags, sorted, and the digests of the tags of track it read;
+// ok is false when it never listed repo.
+func (c *Client) cachedView(repo Repository, track []string) (tags []string, digests map[string]string, ok bool) {
+	c.init()
+	key := RepoKey(repo)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.tags[key]
+	if e == nil {
+		return nil, nil, false
+	}
+	tags = slices.Sorted(slices.Values(e.tags))
+	digests = map[string]string{}
+	for _, tag := range track {
+		if d := c.digests[key+":"+tag]; d != nil {
+			digests[tag] = d.digest
+		}
+	}
+	return tags, digests, true
+}
+
 // ResetHosts makes the client ask Hosts again for every registry, after
 // the registry settings changed. Caches and credentials stay.
 func (c *Client) ResetHosts() {
@@ -320,6 +346,74 @@ func (c *Client) ResetHosts() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.hosts)
+}
+
+// Retain drops what the client keeps for repositories inUse does not
+// list (as RepoKey names them): their pullers, tag lists and digests, and
+// for hosts none of them is on, the host's transport and idle
+// connections and its pacer. An annotation may name any repository on
+// any host; the poller calls this when some fall out of use, so what is
+// kept follows the repositories in use, not every one ever named. One
+// used again starts afresh.
+func (c *Client) Retain(inUse map[string]bool) {
+	c.init()
+	hosts := make(map[string]bool)
+	for key := range inUse {
+		hosts[ggcrHostOf(key)] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for host, hs := range c.hosts {
+		if hosts[host] {
+			for key := range hs.repos {
+				if !inUse[key] {
+					delete(hs.repos, key)
+				}
+			}
+			continue
+		}
+		if tr, ok := hs.transport.base.(*http.Transport); ok {
+			tr.CloseIdleConnections()
+		}
+		delete(c.hosts, host)
+	}
+	for key := range c.tags {
+		if !inUse[key] {
+			delete(c.tags, key)
+		}
+	}
+	for key := range c.digests {
+		if !inUse[repoOfDigestKey(key)] {
+			delete(c.digests, key)
+		}
+	}
+	c.Pacers.retainHosts(hosts)
+}
+
+// repoOfDigestKey is the repository of a digest cache key (RepoKey, ":",
+// tag; a tag holds neither ':' nor '/').
+func repoOfDigestKey(key string) string {
+	i := strings.LastIndexByte(key, ':')
+	if i < 0 || strings.Contains(key[i:], "/") {
+		return key
+	}
+	return key[:i]
+}
+
+// ggcrHostOf is the host of a cache key (a RepoKey, with a tag after it
+// for digests) as go-containerregistry names it.
+func ggcrHostOf(key string) string {
+	host, _, _ := strings.Cut(key, "/")
+	return GGCRHost(host)
+}
+
+// GGCRHost names a registry host (as RepoKey and Repository.Host name it)
+// as go-containerregistry does: the keys of Metrics.RetainHosts.
+func GGCRHost(host string) string {
+	if host == imageref.DockerHub {
+		return name.DefaultRegistry
+	}
+	return host
 }
 
 // MarkStale makes the next Tags call for repo list again, for webhooks.

@@ -2,15 +2,30 @@ package registry
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// MaxHostSeries bounds the registries not in the operator's config
+// (HostConfig.Configured) that get series of their own: an annotation may
+// name any host, and each would add series that live as long as the
+// process. Hosts past it are counted as OtherHost; a host that falls out
+// of use (RetainHosts) gives its place back and its series are deleted.
+const MaxHostSeries = 32
+
+// OtherHost is the registry label of hosts past MaxHostSeries.
+const OtherHost = "other"
+
 // Metrics is the registry client's Prometheus instrumentation: every
 // request to a registry, cache use, rate-limit waits and retries. A nil
 // *Metrics records nothing.
 type Metrics struct {
+	mu sync.Mutex
+	// hosts are the unconfigured hosts with series of their own.
+	hosts map[string]bool
+
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	cache     *prometheus.CounterVec
@@ -60,6 +75,51 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.requests, m.latency, m.cache, m.waits, m.waitTime, m.retries, m.pollsVec, m.changeVec)
 	return m
+}
+
+// hostLabel is the registry label of host: its own name when the
+// operator configured it or while fewer than MaxHostSeries other hosts
+// have theirs, else OtherHost.
+func (m *Metrics) hostLabel(host string, configured bool) string {
+	if m == nil || configured {
+		return host
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hosts[host] {
+		return host
+	}
+	if len(m.hosts) >= MaxHostSeries {
+		return OtherHost
+	}
+	if m.hosts == nil {
+		m.hosts = map[string]bool{}
+	}
+	m.hosts[host] = true
+	return host
+}
+
+// RetainHosts deletes the series of the unconfigured hosts (named as
+// go-containerregistry names them, "index.docker.io" for Docker Hub) that
+// inUse does not list, and gives their places back.
+func (m *Metrics) RetainHosts(inUse map[string]bool) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for host := range m.hosts {
+		if inUse[host] {
+			continue
+		}
+		delete(m.hosts, host)
+		l := prometheus.Labels{"registry": host}
+		m.requests.DeletePartialMatch(l)
+		m.latency.DeletePartialMatch(l)
+		m.waits.DeletePartialMatch(l)
+		m.waitTime.DeletePartialMatch(l)
+		m.retries.DeletePartialMatch(l)
+	}
 }
 
 func (m *Metrics) request(host, kind string, code int, d time.Duration) {

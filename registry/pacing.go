@@ -2,6 +2,7 @@ package registry
 
 import (
 	"math"
+	"strings"
 	"sync"
 
 	"golang.org/x/time/rate"
@@ -23,6 +24,12 @@ type Endpoint struct {
 	Burst          int
 	MaxConcurrency int
 }
+
+// Pacer key prefixes: a host's own pacer, and an endpoint's.
+const (
+	hostPacer     = "host\x00"
+	endpointPacer = "endpoint\x00"
+)
 
 // pacing is the part of an endpoint's settings a pacer is made from.
 type pacing struct {
@@ -75,4 +82,16 @@ func (p *Pacers) get(key string, cfg pacing) *pacer {
 	pc := newPacer(cfg)
 	p.m[key] = pc
 	return pc
+}
+
+// retainHosts drops the pacers of hosts inUse does not list; endpoints'
+// pacers (the operator's entries) stay.
+func (p *Pacers) retainHosts(inUse map[string]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key := range p.m {
+		if host, ok := strings.CutPrefix(key, hostPacer); ok && !inUse[host] {
+			delete(p.m, key)
+		}
+	}
 }

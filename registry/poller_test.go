@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -50,10 +49,51 @@ func (l *changeLog) take() []RepoChange {
 	return c
 }
 
-// cycle polls whatever is due, as one turn of Start's loop.
+// cycle polls whatever is due, as Start's loop does until nothing is.
 func cycle(ctx context.Context, p *Poller) {
-	due, _ := p.due()
-	p.pollAll(ctx, due)
+	for {
+		due := takeDue(p)
+		if len(due) == 0 {
+			return
+		}
+		pollAll(ctx, p, due)
+	}
+}
+
+// takeDue takes the targets that may start polling now from a fresh look at
+// all of them, as one turn of Start's loop does.
+func takeDue(p *Poller) []*polledRepo {
+	var q pollQueue
+	p.scan(&q)
+	return p.take(&q)
+}
+
+// pollAll polls the targets due took and waits for them.
+func pollAll(ctx context.Context, p *Poller, due []*polledRepo) {
+	var wg sync.WaitGroup
+	for _, r := range due {
+		wg.Go(func() { p.poll(ctx, r) })
+	}
+	wg.Wait()
+}
+
+// repoKeys names the repositories of targets due took, sorted.
+func repoKeys(due []*polledRepo) []string {
+	keys := make([]string, 0, len(due))
+	for _, r := range due {
+		keys = append(keys, r.key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// shared polls each repository with the poller's own client.
+func shared(interests map[string]Interest) map[Target]Interest {
+	out := make(map[Target]Interest, len(interests))
+	for repo, in := range interests {
+		out[Target{Repo: repo}] = in
+	}
+	return out
 }
 
 func TestPollerReportsOnlyChanges(t *testing.T) {
@@ -66,7 +106,7 @@ func TestPollerReportsOnlyChanges(t *testing.T) {
 	log := &changeLog{}
 	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, OnChange: log.on, Metrics: m}
 	a, b := reg.Host()+"/a", reg.Host()+"/b"
-	p.SetInterests(map[string]Interest{a: {}, b: {TrackDigests: []string{"latest"}}})
+	p.SetInterests(shared(map[string]Interest{a: {}, b: {TrackDigests: []string{"latest"}}}))
 
 	cycle(t.Context(), p)
 	if got := log.take(); len(got) != 0 {
@@ -99,7 +139,7 @@ func TestPollerReportsOnlyChanges(t *testing.T) {
 	}
 
 	// Dropping an interest stops its polls.
-	p.SetInterests(map[string]Interest{a: {}})
+	p.SetInterests(shared(map[string]Interest{a: {}}))
 	clock.Add(time.Minute)
 	reg.Reset()
 	cycle(t.Context(), p)
@@ -146,7 +186,7 @@ func TestManyApplicationsShareOneListPerRepository(t *testing.T) {
 		}
 		interests[img.Repo()] = Interest{}
 	}
-	p.SetInterests(interests)
+	p.SetInterests(shared(interests))
 
 	// Every app reads its repository's tags and every tag's metadata, as
 	// newest-build selection does.
@@ -194,7 +234,7 @@ func TestPollerStartRefreshAndStop(t *testing.T) {
 	c := &Client{Hosts: fastHosts}
 	p := &Poller{Client: c, Interval: time.Hour, OnChange: log.on}
 	repo := reg.Host() + "/app"
-	p.SetInterests(map[string]Interest{repo: {}})
+	p.SetInterests(shared(map[string]Interest{repo: {}}))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- p.Start(ctx) }()
@@ -262,7 +302,7 @@ func TestPollerBaselineSharesTheReconcilesList(t *testing.T) {
 	if _, err := c.Tags(t.Context(), repoOf(t, reg, "a"), 0); err != nil { // a reconcile selects
 		t.Fatal(err)
 	}
-	p.SetInterests(map[string]Interest{a: {}})
+	p.SetInterests(shared(map[string]Interest{a: {}}))
 	cycle(t.Context(), p)
 	if n := reg.Count("list", ""); n != 1 {
 		t.Errorf("%d tag lists after a reconcile and the baseline poll, want 1", n)
@@ -304,15 +344,15 @@ func TestPollerHoldKeepsOneListPerRepositoryThroughALongFirstPass(t *testing.T) 
 		}
 	}
 	clock.Add(3 * time.Minute) // the pass outlasts the tag cache and the interval
-	p.SetInterests(map[string]Interest{a: {}, b: {}})
+	p.SetInterests(shared(map[string]Interest{a: {}, b: {}}))
 	cycle(t.Context(), p)
 	if n := reg.Count("list", ""); n != 2 {
 		t.Fatalf("%d tag lists after the baseline polls during the pass, want the pass's 2", n)
 	}
 	clock.Add(2 * time.Minute)
-	if due, _ := p.due(); len(due) != 0 {
-		t.Errorf("polled %v again on the interval while the first pass runs", due)
-		p.pollAll(t.Context(), due)
+	if due := takeDue(p); len(due) != 0 {
+		t.Errorf("polled %v again on the interval while the first pass runs", repoKeys(due))
+		pollAll(t.Context(), p, due)
 	}
 	reg.Push(t, "a:1.1", testreg.Image(t, t0.Add(time.Hour), "")) // resets the counts
 	p.Refresh(a)
@@ -326,20 +366,20 @@ func TestPollerHoldKeepsOneListPerRepositoryThroughALongFirstPass(t *testing.T) 
 
 	// A newly tracked digest (a digest-strategy Application met later in
 	// the pass) needs its baseline now: a push meanwhile would become it.
-	p.SetInterests(map[string]Interest{a: {}, b: {TrackDigests: []string{"1.0"}}})
-	if due, _ := p.due(); !slices.Contains(due, b) {
-		t.Errorf("due with a newly tracked digest during the pass = %v, want %s", due, b)
+	p.SetInterests(shared(map[string]Interest{a: {}, b: {TrackDigests: []string{"1.0"}}}))
+	if due := takeDue(p); !slices.Contains(repoKeys(due), b) {
+		t.Errorf("due with a newly tracked digest during the pass = %v, want %s", repoKeys(due), b)
 	} else {
-		p.pollAll(t.Context(), due)
+		pollAll(t.Context(), p, due)
 	}
 
 	clock.Add(2 * time.Minute)
-	if due, _ := p.due(); len(due) != 0 {
-		t.Errorf("polled %v on the interval while the first pass runs", due)
+	if due := takeDue(p); len(due) != 0 {
+		t.Errorf("polled %v on the interval while the first pass runs", repoKeys(due))
 	}
 	holding.Store("hold", false)
-	due, _ := p.due()
-	if diff := cmp.Diff([]string{a, b}, due); diff != "" {
+	due := takeDue(p)
+	if diff := cmp.Diff([]string{a, b}, repoKeys(due)); diff != "" {
 		t.Errorf("due once the pass ended (-want +got):\n%s", diff)
 	}
 }
@@ -357,7 +397,32 @@ func BenchmarkSetInterestsColdStart(b *testing.B) {
 		interests := map[string]Interest{}
 		for _, ref := range refs {
 			interests[ref] = Interest{}
-			p.SetInterests(maps.Clone(interests))
+			p.SetInterests(shared(interests))
 		}
+	}
+}
+
+// A webhook's push can come before the repository's first poll (the
+// reconciles selected from a list, the poller has not polled yet): the
+// change is reported against the list the reconciles read, not taken
+// into the baseline unreported.
+func TestPollerRefreshBeforeTheFirstPollReportsThePush(t *testing.T) {
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	reg.Push(t, "a:1.0", testreg.Image(t, t0, ""))
+	clock := &fakeClock{now: t0}
+	c := &Client{Hosts: fastHosts, Now: clock.Now, TagTTL: time.Minute}
+	log := &changeLog{}
+	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, OnChange: log.on}
+	a := reg.Host() + "/a"
+	if _, err := c.Tags(t.Context(), repoOf(t, reg, "a"), 0); err != nil { // a reconcile selects
+		t.Fatal(err)
+	}
+	p.SetInterests(shared(map[string]Interest{a: {}}))
+	reg.Push(t, "a:1.1", testreg.Image(t, t0.Add(time.Hour), ""))
+	p.Refresh(a)
+	cycle(t.Context(), p)
+	want := []RepoChange{{Repo: a, Added: []string{"1.1"}, Tags: []string{"1.0", "1.1"}, Refreshed: true}}
+	if diff := cmp.Diff(want, log.take()); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }

@@ -53,6 +53,10 @@ type HostConfig struct {
 	// PageSize asks for tag lists in pages of this many (the n parameter);
 	// zero lets the registry choose. Pages are followed either way.
 	PageSize int
+	// Configured says the operator's config names this registry: its
+	// metric series keep their own registry label whatever else
+	// annotations name (MaxHostSeries).
+	Configured bool
 }
 
 // Host defaults. Docker Hub allows roughly 100-200 manifest pulls per six
@@ -226,6 +230,9 @@ func newHostTransport(host string, cfg HostConfig, m *Metrics, pace *pacer) (*ho
 	return t, nil
 }
 
+// series is the registry label of the host's metrics.
+func (t *hostTransport) series() string { return t.metrics.hostLabel(t.host, t.cfg.Configured) }
+
 func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.roundTrip(req, t.pace)
 }
@@ -310,7 +317,7 @@ func (t *hostTransport) send(req *http.Request, kind string, pace *pacer) (*http
 			}
 			delay = 0 // wait() honours the block, for every request
 		}
-		t.metrics.retry(t.host, reason)
+		t.metrics.retry(t.series(), reason)
 		if err := t.sleep(ctx, delay); err != nil {
 			return nil, err
 		}
@@ -349,7 +356,7 @@ func (t *hostTransport) attempt(req *http.Request, kind string, n int, pace *pac
 	if resp != nil {
 		code = resp.StatusCode
 	}
-	t.metrics.request(t.host, kind, code, t.now().Sub(start))
+	t.metrics.request(t.series(), kind, code, t.now().Sub(start))
 	return resp, release, err
 }
 
@@ -425,14 +432,14 @@ func (t *hostTransport) wait(ctx context.Context, pace *pacer) error {
 	until := t.blockedUntil
 	t.mu.Unlock()
 	if d := until.Sub(t.now()); d > 0 {
-		t.metrics.waited(t.host, "retry-after", d)
+		t.metrics.waited(t.series(), "retry-after", d)
 		if err := t.sleep(ctx, d); err != nil {
 			return err
 		}
 	}
 	if r := pace.limiter.Reserve(); r.OK() {
 		if d := r.Delay(); d > 0 {
-			t.metrics.waited(t.host, "rate", d)
+			t.metrics.waited(t.series(), "rate", d)
 			if err := t.sleep(ctx, d); err != nil {
 				r.Cancel()
 				return err
@@ -447,7 +454,7 @@ func (t *hostTransport) wait(ctx context.Context, pace *pacer) error {
 	start := t.now()
 	select {
 	case pace.sem <- struct{}{}:
-		t.metrics.waited(t.host, "concurrency", t.now().Sub(start))
+		t.metrics.waited(t.series(), "concurrency", t.now().Sub(start))
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -233,8 +233,9 @@ func (r *Registries) hostConfig(host string) registry.HostConfig {
 		return registry.HostConfig{}
 	}
 	hc := registry.HostConfig{
-		APIURL:   e.APIURL,
-		Insecure: e.Insecure,
+		APIURL:     e.APIURL,
+		Insecure:   e.Insecure,
+		Configured: true, // its metric series keep their label
 	}
 	tlsCfg, err := e.TLSConfig()
 	if err != nil {
