@@ -356,9 +356,7 @@ func (b *daemonBuilder) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 	}
 	gitCredentials := &repocreds.ArgoCD{Client: b.clientset, Namespace: o.argocdNamespace, KnownHostsFile: o.gitSSHKnownHosts,
 		Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) },
-		Bound: func(ns, name, repoURL string) bool {
-			return policyGitSecret(engine.Config(), ns+"/"+name) || images.Tenancy.GitSecretBound(ns+"/"+name, repoURL)
-		}}
+		Bound:   gitSecretBinding{engine: engine, rules: images.Tenancy}}
 	if b.gw, err = setup.NewGitWriter(cfg, o.gitCacheDir, gitCredentials, gitMetrics, log); err != nil {
 		return err
 	}

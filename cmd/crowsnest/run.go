@@ -18,8 +18,10 @@ import (
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
 
 // inClusterNamespaceFile holds the pod's namespace; it is the default
@@ -308,6 +310,22 @@ func trustedGitSecret(cfg *config.Config, nsName string) bool {
 		}
 	}
 	return policyGitSecret(cfg, nsName)
+}
+
+// gitSecretBinding is repocreds.Binding for crowsnest run: an image
+// policy's git:secret: goes wherever its Applications write, a
+// tenancy.credentials entry's Secret where its repositories say.
+type gitSecretBinding struct {
+	engine *controller.Engine
+	rules  *tenancy.Rules
+}
+
+var _ repocreds.Binding = gitSecretBinding{}
+
+// SendsTo implements repocreds.Binding.
+func (b gitSecretBinding) SendsTo(namespace, name, repoURL string) bool {
+	nsName := namespace + "/" + name
+	return policyGitSecret(b.engine.Config(), nsName) || b.rules.GitSecretBound(nsName, repoURL)
 }
 
 // policyGitSecret reports whether an image policy, the operator's word,

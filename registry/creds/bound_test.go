@@ -10,6 +10,13 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 )
 
+// listedForQuay is the operator's word that Secret "listed" goes to quay.io.
+type listedForQuay struct{}
+
+func (listedForQuay) SendsTo(ref creds.Ref, host string) bool {
+	return ref.Name == "listed" && host == "quay.io"
+}
+
 // A secret: reference an annotation names goes only to the registry its
 // Secret's url names, or to one the operator's config sends it to
 // (Resolver.Bound): an annotation cannot make crowsnest send it anywhere
@@ -29,8 +36,7 @@ func TestSecretFieldBoundToItsRegistry(t *testing.T) {
 		"team-a/https":  secret("https", "https://registry.example.com/v2/"),
 		"team-a/listed": secret("listed", ""),
 	}
-	bound := func(ref creds.Ref, host string) bool { return ref.Name == "listed" && host == "quay.io" }
-	tenant := &creds.Resolver{Secrets: secrets, Bound: bound}
+	tenant := &creds.Resolver{Secrets: secrets, Bound: listedForQuay{}}
 	tests := []struct {
 		ref, host string
 		wantErr   bool

@@ -66,7 +66,7 @@ type Resolver struct {
 	// (a tenancy.credentials entry's registries, the registries config),
 	// or when the Secret's own url names that registry. nil binds none
 	// (the operator's own references).
-	Bound func(ref Ref, registryHost string) bool
+	Bound Binding
 
 	mu     sync.Mutex
 	cache  map[cacheKey]cached

@@ -75,7 +75,7 @@ func (r *Resolver) fromSecretField(ctx context.Context, ref Ref, host string) (a
 	if err != nil {
 		return authn.AuthConfig{}, err
 	}
-	if r.Bound != nil && !r.Bound(ref, host) {
+	if r.Bound != nil && !r.Bound.SendsTo(ref, host) {
 		if err := boundTo(s, host); err != nil {
 			return authn.AuthConfig{}, fmt.Errorf("secret %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
@@ -85,6 +85,14 @@ func (r *Resolver) fromSecretField(ctx context.Context, ref Ref, host string) (a
 		return authn.AuthConfig{}, fmt.Errorf("secret %s/%s has no field %q", ref.Namespace, ref.Name, ref.Field)
 	}
 	return parseUserPass(string(v), fmt.Sprintf("secret %s/%s field %s", ref.Namespace, ref.Name, ref.Field))
+}
+
+// Binding says where the operator sends credentials an annotation names
+// (setup.Registries: tenancy.credentials, the registries config).
+type Binding interface {
+	// SendsTo reports whether ref may go to registryHost whatever its
+	// Secret's url says.
+	SendsTo(ref Ref, registryHost string) bool
 }
 
 // ErrUnbound says a Secret named for a registry is not for that registry.

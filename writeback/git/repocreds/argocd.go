@@ -50,13 +50,22 @@ type ArgoCD struct {
 	// namespace/name for Git (tenancy.credentials gitSecret, an image
 	// policy's git:secret:), which lets a reserved one through.
 	Trusted func(namespace, name string) bool
-	// Bound reports whether the operator's config sends the Secret
+	// Bound says whether the operator's config sends the Secret
 	// namespace/name to repoURL (an image policy's git:secret:, a
 	// tenancy.credentials entry's repositories). Otherwise a named
 	// Secret goes only to the repository its own url names (exactly, or
 	// as a prefix on the same host, as repo-creds match): an annotation
 	// cannot send it to another host.
-	Bound func(namespace, name, repoURL string) bool
+	Bound Binding
+}
+
+// Binding says where the operator sends Git Secrets annotations name
+// (crowsnest run: an image policy's git:secret:, tenancy.credentials
+// repositories).
+type Binding interface {
+	// SendsTo reports whether the Secret namespace/name may push to
+	// repoURL whatever its own url says.
+	SendsTo(namespace, name, repoURL string) bool
 }
 
 // ErrUnbound says a Secret named for a write-back is not for that
@@ -88,7 +97,7 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 				return gitwb.Credentials{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
 			}
 		}
-		if a.Bound == nil || !a.Bound(ns, name, want) {
+		if a.Bound == nil || !a.Bound.SendsTo(ns, name, want) {
 			if err := boundTo(s, want); err != nil {
 				return gitwb.Credentials{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
 			}

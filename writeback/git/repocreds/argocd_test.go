@@ -296,6 +296,14 @@ func TestArgoRepoCredentialsProjectScoped(t *testing.T) {
 	}
 }
 
+// bareToShared is the operator's word that Secret <ns>/bare pushes to the
+// platform's shared repository.
+type bareToShared struct{ ns string }
+
+func (b bareToShared) SendsTo(n, name, repo string) bool {
+	return n == b.ns && name == "bare" && repo == "https://git.example.com/platform/shared"
+}
+
 // A Secret an annotation names (write-back-method git:secret:) goes only to
 // the repository its own url names (exactly, or as a prefix on the same
 // host), or to one the operator's config sends it to (Bound): an
@@ -313,10 +321,7 @@ func TestArgoNamedSecretBoundToItsRepository(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bound := func(n, name, repo string) bool {
-		return n == ns && name == "bare" && repo == "https://git.example.com/platform/shared"
-	}
-	a := &repocreds.ArgoCD{Client: cs, Namespace: "argocd", Bound: bound}
+	a := &repocreds.ArgoCD{Client: cs, Namespace: "argocd", Bound: bareToShared{ns}}
 	tests := []struct {
 		secret, url string
 		wantErr     bool

@@ -81,6 +81,8 @@ func (r *Registries) ForPullSecret(ref string) *registry.Client {
 	return c
 }
 
+var _ creds.Binding = (*Registries)(nil)
+
 // refAuth authenticates every repository with one credentials reference.
 type refAuth struct {
 	resolver *creds.Resolver
@@ -111,12 +113,12 @@ func (r *Registries) Assigned(ref config.CredentialRef, repo string) (configured
 	return configured, here
 }
 
-// boundSecret reports whether the operator's config sends the
-// credentials ref to registryHost: a tenancy.credentials entry lists
+// SendsTo implements creds.Binding: whether the operator's config sends
+// the credentials ref to registryHost: a tenancy.credentials entry lists
 // that registry for it, or the registries config assigns it to an entry
 // on that host. An annotation's secret: reference goes elsewhere only
 // when its Secret's url names the registry (creds.Resolver.Bound).
-func (r *Registries) boundSecret(ref creds.Ref, registryHost string) bool {
+func (r *Registries) SendsTo(ref creds.Ref, registryHost string) bool {
 	if cfg := r.cfg.Load(); cfg != nil && cfg.Tenancy.ListsRegistry(ref, registryHost) {
 		return true
 	}
@@ -182,7 +184,7 @@ func NewRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 		metrics:  metrics,
 	}
 	r.cfg.Store(cfg)
-	r.tenantResolver = &creds.Resolver{Log: log, Bound: r.boundSecret}
+	r.tenantResolver = &creds.Resolver{Log: log, Bound: r}
 	if secrets != nil {
 		r.tenantResolver.Secrets = &creds.TenantSecrets{Secrets: secrets, Trusted: r.trustedSecret}
 	}
