@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,21 +77,7 @@ func TestHostileWebhookStarvation(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	web := pushImage(t, reg, "team/web", "1.0.0")
 	dir := writeApps(t, kubeApp("ci", "web", map[string]string{"web": web}))
-	work := t.TempDir()
-	cfg := filepath.Join(work, "crowsnest.yaml")
-	writeTestFile(t, cfg, `apiVersion: crowsnest.dev/v1alpha1
-kind: Config
-log: {level: debug}
-registries:
-  pollInterval: 1h
-  webhook:
-    sources:
-    - {type: generic, secretEnv: CROWSNEST_HOSTILE_WEBHOOK_SECRET}
-`)
-	hookAddr, metricsAddr := freeAddr(t), freeAddr(t)
-	p := startCrowsnest(t, []string{"CROWSNEST_HOSTILE_WEBHOOK_SECRET=" + secret}, "run", "--apps-dir", dir, "--config", cfg,
-		"--git-cache-dir", filepath.Join(work, "git-cache"), "--log-format", "json", "--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", "0", "--webhook-bind-address", hookAddr)
+	p, hookAddr, metricsAddr := startWithWebhook(t, dir, secret)
 	metric := func(name string) float64 { return metricSum(t, "http://"+metricsAddr+"/metrics", name) }
 	// The poller's first poll of the repository records the tag set a
 	// refresh is compared with.

@@ -486,6 +486,30 @@ func runOnce(t *testing.T, dir string, o onceOptions) (*proc, int) {
 	return p, code
 }
 
+// startWithWebhook runs crowsnest in local mode over dir, polling hourly
+// (so only a webhook refreshes), with a generic registry webhook whose
+// secret is secret, at debug level; it returns the process and the
+// webhook's and metrics' addresses.
+func startWithWebhook(t *testing.T, dir, secret string) (p *proc, hookAddr, metricsAddr string) {
+	t.Helper()
+	work := t.TempDir()
+	cfg := filepath.Join(work, "crowsnest.yaml")
+	writeTestFile(t, cfg, `apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+log: {level: debug}
+registries:
+  pollInterval: 1h
+  webhook:
+    sources:
+    - {type: generic, secretEnv: CROWSNEST_HOSTILE_WEBHOOK_SECRET}
+`)
+	hookAddr, metricsAddr = freeAddr(t), freeAddr(t)
+	p = startCrowsnest(t, []string{"CROWSNEST_HOSTILE_WEBHOOK_SECRET=" + secret}, "run", "--apps-dir", dir, "--config", cfg,
+		"--git-cache-dir", filepath.Join(work, "git-cache"), "--log-format", "json", "--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", "0", "--webhook-bind-address", hookAddr)
+	return p, hookAddr, metricsAddr
+}
+
 // pushImage pushes each tag of repo (created an hour apart, in order) and
 // returns the image name.
 func pushImage(t *testing.T, reg *testreg.OCI, repo string, tags ...string) string {
