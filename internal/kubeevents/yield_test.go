@@ -47,7 +47,6 @@ func TestEventsWaitForBusyWriteBacks(t *testing.T) {
 	b.busy.Store(true)
 	s.Busy, s.MaxDelay = b.Busy, time.Hour
 	s.Start()
-	defer s.Shutdown(time.Minute)
 	for i := range 20 {
 		s.Event(app(ns, fmt.Sprintf("app-%d", i)), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
 	}
@@ -59,6 +58,10 @@ func TestEventsWaitForBusyWriteBacks(t *testing.T) {
 	}
 	b.busy.Store(false)
 	waitRecorded(t, cs, ns, 20)
+	// A writer counts its Event after the apiserver answered, so the
+	// apiserver may show an Event not yet counted: Shutdown waits for
+	// the writers.
+	s.Shutdown(time.Minute)
 	if got := outcomes(t, reg); got["written"] != 20 {
 		t.Fatalf("outcomes %v, want 20 written", got)
 	}
