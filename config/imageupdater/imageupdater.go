@@ -209,10 +209,6 @@ func (r *Rule) ImagePolicy(name string) config.ImagePolicy {
 	return p
 }
 
-// strategies are argocd-image-updater's update strategies and their
-// aliases.
-var strategies = []string{"semver", "latest", "newest-build", "name", "alphabetical", "digest"}
-
 // aliasRE is the CRD's alias pattern, tightened to what crowsnest's
 // per-image settings accept (no '.', which separates an alias from the
 // setting in annotation keys) and to its length.
@@ -367,8 +363,8 @@ func translateImage(ip string, im *Image, layers []layer, verifyAt string, errs 
 	switch {
 	case name == "":
 		fail("imageName", "required")
-	case strings.ContainsAny(im.ImageName, "@ \t\n,="):
-		fail("imageName", "%q: want <image>[:<constraint>], no digest, spaces, ',' or '='", im.ImageName)
+	case strings.Contains(name, "@"):
+		fail("imageName", "%q: want <image>[:<constraint>], no digest", im.ImageName)
 	}
 	out.Image, out.Constraint = name, constraint
 	out.Fields["image"] = fieldpath.Join(ip, "imageName")
@@ -425,24 +421,16 @@ func mergeLayers(out *RuleImage, layers []layer) {
 	}
 }
 
-// checkSettings checks the merged strategy, allowTags and pullSecret of
-// the image alias; false when it must be left out.
+// checkSettings checks the merged allowTags size and pullSecret of the
+// image alias; false when it must be left out. The strategy, the
+// constraint and the tag filters are read by the engine's image reader
+// (controller/imageupdate.ReadImage), as the same annotations are: an
+// unknown strategy is semver with a warning there, as in
+// argocd-image-updater, whichever way it was written.
 func checkSettings(out *RuleImage, alias string, errs *problems) bool {
 	ok := true
-	if st := out.Strategy; st != "" && !slices.Contains(strategies, strings.ToLower(st)) {
-		errs.invalid(out.Fields["strategy"], "unknown strategy %q: want semver, newest-build (latest), alphabetical (name) or digest; the image %s is not updated", st, alias)
-		ok = false
-	}
-	if at, ok2 := strings.CutPrefix(out.AllowTags, "regexp:"); ok2 {
-		if len(at) > maxPatternBytes {
-			errs.invalid(out.Fields["allowTags"], "%d bytes, over the %d-byte limit; the image %s is not updated", len(at), maxPatternBytes, alias)
-			ok = false
-		} else if _, err := regexp.Compile(at); err != nil {
-			errs.invalid(out.Fields["allowTags"], "%v; the image %s is not updated", err, alias)
-			ok = false
-		}
-	} else if out.AllowTags != "" && !strings.EqualFold(out.AllowTags, "any") {
-		errs.invalid(out.Fields["allowTags"], `%q: want "any" or "regexp:<re>"; the image %s is not updated`, out.AllowTags, alias)
+	if n := len(out.AllowTags); n > maxPatternBytes {
+		errs.invalid(out.Fields["allowTags"], "%d bytes, over the %d-byte limit; the image %s is not updated", n, maxPatternBytes, alias)
 		ok = false
 	}
 	if out.PullSecret != "" {

@@ -171,16 +171,19 @@ func TestImageUpdaterProblems(t *testing.T) {
 			want: []string{"spec.applicationRefs: required"},
 		},
 		{
-			name: "bad strategy at the spec level names the spec's field; only the images it reaches are left out",
+			// The engine's image reader reads the strategy, the constraint
+			// and the tag filters (controller/imageupdaters tests them):
+			// an unknown strategy is semver with a warning there, as in
+			// argocd-image-updater, and a constraint is taken whole.
+			name: "strategy, constraint and tag filters pass to the image reader as written",
 			spec: `
 commonUpdateSettings: {updateStrategy: newest}
 applicationRefs:
 - namePattern: a
   images:
-  - {alias: x, imageName: nginx}
-  - {alias: yy, imageName: redis, commonUpdateSettings: {updateStrategy: digest}}`,
-			want:  []string{"spec.commonUpdateSettings.updateStrategy: unknown strategy"},
-			rules: map[string][]string{"spec.applicationRefs[0]": {"yy"}},
+  - {alias: x, imageName: "nginx:>=1.0.3 <1.0.8"}
+  - {alias: yy, imageName: "redis:>=1.0, <2.0 || 3.x", commonUpdateSettings: {updateStrategy: digest, ignoreTags: ["regexp:^v[0-9]{1,3}$"]}}`,
+			rules: map[string][]string{"spec.applicationRefs[0]": {"x", "yy"}},
 		},
 		{
 			name: "broken image fields",
@@ -203,17 +206,15 @@ applicationRefs:
 			want: []string{
 				"spec.applicationRefs[0].images[0].alias:",
 				"spec.applicationRefs[0].images[1].imageName:",
-				"spec.applicationRefs[0].images[2].commonUpdateSettings.allowTags:",
-				"spec.applicationRefs[0].images[3].commonUpdateSettings.allowTags:",
 				"spec.applicationRefs[0].images[4].commonUpdateSettings.pullSecret:",
 				"spec.applicationRefs[0].images[5].manifestTargets.plugin:",
 				"spec.applicationRefs[0].images[6].manifestTargets:",
 				"spec.applicationRefs[0].images[7].imagesVerification:",
 				"spec.applicationRefs[0].images[8].imageName: required",
-				"spec.applicationRefs[0].images[9].commonUpdateSettings.allowTags: 1025 bytes, over the 1024-byte limit; the image ok9 is not updated",
+				"spec.applicationRefs[0].images[9].commonUpdateSettings.allowTags: 1032 bytes, over the 1024-byte limit; the image ok9 is not updated",
 				"spec.applicationRefs[0].images[11].alias:",
 			},
-			rules: map[string][]string{"spec.applicationRefs[0]": {"good"}},
+			rules: map[string][]string{"spec.applicationRefs[0]": {"ok2", "ok3", "good"}},
 		},
 		{
 			name: "broken refs are left out, the others stay",

@@ -163,6 +163,11 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 	if !ok {
 		return Image{}, false
 	}
+	return r.read(img)
+}
+
+// read reads the settings of img, an entry already parsed.
+func (r *imageSettings) read(img Image) (Image, bool) {
 	r.readPolicy(&img)
 	r.readAccess(&img)
 	r.readNames(&img)
@@ -175,7 +180,12 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 // ("<alias>.<key>") or else the app-wide ones, remembering which
 // annotation key each came from so that errors name it.
 type imageSettings struct {
-	ann      map[string]string
+	ann map[string]string
+	// values and lists, when values is set, hold the settings as values
+	// (an ImageUpdater's fields) instead of ann: per-image keys only, and
+	// lists not joined with ',' (a pattern may hold one).
+	values   map[string]string
+	lists    map[string][]string
 	fail     failFunc
 	hasAlias bool
 	keyAlias string            // the alias as spelt in option keys
@@ -214,6 +224,10 @@ func readEntry(entry string, ann map[string]string, fail failFunc) (Image, *imag
 
 // get returns the per-image value, else the app-wide one, and its key.
 func (r *imageSettings) get(key string) (string, string, bool) {
+	if r.values != nil {
+		v, ok := r.values[key]
+		return strings.TrimSpace(v), r.keyAlias + "." + key, ok
+	}
 	if r.hasAlias {
 		if v, ok := r.ann[Prefix+r.keyAlias+"."+key]; ok {
 			return strings.TrimSpace(v), r.keyAlias + "." + key, true
@@ -225,7 +239,25 @@ func (r *imageSettings) get(key string) (string, string, bool) {
 
 // own returns the per-image value of key ("" without an alias).
 func (r *imageSettings) own(key string) string {
+	if r.values != nil {
+		return strings.TrimSpace(r.values[key])
+	}
 	return strings.TrimSpace(r.ann[Prefix+r.keyAlias+"."+key])
+}
+
+// list returns a list setting and its key: per image or app-wide
+// (appWide false reads the per-image one only).
+func (r *imageSettings) list(key string, appWide bool) ([]string, string, bool) {
+	if r.values != nil {
+		l, ok := r.lists[key]
+		return trimList(l), r.keyAlias + "." + key, ok
+	}
+	if !appWide {
+		v, ok := r.ann[Prefix+r.keyAlias+"."+key]
+		return splitList(v), r.keyAlias + "." + key, ok && r.hasAlias
+	}
+	v, k, ok := r.get(key)
+	return splitList(v), k, ok
 }
 
 // readPolicy reads the strategy and the tag filters.
@@ -242,13 +274,13 @@ func (r *imageSettings) readPolicy(img *Image) {
 	if v, k, ok := r.get(KeyAllowTags); ok {
 		img.Policy.AllowTags, r.keyOf["allow-tags"] = v, k
 	}
-	if v, k, ok := r.get(KeyIgnoreTags); ok {
-		img.Policy.IgnoreTags, r.keyOf["ignore-tags"] = splitList(v), k
+	if l, k, ok := r.list(KeyIgnoreTags, true); ok {
+		img.Policy.IgnoreTags, r.keyOf["ignore-tags"] = l, k
 	}
 	// Platforms are per image only: argocd-image-updater never reads an
 	// app-wide platforms annotation (unknownKeys reports one).
-	if v, ok := r.ann[Prefix+r.keyAlias+"."+KeyPlatforms]; ok && r.hasAlias {
-		img.Policy.Platforms, r.keyOf["platforms"] = splitList(v), r.keyAlias+"."+KeyPlatforms
+	if l, k, ok := r.list(KeyPlatforms, false); ok {
+		img.Policy.Platforms, r.keyOf["platforms"] = l, k
 	}
 }
 
@@ -355,6 +387,17 @@ func splitConstraint(ref string) (name, constraint string) {
 		return ref[:slash+1+i], strings.TrimSpace(ref[slash+1+i+1:])
 	}
 	return ref, ""
+}
+
+// trimList is l without blank entries, each trimmed; nil when none.
+func trimList(l []string) []string {
+	var out []string
+	for _, p := range l {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func splitList(s string) []string {

@@ -31,6 +31,7 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // resource is one ImageUpdater, compiled.
 type resource struct {
 	key        string // namespace/name
+	name       string
 	namespace  string
 	generation int64
 	rules      []rule
@@ -39,25 +40,26 @@ type resource struct {
 	problems []error
 }
 
-// rule is one applicationRef, as the annotations that say the same.
+// rule is one applicationRef, compiled into the engine's model.
 type rule struct {
 	imageupdater.Rule
-	// ann are the argocd-image-updater annotations equivalent to the
-	// rule, only its good images in image-list: a spec read from them is
-	// exactly what the same annotations on the Application give, tenancy
-	// rules included.
-	ann map[string]string
+	// spec is what the rule says to update: its good images and its
+	// write-back, read as the annotations that say the same are read
+	// (imageupdate.ReadImage, ReadWriteBack), tenancy rules included,
+	// without the limits of the annotations' text form.
+	spec imageupdate.Spec
 	// keyPaths maps an annotation key (after the prefix) to the field it
 	// stands for.
 	keyPaths map[string]string
-	// images counts the images in ann.
+	// images counts the images in spec.
 	images int
 }
 
 // compile translates an ImageUpdater into rules. Every problem names the
 // field; a broken image or applicationRef is left out, the rest stays.
 func compile(u *imageupdater.Resource) *resource {
-	res := &resource{key: u.Metadata.Namespace + "/" + u.Metadata.Name, namespace: u.Metadata.Namespace, generation: u.Metadata.Generation}
+	res := &resource{key: u.Metadata.Namespace + "/" + u.Metadata.Name, name: u.Metadata.Name,
+		namespace: u.Metadata.Namespace, generation: u.Metadata.Generation}
 	rules, problems := u.Rules()
 	for _, p := range problems {
 		res.problems = append(res.problems, &FieldError{Resource: res.key, Path: p.Path, Msg: p.Msg})
@@ -79,10 +81,10 @@ var wbKeys = map[string]string{
 	imageupdate.KeyGitBranch: "branch", imageupdate.KeyGitRepository: "repository",
 }
 
-// build fills ann with the rule's write-back and each image that the
-// annotation reader accepts, and returns what it refused, by field.
+// build reads the rule's write-back and each image, and returns what the
+// readers refused, by field.
 func (r *rule) build(resKey string) []error {
-	r.ann, r.keyPaths = map[string]string{}, map[string]string{}
+	r.keyPaths = map[string]string{}
 	wb := map[string]string{}
 	for key, field := range wbKeys {
 		if v := r.writeBackValue(field); v != "" {
@@ -90,74 +92,46 @@ func (r *rule) build(resKey string) []error {
 			r.keyPaths[key] = r.WriteBackFields[field]
 		}
 	}
+	r.spec = imageupdate.Spec{Source: imageupdate.SourceAnnotations}
 	var problems []error
-	var list []string
 	for j := range r.Images {
 		img := &r.Images[j]
-		one, paths := imageAnnotations(img)
-		one[imageupdate.Prefix+imageupdate.KeyImageList] = imageEntry(img)
-		paths[imageupdate.KeyImageList] = img.Fields["image"]
-		for k, v := range wb {
-			one[k] = v
-		}
-		spec, errs := imageupdate.FromAnnotations(one)
-		// A warning (the reader keeps the image, e.g. platforms ignored
-		// with semver) keeps it here too.
-		bad := !hasAlias(spec, img.Alias)
+		in, paths := imageSettings(img)
+		got, errs, ok := imageupdate.ReadImage(in)
 		for _, err := range errs {
 			var ae *imageupdate.AnnotationError
-			if !errors.As(err, &ae) {
-				continue
+			path := img.Path
+			if errors.As(err, &ae) && paths[strings.TrimPrefix(ae.Key, imageupdate.Prefix)] != "" {
+				path = paths[strings.TrimPrefix(ae.Key, imageupdate.Prefix)]
 			}
-			key := strings.TrimPrefix(ae.Key, imageupdate.Prefix)
-			if _, isWB := wbKeys[key]; isWB {
-				if j == 0 { // the same for every image: said once
-					problems = append(problems, &FieldError{Resource: resKey, Path: r.keyPaths[key], Msg: ae.Msg, Err: ae.Err})
-				}
-				continue
+			msg := err.Error()
+			if ae != nil {
+				msg = ae.Msg
 			}
-			path := paths[key]
-			if path == "" {
-				path = img.Path
-			}
-			problems = append(problems, &FieldError{Resource: resKey, Path: path, Msg: ae.Msg, Err: ae.Err})
+			problems = append(problems, &FieldError{Resource: resKey, Path: path, Msg: msg, Err: errors.Unwrap(err)})
 		}
-		if bad {
+		if !ok {
 			continue
-		}
-		for k, v := range one {
-			if _, isWB := wbKeys[strings.TrimPrefix(k, imageupdate.Prefix)]; !isWB && k != imageupdate.Prefix+imageupdate.KeyImageList {
-				r.ann[k] = v
-			}
 		}
 		for k, p := range paths {
 			if k != imageupdate.KeyImageList {
 				r.keyPaths[k] = p
 			}
 		}
-		list = append(list, imageEntry(img))
-		r.images++
+		r.spec.Images = append(r.spec.Images, got)
 	}
-	if len(list) > 0 {
-		r.ann[imageupdate.Prefix+imageupdate.KeyImageList] = strings.Join(list, ",")
-		for k, v := range wb {
-			r.ann[k] = v
-		}
+	r.images = len(r.spec.Images)
+	if r.images == 0 {
+		return problems
+	}
+	// The write-back is the same for every image: said once, and only
+	// when there is an image to write.
+	var errs []error
+	r.spec.WriteBack, errs = imageupdate.ReadWriteBack(wb)
+	for _, err := range errs {
+		problems = append(problems, r.fieldOf(resKey, err))
 	}
 	return problems
-}
-
-// hasAlias reports whether spec has alias's image.
-func hasAlias(spec *imageupdate.Spec, alias string) bool {
-	if spec == nil {
-		return false
-	}
-	for i := range spec.Images {
-		if spec.Images[i].Alias == alias {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *rule) writeBackValue(field string) string {
@@ -173,37 +147,37 @@ func (r *rule) writeBackValue(field string) string {
 	}
 }
 
-// imageEntry is the image's image-list entry, "<alias>=<image>[:<constraint>]".
-func imageEntry(img *imageupdater.RuleImage) string {
-	e := img.Alias + "=" + img.Image
-	if img.Constraint != "" {
-		e += ":" + img.Constraint
-	}
-	return e
-}
-
-// imageAnnotations are the per-image annotations ("<alias>.<key>") that
-// say what img's settings say, and the field each key came from.
-func imageAnnotations(img *imageupdater.RuleImage) (map[string]string, map[string]string) {
-	ann, paths := map[string]string{}, map[string]string{}
+// imageSettings are img's settings as the image reader takes them, and
+// the field each per-image annotation key ("<alias>.<key>", and
+// image-list for the name and constraint) stands for.
+func imageSettings(img *imageupdater.RuleImage) (imageupdate.ImageSettings, map[string]string) {
+	in := imageupdate.ImageSettings{Alias: img.Alias, Name: img.Image, Constraint: img.Constraint,
+		Values: map[string]string{}, Lists: map[string][]string{}}
+	paths := map[string]string{imageupdate.KeyImageList: img.Fields["image"]}
 	a := imageupdate.OptionAlias(img.Alias) + "."
 	set := func(field, key, value string) {
 		if p, ok := img.Fields[field]; ok {
-			ann[imageupdate.Prefix+a+key] = value
+			in.Values[key] = value
+			paths[a+key] = p
+		}
+	}
+	list := func(field, key string, value []string) {
+		if p, ok := img.Fields[field]; ok {
+			in.Lists[key] = value
 			paths[a+key] = p
 		}
 	}
 	set("strategy", imageupdate.KeyStrategy, img.Strategy)
 	set("allowTags", imageupdate.KeyAllowTags, img.AllowTags)
-	set("ignoreTags", imageupdate.KeyIgnoreTags, strings.Join(img.IgnoreTags, ","))
+	list("ignoreTags", imageupdate.KeyIgnoreTags, img.IgnoreTags)
 	set("pullSecret", imageupdate.KeyPullSecret, img.PullSecret)
-	set("platforms", imageupdate.KeyPlatforms, strings.Join(img.Platforms, ","))
+	list("platforms", imageupdate.KeyPlatforms, img.Platforms)
 	set("forceUpdate", imageupdate.KeyForceUpdate, strconv.FormatBool(img.ForceUpdate))
 	set("helm.imageName", imageupdate.KeyHelmImageName, img.Helm.ImageName)
 	set("helm.imageTag", imageupdate.KeyHelmImageTag, img.Helm.ImageTag)
 	set("helm.imageSpec", imageupdate.KeyHelmImageSpec, img.Helm.ImageSpec)
 	set("kustomizeImageName", imageupdate.KeyKustomizeImage, img.KustomizeImageName)
-	return ann, paths
+	return in, paths
 }
 
 // fieldOf maps an error about the spec read from r's annotations to the
