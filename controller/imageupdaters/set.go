@@ -2,9 +2,11 @@ package imageupdaters
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
@@ -84,6 +86,18 @@ func (s *Set) Apply(u *imageupdater.Resource, parseErr error) {
 	s.signal()
 }
 
+// Problems returns the problems of the resource namespace/name's own
+// fields, as compiled (not an Application's): what the status and `crowsnest
+// migrate` report. nil when the resource is not in force.
+func (s *Set) Problems(key string) []error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if res := s.resources[key]; res != nil {
+		return slices.Clone(res.problems)
+	}
+	return nil
+}
+
 // report says a resource's problems: a log line each, the metric.
 func (s *Set) report(res *resource) {
 	s.Metrics.problems(res.key, len(res.problems))
@@ -117,46 +131,211 @@ func (s *Set) index() {
 	}
 }
 
-// winner returns the resource and rule that decide for app: resources of
-// its namespace by name, each's applicationRefs most specific first, the
-// first that matches. Called with s.mu held.
-func (s *Set) winner(app *watcher.App) (*resource, *rule) {
+// match is one resource's say about an Application: the resource and
+// its most specific applicationRef that takes the Application.
+type match struct {
+	res *resource
+	r   *rule
+	// ann and annErrs are the Application's annotations read, for a
+	// useAnnotations rule.
+	ann     *imageupdate.Spec
+	annErrs []error
+}
+
+// matches returns what every ImageUpdater of app's namespace says about
+// it, resources by name: argocd-image-updater reconciles each resource on
+// its own, so each one's images are updated. Within a resource its
+// applicationRefs are tried most specific first and the first that
+// takes app decides; a useAnnotations ref whose annotations give nothing
+// to update (no image-list, a broken write-back or force-update) passes
+// app on to the next ref, as argocd-image-updater's
+// FilterApplicationsForUpdate does. Called with s.mu held (read).
+func (s *Set) matches(app *watcher.App) []match {
+	var out []match
 	for _, res := range s.byNamespace[app.Namespace] {
 		for i := range res.rules {
-			if res.rules[i].Matches(app.Namespace, app.Name, app.Labels) {
-				return res, &res.rules[i]
+			r := &res.rules[i]
+			if !r.Matches(app.Namespace, app.Name, app.Labels) {
+				continue
 			}
+			m := match{res: res, r: r}
+			if r.UseAnnotations {
+				m.ann, m.annErrs = imageupdate.FromAnnotations(app.Annotations)
+				if !annotationsTake(m.ann, m.annErrs) {
+					continue
+				}
+			}
+			out = append(out, m)
+			break
 		}
 	}
-	return nil, nil
+	return out
+}
+
+// annotationsTake reports whether an Application's annotations, read for
+// a useAnnotations applicationRef, take it: argocd-image-updater goes on
+// to the next applicationRef when it cannot read the image list, the
+// common settings (force-update) or the write-back configuration from them.
+func annotationsTake(spec *imageupdate.Spec, errs []error) bool {
+	if spec == nil || spec.WriteBack.Method == "" {
+		return false
+	}
+	for _, err := range errs {
+		var ae *imageupdate.AnnotationError
+		if errors.As(err, &ae) && imageupdate.KeyKind(ae.Key) == imageupdate.KeyForceUpdate {
+			return false
+		}
+	}
+	return true
 }
 
 // Match is the image reconciler's hook: the spec the ImageUpdaters give
 // app and its problems, ok false when none selects it (annotations and
 // image policies then apply as without ImageUpdaters). A rule with
-// useAnnotations gives the Application's own annotations.
+// useAnnotations gives the Application's own annotations. When several
+// resources select app, their images are updated together: crowsnest
+// writes an Application one way, so a resource whose write-back differs
+// from the first one's (by name), or that names an image another resource
+// already updates, has those images refused, named on that resource.
 func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
 	s.mu.RLock()
-	res, r := s.winner(app)
+	ms := s.matches(app)
 	s.mu.RUnlock()
-	if res == nil {
+	if len(ms) == 0 {
 		return nil, nil, false
 	}
-	if r.UseAnnotations {
-		spec, errs := imageupdate.FromAnnotations(app.Annotations)
-		s.setAppProblems(res.key, app.Key(), nil)
-		return spec, errs, true
+	var out *imageupdate.Spec
+	var errs []error
+	from := map[string]string{} // image name -> the resource that updates it
+	var first *match
+	for i := range ms {
+		m := &ms[i]
+		spec, own := s.specOf(m, app)
+		if spec != nil {
+			switch {
+			case out == nil || len(out.Images) == 0 && len(spec.Images) > 0:
+				// A spec without images (its images refused) still
+				// carries its problems to the reconciler.
+				out, first = spec, m
+				for j := range spec.Images {
+					from[spec.Images[j].Name] = m.res.key
+				}
+			case len(spec.Images) == 0:
+			case spec.WriteBack != out.WriteBack:
+				own = append(own, m.conflict("ImageUpdater %s also selects this Application, with another write-back (%s there, %s here); "+
+					"crowsnest writes an Application one way, so the images %s are not updated from here",
+					first.res.key, describeWB(out.WriteBack), describeWB(spec.WriteBack), aliases(spec.Images)))
+			default:
+				own = append(own, m.merge(out, spec, from)...)
+			}
+		}
+		errs = append(errs, own...)
+		// The resource's status lists its own fields' problems; an
+		// Application's annotation problems are the Application's.
+		var fields []error
+		for _, err := range own {
+			if fe := (*FieldError)(nil); errors.As(err, &fe) {
+				fields = append(fields, err)
+			}
+		}
+		s.setAppProblems(m.res.key, app.Key(), fields)
 	}
-	if r.images == 0 {
-		s.setAppProblems(res.key, app.Key(), nil)
-		return nil, nil, true
+	return out, errs, true
+}
+
+// specOf is what one resource says to update in app, and its problems.
+func (s *Set) specOf(m *match, app *watcher.App) (*imageupdate.Spec, []error) {
+	if m.r.UseAnnotations {
+		return m.ann, m.annErrs
 	}
-	// The annotations were read once at compile; read again, the spec is
-	// the reconciler's own to change.
-	spec, _ := imageupdate.FromAnnotations(r.ann)
-	errs := s.checkTenancy(res.key, r, app, spec)
-	s.setAppProblems(res.key, app.Key(), errs)
-	return spec, errs, true
+	if m.r.images == 0 {
+		return nil, nil
+	}
+	spec := m.r.spec
+	spec.Images = slices.Clone(m.r.spec.Images)
+	errs := s.checkTenancy(m.res.key, m.r, app, &spec)
+	return &spec, errs
+}
+
+// merge adds spec's images to out, but for an image another resource
+// already updates (which would have two policies pick its version), and
+// past the images one Application may have. An alias another resource
+// uses is qualified by this resource's name, so results stay apart.
+func (m *match) merge(out, spec *imageupdate.Spec, from map[string]string) []error {
+	var errs []error
+	taken := map[string]bool{}
+	for i := range out.Images {
+		taken[out.Images[i].Alias] = true
+	}
+	for i := range spec.Images {
+		img := spec.Images[i]
+		switch {
+		case from[img.Name] != "":
+			errs = append(errs, m.imageProblem(img.Alias, "image %s is also updated by ImageUpdater %s, which selects this Application too; it is not updated from here", img.Name, from[img.Name]))
+			continue
+		case len(out.Images) >= imageupdate.MaxImages:
+			errs = append(errs, m.imageProblem(img.Alias, "the ImageUpdaters selecting this Application list more than the %d images an Application may have; not updated", imageupdate.MaxImages))
+			continue
+		}
+		if taken[img.Alias] {
+			img.Alias = m.res.name + "/" + img.Alias
+		}
+		taken[img.Alias] = true
+		from[img.Name] = m.res.key
+		out.Images = append(out.Images, img)
+	}
+	return errs
+}
+
+// conflict is a problem with this match's whole applicationRef.
+func (m *match) conflict(format string, args ...any) error {
+	path := m.r.Path
+	if p := m.r.WriteBackFields["method"]; p != "" {
+		path = p
+	}
+	return &FieldError{Resource: m.res.key, Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// imageProblem is a problem with one of this match's images.
+func (m *match) imageProblem(alias, format string, args ...any) error {
+	path := m.r.Path
+	if !m.r.UseAnnotations {
+		path = m.r.image(alias).Path
+	}
+	return &FieldError{Resource: m.res.key, Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// describeWB says a write-back in the words of the annotations.
+func describeWB(wb imageupdate.WriteBack) string {
+	s := "method " + string(wb.Method)
+	if wb.GitCredentials != "" {
+		s += ":" + wb.GitCredentials
+	}
+	if wb.Target.Kind != "" && wb.Target.Kind != imageupdate.TargetArgoCDSource {
+		s += ", target " + string(wb.Target.Kind)
+		if wb.Target.Path != "" {
+			s += ":" + wb.Target.Path
+		}
+	}
+	if wb.Branch != "" || wb.PushBranch != "" {
+		s += ", branch " + wb.Branch
+		if wb.PushBranch != "" {
+			s += ":" + wb.PushBranch
+		}
+	}
+	if wb.Repository != "" {
+		s += ", repository " + wb.Repository
+	}
+	return s
+}
+
+// aliases lists the images' aliases.
+func aliases(imgs []imageupdate.Image) string {
+	names := make([]string, len(imgs))
+	for i := range imgs {
+		names[i] = imgs[i].Alias
+	}
+	return strings.Join(names, ", ")
 }
 
 // checkTenancy applies Check to each image and to the write-back, so that

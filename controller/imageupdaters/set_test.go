@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
+	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -83,8 +85,12 @@ func TestCompileIsTheEquivalentAnnotations(t *testing.T) {
 		p + "write-back-target":   "helmvalues:values.yaml",
 		p + "git-branch":          "main",
 	}
-	if d := cmp.Diff(want, r.ann); d != "" {
-		t.Errorf("annotations (-want +got):\n%s", d)
+	wantSpec, errs := imageupdate.FromAnnotations(want)
+	if wantSpec == nil || len(errs) != 1 { // platforms with semver, as below
+		t.Fatalf("the equivalent annotations: %v %v", wantSpec, errs)
+	}
+	if d := cmp.Diff(wantSpec, &r.spec, cmpopts.IgnoreUnexported(imageupdate.Spec{}), cmp.Comparer(sameRepository)); d != "" {
+		t.Errorf("spec, against the equivalent annotations' (-want +got):\n%s", d)
 	}
 	var got []string
 	for _, err := range res.problems {
@@ -105,6 +111,8 @@ func TestCompileIsTheEquivalentAnnotations(t *testing.T) {
 	}
 }
 
+func sameRepository(a, b imageref.Repository) bool { return a.String() == b.String() }
+
 func app(ns, name string, ann map[string]string) *watcher.App {
 	return &watcher.App{Namespace: ns, Name: name, Annotations: ann}
 }
@@ -115,14 +123,14 @@ kind: ImageUpdater
 metadata: {name: a-first, namespace: team-a}
 spec:
   applicationRefs:
-  - namePattern: shop-both
+  - namePattern: both
     images: [{alias: api, imageName: ghcr.io/acme/api}]
 `, `
 kind: ImageUpdater
 metadata: {name: z-last, namespace: team-a}
 spec:
   applicationRefs:
-  - namePattern: shop-both
+  - namePattern: both
     images: [{alias: other, imageName: ghcr.io/acme/other}]
 `)
 	own := map[string]string{imageupdate.Prefix + "image-list": "mine=ghcr.io/acme/mine"}
@@ -146,7 +154,7 @@ spec:
 		{"useAnnotations reads the annotations", app("team-a", "shop-legacy", own), true, []string{"mine"}, nil},
 		{"another namespace is never selected", app("team-b", "shop-web", own), false, nil, nil},
 		{"no resource selects it", app("team-a", "blog", own), false, nil, nil},
-		{"the first resource by name decides", app("team-a", "shop-both", nil), true, []string{"api"}, nil},
+		{"each resource selecting it adds its images, by name", app("team-a", "both", nil), true, []string{"api", "other"}, nil},
 		{"another namespace's Secrets are refused, naming the field", app("team-a", "shop-thief", nil), true, nil, []string{
 			"ImageUpdater team-a/shop spec.applicationRefs[2].images[0].commonUpdateSettings.pullSecret: pullsecret:team-b/regcred for image web: refused",
 			"ImageUpdater team-a/shop spec.applicationRefs[2].writeBackConfig.method: refused",
@@ -211,9 +219,10 @@ func TestStatusDesired(t *testing.T) {
 	w.Set.Apply(parse(t, strings.Replace(shop, "shop-legacy", "shop-*legacy", 1)), nil)
 	obs := w.observe()["team-a/shop"]
 	// shop-web: web, arm; shop-legacy: its two annotated images;
-	// shop-empty-legacy has no image; team-b is another namespace; the
-	// thief is not among the apps.
-	if obs.apps != 2 || obs.images != 4 || len(obs.problems) != 2 {
+	// shop-empty-legacy has no image-list, so the useAnnotations ref
+	// passes it on to "shop-*" (web, arm), as argocd-image-updater does;
+	// team-b is another namespace; the thief is not among the apps.
+	if obs.apps != 3 || obs.images != 6 || len(obs.problems) != 2 {
 		t.Fatalf("observed %+v", obs)
 	}
 
@@ -228,7 +237,7 @@ func TestStatusDesired(t *testing.T) {
 		t.Fatalf("first write: changed %v, %v", changed, err)
 	}
 	st := next.Object["status"].(map[string]any)
-	if st["applicationsMatched"] != int64(2) || st["imagesManaged"] != int64(4) || st["observedGeneration"] != int64(3) || st["recentUpdates"] == nil {
+	if st["applicationsMatched"] != int64(3) || st["imagesManaged"] != int64(6) || st["observedGeneration"] != int64(3) || st["recentUpdates"] == nil {
 		t.Errorf("status %v", st)
 	}
 	conds := map[string]string{}

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -150,23 +149,18 @@ func (w *StatusWriter) observe() map[string]*observed {
 		if app == nil {
 			continue
 		}
-		res, r := s.winner(app)
-		if res == nil {
-			continue
-		}
-		n := r.images
-		if r.UseAnnotations {
-			n = 0
-			if spec, _ := imageupdate.FromAnnotations(app.Annotations); spec != nil {
-				n = len(spec.Images)
+		for _, m := range s.matches(app) {
+			n := m.r.images
+			if m.r.UseAnnotations {
+				n = len(m.ann.Images)
 			}
+			o := out[m.res.key]
+			if n > 0 {
+				o.apps++
+				o.images += int32(n) //nolint:gosec // at most MaxImages per Application
+			}
+			o.problems = append(o.problems, s.appProblems[m.res.key][appKey]...)
 		}
-		o := out[res.key]
-		if n > 0 {
-			o.apps++
-			o.images += int32(n) //nolint:gosec // at most MaxImages per Application
-		}
-		o.problems = append(o.problems, s.appProblems[res.key][appKey]...)
 	}
 	return out
 }

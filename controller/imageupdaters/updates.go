@@ -38,20 +38,39 @@ func (s *Set) Observe(app *watcher.App, ev triggers.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
-	res, r := s.winner(app)
-	if res == nil {
-		return
-	}
-	alias := ev.Image
-	for i := range r.Images {
-		if r.Images[i].Image == ev.Image {
-			alias = r.Images[i].Alias
+	ms := s.matches(app)
+	for _, m := range ms {
+		if alias, ok := m.alias(ev.Image); ok {
+			s.observe(m.res.key, app, ev, alias)
+			return
 		}
 	}
-	u := s.updates[res.key]
+	if len(ms) > 0 { // an image no resource names: the first's, by its name
+		s.observe(ms[0].res.key, app, ev, ev.Image)
+	}
+}
+
+// alias returns the alias of image in the match's rule; a useAnnotations
+// rule's images are the Application's annotations'.
+func (m *match) alias(image string) (string, bool) {
+	imgs := m.r.spec.Images
+	if m.r.UseAnnotations {
+		imgs = m.ann.Images
+	}
+	for i := range imgs {
+		if imgs[i].Name == image {
+			return imgs[i].Alias, true
+		}
+	}
+	return "", false
+}
+
+// observe records ev for the resource resKey; called with s.mu held.
+func (s *Set) observe(resKey string, app *watcher.App, ev triggers.Event, alias string) {
+	u := s.updates[resKey]
 	if u == nil {
 		u = &updates{}
-		s.updates[res.key] = u
+		s.updates[resKey] = u
 	}
 	at := ev.Time
 	if at.IsZero() {
