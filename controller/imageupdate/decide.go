@@ -138,12 +138,12 @@ func decideImage(app *watcher.App, spec *Spec, img *Image, res policy.Result) (C
 	if res.Pinned {
 		ch.Digest = res.Digest // only the digest strategy deploys by digest
 	}
-	current, deployed := currentVersion(app, spec, img, src)
+	current, deployed, renamed := currentVersion(app, spec, img, src)
 	if !deployed && !img.ForceUpdate {
 		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonNotDeployed,
 			Detail: "the image is neither in status.summary.images nor set in the spec (force-update not set)"}
 	}
-	if current == to {
+	if current == to && !renamed {
 		return Change{}, &Skip{Alias: img.Alias, Reason: ReasonUpToDate, Detail: to}
 	}
 	ch.From = current
@@ -259,17 +259,35 @@ func kustomizeName(img *Image) string {
 
 // currentVersion finds what the Application runs or is set to run: an
 // override in the spec wins (it is what the next sync deploys), else the
-// image as Argo CD reports it in status.summary.images.
-func currentVersion(app *watcher.App, spec *Spec, img *Image, src *watcher.Source) (string, bool) {
+// image as Argo CD reports it in status.summary.images. With a kustomize
+// name, a running image of that name is looked for first, as
+// argocd-image-updater does (ContainerImageList.ContainsImage): the
+// upstream image a kustomization still carries is the one the override
+// will replace, so it is deployed, and renamed says an override is due
+// even at the same tag (its needsUpdate: the names differ).
+func currentVersion(app *watcher.App, spec *Spec, img *Image, src *watcher.Source) (version string, deployed, renamed bool) {
 	if src != nil {
 		if v, ok := specVersion(img, src); ok {
-			return v, true
+			return v, true, false
 		}
 	}
 	want := img.Ref.Repo()
+	if img.KustomizeName != "" {
+		if k, err := spec.parseRunning(img.KustomizeName); err == nil && k.Repo() != want {
+			if v, ok := runningVersion(app, spec, k.Repo()); ok {
+				return v, true, true
+			}
+		}
+	}
+	v, ok := runningVersion(app, spec, want)
+	return v, ok, false
+}
+
+// runningVersion is the version status.summary.images gives repo.
+func runningVersion(app *watcher.App, spec *Spec, repo string) (string, bool) {
 	for _, s := range app.Images {
 		ref, err := spec.parseRunning(s)
-		if err != nil || ref.Repo() != want {
+		if err != nil || ref.Repo() != repo {
 			continue
 		}
 		if ref.Digest != "" {

@@ -70,6 +70,22 @@ func TestDecide(t *testing.T) {
 			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonUpToDate, Detail: "1.1.0"}}},
 		},
 		{
+			// argocd-image-updater's ContainsImage looks for the kustomize
+			// name first, and its needsUpdate wants an override while the
+			// names differ, even at the same tag.
+			name: "a kustomize name the live image still carries: that image is replaced, even at the same tag",
+			app:  kustomizeApp([]string{"nginx:1.1.0"}), results: sel("1.1.0"),
+			spec: mustSpec(t, "image-list", "web=ghcr.io/org/web", "web.kustomize.image-name", "nginx"),
+			want: Plan{Changes: []Change{{Alias: "web", Image: "ghcr.io/org/web", From: "1.1.0", To: "1.1.0", SourceIndex: -1,
+				Kustomize: "nginx=ghcr.io/org/web:1.1.0", KustomizeName: "nginx"}}},
+		},
+		{
+			name: "a kustomize name whose override is in the spec: up to date",
+			app:  kustomizeApp([]string{"nginx:1.1.0"}, "nginx=ghcr.io/org/web:1.1.0"), results: sel("1.1.0"),
+			spec: mustSpec(t, "image-list", "web=ghcr.io/org/web", "web.kustomize.image-name", "nginx"),
+			want: Plan{Skipped: []Skip{{Alias: "web", Reason: ReasonUpToDate, Detail: "1.1.0"}}},
+		},
+		{
 			name: "not deployed is left alone",
 			app:  kustomizeApp([]string{"redis:7"}), spec: mustSpec(t, "image-list", "nginx"), results: sel("1.1.0"),
 			want: Plan{Skipped: []Skip{{Alias: "nginx", Reason: ReasonNotDeployed,
