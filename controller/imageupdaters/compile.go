@@ -20,7 +20,17 @@ type FieldError struct {
 	Path string
 	Msg  string
 	Err  error
+	// Warning says nothing was left out: the field is read as
+	// argocd-image-updater reads it (an unknown strategy is semver), or
+	// ignored as it ignores it, and crowsnest says so.
+	Warning bool
 }
+
+// ErrNotUpdated is wrapped by the problems of images an ImageUpdater
+// asks for that crowsnest does not update in one Application because
+// another ImageUpdater selecting it already does, or writes it another
+// way; argocd-image-updater runs each resource on its own and would.
+var ErrNotUpdated = errors.New("not updated: another ImageUpdater decides for this Application")
 
 func (e *FieldError) Error() string {
 	return "ImageUpdater " + e.Resource + " " + e.Path + ": " + e.Msg
@@ -108,7 +118,7 @@ func (r *rule) build(resKey string) []error {
 			if ae != nil {
 				msg = ae.Msg
 			}
-			problems = append(problems, &FieldError{Resource: resKey, Path: path, Msg: msg, Err: errors.Unwrap(err)})
+			problems = append(problems, &FieldError{Resource: resKey, Path: path, Msg: msg, Err: errors.Unwrap(err), Warning: ok})
 		}
 		if !ok {
 			continue

@@ -189,6 +189,20 @@ func annotationsTake(spec *imageupdate.Spec, errs []error) bool {
 	return true
 }
 
+// Deciding names, for each ImageUpdater that selects app, the
+// applicationRef that decides ("ImageUpdater <ns>/<name>
+// spec.applicationRefs[i]"), in the order Match takes them, and whether
+// it reads the Application's annotations (useAnnotations).
+func (s *Set) Deciding(app *watcher.App) (refs []string, useAnnotations []bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, m := range s.matches(app) {
+		refs = append(refs, "ImageUpdater "+m.res.key+" "+m.r.Path)
+		useAnnotations = append(useAnnotations, m.r.UseAnnotations)
+	}
+	return refs, useAnnotations
+}
+
 // Match is the image reconciler's hook: the spec the ImageUpdaters give
 // app and its problems, ok false when none selects it (annotations and
 // image policies then apply as without ImageUpdaters). A rule with
@@ -293,7 +307,7 @@ func (m *match) conflict(format string, args ...any) error {
 	if p := m.r.WriteBackFields["method"]; p != "" {
 		path = p
 	}
-	return &FieldError{Resource: m.res.key, Path: path, Msg: fmt.Sprintf(format, args...)}
+	return &FieldError{Resource: m.res.key, Path: path, Msg: fmt.Sprintf(format, args...), Err: ErrNotUpdated}
 }
 
 // imageProblem is a problem with one of this match's images.
@@ -302,7 +316,7 @@ func (m *match) imageProblem(alias, format string, args ...any) error {
 	if !m.r.UseAnnotations {
 		path = m.r.image(alias).Path
 	}
-	return &FieldError{Resource: m.res.key, Path: path, Msg: fmt.Sprintf(format, args...)}
+	return &FieldError{Resource: m.res.key, Path: path, Msg: fmt.Sprintf(format, args...), Err: ErrNotUpdated}
 }
 
 // describeWB says a write-back in the words of the annotations.

@@ -45,10 +45,8 @@ type migration struct {
 	// secretNamespaces are namespaces (other than Argo CD's) whose
 	// Secrets the annotations or registries name, with what names them.
 	secretNamespaces map[string][]string
-	// updaters are the ImageUpdaters in force, as the daemon holds them;
-	// updaterRules name the rule that decides for an Application.
-	updaters     *imageupdaters.Set
-	updaterRules []updaterRules
+	// updaters are the ImageUpdaters in force, as the daemon holds them.
+	updaters *imageupdaters.Set
 }
 
 // ServiceBuilder builds notification services as `crowsnest run` builds

@@ -1,30 +1,21 @@
 package migrate
 
 import (
-	"cmp"
 	"errors"
 	"log/slog"
-	"slices"
 	"strings"
 
-	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// updaterRules is one ImageUpdater's rules, for naming the
-// resource and applicationRef that decide for an Application.
-type updaterRules struct {
-	key, namespace string
-	rules          []imageupdater.Rule
-}
-
 // readImageUpdaters puts argocd-image-updater 1.x's ImageUpdater
 // resources in force as the daemon does (imageupdaters.Decode, Set.Apply;
 // the image reconciler then asks Set.Match first) and records each
-// resource's problems: what they leave out would not be updated.
+// resource's problems as the daemon compiles them: what they leave out
+// would not be updated; a warning is read as argocd-image-updater reads it.
 func (m *migration) readImageUpdaters() {
 	m.updaters = &imageupdaters.Set{Check: m.tenancy.CheckAnnotations, Log: slog.New(slog.DiscardHandler)}
 	for _, u := range m.in.imageUpdaters {
@@ -38,45 +29,38 @@ func (m *migration) readImageUpdaters() {
 			continue
 		}
 		mu.Analysed = true
-		if parseErr != nil {
-			m.differs(Finding{Where: where, What: "fields this crowsnest does not know are ignored: " + parseErr.Error()})
-		}
 		m.updaters.Apply(iu, parseErr)
-		rules, problems := iu.Rules()
-		for _, fe := range problems {
-			m.cannot(Finding{Where: where + " " + fe.Path, What: fe.Msg, Breaks: true})
-		}
-		m.updaterRules = append(m.updaterRules, updaterRules{key: key, namespace: u.GetNamespace(), rules: rules})
-		for _, app := range m.in.apps {
-			if r := m.updaterRuleFor(app); r != nil && strings.HasPrefix(r.where, where+" ") {
-				mu.Apps = append(mu.Apps, app.Key())
+		for _, err := range m.updaters.Problems(key) {
+			var fe *imageupdaters.FieldError
+			if !errors.As(err, &fe) {
+				continue
 			}
+			f := Finding{Where: where + " " + fe.Path, What: fe.Msg}
+			if fe.Warning || parseErr != nil && fe.Path == "spec" {
+				m.differs(f)
+				continue
+			}
+			f.Breaks = true
+			m.cannot(f)
 		}
 		m.rep.Updaters = append(m.rep.Updaters, mu)
 	}
-	slices.SortFunc(m.updaterRules, func(a, b updaterRules) int { return cmp.Compare(a.key, b.key) })
-}
-
-// updaterRuleRef names the resource and applicationRef that decide for an
-// Application, in the daemon's order (resources of the Application's
-// namespace by name, each one's rules most specific first).
-type updaterRuleRef struct {
-	where          string
-	useAnnotations bool
-}
-
-func (m *migration) updaterRuleFor(app *watcher.App) *updaterRuleRef {
-	for _, ur := range m.updaterRules {
-		if ur.namespace != app.Namespace {
+	// Which Applications each resource decides for, now that all are in
+	// force: several may decide for one.
+	for i := range m.rep.Updaters {
+		mu := &m.rep.Updaters[i]
+		if !mu.Analysed {
 			continue
 		}
-		for i := range ur.rules {
-			if ur.rules[i].Matches(app.Namespace, app.Name, app.Labels) {
-				return &updaterRuleRef{where: "ImageUpdater " + ur.key + " " + ur.rules[i].Path, useAnnotations: ur.rules[i].UseAnnotations}
+		for _, app := range m.in.apps {
+			refs, _ := m.updaters.Deciding(app)
+			for _, r := range refs {
+				if strings.HasPrefix(r, "ImageUpdater "+mu.Name+" ") {
+					mu.Apps = append(mu.Apps, app.Key())
+				}
 			}
 		}
 	}
-	return nil
 }
 
 // updaterSpec asks the ImageUpdaters in force about app, as the image
@@ -93,10 +77,10 @@ func (m *migration) updaterSpec(app *watcher.App, ma *App) (spec *imageupdate.Sp
 		}
 		return nil, nil, nil, false
 	}
-	ref = m.updaterRuleFor(app)
-	if ref == nil {
-		ref = &updaterRuleRef{where: "an ImageUpdater"}
-	}
+	refs, useAnn := m.updaters.Deciding(app)
+	// The first resource's applicationRef gives the write-back, and with
+	// useAnnotations the Application's annotations do.
+	ref = &updaterRuleRef{where: strings.Join(refs, " and "), useAnnotations: len(useAnn) > 0 && useAnn[0]}
 	for _, err := range errs {
 		var fe *imageupdaters.FieldError
 		if !errors.As(err, &fe) {
@@ -104,14 +88,26 @@ func (m *migration) updaterSpec(app *watcher.App, ma *App) (spec *imageupdate.Sp
 			continue
 		}
 		f := Finding{Where: "ImageUpdater " + fe.Resource + " " + fe.Path, What: fe.Msg}
-		if errors.Is(err, tenancy.ErrRefused) {
+		switch {
+		case errors.Is(err, tenancy.ErrRefused):
 			f.Why, f.Breaks = "an ImageUpdater is as trusted as its namespace's annotations: Secrets of its own namespace, its Applications' AppProject repositories", true
 			ma.Cannot = append(ma.Cannot, f)
-			continue
+		case errors.Is(err, imageupdaters.ErrNotUpdated):
+			f.Why, f.Breaks = "argocd-image-updater runs each ImageUpdater on its own, so each writes its images its own way; crowsnest updates an Application's images together and writes them one way", true
+			ma.Cannot = append(ma.Cannot, f)
+		default:
+			ma.Differs = append(ma.Differs, f)
 		}
-		ma.Differs = append(ma.Differs, f)
 	}
 	return spec, annErrs, ref, true
+}
+
+// updaterRuleRef names the applicationRefs that decide for an
+// Application ("ImageUpdater <ns>/<name> spec.applicationRefs[i]", joined
+// with "and" when several resources do).
+type updaterRuleRef struct {
+	where          string
+	useAnnotations bool
 }
 
 // imageUpdateListKey is the annotation that makes an Application one
