@@ -251,7 +251,7 @@ spec:
     useAnnotations: true
   - namePattern: broken
     images:
-    - {alias: bad, imageName: "%[1]s:1.x", commonUpdateSettings: {updateStrategy: newest}}
+    - {alias: bad, imageName: "%[1]s:1.x", commonUpdateSettings: {allowTags: "regexp:(("}}
     - {alias: good, imageName: "%[2]s:^1"}
   - namePattern: hostile
     images:
@@ -367,7 +367,7 @@ spec:
 	}
 	msg, _ := errCond["message"].(string)
 	for _, want := range []string{
-		"spec.applicationRefs[4].images[0].commonUpdateSettings.updateStrategy: unknown strategy",
+		"spec.applicationRefs[4].images[0].commonUpdateSettings.allowTags:",
 		"spec.applicationRefs[5].images[0].commonUpdateSettings.pullSecret: pullsecret:" + nsAnn + "/stolen",
 		"refused by the tenancy rules",
 	} {
@@ -404,7 +404,7 @@ spec:
 	if got := kustomizeImages(t, nsAnn, "legacy"); !cmp.Equal([]string{web + ":1.4.0"}, got) {
 		t.Errorf("nsAnn legacy: %v", got)
 	}
-	d.waitLog(t, `"msg":"invalid ImageUpdater field"`, `spec.applicationRefs[4].images[0].commonUpdateSettings.updateStrategy`)
+	d.waitLog(t, `"msg":"invalid ImageUpdater field"`, `spec.applicationRefs[4].images[0].commonUpdateSettings.allowTags`)
 	waitFor(t, "the problems metric", func() bool {
 		_, body := httpGet(t.Context(), "http://"+metricsAddr+"/metrics")
 		return strings.Contains(body, `crowsnest_imageupdater_problems{imageupdater="`+nsCR+`/kube-apps"} 1`) &&
