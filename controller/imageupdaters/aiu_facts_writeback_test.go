@@ -27,6 +27,8 @@ func wbIU(specWB, refWB string) []string {
 func TestAIUImageUpdaterWriteBackFacts(t *testing.T) {
 	gitSecret := gitWB(sourceTarget)
 	gitSecret.GitCredentials = "secret:team-a/git"
+	gitSecretName := gitWB(sourceTarget)
+	gitSecretName.GitCredentials = "secret:team-a/git-creds"
 	repocreds := gitWB(sourceTarget)
 	repocreds.GitCredentials = "repocreds"
 	merged := gitWB(imageupdate.Target{Kind: imageupdate.TargetHelmValues, Path: "values.yaml"})
@@ -48,6 +50,8 @@ func TestAIUImageUpdaterWriteBackFacts(t *testing.T) {
 			docs: wbIU(`{method: "git:repocreds"}`, ""), images: images, wb: repocreds},
 		{name: "method git:secret:<namespace>/<name>", source: "pkg/argocd/gitcreds.go (getCredsFromSecret)",
 			docs: wbIU(`{method: "git:secret:team-a/git"}`, ""), images: images, wb: gitSecret},
+		{name: "method git:secret:<name> is a Secret in the resource's namespace", source: "docs/basics/update-methods.md (\"secret:<secret> - secret name only\"), pkg/argocd/gitcreds.go (getCredsFromSecret)",
+			docs: wbIU(`{method: "git:secret:git-creds"}`, ""), images: images, wb: gitSecretName},
 		{name: "a git:secret: in another namespace is refused: nothing is written", source: "pkg/argocd/gitcreds.go (\"secret namespace '%s' differs from app namespace\")",
 			docs: wbIU(`{method: "git:secret:team-b/git"}`, ""), images: images,
 			wb: &imageupdate.WriteBack{GitCredentials: "secret:team-b/git", Target: sourceTarget}, problems: []string{at("spec.writeBackConfig.method")}},
