@@ -333,6 +333,7 @@ func (r *ImageReconciler) specOf(key string, app *watcher.App) (spec *imageupdat
 // checkSpec adds to errs what spec gets wrong (names, tenancy) and
 // reports them all: as a Warning each when they changed, else at Debug.
 func (r *ImageReconciler) checkSpec(app *watcher.App, key string, spec *imageupdate.Spec, errs []error) []error {
+	spec.ResolveIn(app.Namespace)
 	errs = append(errs, spec.Qualify(r.Names)...)
 	errs = append(errs, r.Tenancy.CheckAnnotations(app, spec)...)
 	if !r.newInvalid(key, errs) {

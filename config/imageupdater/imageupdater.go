@@ -156,6 +156,16 @@ type Rule struct {
 	// UseAnnotations says the Application's own argocd-image-updater
 	// annotations say what to update; Images and WriteBack are then empty.
 	UseAnnotations bool
+	// NoWrite, when set, is the field that forbids writing to the
+	// Applications the rule selects (gitConfig.pullRequest, which crowsnest
+	// cannot honour): the rule keeps them, so that no broader rule pushes
+	// where a review was asked for, and writes nothing.
+	NoWrite string
+	// Unverified, for a useAnnotations rule, is the path of the
+	// applicationRef's imagesVerification that asks for signature
+	// verification, which crowsnest does not do: the annotations' images
+	// are then not updated (argocd-image-updater would verify them).
+	Unverified string
 	// Images are the images that translated without problems.
 	Images []RuleImage
 	// WriteBack is the merged write-back configuration.
@@ -302,14 +312,20 @@ func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, veri
 	}
 	if ref.UseAnnotations != nil && *ref.UseAnnotations {
 		r.UseAnnotations = true
+		// argocd-image-updater reads the applicationRef's own
+		// imagesVerification for annotated images, not the spec's.
+		if v := verifyPath(fieldpath.Join(rp, "imagesVerification"), ref.ImagesVerification, ""); v != "" {
+			errs.invalid(v, "signature verification is on for this applicationRef and crowsnest does not verify signatures; the images of the Applications' annotations are not updated")
+			r.Unverified = v
+		}
 		return r, ok
 	}
 	if len(ref.Images) == 0 {
 		errs.invalid(fieldpath.Join(rp, "images"), "required unless useAnnotations is true")
 		ok = false
 	}
-	wb, fields, wbOK := mergeWriteBack(rp, s.WriteBackConfig, ref.WriteBackConfig, errs)
-	r.WriteBack, r.WriteBackFields = wb, fields
+	wb, fields, wbOK, noWrite := mergeWriteBack(rp, s.WriteBackConfig, ref.WriteBackConfig, errs)
+	r.WriteBack, r.WriteBackFields, r.NoWrite = wb, fields, noWrite
 	ok = ok && wbOK
 	refLayer := layer{fieldpath.Join(rp, "commonUpdateSettings"), ref.CommonUpdateSettings}
 	refVerify := verifyPath(fieldpath.Join(rp, "imagesVerification"), ref.ImagesVerification, verifyAt)
@@ -507,10 +523,10 @@ func verifyPath(p string, v *Verification, above string) string {
 
 // mergeWriteBack merges the spec's and the applicationRef's write-back
 // settings field by field; ok is false when the applicationRef must be left
-// out (nothing could be written as asked).
-func mergeWriteBack(rp string, global, ref *WriteBackConfig, errs *problems) (config.PolicyWriteBack, map[string]string, bool) {
-	var wb config.PolicyWriteBack
-	fields := map[string]string{}
+// out (nothing could be written as asked); noWrite, when set, is the field
+// that keeps the applicationRef but forbids writing (a pull request).
+func mergeWriteBack(rp string, global, ref *WriteBackConfig, errs *problems) (wb config.PolicyWriteBack, fields map[string]string, ok bool, noWrite string) {
+	fields = map[string]string{}
 	var pr string
 	for _, l := range []struct {
 		path string
@@ -540,7 +556,7 @@ func mergeWriteBack(rp string, global, ref *WriteBackConfig, errs *problems) (co
 			pr = fieldpath.Join(gp, "pullRequest")
 		}
 	}
-	ok := true
+	ok = true
 	m := wb.Method
 	isGit := m == "git" || strings.HasPrefix(m, "git:")
 	switch {
@@ -552,15 +568,18 @@ func mergeWriteBack(rp string, global, ref *WriteBackConfig, errs *problems) (co
 	}
 	if pr != "" && isGit {
 		// Pushing where argocd-image-updater would open a pull request
-		// would skip the review the resource asks for.
-		errs.invalid(pr, "crowsnest does not open pull requests; nothing is written for this applicationRef")
-		ok = false
+		// would skip the review the resource asks for. The
+		// applicationRef still selects its Applications (argocd-image-
+		// updater takes them): dropping it would hand them to a broader
+		// applicationRef that pushes.
+		errs.invalid(pr, "crowsnest does not open pull requests; nothing is written for the Applications this applicationRef selects")
+		noWrite = pr
 	}
 	if t := wb.Target; t != "" && isGit && !strings.HasPrefix(t, "kustomization") && !strings.HasPrefix(t, "helmvalues") {
 		errs.invalid(fields["target"], "%q: want kustomization[:<path>] or helmvalues[:<path>] (crowsnest does not write other parameter files); nothing is written for this applicationRef", t)
 		ok = false
 	}
-	return wb, fields, ok
+	return wb, fields, ok, noWrite
 }
 
 // cutConstraint cuts "<image>[:<constraint>]": the constraint follows the

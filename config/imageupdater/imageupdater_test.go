@@ -255,7 +255,9 @@ applicationRefs:
 				"spec.applicationRefs[6].namePattern:",
 				"spec.applicationRefs[8].namePattern: 1025 bytes, over the 1024-byte limit",
 			},
-			rules: map[string][]string{"spec.applicationRefs[7]": nil},
+			// d keeps its Applications and writes nothing (NoWrite): a
+			// broader ref must not push where a review was asked for.
+			rules: map[string][]string{"spec.applicationRefs[3]": {"x"}, "spec.applicationRefs[7]": nil},
 		},
 	}
 	for _, tt := range tests {

@@ -166,16 +166,6 @@ func readImage(entry string, ann map[string]string, fail failFunc) (Image, bool)
 	return r.read(img)
 }
 
-// read reads the settings of img, an entry already parsed.
-func (r *imageSettings) read(img Image) (Image, bool) {
-	r.readPolicy(&img)
-	r.readAccess(&img)
-	r.readNames(&img)
-	r.dropUnread(&img)
-	r.compile(&img)
-	return img, !r.bad
-}
-
 // imageSettings reads the settings of one image-list entry: its own
 // ("<alias>.<key>") or else the app-wide ones, remembering which
 // annotation key each came from so that errors name it.
@@ -191,6 +181,16 @@ type imageSettings struct {
 	keyAlias string            // the alias as spelt in option keys
 	keyOf    map[string]string // policy field -> annotation key
 	bad      bool              // a setting was refused: the image is left out
+}
+
+// read reads the settings of img, an entry already parsed.
+func (r *imageSettings) read(img Image) (Image, bool) {
+	r.readPolicy(&img)
+	r.readAccess(&img)
+	r.readNames(&img)
+	r.dropUnread(&img)
+	r.compile(&img)
+	return img, !r.bad
 }
 
 // readEntry parses "[alias=]image[:constraint]".
@@ -434,11 +434,18 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 		}
 	case strings.HasPrefix(m, "git:secret:"):
 		wb.Method = MethodGit
-		ns, name, ok := strings.Cut(strings.TrimPrefix(m, "git:secret:"), "/")
-		if !ok || !dnsLabelRE.MatchString(ns) || !dnsSubdomainRE.MatchString(name) {
-			fail(KeyWriteBack, "%s: want git:secret:<namespace>/<name>", quote(m))
+		ref := strings.TrimPrefix(m, "git:secret:")
+		ns, name, hasNS := strings.Cut(ref, "/")
+		if !hasNS {
+			// "git:secret:<name>" is a Secret in the Application's
+			// namespace, as argocd-image-updater reads it
+			// (getCredsFromSecret); Spec.ResolveIn fills it in.
+			ns, name = "", ref
 		}
-		wb.GitCredentials = "secret:" + ns + "/" + name
+		if hasNS && !dnsLabelRE.MatchString(ns) || !dnsSubdomainRE.MatchString(name) {
+			fail(KeyWriteBack, "%s: want git:secret:<namespace>/<name> or git:secret:<name>", quote(m))
+		}
+		wb.GitCredentials = "secret:" + ref
 	default:
 		fail(KeyWriteBack, "unknown method %s: want argocd, git, git:repocreds or git:secret:<namespace>/<name>", quote(m))
 	}

@@ -128,7 +128,7 @@ func TestMalformedAnnotations(t *testing.T) {
 		{name: "empty entry", in: ann("image-list", "nginx,,redis"), key: "image-list", msg: "entry 2 is empty", images: []string{"nginx", "redis"}},
 		{name: "both helm forms", in: ann("image-list", "ok=nginx, bad=redis", "bad.helm.image-spec", "image", "bad.helm.image-tag", "image.tag"), key: "bad.helm.image-spec", msg: "helm.image-spec is used", images: []string{"ok", "bad"}},
 		{name: "unknown write-back method", in: ann("image-list", "ok=nginx", "write-back-method", "svn"), key: "write-back-method", msg: `unknown method "svn"`, images: []string{"ok"}, noWrite: true},
-		{name: "bad git secret", in: ann("image-list", "ok=nginx", "write-back-method", "git:secret:nope"), key: "write-back-method", msg: "git:secret:<namespace>/<name>", images: []string{"ok"}, noWrite: true},
+		{name: "bad git secret", in: ann("image-list", "ok=nginx", "write-back-method", "git:secret:Bad_NS/x"), key: "write-back-method", msg: "git:secret:<namespace>/<name>", images: []string{"ok"}, noWrite: true},
 		{name: "unknown write-back target", in: ann("image-list", "ok=nginx", "write-back-method", "git", "write-back-target", "jsonnet:x"), key: "write-back-target", msg: "unknown target", images: []string{"ok"}, noWrite: true},
 		{name: "target without git", in: ann("image-list", "ok=nginx", "write-back-target", "kustomization"), key: "write-back-target", msg: "needs write-back-method git; ignored", images: []string{"ok"}},
 		{name: "bad branch template", in: ann("image-list", "ok=nginx", "write-back-method", "git", "git-branch", "main:upd-{{.Foo"), key: "git-branch", msg: "template", images: []string{"ok"}, noWrite: true},
@@ -234,5 +234,23 @@ func TestAliasWithSlash(t *testing.T) {
 	}
 	if _, errs := FromAnnotations(ann("image-list", "team/web=ghcr.io/team/web", "team_wbe.update-strategy", "semver")); len(errs) != 1 {
 		t.Errorf("a misspelt option key gave errors %v, want one unknown key", errs)
+	}
+}
+
+// "git:secret:<name>" is a Secret in the Application's namespace, as
+// argocd-image-updater reads it (pkg/argocd/gitcreds.go,
+// getCredsFromSecret); ResolveIn names the namespace.
+func TestGitSecretWithoutNamespaceIsTheApplications(t *testing.T) {
+	spec, errs := FromAnnotations(ann("image-list", "ok=nginx", "write-back-method", "git:secret:git-creds"))
+	if len(errs) != 0 || spec.WriteBack.Method != MethodGit {
+		t.Fatalf("write-back %+v, errors %v", spec.WriteBack, errs)
+	}
+	spec.ResolveIn("team-a")
+	if got := spec.WriteBack.GitCredentials; got != "secret:team-a/git-creds" {
+		t.Errorf("credentials %q, want secret:team-a/git-creds", got)
+	}
+	spec.ResolveIn("team-b") // a namespace once named stays
+	if got := spec.WriteBack.GitCredentials; got != "secret:team-a/git-creds" {
+		t.Errorf("credentials %q after a second ResolveIn", got)
 	}
 }

@@ -1,6 +1,8 @@
 package imageupdate
 
 import (
+	"strings"
+
 	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 )
@@ -85,7 +87,8 @@ const (
 type WriteBack struct {
 	Method Method
 	// GitCredentials is "" (the repository's Argo CD credentials),
-	// "repocreds" (the same, said explicitly) or "secret:<ns>/<name>".
+	// "repocreds" (the same, said explicitly) or "secret:<ns>/<name>";
+	// "secret:<name>" until ResolveIn names the namespace.
 	GitCredentials string
 	// Target is the file to edit with MethodGit.
 	Target Target
@@ -107,4 +110,14 @@ type Target struct {
 	// relative to the Application's source path, or to the repository
 	// root when it starts with "/"; empty is the kind's default.
 	Path string
+}
+
+// ResolveIn completes what the spec names relative to the Application's
+// namespace: a write-back Secret written without one ("git:secret:<name>")
+// is a Secret there, as argocd-image-updater reads it. Called once the
+// Application is known, before the tenancy rules look at the spec.
+func (s *Spec) ResolveIn(namespace string) {
+	if name, ok := strings.CutPrefix(s.WriteBack.GitCredentials, "secret:"); ok && !strings.Contains(name, "/") {
+		s.WriteBack.GitCredentials = "secret:" + namespace + "/" + name
+	}
 }

@@ -82,11 +82,16 @@ func TestAIUImageUpdaterWriteBackFacts(t *testing.T) {
 		{name: "repository overrides the Application's source repository", source: aiuTypesGo + " (GitConfig.Repository)",
 			docs: wbIU(`{method: git, gitConfig: {repository: "https://git.acme.io/config.git"}}`, ""), images: images,
 			wb: repository},
-		{name: "gitConfig.pullRequest with git is refused (no pull requests yet); like any write-back AIU cannot build, the Application goes to the next matching applicationRef",
-			source: aiuNewWBC + " (PRProvider, PRLabels), " + aiuFilter + " (continue)",
+		// AIU builds a pull-request write-back and keeps the applicationRef
+		// (no continue); crowsnest cannot open the pull request, so it keeps
+		// the applicationRef too (a broader one would push where a review
+		// was asked for) and writes nothing: an empty method.
+		{name: "gitConfig.pullRequest with git is refused (no pull requests yet): the applicationRef keeps its Applications and writes nothing",
+			source: aiuNewWBC + " (PRProvider, PRLabels), " + aiuFilter + " (break)",
 			docs: shopIU(`{applicationRefs: [{namePattern: shop-web, writeBackConfig: {method: git, gitConfig: {branch: main, pullRequest: {github: {}, labels: [dependencies]}}}, ` +
 				`images: [` + apiImage + `]}, ` + webGlobRef + `]}`),
-			images: images, wb: &argocdWB, problems: []string{at("spec.applicationRefs[0].writeBackConfig.gitConfig.pullRequest")}},
+			images: []factImage{api}, wb: &imageupdate.WriteBack{Target: imageupdate.Target{Kind: imageupdate.TargetArgoCDSource}, Branch: "main"},
+			problems: []string{at("spec.applicationRefs[0].writeBackConfig.gitConfig.pullRequest")}},
 		{name: "gitConfig.pullRequest with the argocd method is ignored, as AIU ignores it", source: aiuNewWBC + " (argocd returns before reading gitConfig)",
 			docs: wbIU(`{method: argocd, gitConfig: {pullRequest: {gitlab: {}}}}`, ""), images: images, wb: &argocdWB},
 		{name: "a branch Git cannot check out is reported when read: the images are selected, nothing is written", source: "pkg/argocd/git.go (commitChangesGit fails at checkout)",

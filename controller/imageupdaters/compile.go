@@ -141,6 +141,11 @@ func (r *rule) build(resKey string) []error {
 	for _, err := range errs {
 		problems = append(problems, r.fieldOf(resKey, err))
 	}
+	if r.NoWrite != "" {
+		// Said at compile (the pull request refused); an empty method
+		// writes nothing (imageupdate.Decide skips every image).
+		r.spec.WriteBack.Method = ""
+	}
 	return problems
 }
 

@@ -140,6 +140,10 @@ type match struct {
 	// useAnnotations rule.
 	ann     *imageupdate.Spec
 	annErrs []error
+	// passed are the annotation problems of useAnnotations rules of the
+	// same resource that passed the Application on: still the
+	// Application's to fix, and said.
+	passed []error
 }
 
 // matches returns what every ImageUpdater of app's namespace says about
@@ -153,15 +157,17 @@ type match struct {
 func (s *Set) matches(app *watcher.App) []match {
 	var out []match
 	for _, res := range s.byNamespace[app.Namespace] {
+		var passed []error
 		for i := range res.rules {
 			r := &res.rules[i]
 			if !r.Matches(app.Namespace, app.Name, app.Labels) {
 				continue
 			}
-			m := match{res: res, r: r}
+			m := match{res: res, r: r, passed: passed}
 			if r.UseAnnotations {
 				m.ann, m.annErrs = imageupdate.FromAnnotations(app.Annotations)
 				if !annotationsTake(m.ann, m.annErrs) {
+					passed = append(passed, m.annErrs...)
 					continue
 				}
 			}
@@ -225,6 +231,7 @@ func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
 	for i := range ms {
 		m := &ms[i]
 		spec, own := s.specOf(m, app)
+		errs = append(errs, m.passed...)
 		if spec != nil {
 			switch {
 			case out == nil || len(out.Images) == 0 && len(spec.Images) > 0:
@@ -260,13 +267,25 @@ func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
 // specOf is what one resource says to update in app, and its problems.
 func (s *Set) specOf(m *match, app *watcher.App) (*imageupdate.Spec, []error) {
 	if m.r.UseAnnotations {
-		return m.ann, m.annErrs
+		errs := m.annErrs
+		if m.ann == nil {
+			return nil, errs
+		}
+		spec := *m.ann
+		spec.ResolveIn(app.Namespace)
+		if m.r.Unverified != "" {
+			// The ref asks for signatures crowsnest cannot check: the
+			// annotations' images are not updated (said on the resource).
+			spec.Images = nil
+		}
+		return &spec, errs
 	}
 	if m.r.images == 0 {
 		return nil, nil
 	}
 	spec := m.r.spec
 	spec.Images = slices.Clone(m.r.spec.Images)
+	spec.ResolveIn(app.Namespace)
 	errs := s.checkTenancy(m.res.key, m.r, app, &spec)
 	return &spec, errs
 }

@@ -151,7 +151,7 @@ func (w *StatusWriter) observe() map[string]*observed {
 		}
 		for _, m := range s.matches(app) {
 			n := m.r.images
-			if m.r.UseAnnotations {
+			if m.r.UseAnnotations && m.r.Unverified == "" {
 				n = len(m.ann.Images)
 			}
 			o := out[m.res.key]

@@ -54,7 +54,7 @@ func (s *Set) Observe(app *watcher.App, ev triggers.Event) {
 // rule's images are the Application's annotations'.
 func (m *match) alias(image string) (string, bool) {
 	imgs := m.r.spec.Images
-	if m.r.UseAnnotations {
+	if m.r.UseAnnotations && m.ann != nil {
 		imgs = m.ann.Images
 	}
 	for i := range imgs {

@@ -56,6 +56,7 @@ func (m *migration) appImages(app *watcher.App, ma *App) {
 	if spec == nil {
 		return
 	}
+	spec.ResolveIn(app.Namespace)
 	errs = append(errs, spec.Qualify(m.regs.Qualify)...)
 	errs = append(errs, m.tenancy.CheckAnnotations(app, spec)...)
 	seen := map[string]bool{} // an app-wide key's problem repeats per image
