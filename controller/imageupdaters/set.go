@@ -195,18 +195,33 @@ func annotationsTake(spec *imageupdate.Spec, errs []error) bool {
 	return true
 }
 
-// Deciding names, for each ImageUpdater that selects app, the
-// applicationRef that decides ("ImageUpdater <ns>/<name>
-// spec.applicationRefs[i]"), in the order Match takes them, and whether
-// it reads the Application's annotations (useAnnotations).
-func (s *Set) Deciding(app *watcher.App) (refs []string, useAnnotations []bool) {
+// Decision is one ImageUpdater's say about an Application: the resource
+// (namespace/name) and the applicationRef (its field path) that decides.
+type Decision struct {
+	Resource, Path string
+	UseAnnotations bool
+}
+
+// Deciding returns, for each ImageUpdater that selects app, the
+// applicationRef that decides, in the order Match takes them.
+func (s *Set) Deciding(app *watcher.App) []Decision {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	var out []Decision
 	for _, m := range s.matches(app) {
-		refs = append(refs, "ImageUpdater "+m.res.key+" "+m.r.Path)
-		useAnnotations = append(useAnnotations, m.r.UseAnnotations)
+		out = append(out, Decision{Resource: m.res.key, Path: m.r.Path, UseAnnotations: m.r.UseAnnotations})
 	}
-	return refs, useAnnotations
+	return out
+}
+
+// Concerns reports whether a problem at the field path p of a resource
+// bears on what the applicationRef at ref does: a field under that
+// applicationRef, or a spec-wide one (the defaults every ref inherits).
+func Concerns(p, ref string) bool {
+	if p == ref || strings.HasPrefix(p, ref+".") {
+		return true
+	}
+	return p != "spec.applicationRefs" && !strings.HasPrefix(p, "spec.applicationRefs[")
 }
 
 // Match is the image reconciler's hook: the spec the ImageUpdaters give

@@ -43,6 +43,9 @@ func (m *migration) appImages(app *watcher.App, ma *App) {
 		if ref.useAnnotations {
 			from += " (useAnnotations: the Application's annotations)"
 		}
+		if spec == nil { // it decides, and leaves nothing to update
+			ma.Images = &Images{From: from, Images: []Image{}}
+		}
 	} else if ps, name := m.policies.Match(app); ps != nil {
 		if err := m.tenancy.AdmitsPolicy(app); err != nil {
 			ma.Cannot = append(ma.Cannot, Finding{Where: "image policy " + name, What: "not applied: " + err.Error(), Breaks: spec == nil})
@@ -268,7 +271,7 @@ func (m *migration) summarize() {
 	}
 	for i := range m.rep.Applications {
 		a := &m.rep.Applications[i]
-		if a.Images != nil {
+		if a.Images != nil && len(a.Images.Images) > 0 {
 			s.ImagesManaged++
 		}
 		for _, sub := range a.Notifications {

@@ -53,9 +53,8 @@ func (m *migration) readImageUpdaters() {
 			continue
 		}
 		for _, app := range m.in.apps {
-			refs, _ := m.updaters.Deciding(app)
-			for _, r := range refs {
-				if strings.HasPrefix(r, "ImageUpdater "+mu.Name+" ") {
+			for _, d := range m.updaters.Deciding(app) {
+				if d.Resource == mu.Name {
 					mu.Apps = append(mu.Apps, app.Key())
 				}
 			}
@@ -77,10 +76,15 @@ func (m *migration) updaterSpec(app *watcher.App, ma *App) (spec *imageupdate.Sp
 		}
 		return nil, nil, nil, false
 	}
-	refs, useAnn := m.updaters.Deciding(app)
+	ds := m.updaters.Deciding(app)
+	var where []string
+	for _, d := range ds {
+		where = append(where, "ImageUpdater "+d.Resource+" "+d.Path)
+		m.resourceProblemsFor(d, ma)
+	}
 	// The first resource's applicationRef gives the write-back, and with
 	// useAnnotations the Application's annotations do.
-	ref = &updaterRuleRef{where: strings.Join(refs, " and "), useAnnotations: len(useAnn) > 0 && useAnn[0]}
+	ref = &updaterRuleRef{where: strings.Join(where, " and "), useAnnotations: len(ds) > 0 && ds[0].UseAnnotations}
 	for _, err := range errs {
 		var fe *imageupdaters.FieldError
 		if !errors.As(err, &fe) {
@@ -113,3 +117,24 @@ type updaterRuleRef struct {
 // imageUpdateListKey is the annotation that makes an Application one
 // argocd-image-updater manages.
 const imageUpdateListKey = imageupdate.Prefix + imageupdate.KeyImageList
+
+// resourceProblemsFor records, on the Application, the problems of the
+// resource that bear on the applicationRef deciding for it: what
+// argocd-image-updater would write there and crowsnest will not (an image
+// left out, nothing written) would stop working; a warning is read as it
+// reads it.
+func (m *migration) resourceProblemsFor(d imageupdaters.Decision, ma *App) {
+	for _, err := range m.updaters.Problems(d.Resource) {
+		var fe *imageupdaters.FieldError
+		if !errors.As(err, &fe) || !imageupdaters.Concerns(fe.Path, d.Path) {
+			continue
+		}
+		f := Finding{Where: "ImageUpdater " + fe.Resource + " " + fe.Path, What: fe.Msg}
+		if fe.Warning {
+			ma.Differs = append(ma.Differs, f)
+			continue
+		}
+		f.Breaks = true
+		ma.Cannot = append(ma.Cannot, f)
+	}
+}
