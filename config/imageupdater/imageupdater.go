@@ -480,9 +480,14 @@ func translateTargets(ip string, t *Targets, out *RuleImage, errs *problems) boo
 		errs.invalid(fieldpath.Join(tp, "plugin"), "crowsnest does not write Config Management Plugin environment variables; the image %s is not updated", out.Alias)
 		return false
 	case t.Kustomize != nil:
-		if t.Kustomize.Name == nil || strings.TrimSpace(*t.Kustomize.Name) == "" {
+		if t.Kustomize.Name == nil {
 			errs.invalid(fieldpath.Join(fieldpath.Join(tp, "kustomize"), "name"), "required")
 			return false
+		}
+		if strings.TrimSpace(*t.Kustomize.Name) == "" {
+			// The CRD takes it; argocd-image-updater then renames
+			// nothing (parseImageList skips an empty name).
+			return true
 		}
 		out.KustomizeImageName = strings.TrimSpace(*t.Kustomize.Name)
 		out.Fields["kustomizeImageName"] = fieldpath.Join(fieldpath.Join(tp, "kustomize"), "name")

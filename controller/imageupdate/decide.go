@@ -283,6 +283,25 @@ func currentVersion(app *watcher.App, spec *Spec, img *Image, src *watcher.Sourc
 	return v, ok, false
 }
 
+// Live reports whether app runs img (status.summary.images; with a
+// kustomize name, an image of that name too) or img is forced: the images
+// argocd-image-updater considers, and counts as an ImageUpdater's
+// imagesManaged (its GetImagesFromApplication and ContainsImage).
+func (s *Spec) Live(app *watcher.App, img *Image) bool {
+	if img.ForceUpdate {
+		return true
+	}
+	if img.KustomizeName != "" {
+		if k, err := s.parseRunning(img.KustomizeName); err == nil {
+			if _, ok := runningVersion(app, s, k.Repo()); ok {
+				return true
+			}
+		}
+	}
+	_, ok := runningVersion(app, s, img.Ref.Repo())
+	return ok
+}
+
 // runningVersion is the version status.summary.images gives repo.
 func runningVersion(app *watcher.App, spec *Spec, repo string) (string, bool) {
 	for _, s := range app.Images {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
 // statusFact is what the status writer writes for team-a/shop.
@@ -59,17 +60,23 @@ func TestAIUImageUpdaterStatusFacts(t *testing.T) {
 	partial := []string{"Error: True/PartialErrors", "Ready: True/ReconcileCompletedWithErrors", "Reconciling: False/Idle"}
 	failed := []string{"Error: True/ReconcileError", "Ready: False/ReconcileFailed", "Reconciling: False/Idle"}
 	plugin := `{alias: x, imageName: ghcr.io/acme/x, manifestTargets: {plugin: {name: X}}}`
-	list := apps{shopWeb(), annotated("shop-api", nil), annotated("shop-broken", nil),
-		annotated("shop-legacy", ann("image-list", "a=ghcr.io/acme/a,b=ghcr.io/acme/b")),
+	// What each Application runs (status.summary.images): shop-api runs
+	// only one of the two images its applicationRef lists.
+	running := func(app *watcher.App, images ...string) *watcher.App { app.Images = images; return app }
+	list := apps{running(shopWeb(), "ghcr.io/acme/web:1.0.0", "ghcr.io/acme/api:1.0.0"), running(annotated("shop-api", nil), "ghcr.io/acme/web:1.0.0"),
+		annotated("shop-broken", nil),
+		running(annotated("shop-legacy", ann("image-list", "a=ghcr.io/acme/a,b=ghcr.io/acme/b")), "ghcr.io/acme/a:1", "ghcr.io/acme/b:1"),
 		{Namespace: "team-b", Name: "shop-web"}}
 	tests := []struct {
 		name, source string
 		spec         string
 		want         statusFact
 	}{
-		{name: "applicationsMatched counts the Applications with at least one image; imagesManaged their images", source: aiuReconcileGo + " (ApplicationsMatched = len(appList)), " + aiuArgocdGo + " (processApplicationForUpdate skips an empty image list)",
+		{name: "applicationsMatched counts the Applications with at least one image; imagesManaged the images they run (or force)",
+			source: aiuReconcileGo + " (ApplicationsMatched = len(appList)), " + aiuArgocdGo + " (processApplicationForUpdate skips an empty image list), " +
+				aiuUpdateGo + " (NumImagesConsidered counts the images ContainsImage finds live)",
 			spec: `{applicationRefs: [{namePattern: "shop-*", images: [` + webImage + `, ` + apiImage + `]}, {namePattern: shop-broken, images: [` + plugin + `]}, {namePattern: shop-legacy, useAnnotations: true}]}`,
-			want: statusFact{Matched: 3, Images: 6, Generation: 4, Conditions: partial}},
+			want: statusFact{Matched: 3, Images: 5, Generation: 4, Conditions: partial}},
 		{name: "no problem: Ready ReconcileSucceeded, Error NoErrors", source: aiuStatusGo + " (setCompletionConditions)",
 			spec: `{applicationRefs: [` + webRef + `]}`,
 			want: statusFact{Matched: 1, Images: 1, Generation: 4, Conditions: succeeded}},

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -150,14 +151,23 @@ func (w *StatusWriter) observe() map[string]*observed {
 			continue
 		}
 		for _, m := range s.matches(app) {
-			n := m.r.images
-			if m.r.UseAnnotations && m.r.Unverified == "" {
-				n = len(m.ann.Images)
+			spec := &m.r.spec
+			if m.r.UseAnnotations {
+				spec = m.ann
+				if m.r.Unverified != "" {
+					spec = &imageupdate.Spec{}
+				}
 			}
 			o := out[m.res.key]
-			if n > 0 {
+			if len(spec.Images) > 0 {
+				// Matched: an image is listed; managed: the images it
+				// runs (or forces), as argocd-image-updater counts them.
 				o.apps++
-				o.images += int32(n) //nolint:gosec // at most MaxImages per Application
+				for i := range spec.Images {
+					if spec.Live(app, &spec.Images[i]) {
+						o.images++
+					}
+				}
 			}
 			o.problems = append(o.problems, s.appProblems[m.res.key][appKey]...)
 		}
