@@ -75,6 +75,10 @@ func nameProblem(name string) string {
 		}
 	}
 	for part := range strings.SplitSeq(name, "/") {
+		if part == "@" {
+			// Git takes it ("@/0"); go-git, which pushes, refuses it.
+			return `a component is "@" alone`
+		}
 		if strings.HasPrefix(part, ".") {
 			return fmt.Sprintf("component %q starts with \".\"", part)
 		}
