@@ -391,6 +391,11 @@ func (b *daemonBuilder) buildWriters() error {
 		Metrics: images.Metrics,
 		Log:     b.log,
 	}
+	batcher := images.Git
+	b.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "crowsnest_git_writeback_pending",
+		Help: "Applications whose Git write-back waits for the next batch or is being written.",
+	}, func() float64 { return float64(batcher.Pending()) }))
 	images.Git.OnUnchanged, images.Git.OnAnnounced = images.GitUnchanged, images.GitAnnounced
 	images.Git.Announce, images.App = images.GitWritten, engine.App
 	if b.dyn != nil && !b.o.dryRun {

@@ -139,6 +139,7 @@ type Batcher struct {
 	mu       sync.Mutex
 	pending  map[string][]gitwb.Change // by Application key; the latest wins
 	flushing bool
+	writing  int // Applications in the batch being written
 	wake     chan struct{}
 }
 
@@ -151,6 +152,14 @@ func (b *Batcher) Idle() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.pending) == 0 && !b.flushing
+}
+
+// Pending counts the Applications whose changes wait for the next batch
+// or are being written (the crowsnest_git_writeback_pending gauge).
+func (b *Batcher) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending) + b.writing
 }
 
 // Add queues an Application's changes (one per repository, branch and
@@ -240,14 +249,14 @@ func (b *Batcher) flush(ctx context.Context) {
 	b.mu.Lock()
 	pending := b.pending
 	b.pending = nil
-	b.flushing = len(pending) > 0
+	b.flushing, b.writing = len(pending) > 0, len(pending)
 	b.mu.Unlock()
 	if len(pending) == 0 {
 		return
 	}
 	defer func() {
 		b.mu.Lock()
-		b.flushing = false
+		b.flushing, b.writing = false, 0
 		b.mu.Unlock()
 	}()
 	keys := slices.Sorted(maps.Keys(pending))

@@ -124,8 +124,14 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 		t.Fatalf("written while the engine was busy: %v", got)
 	}
 	b.Add("ns/shop", gitwb.Change{App: "shop", RepoURL: "http://git/config.git"})
+	if n := b.Pending(); n != 2 {
+		t.Errorf("Pending() = %d with two Applications queued", n)
+	}
 	busy.Store(false)
 	eventually(t, "the batch to be written", func() bool { return len(writes.list()) > 0 && b.Idle() })
+	if n := b.Pending(); n != 0 {
+		t.Errorf("Pending() = %d once the batch is written", n)
+	}
 	stop()
 	if diff := cmp.Diff([][]string{{"ns/shop", "ns/web"}}, writes.list()); diff != "" {
 		t.Errorf("batches (-want +got):\n%s", diff)
