@@ -153,7 +153,7 @@ func (w *isolationWorld) run(t *testing.T, seed uint64, withB bool) (isolationOb
 	}, w.aAPI+":1.0.0"))
 	tried := 0
 	if withB {
-		h := &hostile{r: rand.New(rand.NewPCG(seed, 0x150)), w: w, repoURL: repoURL, repo: repo}
+		h := &hostile{r: rand.New(rand.NewPCG(seed, 0x150)), w: w, repoURL: repoURL, repo: repo, teamA: isoTeamA, argo: isoArgo}
 		tried = h.generate(func(obj map[string]any) { write(isoTeamB, obj) })
 	}
 
@@ -225,6 +225,8 @@ type hostile struct {
 	r             *rand.Rand
 	w             *isolationWorld
 	repoURL, repo string
+	// teamA and argo are the namespaces of team A and of Argo CD.
+	teamA, argo string
 }
 
 func (h *hostile) pick(options ...string) string { return options[h.r.IntN(len(options))] }
@@ -262,8 +264,8 @@ func (h *hostile) generate(write func(map[string]any)) int {
 				ann[annWriteBack] = "git"
 				repoURL = fmt.Sprintf("%s://%s@%s/%s.git", base, h.pick("mallory:n0pe", "alice:wrong", "alice"), host, h.repo)
 			case 5: // credentials it may not name
-				ann[annPrefix+alias+".pull-secret"] = h.pick("secret:team-a/git-creds#password", "env:HOME", "ext:/bin/cat", "pullsecret:argocd/regcred")
-				ann[annWriteBack] = h.pick("git:secret:team-a/git-creds", "git:secret:argocd/repo", "git:repocreds", "git")
+				ann[annPrefix+alias+".pull-secret"] = h.pick("secret:"+h.teamA+"/git-creds#password", "env:HOME", "ext:/bin/cat", "pullsecret:"+h.argo+"/regcred")
+				ann[annWriteBack] = h.pick("git:secret:"+h.teamA+"/git-creds", "git:secret:"+h.argo+"/repo", "git:repocreds", "git")
 			case 6: // tenant-sized input
 				ann[annPrefix+alias+".allow-tags"] = "regexp:" + strings.Repeat("(a|b|c)*", 20+h.r.IntN(400))
 			case 7: // another team's project, or none
