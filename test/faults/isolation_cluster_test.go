@@ -43,10 +43,11 @@ var (
 // randomly generated hostile Applications and annotations, ImageUpdaters,
 // AppProjects in its own namespace and Secrets (seeded, reproducible).
 // Everything A observes (its files in the shared repository on every
-// branch, its Applications' sources, the Events on them) must be the same
+// branch, its Applications' sources, the Events on them, the notifications
+// about them at the webhook both teams may subscribe to) must be the same
 // with and without B, once crowsnest has settled: every Application
 // reconciled, every ImageUpdater in force, nothing queued, nothing left
-// to write to Git, no Event waiting.
+// to write to Git, no Event or notification waiting.
 func TestIsolationPropertyCluster(t *testing.T) {
 	hostileTest(t)
 	start := time.Now()
@@ -72,7 +73,7 @@ func TestIsolationPropertyCluster(t *testing.T) {
 	for seed := first; seed < first+uint64(n); seed++ {
 		alone, _ := w.runCluster(t, seed, false)
 		if !strings.Contains(alone.Files["main:team-a/web/kustomization.yaml"], "newTag: 1.1.0") ||
-			!strings.Contains(alone.Sources["a-kube"], w.aAPI+":1.2.0") {
+			!strings.Contains(alone.Sources["a-kube"], w.aAPI+":1.2.0") || len(alone.Notified) != 2 {
 			t.Fatalf("seed %d: team A's updates did not land without team B: %+v", seed, alone)
 		}
 		with, tried := w.runCluster(t, seed, true)
@@ -86,7 +87,7 @@ func TestIsolationPropertyCluster(t *testing.T) {
 	v := newVerdict(t, "isolation property on the apiserver: one team's hostile input changes nothing another team observes",
 		fmt.Sprintf("%d seeds from %d, %d hostile inputs by team B (Applications and annotations, ImageUpdaters, AppProjects, Secrets in its namespace), crowsnest run against the apiserver",
 			n, first, w.hostileTried)).since(start)
-	v.answer("team A's files, sources and Events the same with and without team B in %d of %d seeds", n-failed, n)
+	v.answer("team A's files, sources, Events and notifications the same with and without team B in %d of %d seeds", n-failed, n)
 	v.count(&v.row.wrong, failed, "seeds where team A saw a difference: %d", failed)
 	v.done()
 }
@@ -97,6 +98,9 @@ type clusterObservation struct {
 	Files   map[string]string // branch:path -> content, A's files only
 	Sources map[string]string // Application -> its spec.source, as JSON
 	Events  []string          // "app type reason: message", normalized, each once
+	// Notified are the notifications about A's Applications the shared
+	// webhook acknowledged, "event app|image|to", each once.
+	Notified []string
 }
 
 // runCluster makes a fresh copy of the scenario (three namespaces, a
@@ -132,21 +136,31 @@ func (w *isolationWorld) runCluster(t *testing.T, seed uint64, withB bool) (clus
 	c.secret(t, c.teamA, "git-creds", nil, map[string]string{"url": w.git.URL, "username": "alice", "password": isoAliceToken})
 	c.create(t, c.teamA, isoApp("a-web", "team-a", repoURL, "team-a/web", "main", map[string]string{
 		annImageList: "web=" + w.aWeb + ":~1", annWriteBack: "git:secret:" + c.teamA + "/git-creds", annTarget: "kustomization",
+		annSubscribeHook: "",
 	}, w.aWeb+":1.0.0"))
 	c.create(t, c.teamA, isoApp("a-kube", "team-a", repoURL, "team-a/base", "main", map[string]string{
-		annImageList: "api=" + w.aAPI + ":~1",
+		annImageList: "api=" + w.aAPI + ":~1", annSubscribeHook: "",
 	}, w.aAPI+":1.0.0"))
 	apps, updaters, tried := 2, 0, 0
 	if withB {
 		h := &hostile{r: rand.New(rand.NewPCG(seed, 0x151)), w: w, repoURL: repoURL, repo: repo, teamA: c.teamA, argo: c.argo}
-		tried = h.generate(func(obj map[string]any) { apps++; c.create(t, c.teamB, obj) })
+		tried = h.generate(func(obj map[string]any) {
+			// B subscribes to the shared webhook too, now and then.
+			if h.r.IntN(2) == 0 {
+				obj["metadata"].(map[string]any)["annotations"].(map[string]any)[annSubscribeHook] = h.pick("", "a-web", c.teamA+"/a-web")
+			}
+			apps++
+			c.create(t, c.teamB, obj)
+		})
 		var n int
 		updaters, n = h.clusterInputs(t, c)
 		tried += n
 	}
 
+	hook := startSink(t)
 	metrics := freeAddr(t)
-	p := c.startWith(t, "--metrics-bind-address", metrics)
+	p := c.startWith(t, "notifications:\n  catalog: true\n  services:\n    hook:\n      webhook: {url: "+hook.URL()+"/hook, timeout: 2s}\n",
+		"--metrics-bind-address", metrics)
 	// Team A's landmarks first (with B they may never come: the
 	// comparison then shows what is missing), then the settled state.
 	poll(t.Context(), clusterRowTimeout, func() bool {
@@ -193,8 +207,20 @@ func (w *isolationWorld) runCluster(t *testing.T, seed uint64, withB bool) (clus
 		}
 	}
 	slices.Sort(obs.Events)
+	hook.mu.Lock()
+	for key := range hook.acked {
+		if strings.Contains(key, " "+c.teamA+"/") {
+			obs.Notified = append(obs.Notified, norm(key))
+		}
+	}
+	hook.mu.Unlock()
+	slices.Sort(obs.Notified)
 	return obs, tried
 }
+
+// annSubscribeHook subscribes an Application to the scenario's webhook
+// service on image updates (Argo CD Notifications' annotation).
+const annSubscribeHook = "notifications.argoproj.io/subscribe.on-image-updated.hook"
 
 // settled waits until crowsnest has reconciled every one of apps
 // Applications, put updaters ImageUpdaters in force, and has nothing
@@ -212,7 +238,9 @@ func settled(t *testing.T, p *proc, url string, apps, updaters int) bool {
 			metricSum(t, url, "crowsnest_workqueue_depth") == 0 &&
 			metricSum(t, url, "crowsnest_workqueue_unfinished_work_seconds") == 0 &&
 			metricSum(t, url, "crowsnest_git_writeback_pending") == 0 &&
-			metricSum(t, url, "crowsnest_kube_events_pending") == 0
+			metricSum(t, url, "crowsnest_kube_events_pending") == 0 &&
+			metricSum(t, url, "crowsnest_notify_outbox_depth") == 0 &&
+			metricSum(t, url, "crowsnest_notify_pending_transitions") == 0
 		if !idle {
 			last = -1
 			return false
@@ -224,15 +252,15 @@ func settled(t *testing.T, p *proc, url string, apps, updaters int) bool {
 }
 
 // startWith runs crowsnest against the apiserver, watching the three
-// namespaces, with extra flags.
-func (c *clusterTeams) startWith(t *testing.T, extra ...string) *proc {
+// namespaces, with more config (YAML at the top level) and extra flags.
+func (c *clusterTeams) startWith(t *testing.T, config string, extra ...string) *proc {
 	t.Helper()
 	dir := t.TempDir()
 	kubeconfig, cfg := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "crowsnest.yaml")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	writeTestFile(t, cfg, "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\nleaderElection: {leaseNamespace: "+c.argo+"}\n")
+	writeTestFile(t, cfg, "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\nleaderElection: {leaseNamespace: "+c.argo+"}\n"+config)
 	args := append([]string{"run", "--kubeconfig", kubeconfig, "--config", cfg,
 		"--namespace", c.argo, "--namespace", c.teamA, "--namespace", c.teamB, "--argocd-namespace", c.argo, "--log-format", "json",
 		"--health-probe-bind-address", "0", "--webhook-bind-address", "0", "--imageupdater-resources", "on",
