@@ -68,6 +68,8 @@ func TestMigrateGolden(t *testing.T) {
 				"Application argocd/web notifications on-deployed -> discord",
 				"Application team-a/worker argocd-image-updater.argoproj.io/worker.pull-secret",
 				"ConfigMap argocd/argocd-image-updater-config git.commit-signing-key",
+				// A named Git Secret without url.
+				"Application team-a/worker write-back: nothing would be written: named Secret team-a/git-creds",
 				// Two ImageUpdaters that would write one Application two ways.
 				"Application argocd/batch-nightly ImageUpdater argocd/batch-tools spec.writeBackConfig.method",
 			},

@@ -155,7 +155,16 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 // boundTo checks that the Secret s is for the repository want (normalized):
 // its url is want, or a prefix of it on the same host.
 func boundTo(s *corev1.Secret, want string) error {
-	raw := strings.TrimSpace(string(s.Data["url"]))
+	return CheckURL(string(s.Data["url"]), want)
+}
+
+// CheckURL checks that a named Secret whose url field is secretURL is for
+// the repository repoURL: secretURL names it, or is a prefix of it on the
+// same host (ErrUnbound otherwise, saying what to do). `crowsnest
+// migrate` asks it of the Secrets annotations name.
+func CheckURL(secretURL, repoURL string) error {
+	want := normalizeRepoURL(repoURL)
+	raw := strings.TrimSpace(secretURL)
 	if raw == "" {
 		return fmt.Errorf("%w: it has no url; give it the repository's url (as Argo CD repository Secrets have) "+
 			"or list the repository under its tenancy.credentials entry's repositories", ErrUnbound)

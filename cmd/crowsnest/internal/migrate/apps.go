@@ -14,6 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
 
 // probeTag is the tag the write-back decision is asked to write, to
@@ -93,8 +94,11 @@ func (m *migration) appImages(app *watcher.App, ma *App) {
 	}
 	target, err := m.writeTarget(app, spec)
 	if err != nil {
-		ma.Cannot = append(ma.Cannot, Finding{Where: "write-back", What: "nothing would be written: " + err.Error(),
-			Why: "Git write-back pushes only to repositories the Application's AppProject sourceRepos (or tenancy.gitRepositories) permit", Breaks: true})
+		why := "Git write-back pushes only to repositories the Application's AppProject sourceRepos (or tenancy.gitRepositories) permit"
+		if errors.Is(err, repocreds.ErrUnbound) {
+			why = "a Secret an annotation names goes only to the repository its url names (or where tenancy.credentials sends it), so no annotation can send it to another host"
+		}
+		ma.Cannot = append(ma.Cannot, Finding{Where: "write-back", What: "nothing would be written: " + err.Error(), Why: why, Breaks: true})
 	}
 	mi.Target = target
 	writes, notes := imageWrites(app, spec)
@@ -219,15 +223,43 @@ func (m *migration) writeTarget(app *watcher.App, spec *imageupdate.Spec) (strin
 		creds = "Secret " + s
 		ns, name, _ := strings.Cut(s, "/")
 		m.noteSecret(config.CredentialRef{Source: config.CredsSecret, Namespace: ns, Name: name}, "Application "+app.Key())
+		if spec.Source == imageupdate.SourceAnnotations {
+			if err := m.gitSecretBound(s, repo); err != nil {
+				wb.Method = ""
+				return out(repo, file, branch, creds), err
+			}
+		}
 	}
-	out := fmt.Sprintf("git %s, %s on %s, with %s", repo, file, branch, creds)
 	if spec.Source == imageupdate.SourceAnnotations || wb.Repository == "" {
 		if err := m.tenancy.CheckRepository(app, repo); err != nil {
 			wb.Method = ""
-			return out, err
+			return out(repo, file, branch, creds), err
 		}
 	}
-	return out, nil
+	return out(repo, file, branch, creds), nil
+}
+
+func out(repo, file, branch, creds string) string {
+	return fmt.Sprintf("git %s, %s on %s, with %s", repo, file, branch, creds)
+}
+
+// gitSecretBound checks a Secret an annotation (or ImageUpdater) names
+// for Git write-back as the daemon does before a push: the operator
+// sends it there (tenancy.credentials), or its own url names the
+// repository. A Secret migrate did not read is said to be checked at run
+// time.
+func (m *migration) gitSecretBound(nsName, repo string) error {
+	if m.tenancy.GitSecretBound(nsName, repo) {
+		return nil
+	}
+	data, ok := m.in.Secrets[nsName]
+	if !ok {
+		return nil
+	}
+	if err := repocreds.CheckURL(string(data["url"]), repo); err != nil {
+		return fmt.Errorf("named Secret %s: %w", nsName, err)
+	}
+	return nil
 }
 
 // appWindows lists the sync windows that match the Application.
