@@ -1,7 +1,7 @@
 package main
 
 import (
-	"crypto/sha1" //nolint:gosec // fake Git revisions, not security
+	"crypto/sha1" // fake Git revisions, not security
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -151,6 +151,6 @@ func (s scenario) appStatus(i int, image, phase, rev string) map[string]any {
 
 // revision is a fake Git commit of an Application's n-th sync.
 func revision(app string, n int) string {
-	h := sha1.Sum(fmt.Appendf(nil, "%s/%d", app, n)) //nolint:gosec // not security
+	h := sha1.Sum(fmt.Appendf(nil, "%s/%d", app, n)) // not security
 	return hex.EncodeToString(h[:])
 }

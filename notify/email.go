@@ -92,7 +92,7 @@ func WithEmailTLS(mode TLSMode, insecureSkipVerify bool, caPEM []byte) EmailOpti
 			return fmt.Errorf("tls mode %q is not starttls, tls or none", mode)
 		}
 		e.mode = mode
-		e.tls.InsecureSkipVerify = insecureSkipVerify //nolint:gosec // opt-in by config
+		e.tls.InsecureSkipVerify = insecureSkipVerify // opt-in by config
 		if len(caPEM) > 0 {
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(caPEM) {

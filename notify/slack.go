@@ -119,7 +119,7 @@ func WithSlackAPIURL(u string) SlackOption {
 func WithSlackTLS(insecureSkipVerify bool) SlackOption {
 	return func(s *Slack) error {
 		if insecureSkipVerify {
-			s.tls = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // opt-in by config
+			s.tls = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} // opt-in by config
 		}
 		return nil
 	}

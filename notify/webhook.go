@@ -128,7 +128,7 @@ func WithHMAC(secret []byte, header string) WebhookOption {
 // when given, and skips verification when insecure is set.
 func WithWebhookTLS(insecureSkipVerify bool, caPEM []byte) WebhookOption {
 	return func(w *Webhook) error {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecureSkipVerify} //nolint:gosec // opt-in by config
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecureSkipVerify} // opt-in by config
 		if len(caPEM) > 0 {
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(caPEM) {

@@ -221,7 +221,7 @@ func newHostTransport(host string, cfg HostConfig, m *Metrics, pace *pacer) (*ho
 	case cfg.TLS != nil:
 		tr.TLSClientConfig = cfg.TLS.Clone()
 	case cfg.Insecure:
-		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user asked for it per registry
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} // the user asked for it per registry
 	}
 	if cfg.Insecure && tr.TLSClientConfig != nil {
 		tr.TLSClientConfig.InsecureSkipVerify = true

@@ -137,7 +137,7 @@ func (l *storedAppList) DeepCopyObject() runtime.Object {
 // drops, so that it is read as a float again, not as an int64.
 func marshalApp(m map[string]any) ([]byte, error) {
 	v, _ := floatsKept(m)
-	return json.Marshal(v) //nolint:wrapcheck // callers say what they stored
+	return json.Marshal(v) // callers say what they stored
 }
 
 // floatsKept returns v with each whole float64 that decoding would read

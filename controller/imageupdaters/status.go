@@ -136,7 +136,7 @@ func (w *StatusWriter) observe() map[string]*observed {
 			o.lastUpdate = u.last
 			for _, e := range u.list {
 				o.updates = append(o.updates, RecentUpdate{Alias: e.alias, Image: e.image, NewVersion: e.version,
-					ApplicationsUpdated: int32(len(e.apps)), //nolint:gosec // bounded by the Applications known
+					ApplicationsUpdated: int32(len(e.apps)), // bounded by the Applications known
 					UpdatedAt:           metav1.NewTime(e.at), Message: e.message})
 			}
 		}

@@ -24,7 +24,7 @@ func Delay(base, maxDelay time.Duration, attempt int) time.Duration {
 		return 0
 	}
 	half := d / 2
-	return half + rand.N(half+1) //nolint:gosec // jitter, not security
+	return half + rand.N(half+1) // jitter, not security
 }
 
 // Sleep waits d, or less when ctx ends first; then it returns ctx.Err().

@@ -36,7 +36,7 @@ func (s *Shards) Name(i int) string { return fmt.Sprintf("%s-%d", s.prefix, i) }
 func (s *Shards) Of(key string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
-	return int(h.Sum32() % uint32(len(s.writers))) //nolint:gosec // len is small and positive
+	return int(h.Sum32() % uint32(len(s.writers))) // len is small and positive
 }
 
 // Writer returns shard i's Writer.

@@ -178,7 +178,7 @@ type lateRenewalLeases struct {
 func (r lateRenewalLeases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
 	lease, err := r.LeaseInterface.Get(ctx, name, opts)
 	if err != nil || !r.l.ended() || r.l.landed.Swap(true) {
-		return lease, err //nolint:wrapcheck // the client's own error, passed through
+		return lease, err // the client's own error, passed through
 	}
 	renewed := lease.DeepCopy()
 	now := metav1.NowMicro()
@@ -267,7 +267,7 @@ func TestOneLeaderAndReleaseHandsOver(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out waiting for a to renew its lease")
 		}
-		time.Sleep(retryPeriod / 5) //nolint:forbidigo // sleep-ok: polls for a renewal that must happen
+		time.Sleep(retryPeriod / 5) // sleep-ok: polls for a renewal that must happen
 	}
 	select {
 	case <-b.started:

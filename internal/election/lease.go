@@ -95,7 +95,7 @@ func (e *Elector) update(ctx context.Context, spec coordinationv1.LeaseSpec) err
 	next.Spec = spec
 	updated, err := e.Client.Leases(e.Namespace).Update(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
-		return err //nolint:wrapcheck // logged by the callers with the Lease's name
+		return err // logged by the callers with the Lease's name
 	}
 	e.lease = updated
 	e.observe(&spec, time.Now())

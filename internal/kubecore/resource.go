@@ -36,7 +36,7 @@ func (r *resource[T, L]) on(req *rest.Request) *rest.Request {
 func (r *resource[T, L]) into(ctx context.Context, req *rest.Request) (T, error) {
 	out := r.newObject()
 	err := req.Do(ctx).Into(out)
-	return out, err //nolint:wrapcheck // the apiserver's error, for apierrors.Is*
+	return out, err // the apiserver's error, for apierrors.Is*
 }
 
 func (r *resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
@@ -46,12 +46,12 @@ func (r *resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOp
 func (r *resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
 	out := r.newList()
 	err := r.on(r.client.Get()).VersionedParams(&opts, parameterCodec).Timeout(timeoutOf(opts)).Do(ctx).Into(out)
-	return out, err //nolint:wrapcheck // the apiserver's error, for apierrors.Is*
+	return out, err // the apiserver's error, for apierrors.Is*
 }
 
 func (r *resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return r.on(r.client.Get()).VersionedParams(&opts, parameterCodec).Timeout(timeoutOf(opts)).Watch(ctx) //nolint:wrapcheck // as Get
+	return r.on(r.client.Get()).VersionedParams(&opts, parameterCodec).Timeout(timeoutOf(opts)).Watch(ctx) // as Get
 }
 
 func (r *resource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
@@ -67,7 +67,7 @@ func (r *resource[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOp
 }
 
 func (r *resource[T, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	return r.on(r.client.Delete()).Name(name).Body(&opts).Do(ctx).Error() //nolint:wrapcheck // as Get
+	return r.on(r.client.Delete()).Name(name).Body(&opts).Do(ctx).Error() // as Get
 }
 
 func (r *resource[T, L]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {

@@ -75,7 +75,7 @@ func (c *Clientset) ServerResourcesForGroupVersion(groupVersion string) (*metav1
 	// The discovery client asks without a context too; the config's
 	// timeout bounds the request.
 	if err := c.core.Get().AbsPath(path).Do(context.Background()).Into(list); err != nil {
-		return nil, err //nolint:wrapcheck // callers test it with apierrors.IsNotFound, as the discovery client's
+		return nil, err // callers test it with apierrors.IsNotFound, as the discovery client's
 	}
 	if list.GroupVersion == "" {
 		list.GroupVersion = groupVersion

@@ -29,7 +29,7 @@ func FreePort() (int, error) {
 	lo := ephemeralLow()
 	start := max(1024, lo-16384)
 	for range 200 {
-		port := start + rand.IntN(lo-start) //nolint:gosec // spreading picks, not security
+		port := start + rand.IntN(lo-start) // spreading picks, not security
 		if !handOut(port) {
 			continue
 		}

@@ -102,7 +102,7 @@ func (c *crashRun) intentsNote(t *testing.T) {
 func crashAndRestart(t *testing.T, w *world) *crashRun {
 	t.Helper()
 	s := seed(t)
-	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)) //nolint:gosec // reproducible test schedule, not security
+	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)) // reproducible test schedule, not security
 	t.Logf("seed %d (FAULTS_SEED=%d repeats this schedule)", s, s)
 	c := &crashRun{seed: s, start: time.Now(), daemon: w.daemon(t, "crowsnest")}
 	for i := range crashKills {

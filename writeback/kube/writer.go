@@ -140,7 +140,7 @@ func (p *MetaPatcher) Patch(ctx context.Context, namespace, name string, data []
 	out, err := p.client.Resource(watcher.ApplicationsResource).Namespace(namespace).
 		Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil {
-		return "", err //nolint:wrapcheck // the apiserver's error, for apierrors' predicates
+		return "", err // the apiserver's error, for apierrors' predicates
 	}
 	return out.ResourceVersion, nil
 }

@@ -1,7 +1,7 @@
 package awssqs_test
 
 import (
-	"crypto/md5" //nolint:gosec // SQS's own checksum of the message body
+	"crypto/md5" // SQS's own checksum of the message body
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -30,7 +30,7 @@ func sqsAPI(r svctest.Received) svctest.Answer {
 	case "AmazonSQS.SendMessage":
 		var in struct{ MessageBody string }
 		_ = json.Unmarshal([]byte(r.Body), &in)
-		sum := md5.Sum([]byte(in.MessageBody)) //nolint:gosec // SQS's checksum
+		sum := md5.Sum([]byte(in.MessageBody)) // SQS's checksum
 		return svctest.Answer{Body: `{"MessageId":"msg-1","MD5OfMessageBody":"` + hex.EncodeToString(sum[:]) + `"}`}
 	}
 	return svctest.Answer{Status: http.StatusBadRequest, Body: `{"__type":"UnknownOperation"}`}

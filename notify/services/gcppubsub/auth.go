@@ -145,7 +145,7 @@ func (a *googleAuth) credentialsJSON() ([]byte, string, error) {
 	if path == "" {
 		return nil, "", nil
 	}
-	raw, err := os.ReadFile(path) //nolint:gosec // the operator's credentials file
+	raw, err := os.ReadFile(path) // the operator's credentials file
 	if err != nil {
 		return nil, "", notify.Permanent(fmt.Errorf("%s: reading %s: %w", a.c.Service, what, errors.Unwrap(err)))
 	}

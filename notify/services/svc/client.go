@@ -38,7 +38,7 @@ func NewClient(name string, insecure bool, o Options) *Client {
 	if tr == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		if insecure {
-			t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the operator's insecureSkipVerify
+			t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} // the operator's insecureSkipVerify
 		}
 		tr = t
 	}
