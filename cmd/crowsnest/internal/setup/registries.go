@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +43,15 @@ type Registries struct {
 
 	mu       sync.Mutex
 	bySecret map[string]*registry.Client // per pull-secret reference
+	// secretOrder is bySecret's keys, least recently asked for first.
+	secretOrder []string
 }
+
+// MaxPullSecretClients caps the clients kept for pull-secret references:
+// whoever writes annotations names them, and each client keeps caches of
+// its own. Past the cap the least recently asked for is dropped (a
+// reconcile still holding it finishes with it; the next asks anew).
+const MaxPullSecretClients = 256
 
 // ForPullSecret returns the client for images that name their own
 // credentials (the pull-secret annotation): same registry settings, its own
@@ -55,6 +64,7 @@ func (r *Registries) ForPullSecret(ref string) *registry.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c := r.bySecret[ref]; c != nil {
+		r.touchSecret(ref)
 		return c
 	}
 	parsed, err := creds.Parse(ref)
@@ -77,8 +87,20 @@ func (r *Registries) ForPullSecret(ref string) *registry.Client {
 		Metrics:           r.metrics,
 		Log:               r.log,
 	}
+	if len(r.bySecret) >= MaxPullSecretClients {
+		delete(r.bySecret, r.secretOrder[0])
+		r.secretOrder = r.secretOrder[1:]
+	}
 	r.bySecret[ref] = c
+	r.secretOrder = append(r.secretOrder, ref)
 	return c
+}
+
+// touchSecret moves ref to the end of secretOrder; called with r.mu held.
+func (r *Registries) touchSecret(ref string) {
+	if i := slices.Index(r.secretOrder, ref); i >= 0 && i != len(r.secretOrder)-1 {
+		r.secretOrder = append(slices.Delete(r.secretOrder, i, i+1), ref)
+	}
 }
 
 var _ creds.Binding = (*Registries)(nil)
