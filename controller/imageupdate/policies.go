@@ -90,6 +90,12 @@ func CompilePolicies(ps []config.ImagePolicy) (*Policies, error) {
 				fail(pp+".writeBack."+writeBackFields[ae.Key], "%s", ae.Msg)
 			}
 		}
+		if name, ok := strings.CutPrefix(wb.GitCredentials, "secret:"); ok && !strings.Contains(name, "/") {
+			// A policy spans namespaces: the operator names the Secret's
+			// (the annotations' "git:secret:<name>" is their own namespace's).
+			fail(pp+".writeBack.method", "%q: an image policy names the Secret's namespace: git:secret:<namespace>/<name>", p.WriteBack.Method)
+			wb.Method = ""
+		}
 		cp.spec.WriteBack = wb
 		out.list = append(out.list, cp)
 	}

@@ -88,3 +88,17 @@ func TestPolicyErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// An image policy spans namespaces, so its git:secret: names the
+// Secret's namespace; the annotations' namespace-less form is refused.
+func TestPolicyGitSecretNamesItsNamespace(t *testing.T) {
+	_, err := CompilePolicies([]config.ImagePolicy{{Name: "p", Match: config.PolicyMatch{Applications: []string{"*"}},
+		WriteBack: config.PolicyWriteBack{Method: "git:secret:git-creds"}}})
+	if err == nil || !strings.Contains(err.Error(), "imagePolicies[0].writeBack.method:") {
+		t.Fatalf("error = %v, want one naming imagePolicies[0].writeBack.method", err)
+	}
+	if _, err := CompilePolicies([]config.ImagePolicy{{Name: "p", Match: config.PolicyMatch{Applications: []string{"*"}},
+		WriteBack: config.PolicyWriteBack{Method: "git:secret:argocd/git-creds"}}}); err != nil {
+		t.Errorf("git:secret:<namespace>/<name> refused: %v", err)
+	}
+}
