@@ -1,7 +1,9 @@
 // Package lint holds the repository's own checks that golangci-lint
-// cannot express, run as tests: today, that no test sleeps a fixed time
-// unless a `// sleep-ok:` comment on the same line says why (a poll
-// interval, the length of an injected fault). A test that proves
-// something does not happen waits for the point after which it would
-// have happened instead.
+// cannot express, run as tests: that no test sleeps a fixed time unless
+// a `// sleep-ok:` comment on the same line says why (a poll interval,
+// the length of an injected fault), since a test that proves something
+// does not happen waits for the point after which it would have happened
+// instead; that a //nolint comment names only linters .golangci.yml
+// enables; and that docs/architecture.md, the map of the code, names
+// every package of the module and only files and functions that exist.
 package lint
