@@ -1,7 +1,6 @@
 package lint_test
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -43,29 +42,16 @@ func TestNolintNamesEnabledLinters(t *testing.T) {
 	}
 	enabled := append(slices.Clone(standardLinters), cfg.Linters.Enable...)
 	var found []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
+	err = walkGoFiles(root, func(path, rel string) error {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, path)
 		for i, line := range strings.Split(string(src), "\n") {
 			for _, m := range nolintRE.FindAllStringSubmatch(line, -1) {
 				for name := range strings.SplitSeq(m[1], ",") {
 					if !slices.Contains(enabled, name) {
-						found = append(found, filepath.ToSlash(rel)+":"+strconv.Itoa(i+1)+": "+name)
+						found = append(found, rel+":"+strconv.Itoa(i+1)+": "+name)
 					}
 				}
 			}

@@ -28,25 +28,8 @@ var sleepsOwnedElsewhere = []string{}
 func TestNoUnexplainedSleepsInTests(t *testing.T) {
 	root := moduleRoot(t)
 	var found []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if slices.Contains(sleepsOwnedElsewhere, rel) {
+	err := walkGoFiles(root, func(path, rel string) error {
+		if !strings.HasSuffix(path, "_test.go") || slices.Contains(sleepsOwnedElsewhere, rel) {
 			return nil
 		}
 		lines, err := unexplainedSleeps(path)
@@ -82,6 +65,30 @@ func unexplainedSleeps(path string) ([]string, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// walkGoFiles calls fn with the path, and the path from root with '/', of
+// every .go file below root, skipping hidden folders, testdata and vendor.
+func walkGoFiles(root string, fn func(path, rel string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		return fn(path, filepath.ToSlash(rel))
+	})
 }
 
 // moduleRoot is the directory of the go.mod above the test's directory.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/crowsnest-dev/crowsnest/internal/testgit"
-	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -52,23 +49,8 @@ func TestIsolationPropertyCluster(t *testing.T) {
 	hostileTest(t)
 	start := time.Now()
 	installImageUpdaterCRD(t)
-	w := &isolationWorld{reg: testreg.StartOCI(t, testreg.OCIOptions{}),
-		git: testgit.Start(t, testgit.Options{Accounts: map[string]string{"alice": isoAliceToken, "mallory": "n0pe"}})}
-	w.aWeb = pushImage(t, w.reg, "team-a/web", "1.0.0", "1.1.0")
-	w.aAPI = pushImage(t, w.reg, "team-a/api", "1.0.0", "1.2.0", "2.0.0")
-	w.bImage = pushImage(t, w.reg, "team-b/evil", "1.0.0", "6.6.6")
-
-	first, n := uint64(time.Now().UnixNano()%100000), isolationClusterSeeds
-	if s := os.Getenv("CROWSNEST_ISOLATION_SEEDS"); s != "" {
-		if v, err := strconv.Atoi(s); err == nil && v > 0 {
-			n = v
-		}
-	}
-	if s := os.Getenv("CROWSNEST_ISOLATION_SEED"); s != "" {
-		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
-			first, n = v, 1
-		}
-	}
+	w := newIsolationWorld(t)
+	first, n := isolationSeedRange(isolationClusterSeeds)
 	failed := 0
 	for seed := first; seed < first+uint64(n); seed++ {
 		alone, _ := w.runCluster(t, seed, false)

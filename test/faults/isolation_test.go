@@ -46,23 +46,8 @@ type isolationWorld struct {
 func TestIsolationProperty(t *testing.T) {
 	hostileTest(t)
 	start := time.Now()
-	w := &isolationWorld{reg: testreg.StartOCI(t, testreg.OCIOptions{}),
-		git: testgit.Start(t, testgit.Options{Accounts: map[string]string{"alice": isoAliceToken, "mallory": "n0pe"}})}
-	w.aWeb = pushImage(t, w.reg, "team-a/web", "1.0.0", "1.1.0")
-	w.aAPI = pushImage(t, w.reg, "team-a/api", "1.0.0", "1.2.0", "2.0.0")
-	w.bImage = pushImage(t, w.reg, "team-b/evil", "1.0.0", "6.6.6")
-
-	first, n := uint64(time.Now().UnixNano()%100000), isolationSeeds
-	if s := os.Getenv("CROWSNEST_ISOLATION_SEEDS"); s != "" {
-		if v, err := strconv.Atoi(s); err == nil && v > 0 {
-			n = v
-		}
-	}
-	if s := os.Getenv("CROWSNEST_ISOLATION_SEED"); s != "" {
-		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
-			first, n = v, 1
-		}
-	}
+	w := newIsolationWorld(t)
+	first, n := isolationSeedRange(isolationSeeds)
 	failed := 0
 	for seed := first; seed < first+uint64(n); seed++ {
 		alone, _ := w.run(t, seed, false)
@@ -85,6 +70,36 @@ func TestIsolationProperty(t *testing.T) {
 	v.answer("team A's files and Events the same with and without team B in %d of %d seeds", n-failed, n)
 	v.count(&v.row.wrong, failed, "seeds where team A saw a difference: %d", failed)
 	v.done()
+}
+
+// newIsolationWorld starts the registry (team A's and team B's images)
+// and the Git server (team A's and team B's accounts) the seeds share.
+func newIsolationWorld(t *testing.T) *isolationWorld {
+	t.Helper()
+	w := &isolationWorld{reg: testreg.StartOCI(t, testreg.OCIOptions{}),
+		git: testgit.Start(t, testgit.Options{Accounts: map[string]string{"alice": isoAliceToken, "mallory": "n0pe"}})}
+	w.aWeb = pushImage(t, w.reg, "team-a/web", "1.0.0", "1.1.0")
+	w.aAPI = pushImage(t, w.reg, "team-a/api", "1.0.0", "1.2.0", "2.0.0")
+	w.bImage = pushImage(t, w.reg, "team-b/evil", "1.0.0", "6.6.6")
+	return w
+}
+
+// isolationSeedRange is the seeds to run: def from a time-based first
+// seed, CROWSNEST_ISOLATION_SEEDS of them for a long run, or the one
+// CROWSNEST_ISOLATION_SEED repeats.
+func isolationSeedRange(def int) (first uint64, n int) {
+	first, n = uint64(time.Now().UnixNano()%100000), def
+	if s := os.Getenv("CROWSNEST_ISOLATION_SEEDS"); s != "" {
+		if v, err := strconv.Atoi(s); err == nil && v > 0 {
+			n = v
+		}
+	}
+	if s := os.Getenv("CROWSNEST_ISOLATION_SEED"); s != "" {
+		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+			first, n = v, 1
+		}
+	}
+	return first, n
 }
 
 // isolationObservation is everything team A sees of one pass.
