@@ -1,5 +1,6 @@
 // Package httpserver runs crowsnest's small HTTP endpoints (metrics, health
-// probes, later webhooks) with timeouts and a graceful stop on cancel.
+// probes, the registry webhook receiver) with timeouts and a graceful stop
+// on cancel.
 package httpserver
 
 import (
