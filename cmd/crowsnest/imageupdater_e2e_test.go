@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,53 +17,39 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 )
 
 var (
 	crdResource          = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	imageUpdaterResource = schema.GroupVersionResource{Group: "argocd-image-updater.argoproj.io", Version: "v1alpha1", Resource: "imageupdaters"}
+	imageUpdaterResource = testenv.ImageUpdatersGVR
 )
 
 // installImageUpdaterCRD installs argocd-image-updater v1.3.0's own CRD
 // (testdata/aiu) and waits until the apiserver serves it.
 func installImageUpdaterCRD(t *testing.T) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "aiu", "imageupdaters-crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, doc, _ := strings.Cut(string(data), "---\n")
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+	if err := env.InstallImageUpdaterCRD(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	dyn := dynamic.NewForConfigOrDie(env.Config)
-	if _, err := dyn.Resource(crdResource).Create(t.Context(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	// The control plane is shared with the other tests, which run
 	// without argocd-image-updater's CRD (and the install tests with the
 	// shipped RBAC): take it out again, and wait until it is gone.
 	t.Cleanup(func() {
 		ctx := context.Background()
-		if err := dyn.Resource(crdResource).Delete(ctx, "imageupdaters.argocd-image-updater.argoproj.io", metav1.DeleteOptions{}); err != nil {
+		if err := dyn.Resource(crdResource).Delete(ctx, testenv.ImageUpdaterCRDName, metav1.DeleteOptions{}); err != nil {
 			t.Errorf("deleting the ImageUpdater CRD: %v", err)
 			return
 		}
 		disc := kubernetes.NewForConfigOrDie(env.Config).Discovery()
 		waitFor(t, "the ImageUpdater CRD gone, from discovery too", func() bool {
-			_, err := dyn.Resource(crdResource).Get(ctx, "imageupdaters.argocd-image-updater.argoproj.io", metav1.GetOptions{})
+			_, err := dyn.Resource(crdResource).Get(ctx, testenv.ImageUpdaterCRDName, metav1.GetOptions{})
 			_, derr := disc.ServerResourcesForGroupVersion(imageUpdaterResource.GroupVersion().String())
 			return apierrors.IsNotFound(err) && apierrors.IsNotFound(derr)
 		})
-	})
-	disc := kubernetes.NewForConfigOrDie(env.Config).Discovery()
-	waitFor(t, "the ImageUpdater CRD served", func() bool {
-		_, err := dyn.Resource(imageUpdaterResource).Namespace("default").List(t.Context(), metav1.ListOptions{Limit: 1})
-		_, derr := disc.ServerResourcesForGroupVersion(imageUpdaterResource.GroupVersion().String())
-		return err == nil && derr == nil
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,14 +12,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -29,10 +26,7 @@ import (
 // local one.
 const isolationClusterSeeds = 2
 
-var (
-	crdGVR          = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	imageUpdaterGVR = schema.GroupVersionResource{Group: "argocd-image-updater.argoproj.io", Version: "v1alpha1", Resource: "imageupdaters"}
-)
+var imageUpdaterGVR = testenv.ImageUpdatersGVR
 
 // The isolation property on the real apiserver: team A's Applications in
 // a fixed scenario (one written back to a monorepo both teams' AppProjects
@@ -349,31 +343,13 @@ func (h *hostile) clusterInputs(t *testing.T, c *clusterTeams) (updaters, tried 
 func (h *hostile) pickWindow(ws ...map[string]any) map[string]any { return ws[h.r.IntN(len(ws))] }
 
 // installImageUpdaterCRD installs argocd-image-updater v1.3.0's own CRD
-// (the copy the end-to-end tests use) and waits until the apiserver
-// serves it. It stays installed: the scenarios run in parallel, and a
-// crowsnest of another one that found it (--imageupdater-resources=auto)
-// must not see it vanish; none of theirs makes an ImageUpdater.
+// and waits until the apiserver serves it. It stays installed: the
+// scenarios run in parallel, and a crowsnest of another one that found it
+// (--imageupdater-resources=auto) must not see it vanish; none of theirs
+// makes an ImageUpdater.
 func installImageUpdaterCRD(t *testing.T) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "cmd", "crowsnest", "testdata", "aiu", "imageupdaters-crd.yaml"))
-	if err != nil {
+	if err := env.InstallImageUpdaterCRD(t.Context()); err != nil {
 		t.Fatal(err)
-	}
-	_, doc, _ := strings.Cut(string(data), "---\n")
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(env.Config)
-	if _, err := dyn.Resource(crdGVR).Create(t.Context(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	disc := kubernetes.NewForConfigOrDie(env.Config).Discovery()
-	if !poll(t.Context(), time.Minute, func() bool {
-		_, err := dyn.Resource(imageUpdaterGVR).Namespace("default").List(t.Context(), metav1.ListOptions{Limit: 1})
-		_, derr := disc.ServerResourcesForGroupVersion(imageUpdaterGVR.GroupVersion().String())
-		return err == nil && derr == nil
-	}) {
-		t.Fatal("the ImageUpdater CRD is not served a minute after its creation")
 	}
 }
