@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
@@ -389,12 +390,20 @@ func (n *Notifier) loadStates(ctx context.Context) error {
 			return nil
 		}
 		n.Log.Warn("loading notification state failed; retrying", "error", err, "attempt", attempt+1)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(min(time.Duration(1<<attempt)*time.Second, 30*time.Second)):
+		// A cancelled context stops the loop: the Notifier is stopping,
+		// which is no error of loading.
+		if backoff.Sleep(ctx, loadRetryDelay(attempt)) != nil {
+			return nil //nolint:nilerr // stopping is not a load error
 		}
 	}
+}
+
+// loadRetryDelay is the wait after the attempt-th (from 0) failed load of
+// the notification state: 1 s doubled up to 30 s, jittered. (It was
+// 1<<attempt seconds capped at 30 s, which overflowed after 34 failures
+// and then retried without waiting.)
+func loadRetryDelay(attempt int) time.Duration {
+	return backoff.Delay(time.Second, 30*time.Second, attempt+1)
 }
 
 // processKey works the observations queued for one Application, in order.

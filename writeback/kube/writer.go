@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -104,7 +105,7 @@ func (w *Writer) ApplyFrom(ctx context.Context, namespace, name string, cached *
 			if w.Log != nil {
 				w.Log.Debug("Application changed while patching; reading it again", "app", namespace+"/"+name, "attempt", res.Attempts)
 			}
-			if err := sleepCtx(ctx, time.Duration(res.Attempts)*10*time.Millisecond); err != nil {
+			if err := backoff.Sleep(ctx, time.Duration(res.Attempts)*10*time.Millisecond); err != nil {
 				return res, err
 			}
 			continue
@@ -153,15 +154,4 @@ func MetadataOnlyClient(cfg *rest.Config) (*MetaPatcher, error) {
 		return nil, fmt.Errorf("the metadata-only kube client: %w", err)
 	}
 	return &MetaPatcher{client: c}, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
