@@ -195,3 +195,28 @@ spec:
 func updated(image, to string) triggers.Event {
 	return triggers.Event{Type: triggers.EventImageUpdated, Image: image, From: "1.0.0", To: to}
 }
+
+// The annotation problems of a useAnnotations ref that passed the
+// Application on are said even when the ref that takes it has nothing to
+// update: Match returns a spec without images, which the reconciler
+// reports.
+func TestPassedOverProblemsAreSaidWithNothingToUpdate(t *testing.T) {
+	s := newSet(t, `
+kind: ImageUpdater
+metadata: {name: shop, namespace: team-a}
+spec:
+  applicationRefs:
+  - namePattern: shop-legacy
+    useAnnotations: true
+  - namePattern: "shop-*"
+    images: [{alias: web, imageName: "ghcr.io/acme/web", manifestTargets: {plugin: {name: IMG}}}]
+`)
+	p := imageupdate.Prefix
+	spec, errs, ok := s.Match(app("team-a", "shop-legacy", map[string]string{p + "image-list": "own=ghcr.io/acme/own", p + "write-back-method": "svn"}))
+	if !ok || spec == nil || len(spec.Images) != 0 {
+		t.Fatalf("Match = %+v, %v; want a spec without images", spec, ok)
+	}
+	if _, msgs := problemPaths(errs); !strings.Contains(msgs, "write-back-method") {
+		t.Errorf("problems %q do not name the broken write-back-method annotation", msgs)
+	}
+}

@@ -276,6 +276,11 @@ func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
 		}
 		s.setAppProblems(m.res.key, app.Key(), fields)
 	}
+	if out == nil && len(errs) > 0 {
+		// Nothing to update, but problems to say (a passed-over
+		// useAnnotations ref's): the reconciler reports a spec's.
+		out = &imageupdate.Spec{Source: imageupdate.SourceAnnotations}
+	}
 	return out, errs, true
 }
 
