@@ -200,26 +200,32 @@ func readEntry(entry string, ann map[string]string, fail failFunc) (Image, *imag
 		ref, alias = entry, ""
 	}
 	ref = strings.TrimSpace(ref)
-	alias = strings.TrimSpace(alias)
 	name, constraint := splitConstraint(ref)
+	r := &imageSettings{ann: ann, fail: fail, hasAlias: hasAlias}
+	img, ok := r.start(strings.TrimSpace(alias), name, constraint, ref)
+	return img, r, ok
+}
+
+// start checks an image's name and alias (shown is the text errors
+// quote) and makes the Image its settings are read into.
+func (r *imageSettings) start(alias, name, constraint, shown string) (Image, bool) {
 	parsed, err := imageref.Parse(name)
 	if err != nil {
-		fail(KeyImageList, err, "image %s: %v", quote(ref), err)
-		return Image{}, nil, false
+		r.fail(KeyImageList, err, "image %s: %v", quote(shown), err)
+		return Image{}, false
 	}
-	keyAlias := OptionAlias(alias)
-	if hasAlias && !aliasRE.MatchString(keyAlias) {
-		fail(KeyImageList, nil, "alias %s: want letters, digits, '-', '_' or '/' (at most 63)", quote(alias))
-		return Image{}, nil, false
+	r.keyAlias = OptionAlias(alias)
+	if r.hasAlias && !aliasRE.MatchString(r.keyAlias) {
+		r.fail(KeyImageList, nil, "alias %s: want letters, digits, '-', '_' or '/' (at most 63)", quote(alias))
+		return Image{}, false
 	}
 	if alias == "" {
 		alias = name // the image as written, as argocd-image-updater keys it
 	}
+	r.keyOf = map[string]string{"constraint": KeyImageList}
 	img := Image{Alias: alias, Name: name, Ref: parsed}
 	img.Policy.Constraint = constraint
-	r := &imageSettings{ann: ann, fail: fail, hasAlias: hasAlias, keyAlias: keyAlias,
-		keyOf: map[string]string{"constraint": KeyImageList}}
-	return img, r, true
+	return img, true
 }
 
 // get returns the per-image value, else the app-wide one, and its key.

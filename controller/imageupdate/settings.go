@@ -3,8 +3,6 @@ package imageupdate
 import (
 	"fmt"
 	"strings"
-
-	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 )
 
 // ImageSettings are one image's settings as values rather than annotation
@@ -38,25 +36,16 @@ func ReadImage(in ImageSettings) (img Image, errs []error, ok bool) {
 	fail := func(key string, err error, format string, args ...any) {
 		errs = append(errs, &AnnotationError{Key: Prefix + key, Msg: fmt.Sprintf(format, args...), Err: err})
 	}
-	name := strings.TrimSpace(in.Name)
-	parsed, err := imageref.Parse(name)
-	if err != nil {
-		fail(KeyImageList, err, "image %s: %v", quote(name), err)
-		return Image{}, errs, false
-	}
-	keyAlias := OptionAlias(in.Alias)
-	if !aliasRE.MatchString(keyAlias) {
-		fail(KeyImageList, nil, "alias %s: want letters, digits, '-', '_' or '/' (at most 63)", quote(in.Alias))
-		return Image{}, errs, false
-	}
 	values := in.Values
 	if values == nil {
-		values = map[string]string{}
+		values = map[string]string{} // values set is what says "not annotations"
 	}
-	img = Image{Alias: in.Alias, Name: name, Ref: parsed}
-	img.Policy.Constraint = strings.TrimSpace(in.Constraint)
-	r := &imageSettings{values: values, lists: in.Lists, fail: fail, hasAlias: true, keyAlias: keyAlias,
-		keyOf: map[string]string{"constraint": KeyImageList}}
+	r := &imageSettings{values: values, lists: in.Lists, fail: fail, hasAlias: true}
+	name := strings.TrimSpace(in.Name)
+	img, ok = r.start(in.Alias, name, strings.TrimSpace(in.Constraint), name)
+	if !ok {
+		return Image{}, errs, false
+	}
 	img, ok = r.read(img)
 	return img, errs, ok
 }
