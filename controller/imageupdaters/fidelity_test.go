@@ -91,14 +91,14 @@ metadata: {name: a-web, namespace: team-a}
 spec:
   applicationRefs:
   - namePattern: "shop*"
-    images: [{alias: app, imageName: ghcr.io/acme/web}]
+    images: [{alias: app, imageName: ghcr.io/acme/web}, {alias: proxy, imageName: nginx}]
 `, `
 kind: ImageUpdater
 metadata: {name: b-api, namespace: team-a}
 spec:
   applicationRefs:
   - namePattern: shop
-    images: [{alias: app, imageName: ghcr.io/acme/api}, {alias: web, imageName: ghcr.io/acme/web}]
+    images: [{alias: app, imageName: ghcr.io/acme/api}, {alias: web, imageName: ghcr.io/acme/web}, {alias: proxy, imageName: docker.io/library/nginx}]
 `, `
 kind: ImageUpdater
 metadata: {name: c-git, namespace: team-a}
@@ -123,14 +123,14 @@ spec:
 	for _, img := range spec.Images {
 		got = append(got, img.Alias+"="+img.Name)
 	}
-	if d := cmp.Diff([]string{"app=ghcr.io/acme/web", "b-api/app=ghcr.io/acme/api"}, got); d != "" {
+	if d := cmp.Diff([]string{"app=ghcr.io/acme/web", "proxy=nginx", "b-api/app=ghcr.io/acme/api"}, got); d != "" {
 		t.Errorf("images (-want +got):\n%s", d)
 	}
 	if spec.WriteBack.Method != imageupdate.MethodArgoCD {
 		t.Errorf("write-back %+v, want the first resource's (argocd)", spec.WriteBack)
 	}
 	paths, msgs := problemPaths(errs)
-	if d := cmp.Diff([]string{"spec.applicationRefs[0].images[1]", "spec.writeBackConfig.method"}, paths); d != "" {
+	if d := cmp.Diff([]string{"spec.applicationRefs[0].images[1]", "spec.applicationRefs[0].images[2]", "spec.writeBackConfig.method"}, paths); d != "" {
 		t.Errorf("problem paths (-want +got):\n%s\n%s", d, msgs)
 	}
 	for _, want := range []string{"team-a/b-api", "also updated by ImageUpdater team-a/a-web", "team-a/c-git", "images worker are not updated"} {
@@ -139,10 +139,10 @@ spec:
 		}
 	}
 	// Each resource's status counts the Application and lists its own
-	// problem only.
+	// problems only (nginx spelt out is the same image).
 	w := &StatusWriter{Set: s, Apps: apps{app("team-a", "shop", nil)}}
 	obs := w.observe()
-	for key, want := range map[string]int{"team-a/a-web": 0, "team-a/b-api": 1, "team-a/c-git": 1} {
+	for key, want := range map[string]int{"team-a/a-web": 0, "team-a/b-api": 2, "team-a/c-git": 1} {
 		if o := obs[key]; o.apps != 1 || len(o.problems) != want {
 			t.Errorf("%s observed apps %d, problems %v; want 1 and %d", key, o.apps, o.problems, want)
 		}

@@ -241,7 +241,7 @@ func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
 	}
 	var out *imageupdate.Spec
 	var errs []error
-	from := map[string]string{} // image name -> the resource that updates it
+	from := map[string]string{} // repository (Ref.Repo: nginx is docker.io/library/nginx) -> the resource that updates it
 	var first *match
 	for i := range ms {
 		m := &ms[i]
@@ -254,7 +254,7 @@ func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
 				// carries its problems to the reconciler.
 				out, first = spec, m
 				for j := range spec.Images {
-					from[spec.Images[j].Name] = m.res.key
+					from[spec.Images[j].Ref.Repo()] = m.res.key
 				}
 			case len(spec.Images) == 0:
 			case spec.WriteBack != out.WriteBack:
@@ -323,8 +323,8 @@ func (m *match) merge(out, spec *imageupdate.Spec, from map[string]string) []err
 	for i := range spec.Images {
 		img := spec.Images[i]
 		switch {
-		case from[img.Name] != "":
-			errs = append(errs, m.imageProblem(img.Alias, "image %s is also updated by ImageUpdater %s, which selects this Application too; it is not updated from here", img.Name, from[img.Name]))
+		case from[img.Ref.Repo()] != "":
+			errs = append(errs, m.imageProblem(img.Alias, "image %s is also updated by ImageUpdater %s, which selects this Application too; it is not updated from here", img.Name, from[img.Ref.Repo()]))
 			continue
 		case len(out.Images) >= imageupdate.MaxImages:
 			errs = append(errs, m.imageProblem(img.Alias, "the ImageUpdaters selecting this Application list more than the %d images an Application may have; not updated", imageupdate.MaxImages))
@@ -334,7 +334,7 @@ func (m *match) merge(out, spec *imageupdate.Spec, from map[string]string) []err
 			img.Alias = m.res.name + "/" + img.Alias
 		}
 		taken[img.Alias] = true
-		from[img.Name] = m.res.key
+		from[img.Ref.Repo()] = m.res.key
 		out.Images = append(out.Images, img)
 	}
 	return errs
