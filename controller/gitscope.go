@@ -20,10 +20,10 @@ func renderScope(app *watcher.App, repoURL, ownPath string, own bool) *gitwb.Sco
 	if own {
 		s.Sources = append(s.Sources, ownPath)
 	}
-	repo := repoKey(repoURL)
+	repo := gitwb.RepoKey(repoURL)
 	for i := range app.Sources {
 		src := &app.Sources[i]
-		here := src.Chart == "" && repoKey(src.RepoURL) == repo
+		here := src.Chart == "" && gitwb.RepoKey(src.RepoURL) == repo
 		listed := own && src.Path == ownPath
 		if here && (src.Ref == "" || src.Path != "") && !listed {
 			s.Sources = append(s.Sources, src.Path)
@@ -49,7 +49,7 @@ func valueFile(app *watcher.App, src *watcher.Source, here bool, vf, repo string
 	case strings.HasPrefix(vf, "$"):
 		ref, rest, ok := strings.Cut(vf[1:], "/")
 		rs := refSource(app, ref)
-		if !ok || rs == nil || repoKey(rs.RepoURL) != repo {
+		if !ok || rs == nil || gitwb.RepoKey(rs.RepoURL) != repo {
 			return "", false
 		}
 		return rest, true
@@ -59,11 +59,4 @@ func valueFile(app *watcher.App, src *watcher.Source, here bool, vf, repo string
 		return strings.TrimPrefix(vf, "/"), true
 	}
 	return path.Join(src.Path, vf), true
-}
-
-// repoKey is a repository URL as two spellings of the same repository
-// share it: without credentials, case, trailing slash or ".git".
-func repoKey(u string) string {
-	u = strings.ToLower(strings.TrimSuffix(gitwb.RepoID(u), "/"))
-	return strings.TrimSuffix(u, ".git")
 }

@@ -129,6 +129,33 @@ func RepoID(repoURL string) string {
 	return clean
 }
 
+// RepoKey is a repository URL as every spelling of one repository shares
+// it, compared as Argo CD compares repository URLs: without credentials
+// (RepoID), case, a trailing "/" or ".git"; an scp-like address (and
+// git+ssh://) becomes the ssh:// URL it stands for and SSH's default port
+// is dropped, so git@host:org/repo, ssh://git@host/org/repo and
+// ssh://git@host:22/org/repo are one key (and prefixes of one another's
+// paths, as repo-creds match).
+func RepoKey(u string) string {
+	u = strings.ToLower(RepoID(strings.TrimSpace(u)))
+	if !strings.Contains(u, "://") {
+		if m := SCPLikeURL.FindStringSubmatch(u); m != nil {
+			u = "ssh://" + m[1] + m[2] + "/" + m[3]
+		}
+	}
+	for _, scheme := range []string{"git+ssh://", "ssh+git://"} {
+		if rest, ok := strings.CutPrefix(u, scheme); ok {
+			u = "ssh://" + rest
+		}
+	}
+	if rest, ok := strings.CutPrefix(u, "ssh://"); ok {
+		host, path, _ := strings.Cut(rest, "/")
+		u = "ssh://" + strings.TrimSuffix(host, ":22") + "/" + path
+	}
+	u = strings.TrimSuffix(u, "/")
+	return strings.TrimSuffix(u, ".git")
+}
+
 // splitURL removes user information from a repository URL, returning it
 // as credentials: a URL with a password in it still works, and the
 // password is never part of a cache key, log line or error. The user of

@@ -76,7 +76,7 @@ var _ gitwb.CredentialsSource = (*ArgoCD)(nil)
 
 // Credentials implements gitwb.CredentialsSource.
 func (a *ArgoCD) Credentials(ctx context.Context, repoURL string) (gitwb.Credentials, bool, error) {
-	want := normalizeRepoURL(repoURL)
+	want := gitwb.RepoKey(repoURL)
 	c, ok, err := a.find(ctx, want)
 	if err != nil || !ok || c.SSHPrivateKey == "" || !strings.HasPrefix(want, "ssh://") {
 		return c, ok, err
@@ -116,7 +116,7 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 	bestLen := -1
 	for i := range list.Items {
 		s := &list.Items[i]
-		u := normalizeRepoURL(string(s.Data["url"]))
+		u := gitwb.RepoKey(string(s.Data["url"]))
 		if u == "" {
 			continue
 		}
@@ -163,13 +163,13 @@ func boundTo(s *corev1.Secret, want string) error {
 // same host (ErrUnbound otherwise, saying what to do). `crowsnest
 // migrate` asks it of the Secrets annotations name.
 func CheckURL(secretURL, repoURL string) error {
-	want := normalizeRepoURL(repoURL)
+	want := gitwb.RepoKey(repoURL)
 	raw := strings.TrimSpace(secretURL)
 	if raw == "" {
 		return fmt.Errorf("%w: it has no url; give it the repository's url (as Argo CD repository Secrets have) "+
 			"or list the repository under its tenancy.credentials entry's repositories", ErrUnbound)
 	}
-	u := normalizeRepoURL(raw)
+	u := gitwb.RepoKey(raw)
 	if u == "" || !strings.HasPrefix(want, u) || hostOf(want) != hostOf(u) {
 		return fmt.Errorf("%w: its url does not name %s", ErrUnbound, want)
 	}
@@ -209,33 +209,6 @@ func (a *ArgoCD) knownHosts(ctx context.Context) (string, error) {
 		parts = append(parts, text)
 	}
 	return strings.Join(parts, "\n"), nil
-}
-
-// normalizeRepoURL compares repository URLs as Argo CD does, ignoring case
-// and a trailing ".git" or "/", and credentials in the URL (gitwb.RepoID:
-// Use hears the Application's URL, the writer asks with the one it
-// stripped them from). An scp-like address (and git+ssh://)
-// becomes the ssh:// URL it stands for and SSH's default port is dropped, so git@host:org/repo,
-// ssh://git@host/org/repo and ssh://git@host:22/org/repo match each
-// other, also as repo-creds prefixes.
-func normalizeRepoURL(u string) string {
-	u = strings.ToLower(gitwb.RepoID(strings.TrimSpace(u)))
-	if !strings.Contains(u, "://") {
-		if m := gitwb.SCPLikeURL.FindStringSubmatch(u); m != nil {
-			u = "ssh://" + m[1] + m[2] + "/" + m[3]
-		}
-	}
-	for _, scheme := range []string{"git+ssh://", "ssh+git://"} {
-		if rest, ok := strings.CutPrefix(u, scheme); ok {
-			u = "ssh://" + rest
-		}
-	}
-	if rest, ok := strings.CutPrefix(u, "ssh://"); ok {
-		host, path, _ := strings.Cut(rest, "/")
-		u = "ssh://" + strings.TrimSuffix(host, ":22") + "/" + path
-	}
-	u = strings.TrimSuffix(u, "/")
-	return strings.TrimSuffix(u, ".git")
 }
 
 // hostOf is the user@host:port part of a normalized repository URL.
