@@ -43,15 +43,19 @@ type Registries struct {
 
 	mu       sync.Mutex
 	bySecret map[string]*registry.Client // per pull-secret reference
-	// secretOrder is bySecret's keys, least recently asked for first.
-	secretOrder []string
+	// secretOrder is, per namespace of the Secret a reference names,
+	// bySecret's keys, least recently asked for first.
+	secretOrder map[string][]string
 }
 
-// MaxPullSecretClients caps the clients kept for pull-secret references:
-// whoever writes annotations names them, and each client keeps caches of
-// its own. Past the cap the least recently asked for is dropped (a
-// reconcile still holding it finishes with it; the next asks anew).
-const MaxPullSecretClients = 256
+// MaxPullSecretClients caps the clients kept for the pull-secret
+// references of one namespace (the Secret's: annotations may name only
+// their own namespace's): whoever writes annotations names them, and each
+// client keeps caches of its own. Past the cap the namespace's least
+// recently asked for is dropped (a reconcile still holding it finishes
+// with it; the next asks anew), so many references churn only their own
+// namespace's clients.
+const MaxPullSecretClients = 64
 
 // ForPullSecret returns the client for images that name their own
 // credentials (the pull-secret annotation): same registry settings, its own
@@ -63,18 +67,18 @@ func (r *Registries) ForPullSecret(ref string) *registry.Client {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c := r.bySecret[ref]; c != nil {
-		r.touchSecret(ref)
-		return c
-	}
 	parsed, err := creds.Parse(ref)
 	if err != nil {
 		// Annotations are validated before this; be safe anyway.
 		r.log.Error("invalid pull secret reference; using the registry's credentials", "error", err)
 		return r.Client
 	}
+	if c := r.bySecret[ref]; c != nil {
+		r.touchSecret(parsed.Namespace, ref)
+		return c
+	}
 	if r.bySecret == nil {
-		r.bySecret = map[string]*registry.Client{}
+		r.bySecret, r.secretOrder = map[string]*registry.Client{}, map[string][]string{}
 	}
 	c := &registry.Client{
 		Hosts:             r.Client.Hosts,
@@ -87,19 +91,22 @@ func (r *Registries) ForPullSecret(ref string) *registry.Client {
 		Metrics:           r.metrics,
 		Log:               r.log,
 	}
-	if len(r.bySecret) >= MaxPullSecretClients {
-		delete(r.bySecret, r.secretOrder[0])
-		r.secretOrder = r.secretOrder[1:]
+	order := r.secretOrder[parsed.Namespace]
+	if len(order) >= MaxPullSecretClients {
+		delete(r.bySecret, order[0])
+		order = order[1:]
 	}
 	r.bySecret[ref] = c
-	r.secretOrder = append(r.secretOrder, ref)
+	r.secretOrder[parsed.Namespace] = append(order, ref)
 	return c
 }
 
-// touchSecret moves ref to the end of secretOrder; called with r.mu held.
-func (r *Registries) touchSecret(ref string) {
-	if i := slices.Index(r.secretOrder, ref); i >= 0 && i != len(r.secretOrder)-1 {
-		r.secretOrder = append(slices.Delete(r.secretOrder, i, i+1), ref)
+// touchSecret moves ref to the end of its namespace's order; called with
+// r.mu held.
+func (r *Registries) touchSecret(namespace, ref string) {
+	order := r.secretOrder[namespace]
+	if i := slices.Index(order, ref); i >= 0 && i != len(order)-1 {
+		r.secretOrder[namespace] = append(slices.Delete(order, i, i+1), ref)
 	}
 }
 
