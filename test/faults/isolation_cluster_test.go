@@ -153,16 +153,7 @@ func (w *isolationWorld) runCluster(t *testing.T, seed uint64, withB bool) (clus
 		}
 		return normalizer(repo)(s)
 	}
-	obs := clusterObservation{Files: map[string]string{}, Sources: map[string]string{}}
-	for _, branch := range w.git.Branches(t, repo) {
-		for path := range aFiles {
-			content, _ := w.git.ReadFile(t, repo, branch, path)
-			if branch != "main" && content == aFiles[path] {
-				continue // a copy of A's file on another team's branch
-			}
-			obs.Files[branch+":"+path] = content
-		}
-	}
+	obs := clusterObservation{Files: w.teamAFiles(t, repo, aFiles), Sources: map[string]string{}}
 	for _, name := range []string{"a-web", "a-kube"} {
 		u, err := c.dyn.Resource(watcher.ApplicationsResource).Namespace(c.teamA).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {

@@ -180,16 +180,7 @@ func (w *isolationWorld) run(t *testing.T, seed uint64, withB bool) (isolationOb
 		t.Errorf("seed %d: team A's pass alone exited %d:\n%s", seed, code, p.tail(40))
 	}
 	norm := normalizer(repo)
-	obs := isolationObservation{Files: map[string]string{}}
-	for _, branch := range w.git.Branches(t, repo) {
-		for p := range aFiles {
-			content, _ := w.git.ReadFile(t, repo, branch, p)
-			if branch != "main" && content == aFiles[p] {
-				continue // a copy of A's file on another team's branch
-			}
-			obs.Files[branch+":"+p] = content
-		}
-	}
+	obs := isolationObservation{Files: w.teamAFiles(t, repo, aFiles)}
 	for _, e := range p.events() {
 		if ns, _, _ := strings.Cut(e.App, "/"); ns == isoTeamA {
 			obs.Events = append(obs.Events, norm(e.App+" "+e.Type+" "+e.Reason+": "+e.Message))
@@ -197,6 +188,30 @@ func (w *isolationWorld) run(t *testing.T, seed uint64, withB bool) (isolationOb
 	}
 	slices.Sort(obs.Events)
 	return obs, tried
+}
+
+// teamAFiles reads team A's files (aFiles: path -> content as seeded) on
+// every branch of repo, "branch:path" -> content. Another branch's copy of
+// a file as seeded, or as it is on main (a branch made from main after A's
+// commit), is a copy, not a change, and is left out.
+func (w *isolationWorld) teamAFiles(t *testing.T, repo string, aFiles map[string]string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for p := range aFiles {
+		out["main:"+p], _ = w.git.ReadFile(t, repo, "main", p)
+	}
+	for _, branch := range w.git.Branches(t, repo) {
+		if branch == "main" {
+			continue
+		}
+		for p := range aFiles {
+			content, _ := w.git.ReadFile(t, repo, branch, p)
+			if content != aFiles[p] && content != out["main:"+p] {
+				out[branch+":"+p] = content
+			}
+		}
+	}
+	return out
 }
 
 // isoAliceToken is team A's Git token, in its Applications' repoURL.
