@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
+	"github.com/crowsnest-dev/crowsnest/controller/gitplan"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -356,7 +357,7 @@ func (r *ImageReconciler) checkRepositories(app *watcher.App, spec *imageupdate.
 	if spec.Source != imageupdate.SourceAnnotations && spec.WriteBack.Repository != "" {
 		return nil // an image policy's repository is the operator's word
 	}
-	chs, err := gitChanges(app, spec, changes)
+	chs, err := gitplan.Changes(app, spec, changes)
 	if err != nil {
 		return nil //nolint:nilerr // the reconcile reports it where it makes the changes
 	}
