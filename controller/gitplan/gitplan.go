@@ -44,7 +44,9 @@ type Change struct {
 }
 
 // Image is one image's update. Its fields are writeback/git's Image's,
-// name for name, so that the controller converts one into the other.
+// name for name and in order, so that the controller converts one into
+// the other (gitwb.Image(img)): a field added to one side only breaks that
+// conversion at compile time, and gitplan stays free of go-git.
 type Image struct {
 	// Alias is the image-list alias, for messages only.
 	Alias string
