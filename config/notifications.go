@@ -102,8 +102,8 @@ type Template struct {
 	Webhook map[string]WebhookTemplate `yaml:"webhook"`
 	Email   *EmailTemplate             `yaml:"email"`
 	// Blocks are the blocks of the other service types (teams, github,
-	// ...: package services), by type; each holds a pointer to the
-	// Kind's block struct, whose strings are templates.
+	// ...: package servicetypes), by type; each holds a pointer to the
+	// type's block struct, whose strings are templates.
 	Blocks map[string]any `yaml:"-"`
 }
 

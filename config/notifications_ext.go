@@ -7,15 +7,15 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
 	"github.com/crowsnest-dev/crowsnest/config/internal/strictyaml"
-	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 )
 
-// ExtService is a service of a type from package services (Teams, GitHub,
-// Opsgenie, ...): its settings in that type's Go struct, read with the
-// keys of Argo CD's `service.<type>` block.
+// ExtService is a service of a type from package servicetypes (Teams,
+// GitHub, Opsgenie, ...): its settings in that type's Go struct, read with
+// the keys of Argo CD's `service.<type>` block.
 type ExtService struct {
 	Type string
-	// Settings is a pointer to the Kind's settings struct.
+	// Settings is a pointer to the type's settings struct.
 	Settings any
 }
 
@@ -23,11 +23,11 @@ type ExtService struct {
 // CD Notifications has and crowsnest does not.
 const unsupportedType = "service type not supported by crowsnest"
 
-// decodeExtra reads a service type block of package services.
+// decodeExtra reads a service type block of package servicetypes.
 func (s *Service) decodeExtra(d *strictyaml.Decoder, key, val *yaml.Node, path string) bool {
-	k, ok := services.Lookup(key.Value)
+	k, ok := servicetypes.Lookup(key.Value)
 	if !ok {
-		if services.IsArgoCDType(key.Value) {
+		if servicetypes.IsArgoCDType(key.Value) {
 			d.Report(path, key.Line, "%s", unsupportedType)
 			return true
 		}
@@ -43,11 +43,11 @@ func (s *Service) decodeExtra(d *strictyaml.Decoder, key, val *yaml.Node, path s
 	return true
 }
 
-// decodeExtra reads a template block of a type from package services.
+// decodeExtra reads a template block of a type from package servicetypes.
 func (t *Template) decodeExtra(d *strictyaml.Decoder, key, val *yaml.Node, path string) bool {
-	k, ok := services.Lookup(key.Value)
+	k, ok := servicetypes.Lookup(key.Value)
 	if !ok || k.Block == nil {
-		if services.IsArgoCDType(key.Value) {
+		if servicetypes.IsArgoCDType(key.Value) {
 			d.Report(path, key.Line, "%s block: %s", key.Value, unsupportedType)
 			return true
 		}
@@ -62,17 +62,15 @@ func (t *Template) decodeExtra(d *strictyaml.Decoder, key, val *yaml.Node, path 
 	return true
 }
 
-// validateExt checks an ExtService's settings with its Kind.
+// validateExt checks an ExtService's settings with its type.
 func (e *ExtService) validate(path string, errs *fieldErrors) {
-	k, ok := services.Lookup(e.Type)
+	k, ok := servicetypes.Lookup(e.Type)
 	if !ok {
 		errs.invalid(path, "%s", unsupportedType)
 		return
 	}
-	if k.Validate != nil {
-		if err := k.Validate(e.Settings); err != nil {
-			errs.invalid(path, "%v", err)
-		}
+	if err := k.Validate(e.Settings); err != nil {
+		errs.invalid(path, "%v", err)
 	}
 }
 

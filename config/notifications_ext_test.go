@@ -6,12 +6,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify/services"
-	"github.com/crowsnest-dev/crowsnest/notify/services/teams"
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 )
 
 // TestExtServicesInOwnConfig reads a service of a type from package
-// services, and its template block, from crowsnest's own config file, and
+// servicetypes, and its template block, from crowsnest's own config file, and
 // checks that its mistakes are errors with the field and line.
 func TestExtServicesInOwnConfig(t *testing.T) {
 	c, err := Parse([]byte(header + `notifications:
@@ -35,7 +34,7 @@ func TestExtServicesInOwnConfig(t *testing.T) {
 	if s.Type() != "mattermost" || s.Ext == nil {
 		t.Fatalf("service chat: type %q ext %+v", s.Type(), s.Ext)
 	}
-	mm := s.Ext.Settings.(*services.MattermostSettings)
+	mm := s.Ext.Settings.(*servicetypes.MattermostSettings)
 	if mm.APIURL != "https://chat.example.com" || mm.Token != "$mm-token" {
 		t.Errorf("settings %+v", mm)
 	}
@@ -43,10 +42,10 @@ func TestExtServicesInOwnConfig(t *testing.T) {
 	if err := n.ResolveSecrets(map[string][]byte{"mm-token": []byte("tok")}); err != nil {
 		t.Fatal(err)
 	}
-	if got := n.Services["chat"].Ext.Settings.(*services.MattermostSettings).Token; got != "tok" {
+	if got := n.Services["chat"].Ext.Settings.(*servicetypes.MattermostSettings).Token; got != "tok" {
 		t.Errorf("resolved token %q", got)
 	}
-	b, ok := c.Notifications.Templates["deployed"].Blocks["mattermost"].(*services.MattermostBlock)
+	b, ok := c.Notifications.Templates["deployed"].Blocks["mattermost"].(*servicetypes.MattermostBlock)
 	if !ok || !strings.Contains(b.Attachments, "{{.app.metadata.name}}") {
 		t.Errorf("template block %#v", c.Notifications.Templates["deployed"].Blocks)
 	}
@@ -90,7 +89,7 @@ func TestInlineBlockFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wb, ok := c.Notifications.Templates["t"].Blocks["teams-workflows"].(*teams.WorkflowsBlock)
+	wb, ok := c.Notifications.Templates["t"].Blocks["teams-workflows"].(*servicetypes.TeamsWorkflowsBlock)
 	if !ok || wb.Title != "{{.app.metadata.name}}" || wb.AdaptiveCard != "{}" {
 		t.Errorf("teams-workflows block %#v", c.Notifications.Templates["t"].Blocks["teams-workflows"])
 	}
@@ -121,7 +120,7 @@ func TestInlineBlockFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := n.Templates["t"].Blocks["teams-workflows"].(*teams.WorkflowsBlock); b.Title != "x" {
+	if b := n.Templates["t"].Blocks["teams-workflows"].(*servicetypes.TeamsWorkflowsBlock); b.Title != "x" {
 		t.Errorf("Title (case folded, as Argo CD reads it) = %q, want x", b.Title)
 	}
 	if diff := cmp.Diff([]string{"template.t.teams-workflows.titel (not used by crowsnest)"}, n.Ignored); diff != "" {

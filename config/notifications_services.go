@@ -25,7 +25,7 @@ type Service struct {
 	Webhook *WebhookService `yaml:"webhook"`
 	Email   *EmailService   `yaml:"email"`
 	// Ext is a service of another type (teams, github, opsgenie, ...:
-	// package services), read from the key of its type.
+	// package servicetypes), read from the key of its type.
 	Ext *ExtService `yaml:"-"`
 	// Unsupported is the type of an argocd-notifications-cm service that
 	// crowsnest has no sender for: its deliveries fail visibly (dead

@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 )
 
 // argocd-notifications-cm service blocks, with their key names. Keys they
@@ -244,7 +244,7 @@ func decodeCMService(typ string, node *yaml.Node, key string, n *Notifications, 
 			From: c.From, InsecureSkipVerify: c.InsecureSkipVerify,
 		}}
 	}
-	if k, ok := services.Lookup(typ); ok {
+	if k, ok := servicetypes.Lookup(typ); ok {
 		st := k.Settings()
 		decodeCMNode(node, st, key, n, errs)
 		return Service{Ext: &ExtService{Type: typ, Settings: st}}

@@ -25,7 +25,7 @@ type Template struct {
 	Webhook map[string]WebhookTemplate `json:"webhook,omitempty"`
 	Email   *EmailTemplate             `json:"email,omitempty"`
 	// Blocks are the template blocks of the other service types, by type
-	// ("teams", "github"): each a struct (package services' Kind.Block)
+	// ("teams", "github"): each a struct (servicetypes.Type.Block's)
 	// or a JSON object whose strings are all templates.
 	Blocks map[string]any `json:"blocks,omitempty"`
 }

@@ -4,6 +4,8 @@
 // the length of an injected fault), since a test that proves something
 // does not happen waits for the point after which it would have happened
 // instead; that a //nolint comment names only linters .golangci.yml
-// enables; and that docs/architecture.md, the map of the code, names
-// every package of the module and only files and functions that exist.
+// enables; that docs/architecture.md, the map of the code, names every
+// package of the module and only files and functions that exist; and
+// that the pure packages and config link no notification sender (a
+// transitive rule, which depguard cannot check).
 package lint

@@ -12,47 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// AlertmanagerSettings are the keys of `service.alertmanager`.
-type AlertmanagerSettings struct {
-	// Targets are Alertmanagers' host:port; every one is sent the alert.
-	Targets []string `yaml:"targets" json:"targets,omitempty"`
-	// Scheme is http (the default) or https.
-	Scheme string `yaml:"scheme" json:"scheme,omitempty"`
-	// APIPath is /api/v2/alerts by default.
-	APIPath     string                 `yaml:"apiPath" json:"apiPath,omitempty"`
-	BasicAuth   *AlertmanagerBasicAuth `yaml:"basicAuth" json:"basicAuth,omitempty"`
-	BearerToken string                 `yaml:"bearerToken" json:"bearerToken,omitempty"`
-	// Timeout bounds a send, in seconds (3 by default, as in Argo CD).
-	Timeout            int  `yaml:"timeout" json:"timeout,omitempty"`
-	InsecureSkipVerify bool `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
-}
-
-// AlertmanagerBasicAuth is basicAuth; it wins over bearerToken.
-type AlertmanagerBasicAuth struct {
-	Username string `yaml:"username" json:"username,omitempty"`
-	Password string `yaml:"password" json:"password,omitempty"`
-}
-
-// AlertmanagerBlock is a template's `alertmanager:` block.
-type AlertmanagerBlock struct {
-	// Labels are the alert's labels (at least one); alertname is the
-	// template's name unless set.
-	Labels      map[string]string `yaml:"labels" json:"labels,omitempty"`
-	Annotations map[string]string `yaml:"annotations" json:"annotations,omitempty"`
-	// GeneratorURL is the Application's repoURL unless set; git@ URLs
-	// are turned into https ones.
-	GeneratorURL string `yaml:"generatorURL" json:"generatorURL,omitempty"`
-}
-
 // Argo CD's defaults.
 const (
-	alertmanagerTarget       = "127.0.0.1:9093"
-	alertmanagerScheme       = "http"
-	alertmanagerAPIPath      = "/api/v2/alerts"
 	alertmanagerTimeout      = 3 * time.Second
 	alertmanagerGeneratorURL = "{{.app.spec.source.repoURL}}"
 	alertmanagerAlertname    = "alertname"
@@ -60,16 +26,10 @@ const (
 
 // alertmanagerKind describes service type alertmanager (listed in services.go).
 var alertmanagerKind = &svc.Kind{
-	Type:     "alertmanager",
-	Settings: func() any { return &AlertmanagerSettings{} },
-	Block:    func() any { return &AlertmanagerBlock{} },
-	Validate: func(s any) error {
-		_, err := alertmanagerURLs(s.(*AlertmanagerSettings))
-		return err
-	},
+	Type: servicetypes.Alertmanager,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		st := s.(*AlertmanagerSettings)
-		urls, err := alertmanagerURLs(st)
+		st := s.(*servicetypes.AlertmanagerSettings)
+		urls, err := st.URLs()
 		if err != nil {
 			return nil, err
 		}
@@ -81,8 +41,8 @@ var alertmanagerKind = &svc.Kind{
 		return &alertmanager{c: svc.NewClient(name, st.InsecureSkipVerify, o), s: *st, urls: urls}, nil
 	},
 	BlockDefaults: func(template string, b any) any {
-		in := b.(*AlertmanagerBlock)
-		out := &AlertmanagerBlock{Labels: maps.Clone(in.Labels), Annotations: maps.Clone(in.Annotations), GeneratorURL: in.GeneratorURL}
+		in := b.(*servicetypes.AlertmanagerBlock)
+		out := &servicetypes.AlertmanagerBlock{Labels: maps.Clone(in.Labels), Annotations: maps.Clone(in.Annotations), GeneratorURL: in.GeneratorURL}
 		if out.GeneratorURL == "" {
 			out.GeneratorURL = alertmanagerGeneratorURL
 		}
@@ -94,39 +54,11 @@ var alertmanagerKind = &svc.Kind{
 	DefaultRecipient: true,
 }
 
-// alertmanagerURLs are the targets' alert URLs, with Argo CD's defaults.
-func alertmanagerURLs(s *AlertmanagerSettings) ([]string, error) {
-	targets, scheme, path := s.Targets, s.Scheme, s.APIPath
-	if len(targets) == 0 {
-		targets = []string{alertmanagerTarget}
-	}
-	if scheme == "" {
-		scheme = alertmanagerScheme
-	}
-	if path == "" {
-		path = alertmanagerAPIPath
-	}
-	if scheme != "http" && scheme != "https" {
-		return nil, errors.New("scheme: want http or https")
-	}
-	var errs []error
-	urls := make([]string, 0, len(targets))
-	for i, t := range targets {
-		u := scheme + "://" + t + path
-		if p, err := url.Parse(u); err != nil || p.Host != t {
-			errs = append(errs, fmt.Errorf("targets[%d]: want host:port", i))
-			continue
-		}
-		urls = append(urls, u)
-	}
-	return urls, errors.Join(errs...)
-}
-
 // alertmanager posts the alert to every target at once, as Argo CD
 // Notifications does: the send succeeds when one target accepts it.
 type alertmanager struct {
 	c    *svc.Client
-	s    AlertmanagerSettings
+	s    servicetypes.AlertmanagerSettings
 	urls []string
 }
 
@@ -140,7 +72,7 @@ type alertmanagerAlert struct {
 }
 
 func (a *alertmanager) Send(ctx context.Context, n notify.Notification, _ notify.Destination) (notify.Receipt, error) {
-	var b AlertmanagerBlock
+	var b servicetypes.AlertmanagerBlock
 	has, err := svc.DecodeBlock(n, "alertmanager", &b)
 	if err != nil {
 		return notify.Receipt{}, err

@@ -10,36 +10,16 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// GoogleChatSettings are the keys of `service.googlechat`: one space
-// webhook URL per recipient name.
-type GoogleChatSettings struct {
-	Webhooks           map[string]string `yaml:"webhooks" json:"webhooks,omitempty"`
-	InsecureSkipVerify bool              `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
-}
-
-// GoogleChatBlock is a template's `googlechat:` block. Cards (legacy) and
-// CardsV2 are YAML or JSON lists of cards; when either is set the message
-// is not sent as text. ThreadKey replies in (or starts) that thread.
-type GoogleChatBlock struct {
-	Cards     string `yaml:"cards" json:"cards,omitempty"`
-	CardsV2   string `yaml:"cardsV2" json:"cardsV2,omitempty"`
-	ThreadKey string `yaml:"threadKey" json:"threadKey,omitempty"`
-}
-
 // googlechatKind describes service type googlechat (listed in services.go).
 var googlechatKind = &svc.Kind{
-	Type:     "googlechat",
-	Settings: func() any { return &GoogleChatSettings{} },
-	Block:    func() any { return &GoogleChatBlock{} },
-	Validate: func(s any) error {
-		return svc.CheckRecipientURLs("webhooks", s.(*GoogleChatSettings).Webhooks)
-	},
+	Type: servicetypes.GoogleChat,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		g := s.(*GoogleChatSettings)
+		g := s.(*servicetypes.GoogleChatSettings)
 		return &googleChat{c: svc.NewClient(name, g.InsecureSkipVerify, o), urls: g.Webhooks}, nil
 	},
 }
@@ -55,7 +35,7 @@ func (g *googleChat) Send(ctx context.Context, n notify.Notification, d notify.D
 	if err != nil {
 		return notify.Receipt{}, err
 	}
-	var b GoogleChatBlock
+	var b servicetypes.GoogleChatBlock
 	if _, err := svc.DecodeBlock(n, "googlechat", &b); err != nil {
 		return notify.Receipt{}, err
 	}
@@ -99,7 +79,7 @@ func (g *googleChat) Send(ctx context.Context, n notify.Notification, d notify.D
 // googleChatMessage is the webhook's body: the message as text, or the
 // block's cards (text then empty, as Argo CD sends it). CardsV2 entries
 // get a random cardId as Argo CD gives them.
-func googleChatMessage(message string, b *GoogleChatBlock) (map[string]any, error) {
+func googleChatMessage(message string, b *servicetypes.GoogleChatBlock) (map[string]any, error) {
 	msg := map[string]any{"text": message}
 	if b.Cards == "" && b.CardsV2 == "" {
 		return msg, nil

@@ -9,28 +9,16 @@ import (
 	"path"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// GrafanaSettings are the keys of `service.grafana`.
-type GrafanaSettings struct {
-	// APIURL is Grafana's API root, e.g. https://grafana.example.com/api.
-	APIURL             string `yaml:"apiUrl" json:"apiUrl,omitempty"`
-	APIKey             string `yaml:"apiKey" json:"apiKey,omitempty"`
-	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
-}
-
 // grafanaKind describes service type grafana (listed in services.go).
 var grafanaKind = &svc.Kind{
-	Type:     "grafana",
-	Settings: func() any { return &GrafanaSettings{} },
-	Validate: func(s any) error {
-		g := s.(*GrafanaSettings)
-		return errors.Join(svc.RequireURL("apiUrl", g.APIURL), svc.Require("apiKey", g.APIKey))
-	},
+	Type: servicetypes.Grafana,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		g := s.(*GrafanaSettings)
+		g := s.(*servicetypes.GrafanaSettings)
 		u, err := url.Parse(g.APIURL)
 		if err != nil {
 			return nil, errors.New("apiUrl: not a URL")

@@ -3,39 +3,20 @@ package services
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// MattermostSettings are the keys of `service.mattermost`.
-type MattermostSettings struct {
-	APIURL             string `yaml:"apiURL" json:"apiURL,omitempty"`
-	Token              string `yaml:"token" json:"token,omitempty"`
-	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
-}
-
-// MattermostBlock is a template's `mattermost:` block.
-type MattermostBlock struct {
-	// Attachments is a JSON array of Slack-style message attachments.
-	Attachments string `yaml:"attachments" json:"attachments,omitempty"`
-}
-
 // mattermostKind describes service type mattermost (listed in services.go).
 var mattermostKind = &svc.Kind{
-	Type:     "mattermost",
-	Settings: func() any { return &MattermostSettings{} },
-	Block:    func() any { return &MattermostBlock{} },
-	Validate: func(s any) error {
-		m := s.(*MattermostSettings)
-		return errors.Join(svc.RequireURL("apiURL", m.APIURL), svc.Require("token", m.Token))
-	},
+	Type: servicetypes.Mattermost,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		m := s.(*MattermostSettings)
+		m := s.(*servicetypes.MattermostSettings)
 		return &mattermost{c: svc.NewClient(name, m.InsecureSkipVerify, o), s: *m}, nil
 	},
 }
@@ -44,11 +25,11 @@ var mattermostKind = &svc.Kind{
 // personal access or bot token, as Argo CD Notifications does.
 type mattermost struct {
 	c *svc.Client
-	s MattermostSettings
+	s servicetypes.MattermostSettings
 }
 
 func (m *mattermost) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	var b MattermostBlock
+	var b servicetypes.MattermostBlock
 	if _, err := svc.DecodeBlock(n, "mattermost", &b); err != nil {
 		return notify.Receipt{}, err
 	}

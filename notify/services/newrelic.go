@@ -7,30 +7,10 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
-
-// NewrelicSettings are the keys of `service.newrelic`.
-type NewrelicSettings struct {
-	APIKey string `yaml:"apiKey" json:"apiKey,omitempty"`
-	// APIURL is https://api.newrelic.com by default
-	// (https://api.eu.newrelic.com in the EU).
-	APIURL             string `yaml:"apiURL" json:"apiURL,omitempty"`
-	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
-}
-
-// NewrelicBlock is a template's `newrelic:` block: a deployment marker.
-type NewrelicBlock struct {
-	// Revision is the synced revision unless set.
-	Revision string `yaml:"revision" json:"revision,omitempty"`
-	// Changelog and User are the revision's commit message and author
-	// unless set (repo.GetCommitMetadata).
-	Changelog string `yaml:"changelog" json:"changelog,omitempty"`
-	// Description is the message unless set.
-	Description string `yaml:"description" json:"description,omitempty"`
-	User        string `yaml:"user" json:"user,omitempty"`
-}
 
 // Argo CD's defaults.
 const (
@@ -42,18 +22,9 @@ const (
 
 // newrelicKind describes service type newrelic (listed in services.go).
 var newrelicKind = &svc.Kind{
-	Type:     "newrelic",
-	Settings: func() any { return &NewrelicSettings{} },
-	Block:    func() any { return &NewrelicBlock{} },
-	Validate: func(s any) error {
-		n := s.(*NewrelicSettings)
-		if err := svc.Require("apiKey", n.APIKey); err != nil {
-			return err
-		}
-		return svc.CheckURL("apiURL", n.APIURL)
-	},
+	Type: servicetypes.Newrelic,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		st := *s.(*NewrelicSettings)
+		st := *s.(*servicetypes.NewrelicSettings)
 		if st.APIURL == "" {
 			st.APIURL = newrelicAPI
 		}
@@ -61,7 +32,7 @@ var newrelicKind = &svc.Kind{
 		return &newrelic{c: svc.NewClient(name, st.InsecureSkipVerify, o), s: st}, nil
 	},
 	BlockDefaults: func(_ string, b any) any {
-		out := *b.(*NewrelicBlock)
+		out := *b.(*servicetypes.NewrelicBlock)
 		if out.Revision == "" {
 			out.Revision = newrelicRevision
 		}
@@ -79,7 +50,7 @@ var newrelicKind = &svc.Kind{
 // the recipient, as Argo CD Notifications does.
 type newrelic struct {
 	c *svc.Client
-	s NewrelicSettings
+	s servicetypes.NewrelicSettings
 }
 
 type newrelicDeployment struct {
@@ -90,7 +61,7 @@ type newrelicDeployment struct {
 }
 
 func (r *newrelic) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	var b NewrelicBlock
+	var b servicetypes.NewrelicBlock
 	has, err := svc.DecodeBlock(n, "newrelic", &b)
 	if err != nil {
 		return notify.Receipt{}, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
@@ -145,15 +146,15 @@ func TestOpsgenieValidate(t *testing.T) {
 	k, _ := services.Lookup("opsgenie")
 	for _, tc := range []struct {
 		name string
-		s    services.OpsgenieSettings
+		s    servicetypes.OpsgenieSettings
 		want string
 	}{
-		{name: "default host", s: services.OpsgenieSettings{APIKeys: map[string]string{"t": "k"}}},
-		{name: "eu host", s: services.OpsgenieSettings{APIURL: "api.eu.opsgenie.com", APIKeys: map[string]string{"t": "k"}}},
-		{name: "url", s: services.OpsgenieSettings{APIURL: "https://api.eu.opsgenie.com/", APIKeys: map[string]string{"t": "k"}}},
-		{name: "no keys", s: services.OpsgenieSettings{}, want: "apiKeys: required"},
-		{name: "bad host", s: services.OpsgenieSettings{APIURL: "api.opsgenie.com/v2", APIKeys: map[string]string{"t": "k"}}, want: "apiUrl: want a host"},
-		{name: "bad url", s: services.OpsgenieSettings{APIURL: "ftp://api.opsgenie.com", APIKeys: map[string]string{"t": "k"}}, want: "apiUrl: want an http"},
+		{name: "default host", s: servicetypes.OpsgenieSettings{APIKeys: map[string]string{"t": "k"}}},
+		{name: "eu host", s: servicetypes.OpsgenieSettings{APIURL: "api.eu.opsgenie.com", APIKeys: map[string]string{"t": "k"}}},
+		{name: "url", s: servicetypes.OpsgenieSettings{APIURL: "https://api.eu.opsgenie.com/", APIKeys: map[string]string{"t": "k"}}},
+		{name: "no keys", s: servicetypes.OpsgenieSettings{}, want: "apiKeys: required"},
+		{name: "bad host", s: servicetypes.OpsgenieSettings{APIURL: "api.opsgenie.com/v2", APIKeys: map[string]string{"t": "k"}}, want: "apiUrl: want a host"},
+		{name: "bad url", s: servicetypes.OpsgenieSettings{APIURL: "ftp://api.opsgenie.com", APIKeys: map[string]string{"t": "k"}}, want: "apiUrl: want an http"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := k.Validate(&tc.s)

@@ -5,27 +5,10 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
-
-// PagerDutySettings are the keys of `service.pagerduty`: a REST API
-// token and the email of the user the incidents are created as.
-type PagerDutySettings struct {
-	Token string `yaml:"token" json:"token,omitempty"`
-	From  string `yaml:"from" json:"from,omitempty"`
-	// ServiceID is the PagerDuty service of subscriptions without a
-	// recipient (Argo CD reads the recipient only).
-	ServiceID string `yaml:"serviceId" json:"serviceId,omitempty"`
-}
-
-// PagerDutyBlock is a template's `pagerduty:` block.
-type PagerDutyBlock struct {
-	Title      string `yaml:"title" json:"title,omitempty"`
-	Body       string `yaml:"body" json:"body,omitempty"`
-	Urgency    string `yaml:"urgency" json:"urgency,omitempty"`
-	PriorityID string `yaml:"priorityId" json:"priorityId,omitempty"`
-}
 
 // pagerDutyAPI is PagerDuty's REST API, fixed as in Argo CD (tests reach
 // a local server through svc.Options.Transport).
@@ -33,12 +16,9 @@ const pagerDutyAPI = "https://api.pagerduty.com"
 
 // pagerdutyKind describes service type pagerduty (listed in services.go).
 var pagerdutyKind = &svc.Kind{
-	Type:     "pagerduty",
-	Settings: func() any { return &PagerDutySettings{} },
-	Block:    func() any { return &PagerDutyBlock{} },
-	Validate: func(s any) error { return svc.Require("token", s.(*PagerDutySettings).Token) },
+	Type: servicetypes.PagerDuty,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		return &pagerDuty{c: svc.NewClient(name, false, o), s: *s.(*PagerDutySettings)}, nil
+		return &pagerDuty{c: svc.NewClient(name, false, o), s: *s.(*servicetypes.PagerDutySettings)}, nil
 	},
 	DefaultRecipient: true,
 }
@@ -47,7 +27,7 @@ var pagerdutyKind = &svc.Kind{
 // as Argo CD Notifications' `pagerduty` service does.
 type pagerDuty struct {
 	c *svc.Client
-	s PagerDutySettings
+	s servicetypes.PagerDutySettings
 }
 
 type pagerDutyRef struct {
@@ -74,7 +54,7 @@ type pagerDutyIncident struct {
 const pagerDutyBodyType = "incident_details\t"
 
 func (p *pagerDuty) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	var b PagerDutyBlock
+	var b servicetypes.PagerDutyBlock
 	ok, err := svc.DecodeBlock(n, "pagerduty", &b)
 	if err != nil {
 		return notify.Receipt{}, err

@@ -2,36 +2,13 @@ package services
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
-
-// PagerDutyV2Settings are the keys of `service.pagerdutyv2`.
-type PagerDutyV2Settings struct {
-	// ServiceKeys maps a recipient to the routing (integration) key of a
-	// PagerDuty service's Events API v2 integration.
-	ServiceKeys map[string]string `yaml:"serviceKeys" json:"serviceKeys,omitempty"`
-}
-
-// PagerDutyV2Block is a template's `pagerdutyv2:` block: the event's
-// payload, and crowsnest's Action.
-type PagerDutyV2Block struct {
-	Summary   string `yaml:"summary" json:"summary,omitempty"`
-	Severity  string `yaml:"severity" json:"severity,omitempty"`
-	Source    string `yaml:"source" json:"source,omitempty"`
-	Component string `yaml:"component" json:"component,omitempty"`
-	Group     string `yaml:"group" json:"group,omitempty"`
-	Class     string `yaml:"class" json:"class,omitempty"`
-	URL       string `yaml:"url" json:"url,omitempty"`
-	DedupKey  string `yaml:"dedupKey" json:"dedupKey,omitempty"`
-	// Action is crowsnest's: "acknowledge" or "resolve" the alert of
-	// DedupKey instead of triggering one (Argo CD only triggers).
-	Action string `yaml:"action" json:"action,omitempty"`
-}
 
 // pagerDutyEventsAPI is PagerDuty's Events API v2, fixed as in Argo CD
 // (tests reach a local server through svc.Options.Transport).
@@ -39,17 +16,9 @@ const pagerDutyEventsAPI = "https://events.pagerduty.com/v2/enqueue"
 
 // pagerdutyv2Kind describes service type pagerdutyv2 (listed in services.go).
 var pagerdutyv2Kind = &svc.Kind{
-	Type:     "pagerdutyv2",
-	Settings: func() any { return &PagerDutyV2Settings{} },
-	Block:    func() any { return &PagerDutyV2Block{} },
-	Validate: func(s any) error {
-		if len(s.(*PagerDutyV2Settings).ServiceKeys) == 0 {
-			return errors.New("serviceKeys: required (a routing key per recipient)")
-		}
-		return nil
-	},
+	Type: servicetypes.PagerDutyV2,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		return &pagerDutyV2{c: svc.NewClient(name, false, o), s: *s.(*PagerDutyV2Settings)}, nil
+		return &pagerDutyV2{c: svc.NewClient(name, false, o), s: *s.(*servicetypes.PagerDutyV2Settings)}, nil
 	},
 }
 
@@ -57,7 +26,7 @@ var pagerdutyv2Kind = &svc.Kind{
 // routing key, as Argo CD Notifications' `pagerdutyv2` service does.
 type pagerDutyV2 struct {
 	c *svc.Client
-	s PagerDutyV2Settings
+	s servicetypes.PagerDutyV2Settings
 }
 
 type pagerDutyV2Payload struct {
@@ -83,7 +52,7 @@ func (p *pagerDutyV2) Send(ctx context.Context, n notify.Notification, d notify.
 	if !ok || key == "" {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: no routing key configured for recipient %q", p.c.Service, d.Recipient))
 	}
-	var b PagerDutyV2Block
+	var b servicetypes.PagerDutyV2Block
 	has, err := svc.DecodeBlock(n, "pagerdutyv2", &b)
 	if err != nil {
 		return notify.Receipt{}, err

@@ -9,15 +9,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
-
-// PushoverSettings are the keys of `service.pushover`: the application's
-// API token.
-type PushoverSettings struct {
-	Token string `yaml:"token" json:"token,omitempty"`
-}
 
 // pushoverAPI is Pushover's message endpoint, fixed as in Argo CD (tests
 // reach a local server through svc.Options.Transport).
@@ -32,11 +27,9 @@ var pushoverKey = regexp.MustCompile(`^[A-Za-z0-9]{30}$`)
 
 // pushoverKind describes service type pushover (listed in services.go).
 var pushoverKind = &svc.Kind{
-	Type:     "pushover",
-	Settings: func() any { return &PushoverSettings{} },
-	Validate: func(s any) error { return svc.Require("token", s.(*PushoverSettings).Token) },
+	Type: servicetypes.Pushover,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		return &pushover{c: svc.NewClient(name, false, o), s: *s.(*PushoverSettings)}, nil
+		return &pushover{c: svc.NewClient(name, false, o), s: *s.(*servicetypes.PushoverSettings)}, nil
 	},
 }
 
@@ -44,7 +37,7 @@ var pushoverKind = &svc.Kind{
 // recipient, as Argo CD Notifications does.
 type pushover struct {
 	c *svc.Client
-	s PushoverSettings
+	s servicetypes.PushoverSettings
 }
 
 func (p *pushover) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {

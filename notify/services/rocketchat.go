@@ -13,43 +13,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// RocketChatSettings are the keys of `service.rocketchat`. crowsnest logs
-// in with Email and Password, as Argo CD does.
-type RocketChatSettings struct {
-	ServerURL string `yaml:"serverUrl" json:"serverUrl,omitempty"`
-	Email     string `yaml:"email" json:"email,omitempty"`
-	Password  string `yaml:"password" json:"password,omitempty"`
-	// Alias is the name shown instead of the user's.
-	Alias string `yaml:"alias" json:"alias,omitempty"`
-	// Icon is an emoji (":rocket:") shown as the avatar; another value is
-	// ignored, as by Argo CD.
-	Icon string `yaml:"icon" json:"icon,omitempty"`
-	// Avatar is an http(s) image URL shown as the avatar; another value is
-	// ignored, as by Argo CD.
-	Avatar string `yaml:"avatar" json:"avatar,omitempty"`
-}
-
-// RocketChatBlock is a template's `rocketchat:` block.
-type RocketChatBlock struct {
-	// Attachments is a JSON array of Rocket.Chat message attachments.
-	Attachments string `yaml:"attachments" json:"attachments,omitempty"`
-}
-
 // rocketchatKind describes service type rocketchat (listed in services.go).
 var rocketchatKind = &svc.Kind{
-	Type:     "rocketchat",
-	Settings: func() any { return &RocketChatSettings{} },
-	Block:    func() any { return &RocketChatBlock{} },
-	Validate: func(s any) error {
-		r := s.(*RocketChatSettings)
-		return errors.Join(svc.RequireURL("serverUrl", r.ServerURL), svc.Require("email", r.Email), svc.Require("password", r.Password))
-	},
+	Type: servicetypes.RocketChat,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		r := s.(*RocketChatSettings)
+		r := s.(*servicetypes.RocketChatSettings)
 		return &rocketChat{c: svc.NewClient(name, false, o), s: *r, api: strings.TrimSuffix(r.ServerURL, "/") + "/api/v1/"}, nil
 	},
 }
@@ -59,7 +32,7 @@ var rocketchatKind = &svc.Kind{
 // every message).
 type rocketChat struct {
 	c   *svc.Client
-	s   RocketChatSettings
+	s   servicetypes.RocketChatSettings
 	api string
 
 	mu          sync.Mutex
@@ -148,10 +121,10 @@ func (r *rocketChat) Send(ctx context.Context, n notify.Notification, d notify.D
 	if rocketEmoji.MatchString(r.s.Icon) {
 		msg.Emoji = r.s.Icon
 	}
-	if svc.CheckURL("avatar", r.s.Avatar) == nil {
+	if servicetypes.CheckURL("avatar", r.s.Avatar) == nil {
 		msg.Avatar = r.s.Avatar
 	}
-	var b RocketChatBlock
+	var b servicetypes.RocketChatBlock
 	if _, err := svc.DecodeBlock(n, "rocketchat", &b); err != nil {
 		return notify.Receipt{}, err
 	}

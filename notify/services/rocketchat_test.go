@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
@@ -116,7 +117,7 @@ func TestRocketChatKeepsLogin(t *testing.T) {
 		return svctest.Answer{Body: rocketPostOK}
 	}
 	k, _ := services.Lookup("rocketchat")
-	svc, err := k.New("rocketchat", &services.RocketChatSettings{ServerURL: s.URL, Email: "a@example.com", Password: rocketPassword}, services.Options{})
+	svc, err := k.New("rocketchat", &servicetypes.RocketChatSettings{ServerURL: s.URL, Email: "a@example.com", Password: rocketPassword}, services.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

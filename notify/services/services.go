@@ -10,17 +10,18 @@
 //
 // Each type is described by a svc.Kind; this package lists every Kind
 // (the small types live here, the large families in the subpackages
-// github, gcppubsub, nats, awssqs and teams), config reads settings and
-// template blocks through the Kind's Go types, notify renders the block's
-// strings as templates, and the Kind's New builds the sender. What the
-// senders share (the HTTP client, Options, checks, the JWT signer) is
-// package svc.
+// github, gcppubsub, nats, awssqs and teams). A Kind's servicetypes.Type
+// holds the Go types config reads settings and template blocks into, and
+// their checks; notify renders the block's strings as templates, and the
+// Kind's New builds the sender. What the senders share (the HTTP client,
+// Options, the JWT signer) is package svc.
 package services
 
 import (
-	"slices"
+	"fmt"
 	"sort"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify/services/awssqs"
 	"github.com/crowsnest-dev/crowsnest/notify/services/gcppubsub"
 	"github.com/crowsnest-dev/crowsnest/notify/services/github"
@@ -34,7 +35,8 @@ import (
 type Options = svc.Options
 
 // kinds are the supported service types by name. The set is fixed at
-// build time; newKinds panics on a duplicate or incomplete Kind.
+// build time; newKinds panics on a duplicate or incomplete Kind, and on a
+// type config reads (package servicetypes) that has no Kind.
 var kinds = newKinds(
 	alertmanagerKind, awssqs.Kind, gcppubsub.Kind, github.Kind, googlechatKind,
 	grafanaKind, mattermostKind, nats.Kind, newrelicKind, opsgenieKind,
@@ -45,13 +47,21 @@ var kinds = newKinds(
 func newKinds(list ...*svc.Kind) map[string]*svc.Kind {
 	m := make(map[string]*svc.Kind, len(list))
 	for _, k := range list {
-		if k.Type == "" || k.Settings == nil || k.New == nil {
-			panic("services: incomplete Kind " + k.Type)
+		if k.Type == nil || k.New == nil {
+			panic(fmt.Sprintf("services: incomplete Kind %+v", k))
 		}
-		if _, dup := m[k.Type]; dup {
-			panic("services: duplicate Kind " + k.Type)
+		if t, ok := servicetypes.Lookup(k.Name); !ok || t != k.Type {
+			panic("services: Kind " + k.Name + " is not servicetypes' type of that name")
 		}
-		m[k.Type] = k
+		if _, dup := m[k.Name]; dup {
+			panic("services: duplicate Kind " + k.Name)
+		}
+		m[k.Name] = k
+	}
+	for _, name := range servicetypes.Names() {
+		if _, ok := m[name]; !ok {
+			panic("services: no Kind for service type " + name)
+		}
 	}
 	return m
 }
@@ -77,19 +87,6 @@ func HasBlock(typ string) bool {
 	k, ok := Lookup(typ)
 	return ok && k.Block != nil
 }
-
-// ArgoCDTypes are the service types Argo CD Notifications knows
-// (notifications-engine's pkg/services). A type here without a Kind is
-// reported as unsupported, never dropped silently.
-var ArgoCDTypes = []string{
-	"alertmanager", "awssqs", "email", "gcppubsub", "github", "googlechat", "grafana",
-	"mattermost", "nats", "newrelic", "opsgenie", "pagerduty", "pagerdutyv2", "pushover",
-	"rocketchat", "slack", "teams", "teams-workflows", "telegram", "webex", "webhook",
-}
-
-// IsArgoCDType reports whether typ is a service type of Argo CD
-// Notifications.
-func IsArgoCDType(typ string) bool { return slices.Contains(ArgoCDTypes, typ) }
 
 // TemplateBlocks returns the blocks of template (called name) that a
 // service of type typ sends: its own block, with the Kind's defaults

@@ -10,15 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
-
-// TelegramSettings are the keys of `service.telegram`.
-type TelegramSettings struct {
-	// Token is the bot's token from @BotFather ("123456:ABC-...").
-	Token string `yaml:"token" json:"token,omitempty"`
-}
 
 // telegramAPI is the Bot API's fixed host, as Argo CD Notifications uses
 // it (it has no setting for another; tests redirect svc.Options.Transport).
@@ -26,11 +21,9 @@ const telegramAPI = "https://api.telegram.org"
 
 // telegramKind describes service type telegram (listed in services.go).
 var telegramKind = &svc.Kind{
-	Type:     "telegram",
-	Settings: func() any { return &TelegramSettings{} },
-	Validate: func(s any) error { return svc.Require("token", s.(*TelegramSettings).Token) },
+	Type: servicetypes.Telegram,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		return &telegram{c: svc.NewClient(name, false, o), token: s.(*TelegramSettings).Token}, nil
+		return &telegram{c: svc.NewClient(name, false, o), token: s.(*servicetypes.TelegramSettings).Token}, nil
 	},
 }
 

@@ -2,38 +2,24 @@ package services
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
-
-// WebexSettings are the keys of `service.webex`.
-type WebexSettings struct {
-	// Token is a bot's access token.
-	Token string `yaml:"token" json:"token,omitempty"`
-	// APIURL is the Webex API; DefaultWebexAPI when empty.
-	APIURL             string `yaml:"apiURL" json:"apiURL,omitempty"`
-	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
-}
 
 // DefaultWebexAPI is Webex's public API, Argo CD's default.
 const DefaultWebexAPI = "https://webexapis.com"
 
 // webexKind describes service type webex (listed in services.go).
 var webexKind = &svc.Kind{
-	Type:     "webex",
-	Settings: func() any { return &WebexSettings{} },
-	Validate: func(s any) error {
-		w := s.(*WebexSettings)
-		return errors.Join(svc.Require("token", w.Token), svc.CheckURL("apiURL", w.APIURL))
-	},
+	Type: servicetypes.Webex,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		w := s.(*WebexSettings)
+		w := s.(*servicetypes.WebexSettings)
 		api := strings.TrimSuffix(w.APIURL, "/")
 		if api == "" {
 			api = DefaultWebexAPI

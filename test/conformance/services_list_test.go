@@ -14,7 +14,7 @@ import (
 	neservices "github.com/argoproj/notifications-engine/pkg/services"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 )
 
 // engineServiceTypes reads the service types notifications-engine's
@@ -64,8 +64,8 @@ func TestNoServiceIgnoredSilently(t *testing.T) {
 	if len(types) < 15 {
 		t.Fatalf("read only %d service types from notifications-engine: %v", len(types), types)
 	}
-	if diff := cmpStrings(types, services.ArgoCDTypes); diff != "" {
-		t.Errorf("services.ArgoCDTypes differs from notifications-engine's NewService: %s", diff)
+	if diff := cmpStrings(types, servicetypes.ArgoCDTypes); diff != "" {
+		t.Errorf("servicetypes.ArgoCDTypes differs from notifications-engine's NewService: %s", diff)
 	}
 	supported := 0
 	for _, typ := range types {

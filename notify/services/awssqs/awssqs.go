@@ -18,35 +18,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
-
-// Settings are the keys of `service.awssqs`.
-type Settings struct {
-	// Queue is the queue's name; a subscription's recipient replaces it.
-	Queue string `yaml:"queue" json:"queue,omitempty"`
-	// Account owns the queue when it is another account's.
-	Account string `yaml:"account" json:"account,omitempty"`
-	// Region; AWS_REGION or AWS_DEFAULT_REGION when empty.
-	Region string `yaml:"region" json:"region,omitempty"`
-	// EndpointURL replaces https://sqs.<region>.amazonaws.com (a VPC
-	// endpoint, LocalStack).
-	EndpointURL string `yaml:"endpointUrl" json:"endpointUrl,omitempty"`
-	// Key and Secret are static credentials; without them the
-	// environment's (AWS_ACCESS_KEY_ID, ..., or a web identity: IRSA).
-	Key    string `yaml:"key" json:"key,omitempty"`
-	Secret string `yaml:"secret" json:"secret,omitempty"`
-}
-
-// Block is a template's `awssqs:` block. Argo CD renders
-// messageAttributes but does not send them; crowsnest reads them the same
-// way and does not send them either.
-type Block struct {
-	MessageAttributes map[string]string `yaml:"messageAttributes" json:"messageAttributes,omitempty"`
-	// MessageGroupID is required by FIFO queues.
-	MessageGroupID string `yaml:"messageGroupId" json:"messageGroupId,omitempty"`
-}
 
 // sqsDelaySeconds is the delivery delay Argo CD Notifications sets on
 // every message; kept so consumers see the same timing.
@@ -54,19 +29,9 @@ const sqsDelaySeconds = 10
 
 // Kind describes service type awssqs; package services lists it.
 var Kind = &svc.Kind{
-	Type:     "awssqs",
-	Settings: func() any { return &Settings{} },
-	Block:    func() any { return &Block{} },
-	Validate: func(s any) error {
-		c := s.(*Settings)
-		var errs []error
-		if (c.Key == "") != (c.Secret == "") {
-			errs = append(errs, errors.New("key and secret: set both or neither"))
-		}
-		return errors.Join(append(errs, svc.CheckURL("endpointUrl", c.EndpointURL))...)
-	},
+	Type: servicetypes.AWSSQS,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		c := *s.(*Settings)
+		c := *s.(*servicetypes.AWSSQSSettings)
 		return &awsSQS{c: svc.NewClient(name, false, o), s: c, env: os.Getenv}, nil
 	},
 	DefaultRecipient: true,
@@ -77,7 +42,7 @@ var Kind = &svc.Kind{
 // SendMessage, as Argo CD Notifications does through the AWS SDK.
 type awsSQS struct {
 	c   *svc.Client
-	s   Settings
+	s   servicetypes.AWSSQSSettings
 	env func(string) string
 
 	mu    sync.Mutex
@@ -110,7 +75,7 @@ func (a *awsSQS) endpoint(region string) string {
 }
 
 func (a *awsSQS) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	var b Block
+	var b servicetypes.AWSSQSBlock
 	if _, err := svc.DecodeBlock(n, "awssqs", &b); err != nil {
 		return notify.Receipt{}, err
 	}

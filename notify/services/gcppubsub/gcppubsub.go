@@ -10,43 +10,19 @@ import (
 	"os"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
-
-// Settings are the keys of `service.gcppubsub`.
-type Settings struct {
-	// Topic is the topic's ID; a subscription's recipient replaces it.
-	Topic string `yaml:"topic" json:"topic,omitempty"`
-	// Project is the Google Cloud project that owns the topic.
-	Project string `yaml:"project" json:"project,omitempty"`
-	// KeyFile is the path of a service account key (JSON), as in Argo
-	// CD; crowsnest also takes the key's JSON itself (`keyFile:
-	// $gcp-key` from the notifications Secret). Without it:
-	// GOOGLE_APPLICATION_CREDENTIALS, else the metadata server (GKE
-	// Workload Identity, GCE).
-	KeyFile string `yaml:"keyFile" json:"keyFile,omitempty"`
-}
-
-// Block is a template's `gcppubsub:` block.
-type Block struct {
-	// Attributes are the message's attributes; each value is a template.
-	Attributes map[string]string `yaml:"attributes" json:"attributes,omitempty"`
-}
 
 // pubsubAPI is Pub/Sub's REST endpoint.
 const pubsubAPI = "https://pubsub.googleapis.com"
 
 // Kind describes service type gcppubsub; package services lists it.
 var Kind = &svc.Kind{
-	Type:     "gcppubsub",
-	Settings: func() any { return &Settings{} },
-	Block:    func() any { return &Block{} },
-	Validate: func(s any) error {
-		return svc.Require("project", s.(*Settings).Project)
-	},
+	Type: servicetypes.GCPPubSub,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		c := *s.(*Settings)
+		c := *s.(*servicetypes.GCPPubSubSettings)
 		cl := svc.NewClient(name, false, o)
 		return &gcpPubSub{c: cl, s: c, env: os.Getenv, auth: &googleAuth{c: cl, keyFile: c.KeyFile, env: os.Getenv}}, nil
 	},
@@ -59,7 +35,7 @@ var Kind = &svc.Kind{
 // client library honours it, sends to an emulator without credentials.
 type gcpPubSub struct {
 	c    *svc.Client
-	s    Settings
+	s    servicetypes.GCPPubSubSettings
 	env  func(string) string
 	auth *googleAuth
 }
@@ -70,7 +46,7 @@ type pubsubMessage struct {
 }
 
 func (g *gcpPubSub) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
-	var b Block
+	var b servicetypes.GCPPubSubBlock
 	if _, err := svc.DecodeBlock(n, "gcppubsub", &b); err != nil {
 		return notify.Receipt{}, err
 	}

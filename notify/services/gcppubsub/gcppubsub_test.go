@@ -23,9 +23,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
-	"github.com/crowsnest-dev/crowsnest/notify/services/gcppubsub"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -225,7 +225,7 @@ func TestGCPPubSubTokenCached(t *testing.T) {
 	s := svctest.NewSink(t, true)
 	s.Route = g.route
 	kind, _ := services.Lookup("gcppubsub")
-	svc, err := kind.New("gcppubsub", &gcppubsub.Settings{Project: "my-project", Topic: "deploys", KeyFile: keyJSON},
+	svc, err := kind.New("gcppubsub", &servicetypes.GCPPubSubSettings{Project: "my-project", Topic: "deploys", KeyFile: keyJSON},
 		services.Options{Transport: svctest.Redirect(s)})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -153,16 +152,6 @@ func parseGitHubKey(s string) (*rsa.PrivateKey, error) {
 		return nil, fmt.Errorf("privateKey: %w", err)
 	}
 	return k, nil
-}
-
-// parseGitHubID reads appID or installationID (a number, written with or
-// without quotes).
-func parseGitHubID(key, v string) (int64, error) {
-	id, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("%s: want a positive integer", key)
-	}
-	return id, nil
 }
 
 // githubRateLimited turns GitHub's rate limit answers that svc.Client.Do

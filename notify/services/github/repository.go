@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
@@ -20,12 +21,12 @@ import (
 // the Application's own repoURL. "" when Send would skip the block or
 // refuse it before any request.
 func repository(settings any, n notify.Notification) string {
-	s, ok := settings.(*Settings)
+	s, ok := settings.(*servicetypes.GitHubSettings)
 	if !ok {
 		return ""
 	}
-	var b Block
-	if found, err := svc.DecodeBlock(n, "github", &b); err != nil || !found || !b.acts() {
+	var b servicetypes.GitHubBlock
+	if found, err := svc.DecodeBlock(n, "github", &b); err != nil || !found || !acts(&b) {
 		return ""
 	}
 	t, err := targetOf(&b)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/github"
 )
@@ -42,7 +43,7 @@ func TestGitHubRepository(t *testing.T) {
 			if tt.block != "" {
 				n.Blocks = map[string]json.RawMessage{"github": json.RawMessage(tt.block)}
 			}
-			got := github.Kind.Repository(&github.Settings{Token: "t", EnterpriseBaseURL: tt.enterprise}, n)
+			got := github.Kind.Repository(&servicetypes.GitHubSettings{Token: "t", EnterpriseBaseURL: tt.enterprise}, n)
 			if got != tt.want {
 				t.Errorf("Repository = %q, want %q", got, tt.want)
 			}
@@ -51,7 +52,7 @@ func TestGitHubRepository(t *testing.T) {
 }
 
 // appID and installationID skip their number check only when they are a
-// whole `$key` reference, Argo CD's syntax (svc.IsSecretRef); "$" with
+// whole `$key` reference, Argo CD's syntax (servicetypes.IsSecretRef); "$" with
 // anything else is no reference and must be a number.
 func TestGitHubSettingsSecretReferences(t *testing.T) {
 	tests := []struct {
@@ -66,7 +67,7 @@ func TestGitHubSettingsSecretReferences(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := github.Kind.Validate(&github.Settings{AppID: tt.appID, InstallationID: "2", PrivateKey: "$k"})
+			err := github.Kind.Validate(&servicetypes.GitHubSettings{AppID: tt.appID, InstallationID: "2", PrivateKey: "$k"})
 			if (err != nil) != tt.wantErr {
 				t.Errorf("Validate(appID %q) = %v, want error %v", tt.appID, err, tt.wantErr)
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
@@ -53,7 +54,7 @@ type githubSender struct {
 var _ notify.Service = (*githubSender)(nil)
 
 func (g *githubSender) Send(ctx context.Context, n notify.Notification, _ notify.Destination) (notify.Receipt, error) {
-	var b Block
+	var b servicetypes.GitHubBlock
 	ok, err := svc.DecodeBlock(n, "github", &b)
 	if err != nil {
 		return notify.Receipt{}, err
@@ -61,7 +62,7 @@ func (g *githubSender) Send(ctx context.Context, n notify.Notification, _ notify
 	if !ok {
 		return notify.Receipt{Skipped: true, Detail: "template has no github block"}, nil
 	}
-	if !b.acts() {
+	if !acts(&b) {
 		return notify.Receipt{Skipped: true, Detail: "github block has no status, deployment, pullRequestComment, checkRun or repositoryDispatch"}, nil
 	}
 	t, err := targetOf(&b)
@@ -103,7 +104,7 @@ func (g *githubSender) Send(ctx context.Context, n notify.Notification, _ notify
 }
 
 // status creates a commit status on the revision.
-func (g *githubSender) status(ctx context.Context, t githubTarget, s *Status, message string) (string, error) {
+func (g *githubSender) status(ctx context.Context, t githubTarget, s *servicetypes.GitHubStatus, message string) (string, error) {
 	resp, err := g.call(ctx, http.MethodPost, t.path("statuses", t.escapedRev()), nil, githubMediaV3, map[string]string{
 		"state": s.State, "target_url": s.TargetURL, "context": s.Label,
 		"description": truncRunes(message, githubDescriptionMax),
@@ -116,7 +117,7 @@ func (g *githubSender) status(ctx context.Context, t githubTarget, s *Status, me
 
 // deployment adds a deployment status to the revision's deployment to
 // the environment, creating the deployment when GitHub lists none.
-func (g *githubSender) deployment(ctx context.Context, t githubTarget, d *Deployment, message string) (string, error) {
+func (g *githubSender) deployment(ctx context.Context, t githubTarget, d *servicetypes.GitHubDeployment, message string) (string, error) {
 	q := url.Values{}
 	if t.rev != "" {
 		q.Set("ref", t.rev)
@@ -181,7 +182,7 @@ func (g *githubSender) deployment(ctx context.Context, t githubTarget, d *Deploy
 // with a commentTag it updates the comment carrying the tag instead.
 // Bodies are Argo CD's to the byte: the tag is appended twice (once by
 // its templater, once by its sender).
-func (g *githubSender) comment(ctx context.Context, t githubTarget, c *PullRequestComment) (string, error) {
+func (g *githubSender) comment(ctx context.Context, t githubTarget, c *servicetypes.GitHubPullRequestComment) (string, error) {
 	var tag, body string
 	if c.CommentTag != "" {
 		tag = fmt.Sprintf(githubCommentTag, c.CommentTag)
@@ -244,7 +245,7 @@ func (g *githubSender) comment(ctx context.Context, t githubTarget, c *PullReque
 }
 
 // checkRun creates a check run on the revision.
-func (g *githubSender) checkRun(ctx context.Context, t githubTarget, c *CheckRun) (string, error) {
+func (g *githubSender) checkRun(ctx context.Context, t githubTarget, c *servicetypes.GitHubCheckRun) (string, error) {
 	status, conclusion := c.Status, c.Conclusion
 	if conclusion != "" && status == "" {
 		status = "completed"
@@ -296,7 +297,7 @@ func (g *githubSender) checkRun(ctx context.Context, t githubTarget, c *CheckRun
 
 // dispatch sends a repository_dispatch event. An empty client_payload
 // is left out (Argo CD fails to encode it).
-func (g *githubSender) dispatch(ctx context.Context, t githubTarget, d *RepositoryDispatch) (string, error) {
+func (g *githubSender) dispatch(ctx context.Context, t githubTarget, d *servicetypes.GitHubRepositoryDispatch) (string, error) {
 	body := map[string]any{"event_type": d.EventType}
 	if p := strings.TrimSpace(d.ClientPayload); p != "" {
 		if !json.Valid([]byte(p)) {

@@ -4,58 +4,22 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// Settings are the keys of `service.nats`.
-type Settings struct {
-	// URL is the server, nats://host:4222 or tls://host:4222; several
-	// separated by commas are tried in order. Userinfo in the URL
-	// (user:pass@ or token@) wins over the keys below, as in nats.go.
-	URL string `yaml:"url" json:"url,omitempty"`
-	// Headers go with every message (HPUB).
-	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
-	// NKey is a user's nkey seed ("SU..."): the server's nonce is signed
-	// with it.
-	NKey string `yaml:"nkey" json:"nkey,omitempty"`
-	// Username and Password are sent when both are set.
-	Username string `yaml:"username" json:"username,omitempty"`
-	Password string `yaml:"password" json:"password,omitempty"`
-}
-
 // Kind describes service type nats; package services lists it.
 var Kind = &svc.Kind{
-	Type:     "nats",
-	Settings: func() any { return &Settings{} },
-	Validate: func(s any) error {
-		c := s.(*Settings)
-		if c.URL == "" {
-			return errors.New("url: required")
-		}
-		var errs []error
-		if !svc.IsSecretRef(c.URL) {
-			if _, err := natsServers(c.URL); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if c.NKey != "" && !svc.IsSecretRef(c.NKey) {
-			if _, _, err := decodeNKeySeed(c.NKey); err != nil {
-				errs = append(errs, fmt.Errorf("nkey: %w", err))
-			}
-		}
-		return errors.Join(errs...)
-	},
+	Type: servicetypes.NATS,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
-		c := *s.(*Settings)
+		c := *s.(*servicetypes.NATSSettings)
 		timeout := o.Timeout
 		if timeout <= 0 {
 			timeout = svc.DefaultTimeout
@@ -72,7 +36,7 @@ var Kind = &svc.Kind{
 // the message (and did not refuse the connection or the subject).
 type natsService struct {
 	name    string
-	s       Settings
+	s       servicetypes.NATSSettings
 	timeout time.Duration
 	// dryRun, when set (`notify template render --service`), gets each
 	// publish as a pseudo HTTP request (method PUB, URL
@@ -88,7 +52,7 @@ func (n *natsService) Send(ctx context.Context, msg notify.Notification, d notif
 	if subject == "" || strings.ContainsAny(subject, " \t\r\n") {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: the recipient must be a NATS subject without spaces", n.name))
 	}
-	servers, err := natsServers(n.s.URL)
+	servers, err := n.s.Servers()
 	if err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: %w", n.name, err))
 	}
@@ -101,7 +65,7 @@ func (n *natsService) Send(ctx context.Context, msg notify.Notification, d notif
 	}
 	var seed *nkeyPair
 	if n.s.NKey != "" {
-		pub, priv, err := decodeNKeySeed(n.s.NKey)
+		pub, priv, err := servicetypes.NATSUserSeed(n.s.NKey)
 		if err != nil {
 			return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: nkey: %w", n.name, err))
 		}
@@ -141,40 +105,6 @@ func (n *natsService) record(ctx context.Context, server *url.URL, subject strin
 	}
 	_ = resp.Body.Close()
 	return notify.Receipt{Detail: "dry run"}, nil
-}
-
-// natsServers reads the url setting: one or more servers separated by
-// commas, nats:// (or no scheme) and tls://, port 4222 unless given.
-func natsServers(raw string) ([]*url.URL, error) {
-	var out []*url.URL
-	for _, s := range strings.Split(raw, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if !strings.Contains(s, "://") {
-			s = "nats://" + s
-		}
-		u, err := url.Parse(s)
-		if err != nil || u.Hostname() == "" {
-			return nil, errors.New("url: want nats://host:port or tls://host:port")
-		}
-		switch u.Scheme {
-		case "nats", "tls":
-		case "ws", "wss":
-			return nil, errors.New("url: NATS over websockets (ws://, wss://) is not supported by crowsnest: use nats:// or tls://")
-		default:
-			return nil, errors.New("url: want nats://host:port or tls://host:port")
-		}
-		if u.Port() == "" {
-			u.Host = net.JoinHostPort(u.Hostname(), "4222")
-		}
-		out = append(out, u)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("url: required")
-	}
-	return out, nil
 }
 
 // tlsConfig is the client's TLS configuration for server u.

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
@@ -190,7 +191,7 @@ func TestNATSTLS(t *testing.T) {
 	kind, _ := services.Lookup("nats")
 	port := strconv.Itoa(s.Addr().(*net.TCPAddr).Port)
 	for _, u := range []string{"nats://127.0.0.1:" + port, "tls://127.0.0.1:" + port} {
-		svc, err := kind.New("nats", &natssvc.Settings{URL: u}, services.Options{})
+		svc, err := kind.New("nats", &servicetypes.NATSSettings{URL: u}, services.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +218,7 @@ func TestNATSDryRun(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
 	})
 	kind, _ := services.Lookup("nats")
-	svc, err := kind.New("nats", &natssvc.Settings{URL: "nats://nats.invalid:4222", Headers: map[string]string{"X-App": "web"},
+	svc, err := kind.New("nats", &servicetypes.NATSSettings{URL: "nats://nats.invalid:4222", Headers: map[string]string{"X-App": "web"},
 		Username: "u", Password: "p"}, services.Options{Transport: rec})
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,12 @@
 // nothing else: the Kind a service type describes itself with, the
 // Options and the shared HTTP Client (timeouts, 429 as
 // notify.RateLimitError, 4xx permanent, no secret in errors), reading a
-// rendered template block (DecodeBlock), the checks of settings
-// (Require, RequireURL, CheckURL, recipient → webhook maps) and the RS256
-// JWT signer GitHub Apps and Google service accounts use.
+// rendered template block (DecodeBlock), a recipient's webhook
+// (RecipientURL) and the RS256 JWT signer GitHub Apps and Google service
+// accounts use. The settings and template blocks, and their checks
+// (Require, CheckURL, ...), are config's: package config/servicetypes.
 //
-// The service types themselves live in package services and its
-// subpackages (github, gcppubsub, nats, awssqs, teams), which import svc;
-// package services lists every Kind. svc imports only notify.
+// The senders live in package services and its subpackages (github,
+// gcppubsub, nats, awssqs, teams), which import svc; package services
+// lists every Kind. svc imports notify and config/servicetypes.
 package svc

@@ -6,27 +6,16 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
-// Kind describes one service type.
+// Kind describes one service type: its Type (the settings and template
+// block config reads, and their check) and how to send to it.
 type Kind struct {
-	// Type is the name in `service.<type>` and in crowsnest's config
-	// ("teams", "github", "pagerdutyv2"), also the template block's key
-	// when Block is set.
-	Type string
-	// Settings returns a pointer to a new settings struct. Its yaml tags
-	// are the keys of the service block (Argo CD's names); its json tags
-	// the same. String fields may be `$key` references into the
-	// notifications Secret.
-	Settings func() any
-	// Block returns a pointer to a new template block struct (yaml and
-	// json tags as Settings), nil when the type reads only the message.
-	// Every string in a block is a template.
-	Block func() any
-	// Validate checks settings decoded into Settings' type (required
-	// keys, URLs, one auth method). Errors name the key.
-	Validate func(settings any) error
+	// Type is what config knows of the service type: its name, the
+	// structs of its settings and template block, and Validate.
+	*servicetypes.Type
 	// New builds the sender of the service called name.
 	New func(name string, settings any, o Options) (notify.Service, error)
 	// BlockDefaults, when set, returns a copy of a template's block (of
@@ -64,7 +53,7 @@ type Options struct {
 const DefaultTimeout = 15 * time.Second
 
 // DecodeBlock reads the rendered block of n for typ into out (a pointer to
-// the Kind's Block type). It reports false when n has no such block.
+// the Kind's Block struct). It reports false when n has no such block.
 func DecodeBlock(n notify.Notification, typ string, out any) (bool, error) {
 	raw, ok := n.Blocks[typ]
 	if !ok || len(raw) == 0 {

@@ -7,47 +7,22 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// Settings are the keys of `service.teams`: one incoming webhook URL
-// per recipient name (`subscribe.on-deployed.teams: channelName`).
-type Settings struct {
-	RecipientURLs      map[string]string `yaml:"recipientUrls" json:"recipientUrls,omitempty"`
-	InsecureSkipVerify bool              `yaml:"insecureSkipVerify" json:"insecureSkipVerify,omitempty"`
-}
-
-// Block is a template's `teams:` block. Facts, Sections and
-// PotentialAction are JSON arrays; Template, when set, is the whole
-// request body and the other fields are not read.
-type Block struct {
-	Template        string `yaml:"template" json:"template,omitempty"`
-	Title           string `yaml:"title" json:"title,omitempty"`
-	Summary         string `yaml:"summary" json:"summary,omitempty"`
-	Text            string `yaml:"text" json:"text,omitempty"`
-	ThemeColor      string `yaml:"themeColor" json:"themeColor,omitempty"`
-	Facts           string `yaml:"facts" json:"facts,omitempty"`
-	Sections        string `yaml:"sections" json:"sections,omitempty"`
-	PotentialAction string `yaml:"potentialAction" json:"potentialAction,omitempty"`
-}
-
 // Kind describes service type teams; package services lists it.
-var Kind = webhookKind("teams", func() any { return &Block{} }, func(w webhooks) notify.Service { return &connector{w} })
+var Kind = webhookKind(servicetypes.Teams, func(w webhooks) notify.Service { return &connector{w} })
 
-// webhookKind is the Kind of a Teams type typ: Settings' recipient →
-// webhook map, checked when read, and the sender newSender makes of it.
-func webhookKind(typ string, block func() any, newSender func(webhooks) notify.Service) *svc.Kind {
+// webhookKind is the Kind of a Teams type t: the sender newSender makes
+// of its settings' recipient → webhook map.
+func webhookKind(t *servicetypes.Type, newSender func(webhooks) notify.Service) *svc.Kind {
 	return &svc.Kind{
-		Type:     typ,
-		Settings: func() any { return &Settings{} },
-		Block:    block,
-		Validate: func(s any) error {
-			return svc.CheckRecipientURLs("recipientUrls", s.(*Settings).RecipientURLs)
-		},
+		Type: t,
 		New: func(name string, s any, o svc.Options) (notify.Service, error) {
-			t := s.(*Settings)
-			return newSender(webhooks{c: svc.NewClient(name, t.InsecureSkipVerify, o), urls: t.RecipientURLs}), nil
+			ts := s.(*servicetypes.TeamsSettings)
+			return newSender(webhooks{c: svc.NewClient(name, ts.InsecureSkipVerify, o), urls: ts.RecipientURLs}), nil
 		},
 	}
 }
@@ -108,7 +83,7 @@ func (t *connector) Send(ctx context.Context, n notify.Notification, d notify.De
 	if err != nil {
 		return notify.Receipt{}, err
 	}
-	var b Block
+	var b servicetypes.TeamsBlock
 	if _, err := svc.DecodeBlock(n, "teams", &b); err != nil {
 		return notify.Receipt{}, err
 	}
@@ -125,7 +100,7 @@ func (t *connector) Send(ctx context.Context, n notify.Notification, d notify.De
 
 // teamsBody is the request body: the block's template as is, or a
 // message card from its fields (the message as text when it has none).
-func teamsBody(message string, b *Block) ([]byte, error) {
+func teamsBody(message string, b *servicetypes.TeamsBlock) ([]byte, error) {
 	if b.Template != "" {
 		return []byte(b.Template), nil
 	}

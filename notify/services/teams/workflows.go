@@ -10,30 +10,14 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// WorkflowsSettings are the keys of `service.teams-workflows`, those
-// of `service.teams`: one Workflows (Power Automate) webhook URL per
-// recipient name.
-type WorkflowsSettings = Settings
-
-// WorkflowsBlock is a template's `teams-workflows:` block. AdaptiveCard,
-// when set, is the card sent as is; otherwise a card is built from Title,
-// Text (the message when empty), ThemeColor (the title's color), Facts,
-// Sections' facts and PotentialAction's OpenUri actions. Template and
-// Summary are read and, as by Argo CD, not used. It has the keys of a
-// `teams:` block and adaptiveCard.
-type WorkflowsBlock struct {
-	Block        `yaml:",inline"`
-	AdaptiveCard string `yaml:"adaptiveCard" json:"adaptiveCard,omitempty"`
-}
-
 // WorkflowsKind describes service type teams-workflows; package services
 // lists it.
-var WorkflowsKind = webhookKind("teams-workflows", func() any { return &WorkflowsBlock{} },
-	func(w webhooks) notify.Service { return &workflows{w} })
+var WorkflowsKind = webhookKind(servicetypes.TeamsWorkflows, func(w webhooks) notify.Service { return &workflows{w} })
 
 // workflows posts an adaptive card to a Teams Workflows webhook.
 type workflows struct{ webhooks }
@@ -68,7 +52,7 @@ func (t *workflows) Send(ctx context.Context, n notify.Notification, d notify.De
 	if err := checkWorkflowsURL(u); err != nil {
 		return notify.Receipt{}, notify.Permanent(fmt.Errorf("%s: webhook of recipient %q: %w", t.c.Service, d.Recipient, err))
 	}
-	var b WorkflowsBlock
+	var b servicetypes.TeamsWorkflowsBlock
 	if _, err := svc.DecodeBlock(n, "teams-workflows", &b); err != nil {
 		return notify.Receipt{}, err
 	}
@@ -109,7 +93,7 @@ type (
 
 // workflowsBody is the Workflows message: one adaptive card attachment,
 // the block's own card or one built from its fields.
-func workflowsBody(message string, b *WorkflowsBlock) ([]byte, error) {
+func workflowsBody(message string, b *servicetypes.TeamsWorkflowsBlock) ([]byte, error) {
 	var content json.RawMessage
 	if b.AdaptiveCard != "" {
 		raw := bytes.TrimSpace([]byte(b.AdaptiveCard))
@@ -134,7 +118,7 @@ func workflowsBody(message string, b *WorkflowsBlock) ([]byte, error) {
 	})
 }
 
-func buildAdaptiveCard(message string, b *WorkflowsBlock) (*adaptiveCard, error) {
+func buildAdaptiveCard(message string, b *servicetypes.TeamsWorkflowsBlock) (*adaptiveCard, error) {
 	var facts, sections, actions []map[string]any
 	if err := parseObjects("teams-workflows.facts", b.Facts, &facts); err != nil {
 		return nil, err
