@@ -104,13 +104,16 @@ func (n *gitNotes) list() []gitNote {
 	return slices.Clone(n.all)
 }
 
-// retryLog is an Enqueue that keeps the keys it is handed.
+// retryLog is a batcher's Queue (always idle) that keeps the keys it is
+// handed to retry.
 type retryLog struct {
 	mu   sync.Mutex
 	keys []string
 }
 
-func (r *retryLog) enqueue(key string, _ time.Duration) {
+func (*retryLog) Idle() bool { return true }
+
+func (r *retryLog) EnqueueAfter(key string, _ time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keys = append(r.keys, key)
@@ -217,8 +220,8 @@ func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
 	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notify: notes.notify, App: appLookup(a, b),
 		Metrics: metrics, Log: log}
 	images.Git = &collect.Batcher{
-		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-		Announce: images.GitWritten, Metrics: metrics, Log: log,
+		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
+		Listener: images, Metrics: metrics, Log: log,
 	}
 	runBatch(t, images, a, b)
 
@@ -287,8 +290,8 @@ func TestGitBatchFailureWithCredentialsInTheURL(t *testing.T) {
 			w.MaxAttempts = 2
 			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(req), Metrics: metrics, Log: log}
 			images.Git = &collect.Batcher{
-				Writer: w, Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-				Announce: images.GitWritten, Metrics: metrics, Log: log,
+				Writer: w, Delay: time.Millisecond, Events: events, Queue: retries,
+				Listener: images, Metrics: metrics, Log: log,
 			}
 			tt.fault(srv, w.MaxAttempts)
 			runBatch(t, images, req)

@@ -83,8 +83,8 @@ func TestGitWriteOutsideWhatTheApplicationRendersFrom(t *testing.T) {
 			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(a, b),
 				Metrics: metrics, Log: log, Tenancy: rules}
 			images.Git = &collect.Batcher{
-				Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-				Announce: images.GitWritten, Metrics: metrics, Log: log,
+				Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
+				Listener: images, Metrics: metrics, Log: log,
 			}
 			runBatch(t, images, a, b)
 

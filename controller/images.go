@@ -100,8 +100,8 @@ type ImageReconciler struct {
 	// Tally, when set, keeps each Application's last outcome for a
 	// single pass's summary (`run --once`).
 	Tally *PassTally
-	// Git batches Git write-backs; wire its Announce to GitWritten and
-	// OnUnchanged and OnAnnounced to GitUnchanged and GitAnnounced.
+	// Git batches Git write-backs; its Listener is this reconciler
+	// (GitWritten, GitAnnounced, GitUnchanged).
 	Git *collect.Batcher
 	// App looks an Application up by key (Engine.App), for what the Git
 	// batcher reports after the reconcile.

@@ -110,7 +110,7 @@ spec:
 	}
 	images.Git = &collect.Batcher{
 		Writer:  writer,
-		Enqueue: engine.EnqueueAfter,
+		Queue:   engine,
 		Events:  events,
 		Metrics: images.Metrics,
 		Log:     discardLog(),

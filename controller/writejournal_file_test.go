@@ -68,8 +68,8 @@ func newLocalRun(journalFile string, w collect.Applier, reqs ...controller.Reque
 		Journal: &journal.File{Path: journalFile}, Log: log,
 	}
 	r.images.Git = &collect.Batcher{
-		Writer: w, Delay: time.Millisecond, Events: r.events, Announce: r.images.GitWritten,
-		OnUnchanged: r.images.GitUnchanged, OnAnnounced: r.images.GitAnnounced, Log: log,
+		Writer: w, Delay: time.Millisecond, Events: r.events, Listener: r.images,
+		Log: log,
 	}
 	return r
 }

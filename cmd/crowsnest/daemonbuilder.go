@@ -382,26 +382,23 @@ func (b *daemonBuilder) buildWriters() error {
 		return nil
 	}
 	images, engine := b.images, b.engine
-	images.Git = &collect.Batcher{
-		Writer:  b.gw,
-		Tally:   b.tally,
-		Busy:    func() bool { return !engine.Idle() },
-		Enqueue: engine.EnqueueAfter,
-		Events:  images.Events,
-		Metrics: images.Metrics,
-		Log:     b.log,
+	batcher := &collect.Batcher{
+		Writer:   b.gw,
+		Tally:    b.tally,
+		Queue:    engine,
+		Listener: images,
+		Events:   images.Events,
+		Metrics:  images.Metrics,
+		Log:      b.log,
 	}
-	batcher := images.Git
+	if b.dyn != nil && !b.o.dryRun {
+		batcher.Refresher = &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
+	}
 	b.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "crowsnest_git_writeback_pending",
 		Help: "Applications whose Git write-back waits for the next batch or is being written.",
 	}, func() float64 { return float64(batcher.Pending()) }))
-	images.Git.OnUnchanged, images.Git.OnAnnounced = images.GitUnchanged, images.GitAnnounced
-	images.Git.Announce, images.App = images.GitWritten, engine.App
-	if b.dyn != nil && !b.o.dryRun {
-		refresher := &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
-		images.Git.Refresh = refresher.Refresh
-	}
+	images.Git, images.App = batcher, engine.App
 	return nil
 }
 
