@@ -422,15 +422,12 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 		}
 		b.closers = append(b.closers, func() { _ = outbox.Journal.Close() })
 	}
-	notifier.Synced = controller.SourcesSynced(engine.Sources)
-	// Subscriptions come from the project Argo CD goes by, never from a
-	// same-named one in another namespace.
-	notifier.Project = controller.ArgoProject(engine, o.argocdNamespace, b.files != nil)
-	notifier.CheckRepo = images.Tenancy.CheckRepository
+	notifier.Apps = controller.AppView{Engine: engine, ArgoNamespace: o.argocdNamespace, InAppNamespace: b.files != nil}
+	notifier.Repos = images.Tenancy
 	if b.gw != nil {
 		// repo.GetCommitMetadata / GetAppDetails read through write-back's
 		// Writer: its clone locks are per Writer.
-		notifier.Repo = &pipeline.Repo{Git: b.gw, Check: images.Tenancy.CheckRepository}
+		notifier.Repo = &pipeline.Repo{Git: b.gw, Policy: images.Tenancy}
 	}
 	engine.Transitions = notifier.OnAppEvent
 	images.Notify, b.timer.Notify = notifier.OnEvent, notifier.OnEvent
