@@ -291,7 +291,7 @@ func (b *daemonBuilder) buildImages() error {
 	}
 	winMetrics := controller.NewWindowMetrics(b.reg)
 	images.WindowMetrics = winMetrics
-	b.timer = &controller.WindowTimer{Windows: images.Windows, Engine: engine, Pending: images.Pending, Metrics: winMetrics, Log: log}
+	b.timer = &controller.WindowTimer{Windows: windowSource, Engine: engine, Held: images, Metrics: winMetrics, Log: log}
 	if b.dyn != nil && !o.dryRun {
 		b.timer.Apps = b.dyn
 	}
@@ -430,7 +430,7 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 		notifier.Repo = &pipeline.Repo{Git: b.gw, Policy: images.Tenancy}
 	}
 	engine.Transitions = notifier.OnAppEvent
-	images.Notify, b.timer.Notify = notifier.OnEvent, notifier.OnEvent
+	images.Notify, b.timer.Notifier = notifier.OnEvent, notifier
 	images.Announces = notifier.Announces
 	return nil
 }
