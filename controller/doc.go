@@ -11,9 +11,12 @@
 // acts, and reports its state through Prometheus metrics and the health
 // endpoints.
 //
-// The reconcilers it drives: image updates (images.go, imagewrite.go,
-// dryrun.go and writejournal.go, with the pure decisions in
-// controller/imageupdate, tenancy rules in controller/tenancy, the dry
+// The reconcilers it drives: image updates (images.go with the files of
+// its jobs: imagespec.go, imageselect.go, imagehold.go, imageinterest.go,
+// imagenotify.go, imagesaid.go, imagewrite.go; then dryrun.go,
+// gitchange.go, gitscope.go and writejournal.go, with the pure decisions
+// in controller/imageupdate, the Git-change mapping in controller/gitplan,
+// tenancy rules in controller/tenancy, the dry
 // run's report in controller/dryrun, Git batching in
 // writeback/git/collect and the write journal's storage and book in
 // writeback/journal) and sync windows (windowtimer.go, windowsource.go,

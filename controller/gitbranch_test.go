@@ -44,10 +44,12 @@ func TestGitChangeBranch(t *testing.T) {
 			spec := &imageupdate.Spec{WriteBack: imageupdate.WriteBack{Method: imageupdate.MethodGit,
 				Target: imageupdate.Target{Kind: imageupdate.TargetArgoCDSource}, Branch: tt.branch, PushBranch: tt.push}}
 			changes := []imageupdate.Change{{Alias: "web", Image: "ghcr.io/org/web", To: "2.0.0", SourceIndex: tt.idx}}
-			ch, err := gitChange(tt.app, spec, tt.idx, changes)
-			got, gotErr := ch.Branch, ""
+			chs, err := gitChanges(tt.app, spec, changes)
+			got, gotErr := "", ""
 			if err != nil {
 				gotErr = err.Error()
+			} else {
+				got = chs[0].Branch
 			}
 			if diff := cmp.Diff(tt.want+"|"+tt.error, got+"|"+gotErr); diff != "" {
 				t.Errorf("branch|error (-want +got):\n%s", diff)

@@ -4,6 +4,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/crowsnest-dev/crowsnest/controller/gitplan"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
@@ -48,7 +49,7 @@ func valueFile(app *watcher.App, src *watcher.Source, here bool, vf, repo string
 	switch {
 	case strings.HasPrefix(vf, "$"):
 		ref, rest, ok := strings.Cut(vf[1:], "/")
-		rs := refSource(app, ref)
+		rs := gitplan.RefSource(app, ref)
 		if !ok || rs == nil || gitwb.RepoKey(rs.RepoURL) != repo {
 			return "", false
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
+	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // The second half of a reconcile (ImageReconciler.Reconcile): once the
@@ -171,4 +172,27 @@ func (r *ImageReconciler) writeKube(ctx context.Context, key string, app *watche
 		r.notifyChanges(app, triggers.EventImageUpdated, changes, "")
 	}
 	return OutcomeUpdated, nil
+}
+
+func overridesOf(changes []imageupdate.Change) []kube.Override {
+	bySource := map[int]*kube.Override{}
+	var order []int
+	for i := range changes {
+		c := &changes[i]
+		o := bySource[c.SourceIndex]
+		if o == nil {
+			o = &kube.Override{SourceIndex: c.SourceIndex}
+			bySource[c.SourceIndex] = o
+			order = append(order, c.SourceIndex)
+		}
+		if c.Kustomize != "" {
+			o.KustomizeImages = append(o.KustomizeImages, kube.KustomizeImage{Name: c.KustomizeName, Entry: c.Kustomize})
+		}
+		o.HelmParameters = append(o.HelmParameters, c.Helm...)
+	}
+	out := make([]kube.Override, 0, len(order))
+	for _, i := range order {
+		out = append(out, *bySource[i])
+	}
+	return out
 }

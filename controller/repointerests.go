@@ -95,3 +95,7 @@ func (ri *repoInterests) merge(t registry.Target) registry.Interest {
 func (ri *repoInterests) keysOf(t registry.Target) []string {
 	return slices.Sorted(maps.Keys(ri.users[t]))
 }
+
+func sameInterest(a, b registry.Interest) bool {
+	return a.Interval == b.Interval && slices.Equal(a.TrackDigests, b.TrackDigests)
+}
