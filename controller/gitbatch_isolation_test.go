@@ -48,7 +48,7 @@ func TestGitBatchBadBranchFailsOnlyItsApplication(t *testing.T) {
 	events, retries := &appEvents{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(a, b, c),
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(a, b, c),
 		Metrics: metrics, Log: log}
 	images.Git = &collect.Batcher{
 		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
@@ -115,7 +115,7 @@ func TestGitBatchCredentialsInTheURLPushOnlyTheirOwn(t *testing.T) {
 	events, retries := &appEvents{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(a, b), Metrics: metrics, Log: log}
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(a, b), Metrics: metrics, Log: log}
 	images.Git = &collect.Batcher{
 		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
 		Listener: images, Metrics: metrics, Log: log,

@@ -92,7 +92,9 @@ type gitNotes struct {
 	all []gitNote
 }
 
-func (n *gitNotes) notify(app *watcher.App, ev triggers.Event) {
+func (*gitNotes) Announces() bool { return true }
+
+func (n *gitNotes) OnEvent(app *watcher.App, ev triggers.Event) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.all = append(n.all, gitNote{Key: app.Key(), Image: ev.Image, To: ev.To, Commit: ev.Commit, Recovered: ev.Recovered})
@@ -188,13 +190,23 @@ func runBatch(t *testing.T, images *controller.ImageReconciler, reqs ...controll
 }
 
 // appLookup is an ImageReconciler's App over the requests' Applications.
-func appLookup(reqs ...controller.Request) func(string) *watcher.App {
-	byKey := map[string]*watcher.App{}
+func appLookup(reqs ...controller.Request) appsByKey {
+	byKey := appsByKey{}
 	for _, r := range reqs {
 		byKey[r.Key] = r.App
 	}
-	return func(key string) *watcher.App { return byKey[key] }
+	return byKey
 }
+
+// appsByKey is a WorkQueue that knows these Applications; it queues
+// nothing and runs no first pass.
+type appsByKey map[string]*watcher.App
+
+func (a appsByKey) App(key string) *watcher.App { return a[key] }
+
+func (appsByKey) Enqueue(string) {}
+
+func (appsByKey) InFirstPass() bool { return false }
 
 // Two Applications named web, in two namespaces, write to one repository
 // in one batch (team-a's on main, team-b's on release, so each write is
@@ -217,7 +229,7 @@ func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
 	events, notes, retries := &appEvents{}, &gitNotes{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notify: notes.notify, App: appLookup(a, b),
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notifier: notes, Queue: appLookup(a, b),
 		Metrics: metrics, Log: log}
 	images.Git = &collect.Batcher{
 		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
@@ -288,7 +300,7 @@ func TestGitBatchFailureWithCredentialsInTheURL(t *testing.T) {
 			log := slog.New(slog.DiscardHandler)
 			w := testGitWriter(t)
 			w.MaxAttempts = 2
-			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(req), Metrics: metrics, Log: log}
+			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(req), Metrics: metrics, Log: log}
 			images.Git = &collect.Batcher{
 				Writer: w, Delay: time.Millisecond, Events: events, Queue: retries,
 				Listener: images, Metrics: metrics, Log: log,

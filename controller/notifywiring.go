@@ -7,10 +7,10 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// AppView is the engine as the notifier sees it (pipeline.Apps): whether
+// NotifyView is the engine as the notifier sees it (pipeline.Apps): whether
 // every source delivered its initial list, and each Application's
 // AppProject as Argo CD goes by (ArgoProject).
-type AppView struct {
+type NotifyView struct {
 	Engine *Engine
 	// ArgoNamespace and InAppNamespace are ArgoProject's.
 	ArgoNamespace  string
@@ -18,7 +18,7 @@ type AppView struct {
 }
 
 // Synced reports whether every source delivered its initial list.
-func (v AppView) Synced() bool {
+func (v NotifyView) Synced() bool {
 	for _, s := range v.Engine.Sources {
 		if !s.Synced() {
 			return false
@@ -30,7 +30,7 @@ func (v AppView) Synced() bool {
 // Project returns the AppProject Argo CD goes by for a, nil when unknown:
 // subscriptions come from it, never from a same-named one in another
 // namespace.
-func (v AppView) Project(a *watcher.App) *watcher.Project {
+func (v NotifyView) Project(a *watcher.App) *watcher.Project {
 	return argoProject(v.Engine, v.ArgoNamespace, v.InAppNamespace, a)
 }
 

@@ -95,7 +95,7 @@ spec:
 	creds := &repocreds.ArgoCD{Client: kubecoretest.Wrap(cs), Namespace: ns}
 	images := &controller.ImageReconciler{
 		Registry: &registry.Client{Log: discardLog()},
-		Enqueue:  engine.Enqueue,
+		Queue:    noFirstPass{engine},
 		Events:   events,
 		Metrics:  controller.NewImageMetrics(metrics),
 		Log:      discardLog(),

@@ -277,7 +277,7 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 	images := &controller.ImageReconciler{
 		Registry: &registry.Client{},
 		Writer:   writer,
-		Windows:  func() windows.Set { return set },
+		Windows:  fixedWindows(set),
 		DryRun:   false,
 		Log:      log,
 		Now:      now,
@@ -288,7 +288,7 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 		Reconciler: reconciles,
 		Log:        log,
 	}
-	images.Enqueue = engine.Enqueue
+	images.Queue = noFirstPass{engine}
 	runEngine(t, engine)
 	key := ns + "/shop"
 	waitFor(t, "the update to be held", func() bool { return images.Pending(key) })
@@ -330,10 +330,13 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 	}
 }
 
-// fixedWindows is a WindowSet that is always the same windows.
+// fixedWindows is a ProjectWindows that is always the same windows, with
+// no AppProject broken.
 type fixedWindows windows.Set
 
 func (f fixedWindows) Set() windows.Set { return windows.Set(f) }
+
+func (fixedWindows) Broken(string) error { return nil }
 
 // notifierFunc is a Notifier that calls the func.
 type notifierFunc func(app *watcher.App, ev triggers.Event)

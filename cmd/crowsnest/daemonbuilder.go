@@ -263,19 +263,19 @@ func (b *daemonBuilder) buildImages() error {
 		b.tally = &controller.PassTally{}
 	}
 	images := &controller.ImageReconciler{
-		Tally:         b.tally,
-		Registry:      regs.Client,
-		RegistryFor:   regs.ForPullSecret,
-		Names:         regs.Qualify,
-		Poller:        regs.Poller,
-		Windows:       windowSource.Set,
-		BrokenProject: windowSource.Broken,
-		Policies:      (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
-		Enqueue:       engine.Enqueue,
-		DryRun:        o.dryRun,
-		Plans:         b.plans,
-		Metrics:       controller.NewImageMetrics(b.reg),
-		Log:           log,
+		Tally:      b.tally,
+		Registry:   regs.Client,
+		Registries: regs,
+		Poller:     regs.Poller,
+		Windows:    windowSource,
+		Policies:   &controller.PolicySource{Config: engine.Config, Log: log},
+		// One tag list per repository serves the whole first pass,
+		// however long it takes (Engine.InFirstPass).
+		Queue:   engine,
+		DryRun:  o.dryRun,
+		Plans:   b.plans,
+		Metrics: controller.NewImageMetrics(b.reg),
+		Log:     log,
 	}
 	images.Tenancy = &tenancy.Rules{
 		Config:   func() *config.Tenancy { return &engine.Config().Tenancy },
@@ -298,7 +298,7 @@ func (b *daemonBuilder) buildImages() error {
 	regs.Poller.OnChange = images.RepoChanged
 	// One tag list per repository serves the whole first pass, however
 	// long it takes.
-	images.FirstPass, regs.Poller.Hold = engine.InFirstPass, engine.InFirstPass
+	regs.Poller.Hold = engine.InFirstPass
 	engine.Reconciler = images
 	b.images = images
 	return nil
@@ -398,7 +398,7 @@ func (b *daemonBuilder) buildWriters() error {
 		Name: "crowsnest_git_writeback_pending",
 		Help: "Applications whose Git write-back waits for the next batch or is being written.",
 	}, func() float64 { return float64(batcher.Pending()) }))
-	images.Git, images.App = batcher, engine.App
+	images.Git = batcher
 	return nil
 }
 
@@ -422,7 +422,7 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 		}
 		b.closers = append(b.closers, func() { _ = outbox.Journal.Close() })
 	}
-	notifier.Apps = controller.AppView{Engine: engine, ArgoNamespace: o.argocdNamespace, InAppNamespace: b.files != nil}
+	notifier.Apps = controller.NotifyView{Engine: engine, ArgoNamespace: o.argocdNamespace, InAppNamespace: b.files != nil}
 	notifier.Repos = images.Tenancy
 	if b.gw != nil {
 		// repo.GetCommitMetadata / GetAppDetails read through write-back's
@@ -430,8 +430,7 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 		notifier.Repo = &pipeline.Repo{Git: b.gw, Policy: images.Tenancy}
 	}
 	engine.Transitions = notifier.OnAppEvent
-	images.Notify, b.timer.Notifier = notifier.OnEvent, notifier
-	images.Announces = notifier.Announces
+	images.Notifier, b.timer.Notifier = notifier, notifier
 	return nil
 }
 
