@@ -73,7 +73,7 @@ func TestDryRunPlans(t *testing.T) {
 	images := &controller.ImageReconciler{
 		Registry: &registry.Client{},
 		Writer:   &kube.Writer{Client: dynClient(t)},
-		Windows:  func() windows.Set { return set },
+		Windows:  fixedWindows(set),
 		DryRun:   true,
 		Plans:    plans,
 		Events:   events,

@@ -38,12 +38,11 @@ func TestFirstPassListsEachRepositoryOnce(t *testing.T) {
 	engine.Reconciler = &controller.ImageReconciler{
 		// Every list is stale at once: without the first pass, each
 		// reconcile would list again.
-		Registry:  &registry.Client{TagTTL: time.Nanosecond, Log: discardLog()},
-		Writer:    &kube.Writer{Client: dyn, Log: discardLog()},
-		FirstPass: engine.InFirstPass,
-		Enqueue:   engine.Enqueue,
-		Events:    events,
-		Log:       discardLog(),
+		Registry: &registry.Client{TagTTL: time.Nanosecond, Log: discardLog()},
+		Writer:   &kube.Writer{Client: dyn, Log: discardLog()},
+		Queue:    engine,
+		Events:   events,
+		Log:      discardLog(),
 	}
 	reg.Reset()
 	runEngine(t, engine)

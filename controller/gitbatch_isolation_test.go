@@ -48,11 +48,11 @@ func TestGitBatchBadBranchFailsOnlyItsApplication(t *testing.T) {
 	events, retries := &appEvents{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(a, b, c),
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(a, b, c),
 		Metrics: metrics, Log: log}
 	images.Git = &collect.Batcher{
-		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-		Announce: images.GitWritten, Metrics: metrics, Log: log,
+		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
+		Listener: images, Metrics: metrics, Log: log,
 	}
 	_, _ = images.Reconcile(t.Context(), c) // refused when read; whether it is an error is the reconcile's business
 	runBatch(t, images, a, b)
@@ -115,10 +115,10 @@ func TestGitBatchCredentialsInTheURLPushOnlyTheirOwn(t *testing.T) {
 	events, retries := &appEvents{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(a, b), Metrics: metrics, Log: log}
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(a, b), Metrics: metrics, Log: log}
 	images.Git = &collect.Batcher{
-		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-		Announce: images.GitWritten, Metrics: metrics, Log: log,
+		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
+		Listener: images, Metrics: metrics, Log: log,
 	}
 	runBatch(t, images, a, b)
 

@@ -92,7 +92,9 @@ type gitNotes struct {
 	all []gitNote
 }
 
-func (n *gitNotes) notify(app *watcher.App, ev triggers.Event) {
+func (*gitNotes) Announces() bool { return true }
+
+func (n *gitNotes) OnEvent(app *watcher.App, ev triggers.Event) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.all = append(n.all, gitNote{Key: app.Key(), Image: ev.Image, To: ev.To, Commit: ev.Commit, Recovered: ev.Recovered})
@@ -104,13 +106,16 @@ func (n *gitNotes) list() []gitNote {
 	return slices.Clone(n.all)
 }
 
-// retryLog is an Enqueue that keeps the keys it is handed.
+// retryLog is a batcher's Queue (always idle) that keeps the keys it is
+// handed to retry.
 type retryLog struct {
 	mu   sync.Mutex
 	keys []string
 }
 
-func (r *retryLog) enqueue(key string, _ time.Duration) {
+func (*retryLog) Idle() bool { return true }
+
+func (r *retryLog) EnqueueAfter(key string, _ time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keys = append(r.keys, key)
@@ -185,13 +190,23 @@ func runBatch(t *testing.T, images *controller.ImageReconciler, reqs ...controll
 }
 
 // appLookup is an ImageReconciler's App over the requests' Applications.
-func appLookup(reqs ...controller.Request) func(string) *watcher.App {
-	byKey := map[string]*watcher.App{}
+func appLookup(reqs ...controller.Request) appsByKey {
+	byKey := appsByKey{}
 	for _, r := range reqs {
 		byKey[r.Key] = r.App
 	}
-	return func(key string) *watcher.App { return byKey[key] }
+	return byKey
 }
+
+// appsByKey is a WorkQueue that knows these Applications; it queues
+// nothing and runs no first pass.
+type appsByKey map[string]*watcher.App
+
+func (a appsByKey) App(key string) *watcher.App { return a[key] }
+
+func (appsByKey) Enqueue(string) {}
+
+func (appsByKey) InFirstPass() bool { return false }
 
 // Two Applications named web, in two namespaces, write to one repository
 // in one batch (team-a's on main, team-b's on release, so each write is
@@ -214,11 +229,11 @@ func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
 	events, notes, retries := &appEvents{}, &gitNotes{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notify: notes.notify, App: appLookup(a, b),
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notifier: notes, Queue: appLookup(a, b),
 		Metrics: metrics, Log: log}
 	images.Git = &collect.Batcher{
-		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-		Announce: images.GitWritten, Metrics: metrics, Log: log,
+		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
+		Listener: images, Metrics: metrics, Log: log,
 	}
 	runBatch(t, images, a, b)
 
@@ -285,10 +300,10 @@ func TestGitBatchFailureWithCredentialsInTheURL(t *testing.T) {
 			log := slog.New(slog.DiscardHandler)
 			w := testGitWriter(t)
 			w.MaxAttempts = 2
-			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(req), Metrics: metrics, Log: log}
+			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(req), Metrics: metrics, Log: log}
 			images.Git = &collect.Batcher{
-				Writer: w, Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-				Announce: images.GitWritten, Metrics: metrics, Log: log,
+				Writer: w, Delay: time.Millisecond, Events: events, Queue: retries,
+				Listener: images, Metrics: metrics, Log: log,
 			}
 			tt.fault(srv, w.MaxAttempts)
 			runBatch(t, images, req)

@@ -26,18 +26,18 @@ func (m *ImageMetrics) GitUpdates(result string, n int) { m.update("git", result
 // failed it after its reconcile recorded an update.
 func (t *PassTally) GitFailed(key string) { t.record(key, OutcomeFailed) }
 
-// GitWritten is the Git batcher's Announce: it hands the notifier an
+// GitWritten is the Git batcher's Listener.GitWritten: it hands the notifier an
 // image-updated event per value one commit wrote for key.
 func (r *ImageReconciler) GitWritten(key, commit string, written []gitwb.Update) {
-	if r.Notify == nil || r.App == nil {
+	if r.Notifier == nil || r.Queue == nil {
 		return
 	}
-	app := r.App(key)
+	app := r.Queue.App(key)
 	if app == nil {
 		return
 	}
 	for _, u := range written {
-		r.Notify(app, gitUpdatedEvent(key, u.Image, u.From, u.To, commit, time.Now()))
+		r.Notifier.OnEvent(app, gitUpdatedEvent(key, u.Image, u.From, u.To, commit, time.Now()))
 	}
 }
 

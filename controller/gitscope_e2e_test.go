@@ -80,11 +80,11 @@ func TestGitWriteOutsideWhatTheApplicationRendersFrom(t *testing.T) {
 				}
 				return &config.Tenancy{WritePaths: []config.TenancyWritePath{{Namespaces: []string{nsB}, Paths: []string{"/team-a/prod/**"}}}}
 			}}
-			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(a, b),
+			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(a, b),
 				Metrics: metrics, Log: log, Tenancy: rules}
 			images.Git = &collect.Batcher{
-				Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Enqueue: retries.enqueue,
-				Announce: images.GitWritten, Metrics: metrics, Log: log,
+				Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
+				Listener: images, Metrics: metrics, Log: log,
 			}
 			runBatch(t, images, a, b)
 
@@ -139,7 +139,7 @@ func TestDryRunRefusesAWriteOutsideWhatTheApplicationRendersFrom(t *testing.T) {
 
 	events, plans := &appEvents{}, &planLog{}
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, App: appLookup(b),
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(b),
 		DryRun: true, Plans: plans, Log: log}
 	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Log: log}
 	if _, err := images.Reconcile(t.Context(), b); err != nil {

@@ -226,7 +226,14 @@ func runImageEngine(t *testing.T, ns string, images *controller.ImageReconciler,
 		Reconciler: images,
 		Log:        log,
 	}
-	images.Enqueue = engine.Enqueue
+	images.Queue = noFirstPass{engine}
 	runEngine(t, engine)
 	return engine
 }
+
+// noFirstPass is the engine as an image reconciler's WorkQueue without the
+// first pass's tag waits, for tests with no poller to read the tag lists
+// a first pass waits for (firstpass_test.go and tagwait_test.go test it).
+type noFirstPass struct{ *controller.Engine }
+
+func (noFirstPass) InFirstPass() bool { return false }

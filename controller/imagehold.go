@@ -41,11 +41,9 @@ func (r *ImageReconciler) hold(app *watcher.App) imageupdate.Hold {
 	if r.Windows == nil {
 		return imageupdate.Hold{}
 	}
-	all := r.Windows()
-	if r.BrokenProject != nil {
-		if err := r.BrokenProject(app.Project); err != nil {
-			return imageupdate.Hold{Held: true, Reason: "AppProject " + app.Project + " has invalid sync windows: " + err.Error()}
-		}
+	all := r.Windows.Set() // compiles the AppProjects' windows Broken reports on
+	if err := r.Windows.Broken(app.Project); err != nil {
+		return imageupdate.Hold{Held: true, Reason: "AppProject " + app.Project + " has invalid sync windows: " + err.Error()}
 	}
 	set := all.HoldingUpdates().Matching(WindowRef(app))
 	d := set.Decide(WindowRef(app), r.now(), false)
@@ -70,7 +68,7 @@ func (r *ImageReconciler) nextBoundary(app *watcher.App) (time.Duration, bool) {
 		return 0, false
 	}
 	now := r.now()
-	t, ok := r.Windows().HoldingUpdates().Matching(WindowRef(app)).NextBoundary(now)
+	t, ok := r.Windows.Set().HoldingUpdates().Matching(WindowRef(app)).NextBoundary(now)
 	if !ok {
 		return 0, false
 	}

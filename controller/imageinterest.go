@@ -72,6 +72,6 @@ func (r *ImageReconciler) RepoChanged(_ context.Context, ch registry.RepoChange)
 	r.mu.Unlock()
 	r.Log.Info("repository changed", "repository", ch.Repo, "pull_secret", t.Client != nil, "added", ch.Added, "apps", len(keys))
 	for _, k := range keys {
-		r.Enqueue(k)
+		r.Queue.Enqueue(k)
 	}
 }

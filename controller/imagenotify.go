@@ -30,12 +30,12 @@ func (r *ImageReconciler) event(app *watcher.App, typ, reason, msg string) {
 // are stable for the same change, so a repeated reconcile never sends
 // twice (the catalog's event triggers fire once per ID).
 func (r *ImageReconciler) notifyChanges(app *watcher.App, typ string, changes []imageupdate.Change, why string) {
-	if r.Notify == nil {
+	if r.Notifier == nil {
 		return
 	}
 	evs := r.changeEvents(app, typ, changes, why)
 	for i := range evs {
-		r.Notify(app, evs[i])
+		r.Notifier.OnEvent(app, evs[i])
 	}
 }
 

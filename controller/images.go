@@ -14,9 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/registry"
-	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
-	"github.com/crowsnest-dev/crowsnest/windows"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -51,6 +49,57 @@ type ImageWriter interface {
 	ApplyFrom(ctx context.Context, namespace, name string, cached *unstructured.Unstructured, overrides []kube.Override) (kube.Result, error)
 }
 
+// Registries are the registry clients and naming rules in force
+// (setup.Registries).
+type Registries interface {
+	// ForPullSecret returns the client of images that name their own
+	// credentials.
+	ForPullSecret(pullSecret string) *registry.Client
+	// Qualify completes an image name written without a registry host.
+	Qualify(image string) string
+}
+
+// WorkQueue is the engine as the image reconciler sees it (Engine).
+type WorkQueue interface {
+	// Enqueue puts an Application key on the engine's queue.
+	Enqueue(key string)
+	// InFirstPass reports whether the engine's first pass runs:
+	// meanwhile a tag list read earlier in the pass is used however old,
+	// so a pass longer than the tag cache lists each repository once.
+	InFirstPass() bool
+	// App looks an Application up by key; nil when it is gone.
+	App(key string) *watcher.App
+}
+
+// ProjectWindows are the sync windows in force (WindowSource).
+type ProjectWindows interface {
+	WindowSet
+	// Broken says why an AppProject's sync windows do not compile, nil
+	// when they do, as of the last Set (which compiles them).
+	Broken(project string) error
+}
+
+// PolicySet gives crowsnest's image policies in force (PolicySource).
+type PolicySet interface {
+	Policies() *imageupdate.Policies
+}
+
+// UpdaterSet says what argocd-image-updater's ImageUpdater resources say
+// to update in app, and their problems for it; ok is false when none
+// selects app (imageupdaters.Set).
+type UpdaterSet interface {
+	Match(app *watcher.App) (spec *imageupdate.Spec, errs []error, ok bool)
+}
+
+// ImageNotifier hears crowsnest's own events on an Application
+// (pipeline.Notifier).
+type ImageNotifier interface {
+	Notifier
+	// Announces says whether an image event can become a message now;
+	// no write intent is recorded when not.
+	Announces() bool
+}
+
 // ImageReconciler keeps Applications' images up to date: it reads their
 // argocd-image-updater annotations, selects versions from the registry's
 // shared caches, decides (windows included) and writes back. It also tells
@@ -58,61 +107,50 @@ type ImageWriter interface {
 // a repository that changed.
 type ImageReconciler struct {
 	Registry *registry.Client
-	// RegistryFor returns the client for images that name their own
-	// credentials (pull-secret); nil uses Registry for every image.
-	RegistryFor func(pullSecret string) *registry.Client
-	// Names completes image names written without a registry host as the
-	// registries config says (default entry, defaultNamespace), read at
-	// every reconcile; nil reads them as Docker Hub's.
-	Names func(image string) string
+	// Registries, when set, gives the client of images that name their
+	// own credentials (pull-secret) and completes image names written
+	// without a registry host as the registries config says, read at
+	// every reconcile; nil uses Registry for every image and reads names
+	// as Docker Hub's.
+	Registries Registries
 	// Poller, when set, polls the repositories in use; wire its OnChange
 	// to RepoChanged.
 	Poller *registry.Poller
-	// FirstPass, when set, reports whether the engine's first pass runs
-	// (Engine.InFirstPass): meanwhile a tag list read earlier in the pass
-	// is used however old, so a pass longer than the tag cache lists each
-	// repository once.
-	FirstPass func() bool
-	Writer    ImageWriter
-	// Windows returns the sync windows in force (config and AppProjects).
-	Windows func() windows.Set
-	// BrokenProject, when set, says why an AppProject's sync windows do
-	// not compile; its Applications' write-backs are then held.
-	BrokenProject func(project string) error
-	// Policies returns crowsnest's image policies in force; nil means
-	// annotations only.
-	Policies func() *imageupdate.Policies
-	// ImageUpdaters, when set, returns what argocd-image-updater's
-	// ImageUpdater resources say to update in app, and their problems
-	// for it; ok is false when none selects app. One that selects it
-	// decides: the annotations apply only when it says useAnnotations,
-	// image policies not at all.
-	ImageUpdaters func(app *watcher.App) (spec *imageupdate.Spec, errs []error, ok bool)
-	// Enqueue puts an Application key on the engine's queue.
-	Enqueue func(key string)
-	Events  EventRecorder
+	// Queue is the engine as the reconciler sees it: it requeues
+	// Applications, says whether the first pass runs and looks
+	// Applications up for what the Git batcher reports after the
+	// reconcile.
+	Queue  WorkQueue
+	Writer ImageWriter
+	// Windows, when set, gives the sync windows in force (config and
+	// AppProjects) and says why an AppProject's do not compile; its
+	// Applications' write-backs are then held.
+	Windows ProjectWindows
+	// Policies, when set, gives crowsnest's image policies in force; nil
+	// means annotations only.
+	Policies PolicySet
+	// ImageUpdaters, when set, says what argocd-image-updater's
+	// ImageUpdater resources say to update in an Application. One that
+	// selects it decides: the annotations apply only when it says
+	// useAnnotations, image policies not at all.
+	ImageUpdaters UpdaterSet
+	Events        EventRecorder
 	// Tally, when set, keeps each Application's last outcome for a
 	// single pass's summary (`run --once`).
 	Tally *PassTally
-	// Git batches Git write-backs; wire its Announce to GitWritten and
-	// OnUnchanged and OnAnnounced to GitUnchanged and GitAnnounced.
+	// Git batches Git write-backs; its Listener is this reconciler
+	// (GitWritten, GitAnnounced, GitUnchanged).
 	Git *collect.Batcher
-	// App looks an Application up by key (Engine.App), for what the Git
-	// batcher reports after the reconcile.
-	App func(key string) *watcher.App
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.
 	Tenancy *tenancy.Rules
-	// Notify, when set, receives crowsnest's own events (image updated,
-	// held, failed) for notification triggers.
-	Notify func(app *watcher.App, ev triggers.Event)
+	// Notifier, when set, receives crowsnest's own events (image
+	// updated, held, failed) for notification triggers.
+	Notifier ImageNotifier
 	// Journal records each write before it is made, so that its
 	// announcement survives a crash between the write and the notifier
 	// recording it; nil turns that off (local mode).
 	Journal journal.Store
-	// Announces, when set, says whether an image event can become a
-	// message now (Notifier.Announces); no intent is recorded when not.
-	Announces func() bool
 	// DryRun decides and logs but writes nothing; each write it would
 	// make is planned (by the writers' own code) and handed to Plans.
 	DryRun bool

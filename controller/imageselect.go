@@ -17,9 +17,9 @@ import (
 // selectAll runs selection for every image; errors stay per image.
 func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *imageupdate.Spec) (selections map[string]imageupdate.Selection, waiting bool) {
 	var maxAge time.Duration // the tag cache's TTL
-	if r.FirstPass != nil && r.FirstPass() {
+	if r.Queue != nil && r.Queue.InFirstPass() {
 		maxAge = MaxFirstPass
-		if r.Enqueue != nil && r.tagWaits.wait(ctx, key, r.tagWants(spec), maxAge, r.Enqueue) {
+		if r.tagWaits.wait(ctx, key, r.tagWants(spec), maxAge, r.Queue.Enqueue) {
 			return nil, true
 		}
 	} else {
@@ -69,8 +69,8 @@ func retryableSelection(spec *imageupdate.Spec, results map[string]imageupdate.S
 // clientFor is the registry client that reads img: its pull secret's, or
 // the shared one.
 func (r *ImageReconciler) clientFor(img *imageupdate.Image) *registry.Client {
-	if img.PullSecret != "" && r.RegistryFor != nil {
-		return r.RegistryFor(img.PullSecret)
+	if img.PullSecret != "" && r.Registries != nil {
+		return r.Registries.ForPullSecret(img.PullSecret)
 	}
 	return r.Registry
 }

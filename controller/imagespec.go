@@ -19,7 +19,7 @@ import (
 func (r *ImageReconciler) specOf(key string, app *watcher.App) (spec *imageupdate.Spec, errs []error) {
 	spec, errs = imageupdate.FromAnnotations(app.Annotations)
 	if r.ImageUpdaters != nil {
-		if s, e, ok := r.ImageUpdaters(app); ok {
+		if s, e, ok := r.ImageUpdaters.Match(app); ok {
 			return s, e
 		}
 	}
@@ -28,7 +28,7 @@ func (r *ImageReconciler) specOf(key string, app *watcher.App) (spec *imageupdat
 	}
 	// The Application's own annotations win over crowsnest's
 	// policies: they are the owner's explicit word on this object.
-	ps, name := r.Policies().Match(app)
+	ps, name := r.Policies.Policies().Match(app)
 	if ps != nil && spec == nil {
 		if err := r.Tenancy.AdmitsPolicy(app); err != nil {
 			if r.newSaid(saidKey{saidRefused, key}, err.Error()) {
@@ -50,7 +50,7 @@ func (r *ImageReconciler) specOf(key string, app *watcher.App) (spec *imageupdat
 // reports them all: as a Warning each when they changed, else at Debug.
 func (r *ImageReconciler) checkSpec(app *watcher.App, key string, spec *imageupdate.Spec, errs []error) []error {
 	spec.ResolveIn(app.Namespace)
-	errs = append(errs, spec.Qualify(r.Names)...)
+	errs = append(errs, spec.Qualify(r.names())...)
 	errs = append(errs, r.Tenancy.CheckAnnotations(app, spec)...)
 	if !r.newInvalid(key, errs) {
 		for _, err := range errs {
@@ -93,4 +93,13 @@ func (r *ImageReconciler) checkRepositories(app *watcher.App, spec *imageupdate.
 		}
 	}
 	return nil
+}
+
+// names completes image names as the registries config says; nil reads
+// them as Docker Hub's.
+func (r *ImageReconciler) names() func(image string) string {
+	if r.Registries == nil {
+		return nil
+	}
+	return r.Registries.Qualify
 }

@@ -32,10 +32,10 @@ func startNotifyDaemon(t *testing.T, ns, hookURL string) *notifyDaemon {
 	src := &watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}}
 	out := &notify.Outbox{Store: &notify.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}, RetryBaseDelay: 50 * time.Millisecond}
 	n := &pipeline.Notifier{
-		Outbox:   out,
-		State:    &pipeline.ConfigMapState{Client: kubecoretest.Wrap(cs), Namespace: ns},
-		Synced:   src.Synced,
-		Services: testnotify.HookServices,
+		Outbox: out,
+		State:  &pipeline.ConfigMapState{Client: kubecoretest.Wrap(cs), Namespace: ns},
+		Apps:   testnotify.SyncedFunc(src.Synced),
+		Setup:  testnotify.HookSetup,
 	}
 	if err := n.Apply(testnotify.Config(hookURL)); err != nil {
 		t.Fatal(err)

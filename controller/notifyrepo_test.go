@@ -112,8 +112,8 @@ type: {{(call .repo.GetAppDetails).Type}} tag: {{(call .repo.GetAppDetails).Helm
 	var synced atomicBool
 	out := &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond}
 	n := &pipeline.Notifier{
-		Outbox: out, State: &pipeline.MemoryState{}, Synced: synced.get,
-		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Services: testnotify.HookServices,
+		Outbox: out, State: &pipeline.MemoryState{}, Apps: testnotify.SyncedFunc(synced.get),
+		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Setup: testnotify.HookSetup,
 		Repo: f.repo,
 	}
 	if err := n.Apply(cfg); err != nil {
@@ -198,7 +198,7 @@ func TestCommitMetadataRefusedByProject(t *testing.T) {
 		"spec": map[string]any{"sourceRepos": []any{f.url}},
 	}}}
 	ten := &tenancy.Rules{Project: func(*watcher.App) *watcher.Project { return proj }}
-	f.repo.Check = ten.CheckRepository
+	f.repo.Policy = ten
 	app := testnotify.AppObject("evil", f.otherURL, "0123456789abcdef0123456789abcdef01234567")
 	app["spec"].(map[string]any)["project"] = "team"
 	f.other.ResetCounts()

@@ -65,8 +65,8 @@ spec:
 		Reconciler: images,
 		Log:        log,
 	}
-	images.Enqueue = engine.Enqueue
-	images.Windows = (&controller.WindowSource{Engine: engine, Config: config.Default, Log: log}).Set
+	images.Queue = noFirstPass{engine}
+	images.Windows = &controller.WindowSource{Engine: engine, Config: config.Default, Log: log}
 	runEngine(t, engine)
 
 	kustomize := func(name string) []string {
@@ -190,7 +190,7 @@ spec:
 		Log:        log,
 	}
 	ws := &controller.WindowSource{Engine: engine, Config: config.Default, Log: log}
-	images.Enqueue, images.Windows, images.BrokenProject = engine.Enqueue, ws.Set, ws.Broken
+	images.Queue, images.Windows = noFirstPass{engine}, ws
 	runEngine(t, engine)
 
 	// Pending turns true just before the Event is recorded: wait for both.

@@ -26,12 +26,12 @@ func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
 			createApp(t, ns, "bad")
 			refresher := &kube.Refresher{Client: dynClient(t), Mode: func() string { return mode }}
 			b := &collect.Batcher{
-				Writer:  twoRepoWriter{},
-				Delay:   time.Millisecond,
-				Refresh: refresher.Refresh,
-				Events:  &appEvents{},
-				Enqueue: (&retryLog{}).enqueue,
-				Log:     slog.New(slog.DiscardHandler),
+				Writer:    twoRepoWriter{},
+				Delay:     time.Millisecond,
+				Refresher: refresher,
+				Events:    &appEvents{},
+				Queue:     &retryLog{},
+				Log:       slog.New(slog.DiscardHandler),
 			}
 			b.Add(ns+"/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
 			b.Add(ns+"/bad", gitwb.Change{App: "bad", RepoURL: "http://git/bad.git"})

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
 // unionOf is the merge repoInterests must equal: every Application's
@@ -130,8 +131,8 @@ func TestSetReposGivesThePollerTheNewestUnion(t *testing.T) {
 // so a pull secret that fails never hides a change from anybody else.
 func TestRepoChangedQueuesTheApplicationsOfTheClientThatSawIt(t *testing.T) {
 	shared, own := &registry.Client{}, &registry.Client{}
-	var queued []string
-	r := &ImageReconciler{Registry: shared, Log: slog.New(slog.DiscardHandler), Enqueue: func(k string) { queued = append(queued, k) }}
+	q := &keyQueue{}
+	r := &ImageReconciler{Registry: shared, Log: slog.New(slog.DiscardHandler), Queue: q}
 	const repo = "reg.example/team/app"
 	r.setRepos("team-a/web", map[registry.Target]registry.Interest{{Repo: repo}: {}})
 	r.setRepos("team-b/web", map[registry.Target]registry.Interest{{Repo: repo, Client: own}: {}})
@@ -146,11 +147,21 @@ func TestRepoChangedQueuesTheApplicationsOfTheClientThatSawIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			queued = nil
+			q.keys = nil
 			r.RepoChanged(t.Context(), registry.RepoChange{Repo: repo, Client: tt.client, Added: []string{"2"}})
-			if diff := cmp.Diff(tt.want, queued); diff != "" {
+			if diff := cmp.Diff(tt.want, q.keys); diff != "" {
 				t.Errorf("queued (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
+
+// keyQueue is a WorkQueue that keeps the keys it is handed; it knows no
+// Application and no first pass.
+type keyQueue struct{ keys []string }
+
+func (q *keyQueue) Enqueue(key string) { q.keys = append(q.keys, key) }
+
+func (*keyQueue) InFirstPass() bool { return false }
+
+func (*keyQueue) App(string) *watcher.App { return nil }

@@ -95,7 +95,7 @@ spec:
 	creds := &repocreds.ArgoCD{Client: kubecoretest.Wrap(cs), Namespace: ns}
 	images := &controller.ImageReconciler{
 		Registry: &registry.Client{Log: discardLog()},
-		Enqueue:  engine.Enqueue,
+		Queue:    noFirstPass{engine},
 		Events:   events,
 		Metrics:  controller.NewImageMetrics(metrics),
 		Log:      discardLog(),
@@ -110,7 +110,7 @@ spec:
 	}
 	images.Git = &collect.Batcher{
 		Writer:  writer,
-		Enqueue: engine.EnqueueAfter,
+		Queue:   engine,
 		Events:  events,
 		Metrics: images.Metrics,
 		Log:     discardLog(),

@@ -95,7 +95,7 @@ spec:
 	engine.Reconciler = &controller.ImageReconciler{
 		Registry: &registry.Client{Log: discardLog()},
 		Writer:   &kube.Writer{Client: dyn, Log: discardLog()},
-		Enqueue:  engine.Enqueue,
+		Queue:    noFirstPass{engine},
 		Events:   events,
 		Metrics:  controller.NewImageMetrics(metrics),
 		Log:      discardLog(),

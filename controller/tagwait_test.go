@@ -66,12 +66,11 @@ func TestFirstPassWaitsForTagListsOffTheQueue(t *testing.T) {
 	engine := &controller.Engine{Workers: 1, FirstPassSettle: 10 * time.Millisecond, Metrics: controller.NewMetrics(metrics), Log: discardLog()}
 	engine.Sources = []controller.Source{&watcher.KubeSource{Client: dyn, Namespaces: []string{ns}, Log: discardLog()}}
 	reconciles := &requeueLog{ImageReconciler: &controller.ImageReconciler{
-		Registry:  &registry.Client{Log: discardLog()},
-		Writer:    &kube.Writer{Client: dyn, Log: discardLog()},
-		FirstPass: engine.InFirstPass,
-		Enqueue:   engine.Enqueue,
-		Events:    events,
-		Log:       discardLog(),
+		Registry: &registry.Client{Log: discardLog()},
+		Writer:   &kube.Writer{Client: dyn, Log: discardLog()},
+		Queue:    engine,
+		Events:   events,
+		Log:      discardLog(),
 	}, now: time.Now}
 	engine.Reconciler = reconciles
 	runEngine(t, engine)

@@ -20,6 +20,23 @@ import (
 // picked up even if nobody calls Wake.
 const windowRecheck = time.Minute
 
+// WindowSet gives the sync windows in force now (WindowSource).
+type WindowSet interface {
+	Set() windows.Set
+}
+
+// HeldUpdates says whether an Application has an update a window held
+// (ImageReconciler).
+type HeldUpdates interface {
+	Pending(key string) bool
+}
+
+// Notifier hears crowsnest's own events on an Application
+// (pipeline.Notifier).
+type Notifier interface {
+	OnEvent(app *watcher.App, ev triggers.Event)
+}
+
 // WindowTimer wakes at the next boundary of every window in use, instead
 // of finding out when some Application happens to reconcile. At each
 // boundary it enqueues the Applications of the windows that changed (so an
@@ -27,20 +44,20 @@ const windowRecheck = time.Minute
 // Applications of an allow window with syncOnOpen that just opened, and
 // reports openings and closings.
 type WindowTimer struct {
-	Windows func() windows.Set
+	// Windows are the windows in force (WindowSource).
+	Windows WindowSet
 	Engine  *Engine
 	// Apps patches Applications' operation field for syncOnOpen; nil
 	// disables sync requests (local mode).
 	Apps dynamic.Interface
-	// Pending reports whether an Application has an update a window held.
-	Pending func(key string) bool
-	// OnChange receives every window that opened or closed.
-	OnChange func(w *windows.Window, opened bool, at time.Time)
-	// Notify, when set, receives a window opened/closed event for each
+	// Held, when set, says whether an Application has an update a window
+	// held (ImageReconciler): syncOnOpen syncs it although it is Synced.
+	Held HeldUpdates
+	// Notifier, when set, hears a window opened/closed event for each
 	// Application the window matches.
-	Notify  func(app *watcher.App, ev triggers.Event)
-	Metrics *WindowMetrics
-	Log     *slog.Logger
+	Notifier Notifier
+	Metrics  *WindowMetrics
+	Log      *slog.Logger
 	// Now is the clock; nil is time.Now. Waiting uses real timers for
 	// the distance Now reports.
 	Now func() time.Time
@@ -70,7 +87,7 @@ func (t *WindowTimer) Start(ctx context.Context) error {
 	first := true
 	for {
 		now := t.now()
-		set := t.Windows()
+		set := t.Windows.Set()
 		t.check(ctx, set, now, active, first)
 		first = false
 		wait := windowRecheck
@@ -123,9 +140,6 @@ func (t *WindowTimer) changed(ctx context.Context, w *windows.Window, opened boo
 		verb = "opened"
 	}
 	t.Log.Info("sync window "+verb, "window", w.Name(), "kind", w.Kind(), "description", w.Description())
-	if t.OnChange != nil {
-		t.OnChange(w, opened, now)
-	}
 	for _, key := range t.Engine.AppKeys() {
 		app := t.Engine.App(key)
 		if app == nil || !w.Matches(WindowRef(app)) {
@@ -134,12 +148,12 @@ func (t *WindowTimer) changed(ctx context.Context, w *windows.Window, opened boo
 		if w.HoldsImageUpdates() {
 			t.Engine.Enqueue(key) // held updates go out now
 		}
-		if t.Notify != nil {
+		if t.Notifier != nil {
 			typ := triggers.EventSyncWindowClosed
 			if opened {
 				typ = triggers.EventSyncWindowOpened
 			}
-			t.Notify(app, triggers.Event{Type: typ, Window: w.Name(), Message: w.Description(), Time: now,
+			t.Notifier.OnEvent(app, triggers.Event{Type: typ, Window: w.Name(), Message: w.Description(), Time: now,
 				ID: typ + "|" + w.Name() + "|" + now.UTC().Truncate(time.Second).Format(time.RFC3339) + "|" + key})
 		}
 		if opened && w.Kind() == windows.Allow && w.SyncOnOpen() {
@@ -151,7 +165,7 @@ func (t *WindowTimer) changed(ctx context.Context, w *windows.Window, opened boo
 // syncOnOpen requests an Argo CD sync for an Application that is OutOfSync
 // or has a held update, unless an operation is already under way.
 func (t *WindowTimer) syncOnOpen(ctx context.Context, w *windows.Window, key string, app *watcher.App) {
-	pending := t.Pending != nil && t.Pending(key)
+	pending := t.Held != nil && t.Held.Pending(key)
 	if app.SyncStatus != "OutOfSync" && !pending {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -101,19 +102,27 @@ func TestWindowTimerAtBoundaries(t *testing.T) {
 		at      []time.Time
 	)
 	reg := prometheus.NewRegistry()
+	// Every Application the windows match hears of each change; the
+	// first to hear stands for the window.
+	seen := map[string]bool{}
+	notified := notifierFunc(func(_ *watcher.App, ev triggers.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[ev.Window] {
+			return
+		}
+		seen[ev.Window] = true
+		changes = append(changes, change{ev.Window, ev.Type == triggers.EventSyncWindowOpened})
+		at = append(at, now())
+	})
 	timer := &controller.WindowTimer{
-		Windows: func() windows.Set { return set },
-		Engine:  engine,
-		Apps:    dynClient(t),
-		OnChange: func(w *windows.Window, opened bool, _ time.Time) {
-			mu.Lock()
-			defer mu.Unlock()
-			changes = append(changes, change{w.Name(), opened})
-			at = append(at, now())
-		},
-		Metrics: controller.NewWindowMetrics(reg),
-		Log:     log,
-		Now:     now,
+		Windows:  fixedWindows(set),
+		Engine:   engine,
+		Apps:     dynClient(t),
+		Notifier: notified,
+		Metrics:  controller.NewWindowMetrics(reg),
+		Log:      log,
+		Now:      now,
 	}
 	steadyBefore := rec.count(ns + "/steady")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -268,7 +277,7 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 	images := &controller.ImageReconciler{
 		Registry: &registry.Client{},
 		Writer:   writer,
-		Windows:  func() windows.Set { return set },
+		Windows:  fixedWindows(set),
 		DryRun:   false,
 		Log:      log,
 		Now:      now,
@@ -279,7 +288,7 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 		Reconciler: reconciles,
 		Log:        log,
 	}
-	images.Enqueue = engine.Enqueue
+	images.Queue = noFirstPass{engine}
 	runEngine(t, engine)
 	key := ns + "/shop"
 	waitFor(t, "the update to be held", func() bool { return images.Pending(key) })
@@ -287,7 +296,7 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 		t.Fatalf("patched while the deny window was open: %v", p)
 	}
 
-	timer := &controller.WindowTimer{Windows: func() windows.Set { return set }, Engine: engine, Pending: images.Pending, Log: log, Now: now}
+	timer := &controller.WindowTimer{Windows: fixedWindows(set), Engine: engine, Held: images, Log: log, Now: now}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- timer.Start(ctx) }()
@@ -320,3 +329,16 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 		t.Errorf("kustomize images = %v, want [%s:1.1.0]", imgs, image)
 	}
 }
+
+// fixedWindows is a ProjectWindows that is always the same windows, with
+// no AppProject broken.
+type fixedWindows windows.Set
+
+func (f fixedWindows) Set() windows.Set { return windows.Set(f) }
+
+func (fixedWindows) Broken(string) error { return nil }
+
+// notifierFunc is a Notifier that calls the func.
+type notifierFunc func(app *watcher.App, ev triggers.Event)
+
+func (f notifierFunc) OnEvent(app *watcher.App, ev triggers.Event) { f(app, ev) }

@@ -69,7 +69,7 @@ func (r *ImageReconciler) previousIntent(ctx context.Context, key string) *journ
 // Event comes from the batch, after the reconcile, and a crash between
 // the push and the batch's report would lose it.
 func (r *ImageReconciler) recordIntent(ctx context.Context, key string, in journal.Intent) {
-	notifies := r.Notify != nil && (r.Announces == nil || r.Announces())
+	notifies := r.Notifier != nil && r.Notifier.Announces()
 	if r.Journal == nil || (!notifies && in.Method != string(imageupdate.MethodGit)) {
 		return // nothing to announce: the write needs no record
 	}
@@ -123,7 +123,7 @@ func (r *ImageReconciler) recoverLanded(in *journal.Intent, app *watcher.App, sp
 // announceRecovered hands the intent's changes to the notifier with the
 // IDs the original announcement had.
 func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent) {
-	if r.Notify == nil {
+	if r.Notifier == nil {
 		return
 	}
 	changes := make([]imageupdate.Change, 0, len(in.Changes))
@@ -142,21 +142,21 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent
 	}
 	for i := range evs {
 		evs[i].Recovered = true // the earlier process may have sent it
-		r.Notify(app, evs[i])
+		r.Notifier.OnEvent(app, evs[i])
 	}
 }
 
-// GitUnchanged is the Git batcher's OnUnchanged: a batch found app's
+// GitUnchanged is the Git batcher's Listener.GitUnchanged: a batch found app's
 // changes (unchanged) already in the repository. If a previous process
 // recorded that write and did not live to announce it, it is announced now: an
 // ImagesUpdated Event that says so, and the notifications (which the
 // notifier drops if it had sent them). Either way the intent is then
 // done, so no later process announces it (again).
 func (r *ImageReconciler) GitUnchanged(ctx context.Context, key string, unchanged []gitwb.Change) {
-	if r.Journal == nil || r.App == nil {
+	if r.Journal == nil || r.Queue == nil {
 		return
 	}
-	app := r.App(key)
+	app := r.Queue.App(key)
 	if app == nil {
 		return
 	}
@@ -172,7 +172,7 @@ func (r *ImageReconciler) GitUnchanged(ctx context.Context, key string, unchange
 	r.settle(ctx, key, writes)
 }
 
-// GitAnnounced is the Git batcher's OnAnnounced: the batch pushed key's
+// GitAnnounced is the Git batcher's Listener.GitAnnounced: the batch pushed key's
 // changes (written) and announced them. The key's intent, when it is the
 // write those changes make (a newer reconcile may have recorded the next
 // one meanwhile), is done.

@@ -64,12 +64,12 @@ func newLocalRun(journalFile string, w collect.Applier, reqs ...controller.Reque
 	r := &localRun{events: &appEvents{}, notes: &gitNotes{}}
 	log := slog.New(slog.DiscardHandler)
 	r.images = &controller.ImageReconciler{
-		Registry: &registry.Client{}, Events: r.events, Notify: r.notes.notify, App: appLookup(reqs...),
+		Registry: &registry.Client{}, Events: r.events, Notifier: r.notes, Queue: appLookup(reqs...),
 		Journal: &journal.File{Path: journalFile}, Log: log,
 	}
 	r.images.Git = &collect.Batcher{
-		Writer: w, Delay: time.Millisecond, Events: r.events, Announce: r.images.GitWritten,
-		OnUnchanged: r.images.GitUnchanged, OnAnnounced: r.images.GitAnnounced, Log: log,
+		Writer: w, Delay: time.Millisecond, Events: r.events, Listener: r.images,
+		Log: log,
 	}
 	return r
 }

@@ -25,7 +25,9 @@ type idLog struct {
 	ids []string
 }
 
-func (l *idLog) notify(_ *watcher.App, ev triggers.Event) {
+func (*idLog) Announces() bool { return true }
+
+func (l *idLog) OnEvent(_ *watcher.App, ev triggers.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	id := ev.ID
@@ -56,7 +58,7 @@ func TestWriteJournalRecoversAnnouncements(t *testing.T) {
 			Registry: &registry.Client{},
 			Writer:   &kube.Writer{Client: dynClient(t)},
 			Journal:  store,
-			Notify:   events.notify,
+			Notifier: events,
 			Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
 	}

@@ -263,19 +263,19 @@ func (b *daemonBuilder) buildImages() error {
 		b.tally = &controller.PassTally{}
 	}
 	images := &controller.ImageReconciler{
-		Tally:         b.tally,
-		Registry:      regs.Client,
-		RegistryFor:   regs.ForPullSecret,
-		Names:         regs.Qualify,
-		Poller:        regs.Poller,
-		Windows:       windowSource.Set,
-		BrokenProject: windowSource.Broken,
-		Policies:      (&controller.PolicySource{Config: engine.Config, Log: log}).Policies,
-		Enqueue:       engine.Enqueue,
-		DryRun:        o.dryRun,
-		Plans:         b.plans,
-		Metrics:       controller.NewImageMetrics(b.reg),
-		Log:           log,
+		Tally:      b.tally,
+		Registry:   regs.Client,
+		Registries: regs,
+		Poller:     regs.Poller,
+		Windows:    windowSource,
+		Policies:   &controller.PolicySource{Config: engine.Config, Log: log},
+		// One tag list per repository serves the whole first pass,
+		// however long it takes (Engine.InFirstPass).
+		Queue:   engine,
+		DryRun:  o.dryRun,
+		Plans:   b.plans,
+		Metrics: controller.NewImageMetrics(b.reg),
+		Log:     log,
 	}
 	images.Tenancy = &tenancy.Rules{
 		Config:   func() *config.Tenancy { return &engine.Config().Tenancy },
@@ -291,14 +291,14 @@ func (b *daemonBuilder) buildImages() error {
 	}
 	winMetrics := controller.NewWindowMetrics(b.reg)
 	images.WindowMetrics = winMetrics
-	b.timer = &controller.WindowTimer{Windows: images.Windows, Engine: engine, Pending: images.Pending, Metrics: winMetrics, Log: log}
+	b.timer = &controller.WindowTimer{Windows: windowSource, Engine: engine, Held: images, Metrics: winMetrics, Log: log}
 	if b.dyn != nil && !o.dryRun {
 		b.timer.Apps = b.dyn
 	}
 	regs.Poller.OnChange = images.RepoChanged
 	// One tag list per repository serves the whole first pass, however
 	// long it takes.
-	images.FirstPass, regs.Poller.Hold = engine.InFirstPass, engine.InFirstPass
+	regs.Poller.Hold = engine.InFirstPass
 	engine.Reconciler = images
 	b.images = images
 	return nil
@@ -382,26 +382,23 @@ func (b *daemonBuilder) buildWriters() error {
 		return nil
 	}
 	images, engine := b.images, b.engine
-	images.Git = &collect.Batcher{
-		Writer:  b.gw,
-		Tally:   b.tally,
-		Busy:    func() bool { return !engine.Idle() },
-		Enqueue: engine.EnqueueAfter,
-		Events:  images.Events,
-		Metrics: images.Metrics,
-		Log:     b.log,
+	batcher := &collect.Batcher{
+		Writer:   b.gw,
+		Tally:    b.tally,
+		Queue:    engine,
+		Listener: images,
+		Events:   images.Events,
+		Metrics:  images.Metrics,
+		Log:      b.log,
 	}
-	batcher := images.Git
+	if b.dyn != nil && !b.o.dryRun {
+		batcher.Refresher = &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
+	}
 	b.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "crowsnest_git_writeback_pending",
 		Help: "Applications whose Git write-back waits for the next batch or is being written.",
 	}, func() float64 { return float64(batcher.Pending()) }))
-	images.Git.OnUnchanged, images.Git.OnAnnounced = images.GitUnchanged, images.GitAnnounced
-	images.Git.Announce, images.App = images.GitWritten, engine.App
-	if b.dyn != nil && !b.o.dryRun {
-		refresher := &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
-		images.Git.Refresh = refresher.Refresh
-	}
+	images.Git = batcher
 	return nil
 }
 
@@ -425,19 +422,15 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 		}
 		b.closers = append(b.closers, func() { _ = outbox.Journal.Close() })
 	}
-	notifier.Synced = controller.SourcesSynced(engine.Sources)
-	// Subscriptions come from the project Argo CD goes by, never from a
-	// same-named one in another namespace.
-	notifier.Project = controller.ArgoProject(engine, o.argocdNamespace, b.files != nil)
-	notifier.CheckRepo = images.Tenancy.CheckRepository
+	notifier.Apps = controller.NotifyView{Engine: engine, ArgoNamespace: o.argocdNamespace, InAppNamespace: b.files != nil}
+	notifier.Repos = images.Tenancy
 	if b.gw != nil {
 		// repo.GetCommitMetadata / GetAppDetails read through write-back's
 		// Writer: its clone locks are per Writer.
-		notifier.Repo = &pipeline.Repo{Git: b.gw, Check: images.Tenancy.CheckRepository}
+		notifier.Repo = &pipeline.Repo{Git: b.gw, Policy: images.Tenancy}
 	}
 	engine.Transitions = notifier.OnAppEvent
-	images.Notify, b.timer.Notify = notifier.OnEvent, notifier.OnEvent
-	images.Announces = notifier.Announces
+	images.Notifier, b.timer.Notifier = notifier, notifier
 	return nil
 }
 

@@ -46,22 +46,30 @@ func wireImageUpdaters(mode string, dyn dynamic.Interface, disc imageupdaters.Di
 				}
 			}
 		}}
-	images.ImageUpdaters = set.Match
+	images.ImageUpdaters = set
 	engine.Sources = append(engine.Sources, w)
 	if dryRun {
 		return nil
 	}
 	// Updates made for an ImageUpdater's Applications become its
 	// status's recentUpdates.
-	observe := func(next func(*watcher.App, triggers.Event)) func(*watcher.App, triggers.Event) {
-		return func(app *watcher.App, ev triggers.Event) {
-			set.Observe(app, ev)
-			if next != nil {
-				next(app, ev)
-			}
-		}
-	}
-	images.Notify = observe(images.Notify) // the Git batcher's announcements too (ImageReconciler.GitWritten)
+	images.Notifier = observedNotifier{set: set, next: images.Notifier} // the Git batcher's announcements too (ImageReconciler.GitWritten)
 	status := &imageupdaters.StatusWriter{Set: set, Apps: engine, Client: dyn, Get: w.Get, Log: log, Metrics: metrics}
 	return []func(context.Context) error{controller.WhenLeading(engine, status.Start)}
 }
+
+// observedNotifier hands each image event to the ImageUpdaters' Set
+// (their status's recentUpdates) before the notifier.
+type observedNotifier struct {
+	set  *imageupdaters.Set
+	next controller.ImageNotifier
+}
+
+func (o observedNotifier) OnEvent(app *watcher.App, ev triggers.Event) {
+	o.set.Observe(app, ev)
+	if o.next != nil {
+		o.next.OnEvent(app, ev)
+	}
+}
+
+func (o observedNotifier) Announces() bool { return o.next == nil || o.next.Announces() }

@@ -30,29 +30,19 @@ func newNotifications(_ context.Context, cfg *config.Config, clientset kubecore.
 		log = slog.Default()
 	}
 	out := &notify.Outbox{Metrics: notify.NewMetrics(reg), Logger: log}
-	n := &pipeline.Notifier{
-		Outbox: out, Log: log, Metrics: pipeline.NewMetrics(reg),
-		Prepare: prepareNotifications(clientset, namespace),
-	}
+	ns := &notificationSetup{clientset: clientset, namespace: namespace, dryRun: dryRun, log: log}
+	n := &pipeline.Notifier{Outbox: out, Log: log, Metrics: pipeline.NewMetrics(reg), Setup: ns}
 	if clientset != nil && !dryRun {
 		store := &notify.ConfigMapStore{Client: clientset, Namespace: namespace}
-		out.Store = store
+		out.Store, ns.store = store, store
 		n.State = &pipeline.ConfigMapState{Client: clientset, Namespace: namespace}
 	} else {
 		out.Store = &notify.MemoryStore{}
+		ns.store = out.Store
 		n.State = &pipeline.MemoryState{}
 	}
 	out.OnDeadLetter = func(r notify.Record) {
 		log.Error("notification given up", "app", r.App, "trigger", r.Trigger, "service", r.Service, "attempts", r.Attempts, "error", r.LastError)
-	}
-	n.Services = func(nc *config.Notifications) (map[string]notify.Service, error) {
-		svcs, err := setup.BuildServices(nc, out.Store)
-		if dryRun {
-			for name := range svcs {
-				svcs[name] = dryRunService{name: name, log: log}
-			}
-		}
-		return svcs, err
 	}
 	if err := n.Apply(cfg); err != nil {
 		return nil, nil, err
@@ -72,51 +62,70 @@ func (d dryRunService) Send(ctx context.Context, n notify.Notification, dest not
 	return notify.Receipt{Skipped: true, Detail: "dry run"}, nil
 }
 
-// prepareNotifications returns the Notifier's Prepare: it merges the
-// argocd-notifications-cm the config names under the config's own entries
-// and resolves `$key` references from its Secret. It never changes the
-// config it is given.
-func prepareNotifications(clientset kubecore.Interface, namespace string) func(context.Context, *config.Notifications) (*config.Notifications, error) {
-	return func(ctx context.Context, in *config.Notifications) (*config.Notifications, error) {
-		n := *in
-		n.Services = maps.Clone(in.Services)
-		for name, s := range n.Services {
-			n.Services[name] = setup.CloneService(s)
+// notificationSetup is the Notifier's Setup in crowsnest run.
+type notificationSetup struct {
+	clientset kubecore.Interface
+	namespace string
+	// store is the outbox's, which some senders keep state in.
+	store  notify.Store
+	dryRun bool
+	log    *slog.Logger
+}
+
+// Services builds the senders of nc; under --dry-run each only logs.
+func (st *notificationSetup) Services(nc *config.Notifications) (map[string]notify.Service, error) {
+	svcs, err := setup.BuildServices(nc, st.store)
+	if st.dryRun {
+		for name := range svcs {
+			svcs[name] = dryRunService{name: name, log: st.log}
 		}
-		ref := n.ArgoCDConfigMap
-		var secret map[string][]byte
-		if ref.Name != "" {
-			if clientset == nil {
-				return nil, fmt.Errorf("argocdConfigMap %s: reading it needs a cluster", ref.Name)
-			}
-			ns := ref.Namespace
-			if ns == "" {
-				ns = namespace
-			}
-			if ref.Secret != "" {
-				s, err := clientset.Secrets(ns).Get(ctx, ref.Secret, metav1.GetOptions{})
-				switch {
-				case apierrors.IsNotFound(err):
-					// No Secret: only `$key` references fail, below.
-				case err != nil:
-					return nil, fmt.Errorf("reading Secret %s/%s: %w", ns, ref.Secret, err)
-				default:
-					secret = s.Data
-				}
-			}
-			cm, err := clientset.ConfigMaps(ns).Get(ctx, ref.Name, metav1.GetOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, ref.Name, err)
-			}
-			parsed, err := config.ParseArgoCDConfigMap(cm.Data, secret)
-			if err != nil {
-				return nil, err
-			}
-			n.Merge(parsed)
+	}
+	return svcs, err
+}
+
+// Prepare merges the argocd-notifications-cm the config names under the
+// config's own entries and resolves `$key` references from its Secret. It
+// never changes the config it is given.
+func (st *notificationSetup) Prepare(ctx context.Context, in *config.Notifications) (*config.Notifications, error) {
+	clientset, namespace := st.clientset, st.namespace
+	n := *in
+	n.Services = maps.Clone(in.Services)
+	for name, s := range n.Services {
+		n.Services[name] = setup.CloneService(s)
+	}
+	ref := n.ArgoCDConfigMap
+	var secret map[string][]byte
+	if ref.Name != "" {
+		if clientset == nil {
+			return nil, fmt.Errorf("argocdConfigMap %s: reading it needs a cluster", ref.Name)
 		}
-		if err := n.ResolveSecrets(secret); err != nil {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = namespace
+		}
+		if ref.Secret != "" {
+			s, err := clientset.Secrets(ns).Get(ctx, ref.Secret, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				// No Secret: only `$key` references fail, below.
+			case err != nil:
+				return nil, fmt.Errorf("reading Secret %s/%s: %w", ns, ref.Secret, err)
+			default:
+				secret = s.Data
+			}
+		}
+		cm, err := clientset.ConfigMaps(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, ref.Name, err)
+		}
+		parsed, err := config.ParseArgoCDConfigMap(cm.Data, secret)
+		if err != nil {
 			return nil, err
 		}
-		return &n, nil
+		n.Merge(parsed)
 	}
+	if err := n.ResolveSecrets(secret); err != nil {
+		return nil, err
+	}
+	return &n, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
 // WaitTimeout bounds every wait of a Sink: the pipeline sends in
@@ -102,6 +103,33 @@ func HookServices(nc *config.Notifications) (map[string]notify.Service, error) {
 	wh, err := notify.NewWebhook("hook", nc.Services["hook"].Webhook.URL)
 	return map[string]notify.Service{"hook": wh}, err
 }
+
+// SyncedFunc is a pipeline.Apps whose sources have synced when the func
+// says so; it knows no AppProject.
+type SyncedFunc func() bool
+
+// Synced calls f.
+func (f SyncedFunc) Synced() bool { return f() }
+
+// Project knows no AppProject.
+func (SyncedFunc) Project(*watcher.App) *watcher.Project { return nil }
+
+// ServicesFunc is a pipeline.Setup that takes a config's notifications as
+// they are and builds their senders with the func.
+type ServicesFunc func(*config.Notifications) (map[string]notify.Service, error)
+
+// Prepare returns n as it is.
+func (ServicesFunc) Prepare(_ context.Context, n *config.Notifications) (*config.Notifications, error) {
+	return n, nil
+}
+
+// Services calls f.
+func (f ServicesFunc) Services(n *config.Notifications) (map[string]notify.Service, error) {
+	return f(n)
+}
+
+// HookSetup is the pipeline.Setup of Config: HookServices.
+var HookSetup = ServicesFunc(HookServices)
 
 // SubscribeAll subscribes the "hook" service to every catalog trigger.
 func SubscribeAll() map[string]string {

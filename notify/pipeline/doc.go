@@ -10,7 +10,7 @@
 // internal/cmbatch), resolves subscriptions, renders the templates for
 // each service (render.go), refuses a message whose service would act on
 // a repository the Application may not use (tenancy.go: GitHub's
-// repoURLPath, checked with CheckRepo, crowsnest run's tenancy rules) and
+// repoURLPath, checked with Notifier.Repos, crowsnest run's tenancy rules) and
 // enqueues one delivery per destination under a dedupe key, so that a
 // restart or a leader change sends nothing twice. Repo (repo.go)
 // answers the repo.GetCommitMetadata and repo.GetAppDetails helpers of

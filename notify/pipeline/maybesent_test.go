@@ -56,8 +56,8 @@ func TestNotifierMarksWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	// standby's, or one loading its state).
 	start := func(before func(*pipeline.Notifier)) (*pipeline.Notifier, func()) {
 		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond}
-		n := &pipeline.Notifier{Outbox: out, State: state, Synced: synced.Load,
-			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Services: testnotify.HookServices}
+		n := &pipeline.Notifier{Outbox: out, State: state, Apps: testnotify.SyncedFunc(synced.Load),
+			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Setup: testnotify.HookSetup}
 		if err := n.Apply(testnotify.Config(sink.URL)); err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ const (
 const (
 	RenderError = "error" // a template failed to render
 	// RenderRefused: the service would act on a repository the
-	// Application may not use (Notifier.CheckRepo).
+	// Application may not use (Notifier.Repos).
 	RenderRefused = "refused"
 )
 

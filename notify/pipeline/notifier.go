@@ -48,6 +48,34 @@ const (
 // ErrNotConfigured is returned by Start before a successful Apply.
 var ErrNotConfigured = errors.New("notifier: no config applied")
 
+// Apps is what the notifier asks about the Applications it is handed
+// (controller.NotifyView: the engine's sources and AppProjects).
+type Apps interface {
+	// Synced reports whether the sources delivered their initial list.
+	// Applications added before are a baseline (recorded, not sent).
+	Synced() bool
+	// Project returns the AppProject whose subscription annotations apply
+	// to app (the one Argo CD goes by), nil when unknown.
+	Project(app *watcher.App) *watcher.Project
+}
+
+// RepoPolicy refuses a repository an Application may not use
+// (tenancy.Rules: its AppProject's sourceRepos, tenancy.gitRepositories).
+type RepoPolicy interface {
+	CheckRepository(app *watcher.App, repoURL string) error
+}
+
+// Setup turns a config's notifications section into what the notifier
+// runs (crowsnest run's notifications setup).
+type Setup interface {
+	// Prepare completes a config's notifications before they are
+	// compiled (reads argocd-notifications-cm, resolves secret
+	// references). It never changes the section it is given.
+	Prepare(ctx context.Context, n *config.Notifications) (*config.Notifications, error)
+	// Services builds the senders of a prepared config for the outbox.
+	Services(n *config.Notifications) (map[string]notify.Service, error)
+}
+
 // Notifier turns observed Application transitions and crowsnest's own
 // events into notifications. The engine hands it every transition in the
 // order the sources observed it (controller.Engine.Transitions); it
@@ -60,30 +88,23 @@ type Notifier struct {
 	Outbox *notify.Outbox
 	// State persists trigger state; a MemoryState when nil.
 	State StateStore
-	// Project returns the AppProject of an Application (its subscription
-	// annotations apply), nil when unknown.
-	Project func(app *watcher.App) *watcher.Project
-	// Synced reports whether the sources delivered their initial list.
-	// Applications added before are a baseline (recorded, not sent);
-	// without it, MarkSynced says so.
-	Synced func() bool
-	// Prepare completes a config's notifications before they are compiled
-	// (reads argocd-notifications-cm, resolves secret references); nil
-	// takes the section as it is.
-	Prepare func(ctx context.Context, n *config.Notifications) (*config.Notifications, error)
-	// Services builds the senders of a prepared config for the outbox; nil
-	// leaves the outbox's services alone.
-	Services func(n *config.Notifications) (map[string]notify.Service, error)
+	// Apps answers what the notifier asks about Applications (whether
+	// the sources synced, each one's AppProject); without it MarkSynced
+	// says when the sources synced and no AppProject is known.
+	Apps Apps
+	// Setup prepares each config's notifications and builds their
+	// senders; nil takes the section as it is and leaves the outbox's
+	// services alone.
+	Setup Setup
 	// Repo answers repo.GetCommitMetadata and repo.GetAppDetails in
 	// templates (a *Repo); nil makes them fail the render.
 	Repo render.RepoLookup
-	// CheckRepo, when set, refuses a repository the Application may not
-	// use (crowsnest run's tenancy check: its AppProject's sourceRepos,
-	// tenancy.gitRepositories). A message whose service would act on such
-	// a repository with the operator's credentials (svc.Kind.Repository:
-	// GitHub's repoURLPath) is not enqueued.
-	CheckRepo func(app *watcher.App, repoURL string) error
-	Metrics   *Metrics
+	// Repos, when set, refuses a repository the Application may not use.
+	// A message whose service would act on such a repository with the
+	// operator's credentials (svc.Kind.Repository: GitHub's repoURLPath)
+	// is not enqueued.
+	Repos   RepoPolicy
+	Metrics *Metrics
 	// PruneAfter is how long after the sources synced the state of
 	// Applications not seen since start is deleted.
 	PruneAfter time.Duration
@@ -174,8 +195,8 @@ func (n *Notifier) init() {
 func (n *Notifier) MarkSynced() { n.synced.Store(true) }
 
 func (n *Notifier) isSynced() bool {
-	if n.Synced != nil {
-		return n.Synced()
+	if n.Apps != nil {
+		return n.Apps.Synced()
 	}
 	return n.synced.Load()
 }
@@ -187,8 +208,8 @@ func (n *Notifier) Apply(cfg *config.Config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	defer cancel()
 	nc := &cfg.Notifications
-	if n.Prepare != nil {
-		p, err := n.Prepare(ctx, nc)
+	if n.Setup != nil {
+		p, err := n.Setup.Prepare(ctx, nc)
 		if err != nil {
 			return fmt.Errorf("notifications: %w", err)
 		}
@@ -198,8 +219,8 @@ func (n *Notifier) Apply(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("notifications: %w", err)
 	}
-	if n.Services != nil && n.Outbox != nil {
-		svcs, err := n.Services(&c.set.Config)
+	if n.Setup != nil && n.Outbox != nil {
+		svcs, err := n.Setup.Services(&c.set.Config)
 		if err != nil {
 			return fmt.Errorf("notifications: %w", err)
 		}

@@ -38,11 +38,11 @@ func (h *notifyHarness) start(t *testing.T) {
 	out := &notify.Outbox{Store: h.store, RetryBaseDelay: 10 * time.Millisecond}
 	h.metrics = pipeline.NewMetrics(prometheus.NewRegistry())
 	n := &pipeline.Notifier{
-		Outbox:   out,
-		State:    h.state,
-		Synced:   h.synced.Load,
-		Metrics:  h.metrics,
-		Services: testnotify.HookServices,
+		Outbox:  out,
+		State:   h.state,
+		Apps:    testnotify.SyncedFunc(h.synced.Load),
+		Metrics: h.metrics,
+		Setup:   testnotify.HookSetup,
 	}
 	if err := n.Apply(testnotify.Config(h.sink.URL)); err != nil {
 		t.Fatal(err)
@@ -166,8 +166,8 @@ func TestNotifierBeforeStartKeepsLatestStateAndPrunes(t *testing.T) {
 	out := &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond}
 	var synced atomic.Bool
 	n := &pipeline.Notifier{
-		Outbox: out, State: state, Synced: synced.Load, PruneAfter: 10 * time.Millisecond,
-		Services: testnotify.HookServices,
+		Outbox: out, State: state, Apps: testnotify.SyncedFunc(synced.Load), PruneAfter: 10 * time.Millisecond,
+		Setup: testnotify.HookSetup,
 	}
 	if err := n.Apply(testnotify.Config(sink.URL)); err != nil {
 		t.Fatal(err)
@@ -282,8 +282,8 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	start := func(skew time.Duration) (*pipeline.Notifier, func()) {
 		now := func() time.Time { return time.Now().Add(skew) }
 		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond, Now: now}
-		n := &pipeline.Notifier{Outbox: out, State: state, Synced: synced.Load, Now: now,
-			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Services: testnotify.HookServices}
+		n := &pipeline.Notifier{Outbox: out, State: state, Apps: testnotify.SyncedFunc(synced.Load), Now: now,
+			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Setup: testnotify.HookSetup}
 		if err := n.Apply(testnotify.Config(sink.URL)); err != nil {
 			t.Fatal(err)
 		}

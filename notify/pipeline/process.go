@@ -174,8 +174,8 @@ func (n *Notifier) deliver(ctx context.Context, c *compiled, it *item, appMap, e
 	app := it.app
 	used := seq
 	var projAnn map[string]string
-	if n.Project != nil {
-		if p := n.Project(app); p != nil {
+	if n.Apps != nil {
+		if p := n.Apps.Project(app); p != nil {
 			projAnn = p.Annotations
 		}
 	}

@@ -34,10 +34,10 @@ func TestNotifierEventTextsAreRedacted(t *testing.T) {
 	t.Cleanup(sink.Close)
 	var synced atomic.Bool
 	n := &pipeline.Notifier{
-		Outbox:   &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
-		State:    &pipeline.MemoryState{},
-		Synced:   synced.Load,
-		Services: testnotify.HookServices,
+		Outbox: &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
+		State:  &pipeline.MemoryState{},
+		Apps:   testnotify.SyncedFunc(synced.Load),
+		Setup:  testnotify.HookSetup,
 	}
 	if err := n.Apply(testnotify.Config(sink.URL)); err != nil {
 		t.Fatal(err)

@@ -47,10 +47,10 @@ const (
 // revision.
 type Repo struct {
 	Git *gitwb.Writer
-	// Check, when set, refuses a repository the Application may not
+	// Policy, when set, refuses a repository the Application may not
 	// read (crowsnest run's tenancy check: its AppProject's
 	// sourceRepos); the render then fails.
-	Check func(app *watcher.App, repoURL string) error
+	Policy RepoPolicy
 	// Timeout bounds one call, waiting for the clone included
 	// (DefaultRepoTimeout when 0).
 	Timeout time.Duration
@@ -207,9 +207,9 @@ func (r *Repo) AppDetails(ctx context.Context, app map[string]any) (render.AppDe
 	return d, nil
 }
 
-// check applies Check to the Application the map is.
+// check applies Policy to the Application the map is.
 func (r *Repo) check(app map[string]any, repoURL string) error {
-	if r.Check == nil {
+	if r.Policy == nil {
 		return nil
 	}
 	meta, _ := app["metadata"].(map[string]any)
@@ -218,7 +218,7 @@ func (r *Repo) check(app map[string]any, repoURL string) error {
 	a.Namespace, _ = meta["namespace"].(string)
 	a.Name, _ = meta["name"].(string)
 	a.Project, _ = spec["project"].(string)
-	if err := r.Check(a, repoURL); err != nil {
+	if err := r.Policy.CheckRepository(a, repoURL); err != nil {
 		return fmt.Errorf("reading %s: %w", gitwb.RepoID(repoURL), err)
 	}
 	return nil

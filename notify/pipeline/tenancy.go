@@ -6,7 +6,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// checkRepository applies CheckRepo to the repository a rendered message
+// checkRepository applies Repos to the repository a rendered message
 // makes service act on (svc.Kind.Repository), and returns that
 // repository with the refusal. A service that reaches no repository, or
 // a message that reaches none, passes.
@@ -18,9 +18,9 @@ import (
 // The Application's own spec.source(s) grant nothing: crowsnest reads
 // Applications whatever Argo CD thinks of them, so a repository is
 // allowed only when its AppProject's sourceRepos (or
-// tenancy.gitRepositories) permit it, as for the repo helpers (Repo.Check).
+// tenancy.gitRepositories) permit it, as for the repo helpers (Repo.Policy).
 func (n *Notifier) checkRepository(c *compiled, app *watcher.App, service string, msg notify.Notification) (string, error) {
-	if n.CheckRepo == nil {
+	if n.Repos == nil {
 		return "", nil
 	}
 	sc, ok := c.set.Config.Services[service]
@@ -35,5 +35,5 @@ func (n *Notifier) checkRepository(c *compiled, app *watcher.App, service string
 	if repo == "" {
 		return "", nil
 	}
-	return repo, n.CheckRepo(app, repo)
+	return repo, n.Repos.CheckRepository(app, repo)
 }

@@ -106,12 +106,12 @@ func TestNotifierRefusesGitHubRepositoriesTheApplicationMayNotUse(t *testing.T) 
 	allowed := gh.URL + "/team-a/"
 	metrics := pipeline.NewMetrics(prometheus.NewRegistry())
 	n := &pipeline.Notifier{
-		Outbox:   &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
-		State:    &pipeline.MemoryState{},
-		Synced:   func() bool { return true },
-		Services: buildServices,
-		Metrics:  metrics,
-		CheckRepo: func(app *watcher.App, repoURL string) error {
+		Outbox:  &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
+		State:   &pipeline.MemoryState{},
+		Apps:    testnotify.SyncedFunc(func() bool { return true }),
+		Setup:   testnotify.ServicesFunc(buildServices),
+		Metrics: metrics,
+		Repos: repoPolicyFunc(func(app *watcher.App, repoURL string) error {
 			mu.Lock()
 			checked = append(checked, app.Key()+" "+app.Project+" "+repoURL)
 			mu.Unlock()
@@ -119,7 +119,7 @@ func TestNotifierRefusesGitHubRepositoriesTheApplicationMayNotUse(t *testing.T) 
 				return nil
 			}
 			return errors.New("not permitted by AppProject team-a spec.sourceRepos")
-		},
+		}),
 	}
 	if err := n.Apply(cfg); err != nil {
 		t.Fatal(err)
@@ -168,4 +168,11 @@ func TestNotifierRefusesGitHubRepositoriesTheApplicationMayNotUse(t *testing.T) 
 	if d := cmp.Diff(wantChecked, checked); d != "" {
 		t.Errorf("repositories checked (-want +got):\n%s", d)
 	}
+}
+
+// repoPolicyFunc is a pipeline.RepoPolicy that calls the func.
+type repoPolicyFunc func(app *watcher.App, repoURL string) error
+
+func (f repoPolicyFunc) CheckRepository(app *watcher.App, repoURL string) error {
+	return f(app, repoURL)
 }

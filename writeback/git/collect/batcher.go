@@ -24,7 +24,7 @@ import (
 const DefaultDelay = 2 * time.Second
 
 // DefaultMaxDelay bounds how long a batch waits past its Delay for
-// the engine to settle (Batcher.Busy): a busy machine may take longer
+// the engine to settle (Queue.Idle): a busy machine may take longer
 // than Delay to decide a poll cycle's Applications, and each decided late
 // would otherwise be a commit of its own; a write is never held longer.
 const DefaultMaxDelay = 15 * time.Second
@@ -34,7 +34,7 @@ const DefaultMaxDelay = 15 * time.Second
 const settlePoll = 100 * time.Millisecond
 
 // reportTimeout bounds the journal writes that follow a batch's
-// report (OnAnnounced, OnUnchanged); settleWorkers of them run at once,
+// report (Listener.GitAnnounced, GitUnchanged); settleWorkers of them run at once,
 // so the ConfigMap journal's group commit folds a large batch's into a
 // few writes.
 const (
@@ -83,6 +83,40 @@ type Tally interface {
 	GitFailed(key string)
 }
 
+// Queue is the engine's work queue as a batch sees it (controller.Engine).
+type Queue interface {
+	// Idle reports whether no reconcile is queued, running or waiting on
+	// a registry. A batch past its Delay waits while it is false, so
+	// Applications decided in the same wave land in one commit however
+	// loaded the machine is.
+	Idle() bool
+	// EnqueueAfter reconciles the Application key again after d (its
+	// write failed).
+	EnqueueAfter(key string, d time.Duration)
+}
+
+// Listener hears what a batch did for each Application
+// (controller.ImageReconciler).
+type Listener interface {
+	// GitWritten hears of the updates one commit pushed for key, to
+	// announce them (an image-updated notification per update).
+	GitWritten(key, commit string, written []gitwb.Update)
+	// GitAnnounced hears of each Application whose write was pushed and
+	// announced, with the changes written (the controller settles its
+	// write intent, so a later process does not announce it again).
+	GitAnnounced(ctx context.Context, key string, written []gitwb.Change)
+	// GitUnchanged hears of each Application whose changes a batch found
+	// already in the repository (the controller announces a write a crash
+	// kept from being announced).
+	GitUnchanged(ctx context.Context, key string, unchanged []gitwb.Change)
+}
+
+// Refresher has Argo CD look at a pushed commit for an Application now
+// (kube.Refresher).
+type Refresher interface {
+	Refresh(ctx context.Context, key string) error
+}
+
 // Batcher collects Git write-backs from many reconciles and writes them
 // together, one commit per repository and branch per batch. Reconciles do
 // not wait for the push; results come back as Events and metrics, and
@@ -98,36 +132,20 @@ type Batcher struct {
 	Writer Applier
 	// Delay is the collection window; zero is DefaultDelay.
 	Delay time.Duration
-	// Busy, when set, reports whether reconciles are queued, running or
-	// waiting on a registry: a batch past its Delay waits while it is
-	// true (up to MaxDelay), so Applications decided in the same wave land
-	// in one commit however loaded the machine is. controller.Engine.Idle,
-	// negated.
-	Busy func() bool
-	// MaxDelay bounds the collection window when Busy holds it open; zero
+	// MaxDelay bounds the collection window when the Queue is busy; zero
 	// is DefaultMaxDelay.
 	MaxDelay time.Duration
-	Enqueue  func(key string, after time.Duration)
-	Events   EventRecorder
-	// Announce, when set, hears of each Application's updates that one
-	// commit pushed, to announce them
-	// (controller.ImageReconciler.GitWritten: an image-updated
-	// notification per update).
-	Announce func(key, commit string, written []gitwb.Update)
-	// OnUnchanged, when set, hears of each Application whose changes a
-	// batch found already in the repository, with those changes
-	// (controller.ImageReconciler.GitUnchanged announces a write a crash
-	// kept from being announced).
-	OnUnchanged func(ctx context.Context, key string, unchanged []gitwb.Change)
-	// OnAnnounced, when set, hears of each Application whose write was
-	// pushed and announced, with the changes written
-	// (controller.ImageReconciler.GitAnnounced settles its write intent,
-	// so a later process does not announce it again).
-	OnAnnounced func(ctx context.Context, key string, written []gitwb.Change)
-	// Refresh, when set, is called for each Application whose write was
-	// pushed, to have Argo CD look at the commit now (kube.Refresher); a
-	// failure is logged, the write stands.
-	Refresh func(ctx context.Context, key string) error
+	// Queue, when set, is the engine's work queue: a batch past its Delay
+	// waits while it is not Idle (up to MaxDelay), and a failed
+	// Application is reconciled again after retryDelay.
+	Queue  Queue
+	Events EventRecorder
+	// Listener, when set, hears what each batch did for each Application
+	// (controller.ImageReconciler).
+	Listener Listener
+	// Refresher, when set, has Argo CD look at a pushed commit now
+	// (kube.Refresher); a failure is logged, the write stands.
+	Refresher Refresher
 	// Metrics, when set, counts the updates written and the
 	// Applications failed (controller.ImageMetrics).
 	Metrics Metrics
@@ -216,8 +234,8 @@ func (b *Batcher) Start(ctx context.Context) error {
 	}
 }
 
-// collect waits out one batch's collection window: delay, then while Busy
-// reports the engine still deciding, until MaxDelay from the start. It
+// collect waits out one batch's collection window: delay, then while the
+// Queue is not idle, until MaxDelay from the start. It
 // reports false when ctx ended first.
 func (b *Batcher) collect(ctx context.Context, delay time.Duration) bool {
 	maxDelay := b.MaxDelay
@@ -236,7 +254,7 @@ func (b *Batcher) collect(ctx context.Context, delay time.Duration) bool {
 		case <-t.C:
 		}
 		left := maxDelay - time.Since(start)
-		if b.Busy == nil || left <= 0 || !b.Busy() {
+		if b.Queue == nil || left <= 0 || b.Queue.Idle() {
 			return true
 		}
 		wait = min(settlePoll, left)
@@ -287,8 +305,8 @@ func (b *Batcher) flush(ctx context.Context) {
 
 // settle follows up each Application of a flush by its outcome: one the
 // writer said nothing of fails; one written has Argo CD refresh and its
-// announcement recorded (Refresh, OnAnnounced); one found unchanged is
-// handed to OnUnchanged.
+// announcement recorded (Refresher, Listener.GitAnnounced); one found unchanged is
+// handed to Listener.GitUnchanged.
 func (b *Batcher) settle(ctx context.Context, keys []string, pending map[string][]gitwb.Change, outcomes map[string]*gitOutcome) {
 	// What was written is recorded even when ctx ended during the push
 	// (a shutdown), within a bound of its own.
@@ -303,19 +321,19 @@ func (b *Batcher) settle(ctx context.Context, keys []string, pending map[string]
 			b.fail(k, errNoResult)
 		case o.failed:
 		case o.written:
-			if b.Refresh != nil {
+			if b.Refresher != nil {
 				work.Go(func() error {
-					if err := b.Refresh(ctx, k); err != nil {
+					if err := b.Refresher.Refresh(ctx, k); err != nil {
 						b.Log.Warn("could not ask Argo CD to refresh; it will see the commit at its next poll", "app", k, "error", err)
 					}
 					return nil
 				})
 			}
-			if b.OnAnnounced != nil {
-				work.Go(func() error { b.OnAnnounced(ctx, k, pending[k]); return nil })
+			if b.Listener != nil {
+				work.Go(func() error { b.Listener.GitAnnounced(ctx, k, pending[k]); return nil })
 			}
-		case b.OnUnchanged != nil:
-			work.Go(func() error { b.OnUnchanged(ctx, k, pending[k]); return nil })
+		case b.Listener != nil:
+			work.Go(func() error { b.Listener.GitUnchanged(ctx, k, pending[k]); return nil })
 		}
 	}
 	_ = work.Wait()
@@ -367,8 +385,8 @@ func (b *Batcher) report(res *gitwb.Result, pending map[string][]gitwb.Change, o
 			msg := fmt.Sprintf("%s (commit %s on %s of %s)", strings.Join(lines, "; "), short(res.CommitSHA), res.Branch, repo)
 			b.Log.Info("images updated", "app", k, "method", "git", "commit", res.CommitSHA, "branch", res.Branch, "repo", repo)
 			b.event(k, corev1.EventTypeNormal, EventImagesUpdated, msg)
-			if b.Announce != nil {
-				b.Announce(k, res.CommitSHA, ups)
+			if b.Listener != nil {
+				b.Listener.GitWritten(k, res.CommitSHA, ups)
 			}
 		}
 	}
@@ -387,8 +405,8 @@ func (b *Batcher) fail(key string, err error) {
 	}
 	b.Log.Warn("git write-back failed; will retry", "app", key, "error", err, "retryIn", retryDelay)
 	b.event(key, corev1.EventTypeWarning, EventImageUpdateFailed, "git write-back: "+err.Error())
-	if b.Enqueue != nil {
-		b.Enqueue(key, retryDelay)
+	if b.Queue != nil {
+		b.Queue.EnqueueAfter(key, retryDelay)
 	}
 }
 

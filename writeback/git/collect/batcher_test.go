@@ -55,11 +55,11 @@ func (w refusingWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitw
 func TestGitBatchFailureOfOneRepositoryKeepsTheOthers(t *testing.T) {
 	out := &outcomes{}
 	b := &collect.Batcher{
-		Writer:  refusingWriter{refused: map[string]error{"http://git/bad.git": errors.New("git server refused the credentials")}},
-		Delay:   time.Millisecond,
-		Events:  out,
-		Enqueue: out.enqueue,
-		Log:     slog.New(slog.DiscardHandler),
+		Writer: refusingWriter{refused: map[string]error{"http://git/bad.git": errors.New("git server refused the credentials")}},
+		Delay:  time.Millisecond,
+		Events: out,
+		Queue:  out,
+		Log:    slog.New(slog.DiscardHandler),
 	}
 	b.Add("ns/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
 	b.Add("ns/bad", gitwb.Change{App: "bad", RepoURL: "http://git/bad.git"})
@@ -111,8 +111,7 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 		Writer:   writes,
 		Delay:    time.Millisecond,
 		MaxDelay: time.Hour,
-		Busy:     func() bool { asked.Add(1); return busy.Load() },
-		Enqueue:  (&outcomes{}).enqueue,
+		Queue:    queueFunc(func() bool { asked.Add(1); return !busy.Load() }),
 		Events:   &outcomes{},
 		Log:      slog.New(slog.DiscardHandler),
 	}
@@ -146,8 +145,7 @@ func TestGitBatchMaxDelayBoundsTheWait(t *testing.T) {
 		Writer:   writes,
 		Delay:    time.Millisecond,
 		MaxDelay: 50 * time.Millisecond,
-		Busy:     func() bool { return true },
-		Enqueue:  (&outcomes{}).enqueue,
+		Queue:    queueFunc(func() bool { return false }),
 		Events:   &outcomes{},
 		Log:      slog.New(slog.DiscardHandler),
 	}
@@ -159,3 +157,10 @@ func TestGitBatchMaxDelayBoundsTheWait(t *testing.T) {
 		t.Errorf("batches (-want +got):\n%s", diff)
 	}
 }
+
+// queueFunc is a Queue whose Idle is the func; it retries nothing.
+type queueFunc func() bool
+
+func (q queueFunc) Idle() bool { return q() }
+
+func (queueFunc) EnqueueAfter(string, time.Duration) {}

@@ -3,7 +3,7 @@
 // still deciding) and hands them to writeback/git's Writer as one Apply,
 // which makes one commit per repository and branch. It then reports each
 // Application's own outcome, by its namespace/name key: an Event and an
-// announcement per write (Announce), a metric, a retry for a failure, and
+// announcement per write (Listener.GitWritten), a metric, a retry for a failure, and
 // the journal hooks that settle the write intents (writeback/journal).
 // It knows Applications by key and changes as writeback/git's types only:
 // the controller looks the Application up and turns an announcement into

@@ -29,8 +29,8 @@ type gitNote struct {
 }
 
 // outcomes keeps what a Batcher reports, for the tests to compare: its
-// Events (it is the EventRecorder), announcements (announce) and retries
-// (enqueue).
+// Events (it is the EventRecorder), announcements (it is the Listener) and
+// retries (it is the Queue, always idle).
 type outcomes struct {
 	mu      sync.Mutex
 	events  []appEvent
@@ -45,7 +45,7 @@ func (o *outcomes) Event(obj runtime.Object, typ, reason, msg string) {
 	o.events = append(o.events, appEvent{Key: ref.Namespace + "/" + ref.Name, Type: typ, Reason: reason, Message: msg})
 }
 
-func (o *outcomes) announce(key, commit string, written []gitwb.Update) {
+func (o *outcomes) GitWritten(key, commit string, written []gitwb.Update) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, u := range written {
@@ -53,7 +53,13 @@ func (o *outcomes) announce(key, commit string, written []gitwb.Update) {
 	}
 }
 
-func (o *outcomes) enqueue(key string, _ time.Duration) {
+func (*outcomes) GitAnnounced(context.Context, string, []gitwb.Change) {}
+
+func (*outcomes) GitUnchanged(context.Context, string, []gitwb.Change) {}
+
+func (*outcomes) Idle() bool { return true }
+
+func (o *outcomes) EnqueueAfter(key string, _ time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.retries = append(o.retries, key)

@@ -67,7 +67,7 @@ func TestGitBatchRefusedChange(t *testing.T) {
 		Writer:  scopeWriter{refused: "team-b/web", broken: "team-c/web"},
 		Delay:   time.Millisecond,
 		Events:  out,
-		Enqueue: out.enqueue,
+		Queue:   out,
 		Metrics: m,
 		Log:     slog.New(slog.DiscardHandler),
 	}

@@ -111,8 +111,8 @@ func TestGitBatchShutdownDuringAPushThatLands(t *testing.T) {
 
 			out := &outcomes{}
 			b := &collect.Batcher{
-				Writer: testGitWriter(t), Delay: time.Millisecond, Events: out, Enqueue: out.enqueue,
-				Announce: out.announce,
+				Writer: testGitWriter(t), Delay: time.Millisecond, Events: out, Queue: out,
+				Listener: out,
 				Log:      slog.New(slog.DiscardHandler),
 			}
 			b.Add(key, gitwb.Change{App: "web", RepoURL: front + "/apps.git", Branch: "main", Path: "web",
