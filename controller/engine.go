@@ -16,6 +16,12 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
+// TransitionListener sees every Application event in the order the
+// sources observed it (pipeline.Notifier.OnAppEvent).
+type TransitionListener interface {
+	OnAppEvent(ev watcher.AppEvent)
+}
+
 // Engine defaults; each can be set on the Engine.
 const (
 	// DefaultWorkers is the config's default (controller.workers), chosen
@@ -103,8 +109,9 @@ type Engine struct {
 	Log            *slog.Logger
 	// Transitions, when set, sees every Application event in the order the
 	// sources observed it, before the queue coalesces them (notifications
-	// evaluate each transition). It must return quickly.
-	Transitions func(ev watcher.AppEvent)
+	// evaluate each transition: pipeline.Notifier). It must return
+	// quickly.
+	Transitions TransitionListener
 
 	initOnce sync.Once
 	queue    workqueue.TypedRateLimitingInterface[string]

@@ -60,7 +60,7 @@ func (r *ImageReconciler) setRepos(key string, repos map[registry.Target]registr
 }
 
 // RepoChanged enqueues every Application that reads the repository
-// through the client that saw the change; it is the poller's OnChange.
+// through the client that saw the change; it is the poller's Listener.
 // The others' clients are polled on their own and report for them.
 func (r *ImageReconciler) RepoChanged(_ context.Context, ch registry.RepoChange) {
 	t := registry.Target{Repo: ch.Repo, Client: ch.Client}

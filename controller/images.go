@@ -113,8 +113,8 @@ type ImageReconciler struct {
 	// every reconcile; nil uses Registry for every image and reads names
 	// as Docker Hub's.
 	Registries Registries
-	// Poller, when set, polls the repositories in use; wire its OnChange
-	// to RepoChanged.
+	// Poller, when set, polls the repositories in use; its Listener is
+	// this reconciler (RepoChanged).
 	Poller *registry.Poller
 	// Queue is the engine as the reconciler sees it: it requeues
 	// Applications, says whether the first pass runs and looks

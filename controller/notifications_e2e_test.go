@@ -43,7 +43,7 @@ func startNotifyDaemon(t *testing.T, ns, hookURL string) *notifyDaemon {
 	e := &controller.Engine{
 		Sources:     []controller.Source{src},
 		Reconciler:  controller.ReconcilerFunc(func(context.Context, controller.Request) (controller.Result, error) { return controller.Result{}, nil }),
-		Transitions: n.OnAppEvent,
+		Transitions: n,
 	}
 	d := &notifyDaemon{stop: testnotify.RunTasks(t, e.Run, controller.WhenLeading(e, out.Start), controller.WhenLeading(e, n.Start))}
 	waitFor(t, "engine caches synced", func() bool { return e.Ready() == nil && n.Started() })

@@ -12,7 +12,7 @@ import (
 // Sources call it in the order they observe changes.
 func (e *Engine) OnAppEvent(ev watcher.AppEvent) {
 	if e.Transitions != nil {
-		e.Transitions(ev)
+		e.Transitions.OnAppEvent(ev)
 	}
 	e.init()
 	key := ev.Key()

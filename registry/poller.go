@@ -49,6 +49,22 @@ type RepoChange struct {
 	Refreshed bool
 }
 
+// ChangeListener hears of the changes a Poller finds
+// (controller.ImageReconciler.RepoChanged). It should hand them to a
+// queue, not block.
+type ChangeListener interface {
+	RepoChanged(ctx context.Context, ch RepoChange)
+}
+
+// Holder holds back the polls after a repository's first while
+// InFirstPass is true (controller.Engine): a pass longer than the poll
+// interval would list every repository again before it used the first
+// list. The first poll then takes the list the pass read, however old (up
+// to HoldMaxAge). A webhook's refresh is never held.
+type Holder interface {
+	InFirstPass() bool
+}
+
 // Poller defaults: two minutes is argocd-image-updater's cycle; four
 // polls at once keeps a poll of many repositories moving while each
 // registry's own limits pace the requests. A poll gets a minute (a tag
@@ -94,15 +110,11 @@ type Poller struct {
 	// taken), up to slowPerSlot slow polls per Concurrency. Zero is
 	// DefaultSlowAfter.
 	SlowAfter time.Duration
-	// OnChange receives changes; it should hand them to a queue, not block.
-	OnChange func(ctx context.Context, ch RepoChange)
-	// Hold, when set and true, holds back the polls after a repository's
-	// first while the engine still works through its first pass: a pass
-	// longer than the poll interval would list every repository again
-	// before it used the first list. The first poll then takes the list the
-	// pass read, however old (up to HoldMaxAge). A webhook's refresh is
-	// never held.
-	Hold    func() bool
+	// Listener, when set, hears of every change (the image reconciler).
+	Listener ChangeListener
+	// Hold, when set, holds back the polls after a repository's first
+	// while it says so (the engine's first pass).
+	Hold    Holder
 	Metrics *Metrics
 	Log     *slog.Logger
 	// Now is the clock for schedules; nil is time.Now.
@@ -418,7 +430,7 @@ func (p *Poller) poll(ctx context.Context, r *polledRepo) {
 	}
 	if first {
 		maxAge = 0
-		if p.Hold != nil && p.Hold() {
+		if p.Hold != nil && p.Hold.InFirstPass() {
 			maxAge = HoldMaxAge
 		}
 	}
@@ -429,8 +441,8 @@ func (p *Poller) poll(ctx context.Context, r *polledRepo) {
 	slow.Stop()
 	ch, changed := p.record(ctx, r, tags, digests, err)
 	ch.Refreshed = refreshed
-	if changed && p.OnChange != nil {
-		p.OnChange(ctx, ch)
+	if changed && p.Listener != nil {
+		p.Listener.RepoChanged(ctx, ch)
 	}
 }
 

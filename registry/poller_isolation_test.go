@@ -30,7 +30,7 @@ func TestPollerBogusPullSecretFailsOnlyItself(t *testing.T) {
 	bogus := &Client{Hosts: fastHosts, Auth: &staticAuth{user: "u", pass: "wrong"}, Now: clock.Now, Metrics: m}
 	other := &Client{Hosts: fastHosts, Auth: &staticAuth{user: "u", pass: "p"}, Now: clock.Now, Metrics: m}
 	log := &changeLog{}
-	p := &Poller{Client: good, Interval: time.Minute, Now: clock.Now, OnChange: log.on, Metrics: m}
+	p := &Poller{Client: good, Interval: time.Minute, Now: clock.Now, Listener: log, Metrics: m}
 	repo := reg.Host() + "/team/app"
 	// The bogus secret's Application is listed first, as Interest.Merge
 	// once took the first pull secret for every user of a repository.
@@ -135,7 +135,7 @@ func TestPollerHangingHostsDoNotDelayOthers(t *testing.T) {
 				return HostConfig{} // 30 s per attempt, four attempts
 			}}
 			log := &changeLog{ch: make(chan RepoChange, 4)}
-			p := &Poller{Client: c, Interval: time.Hour, SlowAfter: tt.slowAfter, OnChange: log.on}
+			p := &Poller{Client: c, Interval: time.Hour, SlowAfter: tt.slowAfter, Listener: log}
 			p.SetInterests(interests)
 			startPoller(t, p)
 
@@ -268,7 +268,7 @@ func TestPollerStartPollsAgainOnTheInterval(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	reg.Push(t, "app:1", testreg.Image(t, t0, ""))
 	log := &changeLog{ch: make(chan RepoChange, 4)}
-	p := &Poller{Client: &Client{Hosts: fastHosts, TagTTL: time.Millisecond}, Interval: 100 * time.Millisecond, OnChange: log.on}
+	p := &Poller{Client: &Client{Hosts: fastHosts, TagTTL: time.Millisecond}, Interval: 100 * time.Millisecond, Listener: log}
 	repo := reg.Host() + "/app"
 	p.SetInterests(map[Target]Interest{{Repo: repo}: {}})
 	startPoller(t, p)

@@ -32,7 +32,7 @@ type changeLog struct {
 	ch      chan RepoChange
 }
 
-func (l *changeLog) on(_ context.Context, c RepoChange) {
+func (l *changeLog) RepoChanged(_ context.Context, c RepoChange) {
 	l.mu.Lock()
 	l.changes = append(l.changes, c)
 	l.mu.Unlock()
@@ -104,7 +104,7 @@ func TestPollerReportsOnlyChanges(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	c := &Client{Hosts: fastHosts, Now: clock.Now}
 	log := &changeLog{}
-	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, OnChange: log.on, Metrics: m}
+	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, Listener: log, Metrics: m}
 	a, b := reg.Host()+"/a", reg.Host()+"/b"
 	p.SetInterests(shared(map[string]Interest{a: {}, b: {TrackDigests: []string{"latest"}}}))
 
@@ -232,7 +232,7 @@ func TestPollerStartRefreshAndStop(t *testing.T) {
 	reg.Push(t, "app:1", testreg.Image(t, t0, ""))
 	log := &changeLog{ch: make(chan RepoChange, 4)}
 	c := &Client{Hosts: fastHosts}
-	p := &Poller{Client: c, Interval: time.Hour, OnChange: log.on}
+	p := &Poller{Client: c, Interval: time.Hour, Listener: log}
 	repo := reg.Host() + "/app"
 	p.SetInterests(shared(map[string]Interest{repo: {}}))
 	ctx, cancel := context.WithCancel(t.Context())
@@ -296,7 +296,7 @@ func TestPollerBaselineSharesTheReconcilesList(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	c := &Client{Hosts: fastHosts, Now: clock.Now, TagTTL: time.Minute}
 	log := &changeLog{}
-	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, OnChange: log.on}
+	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, Listener: log}
 	a := reg.Host() + "/a"
 
 	if _, err := c.Tags(t.Context(), repoOf(t, reg, "a"), 0); err != nil { // a reconcile selects
@@ -334,8 +334,8 @@ func TestPollerHoldKeepsOneListPerRepositoryThroughALongFirstPass(t *testing.T) 
 	var holding sync.Map
 	holding.Store("hold", true)
 	log := &changeLog{}
-	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, OnChange: log.on,
-		Hold: func() bool { v, _ := holding.Load("hold"); return v.(bool) }}
+	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, Listener: log,
+		Hold: holderFunc(func() bool { v, _ := holding.Load("hold"); return v.(bool) })}
 	a, b := reg.Host()+"/a", reg.Host()+"/b"
 
 	for _, r := range []string{"a", "b"} { // the pass reads both lists
@@ -412,7 +412,7 @@ func TestPollerRefreshBeforeTheFirstPollReportsThePush(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	c := &Client{Hosts: fastHosts, Now: clock.Now, TagTTL: time.Minute}
 	log := &changeLog{}
-	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, OnChange: log.on}
+	p := &Poller{Client: c, Interval: time.Minute, Now: clock.Now, Listener: log}
 	a := reg.Host() + "/a"
 	if _, err := c.Tags(t.Context(), repoOf(t, reg, "a"), 0); err != nil { // a reconcile selects
 		t.Fatal(err)
@@ -426,3 +426,8 @@ func TestPollerRefreshBeforeTheFirstPollReportsThePush(t *testing.T) {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }
+
+// holderFunc is a Holder that calls the func.
+type holderFunc func() bool
+
+func (f holderFunc) InFirstPass() bool { return f() }

@@ -110,7 +110,7 @@ func (p *Poller) scan(q *pollQueue) time.Duration {
 		if r.polled && !r.refreshed && !r.baseline && p.Hold != nil {
 			if holding < 0 {
 				holding = 0
-				if p.Hold() {
+				if p.Hold.InFirstPass() {
 					holding = 1
 				}
 			}

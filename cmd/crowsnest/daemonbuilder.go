@@ -295,10 +295,10 @@ func (b *daemonBuilder) buildImages() error {
 	if b.dyn != nil && !o.dryRun {
 		b.timer.Apps = b.dyn
 	}
-	regs.Poller.OnChange = images.RepoChanged
+	regs.Poller.Listener = images
 	// One tag list per repository serves the whole first pass, however
 	// long it takes.
-	regs.Poller.Hold = engine.InFirstPass
+	regs.Poller.Hold = engine
 	engine.Reconciler = images
 	b.images = images
 	return nil
@@ -429,7 +429,7 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 		// Writer: its clone locks are per Writer.
 		notifier.Repo = &pipeline.Repo{Git: b.gw, Policy: images.Tenancy}
 	}
-	engine.Transitions = notifier.OnAppEvent
+	engine.Transitions = notifier
 	images.Notifier, b.timer.Notifier = notifier, notifier
 	return nil
 }

@@ -277,7 +277,8 @@ func (n *Notifier) transition(old, cur *watcher.Kept, initial bool) {
 	n.push(it)
 }
 
-// OnAppEvent adapts OnTransition to controller.Engine.Transitions. An
+// OnAppEvent makes the notifier a controller.TransitionListener
+// (Engine.Transitions). An
 // Application of the informer's initial list is a baseline even when the
 // list reaches the handler after the informer reported synced (it did for
 // the last of a thousand Applications created a moment before crowsnest
