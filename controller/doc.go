@@ -21,7 +21,8 @@
 // writeback/git/collect and the write journal's storage and book in
 // writeback/journal) and sync windows (windowtimer.go, windowsource.go,
 // windows.go). Notifications run beside the engine in notify/pipeline;
-// notifywiring.go hands it the engine's sources, projects and lease.
+// argoproject.go (EngineView) shows it the engine's sources and
+// projects, notifywiring.go runs it while leading.
 // Events go through internal/kubeevents (kubeevents.Redact).
 //
 // docs/architecture.md follows one image update and one notification

@@ -197,7 +197,7 @@ func TestCommitMetadataRefusedByProject(t *testing.T) {
 	proj := &watcher.Project{Namespace: "argocd", Name: "team", Object: &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{"sourceRepos": []any{f.url}},
 	}}}
-	ten := &tenancy.Rules{Project: func(*watcher.App) *watcher.Project { return proj }}
+	ten := &tenancy.Rules{Projects: oneProject{proj}}
 	f.repo.Policy = ten
 	app := testnotify.AppObject("evil", f.otherURL, "0123456789abcdef0123456789abcdef01234567")
 	app["spec"].(map[string]any)["project"] = "team"
@@ -215,3 +215,9 @@ func TestCommitMetadataRefusedByProject(t *testing.T) {
 		t.Errorf("permitted repository: %v", err)
 	}
 }
+
+// oneProject is a tenancy.Projects under which every Application belongs
+// to the one AppProject.
+type oneProject struct{ p *watcher.Project }
+
+func (o oneProject) Project(*watcher.App) *watcher.Project { return o.p }

@@ -3,36 +3,7 @@ package controller
 import (
 	"context"
 	"time"
-
-	"github.com/crowsnest-dev/crowsnest/watcher"
 )
-
-// NotifyView is the engine as the notifier sees it (pipeline.Apps): whether
-// every source delivered its initial list, and each Application's
-// AppProject as Argo CD goes by (ArgoProject).
-type NotifyView struct {
-	Engine *Engine
-	// ArgoNamespace and InAppNamespace are ArgoProject's.
-	ArgoNamespace  string
-	InAppNamespace bool
-}
-
-// Synced reports whether every source delivered its initial list.
-func (v NotifyView) Synced() bool {
-	for _, s := range v.Engine.Sources {
-		if !s.Synced() {
-			return false
-		}
-	}
-	return true
-}
-
-// Project returns the AppProject Argo CD goes by for a, nil when unknown:
-// subscriptions come from it, never from a same-named one in another
-// namespace.
-func (v NotifyView) Project(a *watcher.App) *watcher.Project {
-	return argoProject(v.Engine, v.ArgoNamespace, v.InAppNamespace, a)
-}
 
 // WhenLeading runs start once e leads (at once without leader election),
 // so that only the leader evaluates triggers and delivers: a standby's

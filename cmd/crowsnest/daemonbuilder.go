@@ -278,9 +278,9 @@ func (b *daemonBuilder) buildImages() error {
 		Log:     log,
 	}
 	images.Tenancy = &tenancy.Rules{
-		Config:   func() *config.Tenancy { return &engine.Config().Tenancy },
-		Project:  controller.ArgoProject(engine, o.argocdNamespace, b.files != nil),
-		Assigned: regs.Assigned,
+		Config:      func() *config.Tenancy { return &engine.Config().Tenancy },
+		Projects:    controller.EngineView{Engine: engine, ArgoNamespace: o.argocdNamespace, InAppNamespace: b.files != nil},
+		Assignments: regs,
 	}
 	images.Tenancy.LocalRepos = b.files != nil
 	if b.files == nil {
@@ -422,7 +422,7 @@ func (b *daemonBuilder) buildNotifier(ctx context.Context) error {
 		}
 		b.closers = append(b.closers, func() { _ = outbox.Journal.Close() })
 	}
-	notifier.Apps = controller.NotifyView{Engine: engine, ArgoNamespace: o.argocdNamespace, InAppNamespace: b.files != nil}
+	notifier.Apps = controller.EngineView{Engine: engine, ArgoNamespace: o.argocdNamespace, InAppNamespace: b.files != nil}
 	notifier.Repos = images.Tenancy
 	if b.gw != nil {
 		// repo.GetCommitMetadata / GetAppDetails read through write-back's

@@ -39,9 +39,9 @@ type Rules struct {
 	// Config returns the operator's widenings; nil (or a nil result) is
 	// none.
 	Config func() *config.Tenancy
-	// Project returns the AppProject app belongs to, nil when none is
-	// known.
-	Project func(app *watcher.App) *watcher.Project
+	// Projects, when set, finds the AppProject each Application belongs
+	// to; none is known without it.
+	Projects Projects
 	// ArgoNamespace, when set, is Argo CD's namespace: an unknown default
 	// project then admits only its Applications, as the one Argo CD
 	// recreates does (it has no sourceNamespaces), so a missing project
@@ -53,9 +53,22 @@ type Rules struct {
 	// mode and the demo, on the operator's own machine); a cluster's
 	// Applications never may.
 	LocalRepos bool
-	// Assigned reports whether the registries config names ref for some
-	// repository (configured) and whether it names it for repo (here).
-	Assigned func(ref config.CredentialRef, repo string) (configured, here bool)
+	// Assignments, when set, says which credentials the registries
+	// config assigns to which repositories.
+	Assignments Assignments
+}
+
+// Projects finds the AppProject an Application belongs to, nil when none
+// is known (controller.EngineView: the one Argo CD goes by).
+type Projects interface {
+	Project(app *watcher.App) *watcher.Project
+}
+
+// Assignments says whether the registries config names ref for some
+// repository (configured) and whether it names it for repo (here)
+// (setup.Registries).
+type Assignments interface {
+	Assigned(ref config.CredentialRef, repo string) (configured, here bool)
 }
 
 func (t *Rules) config() *config.Tenancy {
@@ -128,8 +141,8 @@ func (t *Rules) pullSecretAllowed(cfg *config.Tenancy, namespace, raw, repo stri
 	if cfg.AllowsPullSecret(ref, namespace, host) {
 		return nil
 	}
-	if t != nil && t.Assigned != nil {
-		if configured, here := t.Assigned(ref, repo); here {
+	if t != nil && t.Assignments != nil {
+		if configured, here := t.Assignments.Assigned(ref, repo); here {
 			return nil
 		} else if configured {
 			return fmt.Errorf("%w: the registries config assigns these credentials to other repositories than %s", ErrRefused, repo)
@@ -193,10 +206,10 @@ func (t *Rules) GitSecretBound(nsName, repoURL string) bool {
 // admit (spec.sourceNamespaces) is not one of the project's, whatever it
 // names.
 func (t *Rules) AdmitsPolicy(app *watcher.App) error {
-	if t == nil || t.Project == nil {
+	if t == nil || t.Projects == nil {
 		return nil
 	}
-	if err := t.admits(app, t.Project(app)); err != nil {
+	if err := t.admits(app, t.Projects.Project(app)); err != nil {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return nil
@@ -231,10 +244,10 @@ func (t *Rules) project(app *watcher.App) (string, *watcher.Project) {
 	if name == "" {
 		name = "default"
 	}
-	if t == nil || t.Project == nil {
+	if t == nil || t.Projects == nil {
 		return name, nil
 	}
-	return name, t.Project(app)
+	return name, t.Projects.Project(app)
 }
 
 // WritePaths are the path globs tenancy.writePaths lets app's Git

@@ -83,7 +83,7 @@ func TestCheckRepository(t *testing.T) {
 		Config: func() *config.Tenancy {
 			return &config.Tenancy{GitRepositories: []string{"https://git.example.com/shared/*"}}
 		},
-		Project:       func(a *watcher.App) *watcher.Project { return projects[a.Project] },
+		Projects:      projectsByName(projects),
 		ArgoNamespace: "argocd",
 	}
 	tests := []struct {
@@ -122,13 +122,7 @@ func TestCheckAnnotationsCredentials(t *testing.T) {
 		{PullSecret: mustRef(t, "pullsecret:shared/regcred")},
 		{GitSecret: "argocd/git-creds", Namespaces: []string{"team-a"}},
 	}}
-	assigned := func(ref config.CredentialRef, repo string) (bool, bool) {
-		if ref.String() != "secret:team-a/ghcr#token" {
-			return false, false
-		}
-		return true, strings.HasPrefix(repo, "ghcr.io/")
-	}
-	ten := &Rules{Config: func() *config.Tenancy { return cfg }, Assigned: assigned}
+	ten := &Rules{Config: func() *config.Tenancy { return cfg }, Assignments: ghcrAssigned{}}
 	tests := []struct {
 		name, ns, secret, image string
 		wantRule                string
@@ -224,7 +218,7 @@ func mustRef(t *testing.T, s string) config.CredentialRef {
 // https://host/team-b/..%2Fteam-a would reach team-a through "team-b/*".
 func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
 	proj := project("team-b", []any{"https://git.example.com/team-b/*", "https://git.example.com/team-b/**"}, nil)
-	ten := &Rules{Project: func(*watcher.App) *watcher.Project { return proj }}
+	ten := &Rules{Projects: oneProject{proj}}
 	app := &watcher.App{Namespace: "argocd", Name: "web", Project: "team-b"}
 	for _, u := range []string{
 		"https://git.example.com/team-b/..%2Fteam-a%2Fdeploy",
@@ -269,7 +263,7 @@ func TestCheckRepositoryRefusesAmbiguousURLs(t *testing.T) {
 // naming a project that does not admit its namespace is not served.
 func TestAdmitsPolicy(t *testing.T) {
 	proj := project("platform", []any{"*"}, []any{"platform-*"})
-	ten := &Rules{Project: func(*watcher.App) *watcher.Project { return proj }}
+	ten := &Rules{Projects: oneProject{proj}}
 	for _, tt := range []struct {
 		ns   string
 		want bool
@@ -288,7 +282,7 @@ func TestAdmitsPolicy(t *testing.T) {
 // exist (Argo CD does not deploy it either), nor one outside Argo CD's
 // namespace that names a missing default project: both fail closed.
 func TestAdmitsPolicyUnknownProject(t *testing.T) {
-	ten := &Rules{Project: func(*watcher.App) *watcher.Project { return nil }, ArgoNamespace: "argocd"}
+	ten := &Rules{Projects: oneProject{}, ArgoNamespace: "argocd"}
 	for _, tt := range []struct {
 		ns, project string
 		wantRule    string
@@ -348,7 +342,7 @@ func TestWritePaths(t *testing.T) {
 				{Projects: []string{"default"}, Paths: []string{"/defaults/**"}},
 			}}
 		},
-		Project:       func(a *watcher.App) *watcher.Project { return projects[a.Project] },
+		Projects:      projectsByName(projects),
 		ArgoNamespace: "argocd",
 	}
 	tests := []struct {
@@ -374,4 +368,27 @@ func TestWritePaths(t *testing.T) {
 	if got := (*Rules)(nil).WritePaths(&watcher.App{Namespace: "team-a", Name: "web"}); got != nil {
 		t.Errorf("no rules: %v", got)
 	}
+}
+
+// projectsByName is a Projects that finds an Application's AppProject by
+// its name alone.
+type projectsByName map[string]*watcher.Project
+
+func (p projectsByName) Project(a *watcher.App) *watcher.Project { return p[a.Project] }
+
+// oneProject is a Projects under which every Application belongs to the
+// one AppProject (none when nil).
+type oneProject struct{ p *watcher.Project }
+
+func (o oneProject) Project(*watcher.App) *watcher.Project { return o.p }
+
+// ghcrAssigned is the registries config that assigns
+// secret:team-a/ghcr#token to ghcr.io's repositories only.
+type ghcrAssigned struct{}
+
+func (ghcrAssigned) Assigned(ref config.CredentialRef, repo string) (configured, here bool) {
+	if ref.String() != "secret:team-a/ghcr#token" {
+		return false, false
+	}
+	return true, strings.HasPrefix(repo, "ghcr.io/")
 }

@@ -49,7 +49,7 @@ const (
 var ErrNotConfigured = errors.New("notifier: no config applied")
 
 // Apps is what the notifier asks about the Applications it is handed
-// (controller.NotifyView: the engine's sources and AppProjects).
+// (controller.EngineView: the engine's sources and AppProjects).
 type Apps interface {
 	// Synced reports whether the sources delivered their initial list.
 	// Applications added before are a baseline (recorded, not sent).

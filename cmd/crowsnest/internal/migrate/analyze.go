@@ -141,9 +141,9 @@ func (m *migration) build() {
 		m.policies, _ = imageupdate.CompilePolicies(nil) // reported by setup.CheckConfig
 	}
 	m.tenancy = &tenancy.Rules{
-		Config:   func() *config.Tenancy { return &m.cfg.Tenancy },
-		Project:  m.projectOf,
-		Assigned: m.regs.Assigned,
+		Config:      func() *config.Tenancy { return &m.cfg.Tenancy },
+		Projects:    m,
+		Assignments: m.regs,
 	}
 	m.notify = m.buildNotify()
 	set, err := windows.FromConfig(m.cfg.Windows)
@@ -160,9 +160,9 @@ func (m *migration) build() {
 	m.windows = set
 }
 
-// projectOf finds an Application's AppProject as the daemon does: by name
+// Project finds an Application's AppProject as the daemon does: by name
 // in Argo CD's namespace, or (files) in the Application's own.
-func (m *migration) projectOf(app *watcher.App) *watcher.Project {
+func (m *migration) Project(app *watcher.App) *watcher.Project {
 	name := cmp.Or(app.Project, "default")
 	var inAppNS *watcher.Project
 	for _, p := range m.in.projects {

@@ -24,7 +24,7 @@ const probeTag = "0.0.0-crowsnest-migrate"
 // analyzeApp reports one Application as the daemon would handle it.
 func (m *migration) analyzeApp(app *watcher.App) App {
 	ma := App{App: app.Key(), Project: cmp.Or(app.Project, "default")}
-	proj := m.projectOf(app)
+	proj := m.Project(app)
 	m.appImages(app, &ma)
 	m.appNotifications(app, proj, &ma)
 	m.appWindows(app, &ma)
