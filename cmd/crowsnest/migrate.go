@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/setup"
 )
 
 // Exit codes of `crowsnest migrate`: 0 everything keeps working, 1

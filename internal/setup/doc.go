@@ -5,6 +5,6 @@
 // passes before `run` starts with it. `run`, `config validate`, `test`,
 // `windows` and `migrate` (cmd/crowsnest/internal/migrate) call the same
 // constructors, so what they report is what the daemon does. It sits
-// below cmd/crowsnest and beside the migrate package, and imports only
-// the library packages (controller, registry, writeback, watcher, config).
+// below cmd/crowsnest and the daemon's assembly, and imports only the
+// library packages (controller, registry, writeback, watcher, config).
 package setup
