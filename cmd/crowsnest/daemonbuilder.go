@@ -24,10 +24,12 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/config/reload"
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
+	"github.com/crowsnest-dev/crowsnest/internal/localkube"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -81,7 +83,7 @@ type daemonBuilder struct {
 	images   *controller.ImageReconciler
 	timer    *controller.WindowTimer
 
-	local     *localApps
+	local     *localkube.Apps
 	localLogs *logEvents
 	gw        *gitwb.Writer
 
@@ -93,6 +95,13 @@ type daemonBuilder struct {
 	// Events still pending).
 	closers []func()
 }
+
+// Local mode's in-memory Applications are the image reconciler's writer
+// and the dry run's planner.
+var (
+	_ controller.ImageWriter = (*localkube.Apps)(nil)
+	_ dryrun.PatchPlanner    = (*localkube.Apps)(nil)
+)
 
 // close runs the closers, last first.
 func (b *daemonBuilder) close() {
@@ -309,7 +318,7 @@ func (b *daemonBuilder) buildImages() error {
 // real, with their journal in a file.
 func (b *daemonBuilder) buildLocalWriters(gitMetrics *gitwb.Metrics) error {
 	o, cfg, log, images := b.o, b.cfg, b.log, b.images
-	b.local = newLocalApps(b.files, log)
+	b.local = localkube.New(b.files, log)
 	b.localLogs = &logEvents{log: log, onEvent: o.onEvent}
 	images.Writer, images.Events = b.local, kubeevents.Redact(b.localLogs)
 	var err error

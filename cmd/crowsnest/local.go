@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -10,9 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
@@ -20,69 +16,12 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
-	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // Local mode (--apps-dir) runs the same engine on Applications read from
 // files. Git write-backs are real commits and pushes; Kubernetes-mode
-// write-backs have no cluster to go to, so they patch an in-memory copy of
-// each Application (made from its file on first write, through the same
-// kube.Writer) and are reported by an Event line in the log. The files
-// themselves are never modified.
-
-// localApps is the in-memory copy of the Applications that Kubernetes-mode
-// write-backs patch in local mode.
-type localApps struct {
-	files  *watcher.FileSource
-	client *memApps
-	writer *kube.Writer
-	mu     sync.Mutex
-}
-
-func newLocalApps(files *watcher.FileSource, log *slog.Logger) *localApps {
-	client := newMemApps()
-	return &localApps{files: files, client: client, writer: &kube.Writer{Client: client, Log: log}}
-}
-
-var _ controller.ImageWriter = (*localApps)(nil)
-
-// ApplyFrom implements controller.ImageWriter. The file's copy is not the
-// in-memory one (no resourceVersion), so it is read first.
-func (l *localApps) ApplyFrom(ctx context.Context, namespace, name string, _ *unstructured.Unstructured, overrides []kube.Override) (kube.Result, error) {
-	if err := l.ensure(ctx, namespace, name); err != nil {
-		return kube.Result{}, err
-	}
-	return l.writer.Apply(ctx, namespace, name, overrides)
-}
-
-// ensure copies the Application from its file into memory on first use.
-func (l *localApps) ensure(ctx context.Context, namespace, name string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	apps := l.client.Resource(watcher.ApplicationsResource).Namespace(namespace)
-	_, err := apps.Get(ctx, name, metav1.GetOptions{})
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	obj, ok := l.files.Application(namespace + "/" + name)
-	if !ok {
-		return fmt.Errorf("application %s/%s is no longer in the folder", namespace, name)
-	}
-	obj.SetNamespace(namespace)
-	obj.SetResourceVersion("1")
-	_, err = apps.Create(ctx, obj, metav1.CreateOptions{})
-	return err
-}
-
-// Patched returns the in-memory Application after Kubernetes-mode writes,
-// or false when none was written.
-func (l *localApps) Patched(ctx context.Context, namespace, name string) (*unstructured.Unstructured, bool) {
-	u, err := l.client.Resource(watcher.ApplicationsResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, false
-	}
-	return u, true
-}
+// write-backs patch an in-memory copy of each Application
+// (internal/localkube) and are reported by an Event line in the log.
 
 // AppEvent is an Event crowsnest recorded on an Application.
 type AppEvent struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
+	"github.com/crowsnest-dev/crowsnest/internal/localkube"
 	"github.com/crowsnest-dev/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -73,7 +74,7 @@ type runOptions struct {
 type runParts struct {
 	engine *controller.Engine
 	poller *registry.Poller
-	local  *localApps
+	local  *localkube.Apps
 	outbox *notify.Outbox
 	wait   *passWaiter
 }
