@@ -121,7 +121,7 @@ func (o *migrateOptions) read(ctx context.Context) (*migrate.Inputs, error) {
 	if o.fromDir != "" {
 		return migrate.ReadDir(ctx, o.fromDir, o.namespace)
 	}
-	rc, err := (&runOptions{kubeconfig: o.kubeconfig}).restConfig(config.Default())
+	rc, err := setup.RestConfig(o.kubeconfig, config.Default(), userAgent())
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 )
@@ -157,14 +154,4 @@ func planText(wp *imageupdate.WritePlan) string {
 	}
 	b.WriteByte('\n')
 	return b.String()
-}
-
-// teeEvents records each Event with both recorders: `run --dry-run
-// --once` against a cluster records its Events there, as any run does,
-// and counts their Warnings as local mode does, for the pass's exit code.
-type teeEvents struct{ first, second controller.EventRecorder }
-
-func (t teeEvents) Event(object runtime.Object, typ, reason, msg string) {
-	t.first.Event(object, typ, reason, msg)
-	t.second.Event(object, typ, reason, msg)
 }

@@ -1,15 +1,10 @@
-package main
+package daemon
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -23,49 +18,6 @@ import (
 // write-backs patch an in-memory copy of each Application
 // (internal/localkube) and are reported by an Event line in the log.
 
-// AppEvent is an Event crowsnest recorded on an Application.
-type AppEvent struct {
-	App     string `json:"app"`
-	Type    string `json:"type"`
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
-// logEvents is local mode's EventRecorder: there is no apiserver to record
-// Events in, so each one is a log line; Warnings count as failures for
-// --once, and each Event goes to onEvent when set.
-type logEvents struct {
-	log      *slog.Logger
-	mu       sync.Mutex
-	warnings int
-	onEvent  func(AppEvent)
-}
-
-func (l *logEvents) Event(object runtime.Object, typ, reason, msg string) {
-	key := ""
-	if ref, ok := object.(*corev1.ObjectReference); ok {
-		key = ref.Namespace + "/" + ref.Name
-	}
-	level := slog.LevelInfo
-	l.mu.Lock()
-	if typ == corev1.EventTypeWarning {
-		l.warnings++
-		level = slog.LevelWarn
-	}
-	on := l.onEvent
-	l.mu.Unlock()
-	l.log.Log(context.Background(), level, "event", "app", key, "type", typ, "reason", reason, "message", msg)
-	if on != nil {
-		on(AppEvent{App: key, Type: typ, Reason: reason, Message: msg})
-	}
-}
-
-func (l *logEvents) Warnings() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.warnings
-}
-
 // envGitCredentials are local mode's Git credentials: no cluster holds
 // Argo CD's repository Secrets, so they come from the environment
 // (CROWSNEST_GIT_USERNAME, CROWSNEST_GIT_PASSWORD), or from the repository
@@ -74,7 +26,7 @@ func envGitCredentials() gitwb.CredentialsSource {
 	return gitwb.StaticCredentials{Username: os.Getenv("CROWSNEST_GIT_USERNAME"), Password: os.Getenv("CROWSNEST_GIT_PASSWORD")}
 }
 
-// passDone reports whether one local pass is complete: the engine synced
+// passWaiter tells whether one pass is complete: the engine synced
 // and idle, no Git batch waiting or being written, and no notification
 // pending in the outbox. It must hold for settle in a row, since one step
 // hands work to the next (a reconcile to the Git batcher, a commit to a
