@@ -7,5 +7,5 @@
 // servers), and Daemon.Run, which runs them until the context ends. A
 // program that runs it sees what it does through an Observer of its
 // Events and the Daemon's methods, never through hooks in its parts.
-// Only cmd/crowsnest builds it.
+// Only cmd/crowsnest builds it (a depguard rule checks it).
 package daemon
