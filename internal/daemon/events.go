@@ -37,23 +37,19 @@ func eventOf(object runtime.Object, typ, reason, msg string) Event {
 	return Event{App: key, Type: typ, Reason: reason, Message: msg}
 }
 
-// observed records each Event with rec, then tells obs.
-type observed struct {
-	rec controller.EventRecorder
-	obs Observer
-}
+// observerEvents is an Observer as an EventRecorder.
+type observerEvents struct{ obs Observer }
 
-func (o observed) Event(object runtime.Object, typ, reason, msg string) {
-	o.rec.Event(object, typ, reason, msg)
+func (o observerEvents) Event(object runtime.Object, typ, reason, msg string) {
 	o.obs.Observe(eventOf(object, typ, reason, msg))
 }
 
-// observe returns rec, telling obs of each Event when obs is set.
+// observe returns rec, then telling obs of each Event when obs is set.
 func observe(rec controller.EventRecorder, obs Observer) controller.EventRecorder {
 	if obs == nil {
 		return rec
 	}
-	return observed{rec: rec, obs: obs}
+	return teeEvents{rec, observerEvents{obs}}
 }
 
 // logEvents is local mode's EventRecorder: there is no apiserver to record
@@ -87,9 +83,10 @@ func (l *logEvents) Warnings() int {
 	return l.warnings
 }
 
-// teeEvents records each Event with both recorders: `run --dry-run
-// --once` against a cluster records its Events there, as any run does,
-// and counts their Warnings as local mode does, for the pass's exit code.
+// teeEvents records each Event with both recorders, first then second:
+// `run --dry-run --once` against a cluster records its Events there, as
+// any run does, and counts their Warnings as local mode does, for the
+// pass's exit code; an Observer is told of each Event once recorded.
 type teeEvents struct{ first, second controller.EventRecorder }
 
 func (t teeEvents) Event(object runtime.Object, typ, reason, msg string) {
