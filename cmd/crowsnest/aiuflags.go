@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
-	"github.com/crowsnest-dev/crowsnest/config"
+	crowsnestd "github.com/crowsnest-dev/crowsnest/internal/daemon" // not "daemon": the e2e tests have a type of that name
 )
 
 // aiuFlags are argocd-image-updater's `run` flags (its 0.x and 1.x
@@ -98,28 +97,30 @@ func (a *aiuFlags) add(f *pflag.FlagSet) {
 	}
 }
 
-// apply sets what the aliases given on cmd's command line say, over c and
-// o's addresses, and returns a note for each flag given that has no effect
-// (to log at start). An alias given with the crowsnest flag it stands for
-// is an error: which one wins would be a guess.
-func (a *aiuFlags) apply(cmd *cobra.Command, o *runOptions, c *config.Config) (notes []aiuNote, _ error) {
+// apply sets what the aliases given on cmd's command line say, over o's
+// config overrides and addresses, and returns a note for each flag given
+// that has no effect (the daemon logs them at start). An alias given with
+// the crowsnest flag it stands for is an error: which one wins would be a
+// guess.
+func (a *aiuFlags) apply(cmd *cobra.Command, o *crowsnestd.Options) (notes []crowsnestd.IgnoredFlag, _ error) {
 	f := cmd.Flags()
 	s := &aiuSetter{flags: f}
-	notes = a.applyLogAndPolling(s, c)
-	a.applyWatch(s, c)
+	ov := &o.Overrides
+	notes = a.applyLogAndPolling(s, ov)
+	a.applyWatch(s, ov)
 	a.applyPorts(s, o)
 	if s.set("git-commit-user") {
-		c.Git.Author.Name = a.gitUser
+		ov.GitAuthorName = &a.gitUser
 	}
 	if s.set("git-commit-email") {
-		c.Git.Author.Email = a.gitEmail
+		ov.GitAuthorEmail = &a.gitEmail
 	}
 	if s.set("match-application-label") {
-		c.Watch.Selector = a.matchLabel
+		ov.Selector = &a.matchLabel
 	}
 	f.Visit(func(fl *pflag.Flag) { // in name order
 		if why, ok := migrate.IgnoredAIUFlags[fl.Name]; ok {
-			notes = append(notes, aiuNote{fl.Name, why})
+			notes = append(notes, crowsnestd.IgnoredFlag{Flag: fl.Name, Instead: why})
 		}
 	})
 	return notes, errors.Join(s.errs...)
@@ -147,28 +148,30 @@ func (s *aiuSetter) set(alias string) bool {
 
 // applyLogAndPolling applies registries.conf, the log level and format,
 // the poll interval and the worker counts.
-func (a *aiuFlags) applyLogAndPolling(s *aiuSetter, c *config.Config) (notes []aiuNote) {
+func (a *aiuFlags) applyLogAndPolling(s *aiuSetter, ov *crowsnestd.Overrides) (notes []crowsnestd.IgnoredFlag) {
 	if s.set("registries-conf-path") {
 		path, err := filepath.Abs(a.registriesConf)
 		if err != nil {
 			s.errs = append(s.errs, fmt.Errorf("--registries-conf-path: %w", err))
 		}
-		c.Registries.ConfFile = path
+		ov.RegistriesConfFile = &path
 	}
 	if s.set("loglevel") {
-		c.Log.Level = strings.ToLower(a.logLevel)
-		if c.Log.Level == "trace" { // argocd-image-updater's most verbose level
-			c.Log.Level = "debug"
+		level := strings.ToLower(a.logLevel)
+		if level == "trace" { // argocd-image-updater's most verbose level
+			level = "debug"
 		}
+		ov.LogLevel = &level
 	}
 	if s.set("logformat") {
-		c.Log.Format = strings.ToLower(a.logFormat)
+		format := strings.ToLower(a.logFormat)
+		ov.LogFormat = &format
 	}
 	if s.set("interval") {
 		if a.interval > 0 {
-			c.Registries.PollInterval = config.Duration{Duration: a.interval}
+			ov.PollInterval = &a.interval
 		} else {
-			notes = append(notes, aiuNote{"interval", "--interval=0 (run once): crowsnest runs one pass with --once"})
+			notes = append(notes, crowsnestd.IgnoredFlag{Flag: "interval", Instead: "--interval=0 (run once): crowsnest runs one pass with --once"})
 		}
 	}
 	workers := 0
@@ -178,38 +181,39 @@ func (a *aiuFlags) applyLogAndPolling(s *aiuSetter, c *config.Config) (notes []a
 		}
 	}
 	if workers != 0 {
-		c.Controller.Workers = workers
+		ov.Workers = &workers
 	}
 	return notes
 }
 
 // applyWatch applies the watched namespaces and leader election.
-func (a *aiuFlags) applyWatch(s *aiuSetter, c *config.Config) {
+func (a *aiuFlags) applyWatch(s *aiuSetter, ov *crowsnestd.Overrides) {
 	if s.set("watch-namespaces") {
+		var namespaces []string // "*": every namespace
 		switch ns := strings.TrimSpace(a.watchNamespaces); ns {
 		case "*":
-			c.Watch.Namespaces = nil
 		case "":
 			// argocd-image-updater's default: its own namespace.
-			data, err := os.ReadFile(inClusterNamespaceFile)
+			data, err := os.ReadFile(crowsnestd.InClusterNamespaceFile)
 			if err != nil {
 				s.errs = append(s.errs, errors.New(`--watch-namespaces="" means the pod's own namespace, which is unknown outside a cluster: name the namespaces`))
 				break
 			}
-			c.Watch.Namespaces = []string{strings.TrimSpace(string(data))}
+			namespaces = []string{strings.TrimSpace(string(data))}
 		default:
-			c.Watch.Namespaces = strings.Split(ns, ",")
+			namespaces = strings.Split(ns, ",")
 		}
+		ov.Namespaces = &namespaces
 	}
 	if s.set("leader-election") {
-		c.LeaderElection.Enabled = a.leaderElection
+		ov.LeaderElect = &a.leaderElection
 	}
 }
 
 // applyPorts applies the health, metrics and webhook ports to o's
 // addresses.
-func (a *aiuFlags) applyPorts(s *aiuSetter, o *runOptions) {
-	addrs := map[string]*string{"health-port": &o.probeAddr, "metrics-port": &o.metricsAddr, "webhook-port": &o.webhookAddr}
+func (a *aiuFlags) applyPorts(s *aiuSetter, o *crowsnestd.Options) {
+	addrs := map[string]*string{"health-port": &o.ProbeAddr, "metrics-port": &o.MetricsAddr, "webhook-port": &o.WebhookAddr}
 	for name, port := range a.ports {
 		if !s.set(name) {
 			continue
@@ -222,15 +226,5 @@ func (a *aiuFlags) applyPorts(s *aiuSetter, o *runOptions) {
 		default:
 			s.errs = append(s.errs, fmt.Errorf("--%s=%d: not a port", name, *port))
 		}
-	}
-}
-
-// aiuNote is an argocd-image-updater flag given that has no effect.
-type aiuNote struct{ flag, instead string }
-
-// logAIUNotes logs each note once, at start.
-func logAIUNotes(log *slog.Logger, notes []aiuNote) {
-	for _, n := range notes {
-		log.Warn("argocd-image-updater flag has no effect in crowsnest", "flag", "--"+n.flag, "instead", n.instead)
 	}
 }

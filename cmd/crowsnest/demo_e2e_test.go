@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/demo"
 )
 
 // `crowsnest demo` as a user runs it: a subprocess, no cluster. Its report
@@ -22,7 +24,7 @@ func TestE2EDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("crowsnest demo: %v\n%s", err, stderr.String())
 	}
-	var rep demoReport
+	var rep demo.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}

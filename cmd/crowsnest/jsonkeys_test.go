@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/demo"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/notifycmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
@@ -34,7 +35,7 @@ func TestJSONOutputKeysAreLowerCamel(t *testing.T) {
 		"notify log -o json":               &[]notify.Record{},
 		"notify redeliver -o json":         &notify.Record{},
 		"run --dry-run --plan-format json": &imageupdate.WritePlan{},
-		"demo -o json":                     &demoReport{},
+		"demo -o json":                     &demo.Report{},
 		"notify send -o json":              &notifycmd.SendReport{},
 	}
 	for name, v := range outputs {

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/setup"
 )
 
 // Exit codes of `crowsnest migrate`: 0 everything keeps working, 1
@@ -121,7 +121,7 @@ func (o *migrateOptions) read(ctx context.Context) (*migrate.Inputs, error) {
 	if o.fromDir != "" {
 		return migrate.ReadDir(ctx, o.fromDir, o.namespace)
 	}
-	rc, err := (&runOptions{kubeconfig: o.kubeconfig}).restConfig(config.Default())
+	rc, err := setup.RestConfig(o.kubeconfig, config.Default(), userAgent())
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/notifycmd"
 	"github.com/crowsnest-dev/crowsnest/config"
+	crowsnestd "github.com/crowsnest-dev/crowsnest/internal/daemon"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -190,12 +191,12 @@ func TestNewNotifications(t *testing.T) {
 	cfg.Notifications.Catalog = true
 	cfg.Notifications.ArgoCDConfigMap = config.ArgoCDConfigMapRef{Name: config.DefaultArgoCDNotificationsConfigMap, Secret: config.DefaultArgoCDNotificationsSecret}
 
-	n, out, err := newNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, prometheus.NewRegistry(), nil)
+	n, out, err := crowsnestd.NewNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Notifications.Services != nil {
-		t.Errorf("newNotifications changed the config it was given: %v", cfg.Notifications.Services)
+		t.Errorf("NewNotifications changed the config it was given: %v", cfg.Notifications.Services)
 	}
 	done := make(chan struct{}, 2)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -285,7 +286,7 @@ func TestNewNotificationsDryRunSendsAndStoresNothing(t *testing.T) {
 	}
 	var logs testenv.LogBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	n, out, err := newNotifications(t.Context(), cfg, kubecoretest.Wrap(cs), ns, true, prometheus.NewRegistry(), log)
+	n, out, err := crowsnestd.NewNotifications(t.Context(), cfg, kubecoretest.Wrap(cs), ns, true, prometheus.NewRegistry(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,13 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
-	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
 // Plan formats of `run --dry-run` (--plan-format).
@@ -160,26 +154,4 @@ func planText(wp *imageupdate.WritePlan) string {
 	}
 	b.WriteByte('\n')
 	return b.String()
-}
-
-var _ dryrun.PatchPlanner = (*localApps)(nil)
-
-// PlanFrom implements dryrun.PatchPlanner: the patch ApplyFrom would
-// send to the in-memory copy of the Application (made from its file, as
-// for a write).
-func (l *localApps) PlanFrom(ctx context.Context, namespace, name string, _ *unstructured.Unstructured, overrides []kube.Override) (kube.Patch, error) {
-	if err := l.ensure(ctx, namespace, name); err != nil {
-		return kube.Patch{}, err
-	}
-	return l.writer.PlanFrom(ctx, namespace, name, nil, overrides)
-}
-
-// teeEvents records each Event with both recorders: `run --dry-run
-// --once` against a cluster records its Events there, as any run does,
-// and counts their Warnings as local mode does, for the pass's exit code.
-type teeEvents struct{ first, second controller.EventRecorder }
-
-func (t teeEvents) Event(object runtime.Object, typ, reason, msg string) {
-	t.first.Event(object, typ, reason, msg)
-	t.second.Event(object, typ, reason, msg)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	crowsnestd "github.com/crowsnest-dev/crowsnest/internal/daemon"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -47,7 +48,7 @@ func TestUnsupportedServiceFailsVisibly(t *testing.T) {
 	cfg.Notifications.ArgoCDConfigMap = config.ArgoCDConfigMapRef{Name: config.DefaultArgoCDNotificationsConfigMap}
 	logs := &testenv.LogBuffer{}
 	reg := prometheus.NewRegistry()
-	n, out, err := newNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, reg, slog.New(slog.NewTextHandler(logs, nil)))
+	n, out, err := crowsnestd.NewNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, reg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatalf("an unsupported service must not stop the daemon: %v", err)
 	}

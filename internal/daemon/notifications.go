@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -10,21 +10,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
+	"github.com/crowsnest-dev/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 )
 
-// newNotifications builds the Notifier and its Outbox from cfg: services
+// NewNotifications builds the Notifier and its Outbox from cfg: services
 // with their secrets resolved, the argocd-notifications-cm merged in when
 // the config names it, and state and outbox in ConfigMaps of namespace
 // (crowsnest's own) in a cluster, in memory otherwise. With dryRun the
 // triggers are evaluated as usual but nothing is sent or stored: each
 // message is logged ("dry run: would notify") and its state kept in
 // memory. The config is applied once here; call Notifier.Apply on reload.
-func newNotifications(_ context.Context, cfg *config.Config, clientset kubecore.Interface, namespace string, dryRun bool,
+func NewNotifications(_ context.Context, cfg *config.Config, clientset kubecore.Interface, namespace string, dryRun bool,
 	reg prometheus.Registerer, log *slog.Logger) (*pipeline.Notifier, *notify.Outbox, error) {
 	if log == nil {
 		log = slog.Default()

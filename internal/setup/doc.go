@@ -1,10 +1,10 @@
 // Package setup builds the daemon's parts that more than one crowsnest
 // command builds from a config: the registry side (clients, credentials,
-// poller, webhook receiver), the Git writer, the kube client config, the
+// poller), the Git writer, the kube client config, the
 // one-pass read of an apps folder, and CheckConfig, the check a config
-// passes before `run` starts with it. `run`, `config validate`, `test`,
+// passes before `run` starts with it. The daemon (internal/daemon), `config validate`, `test`,
 // `windows` and `migrate` (cmd/crowsnest/internal/migrate) call the same
 // constructors, so what they report is what the daemon does. It sits
-// below cmd/crowsnest and beside the migrate package, and imports only
-// the library packages (controller, registry, writeback, watcher, config).
+// below cmd/crowsnest and the daemon's assembly, and imports only the
+// library packages (controller, registry, writeback, watcher, config).
 package setup

@@ -1,10 +1,8 @@
-package main
+package daemon
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,12 +14,12 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// imageUpdaterModes are the values of --imageupdater-resources.
-var imageUpdaterModes = []string{imageupdaters.ModeAuto, imageupdaters.ModeOn, imageupdaters.ModeOff}
-
-func checkImageUpdaterMode(mode string) error {
-	if !slices.Contains(imageUpdaterModes, mode) {
-		return fmt.Errorf("--imageupdater-resources: %q, want %s", mode, strings.Join(imageUpdaterModes, ", "))
+// buildImageUpdaters wires argocd-image-updater 1.x's ImageUpdater
+// resources in a cluster (Options.ImageUpdaters).
+func (b *Daemon) buildImageUpdaters() error {
+	if b.dyn != nil {
+		b.imageUpdaters = wireImageUpdaters(b.o.ImageUpdaters, b.dyn, b.clientset, b.cfg.Watch.Namespaces,
+			b.engine, b.images, b.o.DryRun, b.reg, b.log)
 	}
 	return nil
 }

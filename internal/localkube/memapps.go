@@ -1,4 +1,4 @@
-package main
+package localkube
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 )
 
 // memApps holds local mode's in-memory Applications behind the part of a
-// dynamic client that kube.Writer and localApps use: Get, Create, and JSON
+// dynamic client that kube.Writer and Apps use: Get, Create, and JSON
 // or merge Patch, with the apiserver's resourceVersion precondition. The
 // rest answers an error. (client-go's fake dynamic client would do, but it
 // links client-go/testing, managed fields and the OpenAPI models into the
