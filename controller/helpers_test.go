@@ -55,17 +55,6 @@ func (r *recorder) count(key string) int {
 	return n
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
-}
-
 // runEngine runs e until the test ends or the returned stop is called;
 // stop waits for Run to return and checks it returned nil.
 func runEngine(t *testing.T, e *controller.Engine) func() {

@@ -22,6 +22,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
@@ -120,7 +121,7 @@ type: {{(call .repo.GetAppDetails).Type}} tag: {{(call .repo.GetAppDetails).Helm
 		t.Fatal(err)
 	}
 	testnotify.RunTasks(t, out.Start, n.Start)
-	waitFor(t, "notifier started", n.Started)
+	testwait.For(t, "notifier started", n.Started)
 	synced.set(true)
 
 	app, err := watcher.AppFromObject(&unstructured.Unstructured{Object: testnotify.AppObject("guestbook", f.url, f.sha)})
@@ -128,7 +129,7 @@ type: {{(call .repo.GetAppDetails).Type}} tag: {{(call .repo.GetAppDetails).Helm
 		t.Fatal(err)
 	}
 	n.OnTransition(nil, app)
-	waitFor(t, "the webhook message", func() bool {
+	testwait.For(t, "the webhook message", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(bodies) > 0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -88,7 +89,7 @@ func TestOutboxRetriedEnqueueRacingTheSaveSendsOnce(t *testing.T) {
 	if _, _, err := o.Enqueue(t.Context(), d); err == nil {
 		t.Fatal("Enqueue succeeded while the store was down")
 	}
-	waitFor(t, "the early send", func() bool { return hook.delivered.Load() == 2 })
+	testwait.For(t, "the early send", func() bool { return hook.delivered.Load() == 2 })
 
 	store.recover(func() bool { return o.Depth() == 0 })
 	rec, created, err := o.Enqueue(t.Context(), d)

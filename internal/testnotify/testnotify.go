@@ -12,14 +12,10 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
-
-// WaitTimeout bounds every wait of a Sink: the pipeline sends in
-// milliseconds, but the tests run beside a real control plane on a busy
-// machine.
-const WaitTimeout = 60 * time.Second
 
 // Sink is a webhook receiver that records the "event" and "app" of every
 // JSON body the catalog's templates send.
@@ -61,7 +57,7 @@ func (s *Sink) Messages() []string {
 // their order, so nothing sent before want can still arrive after it.
 func (s *Sink) WaitLast(t *testing.T, want string) []string {
 	t.Helper()
-	s.wait(t, "webhook message "+want, func(m []string) bool { return len(m) > 0 && m[len(m)-1] == want })
+	testwait.For(t, "webhook message "+want, func() bool { m := s.Messages(); return len(m) > 0 && m[len(m)-1] == want })
 	return s.Messages()
 }
 
@@ -70,19 +66,8 @@ func (s *Sink) WaitLast(t *testing.T, want string) []string {
 // WaitLast could return at the first one.
 func (s *Sink) WaitLen(t *testing.T, n int) []string {
 	t.Helper()
-	s.wait(t, fmt.Sprintf("%d webhook messages", n), func(m []string) bool { return len(m) >= n })
+	testwait.For(t, fmt.Sprintf("%d webhook messages", n), func() bool { return len(s.Messages()) >= n })
 	return s.Messages()
-}
-
-func (s *Sink) wait(t *testing.T, what string, cond func([]string) bool) {
-	t.Helper()
-	deadline := time.Now().Add(WaitTimeout)
-	for !cond(s.Messages()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", WaitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
 }
 
 // Config turns the catalog on with one webhook service "hook" that sends

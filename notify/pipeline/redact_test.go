@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -43,14 +44,14 @@ func TestNotifierEventTextsAreRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	testnotify.RunTasks(t, n.Outbox.Start, n.Start)
-	waitFor(t, "notifier started", n.Started)
+	testwait.For(t, "notifier started", n.Started)
 	app := testApp(t, "web", "u1", "Succeeded", "Healthy", "r1")
 	n.OnTransition(nil, app)
 	synced.Store(true)
 	n.OnEvent(app, triggers.Event{Type: triggers.EventImageUpdateFailed, ID: "f-1", Image: "ghcr.io/x/web", To: "1.1",
 		Reason: "WriteFailed", Message: "git write-back: pushing to https://bot:" + secret + "@git.example.com/r.git: refused"})
 	var got string
-	waitFor(t, "the image-update-failed message", func() bool {
+	testwait.For(t, "the image-update-failed message", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, b := range bodies {

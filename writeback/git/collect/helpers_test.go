@@ -78,22 +78,6 @@ func (o *outcomes) retryList() []string {
 	return slices.Clone(o.retries)
 }
 
-// eventually polls cond until it holds, failing the test after
-// waitTimeout.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	timeout := time.After(waitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-timeout:
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		case <-tick.C:
-		}
-	}
-}
-
 // start runs b until stop, which waits for Start to return.
 func start(t *testing.T, b *collect.Batcher) (stop func()) {
 	t.Helper()
