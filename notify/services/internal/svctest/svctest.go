@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	notifyrender "github.com/crowsnest-dev/crowsnest/notify/render"
@@ -204,17 +205,13 @@ func settle(ctx context.Context, t *testing.T, o *notify.Outbox, del notify.Deli
 	if err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := o.Find(ctx, rec.ID)
-		if err == nil && got.Terminal() {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery %s not settled after 30s: %+v (%v)", del.Key, got, err)
-		}
-		time.Sleep(5 * time.Millisecond) // sleep-ok: polling for the delivery to settle
-	}
+	var got notify.Record
+	last := func() string { return fmt.Sprintf("%+v (%v)", got, err) }
+	testwait.Wait{Detail: last}.For(t, "delivery "+del.Key+" to settle", func() bool {
+		got, err = o.Find(ctx, rec.ID)
+		return err == nil && got.Terminal()
+	})
+	return got
 }
 
 // Render renders d.Template for d.Service as the notifier does.
