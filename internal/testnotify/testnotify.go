@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -22,34 +19,30 @@ import (
 type Sink struct {
 	// URL is where the "hook" service of Config sends.
 	URL string
-	mu  sync.Mutex
-	got []string
+	rec *Recorder
 }
 
 // NewSink starts a Sink that stops when the test ends.
 func NewSink(t *testing.T) *Sink {
 	t.Helper()
-	s := &Sink{}
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var body struct{ Event, App string }
-		if err := json.Unmarshal(b, &body); err != nil {
-			t.Errorf("webhook body is not JSON: %v\n%s", err, b)
+	rec := NewRecorder(t, RecorderOptions{Answer: func(r Request) Answer {
+		if !json.Valid([]byte(r.Body)) {
+			t.Errorf("webhook body is not JSON:\n%s", r.Body)
 		}
-		s.mu.Lock()
-		s.got = append(s.got, body.App+":"+body.Event)
-		s.mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	s.URL = srv.URL
-	return s
+		return Answer{}
+	}})
+	return &Sink{URL: rec.URL, rec: rec}
 }
 
 // Messages returns what arrived so far, as "app:event", in order.
 func (s *Sink) Messages() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.got...)
+	var out []string
+	for _, b := range s.rec.Bodies() {
+		var body struct{ Event, App string }
+		_ = json.Unmarshal([]byte(b), &body) // NewSink reported a body that is not JSON
+		out = append(out, body.App+":"+body.Event)
+	}
+	return out
 }
 
 // WaitLast waits until the last message is want, then returns them all.
