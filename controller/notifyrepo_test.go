@@ -2,9 +2,6 @@ package controller_test
 
 import (
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -87,15 +84,7 @@ func newRepoFixture(t *testing.T) *repoFixture {
 // Argo CD repo-creds Secret holds.
 func TestCommitMetadataThroughNotifier(t *testing.T) {
 	f := newRepoFixture(t)
-	var mu sync.Mutex
-	var bodies []string
-	sink := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-	}))
-	t.Cleanup(sink.Close)
+	sink := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
 
 	cfg := testnotify.Config(sink.URL)
 	cfg.Notifications.Catalog = false
@@ -129,18 +118,12 @@ type: {{(call .repo.GetAppDetails).Type}} tag: {{(call .repo.GetAppDetails).Helm
 		t.Fatal(err)
 	}
 	n.OnTransition(nil, app)
-	testwait.For(t, "the webhook message", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(bodies) > 0
-	})
+	testwait.For(t, "the webhook message", func() bool { return len(sink.Bodies()) > 0 })
 	want := `Author: ` + testgit.SeedAuthor + ` <` + testgit.SeedEmail + `>
 message: "Deploy guestbook v2"
 tags: [v2.0.0]
 type: Helm tag: v2.0.0 replicas: 3`
-	mu.Lock()
-	defer mu.Unlock()
-	if bodies[0] != want {
+	if bodies := sink.Bodies(); bodies[0] != want {
 		t.Errorf("body:\n%s\nwant:\n%s", bodies[0], want)
 	}
 }

@@ -172,8 +172,7 @@ func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
 }
 
 func TestOutboxPermanentErrorDeadLettersAtOnce(t *testing.T) {
-	srv := newWebhookRecorder(t, false)
-	srv.status = http.StatusUnprocessableEntity
+	srv := refusingWebhook(t, http.StatusUnprocessableEntity)
 	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, nil)
 	runOutbox(t, o)
 	rec, _, err := o.Enqueue(t.Context(), hookDelivery("k-perm", "a/b", "{}"))

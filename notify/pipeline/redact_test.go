@@ -1,11 +1,7 @@
 package pipeline_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,17 +18,7 @@ import (
 // event's message in what Slack, webhooks and email receive.
 func TestNotifierEventTextsAreRedacted(t *testing.T) {
 	const secret = "t0ken-S3CR3T"
-	var (
-		mu     sync.Mutex
-		bodies []string
-	)
-	sink := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-	}))
-	t.Cleanup(sink.Close)
+	sink := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
 	var synced atomic.Bool
 	n := &pipeline.Notifier{
 		Outbox:   &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
@@ -52,9 +38,7 @@ func TestNotifierEventTextsAreRedacted(t *testing.T) {
 		Reason: "WriteFailed", Message: "git write-back: pushing to https://bot:" + secret + "@git.example.com/r.git: refused"})
 	var got string
 	testwait.For(t, "the image-update-failed message", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, b := range bodies {
+		for _, b := range sink.Bodies() {
 			if strings.Contains(b, "image-update-failed") {
 				got = b
 				return true
