@@ -22,8 +22,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
-// waitTimeout bounds every wait in these tests; the engine reacts in
-// milliseconds, leader failover takes a retry period.
+// waitTimeout bounds the waits on a channel in these tests, as
+// testwait.Timeout bounds the polls; the engine reacts in milliseconds,
+// leader failover takes a retry period.
 const waitTimeout = 60 * time.Second
 
 // recorder is a Reconciler that keeps every request in order.

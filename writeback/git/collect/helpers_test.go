@@ -15,7 +15,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
 
-// waitTimeout bounds every wait of these tests.
+// waitTimeout bounds the waits on a channel in these tests, as
+// testwait.Timeout bounds the polls.
 const waitTimeout = 60 * time.Second
 
 // appEvent is one Event as a test compares it.
