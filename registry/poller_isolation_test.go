@@ -140,7 +140,9 @@ func TestPollerHangingHostsDoNotDelayOthers(t *testing.T) {
 			p.SetInterests(interests)
 			startPoller(t, p)
 
-			testwait.For(t, "the healthy host's first poll", func() bool { return healthy.Count("list", "/app/") > 0 })
+			// 20 s: less than one attempt on a hanging host (30 s), so a
+			// healthy poll that waited behind one fails the test.
+			testwait.Within(t, "the healthy host's first poll", 20*time.Second, func() bool { return healthy.Count("list", "/app/") > 0 })
 			healthy.Push(t, "app:2", testreg.Image(t, t0, ""))
 			p.Refresh(healthy.Host() + "/app")
 			select {

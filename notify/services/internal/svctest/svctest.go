@@ -175,7 +175,9 @@ func settle(ctx context.Context, t *testing.T, o *notify.Outbox, del notify.Deli
 	}
 	var got notify.Record
 	last := func() string { return fmt.Sprintf("%+v (%v)", got, err) }
-	testwait.Wait{Detail: last}.For(t, "delivery "+del.Key+" to settle", func() bool {
+	// 30 s: well under the outbox's one-minute attempt timeout, so a
+	// request that hung is not waited out and reported as settled.
+	testwait.Wait{Timeout: 30 * time.Second, Detail: last}.For(t, "delivery "+del.Key+" to settle", func() bool {
 		got, err = o.Find(ctx, rec.ID)
 		return err == nil && got.Terminal()
 	})
