@@ -13,6 +13,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/windows"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -80,7 +81,7 @@ func TestDryRunPlans(t *testing.T) {
 		Log:      log,
 	}
 	runImageEngine(t, ns, images, log)
-	waitFor(t, "three plans", func() bool {
+	testwait.For(t, "three plans", func() bool {
 		_, a := plans.get(ns + "/free")
 		_, b := plans.get(ns + "/frozen")
 		_, c := plans.get(ns + "/gitless")
@@ -102,7 +103,7 @@ func TestDryRunPlans(t *testing.T) {
 	if gitless.Method != imageupdate.PlanMethodGit || !strings.Contains(gitless.Error, "not wired") || gitless.Git != nil {
 		t.Errorf("gitless's plan: %+v, want the missing writer named", gitless)
 	}
-	waitFor(t, "a Warning Event on gitless", func() bool {
+	testwait.For(t, "a Warning Event on gitless", func() bool {
 		return events.has(ns+"/gitless", controller.EventImageUpdateFailed, "dry run")
 	})
 	for name, rv := range rvs {

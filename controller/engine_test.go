@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -38,7 +39,7 @@ func TestEngineReconcilesApplicationEvents(t *testing.T) {
 	createApp(t, outside, "ignored")
 	first := createApp(t, ns1, "first")
 	createApp(t, ns2, "second")
-	waitFor(t, "both applications reconciled", func() bool {
+	testwait.For(t, "both applications reconciled", func() bool {
 		return rec.count(ns1+"/first") == 1 && rec.count(ns2+"/second") == 1
 	})
 
@@ -51,7 +52,7 @@ func TestEngineReconcilesApplicationEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	createApp(t, ns1, "marker")
-	waitFor(t, "marker reconciled", func() bool { return rec.count(ns1+"/marker") == 1 })
+	testwait.For(t, "marker reconciled", func() bool { return rec.count(ns1+"/marker") == 1 })
 	if n := rec.count(ns1 + "/first"); n != 1 {
 		t.Errorf("status churn caused a reconcile: %d reconciles of first, want 1", n)
 	}
@@ -67,11 +68,11 @@ func TestEngineReconcilesApplicationEvents(t *testing.T) {
 	if _, err := apps(t).Namespace(ns1).Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "update reconciled", func() bool { return rec.count(ns1+"/first") == 2 })
+	testwait.For(t, "update reconciled", func() bool { return rec.count(ns1+"/first") == 2 })
 	if err := apps(t).Namespace(ns1).Delete(t.Context(), "first", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "delete reconciled", func() bool { return rec.count(ns1+"/first") == 3 })
+	testwait.For(t, "delete reconciled", func() bool { return rec.count(ns1+"/first") == 3 })
 
 	var got []string
 	for _, r := range rec.requests() {
@@ -142,9 +143,9 @@ func TestEngineRetriesAndTerminalErrors(t *testing.T) {
 		}),
 	}
 	runEngine(t, e)
-	waitFor(t, "flaky to succeed on its third attempt", func() bool { return flaky.Load() == 3 })
-	waitFor(t, "requeued to come back", func() bool { return requeued.Load() == 2 })
-	waitFor(t, "metrics to settle", func() bool {
+	testwait.For(t, "flaky to succeed on its third attempt", func() bool { return flaky.Load() == 3 })
+	testwait.For(t, "requeued to come back", func() bool { return requeued.Load() == 2 })
+	testwait.For(t, "metrics to settle", func() bool {
 		return counter(t, reg, "crowsnest_reconcile_total", map[string]string{"result": "success"}) == 2
 	})
 
@@ -181,7 +182,7 @@ func TestEngineRecoversFromPanics(t *testing.T) {
 		}),
 	}
 	runEngine(t, e)
-	waitFor(t, "a retry after the panic", func() bool { return calls.Load() == 2 })
+	testwait.For(t, "a retry after the panic", func() bool { return calls.Load() == 2 })
 	if got := counter(t, reg, "crowsnest_reconcile_total", map[string]string{"result": "error"}); got != 1 {
 		t.Errorf("panic not counted as an error: %v", got)
 	}
@@ -207,11 +208,11 @@ func TestEngineRunsOneReconcilePerKeyAtATime(t *testing.T) {
 		}),
 	}
 	runEngine(t, e)
-	waitFor(t, "first reconcile", func() bool { return calls.Load() >= 1 })
+	testwait.For(t, "first reconcile", func() bool { return calls.Load() >= 1 })
 	for range 200 {
 		e.Enqueue("argocd/busy")
 	}
-	waitFor(t, "queued reconciles", func() bool { return calls.Load() >= 2 })
+	testwait.For(t, "queued reconciles", func() bool { return calls.Load() >= 2 })
 	if got := maxInFlight.Load(); got != 1 {
 		t.Errorf("one key reconciled %d times at once, want 1", got)
 	}
@@ -236,7 +237,7 @@ func TestProjectChangeRequeuesItsApplications(t *testing.T) {
 	rec := &recorder{}
 	e := &controller.Engine{Sources: []controller.Source{src}, Reconciler: rec}
 	runEngine(t, e)
-	waitFor(t, "initial reconciles", func() bool {
+	testwait.For(t, "initial reconciles", func() bool {
 		return rec.count("argocd/in-project") >= 1 && rec.count("argocd/elsewhere") == 1
 	})
 	if e.Project("argocd/payments") == nil {
@@ -246,7 +247,7 @@ func TestProjectChangeRequeuesItsApplications(t *testing.T) {
 	if err := os.WriteFile(projectPath, []byte(strings.Replace(project, "v1", "v2", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the project's application to be requeued", func() bool { return rec.count("argocd/in-project") > before })
+	testwait.For(t, "the project's application to be requeued", func() bool { return rec.count("argocd/in-project") > before })
 	if n := rec.count("argocd/elsewhere"); n != 1 {
 		t.Errorf("an application of another project was reconciled %d times, want 1", n)
 	}
@@ -275,12 +276,12 @@ func TestEngineFirstPassEndsOnceEveryApplicationWasReconciled(t *testing.T) {
 	}
 	runEngine(t, e)
 	release <- struct{}{} // one of three reconciled
-	waitFor(t, "the first reconcile", func() bool { return done.Load() == 1 })
+	testwait.For(t, "the first reconcile", func() bool { return done.Load() == 1 })
 	if !e.InFirstPass() {
 		t.Error("InFirstPass is false with two Applications of the first pass not reconciled yet")
 	}
 	close(release)
-	waitFor(t, "the three reconciles", func() bool { return done.Load() >= 3 })
+	testwait.For(t, "the three reconciles", func() bool { return done.Load() >= 3 })
 	if !e.InFirstPass() {
 		t.Error("InFirstPass is false at once after the last reconcile: the reconciles its writes cause would list again")
 	}
@@ -297,7 +298,7 @@ func TestEngineFirstPassEndsOnceEveryApplicationWasReconciled(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, "the first pass to end", func() bool { return !e.InFirstPass() })
+	testwait.For(t, "the first pass to end", func() bool { return !e.InFirstPass() })
 }
 
 // A single pass (run --once) reports a failed reconcile once and does not
@@ -317,7 +318,7 @@ func TestEngineOnePassDoesNotRetry(t *testing.T) {
 		}),
 	}
 	runEngine(t, e)
-	waitFor(t, "the failure to be counted", func() bool {
+	testwait.For(t, "the failure to be counted", func() bool {
 		return counter(t, reg, "crowsnest_reconcile_total", map[string]string{"result": "error"}) == 1
 	})
 	if got := counter(t, reg, "crowsnest_workqueue_retries_total", nil); got != 0 {

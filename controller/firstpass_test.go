@@ -9,6 +9,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -48,7 +49,7 @@ func TestFirstPassListsEachRepositoryOnce(t *testing.T) {
 	runEngine(t, engine)
 	waitScale(t, "every Application to be patched", func() bool { return events.count(controller.EventImagesUpdated) >= apps },
 		func() string { return fmt.Sprintf("%d patched", events.count(controller.EventImagesUpdated)) })
-	waitFor(t, "the first pass to end", func() bool { return !engine.InFirstPass() })
+	testwait.For(t, "the first pass to end", func() bool { return !engine.InFirstPass() })
 	for i := range repos {
 		if n := reg.Count("list", "/v2/"+scaleRepo(i)+"/tags/list"); n != 1 {
 			t.Errorf("%s: %d tag lists in the first pass, want 1", scaleRepo(i), n)
@@ -56,7 +57,7 @@ func TestFirstPassListsEachRepositoryOnce(t *testing.T) {
 	}
 
 	engine.Enqueue(ns + "/app-00")
-	waitFor(t, "a reconcile after the pass to list again", func() bool {
+	testwait.For(t, "a reconcile after the pass to list again", func() bool {
 		return reg.Count("list", "/v2/"+scaleRepo(0)+"/tags/list") == 2
 	})
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -182,7 +183,7 @@ func runBatch(t *testing.T, images *controller.ImageReconciler, reqs ...controll
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- images.Git.Start(ctx) }()
-	waitFor(t, "the batch to be written and reported", images.Git.Idle)
+	testwait.For(t, "the batch to be written and reported", images.Git.Idle)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

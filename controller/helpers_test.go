@@ -22,8 +22,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
-// waitTimeout bounds every wait in these tests; the engine reacts in
-// milliseconds, leader failover takes a retry period.
+// waitTimeout bounds the waits on a channel in these tests, as
+// testwait.Timeout bounds the polls; the engine reacts in milliseconds,
+// leader failover takes a retry period.
 const waitTimeout = 60 * time.Second
 
 // recorder is a Reconciler that keeps every request in order.
@@ -53,17 +54,6 @@ func (r *recorder) count(key string) int {
 		}
 	}
 	return n
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
 }
 
 // runEngine runs e until the test ends or the returned stop is called;

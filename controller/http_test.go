@@ -12,6 +12,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -70,7 +71,7 @@ func TestHealthAndMetricsEndpoints(t *testing.T) {
 		t.Errorf("/healthz = %d, want 200", code)
 	}
 	runEngine(t, e)
-	waitFor(t, "both apps reconciled", func() bool { return len(rec.requests()) == 2 })
+	testwait.For(t, "both apps reconciled", func() bool { return len(rec.requests()) == 2 })
 	if code, body := get(t, health+"/readyz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/readyz after sync = %d %q, want 200 ok", code, body)
 	}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // A broken annotation is reported (Warning log, InvalidAnnotation Event)
@@ -43,7 +44,7 @@ func TestInvalidAnnotationReportedOncePerProblem(t *testing.T) {
 	engine, events, logs := runWatchedImageEngine(t, ns)
 
 	key := ns + "/web"
-	waitFor(t, "an InvalidAnnotation Event naming the key", func() bool {
+	testwait.For(t, "an InvalidAnnotation Event naming the key", func() bool {
 		return events.has(key, controller.EventInvalidAnnotation, p+"db.update-strategy")
 	})
 	reconciledAgain := func(times int) {
@@ -51,7 +52,7 @@ func TestInvalidAnnotationReportedOncePerProblem(t *testing.T) {
 		for range 3 {
 			engine.Enqueue(key)
 		}
-		waitFor(t, "web reconciled again", func() bool {
+		testwait.For(t, "web reconciled again", func() bool {
 			return strings.Count(logs.String(), `msg="annotation still invalid"`) >= times
 		})
 	}
@@ -65,16 +66,16 @@ func TestInvalidAnnotationReportedOncePerProblem(t *testing.T) {
 
 	// Another problem is reported at once.
 	setAnnotations(map[string]string{p + "db.update-strategy": "slowest"})
-	waitFor(t, "an InvalidAnnotation Event for the new problem", func() bool {
+	testwait.For(t, "an InvalidAnnotation Event for the new problem", func() bool {
 		return events.has(key, controller.EventInvalidAnnotation, `"slowest"`)
 	})
 	// Fixed, then broken the same way again: reported again.
 	rv := setAnnotations(nil)
-	waitFor(t, "web reconciled with valid annotations", func() bool {
+	testwait.For(t, "web reconciled with valid annotations", func() bool {
 		return strings.Contains(logs.String(), `msg="application observed" app=`+key+` resourceVersion=`+rv+` `)
 	})
 	setAnnotations(map[string]string{p + "db.update-strategy": "fastest"})
-	waitFor(t, "the problem reported again after it was fixed and came back", func() bool {
+	testwait.For(t, "the problem reported again after it was fixed and came back", func() bool {
 		return events.count(key, controller.EventInvalidAnnotation) == 3
 	})
 	if n := events.count(key, controller.EventInvalidAnnotation); n != 3 {

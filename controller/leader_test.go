@@ -7,6 +7,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -37,7 +38,7 @@ func TestLeaderElectionOneReconcilerAndFailover(t *testing.T) {
 	stopB := runEngine(t, engB)
 
 	createApp(t, ns, "one")
-	waitFor(t, "one engine to reconcile", func() bool {
+	testwait.For(t, "one engine to reconcile", func() bool {
 		return len(recA.requests())+len(recB.requests()) >= 1
 	})
 	leader, standby, stopLeader := engA, engB, stopA
@@ -47,8 +48,8 @@ func TestLeaderElectionOneReconcilerAndFailover(t *testing.T) {
 		leaderRec, standbyRec = recB, recA
 	}
 	createApp(t, ns, "two")
-	waitFor(t, "the leader to reconcile two", func() bool { return leaderRec.count(ns+"/two") == 1 })
-	waitFor(t, "the standby to be ready", func() bool { return standby.Ready() == nil })
+	testwait.For(t, "the leader to reconcile two", func() bool { return leaderRec.count(ns+"/two") == 1 })
+	testwait.For(t, "the standby to be ready", func() bool { return standby.Ready() == nil })
 	if n := len(standbyRec.requests()); n != 0 {
 		t.Fatalf("standby reconciled %d times while the other replica led", n)
 	}
@@ -62,7 +63,7 @@ func TestLeaderElectionOneReconcilerAndFailover(t *testing.T) {
 	stopLeader()
 	var takeover time.Duration
 	var once sync.Once
-	waitFor(t, "the standby to take over", func() bool {
+	testwait.For(t, "the standby to take over", func() bool {
 		if standby.Leading() {
 			once.Do(func() { takeover = time.Since(stopped) })
 		}
@@ -74,7 +75,7 @@ func TestLeaderElectionOneReconcilerAndFailover(t *testing.T) {
 	// The new leader works through the keys it queued while standing by and
 	// handles new ones.
 	createApp(t, ns, "three")
-	waitFor(t, "the new leader to reconcile everything", func() bool {
+	testwait.For(t, "the new leader to reconcile everything", func() bool {
 		return standbyRec.count(ns+"/one") >= 1 && standbyRec.count(ns+"/two") >= 1 && standbyRec.count(ns+"/three") >= 1
 	})
 	if n := leaderRec.count(ns + "/three"); n != 0 {

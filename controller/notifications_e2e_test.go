@@ -15,6 +15,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -46,7 +47,7 @@ func startNotifyDaemon(t *testing.T, ns, hookURL string) *notifyDaemon {
 		Transitions: n,
 	}
 	d := &notifyDaemon{stop: testnotify.RunTasks(t, e.Run, controller.WhenLeading(e, out.Start), controller.WhenLeading(e, n.Start))}
-	waitFor(t, "engine caches synced", func() bool { return e.Ready() == nil && n.Started() })
+	testwait.For(t, "engine caches synced", func() bool { return e.Ready() == nil && n.Started() })
 	return d
 }
 
@@ -132,7 +133,7 @@ func TestNotificationsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := last.GetCreationTimestamp().Time
-	waitFor(t, "a later second than the last creation", func() bool { return time.Now().Truncate(time.Second).After(created) })
+	testwait.For(t, "a later second than the last creation", func() bool { return time.Now().Truncate(time.Second).After(created) })
 	d := startNotifyDaemon(t, ns, sink.URL)
 
 	createSubscribedApp(t, ns, "web")
@@ -148,7 +149,7 @@ func TestNotificationsEndToEnd(t *testing.T) {
 	// while the webhook's answer is on the wire leaves it pending, and
 	// the outbox (at least once) sends it again.
 	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(kubeClient(t)), Namespace: ns}
-	waitFor(t, "no pending delivery", func() bool {
+	testwait.For(t, "no pending delivery", func() bool {
 		recs, err := store.List(t.Context(), notify.ListOptions{State: notify.StatePending})
 		return err == nil && len(recs) == 0
 	})

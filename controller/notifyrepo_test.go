@@ -2,9 +2,6 @@ package controller_test
 
 import (
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +19,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
@@ -86,15 +84,7 @@ func newRepoFixture(t *testing.T) *repoFixture {
 // Argo CD repo-creds Secret holds.
 func TestCommitMetadataThroughNotifier(t *testing.T) {
 	f := newRepoFixture(t)
-	var mu sync.Mutex
-	var bodies []string
-	sink := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-	}))
-	t.Cleanup(sink.Close)
+	sink := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
 
 	cfg := testnotify.Config(sink.URL)
 	cfg.Notifications.Catalog = false
@@ -120,7 +110,7 @@ type: {{(call .repo.GetAppDetails).Type}} tag: {{(call .repo.GetAppDetails).Helm
 		t.Fatal(err)
 	}
 	testnotify.RunTasks(t, out.Start, n.Start)
-	waitFor(t, "notifier started", n.Started)
+	testwait.For(t, "notifier started", n.Started)
 	synced.set(true)
 
 	app, err := watcher.AppFromObject(&unstructured.Unstructured{Object: testnotify.AppObject("guestbook", f.url, f.sha)})
@@ -128,18 +118,12 @@ type: {{(call .repo.GetAppDetails).Type}} tag: {{(call .repo.GetAppDetails).Helm
 		t.Fatal(err)
 	}
 	n.OnTransition(nil, app)
-	waitFor(t, "the webhook message", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(bodies) > 0
-	})
+	testwait.For(t, "the webhook message", func() bool { return len(sink.Bodies()) > 0 })
 	want := `Author: ` + testgit.SeedAuthor + ` <` + testgit.SeedEmail + `>
 message: "Deploy guestbook v2"
 tags: [v2.0.0]
 type: Helm tag: v2.0.0 replicas: 3`
-	mu.Lock()
-	defer mu.Unlock()
-	if bodies[0] != want {
+	if bodies := sink.Bodies(); bodies[0] != want {
 		t.Errorf("body:\n%s\nwant:\n%s", bodies[0], want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -77,8 +78,8 @@ spec:
 		imgs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "source", "kustomize", "images")
 		return imgs
 	}
-	waitFor(t, "free to be updated", func() bool { return len(kustomize("free")) == 1 })
-	waitFor(t, "frozen to be held", func() bool { return images.Pending(ns + "/frozen") })
+	testwait.For(t, "free to be updated", func() bool { return len(kustomize("free")) == 1 })
+	testwait.For(t, "frozen to be held", func() bool { return images.Pending(ns + "/frozen") })
 	if imgs := kustomize("frozen"); len(imgs) != 0 {
 		t.Fatalf("frozen was written during its project's deny window: %v", imgs)
 	}
@@ -89,7 +90,7 @@ spec:
 	for range 3 {
 		engine.Enqueue(ns + "/frozen")
 	}
-	waitFor(t, "frozen reconciled again while held", func() bool {
+	testwait.For(t, "frozen reconciled again while held", func() bool {
 		return strings.Contains(logs.String(), `msg="image update still held by a sync window"`)
 	})
 	if n := events.count(ns+"/frozen", controller.EventImageUpdateHeld); n != 1 {
@@ -105,7 +106,7 @@ spec:
 	if _, err := projects.Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "frozen to be written once its project allows it", func() bool { return len(kustomize("frozen")) == 1 })
+	testwait.For(t, "frozen to be written once its project allows it", func() bool { return len(kustomize("frozen")) == 1 })
 }
 
 // msgEvents keeps every Event as "namespace/name reason: message".
@@ -194,7 +195,7 @@ spec:
 	runEngine(t, engine)
 
 	// Pending turns true just before the Event is recorded: wait for both.
-	waitFor(t, "shop to be held, with an ImageUpdateHeld Event naming the broken project", func() bool {
+	testwait.For(t, "shop to be held, with an ImageUpdateHeld Event naming the broken project", func() bool {
 		return images.Pending(ns+"/shop") && events.has(ns+"/shop", controller.EventImageUpdateHeld, "invalid sync windows")
 	})
 	cur, err := projects.Get(t.Context(), "payments", metav1.GetOptions{})
@@ -205,7 +206,7 @@ spec:
 	if _, err := projects.Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "shop to be written once the project is fixed", func() bool {
+	testwait.For(t, "shop to be written once the project is fixed", func() bool {
 		got, err := apps(t).Namespace(ns).Get(t.Context(), "shop", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

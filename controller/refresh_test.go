@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -39,7 +40,7 @@ func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- b.Start(ctx) }()
 			// Idle after the flush's report, refreshes included.
-			waitFor(t, "the batch to be written and reported", b.Idle)
+			testwait.For(t, "the batch to be written and reported", b.Idle)
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)

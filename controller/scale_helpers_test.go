@@ -19,6 +19,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -198,17 +199,11 @@ func (c *countingReconciler) errors() []error {
 	return append([]error(nil), c.errs...)
 }
 
-// waitScale polls cond until it holds or scaleTimeout passes; status
-// describes progress in the failure message.
+// waitScale is testwait.For with the scale tests' longer deadline
+// (scaleTimeout); status describes progress in the failure message.
 func waitScale(t *testing.T, what string, cond func() bool, status func() string) {
 	t.Helper()
-	deadline := time.Now().Add(scaleTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", scaleTimeout, what, status())
-		}
-		time.Sleep(50 * time.Millisecond) // sleep-ok: poll interval
-	}
+	testwait.Wait{Timeout: scaleTimeout, Detail: status}.For(t, what, cond)
 }
 
 // discardLog keeps the scale tests' thousands of log lines out of the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/registry"
 )
 
@@ -34,17 +35,6 @@ func (e *enqueued) count(key string) int {
 		}
 	}
 	return n
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
 }
 
 func pushRepos(t *testing.T, reg *testreg.OCI, n int) []registry.Repository {
@@ -84,13 +74,13 @@ func TestTagWaitEnqueuesAfterTheLastList(t *testing.T) {
 	if !w.wait(t.Context(), "ns/app", wants, MaxFirstPass, q.add) {
 		t.Fatal("the Application did not wait for its two lists")
 	}
-	waitUntil(t, "the second list to be read", func() bool {
+	testwait.For(t, "the second list to be read", func() bool {
 		_, ok := client.CachedTags(repos[1], MaxFirstPass)
 		return ok
 	})
 	// The reader is done with the second list once it is off the map and
 	// no enqueue is under way: an enqueue on it would be done by now.
-	waitUntil(t, "the reader to be done with the second list", func() bool {
+	testwait.For(t, "the reader to be done with the second list", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		_, reading := w.lists[tagList{client, registry.RepoKey(repos[1])}]
@@ -103,8 +93,8 @@ func TestTagWaitEnqueuesAfterTheLastList(t *testing.T) {
 		t.Error("not pending while a list is being read for a waiting key")
 	}
 	once.Do(func() { close(release) })
-	waitUntil(t, "the Application to be enqueued", func() bool { return q.count("ns/app") > 0 })
-	waitUntil(t, "nothing pending", func() bool { return !w.pending() })
+	testwait.For(t, "the Application to be enqueued", func() bool { return q.count("ns/app") > 0 })
+	testwait.For(t, "nothing pending", func() bool { return !w.pending() })
 	if n := q.count("ns/app"); n != 1 {
 		t.Errorf("enqueued %d times, want 1", n)
 	}
@@ -138,7 +128,7 @@ func TestTagWaitDoesNotQueueBehindASlowList(t *testing.T) {
 	if !w.wait(t.Context(), "ns/fast", []tagWant{{client, repos[1]}}, MaxFirstPass, q.add) {
 		t.Fatal("the second Application did not wait")
 	}
-	waitUntil(t, "the second Application to be enqueued while the first list is held", func() bool { return q.count("ns/fast") == 1 })
+	testwait.For(t, "the second Application to be enqueued while the first list is held", func() bool { return q.count("ns/fast") == 1 })
 	if q.count("ns/slow") != 0 {
 		t.Error("the held list's Application was enqueued")
 	}
@@ -162,7 +152,7 @@ func TestTagWaitReadsAFewListsAtATime(t *testing.T) {
 			t.Fatalf("app-%d did not wait", i)
 		}
 	}
-	waitUntil(t, "every Application to be enqueued", func() bool { return !w.pending() })
+	testwait.For(t, "every Application to be enqueued", func() bool { return !w.pending() })
 	for i, repo := range repos {
 		if _, ok := client.CachedTags(repo, MaxFirstPass); !ok {
 			t.Errorf("%s: not read (timed out in line?)", repo)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
@@ -77,7 +78,7 @@ func TestFirstPassWaitsForTagListsOffTheQueue(t *testing.T) {
 	updated := func(i int) bool {
 		return len(events.reasons(ns+"/"+appName(i))) > 0
 	}
-	waitFor(t, "the Applications of the repository that answers to be patched", func() bool {
+	testwait.For(t, "the Applications of the repository that answers to be patched", func() bool {
 		for i := slow; i < slow+fast; i++ {
 			if !updated(i) {
 				return false
@@ -93,7 +94,7 @@ func TestFirstPassWaitsForTagListsOffTheQueue(t *testing.T) {
 	// A wrong first pass would end FirstPassSettle after the last key
 	// came through (the engine notes it just after the reconcile returns:
 	// twice that covers the note); this one still waits for three.
-	waitFor(t, "no reconcile for twice FirstPassSettle", func() bool { return reconciles.quietFor(2 * engine.FirstPassSettle) })
+	testwait.For(t, "no reconcile for twice FirstPassSettle", func() bool { return reconciles.quietFor(2 * engine.FirstPassSettle) })
 	if engine.Idle() {
 		t.Error("engine idle while three Applications wait for their tag lists")
 	}
@@ -106,7 +107,7 @@ func TestFirstPassWaitsForTagListsOffTheQueue(t *testing.T) {
 
 	close(release)
 	released = true
-	waitFor(t, "the waiting Applications to be patched", func() bool {
+	testwait.For(t, "the waiting Applications to be patched", func() bool {
 		for i := range slow {
 			if !updated(i) {
 				return false
@@ -114,7 +115,7 @@ func TestFirstPassWaitsForTagListsOffTheQueue(t *testing.T) {
 		}
 		return true
 	})
-	waitFor(t, "the engine to be idle", engine.Idle)
+	testwait.For(t, "the engine to be idle", engine.Idle)
 	for i := range slow + fast {
 		if got := events.reasons(ns + "/" + appName(i)); len(got) != 1 || got[0] != controller.EventImagesUpdated {
 			t.Errorf("%s: Events %v, want one %s (to %s)", appName(i), got, controller.EventImagesUpdated, want[repo(i)])

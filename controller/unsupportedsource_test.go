@@ -9,6 +9,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // leftAloneApp creates ns/name with an image-list annotation for image
@@ -35,13 +36,13 @@ func leftAloneApp(t *testing.T, ns, name, image string, edit func(*unstructured.
 // reconciles key again, and checks that no second Event came.
 func reportedOnce(t *testing.T, engine *controller.Engine, events *msgEvents, logs *testenv.LogBuffer, key, text string) {
 	t.Helper()
-	waitFor(t, "an UnsupportedSource Event holding "+text, func() bool {
+	testwait.For(t, "an UnsupportedSource Event holding "+text, func() bool {
 		return events.has(key, controller.EventUnsupportedSource, text)
 	})
 	for range 3 {
 		engine.Enqueue(key)
 	}
-	waitFor(t, key+" reconciled again", func() bool {
+	testwait.For(t, key+" reconciled again", func() bool {
 		return strings.Contains(logs.String(), `msg="images still left alone: their source takes no image overrides"`)
 	})
 	if n := events.count(key, controller.EventUnsupportedSource); n != 1 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -67,7 +68,7 @@ func TestWindowTimerAtBoundaries(t *testing.T) {
 		Log:        log,
 	}
 	runEngine(t, engine)
-	waitFor(t, "the engine to see the statuses", func() bool {
+	testwait.For(t, "the engine to see the statuses", func() bool {
 		for _, n := range []string{"drift", "steady", "busy"} {
 			if a := engine.App(ns + "/" + n); a == nil || a.SyncStatus == "" {
 				return false
@@ -143,7 +144,7 @@ func TestWindowTimerAtBoundaries(t *testing.T) {
 		op, _, _ := unstructured.NestedMap(u.Object, "operation")
 		return op
 	}
-	waitFor(t, "a sync requested for drift", func() bool { return operation("drift") != nil })
+	testwait.For(t, "a sync requested for drift", func() bool { return operation("drift") != nil })
 	op := operation("drift")
 	if user, _, _ := unstructured.NestedString(op, "initiatedBy", "username"); user != "crowsnest" {
 		t.Errorf("operation.initiatedBy.username = %q, want crowsnest", user)
@@ -151,7 +152,7 @@ func TestWindowTimerAtBoundaries(t *testing.T) {
 	if auto, _, _ := unstructured.NestedBool(op, "initiatedBy", "automated"); !auto {
 		t.Error("operation.initiatedBy.automated is not true")
 	}
-	waitFor(t, "the closing freeze to enqueue steady", func() bool { return rec.count(ns+"/steady") > steadyBefore })
+	testwait.For(t, "the closing freeze to enqueue steady", func() bool { return rec.count(ns+"/steady") > steadyBefore })
 	for _, n := range []string{"steady", "busy"} {
 		if op := operation(n); op != nil {
 			t.Errorf("%s got an operation %v; want it left alone", n, op)
@@ -291,7 +292,7 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 	images.Queue = noFirstPass{engine}
 	runEngine(t, engine)
 	key := ns + "/shop"
-	waitFor(t, "the update to be held", func() bool { return images.Pending(key) })
+	testwait.For(t, "the update to be held", func() bool { return images.Pending(key) })
 	if p := writer.patches(); len(p) != 0 {
 		t.Fatalf("patched while the deny window was open: %v", p)
 	}
@@ -306,11 +307,11 @@ func TestHeldUpdateWrittenWhenWindowCloses(t *testing.T) {
 			t.Errorf("timer returned %v", err)
 		}
 	})
-	waitFor(t, "the held update to be written", func() bool { return len(writer.patches()) > 0 })
+	testwait.For(t, "the held update to be written", func() bool { return len(writer.patches()) > 0 })
 	// The held reconcile asked to come back a second after the boundary:
 	// a duplicate write would come from there, or from the timer's
 	// enqueue, or from the write's own watch event, all done by then.
-	waitFor(t, "the requeue after the boundary to be reconciled", reconciles.requeuedAndDone)
+	testwait.For(t, "the requeue after the boundary to be reconciled", reconciles.requeuedAndDone)
 	p := writer.patches()
 	if len(p) != 1 {
 		t.Fatalf("%d patches, want exactly 1", len(p))

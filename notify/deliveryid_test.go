@@ -3,33 +3,25 @@ package notify_test
 import (
 	"bytes"
 	"net/http"
-	"net/http/httptest"
 	"net/mail"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // Every attempt of a webhook delivery carries the same delivery ID, the
 // outbox record's, so a receiver can drop a repeat.
 func TestWebhookAttemptsCarryTheDeliveryID(t *testing.T) {
-	var (
-		mu  sync.Mutex
-		ids []string
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		ids = append(ids, r.Header.Get(notify.DeliveryHeader))
-		n := len(ids)
-		mu.Unlock()
-		if n <= 2 {
-			http.Error(w, "upstream down", http.StatusBadGateway)
-			return
+	var attempts atomic.Int32
+	srv := testnotify.NewRecorder(t, testnotify.RecorderOptions{Answer: func(testnotify.Request) testnotify.Answer {
+		if attempts.Add(1) <= 2 {
+			return testnotify.Answer{Status: http.StatusBadGateway, Body: "upstream down"}
 		}
-	}))
-	t.Cleanup(srv.Close)
+		return testnotify.Answer{}
+	}})
 	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, nil)
 	runOutbox(t, o)
 	rec, _, err := o.Enqueue(t.Context(), hookDelivery("k-id", "argocd/web", `{"n":1}`))
@@ -37,8 +29,10 @@ func TestWebhookAttemptsCarryTheDeliveryID(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, o, rec.ID, notify.StateDelivered)
-	mu.Lock()
-	defer mu.Unlock()
+	var ids []string
+	for _, r := range srv.Requests() {
+		ids = append(ids, r.Header.Get(notify.DeliveryHeader))
+	}
 	if want := []string{rec.ID, rec.ID, rec.ID}; rec.ID == "" || !slices.Equal(ids, want) {
 		t.Errorf("%s headers %q, want %q", notify.DeliveryHeader, ids, want)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -125,12 +126,12 @@ func TestOutboxSendsNewDeliveriesWhileTheirRecordIsWritten(t *testing.T) {
 		rec, created, err := o.Enqueue(t.Context(), d)
 		done <- result{rec, created, err}
 	}()
-	waitFor(t, "the message sent while its record is written", func() bool { return hook.delivered.Load() == 2 })
+	testwait.For(t, "the message sent while its record is written", func() bool { return hook.delivered.Load() == 2 })
 	if store.creating.Load() != 1 {
 		t.Fatalf("the record's Create is not in flight (%d) when the message arrived", store.creating.Load())
 	}
 	// The worker saves the delivered state next: it says so and waits.
-	waitFor(t, "the worker to wait for the record", func() bool {
+	testwait.For(t, "the worker to wait for the record", func() bool {
 		return strings.Contains(logs.String(), "message sent before its record exists; its state waits for the record")
 	})
 	if w := store.Writes(); len(w) != 0 {
@@ -152,7 +153,7 @@ func TestOutboxSendsNewDeliveriesWhileTheirRecordIsWritten(t *testing.T) {
 	// not to the record (the warm-up observed nothing: not counted). The
 	// worker counts it after saving the delivered state, which waitState
 	// may see first.
-	waitFor(t, "the delivery's latency sample", func() bool { n, _ := latencySamples(t, reg); return n > 0 })
+	testwait.For(t, "the delivery's latency sample", func() bool { n, _ := latencySamples(t, reg); return n > 0 })
 	if n, sum := latencySamples(t, reg); n != 1 || sum < 1 || sum > 5 {
 		t.Errorf("latency histogram: %d samples summing %.3fs, want 1 of a little over 1s", n, sum)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -47,12 +48,10 @@ func (s *outageStore) Create(ctx context.Context, rec notify.Record) (bool, erro
 	s.mu.Lock()
 	settled := s.settled
 	s.mu.Unlock()
-	deadline := time.Now().Add(time.Minute)
-	for !settled() { // the worker saves "delivered" over this record now
-		if time.Now().After(deadline) {
-			return made, errors.New("the worker never settled the delivery")
-		}
-		time.Sleep(5 * time.Millisecond) // sleep-ok: polls for the worker's save, which must happen
+	// The worker saves "delivered" over this record now; Create runs on
+	// the outbox's goroutine, so it reports rather than fails the test.
+	if !testwait.Until(context.Background(), time.Minute, settled) {
+		return made, errors.New("the worker never settled the delivery")
 	}
 	return made, err
 }
@@ -88,7 +87,7 @@ func TestOutboxRetriedEnqueueRacingTheSaveSendsOnce(t *testing.T) {
 	if _, _, err := o.Enqueue(t.Context(), d); err == nil {
 		t.Fatal("Enqueue succeeded while the store was down")
 	}
-	waitFor(t, "the early send", func() bool { return hook.delivered.Load() == 2 })
+	testwait.For(t, "the early send", func() bool { return hook.delivered.Load() == 2 })
 
 	store.recover(func() bool { return o.Depth() == 0 })
 	rec, created, err := o.Enqueue(t.Context(), d)

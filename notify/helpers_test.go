@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -193,25 +194,13 @@ func fastOutbox(store notify.Store, services map[string]notify.Service, m *notif
 	}
 }
 
-// waitFor polls cond every 10ms until it holds or 10s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
-}
-
 // waitSettled waits until no worker holds a delivery: Enqueue, Redeliver,
 // Start and rescans hand a delivery over before they return, and it is
 // held until after its last send, so a duplicate handed over before the
 // call has been sent by then (see Outbox.Depth).
 func waitSettled(t *testing.T, o *notify.Outbox) {
 	t.Helper()
-	waitFor(t, "no delivery held", func() bool { return o.Depth() == 0 })
+	testwait.For(t, "no delivery held", func() bool { return o.Depth() == 0 })
 }
 
 // waitRescanSettled waits for a whole rescan that read the store after the
@@ -220,7 +209,7 @@ func waitSettled(t *testing.T, o *notify.Outbox) {
 func waitRescanSettled(t *testing.T, o *notify.Outbox) {
 	t.Helper()
 	from := o.Rescans()
-	waitFor(t, "a rescan after this point", func() bool { return o.Rescans() >= from+2 })
+	testwait.For(t, "a rescan after this point", func() bool { return o.Rescans() >= from+2 })
 	waitSettled(t, o)
 }
 
@@ -228,7 +217,7 @@ func waitRescanSettled(t *testing.T, o *notify.Outbox) {
 func waitState(t *testing.T, o *notify.Outbox, id string, state notify.State) notify.Record {
 	t.Helper()
 	var rec notify.Record
-	waitFor(t, "delivery "+id+" to be "+string(state), func() bool {
+	testwait.For(t, "delivery "+id+" to be "+string(state), func() bool {
 		var err error
 		rec, err = o.Store.Get(t.Context(), id)
 		return err == nil && rec.State == state

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -63,7 +64,7 @@ func TestJournalKeepsMessagesSentAcrossARestart(t *testing.T) {
 				}
 				ids = append(ids, rec.ID)
 			}
-			waitFor(t, "three messages sent", func() bool { return hook.delivered.Load() == 3 })
+			testwait.For(t, "three messages sent", func() bool { return hook.delivered.Load() == 3 })
 			waitSettled(t, first) // the saves failed
 			stop()
 			if err := first.Journal.Close(); err != nil {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -137,10 +138,10 @@ func TestOutboxCompactsItsStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "ten deliveries compacted into the log", func() bool {
+	testwait.For(t, "ten deliveries compacted into the log", func() bool {
 		return len(recordStates(t, cs, s.Namespace, "crowsnest-outbox-log-0")) == 10
 	})
-	waitFor(t, "the shard emptied of finished records", func() bool {
+	testwait.For(t, "the shard emptied of finished records", func() bool {
 		return len(recordStates(t, cs, s.Namespace, "crowsnest-outbox-0")) == 0
 	})
 	if n := hook.delivered.Load(); n != 10 {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -344,7 +345,7 @@ func TestOutboxDeliversRedeliveryMarkedByAnotherProcess(t *testing.T) {
 		}
 	}
 	for _, id := range []string{ok.ID, dead.ID} {
-		waitFor(t, "delivery "+id+" to be redelivered", func() bool {
+		testwait.For(t, "delivery "+id+" to be redelivered", func() bool {
 			r, err := store.Get(t.Context(), id)
 			return err == nil && r.State == notify.StateDelivered && r.Redeliveries == 1
 		})

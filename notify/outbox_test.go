@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -81,7 +82,7 @@ func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
 	}
 	svc := map[string]string{"service": "webhook.hook"}
 	// Metrics follow the durable state: wait for the last one.
-	waitFor(t, "the delivered metric", func() bool {
+	testwait.For(t, "the delivered metric", func() bool {
 		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": "delivered"}) == 1
 	})
 	for _, m := range []struct {
@@ -99,7 +100,7 @@ func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", m.name, m.labels, got, m.want)
 		}
 	}
-	waitFor(t, "outbox depth 0", func() bool { return metric(t, reg, "crowsnest_notify_outbox_depth", map[string]string{}) == 0 })
+	testwait.For(t, "outbox depth 0", func() bool { return metric(t, reg, "crowsnest_notify_outbox_depth", map[string]string{}) == 0 })
 
 	// The same dedupe key again sends nothing.
 	again, created, err := o.Enqueue(t.Context(), hookDelivery("k1", "argocd/guestbook", `{"n":1}`))
@@ -132,7 +133,7 @@ func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
 	if want := "webhook hook: POST http://127.0.0.1"; len(got.LastError) < len(want) || got.LastError[:len(want)] != want {
 		t.Errorf("last error = %q", got.LastError)
 	}
-	waitFor(t, "the dead-letter callback", func() bool { mu.Lock(); defer mu.Unlock(); return len(dead) > 0 })
+	testwait.For(t, "the dead-letter callback", func() bool { mu.Lock(); defer mu.Unlock(); return len(dead) > 0 })
 	mu.Lock()
 	if len(dead) != 1 || dead[0].ID != rec.ID {
 		t.Errorf("dead letters = %+v, want one for %s", dead, rec.ID)
@@ -171,8 +172,7 @@ func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
 }
 
 func TestOutboxPermanentErrorDeadLettersAtOnce(t *testing.T) {
-	srv := newWebhookRecorder(t, false)
-	srv.status = http.StatusUnprocessableEntity
+	srv := refusingWebhook(t, http.StatusUnprocessableEntity)
 	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, nil)
 	runOutbox(t, o)
 	rec, _, err := o.Enqueue(t.Context(), hookDelivery("k-perm", "a/b", "{}"))
@@ -218,7 +218,7 @@ func TestOutboxHangingDestinationBlocksNothingElse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the webhook to hang", func() bool { return hung.Load() == 1 })
+	testwait.For(t, "the webhook to hang", func() bool { return hung.Load() == 1 })
 	start := time.Now()
 	rec, _, err := o.Enqueue(t.Context(), notify.Delivery{Key: "slack-b", App: "argocd/b", Trigger: "on-deployed", Service: "slack", Recipient: "#deploys",
 		Notification: notify.Notification{Message: "b deployed"}})
@@ -229,7 +229,7 @@ func TestOutboxHangingDestinationBlocksNothingElse(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("the Slack message took %s behind a hanging webhook", took)
 	}
-	waitFor(t, "outbox depth 3 (the hanging webhook's deliveries)", func() bool {
+	testwait.For(t, "outbox depth 3 (the hanging webhook's deliveries)", func() bool {
 		return metric(t, reg, "crowsnest_notify_outbox_depth", map[string]string{}) == 3
 	})
 	if hung.Load() != 1 {
@@ -263,7 +263,7 @@ func TestOutboxEnqueueBeforeStartAndRestart(t *testing.T) {
 	}
 	second := fastOutbox(store, svcs, nil)
 	runOutbox(t, second)
-	waitFor(t, "both pending deliveries", func() bool { return hook.delivered.Load() == 3 })
+	testwait.For(t, "both pending deliveries", func() bool { return hook.delivered.Load() == 3 })
 	waitSettled(t, second) // Start handed over all it found at once
 	got := map[string]int32{}
 	hook.bodies.Range(func(k, v any) bool { got[k.(string)] = v.(*atomic.Int32).Load(); return true })
@@ -285,7 +285,7 @@ func TestOutboxRateLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "five deliveries", func() bool { return hook.delivered.Load() == 5 })
+	testwait.For(t, "five deliveries", func() bool { return hook.delivered.Load() == 5 })
 	if took := time.Since(start); took < 180*time.Millisecond {
 		t.Errorf("5 sends at 20/s with burst 1 took %s, want at least 200ms", took)
 	}
@@ -306,7 +306,7 @@ func TestOutboxPacesAsTheServiceSays(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "five deliveries", func() bool { return hook.delivered.Load() == 5 })
+	testwait.For(t, "five deliveries", func() bool { return hook.delivered.Load() == 5 })
 	if took := time.Since(start); took < 180*time.Millisecond {
 		t.Errorf("5 sends at 20/s with burst 1 took %s, want at least 200ms", took)
 	}
@@ -347,7 +347,7 @@ func TestOutboxUnknownServiceAndNoSecretsInLogs(t *testing.T) {
 	if unknown := waitState(t, o, b.ID, notify.StateDead); unknown.LastError != `no service "webhook.nope" configured` || unknown.Attempts != 2 {
 		t.Errorf("unknown service record = %+v", unknown)
 	}
-	waitFor(t, "two dead-letter log lines", func() bool { return strings.Count(buf.String(), "notification dead-lettered") == 2 })
+	testwait.For(t, "two dead-letter log lines", func() bool { return strings.Count(buf.String(), "notification dead-lettered") == 2 })
 	logs := buf.String()
 	for _, secret := range []string{"secret-path-part", "bearer-value-123", "hmac-value-456"} {
 		if strings.Contains(logs, secret) || strings.Contains(rec.LastError, secret) {
@@ -425,7 +425,7 @@ func (s *hookedStore) Update(ctx context.Context, rec notify.Record) error {
 func waitRescans(t *testing.T, s *hookedStore, n int32) {
 	t.Helper()
 	from := s.lists.Load()
-	waitFor(t, fmt.Sprintf("%d rescans", n), func() bool { return s.lists.Load() >= from+n })
+	testwait.For(t, fmt.Sprintf("%d rescans", n), func() bool { return s.lists.Load() >= from+n })
 }
 
 // gate is a channel closed once, by the test or at its end, so a held
@@ -467,7 +467,7 @@ func TestOutboxRescanPicksUpRedeliveryFromAnotherOutbox(t *testing.T) {
 	if err != nil || marked.State != notify.StatePending || marked.Redeliveries != 1 {
 		t.Fatalf("Redeliver = %+v, %v; want pending with 1 redelivery", marked, err)
 	}
-	waitFor(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
+	testwait.For(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
 	got := waitState(t, o, rec.ID, notify.StateDelivered)
 	waitRescanSettled(t, o)
 	if hook.delivered.Load() != 2 || got.Attempts != 1 || got.Redeliveries != 1 {
@@ -528,7 +528,7 @@ func TestOutboxRescanSkipsDeliverySettledDuringList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the request to arrive", func() bool { return requests.Load() == 1 })
+	testwait.For(t, "the request to arrive", func() bool { return requests.Load() == 1 })
 
 	listed, hasListed := gate(t)
 	resume, resumeList := gate(t)
@@ -538,7 +538,7 @@ func TestOutboxRescanSkipsDeliverySettledDuringList(t *testing.T) {
 	receive(t, listed, "a rescan to read the store")
 	sent() // the delivery completes and settles while the list is out
 	waitState(t, o, rec.ID, notify.StateDelivered)
-	waitFor(t, "outbox depth 0", func() bool { return metric(t, reg, "crowsnest_notify_outbox_depth", map[string]string{}) == 0 })
+	testwait.For(t, "outbox depth 0", func() bool { return metric(t, reg, "crowsnest_notify_outbox_depth", map[string]string{}) == 0 })
 	resumeList()
 	waitRescans(t, store, 3)
 	if n := requests.Load(); n != 1 {
@@ -574,7 +574,7 @@ func TestOutboxRedeliverWhileSettling(t *testing.T) {
 		t.Fatal(err)
 	}
 	releaseSave()
-	waitFor(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
+	testwait.For(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
 	got := waitState(t, o, rec.ID, notify.StateDelivered)
 	waitSettled(t, o)
 	if hook.delivered.Load() != 2 || got.Redeliveries != 1 {
@@ -694,7 +694,7 @@ func TestOutboxOrdersPerApplicationNotPerDestination(t *testing.T) {
 	}
 	enqueue("a0", "argocd/a")
 	a1 := enqueue("a1", "argocd/a")
-	waitFor(t, "a0 to be held by the destination", func() bool { return aInFlight.Load() == 1 })
+	testwait.For(t, "a0 to be held by the destination", func() bool { return aInFlight.Load() == 1 })
 	b0 := enqueue("b0", "argocd/b")
 	waitState(t, o, b0.ID, notify.StateDelivered)
 	if rec, err := o.Store.Get(t.Context(), a1.ID); err != nil || rec.State != notify.StatePending {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -148,7 +149,7 @@ func TestSlackRateLimitedThroughOutbox(t *testing.T) {
 	if got.Attempts != 1 {
 		t.Errorf("attempts = %d, want 1 (the 429 does not count)", got.Attempts)
 	}
-	waitFor(t, "the delivered metric", func() bool {
+	testwait.For(t, "the delivered metric", func() bool {
 		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "on-deployed", "result": "delivered"}) == 1
 	})
 	if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "on-deployed", "result": "rate_limited"}); n != 1 {

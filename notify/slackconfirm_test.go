@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -92,7 +93,7 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 		}
 	}
 	// The metric follows the record's save.
-	waitFor(t, "three deliveries counted as confirmed", func() bool {
+	testwait.For(t, "three deliveries counted as confirmed", func() bool {
 		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": notify.ResultConfirmed}) == 3
 	})
 	// One search per conversation, however many of its deliveries are

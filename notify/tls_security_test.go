@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -20,7 +21,7 @@ func TestServicesVerifyTLSByDefault(t *testing.T) {
 	slackSrv := &fakeSlack{errors: map[string]string{}}
 	slackSrv.Server = httptest.NewTLSServer(http.HandlerFunc(slackSrv.serve))
 	t.Cleanup(slackSrv.Close)
-	hook := newWebhookRecorder(t, true)
+	hook := testnotify.NewRecorder(t, testnotify.RecorderOptions{TLS: true})
 	starttls, implicit := newSMTPServer(t, false), newSMTPServer(t, true)
 
 	slackWith := func(opts ...notify.SlackOption) notify.Service {

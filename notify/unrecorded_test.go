@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -53,9 +54,9 @@ func TestOutboxBoundsMessagesSentAndNotRecorded(t *testing.T) {
 		}
 		ids = append(ids, rec.ID)
 	}
-	waitFor(t, "three deliveries waiting to be recorded", func() bool { return store.waiting.Load() == 3 })
+	testwait.For(t, "three deliveries waiting to be recorded", func() bool { return store.waiting.Load() == 3 })
 	// The five other workers each say they wait for a slot, then wait.
-	waitFor(t, "five deliveries waiting for a slot", func() bool {
+	testwait.For(t, "five deliveries waiting for a slot", func() bool {
 		return strings.Count(logs.String(), "waiting for sent messages to be recorded before sending another") == 5
 	})
 	if n := hook.delivered.Load(); n != 3 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
@@ -28,7 +29,7 @@ func TestWebhookMessageBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := newWebhookRecorder(t, false)
+			rec := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
 			w, err := notify.NewWebhook("hook", rec.URL+"/hook", tt.opts...)
 			if err != nil {
 				t.Fatal(err)

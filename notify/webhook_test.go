@@ -6,65 +6,31 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
-type webhookRequest struct {
-	Method, Path, Body string
-	Header             http.Header
-}
-
-// webhookRecorder records requests and answers with status (200 when 0).
-type webhookRecorder struct {
-	*httptest.Server
-	mu     sync.Mutex
-	reqs   []webhookRequest
-	status int
-}
-
-func newWebhookRecorder(t *testing.T, tlsServer bool) *webhookRecorder {
+// refusingWebhook records a webhook's requests and refuses each with
+// status (429 with Retry-After: 7).
+func refusingWebhook(t *testing.T, status int) *testnotify.Recorder {
 	t.Helper()
-	rec := &webhookRecorder{}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		rec.mu.Lock()
-		rec.reqs = append(rec.reqs, webhookRequest{Method: r.Method, Path: r.URL.Path, Body: string(body), Header: r.Header.Clone()})
-		status := rec.status
-		rec.mu.Unlock()
+	return testnotify.NewRecorder(t, testnotify.RecorderOptions{Answer: func(testnotify.Request) testnotify.Answer {
+		a := testnotify.Answer{Status: status, Header: map[string]string{}, Body: "nope"}
 		if status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", "7")
+			a.Header["Retry-After"] = "7"
 		}
-		if status != 0 {
-			http.Error(w, "nope", status)
-			return
-		}
-	})
-	if tlsServer {
-		rec.Server = httptest.NewTLSServer(h)
-	} else {
-		rec.Server = httptest.NewServer(h)
-	}
-	t.Cleanup(rec.Close)
-	return rec
-}
-
-func (r *webhookRecorder) Requests() []webhookRequest {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]webhookRequest(nil), r.reqs...)
+		return a
+	}})
 }
 
 func TestWebhookSend(t *testing.T) {
-	srv := newWebhookRecorder(t, false)
+	srv := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
 	secret := []byte("hmac-secret-value")
 	wh, err := notify.NewWebhook("github", srv.URL+"/base?q=1",
 		notify.WithHeader("X-Team", "platform"),
@@ -89,7 +55,7 @@ func TestWebhookSend(t *testing.T) {
 		t.Fatalf("got %d requests, want 1", len(reqs))
 	}
 	got := reqs[0]
-	if diff := cmp.Diff(webhookRequest{Method: "PUT", Path: "/base/repos/org/app/statuses/abc", Body: `{"state":"success"}`}, webhookRequest{Method: got.Method, Path: got.Path, Body: got.Body}); diff != "" {
+	if diff := cmp.Diff(testnotify.Request{Method: "PUT", Path: "/base/repos/org/app/statuses/abc", Body: `{"state":"success"}`}, testnotify.Request{Method: got.Method, Path: got.Path, Body: got.Body}); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}
 	for h, want := range map[string]string{"X-Team": "platform", "Authorization": "Bearer bearer-secret-token", "Content-Type": "application/json"} {
@@ -115,7 +81,7 @@ func TestWebhookSend(t *testing.T) {
 }
 
 func TestWebhookBasicAuthDefaultMethodAndTLS(t *testing.T) {
-	srv := newWebhookRecorder(t, true)
+	srv := testnotify.NewRecorder(t, testnotify.RecorderOptions{TLS: true})
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	wh, err := notify.NewWebhook("hook", srv.URL, notify.WithBasicAuth("user", "basic-password"), notify.WithWebhookTLS(false, ca))
 	if err != nil {
@@ -157,8 +123,7 @@ func TestWebhookErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
-			srv := newWebhookRecorder(t, false)
-			srv.status = tt.status
+			srv := refusingWebhook(t, tt.status)
 			wh, err := notify.NewWebhook("hook", srv.URL+"/secret-path-token", notify.WithBearerToken("tok-123"), notify.WithBasicAuth("u", "pw-456"))
 			if err != nil {
 				t.Fatal(err)

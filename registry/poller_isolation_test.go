@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // Two teams' Applications read one repository: one through the registry's
@@ -139,7 +140,9 @@ func TestPollerHangingHostsDoNotDelayOthers(t *testing.T) {
 			p.SetInterests(interests)
 			startPoller(t, p)
 
-			waitFor(t, "the healthy host's first poll", func() bool { return healthy.Count("list", "/app/") > 0 })
+			// 20 s: less than one attempt on a hanging host (30 s), so a
+			// healthy poll that waited behind one fails the test.
+			testwait.Within(t, "the healthy host's first poll", 20*time.Second, func() bool { return healthy.Count("list", "/app/") > 0 })
 			healthy.Push(t, "app:2", testreg.Image(t, t0, ""))
 			p.Refresh(healthy.Host() + "/app")
 			select {
@@ -172,18 +175,6 @@ func startPoller(t *testing.T, p *Poller) {
 			t.Error("Start did not return after cancel")
 		}
 	})
-}
-
-// waitFor waits up to 20 s for cond.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
 }
 
 // An annotation may name any registry host. Naming 1,000 of them leaves
@@ -272,7 +263,7 @@ func TestPollerStartPollsAgainOnTheInterval(t *testing.T) {
 	repo := reg.Host() + "/app"
 	p.SetInterests(map[Target]Interest{{Repo: repo}: {}})
 	startPoller(t, p)
-	waitFor(t, "the first poll", func() bool { return reg.Count("list", "/app/") > 0 })
+	testwait.For(t, "the first poll", func() bool { return reg.Count("list", "/app/") > 0 })
 	reg.Push(t, "app:2", testreg.Image(t, t0, ""))
 	select {
 	case ch := <-log.ch:

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // fakeClock is a settable clock shared by a client and a poller.
@@ -240,10 +241,7 @@ func TestPollerStartRefreshAndStop(t *testing.T) {
 	go func() { done <- p.Start(ctx) }()
 
 	// Wait for the baseline poll, then push and tell the poller.
-	deadline := time.Now().Add(10 * time.Second)
-	for reg.Count("list", "") == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // sleep-ok: poll interval
-	}
+	testwait.For(t, "the baseline poll", func() bool { return reg.Count("list", "") > 0 })
 	reg.Push(t, "app:2", testreg.Image(t, t0, ""))
 	if p.Refresh(reg.Host() + "/nobody-uses-this") {
 		t.Error("Refresh of an unused repository reported true")

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -220,7 +221,7 @@ func TestFileSourceProblemClears(t *testing.T) {
 	// A file that no longer parses, whatever it says, keeps the
 	// Application as last read.
 	write("{{ .Values.broken }}: [\n")
-	waitFor(t, "the unparsable file to be a problem", func() bool {
+	testwait.For(t, "the unparsable file to be a problem", func() bool {
 		p := src.Problems()
 		return len(p) == 1 && strings.HasPrefix(p[0].Reason, "file skipped: document 1: ")
 	})
@@ -229,7 +230,7 @@ func TestFileSourceProblemClears(t *testing.T) {
 	}
 	// A field of the wrong type: the same.
 	write(appDoc("  annotations:\n"+imageList, "a string"))
-	waitFor(t, "the wrong field to be a problem", func() bool {
+	testwait.For(t, "the wrong field to be a problem", func() bool {
 		p := src.Problems()
 		return len(p) == 1 && strings.Contains(p[0].Reason, "spec.source")
 	})
@@ -244,7 +245,7 @@ func TestFileSourceProblemClears(t *testing.T) {
 	if _, ok := ev.New.Annotations["argocd-image-updater.argoproj.io/image-list"]; !ok {
 		t.Errorf("the good annotation was lost: %v", ev.New.Annotations)
 	}
-	waitFor(t, "the annotation problem", func() bool {
+	testwait.For(t, "the annotation problem", func() bool {
 		p := src.Problems()
 		return len(p) == 1 && strings.Contains(p[0].Reason, "force-update")
 	})
@@ -253,7 +254,7 @@ func TestFileSourceProblemClears(t *testing.T) {
 	rec.waitApp(t, func(ev watcher.AppEvent) bool {
 		return ev.Type == watcher.Updated && ev.New.Annotations["argocd-image-updater.argoproj.io/force-update"] == "true"
 	})
-	waitFor(t, "the problems to clear", func() bool { return len(src.Problems()) == 0 })
+	testwait.For(t, "the problems to clear", func() bool { return len(src.Problems()) == 0 })
 	for _, deleted := range rec.eventsFor("argocd/web") {
 		if deleted.Type == watcher.Deleted {
 			t.Error("a broken edit deleted the Application")
@@ -262,7 +263,7 @@ func TestFileSourceProblemClears(t *testing.T) {
 
 	// Each problem was logged once however often the folder was read,
 	// and each was logged resolved.
-	waitFor(t, "the resolved log lines", func() bool { return logCount(&logs, "application file problem resolved") >= 3 })
+	testwait.For(t, "the resolved log lines", func() bool { return logCount(&logs, "application file problem resolved") >= 3 })
 	if n, m := logCount(&logs, `msg="application file problem" `), logCount(&logs, "application file problem resolved"); n != 3 || m != 3 {
 		t.Errorf("%d problem and %d resolved log lines, want 3 of each:\n%s", n, m, logs.String())
 	}

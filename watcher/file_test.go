@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -14,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -148,7 +148,7 @@ func TestFileSourceChanges(t *testing.T) {
 
 	// A broken edit keeps the last good objects: no delete, an invalid count.
 	write("apps.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: [broken\n")
-	waitFor(t, "the broken file to be counted", func() bool {
+	testwait.For(t, "the broken file to be counted", func() bool {
 		return metricSum(t, reg, "crowsnest_watch_objects_invalid_total") >= 1
 	})
 	// Then a real change to one of them, and the other removed.
@@ -174,16 +174,5 @@ func TestFileSourceChanges(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
 	}
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// waitTimeout bounds every wait for an event; informers deliver in
-// milliseconds, an apiserver restart takes seconds.
+// waitTimeout bounds the waits for an event on a channel, as
+// testwait.Timeout bounds the polls; informers deliver in milliseconds,
+// an apiserver restart takes seconds.
 const waitTimeout = 60 * time.Second
 
 // recorder is a watcher.Handler that keeps every event in order.

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -284,7 +285,7 @@ func TestKubeSourceAppProjects(t *testing.T) {
 	}
 	key := ns + "/payments"
 	want := []string{"added " + key, "updated " + key, "deleted " + key}
-	waitFor(t, "three project events", func() bool { return len(rec.projectEvents()) >= 3 })
+	testwait.For(t, "three project events", func() bool { return len(rec.projectEvents()) >= 3 })
 	// The status write (never read) is filtered: exactly the three changes.
 	if diff := cmp.Diff(want, rec.projectEvents()); diff != "" {
 		t.Errorf("project events (-want +got):\n%s", diff)
@@ -459,7 +460,7 @@ func TestAppStreamListsThenWatches(t *testing.T) {
 	if _, err := apps.Namespace(ns).Update(t.Context(), b, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the watched change in the cache", func() bool {
+	testwait.For(t, "the watched change in the cache", func() bool {
 		obj, _, _ := inf.GetStore().GetByKey(ns + "/b")
 		health, _, _ := unstructured.NestedString(watcher.Unstored(obj).(*unstructured.Unstructured).Object, "status", "health", "status")
 		return health == "Degraded"

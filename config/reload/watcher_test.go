@@ -7,30 +7,22 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const header = "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\n"
 
-const waitTimeout = 30 * time.Second
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
-}
+// waitTimeout bounds each wait for a reload. It is no longer than the
+// watcher's recheckInterval, so that a change the watcher missed and only
+// its periodic re-read found does not pass for one it noticed.
+const waitTimeout = recheckInterval
 
 // watchFile starts a Watcher on path until the test ends and counts
 // OnChange calls.
@@ -101,11 +93,11 @@ func TestWatcherReloadsRejectsAndRecovers(t *testing.T) {
 	if err := os.WriteFile(path, []byte(header+"log: {level: debug}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the debug level", func() bool { return w.Current().Log.Level == "debug" })
+	testwait.Within(t, "the debug level", waitTimeout, func() bool { return w.Current().Log.Level == "debug" })
 
 	// A broken version is rejected and the old one stays.
 	writeAtomically(t, path, header+"log: {level: debug}\ncontroller: {workers: many}\n")
-	waitFor(t, "the rejection to be counted", func() bool { return counterValue(t, reg, "error") == 1 })
+	testwait.Within(t, "the rejection to be counted", waitTimeout, func() bool { return counterValue(t, reg, "error") == 1 })
 	if got := w.Current().Log.Level; got != "debug" {
 		t.Errorf("after a rejected reload level = %q, want the old debug", got)
 	}
@@ -114,11 +106,11 @@ func TestWatcherReloadsRejectsAndRecovers(t *testing.T) {
 	writeAtomically(t, path, header+"log: {level: debug}\ncontroller: {workers: many}\n")
 	// A fixed version is accepted.
 	writeAtomically(t, path, header+"log: {level: warn}\n")
-	waitFor(t, "the warn level", func() bool { return w.Current().Log.Level == "warn" })
+	testwait.Within(t, "the warn level", waitTimeout, func() bool { return w.Current().Log.Level == "warn" })
 	writeAtomically(t, path, header+"log: {level: warn}\n")
 	// One more distinct change proves the identical write above was handled.
 	writeAtomically(t, path, header+"log: {level: error}\n")
-	waitFor(t, "the error level", func() bool { return w.Current().Log.Level == "error" })
+	testwait.Within(t, "the error level", waitTimeout, func() bool { return w.Current().Log.Level == "error" })
 
 	if got := changes(); got != 3 {
 		t.Errorf("OnChange called %d times, want 3 (debug, warn, error)", got)
@@ -161,7 +153,7 @@ func TestWatcherFollowsConfigMapSymlinkSwap(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "..2026_11_22_10_00_00.1")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the swapped-in version", func() bool { return w.Current().Log.Level == "debug" })
+	testwait.Within(t, "the swapped-in version", waitTimeout, func() bool { return w.Current().Log.Level == "debug" })
 	if got := changes(); got != 1 {
 		t.Errorf("OnChange called %d times, want 1", got)
 	}
@@ -202,12 +194,12 @@ func TestWatcherAcceptRejects(t *testing.T) {
 		}
 	}()
 	writeAtomically(t, path, header+"log: {level: warn}\n")
-	waitFor(t, "the rejection to be counted", func() bool { return counterValue(t, reg, "error") == 1 })
+	testwait.Within(t, "the rejection to be counted", waitTimeout, func() bool { return counterValue(t, reg, "error") == 1 })
 	if got := w.Current().Log.Level; got != "info" {
 		t.Errorf("after a refused reload level = %q, want the old info", got)
 	}
 	writeAtomically(t, path, header+"log: {level: debug}\n")
-	waitFor(t, "the debug level", func() bool { return w.Current().Log.Level == "debug" })
+	testwait.Within(t, "the debug level", waitTimeout, func() bool { return w.Current().Log.Level == "debug" })
 	if got := counterValue(t, reg, "success"); got != 1 {
 		t.Errorf("successful reloads = %v, want 1", got)
 	}

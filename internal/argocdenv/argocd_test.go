@@ -18,6 +18,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/argocdenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 var env *testenv.Env
@@ -112,17 +113,18 @@ func createObject(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionRe
 	}
 }
 
+// waitFor is testwait.For at Argo CD's pace: rendering and syncing take
+// tens of seconds, so it waits longer and polls the apiserver less often,
+// and a timeout shows the last value seen (seen[0], when given) and Argo
+// CD's logs.
 func waitFor(t *testing.T, argo *argocdenv.ArgoCD, what string, cond func() bool, seen ...func() any) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			var last any
-			if len(seen) > 0 {
-				last = seen[0]()
-			}
-			t.Fatalf("timed out waiting for %s (last seen: %v); Argo CD's logs:\n%s", what, last, argo.Logs())
+	detail := func() string {
+		var last any
+		if len(seen) > 0 {
+			last = seen[0]()
 		}
-		time.Sleep(100 * time.Millisecond) // sleep-ok: poll interval
+		return fmt.Sprintf("last seen: %v; Argo CD's logs:\n%s", last, argo.Logs())
 	}
+	testwait.Wait{Timeout: 2 * time.Minute, MaxInterval: 100 * time.Millisecond, Detail: detail}.For(t, what, cond)
 }

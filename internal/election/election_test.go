@@ -14,6 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/election"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // Short timings in client-go's relation (duration > deadline > retry*1.2).
@@ -262,13 +263,9 @@ func TestOneLeaderAndReleaseHandsOver(t *testing.T) {
 	b := run(t, client, ns, "b")
 	// Let b contend for a while: until a renewed the lease twice after b
 	// began (b tries as often as a renews).
-	deadline := time.Now().Add(patience)
-	for l := getLease(t, client, ns); !l.Spec.RenewTime.After(contending.Add(2 * retryPeriod)); l = getLease(t, client, ns) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for a to renew its lease")
-		}
-		time.Sleep(retryPeriod / 5) // sleep-ok: polls for a renewal that must happen
-	}
+	testwait.Within(t, "a to renew its lease twice", patience, func() bool {
+		return getLease(t, client, ns).Spec.RenewTime.After(contending.Add(2 * retryPeriod))
+	})
 	select {
 	case <-b.started:
 		t.Fatal("b leads while a holds the lease")

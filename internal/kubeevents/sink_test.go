@@ -17,6 +17,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // client is a clientset for the test control plane with the rate limit
@@ -141,23 +142,12 @@ func TestRepeatRaisesTheCount(t *testing.T) {
 	s.Start()
 	defer s.Shutdown(time.Minute)
 	s.Event(app(ns, "web"), corev1.EventTypeWarning, "UpdateFailed", "listing tags: 503")
-	waitFor(t, func() bool { return outcomes(t, reg)["written"] == 1 })
+	testwait.For(t, "the first Event written", func() bool { return outcomes(t, reg)["written"] == 1 })
 	s.Event(app(ns, "web"), corev1.EventTypeWarning, "UpdateFailed", "listing tags: 503")
-	waitFor(t, func() bool { return outcomes(t, reg)["written"] == 2 })
+	testwait.For(t, "the repeated Event written", func() bool { return outcomes(t, reg)["written"] == 2 })
 	events, sum := recorded(t, cs, ns)
 	if len(events) != 1 || sum != 2 || events[0].LastTimestamp.Before(&events[0].FirstTimestamp) {
 		t.Fatalf("%d Events (count sum %d), want one with count 2: %+v", len(events), sum, events)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
 	}
 }
 

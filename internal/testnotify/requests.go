@@ -1,10 +1,6 @@
 package testnotify
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"slices"
-	"sync"
 	"testing"
 )
 
@@ -14,30 +10,23 @@ import (
 type Requests struct {
 	// URL is the server's root.
 	URL string
-	mu  sync.Mutex
-	got []string
+	rec *Recorder
 }
 
 // NewRequests starts a Requests answering status and body; it stops when
 // the test ends.
 func NewRequests(t *testing.T, status int, body string) *Requests {
 	t.Helper()
-	rs := &Requests{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rs.mu.Lock()
-		rs.got = append(rs.got, r.Method+" "+r.URL.Path)
-		rs.mu.Unlock()
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(srv.Close)
-	rs.URL = srv.URL
-	return rs
+	rec := NewRecorder(t, RecorderOptions{Answer: func(Request) Answer { return Answer{Status: status, Body: body} }})
+	return &Requests{URL: rec.URL, rec: rec}
 }
 
 // All returns the requests received so far, in order.
 func (rs *Requests) All() []string {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return slices.Clone(rs.got)
+	reqs := rs.rec.Requests()
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		out[i] = r.Method + " " + r.Path
+	}
+	return out
 }

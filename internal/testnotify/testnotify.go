@@ -4,57 +4,46 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
-
-// WaitTimeout bounds every wait of a Sink: the pipeline sends in
-// milliseconds, but the tests run beside a real control plane on a busy
-// machine.
-const WaitTimeout = 60 * time.Second
 
 // Sink is a webhook receiver that records the "event" and "app" of every
 // JSON body the catalog's templates send.
 type Sink struct {
 	// URL is where the "hook" service of Config sends.
 	URL string
-	mu  sync.Mutex
-	got []string
+	rec *Recorder
 }
 
 // NewSink starts a Sink that stops when the test ends.
 func NewSink(t *testing.T) *Sink {
 	t.Helper()
-	s := &Sink{}
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var body struct{ Event, App string }
-		if err := json.Unmarshal(b, &body); err != nil {
-			t.Errorf("webhook body is not JSON: %v\n%s", err, b)
+	rec := NewRecorder(t, RecorderOptions{Answer: func(r Request) Answer {
+		if !json.Valid([]byte(r.Body)) {
+			t.Errorf("webhook body is not JSON:\n%s", r.Body)
 		}
-		s.mu.Lock()
-		s.got = append(s.got, body.App+":"+body.Event)
-		s.mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	s.URL = srv.URL
-	return s
+		return Answer{}
+	}})
+	return &Sink{URL: rec.URL, rec: rec}
 }
 
 // Messages returns what arrived so far, as "app:event", in order.
 func (s *Sink) Messages() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.got...)
+	var out []string
+	for _, b := range s.rec.Bodies() {
+		var body struct{ Event, App string }
+		_ = json.Unmarshal([]byte(b), &body) // NewSink reported a body that is not JSON
+		out = append(out, body.App+":"+body.Event)
+	}
+	return out
 }
 
 // WaitLast waits until the last message is want, then returns them all.
@@ -62,7 +51,7 @@ func (s *Sink) Messages() []string {
 // their order, so nothing sent before want can still arrive after it.
 func (s *Sink) WaitLast(t *testing.T, want string) []string {
 	t.Helper()
-	s.wait(t, "webhook message "+want, func(m []string) bool { return len(m) > 0 && m[len(m)-1] == want })
+	testwait.For(t, "webhook message "+want, func() bool { m := s.Messages(); return len(m) > 0 && m[len(m)-1] == want })
 	return s.Messages()
 }
 
@@ -71,19 +60,8 @@ func (s *Sink) WaitLast(t *testing.T, want string) []string {
 // WaitLast could return at the first one.
 func (s *Sink) WaitLen(t *testing.T, n int) []string {
 	t.Helper()
-	s.wait(t, fmt.Sprintf("%d webhook messages", n), func(m []string) bool { return len(m) >= n })
+	testwait.For(t, fmt.Sprintf("%d webhook messages", n), func() bool { return len(s.Messages()) >= n })
 	return s.Messages()
-}
-
-func (s *Sink) wait(t *testing.T, what string, cond func([]string) bool) {
-	t.Helper()
-	deadline := time.Now().Add(WaitTimeout)
-	for !cond(s.Messages()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", WaitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
 }
 
 // Config turns the catalog on with one webhook service "hook" that sends

@@ -2,26 +2,12 @@ package pipeline_test
 
 import (
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
-
-// waitFor polls cond every 10ms until it holds or testnotify.WaitTimeout
-// passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testnotify.WaitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", testnotify.WaitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
-}
 
 // testApp builds an Application view with the given operation phase,
 // health and revision ("" leaves a field out).

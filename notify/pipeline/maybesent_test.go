@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -65,7 +66,7 @@ func TestNotifierMarksWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 			before(n)
 		}
 		stop := testnotify.RunTasks(t, out.Start, n.Start)
-		waitFor(t, "notifier started", n.Started)
+		testwait.For(t, "notifier started", n.Started)
 		return n, stop
 	}
 	n, stop := start(nil)

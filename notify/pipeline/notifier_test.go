@@ -16,6 +16,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -49,7 +50,7 @@ func (h *notifyHarness) start(t *testing.T) {
 	}
 	h.stop = testnotify.RunTasks(t, out.Start, n.Start)
 	h.notifier = n
-	waitFor(t, "notifier started", n.Started)
+	testwait.For(t, "notifier started", n.Started)
 }
 
 func newNotifyHarness(t *testing.T) *notifyHarness {
@@ -184,12 +185,12 @@ func TestNotifierBeforeStartKeepsLatestStateAndPrunes(t *testing.T) {
 	n.OnTransition(v[0], v[1])
 	n.OnTransition(v[1], v[2])
 	testnotify.RunTasks(t, out.Start, n.Start)
-	waitFor(t, "notifier started", n.Started)
+	testwait.For(t, "notifier started", n.Started)
 	n.OnTransition(v[2], testApp(t, "web", "u1", "Succeeded", "Degraded", "r1"))
 	if diff := cmp.Diff([]string{"web:app-health-degraded"}, sink.WaitLast(t, "web:app-health-degraded")); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
-	waitFor(t, "state of the unseen application pruned", func() bool {
+	testwait.For(t, "state of the unseen application pruned", func() bool {
 		st, err := state.LoadAll(t.Context())
 		_, stale := st["gone"]
 		return err == nil && !stale && st["u1"].Seen
@@ -288,7 +289,7 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 			t.Fatal(err)
 		}
 		stop := testnotify.RunTasks(t, out.Start, n.Start)
-		waitFor(t, "notifier started", n.Started)
+		testwait.For(t, "notifier started", n.Started)
 		return n, stop
 	}
 	healthy := testApp(t, "web", "u1", "Succeeded", "Healthy", "r1")
@@ -298,7 +299,7 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	n, stop := start(skew)
 	n.OnTransition(nil, healthy)
 	synced.Store(true)
-	waitFor(t, "the baseline saved", seen)
+	testwait.For(t, "the baseline saved", seen)
 	state.fail.Store(1 << 20)
 	n.OnTransition(healthy, degraded)
 	sink.WaitLast(t, "web:app-health-degraded")
@@ -315,11 +316,11 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	n, _ = start(0)
 	n.OnTransition(nil, healthy)
 	synced.Store(true)
-	waitFor(t, "the baseline saved", seen)
+	testwait.For(t, "the baseline saved", seen)
 	state.fail.Store(1)
 	n.OnTransition(healthy, degraded)
 	sink.WaitLen(t, 2)
-	waitFor(t, "the second firing's state saved", func() bool { return state.seq(t) != 0 })
+	testwait.For(t, "the second firing's state saved", func() bool { return state.seq(t) != 0 })
 	want := []string{"web:app-health-degraded", "web:app-health-degraded"}
 	if diff := cmp.Diff(want, sink.Messages()); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
@@ -330,7 +331,7 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	n.OnTransition(degraded, healthy)
 	n.OnTransition(healthy, degraded)
 	sink.WaitLen(t, 3)
-	waitFor(t, "the third firing's state saved", func() bool { return state.seq(t) > seq })
+	testwait.For(t, "the third firing's state saved", func() bool { return state.seq(t) > seq })
 	if got := sink.Messages(); len(got) != 3 {
 		t.Errorf("messages: %v, want 3", got)
 	}
@@ -366,5 +367,5 @@ func TestNotifierKeepsNoIdleWorkers(t *testing.T) {
 		h.notifier.OnTransition(nil, testApp(t, fmt.Sprintf("app-%02d", i), fmt.Sprintf("u%d", i), "", "", ""))
 	}
 	h.sink.WaitLen(t, 20)
-	waitFor(t, "the workers to end", func() bool { return goroutinesIn(t, notifier) <= 3 })
+	testwait.For(t, "the workers to end", func() bool { return goroutinesIn(t, notifier) <= 3 })
 }

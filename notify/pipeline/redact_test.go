@@ -1,16 +1,13 @@
 package pipeline_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -21,17 +18,7 @@ import (
 // event's message in what Slack, webhooks and email receive.
 func TestNotifierEventTextsAreRedacted(t *testing.T) {
 	const secret = "t0ken-S3CR3T"
-	var (
-		mu     sync.Mutex
-		bodies []string
-	)
-	sink := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-	}))
-	t.Cleanup(sink.Close)
+	sink := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
 	var synced atomic.Bool
 	n := &pipeline.Notifier{
 		Outbox: &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
@@ -43,17 +30,15 @@ func TestNotifierEventTextsAreRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	testnotify.RunTasks(t, n.Outbox.Start, n.Start)
-	waitFor(t, "notifier started", n.Started)
+	testwait.For(t, "notifier started", n.Started)
 	app := testApp(t, "web", "u1", "Succeeded", "Healthy", "r1")
 	n.OnTransition(nil, app)
 	synced.Store(true)
 	n.OnEvent(app, triggers.Event{Type: triggers.EventImageUpdateFailed, ID: "f-1", Image: "ghcr.io/x/web", To: "1.1",
 		Reason: "WriteFailed", Message: "git write-back: pushing to https://bot:" + secret + "@git.example.com/r.git: refused"})
 	var got string
-	waitFor(t, "the image-update-failed message", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, b := range bodies {
+	testwait.For(t, "the image-update-failed message", func() bool {
+		for _, b := range sink.Bodies() {
 			if strings.Contains(b, "image-update-failed") {
 				got = b
 				return true

@@ -17,6 +17,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
@@ -125,7 +126,7 @@ func TestNotifierRefusesGitHubRepositoriesTheApplicationMayNotUse(t *testing.T) 
 		t.Fatal(err)
 	}
 	testnotify.RunTasks(t, n.Outbox.Start, n.Start)
-	waitFor(t, "notifier started", n.Started)
+	testwait.For(t, "notifier started", n.Started)
 
 	// Hostile first: each is decided before anything is enqueued, so once
 	// counted it can never reach GitHub.
@@ -135,17 +136,17 @@ func TestNotifierRefusesGitHubRepositoriesTheApplicationMayNotUse(t *testing.T) 
 	n.OnTransition(nil, githubTenantApp(t, "path", "on-path", map[string]any{"example.com/repo": "https://github.com/team-b/app"}, gh.URL+"/team-a/app.git"))
 	n.OnTransition(nil, githubTenantApp(t, "other-host", "on-new", nil, "https://gitlab.example.com/team-b/app.git"))
 	refused := metrics.RenderFailures("github", pipeline.RenderRefused)
-	waitFor(t, "four refused messages", func() bool { return testutil.ToFloat64(refused) == 4 })
+	testwait.For(t, "four refused messages", func() bool { return testutil.ToFloat64(refused) == 4 })
 	n.OnTransition(nil, githubTenantApp(t, "broken", "on-bad", nil, gh.URL+"/team-a/app.git"))
 	failed := metrics.RenderFailures("github", pipeline.RenderError)
-	waitFor(t, "the failed render counted", func() bool { return testutil.ToFloat64(failed) == 1 })
+	testwait.For(t, "the failed render counted", func() bool { return testutil.ToFloat64(failed) == 1 })
 
 	// Permitted: the Application's own repository, and one an
 	// annotation names among team-a's.
 	n.OnTransition(nil, githubTenantApp(t, "own", "on-new", nil, gh.URL+"/team-a/app.git"))
 	n.OnTransition(nil, githubTenantApp(t, "path-own", "on-path", map[string]any{"example.com/repo": gh.URL + "/team-a/other"}, gh.URL+"/team-a/app.git"))
 	want := []string{"POST /api/v3/repos/team-a/app/statuses/abc123", "POST /api/v3/repos/team-a/other/statuses/abc123"}
-	waitFor(t, "the permitted statuses", func() bool { return len(gh.All()) >= len(want) })
+	testwait.For(t, "the permitted statuses", func() bool { return len(gh.All()) >= len(want) })
 	got := gh.All()
 	slices.Sort(got)
 	if d := cmp.Diff(want, got); d != "" {

@@ -3,6 +3,7 @@ package creds_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 )
 
@@ -129,13 +131,8 @@ func TestAuthenticatorSharesOneRead(t *testing.T) {
 			errs <- err
 		})
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for r.Waiting() < 8 { // every caller joined the read
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 8 callers joined the read", r.Waiting())
-		}
-		time.Sleep(5 * time.Millisecond) // sleep-ok: poll interval
-	}
+	joined := func() string { return fmt.Sprintf("%d of 8 joined", r.Waiting()) }
+	testwait.Wait{Detail: joined}.For(t, "every caller to join the read", func() bool { return r.Waiting() >= 8 })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -169,13 +166,10 @@ func TestExtTimeoutKillsTheScriptAndItsChildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for processAlive(strings.TrimSpace(string(pid))) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the script's child %s outlived the timeout", pid)
-		}
-		time.Sleep(10 * time.Millisecond) // sleep-ok: poll interval
-	}
+	// Well within the child's own 30s: a child that was not killed fails.
+	testwait.Within(t, "the script's child "+strings.TrimSpace(string(pid))+" to end with the timeout", 5*time.Second, func() bool {
+		return !processAlive(strings.TrimSpace(string(pid)))
+	})
 }
 
 // processAlive reports whether pid runs and is not a zombie.

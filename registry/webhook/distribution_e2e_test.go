@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // e2eWait bounds waiting for the real registry's notifications; they
@@ -94,13 +95,10 @@ func TestDistributionNotificationsWrongTokenE2E(t *testing.T) {
 	if err := remote.Write(reg.Ref(t, "app:v1"), img, remote.WithContext(t.Context())); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(e2eWait)
-	for metrics.count(t, "distribution", ResultUnauthorized) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no rejected delivery within %s; registry log:\n%s", e2eWait, reg.Log())
-		}
-		time.Sleep(20 * time.Millisecond) // sleep-ok: poll interval
-	}
+	registryLog := func() string { return "registry log:\n" + reg.Log() }
+	testwait.Wait{Timeout: e2eWait, Detail: registryLog}.For(t, "a rejected delivery", func() bool {
+		return metrics.count(t, "distribution", ResultUnauthorized) > 0
+	})
 	select {
 	case ev := <-events:
 		t.Errorf("OnPush called for an unauthenticated delivery: %+v", ev)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // announceTemplate replaces the catalog's image-updated template for the
@@ -114,7 +116,7 @@ func destinationFault(t *testing.T, scenario string, dest destination, desc stri
 	d := w.daemon(t, "crowsnest")
 	d.start(t)
 	// The fault starts counting once there is something to send.
-	waitFor(t, "the first image update", time.Minute, func() bool { return d.count(`"msg":"images updated"`) > 0 })
+	testwait.Within(t, "the first image update", time.Minute, func() bool { return d.count(`"msg":"images updated"`) > 0 })
 	time.Sleep(sinkFaultFor) // sleep-ok: fault duration
 	setFault(false)
 	var failed float64

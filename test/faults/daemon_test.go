@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // daemon is one crowsnest replica: a `crowsnest run` process that the test
@@ -214,7 +215,7 @@ func (d *daemon) ready(ctx context.Context) bool {
 // waitReady waits until /readyz answers 200.
 func (d *daemon) waitReady(t *testing.T) {
 	t.Helper()
-	waitFor(t, d.name+" /readyz 200", 90*time.Second, func() bool { return d.ready(t.Context()) })
+	testwait.Within(t, d.name+" /readyz 200", 90*time.Second, func() bool { return d.ready(t.Context()) })
 }
 
 // deliveryAttempts sums the current process's notification delivery
@@ -291,26 +292,6 @@ func containsAll(s string, parts []string) bool {
 		if !strings.Contains(s, p) {
 			return false
 		}
-	}
-	return true
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	if !poll(t.Context(), timeout, cond) {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
-}
-
-// poll is waitFor that reports instead of failing.
-func poll(ctx context.Context, timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond) // sleep-ok: poll interval
 	}
 	return true
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // gitRequests is every request the Git server answered so far.
@@ -90,7 +91,7 @@ func TestGitSlowRecovery(t *testing.T) {
 		w.git.SetAuthFailure(true)
 		d := w.daemon(t, "crowsnest")
 		d.start(t)
-		waitFor(t, "a Git write-back to fail on credentials", time.Minute, func() bool {
+		testwait.Within(t, "a Git write-back to fail on credentials", time.Minute, func() bool {
 			return d.count(`"msg":"git write-back failed; will retry"`) > 0
 		})
 		refused := gitRequests(w)

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // Short lease timings so failover is quick; client-go requires
@@ -54,7 +56,7 @@ func TestHAFailover(t *testing.T) {
 	b.start(t)
 	restarts := supervise(t, a, b)
 	var leader, standby *daemon
-	waitFor(t, "a leader", time.Minute, func() bool {
+	testwait.Within(t, "a leader", time.Minute, func() bool {
 		switch {
 		case a.count(becameLeader) > 0:
 			leader, standby = a, b
@@ -66,7 +68,7 @@ func TestHAFailover(t *testing.T) {
 	standby.waitReady(t)
 
 	// Kill the leader once it has started writing, with work left.
-	waitFor(t, "the leader's first update", 2*time.Minute, func() bool { return leader.count(`"msg":"images updated"`) > 0 })
+	testwait.Within(t, "the leader's first update", 2*time.Minute, func() bool { return leader.count(`"msg":"images updated"`) > 0 })
 	w.sink.setFault(t, sinkOK)
 	if n := standby.count(`"msg":"images updated"`) + standby.count(`"msg":"notification queued"`); n > 0 {
 		t.Errorf("the standby acted %d times while the other replica led", n)
@@ -77,7 +79,7 @@ func TestHAFailover(t *testing.T) {
 	before := leader.count(`"msg":"images updated"`)
 	leader.kill(t)
 	killed := time.Now()
-	waitFor(t, "the standby to take over", 2*haLeaseDuration+10*time.Second, func() bool { return standby.count(becameLeader) > 0 })
+	testwait.Within(t, "the standby to take over", 2*haLeaseDuration+10*time.Second, func() bool { return standby.count(becameLeader) > 0 })
 	failover := time.Since(killed)
 	leader.start(t) // as a kubelet would; it comes back as the standby
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -227,7 +228,7 @@ registries:
 	warned := func(a exfiltrationAttack) bool {
 		return slices.ContainsFunc(eventsOf(listEvents(), a.ns+"/"+a.app, ""), func(e logEvent) bool { return strings.Contains(e.Message, a.rule) })
 	}
-	settled := poll(t.Context(), exfiltrationTimeout, func() bool {
+	settled := testwait.Until(t.Context(), exfiltrationTimeout, func() bool {
 		if !ownUsed() || !updatedTo(team, "own", own) {
 			return false
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // At --log-level debug, a Git repository URL with a token in it (through
@@ -81,7 +82,7 @@ func TestHostileWebhookStarvation(t *testing.T) {
 	metric := func(name string) float64 { return metricSum(t, "http://"+metricsAddr+"/metrics", name) }
 	// The poller's first poll of the repository records the tag set a
 	// refresh is compared with.
-	waitFor(t, "the first poll of the repository", time.Minute, func() bool { return metric("crowsnest_registry_polls_total") >= 1 })
+	testwait.Within(t, "the first poll of the repository", time.Minute, func() bool { return metric("crowsnest_registry_polls_total") >= 1 })
 	reg.Push(t, "team/web:1.1.0", testreg.Image(t, time.Date(2026, 5, 1, 1, 0, 0, 0, time.UTC), "linux/amd64"))
 
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
@@ -121,7 +122,7 @@ func TestHostileWebhookStarvation(t *testing.T) {
 	}
 	floodRefreshes := metric("crowsnest_registry_refresh_requests_total")
 	signed := post(push, map[string]string{"X-Crowsnest-Signature-256": sign(secret, push)})
-	landed := poll(t.Context(), time.Minute, func() bool { return updated(p.events(), "ci/web", web, "1.1.0") })
+	landed := testwait.Until(t.Context(), time.Minute, func() bool { return updated(p.events(), "ci/web", web, "1.1.0") })
 
 	v.answer("flood answered %s, %.0f refreshes from it; the signed push %d; its update landed: %v", describeCodes(codes), floodRefreshes, signed, landed)
 	v.expect(floodRefreshes == 0, "the flood caused %.0f refreshes", floodRefreshes)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // Two teams' Applications use one repository; one names a pull secret
@@ -44,9 +45,9 @@ registries:
 		"--git-cache-dir", filepath.Join(work, "git-cache"), "--log-format", "json", "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", "0", "--webhook-bind-address", "0")
 	metric := func(name string) float64 { return metricSum(t, "http://"+metricsAddr+"/metrics", name) }
-	waitFor(t, "the first poll of the repository", time.Minute, func() bool { return metric("crowsnest_registry_polls_total") >= 1 })
+	testwait.Within(t, "the first poll of the repository", time.Minute, func() bool { return metric("crowsnest_registry_polls_total") >= 1 })
 	reg.Push(t, "team/web:1.1.0", testreg.Image(t, time.Date(2026, 5, 1, 1, 0, 0, 0, time.UTC), "linux/amd64"))
-	landed := poll(t.Context(), time.Minute, func() bool { return updated(p.events(), "ci/team-a-web", web, "1.1.0") })
+	landed := testwait.Until(t.Context(), time.Minute, func() bool { return updated(p.events(), "ci/team-a-web", web, "1.1.0") })
 
 	evs := p.events()
 	warn := warnings(evs, "ci/team-b-web")
@@ -84,7 +85,7 @@ func TestHostileHangingRegistryHosts(t *testing.T) {
 	start := time.Now()
 	// The poller's first poll of ci/web's repository (the tag set a
 	// refresh is compared with) is the only one that can succeed.
-	polled := poll(t.Context(), time.Minute, func() bool {
+	polled := testwait.Until(t.Context(), time.Minute, func() bool {
 		return metricSum(t, "http://"+metricsAddr+"/metrics", `crowsnest_registry_polls_total{result="unchanged"}`) >= 1
 	})
 	firstPoll := time.Since(start)
@@ -94,7 +95,7 @@ func TestHostileHangingRegistryHosts(t *testing.T) {
 	mac.Write([]byte(push))
 	code := postWebhook(t, "http://"+hookAddr+"/webhooks/registry/generic", push,
 		map[string]string{"X-Crowsnest-Signature-256": "sha256=" + hex.EncodeToString(mac.Sum(nil))})
-	landed := poll(t.Context(), time.Minute, func() bool { return updated(p.events(), "ci/web", web, "1.1.0") })
+	landed := testwait.Until(t.Context(), time.Minute, func() bool { return updated(p.events(), "ci/web", web, "1.1.0") })
 
 	v.answer("ci/web's first poll after %s; webhook %d; its update landed after %s: %v, while the hosts still hang",
 		firstPoll.Round(time.Second), code, time.Since(start).Round(time.Second), landed)

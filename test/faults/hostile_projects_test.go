@@ -15,6 +15,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -132,7 +133,7 @@ func TestHostileLookAlikeAppProjects(t *testing.T) {
 		ns, name, _ := strings.Cut(key, "/")
 		return slices.Contains(c.images(t, ns, name), img+":1.1.0")
 	}
-	poll(t.Context(), clusterRowTimeout, func() bool { return updated(c.teamA+"/web") && updated(c.argo+"/api") })
+	testwait.Until(t.Context(), clusterRowTimeout, func() bool { return updated(c.teamA+"/web") && updated(c.argo+"/api") })
 	evs := c.events(t)
 	lost, held := 0, []logEvent(nil)
 	for key := range apps {
@@ -179,7 +180,7 @@ func TestHostileProjectScopedRepositorySecret(t *testing.T) {
 		return got != seed[path]
 	}
 	refused := func() bool { return len(eventsOf(c.events(t), c.teamB+"/web", "ImageUpdateFailed")) > 0 }
-	poll(t.Context(), clusterRowTimeout, func() bool { return changed("team-a/web/kustomization.yaml") && refused() })
+	testwait.Until(t.Context(), clusterRowTimeout, func() bool { return changed("team-a/web/kustomization.yaml") && refused() })
 	evs := c.events(t)
 	v.answer("team-b/web: %s", firstMessage(warnings(evs, c.teamB+"/web"), "authorization"))
 	leaked := 0
@@ -214,7 +215,7 @@ func TestHostileMissingDefaultProject(t *testing.T) {
 		map[string]string{annImageList: "web=" + img + ":~1", annWriteBack: "git", annTarget: "kustomization"}, img+":1.0.0"))
 	rule := "AppProject default is not in Argo CD's namespace"
 	c.start(t)
-	poll(t.Context(), clusterRowTimeout, func() bool { return hasWarning(eventsOf(c.events(t), c.teamB+"/web", "WriteBackRefused"), rule) })
+	testwait.Until(t.Context(), clusterRowTimeout, func() bool { return hasWarning(eventsOf(c.events(t), c.teamB+"/web", "WriteBackRefused"), rule) })
 	evs := c.events(t)
 	v.answer("%s", firstMessage(warnings(evs, c.teamB+"/web"), rule))
 	v.expect(hasWarning(eventsOf(evs, c.teamB+"/web", "WriteBackRefused"), rule), "no WriteBackRefused naming %q", rule)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -139,7 +140,7 @@ func (w *isolationWorld) runCluster(t *testing.T, seed uint64, withB bool) (clus
 		"--metrics-bind-address", metrics)
 	// Team A's landmarks first (with B they may never come: the
 	// comparison then shows what is missing), then the settled state.
-	poll(t.Context(), clusterRowTimeout, func() bool {
+	testwait.Until(t.Context(), clusterRowTimeout, func() bool {
 		content, _ := w.git.ReadFile(t, repo, "main", "team-a/web/kustomization.yaml")
 		return strings.Contains(content, "newTag: 1.1.0") && slices.Contains(c.images(t, c.teamA, "a-kube"), w.aAPI+":1.2.0")
 	})
@@ -196,7 +197,7 @@ const annSubscribeHook = "notifications.argoproj.io/subscribe.on-image-updated.h
 func settled(t *testing.T, p *proc, url string, apps, updaters int) bool {
 	t.Helper()
 	last := -1.0
-	return poll(t.Context(), clusterRowTimeout, func() bool {
+	return testwait.Until(t.Context(), clusterRowTimeout, func() bool {
 		if p.count(`"msg":"ImageUpdater in force"`) < updaters {
 			return false
 		}

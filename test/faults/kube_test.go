@@ -11,6 +11,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // apiserverDownFor is how long the kube-apiserver stays stopped.
@@ -24,7 +26,7 @@ func TestKubeAPIServerRestart(t *testing.T) {
 	start := time.Now()
 	d := w.daemon(t, "crowsnest")
 	d.start(t)
-	waitFor(t, "the first image update", time.Minute, func() bool { return d.count(`"msg":"images updated"`) > 0 })
+	testwait.Within(t, "the first image update", time.Minute, func() bool { return d.count(`"msg":"images updated"`) > 0 })
 	before := d.count(`"msg":"images updated"`)
 	if err := env.StopAPIServer(); err != nil {
 		t.Fatalf("stopping the apiserver: %v", err)
@@ -91,7 +93,7 @@ func TestApplicationWriteConflicts(t *testing.T) {
 	start := time.Now()
 	d := w.daemon(t, "crowsnest")
 	d.start(t)
-	waitFor(t, "every Kubernetes-mode update", 2*time.Minute, func() bool {
+	testwait.Within(t, "every Kubernetes-mode update", 2*time.Minute, func() bool {
 		list, err := w.appClient().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // row is one line of the fault table.
@@ -162,7 +164,7 @@ const quietPeriod = 6 * time.Second
 // beyond dupBound notifications.
 func finish(t *testing.T, w *world, start time.Time, scenario string, faults func() string, dupBound int, replicas ...*daemon) tally {
 	t.Helper()
-	settled := poll(t.Context(), settleTimeout, func() bool {
+	settled := testwait.Until(t.Context(), settleTimeout, func() bool {
 		return w.measure(t).done() && w.pendingDeliveries(t) == 0
 	})
 	time.Sleep(quietPeriod) // sleep-ok: the fault table's quiet period: late duplicates after settling are counted in the report

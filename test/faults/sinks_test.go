@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 )
 
 // sinkFaultFor is how long each webhook fault lasts: several delivery
@@ -34,7 +36,7 @@ func TestWebhookSinkFaults(t *testing.T) {
 			d := w.daemon(t, "crowsnest")
 			d.start(t)
 			// The fault starts counting once there is something to send.
-			waitFor(t, "the first image update", time.Minute, func() bool { return d.count(`"msg":"images updated"`) > 0 })
+			testwait.Within(t, "the first image update", time.Minute, func() bool { return d.count(`"msg":"images updated"`) > 0 })
 			time.Sleep(sinkFaultFor) // sleep-ok: fault duration
 			failed := d.deliveryAttempts(context.WithoutCancel(t.Context()), "failed", "rate_limited")
 			w.sink.setFault(t, sinkOK)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
@@ -64,7 +65,7 @@ func TestGitBatchFailureOfOneRepositoryKeepsTheOthers(t *testing.T) {
 	b.Add("ns/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
 	b.Add("ns/bad", gitwb.Change{App: "bad", RepoURL: "http://git/bad.git"})
 	stop := start(t, b)
-	eventually(t, "the batch to be written and reported", b.Idle)
+	testwait.For(t, "the batch to be written and reported", b.Idle)
 	stop()
 	for key, want := range map[string]string{"ns/good": collect.EventImagesUpdated, "ns/bad": collect.EventImageUpdateFailed} {
 		if evs := out.eventsOf(key); len(evs) != 1 || evs[0].Reason != want {
@@ -118,7 +119,7 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 	stop := start(t, b)
 	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
 	// Past Delay and asking: the batch is being held open.
-	eventually(t, "the batch to ask whether the engine is busy", func() bool { return asked.Load() >= 3 })
+	testwait.For(t, "the batch to ask whether the engine is busy", func() bool { return asked.Load() >= 3 })
 	if got := writes.list(); len(got) != 0 {
 		t.Fatalf("written while the engine was busy: %v", got)
 	}
@@ -127,7 +128,7 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 		t.Errorf("Pending() = %d with two Applications queued", n)
 	}
 	busy.Store(false)
-	eventually(t, "the batch to be written", func() bool { return len(writes.list()) > 0 && b.Idle() })
+	testwait.For(t, "the batch to be written", func() bool { return len(writes.list()) > 0 && b.Idle() })
 	if n := b.Pending(); n != 0 {
 		t.Errorf("Pending() = %d once the batch is written", n)
 	}
@@ -151,7 +152,7 @@ func TestGitBatchMaxDelayBoundsTheWait(t *testing.T) {
 	}
 	stop := start(t, b)
 	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
-	eventually(t, "the batch to be written although the engine stays busy", func() bool { return len(writes.list()) > 0 && b.Idle() })
+	testwait.For(t, "the batch to be written although the engine stays busy", func() bool { return len(writes.list()) > 0 && b.Idle() })
 	stop()
 	if diff := cmp.Diff([][]string{{"ns/web"}}, writes.list()); diff != "" {
 		t.Errorf("batches (-want +got):\n%s", diff)

@@ -15,7 +15,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
 
-// waitTimeout bounds every wait of these tests.
+// waitTimeout bounds the waits on a channel in these tests, as
+// testwait.Timeout bounds the polls.
 const waitTimeout = 60 * time.Second
 
 // appEvent is one Event as a test compares it.
@@ -82,22 +83,6 @@ func (o *outcomes) retryList() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.retries)
-}
-
-// eventually polls cond until it holds, failing the test after
-// waitTimeout.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	timeout := time.After(waitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-timeout:
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		case <-tick.C:
-		}
-	}
 }
 
 // start runs b until stop, which waits for Start to return.

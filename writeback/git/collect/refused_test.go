@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
@@ -75,7 +76,7 @@ func TestGitBatchRefusedChange(t *testing.T) {
 		b.Add(k, gitwb.Change{App: "web", RepoURL: "http://git/mono.git"})
 	}
 	stop := start(t, b)
-	eventually(t, "the batch to be written and reported", b.Idle)
+	testwait.For(t, "the batch to be written and reported", b.Idle)
 	stop()
 	for key, want := range map[string]string{
 		"team-a/web": collect.EventImagesUpdated,

@@ -9,16 +9,16 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	notifyrender "github.com/crowsnest-dev/crowsnest/notify/render"
@@ -26,30 +26,19 @@ import (
 )
 
 // Received is one request a sink got.
-type Received struct {
-	Method string
-	Path   string
-	Query  string
-	Header http.Header
-	Body   string
-}
+type Received = testnotify.Request
 
 // Answer is what a sink replies to one request.
-type Answer struct {
-	Status int
-	Header map[string]string
-	Body   string
-}
+type Answer = testnotify.Answer
 
 // Sink is a local HTTP server standing in for a service's API: it records
 // every request and replies from a script (the last answer repeats;
 // 200 with an empty JSON object when there is none). TLS when asked.
 type Sink struct {
-	*httptest.Server
-	// Mu guards the script and the record; Route runs under it, so a
-	// test changing what its Route reads holds Mu.
+	*testnotify.Recorder
+	// Mu guards the script; Route runs under it, so a test changing what
+	// its Route reads holds Mu.
 	Mu      sync.Mutex
-	reqs    []Received
 	answers []Answer
 	// Route, when set, answers by request instead of the script.
 	Route func(r Received) Answer
@@ -59,45 +48,25 @@ type Sink struct {
 func NewSink(t *testing.T, tlsServer bool, answers ...Answer) *Sink {
 	t.Helper()
 	s := &Sink{answers: answers}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		rc := Received{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: string(body)}
-		s.Mu.Lock()
-		s.reqs = append(s.reqs, rc)
-		a := Answer{Status: http.StatusOK, Body: "{}"}
-		switch {
-		case s.Route != nil:
-			a = s.Route(rc)
-		case len(s.answers) > 0:
-			a = s.answers[0]
-			if len(s.answers) > 1 {
-				s.answers = s.answers[1:]
-			}
-		}
-		s.Mu.Unlock()
-		for k, v := range a.Header {
-			w.Header().Set(k, v)
-		}
-		if a.Status == 0 {
-			a.Status = http.StatusOK
-		}
-		w.WriteHeader(a.Status)
-		_, _ = io.WriteString(w, a.Body)
-	})
-	if tlsServer {
-		s.Server = httptest.NewTLSServer(h)
-	} else {
-		s.Server = httptest.NewServer(h)
-	}
-	t.Cleanup(s.Close)
+	s.Recorder = testnotify.NewRecorder(t, testnotify.RecorderOptions{TLS: tlsServer, Answer: s.answer})
 	return s
 }
 
-// Requests returns a copy of what the sink received.
-func (s *Sink) Requests() []Received {
+// answer replies to r by Route, else from the script.
+func (s *Sink) answer(r Received) Answer {
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
-	return append([]Received(nil), s.reqs...)
+	switch {
+	case s.Route != nil:
+		return s.Route(r)
+	case len(s.answers) > 0:
+		a := s.answers[0]
+		if len(s.answers) > 1 {
+			s.answers = s.answers[1:]
+		}
+		return a
+	}
+	return Answer{Status: http.StatusOK, Body: "{}"}
 }
 
 // Delivery describes one notification to send through the outbox.
@@ -204,17 +173,15 @@ func settle(ctx context.Context, t *testing.T, o *notify.Outbox, del notify.Deli
 	if err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := o.Find(ctx, rec.ID)
-		if err == nil && got.Terminal() {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery %s not settled after 30s: %+v (%v)", del.Key, got, err)
-		}
-		time.Sleep(5 * time.Millisecond) // sleep-ok: polling for the delivery to settle
-	}
+	var got notify.Record
+	last := func() string { return fmt.Sprintf("%+v (%v)", got, err) }
+	// 30 s: well under the outbox's one-minute attempt timeout, so a
+	// request that hung is not waited out and reported as settled.
+	testwait.Wait{Timeout: 30 * time.Second, Detail: last}.For(t, "delivery "+del.Key+" to settle", func() bool {
+		got, err = o.Find(ctx, rec.ID)
+		return err == nil && got.Terminal()
+	})
+	return got
 }
 
 // Render renders d.Template for d.Service as the notifier does.
