@@ -26,7 +26,7 @@ func (r *ImageReconciler) planWrite(ctx context.Context, key string, app *watche
 	}
 	switch {
 	case errors.Is(err, gitwb.ErrOutsideScope):
-		// As the batcher reports it in a run (collect/refused.go).
+		// As the batcher reports it in a run (gitoutcomes.go reportGitResult).
 		p.Error = err.Error()
 		r.Metrics.update(string(spec.WriteBack.Method), "refused", 1)
 		r.Log.Warn("dry run: git write-back refused", "app", key, "error", err)

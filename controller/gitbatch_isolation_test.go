@@ -48,12 +48,9 @@ func TestGitBatchBadBranchFailsOnlyItsApplication(t *testing.T) {
 	events, retries := &appEvents{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(a, b, c),
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appsRetrying(retries, a, b, c),
 		Metrics: metrics, Log: log}
-	images.Git = &collect.Batcher{
-		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
-		Listener: images, Metrics: metrics, Log: log,
-	}
+	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
 	_, _ = images.Reconcile(t.Context(), c) // refused when read; whether it is an error is the reconcile's business
 	runBatch(t, images, a, b)
 
@@ -115,11 +112,8 @@ func TestGitBatchCredentialsInTheURLPushOnlyTheirOwn(t *testing.T) {
 	events, retries := &appEvents{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(a, b), Metrics: metrics, Log: log}
-	images.Git = &collect.Batcher{
-		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
-		Listener: images, Metrics: metrics, Log: log,
-	}
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appsRetrying(retries, a, b), Metrics: metrics, Log: log}
+	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
 	runBatch(t, images, a, b)
 
 	got := map[string]string{} // Application -> the user whose push its Event names

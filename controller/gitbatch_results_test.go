@@ -182,7 +182,7 @@ func runBatch(t *testing.T, images *controller.ImageReconciler, reqs ...controll
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- images.Git.Start(ctx) }()
+	go func() { done <- images.RunGit(ctx) }()
 	testwait.For(t, "the batch to be written and reported", images.Git.Idle)
 	cancel()
 	if err := <-done; err != nil {
@@ -190,24 +190,37 @@ func runBatch(t *testing.T, images *controller.ImageReconciler, reqs ...controll
 	}
 }
 
-// appLookup is an ImageReconciler's App over the requests' Applications.
-func appLookup(reqs ...controller.Request) appsByKey {
-	byKey := appsByKey{}
+// appLookup is an ImageReconciler's WorkQueue over the requests'
+// Applications; it retries nothing.
+func appLookup(reqs ...controller.Request) *appsByKey { return appsRetrying(nil, reqs...) }
+
+// appsRetrying is appLookup keeping the retries in retries.
+func appsRetrying(retries *retryLog, reqs ...controller.Request) *appsByKey {
+	a := &appsByKey{apps: map[string]*watcher.App{}, retries: retries}
 	for _, r := range reqs {
-		byKey[r.Key] = r.App
+		a.apps[r.Key] = r.App
 	}
-	return byKey
+	return a
 }
 
-// appsByKey is a WorkQueue that knows these Applications; it queues
-// nothing and runs no first pass.
-type appsByKey map[string]*watcher.App
+// appsByKey is a WorkQueue that knows these Applications and runs no
+// first pass.
+type appsByKey struct {
+	apps    map[string]*watcher.App
+	retries *retryLog
+}
 
-func (a appsByKey) App(key string) *watcher.App { return a[key] }
+func (a *appsByKey) App(key string) *watcher.App { return a.apps[key] }
 
-func (appsByKey) Enqueue(string) {}
+func (*appsByKey) Enqueue(string) {}
 
-func (appsByKey) InFirstPass() bool { return false }
+func (a *appsByKey) EnqueueAfter(key string, d time.Duration) {
+	if a.retries != nil {
+		a.retries.EnqueueAfter(key, d)
+	}
+}
+
+func (*appsByKey) InFirstPass() bool { return false }
 
 // Two Applications named web, in two namespaces, write to one repository
 // in one batch (team-a's on main, team-b's on release, so each write is
@@ -230,12 +243,9 @@ func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
 	events, notes, retries := &appEvents{}, &gitNotes{}, &retryLog{}
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notifier: notes, Queue: appLookup(a, b),
+	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notifier: notes, Queue: appsRetrying(retries, a, b),
 		Metrics: metrics, Log: log}
-	images.Git = &collect.Batcher{
-		Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
-		Listener: images, Metrics: metrics, Log: log,
-	}
+	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
 	runBatch(t, images, a, b)
 
 	shaA, shaB := srv.Head(t, "apps", "main"), srv.Head(t, "apps", "release")
@@ -301,11 +311,8 @@ func TestGitBatchFailureWithCredentialsInTheURL(t *testing.T) {
 			log := slog.New(slog.DiscardHandler)
 			w := testGitWriter(t)
 			w.MaxAttempts = 2
-			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(req), Metrics: metrics, Log: log}
-			images.Git = &collect.Batcher{
-				Writer: w, Delay: time.Millisecond, Events: events, Queue: retries,
-				Listener: images, Metrics: metrics, Log: log,
-			}
+			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appsRetrying(retries, req), Metrics: metrics, Log: log}
+			images.Git = &collect.Batcher{Writer: w, Delay: time.Millisecond}
 			tt.fault(srv, w.MaxAttempts)
 			runBatch(t, images, req)
 

@@ -80,12 +80,9 @@ func TestGitWriteOutsideWhatTheApplicationRendersFrom(t *testing.T) {
 				}
 				return &config.Tenancy{WritePaths: []config.TenancyWritePath{{Namespaces: []string{nsB}, Paths: []string{"/team-a/prod/**"}}}}
 			}}
-			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(a, b),
+			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appsRetrying(retries, a, b),
 				Metrics: metrics, Log: log, Tenancy: rules}
-			images.Git = &collect.Batcher{
-				Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Queue: retries,
-				Listener: images, Metrics: metrics, Log: log,
-			}
+			images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
 			runBatch(t, images, a, b)
 
 			staging, _ := srv.ReadFile(t, "apps", "main", "team-a/staging/kustomization.yaml")
@@ -141,7 +138,7 @@ func TestDryRunRefusesAWriteOutsideWhatTheApplicationRendersFrom(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(b),
 		DryRun: true, Plans: plans, Log: log}
-	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond, Events: events, Log: log}
+	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
 	if _, err := images.Reconcile(t.Context(), b); err != nil {
 		t.Fatalf("reconciling %s: %v", b.Key, err)
 	}

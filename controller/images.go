@@ -20,15 +20,17 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
-// Event reasons on Applications. The Git batcher records the first,
-// third and WriteBackRefused too, after the reconcile.
+// Event reasons on Applications. A Git batch's outcome records the first,
+// third and WriteBackRefused too, after the reconcile (RunGit).
 const (
-	EventImagesUpdated      = collect.EventImagesUpdated
-	EventImageUpdateHeld    = "ImageUpdateHeld"
-	EventImageUpdateFailed  = collect.EventImageUpdateFailed
-	EventInvalidAnnotation  = "InvalidAnnotation"
-	EventWriteBackNotWired  = "WriteBackUnavailable"
-	EventWriteBackRefused   = collect.EventWriteBackRefused
+	EventImagesUpdated     = "ImagesUpdated"
+	EventImageUpdateHeld   = "ImageUpdateHeld"
+	EventImageUpdateFailed = "ImageUpdateFailed"
+	EventInvalidAnnotation = "InvalidAnnotation"
+	EventWriteBackNotWired = "WriteBackUnavailable"
+	// EventWriteBackRefused is a write the tenancy rules refused (a Git
+	// writer found its file outside what the Application renders from).
+	EventWriteBackRefused   = "WriteBackRefused"
 	EventPolicyRefused      = "ImagePolicyRefused"
 	EventUnsupportedSource  = "UnsupportedSource"
 	eventTypeNormal         = corev1.EventTypeNormal
@@ -63,6 +65,8 @@ type Registries interface {
 type WorkQueue interface {
 	// Enqueue puts an Application key on the engine's queue.
 	Enqueue(key string)
+	// EnqueueAfter puts it there after d (a Git write that failed).
+	EnqueueAfter(key string, d time.Duration)
 	// InFirstPass reports whether the engine's first pass runs:
 	// meanwhile a tag list read earlier in the pass is used however old,
 	// so a pass longer than the tag cache lists each repository once.
@@ -89,6 +93,12 @@ type PolicySet interface {
 // selects app (imageupdaters.Set).
 type UpdaterSet interface {
 	Match(app *watcher.App) (spec *imageupdate.Spec, errs []error, ok bool)
+}
+
+// Refresher has Argo CD look at the commit an Application's Git write
+// pushed, now (kube.Refresher).
+type Refresher interface {
+	Refresh(ctx context.Context, key string) error
 }
 
 // ImageNotifier hears crowsnest's own events on an Application
@@ -138,9 +148,12 @@ type ImageReconciler struct {
 	// Tally, when set, keeps each Application's last outcome for a
 	// single pass's summary (`run --once`).
 	Tally *PassTally
-	// Git batches Git write-backs; its Listener is this reconciler
-	// (GitWritten, GitAnnounced, GitUnchanged).
+	// Git batches Git write-backs; RunGit writes the batches and reports
+	// their outcomes.
 	Git *collect.Batcher
+	// Refresher, when set, has Argo CD look at a pushed commit now
+	// (kube.Refresher); a failure is logged, the write stands.
+	Refresher Refresher
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.
 	Tenancy *tenancy.Rules

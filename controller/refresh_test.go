@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
@@ -26,20 +27,15 @@ func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
 			createApp(t, ns, "good")
 			createApp(t, ns, "bad")
 			refresher := &kube.Refresher{Client: dynClient(t), Mode: func() string { return mode }}
-			b := &collect.Batcher{
-				Writer:    twoRepoWriter{},
-				Delay:     time.Millisecond,
-				Refresher: refresher,
-				Events:    &appEvents{},
-				Queue:     &retryLog{},
-				Log:       slog.New(slog.DiscardHandler),
-			}
+			b := &collect.Batcher{Writer: twoRepoWriter{}, Delay: time.Millisecond}
+			images := &controller.ImageReconciler{Git: b, Refresher: refresher, Events: &appEvents{},
+				Queue: appLookup(), Log: slog.New(slog.DiscardHandler)}
 			b.Add(ns+"/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
 			b.Add(ns+"/bad", gitwb.Change{App: "bad", RepoURL: "http://git/bad.git"})
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
-			go func() { done <- b.Start(ctx) }()
-			// Idle after the flush's report, refreshes included.
+			go func() { done <- images.RunGit(ctx) }()
+			// Idle once the batch is settled, refreshes included.
 			testwait.For(t, "the batch to be written and reported", b.Idle)
 			cancel()
 			if err := <-done; err != nil {

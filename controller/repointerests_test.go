@@ -162,6 +162,8 @@ type keyQueue struct{ keys []string }
 
 func (q *keyQueue) Enqueue(key string) { q.keys = append(q.keys, key) }
 
+func (q *keyQueue) EnqueueAfter(key string, _ time.Duration) { q.Enqueue(key) }
+
 func (*keyQueue) InFirstPass() bool { return false }
 
 func (*keyQueue) App(string) *watcher.App { return nil }

@@ -108,13 +108,7 @@ spec:
 		Metrics:     gitwb.NewMetrics(metrics),
 		Log:         discardLog(),
 	}
-	images.Git = &collect.Batcher{
-		Writer:  writer,
-		Queue:   engine,
-		Events:  events,
-		Metrics: images.Metrics,
-		Log:     discardLog(),
-	}
+	images.Git = &collect.Batcher{Writer: writer, Engine: engine}
 	counting := &countingReconciler{next: images}
 	engine.Reconciler = counting
 	runEngine(t, engine)
@@ -129,7 +123,7 @@ spec:
 	if got := gitSrv.Head(t, "monorepo", "main"); got != seed {
 		t.Fatalf("main moved to %s before the batcher ran", got)
 	}
-	runTask(t, "the Git batcher", images.Git.Start)
+	runTask(t, "the Git batcher", images.RunGit)
 
 	waitScale(t, "an ImagesUpdated Event for every Application", func() bool {
 		return events.count(controller.EventImagesUpdated) >= gitScaleApps

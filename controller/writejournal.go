@@ -146,7 +146,7 @@ func (r *ImageReconciler) announceRecovered(app *watcher.App, in *journal.Intent
 	}
 }
 
-// GitUnchanged is the Git batcher's Listener.GitUnchanged: a batch found app's
+// GitUnchanged follows up a Git batch (settleGit) that found app's
 // changes (unchanged) already in the repository. If a previous process
 // recorded that write and did not live to announce it, it is announced now: an
 // ImagesUpdated Event that says so, and the notifications (which the
@@ -172,7 +172,7 @@ func (r *ImageReconciler) GitUnchanged(ctx context.Context, key string, unchange
 	r.settle(ctx, key, writes)
 }
 
-// GitAnnounced is the Git batcher's Listener.GitAnnounced: the batch pushed key's
+// GitAnnounced follows up a Git batch (settleGit) that pushed key's
 // changes (written) and announced them. The key's intent, when it is the
 // write those changes make (a newer reconcile may have recorded the next
 // one meanwhile), is done.

@@ -67,10 +67,7 @@ func newLocalRun(journalFile string, w collect.Applier, reqs ...controller.Reque
 		Registry: &registry.Client{}, Events: r.events, Notifier: r.notes, Queue: appLookup(reqs...),
 		Journal: &journal.File{Path: journalFile}, Log: log,
 	}
-	r.images.Git = &collect.Batcher{
-		Writer: w, Delay: time.Millisecond, Events: r.events, Listener: r.images,
-		Log: log,
-	}
+	r.images.Git = &collect.Batcher{Writer: w, Delay: time.Millisecond}
 	return r
 }
 

@@ -69,7 +69,7 @@ func (b *Daemon) Run(ctx context.Context) error {
 		tasks = append(tasks, b.onePass)
 	}
 	if images.Git != nil {
-		tasks = append(tasks, images.Git.Start)
+		tasks = append(tasks, images.RunGit)
 	}
 	for _, s := range b.servers {
 		tasks = append(tasks, s.Serve)

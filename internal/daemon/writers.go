@@ -102,17 +102,9 @@ func (b *Daemon) buildWriters() error {
 		return nil
 	}
 	images, engine := b.images, b.engine
-	batcher := &collect.Batcher{
-		Writer:   b.gw,
-		Tally:    b.tally,
-		Queue:    engine,
-		Listener: images,
-		Events:   images.Events,
-		Metrics:  images.Metrics,
-		Log:      b.log,
-	}
+	batcher := &collect.Batcher{Writer: b.gw, Engine: engine}
 	if b.dyn != nil && !b.o.DryRun {
-		batcher.Refresher = &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
+		images.Refresher = &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
 	}
 	b.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "crowsnest_git_writeback_pending",

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,29 +51,55 @@ func (w refusingWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitw
 }
 
 // One repository of a batch refusing the push fails only its own
-// Applications: the other repository's commit is reported as written, not
-// retried as a failure (which would lose its Event and notification).
+// Applications: the other repository's commit is its Applications'
+// outcome, written, not a failure (which would lose its Event and
+// notification and retry it).
 func TestGitBatchFailureOfOneRepositoryKeepsTheOthers(t *testing.T) {
-	out := &outcomes{}
 	b := &collect.Batcher{
 		Writer: refusingWriter{refused: map[string]error{"http://git/bad.git": errors.New("git server refused the credentials")}},
 		Delay:  time.Millisecond,
-		Events: out,
-		Queue:  out,
-		Log:    slog.New(slog.DiscardHandler),
 	}
 	b.Add("ns/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
 	b.Add("ns/bad", gitwb.Change{App: "bad", RepoURL: "http://git/bad.git"})
 	stop := start(t, b)
-	testwait.For(t, "the batch to be written and reported", b.Idle)
-	stop()
-	for key, want := range map[string]string{"ns/good": collect.EventImagesUpdated, "ns/bad": collect.EventImageUpdateFailed} {
-		if evs := out.eventsOf(key); len(evs) != 1 || evs[0].Reason != want {
-			t.Errorf("Events of %s: %+v, want one %s", key, evs, want)
-		}
+	testwait.For(t, "the batch to be written", func() bool { return b.Idle() })
+	outs := stop()
+	good, bad := outcomeOf(t, outs, "ns/good"), outcomeOf(t, outs, "ns/bad")
+	if !good.Written() || good.Failed() {
+		t.Errorf("ns/good: %+v, want written", good)
 	}
-	if diff := cmp.Diff([]string{"ns/bad"}, out.retryList()); diff != "" {
-		t.Errorf("retries (-want +got):\n%s", diff)
+	if want := []gitwb.Update{{App: "good", Key: "ns/good", Image: "team/web", From: "1.0.0", To: "1.5.0"}}; len(good.Results) != 1 ||
+		good.Results[0].Commit != "0123456789abcdef" || !cmp.Equal(want, good.Results[0].Updates) {
+		t.Errorf("ns/good results: %+v, want its update in commit 0123456789abcdef", good.Results)
+	}
+	if bad.Written() || !bad.Failed() || bad.Results[0].Refused || !strings.Contains(bad.Results[0].Err.Error(), "refused the credentials") {
+		t.Errorf("ns/bad: %+v, want failed with the server's refusal", bad)
+	}
+}
+
+// oneKeyWriter writes every change and names only the first
+// Application's key in its result.
+type oneKeyWriter struct{}
+
+func (oneKeyWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.Result, error) {
+	return []gitwb.Result{{RepoURL: "http://git/config.git", Branch: "main", Keys: []string{changes[0].Key}}}, nil
+}
+
+// An Application the writer says nothing of has no result: the image
+// reconciler fails and retries it (collect.ErrNoResult) rather than
+// losing it. One named by a result that wrote nothing is unchanged.
+func TestGitBatchApplicationWithoutResult(t *testing.T) {
+	b := &collect.Batcher{Writer: oneKeyWriter{}, Delay: time.Millisecond}
+	b.Add("ns/a", gitwb.Change{App: "a", RepoURL: "http://git/config.git"})
+	b.Add("ns/b", gitwb.Change{App: "b", RepoURL: "http://git/config.git"})
+	stop := start(t, b)
+	testwait.For(t, "the batch to be written", func() bool { return b.Idle() })
+	outs := stop()
+	if a := outcomeOf(t, outs, "ns/a"); len(a.Results) != 1 || a.Written() || a.Failed() {
+		t.Errorf("ns/a: %+v, want one result that wrote nothing", a)
+	}
+	if o := outcomeOf(t, outs, "ns/b"); len(o.Results) != 0 {
+		t.Errorf("ns/b: %+v, want no result", o)
 	}
 }
 
@@ -112,9 +138,7 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 		Writer:   writes,
 		Delay:    time.Millisecond,
 		MaxDelay: time.Hour,
-		Queue:    queueFunc(func() bool { asked.Add(1); return !busy.Load() }),
-		Events:   &outcomes{},
-		Log:      slog.New(slog.DiscardHandler),
+		Engine:   activityFunc(func() bool { asked.Add(1); return !busy.Load() }),
 	}
 	stop := start(t, b)
 	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
@@ -146,9 +170,7 @@ func TestGitBatchMaxDelayBoundsTheWait(t *testing.T) {
 		Writer:   writes,
 		Delay:    time.Millisecond,
 		MaxDelay: 50 * time.Millisecond,
-		Queue:    queueFunc(func() bool { return false }),
-		Events:   &outcomes{},
-		Log:      slog.New(slog.DiscardHandler),
+		Engine:   activityFunc(func() bool { return false }),
 	}
 	stop := start(t, b)
 	b.Add("ns/web", gitwb.Change{App: "web", RepoURL: "http://git/config.git"})
@@ -159,9 +181,7 @@ func TestGitBatchMaxDelayBoundsTheWait(t *testing.T) {
 	}
 }
 
-// queueFunc is a Queue whose Idle is the func; it retries nothing.
-type queueFunc func() bool
+// activityFunc is an Activity whose Idle is the func.
+type activityFunc func() bool
 
-func (q queueFunc) Idle() bool { return q() }
-
-func (queueFunc) EnqueueAfter(string, time.Duration) {}
+func (f activityFunc) Idle() bool { return f() }

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
@@ -19,85 +16,71 @@ import (
 // testwait.Timeout bounds the polls.
 const waitTimeout = 60 * time.Second
 
-// appEvent is one Event as a test compares it.
-type appEvent struct {
-	Key, Type, Reason, Message string
+// runner runs a Batcher as the image reconciler does (Next, Write,
+// Settled) and keeps every outcome.
+type runner struct {
+	mu       sync.Mutex
+	outcomes []collect.Outcome
 }
 
-// gitNote is one update announced, as a test compares it.
-type gitNote struct {
-	Key, Image, To, Commit string
-}
-
-// outcomes keeps what a Batcher reports, for the tests to compare: its
-// Events (it is the EventRecorder), announcements (it is the Listener) and
-// retries (it is the Queue, always idle).
-type outcomes struct {
-	mu      sync.Mutex
-	events  []appEvent
-	notes   []gitNote
-	retries []string
-}
-
-func (o *outcomes) Event(obj runtime.Object, typ, reason, msg string) {
-	ref := obj.(*corev1.ObjectReference)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.events = append(o.events, appEvent{Key: ref.Namespace + "/" + ref.Name, Type: typ, Reason: reason, Message: msg})
-}
-
-func (o *outcomes) GitWritten(key, commit string, written []gitwb.Update) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, u := range written {
-		o.notes = append(o.notes, gitNote{Key: key, Image: u.Image, To: u.To, Commit: commit})
+// start runs b until stop, which waits for the loop to end and returns
+// every outcome.
+func start(t *testing.T, b *collect.Batcher) (stop func() []collect.Outcome) {
+	t.Helper()
+	r := &runner{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.run(ctx, b)
+	}()
+	return func() []collect.Outcome {
+		cancel()
+		<-done
+		return r.list()
 	}
 }
 
-func (*outcomes) GitAnnounced(context.Context, string, []gitwb.Change) {}
-
-func (*outcomes) GitUnchanged(context.Context, string, []gitwb.Change) {}
-
-func (*outcomes) Idle() bool { return true }
-
-func (o *outcomes) EnqueueAfter(key string, _ time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.retries = append(o.retries, key)
-}
-
-// eventsOf is the Events recorded on the Application key.
-func (o *outcomes) eventsOf(key string) []appEvent {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.DeleteFunc(slices.Clone(o.events), func(e appEvent) bool { return e.Key != key })
-}
-
-func (o *outcomes) noteList() []gitNote {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.notes)
-}
-
-func (o *outcomes) retryList() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.retries)
-}
-
-// start runs b until stop, which waits for Start to return.
-func start(t *testing.T, b *collect.Batcher) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- b.Start(ctx) }()
-	return func() {
-		t.Helper()
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
+func (r *runner) run(ctx context.Context, b *collect.Batcher) {
+	for {
+		batch, more := b.Next(ctx)
+		wctx := ctx
+		if !more {
+			wctx = context.WithoutCancel(ctx)
+		}
+		outs, _ := b.Write(wctx, batch)
+		r.mu.Lock()
+		r.outcomes = append(r.outcomes, outs...)
+		r.mu.Unlock()
+		b.Settled(batch)
+		if !more {
+			return
 		}
 	}
+}
+
+func (r *runner) list() []collect.Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.outcomes)
+}
+
+// outcomeOf is the one outcome of key.
+func outcomeOf(t *testing.T, outs []collect.Outcome, key string) *collect.Outcome {
+	t.Helper()
+	var found *collect.Outcome
+	for i := range outs {
+		if outs[i].Key == key {
+			if found != nil {
+				t.Fatalf("two outcomes of %s: %+v", key, outs)
+			}
+			found = &outs[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("no outcome of %s: %+v", key, outs)
+	}
+	return found
 }
 
 // testGitWriter is a writer that retries fast.

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
@@ -45,55 +41,29 @@ func (w scopeWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.R
 	return []gitwb.Result{res}, errors.Join(errs...)
 }
 
-// counts is a Metrics that keeps its counts.
-type counts struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *counts) GitUpdates(result string, n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n[result] += n
-}
-
 // A change the writer refused for its file (outside what its Application
-// renders from) gives its Application a WriteBackRefused Event and the
-// refused count, and no retry: retrying cannot change the answer. A
-// broken change is still a failure, retried; the others are written.
+// renders from) is a refused result, with the file and the rule named: the
+// image reconciler does not retry it, since retrying cannot change the
+// answer. A broken change is a plain failure, retried; the others are
+// written.
 func TestGitBatchRefusedChange(t *testing.T) {
-	out := &outcomes{}
-	m := &counts{n: map[string]int{}}
-	b := &collect.Batcher{
-		Writer:  scopeWriter{refused: "team-b/web", broken: "team-c/web"},
-		Delay:   time.Millisecond,
-		Events:  out,
-		Queue:   out,
-		Metrics: m,
-		Log:     slog.New(slog.DiscardHandler),
-	}
+	b := &collect.Batcher{Writer: scopeWriter{refused: "team-b/web", broken: "team-c/web"}, Delay: time.Millisecond}
 	for _, k := range []string{"team-a/web", "team-b/web", "team-c/web"} {
 		b.Add(k, gitwb.Change{App: "web", RepoURL: "http://git/mono.git"})
 	}
 	stop := start(t, b)
-	testwait.For(t, "the batch to be written and reported", b.Idle)
-	stop()
-	for key, want := range map[string]string{
-		"team-a/web": collect.EventImagesUpdated,
-		"team-b/web": collect.EventWriteBackRefused,
-		"team-c/web": collect.EventImageUpdateFailed,
-	} {
-		if evs := out.eventsOf(key); len(evs) != 1 || evs[0].Reason != want {
-			t.Errorf("Events of %s: %+v, want one %s", key, evs, want)
-		}
+	testwait.For(t, "the batch to be written", func() bool { return b.Idle() })
+	outs := stop()
+	if a := outcomeOf(t, outs, "team-a/web"); !a.Written() || a.Failed() {
+		t.Errorf("team-a/web: %+v, want written", a)
 	}
-	if evs := out.eventsOf("team-b/web"); len(evs) == 1 && !strings.Contains(evs[0].Message, "team-a/prod/kustomization.yaml (rule: ") {
-		t.Errorf("refusal %q names neither the file nor the rule", evs[0].Message)
+	refused := outcomeOf(t, outs, "team-b/web")
+	if !refused.Failed() || len(refused.Results) != 1 || !refused.Results[0].Refused ||
+		!strings.Contains(refused.Results[0].Err.Error(), "team-a/prod/kustomization.yaml (rule: ") {
+		t.Errorf("team-b/web: %+v, want one refused result naming the file and the rule", refused)
 	}
-	if diff := cmp.Diff([]string{"team-c/web"}, out.retryList()); diff != "" {
-		t.Errorf("retries (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(map[string]int{"success": 1, "refused": 1, "error": 1}, m.n); diff != "" {
-		t.Errorf("GitUpdates (-want +got):\n%s", diff)
+	broken := outcomeOf(t, outs, "team-c/web")
+	if !broken.Failed() || len(broken.Results) != 1 || broken.Results[0].Refused || !errors.Is(broken.Results[0].Err, gitwb.ErrInvalidChange) {
+		t.Errorf("team-c/web: %+v, want one failed result, not refused", broken)
 	}
 }
