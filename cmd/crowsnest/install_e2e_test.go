@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,6 +28,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
@@ -298,14 +296,10 @@ func TestE2EInstallWithoutPatchVerbFails(t *testing.T) {
 // outbox and trigger state ConfigMaps are created and updated in
 // crowsnest's namespace under the Role, and the webhook gets its message.
 func TestE2EInstallNotifiesAsServiceAccount(t *testing.T) {
-	var updateSent atomic.Bool
-	sink := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if strings.Contains(string(b), "1.1.0") {
-			updateSent.Store(true)
-		}
-	}))
-	t.Cleanup(sink.Close)
+	sink := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
+	updateSent := func() bool {
+		return slices.ContainsFunc(sink.Bodies(), func(b string) bool { return strings.Contains(b, "1.1.0") })
+	}
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	image := pushTags(t, reg, "team/web", "1.0.0", "1.1.0")
 	in := applyInstall(t, "", func(objs []*unstructured.Unstructured) {
@@ -323,7 +317,7 @@ func TestE2EInstallNotifiesAsServiceAccount(t *testing.T) {
     notifications.argoproj.io/subscribe.on-image-updated.hook: ""`, image)), image+":1.0.0")
 	d := startDaemon(t, in.args...)
 
-	waitFor(t, "the image-updated message", updateSent.Load)
+	waitFor(t, "the image-updated message", updateSent)
 	cms, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().ConfigMaps(in.own).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
@@ -97,22 +98,8 @@ func waitRescanSettled(t *testing.T, d *daemon, since time.Time) {
 // catalog's on-image-updated and on-created triggers gets exactly one
 // webhook message for its creation and one for the image update.
 func TestE2ENotifiesImageUpdates(t *testing.T) {
-	var (
-		mu     sync.Mutex
-		bodies []string
-	)
-	sink := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-	}))
-	t.Cleanup(sink.Close)
-	received := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), bodies...)
-	}
+	sink := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
+	received := sink.Bodies
 
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	image := pushTags(t, reg, "team/web", "1.0.0", "1.5.0")
