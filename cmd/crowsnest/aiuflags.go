@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
 	crowsnestd "github.com/crowsnest-dev/crowsnest/internal/daemon" // not "daemon": the e2e tests have a type of that name
+	"github.com/crowsnest-dev/crowsnest/internal/migrate"
 )
 
 // aiuFlags are argocd-image-updater's `run` flags (its 0.x and 1.x

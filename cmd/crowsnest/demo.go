@@ -12,12 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/demo"
+	"github.com/crowsnest-dev/crowsnest/internal/demo"
 )
 
 // The demo: an embedded registry, a Git repository and a webhook sink on
 // loopback, the Applications of examples/demo read through the file source,
-// and the same engine `run` uses (cmd/crowsnest/internal/demo). It pushes a
+// and the same engine `run` uses (internal/demo). It pushes a
 // newer tag mid-run, then reports what happened.
 
 type demoOptions struct {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/demo"
+	"github.com/crowsnest-dev/crowsnest/internal/demo"
 )
 
 // `crowsnest demo` as a user runs it: a subprocess, no cluster. Its report

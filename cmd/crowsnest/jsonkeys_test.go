@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/demo"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/notifycmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/testcmd"
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
+	"github.com/crowsnest-dev/crowsnest/internal/demo"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/internal/migrate"
 	"github.com/crowsnest-dev/crowsnest/internal/setup"
 )
 

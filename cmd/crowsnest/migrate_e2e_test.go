@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
+	"github.com/crowsnest-dev/crowsnest/internal/migrate"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 

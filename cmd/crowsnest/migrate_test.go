@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/migrate"
+	"github.com/crowsnest-dev/crowsnest/internal/migrate"
 )
 
 // updateGolden rewrites the golden files of `crowsnest migrate`:
