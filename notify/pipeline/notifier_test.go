@@ -29,6 +29,7 @@ type notifyHarness struct {
 	state    *pipeline.MemoryState
 	synced   atomic.Bool
 	notifier *pipeline.Notifier
+	outbox   *notify.Outbox
 	metrics  *pipeline.Metrics
 	stop     func()
 }
@@ -49,7 +50,7 @@ func (h *notifyHarness) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.stop = testnotify.RunTasks(t, out.Start, n.Start)
-	h.notifier = n
+	h.notifier, h.outbox = n, out
 	testwait.For(t, "notifier started", n.Started)
 }
 
@@ -108,7 +109,10 @@ func TestNotifierSendsOncePerTransitionAfterBaseline(t *testing.T) {
 	}
 
 	// Restart: a new Notifier over the same stores replays the initial
-	// list and sends nothing; a later transition still sends once.
+	// list and sends nothing; a later transition still sends once. The
+	// process stops once its deliveries are recorded: one stopped between
+	// a send and its record sends again (MaybeSent), by design.
+	testwait.For(t, "the deliveries recorded", func() bool { return h.outbox.Depth() == 0 })
 	h.stop()
 	h.synced.Store(false)
 	h.start(t)
@@ -280,9 +284,10 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	store := &notify.MemoryStore{Keep: keep}
 	state := &failingSaveState{}
 	var synced atomic.Bool
+	var out *notify.Outbox
 	start := func(skew time.Duration) (*pipeline.Notifier, func()) {
 		now := func() time.Time { return time.Now().Add(skew) }
-		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond, Now: now}
+		out = &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond, Now: now}
 		n := &pipeline.Notifier{Outbox: out, State: state, Apps: testnotify.SyncedFunc(synced.Load), Now: now,
 			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Setup: testnotify.HookSetup}
 		if err := n.Apply(testnotify.Config(sink.URL)); err != nil {
@@ -303,7 +308,11 @@ func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) 
 	state.fail.Store(1 << 20)
 	n.OnTransition(healthy, degraded)
 	sink.WaitLast(t, "web:app-health-degraded")
-	stop() // dies with the firing delivered and its state unsaved
+	// Dies with the firing delivered (and recorded so: one stopped
+	// between the send and its record sends again, by design) and its
+	// state unsaved.
+	testwait.For(t, "the delivery recorded", func() bool { return out.Depth() == 0 })
+	stop()
 	if got := state.seq(t); got != 0 {
 		t.Fatalf("level counter %d saved while the store failed", got)
 	}
