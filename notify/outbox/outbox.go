@@ -1,4 +1,4 @@
-package notify
+package outbox
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // Outbox defaults. Five attempts with 2s..5m backoff ride out a
@@ -76,7 +78,7 @@ type RateLimit struct {
 type Outbox struct {
 	Store Store
 	// Services maps Delivery.Service to the service that sends it.
-	Services map[string]Service
+	Services map[string]notify.Service
 	// RateLimits by service name; other services are paced as they say
 	// (Paced), or at DefaultServiceRate.
 	RateLimits     map[string]RateLimit
@@ -133,7 +135,7 @@ type Outbox struct {
 	// list may show them pending from before.
 	settled map[string]bool
 	// recovered holds the IDs found pending at Start: an earlier process
-	// may have sent them without recording it, so a Confirmer is asked
+	// may have sent them without recording it, so a notify.Confirmer is asked
 	// before they are sent.
 	recovered map[string]bool
 	// enqueuing counts the Enqueues of an ID writing its record (not early
@@ -450,7 +452,7 @@ func (o *Outbox) Redeliver(ctx context.Context, id string) (Record, error) {
 			return ErrPending
 		}
 		r.State, r.Attempts, r.LastError = StatePending, 0, ""
-		r.NextAttempt, r.DoneAt, r.Receipt = time.Time{}, time.Time{}, Receipt{}
+		r.NextAttempt, r.DoneAt, r.Receipt = time.Time{}, time.Time{}, notify.Receipt{}
 		r.Redeliveries++
 		r.UpdatedAt = o.Now()
 		return nil
@@ -581,7 +583,7 @@ func (o *Outbox) deliver(ctx context.Context, rec Record) {
 		}
 		// The last attempt may have reached the destination (it timed
 		// out waiting for the answer): ask before sending again.
-		if unsure != "" && o.confirmed(WithAttemptedSince(ctx, attempted), log, rec, unsure) {
+		if unsure != "" && o.confirmed(notify.WithAttemptedSince(ctx, attempted), log, rec, unsure) {
 			return
 		}
 		if err := o.limiter(rec.Service).Wait(ctx); err != nil {
@@ -654,7 +656,7 @@ func (o *Outbox) acquireSlots(ctx context.Context, log *slog.Logger) bool {
 
 // recordDelivered records rec as delivered with receipt (sent at sent,
 // the attempt took took) and gives back its unrecorded slot.
-func (o *Outbox) recordDelivered(ctx context.Context, log *slog.Logger, rec Record, receipt Receipt, now, sent time.Time, took time.Duration) {
+func (o *Outbox) recordDelivered(ctx context.Context, log *slog.Logger, rec Record, receipt notify.Receipt, now, sent time.Time, took time.Duration) {
 	result := ResultDelivered
 	if receipt.Skipped {
 		result = ResultSkipped
@@ -686,7 +688,7 @@ func (o *Outbox) recordFailure(ctx context.Context, log *slog.Logger, rec *Recor
 	// The delivery log shows it; a destination's answer may echo
 	// what it was sent (an Authorization header).
 	rec.LastError = redact.String(err.Error())
-	var rl *RateLimitError
+	var rl *notify.RateLimitError
 	if errors.As(err, &rl) && *rateWaits < o.MaxRateLimitWaits && rl.RetryAfter <= o.MaxRetryAfter {
 		*rateWaits++
 		rec.NextAttempt = now.Add(max(rl.RetryAfter, o.RetryBaseDelay/2))
@@ -699,7 +701,7 @@ func (o *Outbox) recordFailure(ctx context.Context, log *slog.Logger, rec *Recor
 	if mayHaveArrived(err) {
 		unsure = "after an attempt that got no answer"
 	}
-	if IsPermanent(err) || rec.Attempts >= o.MaxAttempts {
+	if notify.IsPermanent(err) || rec.Attempts >= o.MaxAttempts {
 		rec.State, rec.DoneAt, rec.NextAttempt = StateDead, now, time.Time{}
 		o.save(ctx, log, *rec)
 		o.settle(*rec)
@@ -717,23 +719,23 @@ func (o *Outbox) recordFailure(ctx context.Context, log *slog.Logger, rec *Recor
 	return unsure, false
 }
 
-func (o *Outbox) send(ctx context.Context, rec Record) (Receipt, error) {
+func (o *Outbox) send(ctx context.Context, rec Record) (notify.Receipt, error) {
 	o.mu.Lock()
 	svc := o.Services[rec.Service]
 	o.mu.Unlock()
 	if svc == nil {
 		// Retried: a config reload may bring the service.
-		return Receipt{}, fmt.Errorf("no service %q configured", rec.Service)
+		return notify.Receipt{}, fmt.Errorf("no service %q configured", rec.Service)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
 	defer cancel()
-	return svc.Send(withRedelivery(WithDeliveryID(ctx, rec.ID), rec.Redeliveries), rec.Notification, rec.Destination())
+	return svc.Send(notify.WithRedelivery(notify.WithDeliveryID(ctx, rec.ID), rec.Redeliveries), rec.Notification, rec.Destination())
 }
 
 // confirmed records rec as delivered when the Journal says its message
 // was sent, or, when it may have been sent (unsure says when: after a
 // restart, or after an attempt that got no answer; empty when it cannot
-// have been), when its destination says it has the message (Confirmer).
+// have been), when its destination says it has the message (notify.Confirmer).
 // It reports whether rec needs no send.
 func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record, unsure string) bool {
 	o.mu.Lock()
@@ -748,13 +750,13 @@ func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record, un
 	if p, ok := svc.(pacedService); ok {
 		svc = p.Service
 	}
-	c, ok := svc.(Confirmer)
+	c, ok := svc.(notify.Confirmer)
 	if unsure == "" || !ok {
 		return false
 	}
 	cctx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
 	start := time.Now()
-	receipt, found, err := c.Sent(cctx, rec)
+	receipt, found, err := c.Sent(cctx, rec.sending())
 	took := time.Since(start)
 	cancel()
 	switch {
@@ -774,8 +776,8 @@ func (o *Outbox) confirmed(ctx context.Context, log *slog.Logger, rec Record, un
 // that says it was not taken (rate limited, or a permanent refusal). A
 // timeout waiting for the answer is the case that matters.
 func mayHaveArrived(err error) bool {
-	var rl *RateLimitError
-	if errors.As(err, &rl) || IsPermanent(err) {
+	var rl *notify.RateLimitError
+	if errors.As(err, &rl) || notify.IsPermanent(err) {
 		return false
 	}
 	var op *net.OpError
@@ -784,7 +786,7 @@ func mayHaveArrived(err error) bool {
 
 // recordFound records rec as delivered with receipt without sending it:
 // its message was sent before (how says where that was learned).
-func (o *Outbox) recordFound(ctx context.Context, log *slog.Logger, rec Record, receipt Receipt, took time.Duration, how, msg string) {
+func (o *Outbox) recordFound(ctx context.Context, log *slog.Logger, rec Record, receipt notify.Receipt, took time.Duration, how, msg string) {
 	now := o.Now()
 	receipt.Detail = strings.TrimSpace(how + ", not sent again; " + receipt.Detail)
 	rec.State, rec.Receipt, rec.LastError = StateDelivered, receipt, ""
@@ -799,25 +801,25 @@ func (o *Outbox) recordFound(ctx context.Context, log *slog.Logger, rec Record, 
 
 // SetServices replaces the services (after a config reload); their paces
 // start afresh.
-func (o *Outbox) SetServices(s map[string]Service) {
+func (o *Outbox) SetServices(s map[string]notify.Service) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.Services = s
 	o.limiters = map[string]*rate.Limiter{}
 }
 
-// Paced is a Service with the pace the outbox keeps towards it.
+// Paced is a notify.Service with the pace the outbox keeps towards it.
 type Paced interface {
-	Service
+	notify.Service
 	RateLimit() RateLimit
 }
 
 // WithRateLimit returns svc paced at rl by the outbox (unless the
 // outbox's RateLimits name the service).
-func WithRateLimit(svc Service, rl RateLimit) Service { return pacedService{svc, rl} }
+func WithRateLimit(svc notify.Service, rl RateLimit) notify.Service { return pacedService{svc, rl} }
 
 type pacedService struct {
-	Service
+	notify.Service
 	rl RateLimit
 }
 
