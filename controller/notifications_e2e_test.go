@@ -16,7 +16,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -31,7 +31,7 @@ func startNotifyDaemon(t *testing.T, ns, hookURL string) *notifyDaemon {
 	t.Helper()
 	cs := kubeClient(t)
 	src := &watcher.KubeSource{Client: dynClient(t), Namespaces: []string{ns}}
-	out := &notify.Outbox{Store: &notify.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}, RetryBaseDelay: 50 * time.Millisecond}
+	out := &outbox.Outbox{Store: &outbox.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}, RetryBaseDelay: 50 * time.Millisecond}
 	n := &pipeline.Notifier{
 		Outbox: out,
 		State:  &pipeline.ConfigMapState{Client: kubecoretest.Wrap(cs), Namespace: ns},
@@ -148,9 +148,9 @@ func TestNotificationsEndToEnd(t *testing.T) {
 	// for the outbox to record the delivery the sink already has: a stop
 	// while the webhook's answer is on the wire leaves it pending, and
 	// the outbox (at least once) sends it again.
-	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(kubeClient(t)), Namespace: ns}
+	store := &outbox.ConfigMapStore{Client: kubecoretest.Wrap(kubeClient(t)), Namespace: ns}
 	testwait.For(t, "no pending delivery", func() bool {
-		recs, err := store.List(t.Context(), notify.ListOptions{State: notify.StatePending})
+		recs, err := store.List(t.Context(), outbox.ListOptions{State: outbox.StatePending})
 		return err == nil && len(recs) == 0
 	})
 	d.stop()

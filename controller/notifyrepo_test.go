@@ -21,6 +21,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -100,7 +101,7 @@ tags: {{(call .repo.GetCommitMetadata .app.status.sync.revision).Tags}}
 type: {{(call .repo.GetAppDetails).Type}} tag: {{(call .repo.GetAppDetails).Helm.GetParameterValueByName "image.tag"}} replicas: {{(call .repo.GetAppDetails).Helm.GetParameterValueByName "replicas"}}`,
 	}}}}
 	var synced atomicBool
-	out := &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond}
+	out := &outbox.Outbox{Store: &outbox.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond}
 	n := &pipeline.Notifier{
 		Outbox: out, State: &pipeline.MemoryState{}, Apps: testnotify.SyncedFunc(synced.get),
 		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Setup: testnotify.HookSetup,

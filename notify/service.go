@@ -97,9 +97,29 @@ func cleanURLError(err error, raw string) error {
 // found pending at start.
 type Confirmer interface {
 	Service
-	// Sent reports whether rec's message is at its destination, with the
+	// Sent reports whether m's message is at its destination, with the
 	// receipt to record. False or an error means it is sent (again).
-	Sent(ctx context.Context, rec Record) (Receipt, bool, error)
+	Sent(ctx context.Context, m Sending) (Receipt, bool, error)
+}
+
+// Sending is what a Confirmer looks for: one delivery's message as the
+// outbox recorded it, in the terms of a sender, which knows nothing of
+// the outbox's records.
+type Sending struct {
+	// ID is the delivery ID, the same for every attempt (WithDeliveryID).
+	ID string
+	// Redeliveries counts the redeliveries by hand: each is a message of
+	// its own, which must not be mistaken for the first.
+	Redeliveries int
+	Recipient    string
+	Notification Notification
+	// MaybeSent says an earlier process may have sent the message before
+	// its record was created (the record was created only now).
+	MaybeSent bool
+	// CreatedAt and UpdatedAt are when the record was created and last
+	// saved.
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // WithAttemptedSince returns ctx for a Confirmer's Sent asking about a
@@ -122,10 +142,10 @@ type deliveryIDKey struct{}
 
 type redeliveryKey struct{}
 
-// withRedelivery returns ctx carrying how many times the delivery being
+// WithRedelivery returns ctx carrying how many times the delivery being
 // sent was redelivered by hand: each redelivery is a message of its own,
 // which Confirmer must not mistake for the first.
-func withRedelivery(ctx context.Context, n int) context.Context {
+func WithRedelivery(ctx context.Context, n int) context.Context {
 	return context.WithValue(ctx, redeliveryKey{}, n)
 }
 

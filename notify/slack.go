@@ -66,7 +66,7 @@ const SlackMetadataEvent = "crowsnest_delivery"
 const confirmPages = 5
 
 // maybeSentLookBack is how far back the history is searched for a
-// delivery asked for again after a restart (Delivery.MaybeSent), whose
+// delivery asked for again after a restart (Sending.MaybeSent), whose
 // earlier post may predate its record by the whole restart.
 const maybeSentLookBack = time.Hour
 
@@ -319,9 +319,9 @@ func (s *Slack) channelKey(recipient string) string {
 
 // Sent implements Confirmer: it looks for the message of rec, by the
 // metadata every post carries, in its channel's history (or its thread's
-// replies) since shortly before rec was last saved. An update of a
+// replies) since shortly before its record was last saved. An update of a
 // grouped message is not looked for: sending it again changes nothing.
-func (s *Slack) Sent(ctx context.Context, rec Record) (Receipt, bool, error) {
+func (s *Slack) Sent(ctx context.Context, rec Sending) (Receipt, bool, error) {
 	var st SlackTemplate
 	if rec.Notification.Slack != nil {
 		st = *rec.Notification.Slack

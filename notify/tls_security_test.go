@@ -1,8 +1,6 @@
 package notify_test
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +16,7 @@ import (
 // through.
 func TestServicesVerifyTLSByDefault(t *testing.T) {
 	const token, password = "xoxb-tls-test-token", "tls-basic-password"
-	slackSrv := &fakeSlack{errors: map[string]string{}}
-	slackSrv.Server = httptest.NewTLSServer(http.HandlerFunc(slackSrv.serve))
-	t.Cleanup(slackSrv.Close)
+	slackSrv := testnotify.NewFakeSlackTLS(t)
 	hook := testnotify.NewRecorder(t, testnotify.RecorderOptions{TLS: true})
 	starttls, implicit := newSMTPServer(t, false), newSMTPServer(t, true)
 

@@ -23,7 +23,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/argocdenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -236,10 +236,10 @@ func (s *notifySettler) settle(t *testing.T, step string, want map[string]int) {
 	patchApp(t, s.w.ns, s.w.app, map[string]any{"metadata": map[string]any{"annotations": map[string]any{witnessAnnotation: fmt.Sprint(s.witness)}}})
 	witness := fmt.Sprintf("witness %d", s.witness)
 	waitFor(t, "the "+witness+" message", func() bool { return slices.Contains(s.sink.bodies("on-witness"), witness) })
-	var recs []notify.Record
+	var recs []outbox.Record
 	waitFor(t, "the delivery log to hold nothing unsent", func() bool {
 		recs = s.deliveries(t)
-		return !slices.ContainsFunc(recs, func(r notify.Record) bool { return !r.Terminal() })
+		return !slices.ContainsFunc(recs, func(r outbox.Record) bool { return !r.Terminal() })
 	})
 	got := s.sink.counts()
 	delete(got, "on-witness")
@@ -258,14 +258,14 @@ func (s *notifySettler) settle(t *testing.T, step string, want map[string]int) {
 }
 
 // deliveries reads the delivery log through `crowsnest notify log`.
-func (s *notifySettler) deliveries(t *testing.T) []notify.Record {
+func (s *notifySettler) deliveries(t *testing.T) []outbox.Record {
 	t.Helper()
 	out, err := exec.CommandContext(t.Context(), binary, "notify", "log", "--app", s.w.ns+"/"+s.w.app, "-o", "json",
 		"--kubeconfig", s.w.kubeconfig, "-n", s.w.ns).Output()
 	if err != nil {
 		t.Fatalf("crowsnest notify log: %v", err)
 	}
-	var recs []notify.Record
+	var recs []outbox.Record
 	if err := json.Unmarshal(out, &recs); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config/reload"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/webhook"
@@ -289,7 +289,7 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	pipeline.NewMetrics(d)
 	registry.NewMetrics(d)
 	webhook.NewMetrics(d)
-	notify.NewMetrics(d)
+	outbox.NewMetrics(d)
 	gitwb.NewMetrics(d)
 	watcher.NewMetrics(d)
 	mfs, err := d.reg.Gather()

@@ -30,7 +30,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 )
 
@@ -322,13 +322,13 @@ func TestE2EInstallNotifiesAsServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var outbox, state bool
+	var wroteOutbox, state bool
 	for _, cm := range cms.Items {
-		outbox = outbox || strings.HasPrefix(cm.Name, notify.DefaultConfigMapPrefix+"-")
+		wroteOutbox = wroteOutbox || strings.HasPrefix(cm.Name, outbox.DefaultConfigMapPrefix+"-")
 		state = state || strings.HasPrefix(cm.Name, pipeline.DefaultStatePrefix+"-")
 	}
-	if !outbox || !state {
-		t.Errorf("outbox ConfigMap written: %v, trigger state ConfigMap written: %v; want both in %s", outbox, state, in.own)
+	if !wroteOutbox || !state {
+		t.Errorf("outbox ConfigMap written: %v, trigger state ConfigMap written: %v; want both in %s", wroteOutbox, state, in.own)
 	}
 	noneForbidden(t, d)
 }

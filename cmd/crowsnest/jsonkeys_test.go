@@ -16,7 +16,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/windowscmd"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/internal/demo"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // lowerCamelRE is the key style of all of crowsnest's JSON output, as
@@ -32,8 +32,8 @@ func TestJSONOutputKeysAreLowerCamel(t *testing.T) {
 	outputs := map[string]any{
 		"test -o json":                     &testcmd.Report{},
 		"windows -o json":                  &windowscmd.Report{},
-		"notify log -o json":               &[]notify.Record{},
-		"notify redeliver -o json":         &notify.Record{},
+		"notify log -o json":               &[]outbox.Record{},
+		"notify redeliver -o json":         &outbox.Record{},
 		"run --dry-run --plan-format json": &imageupdate.WritePlan{},
 		"demo -o json":                     &demo.Report{},
 		"notify send -o json":              &notifycmd.SendReport{},

@@ -18,7 +18,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // startNotifyingDaemon runs the daemon on a fresh namespace with the
@@ -177,16 +177,16 @@ func TestE2ERedeliverDeadLetter(t *testing.T) {
 		}
 		return string(out)
 	}
-	deliveries := func() []notify.Record {
+	deliveries := func() []outbox.Record {
 		t.Helper()
-		var recs []notify.Record
+		var recs []outbox.Record
 		if err := json.Unmarshal([]byte(cli("notify", "log", "--app", ns+"/web", "-o", "json")), &recs); err != nil {
 			t.Fatal(err)
 		}
 		return recs
 	}
 	recs := deliveries()
-	if len(recs) != 1 || recs[0].State != notify.StateDead {
+	if len(recs) != 1 || recs[0].State != outbox.StateDead {
 		t.Fatalf("delivery log = %+v, want one dead delivery", recs)
 	}
 	mu.Lock()
@@ -198,7 +198,7 @@ func TestE2ERedeliverDeadLetter(t *testing.T) {
 	waitFor(t, "the redelivered message", func() bool { a, _ := counts(); return a == 1 })
 	waitFor(t, "the delivery log to show it delivered", func() bool {
 		r := deliveries()
-		return len(r) == 1 && r[0].State == notify.StateDelivered && r[0].Redeliveries == 1
+		return len(r) == 1 && r[0].State == outbox.StateDelivered && r[0].Redeliveries == 1
 	})
 	waitRescanSettled(t, d, time.Now())
 	if a, r := counts(); a != 1 || r != 1 {

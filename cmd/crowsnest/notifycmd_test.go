@@ -26,7 +26,7 @@ import (
 	crowsnestd "github.com/crowsnest-dev/crowsnest/internal/daemon"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -217,7 +217,7 @@ func TestNewNotifications(t *testing.T) {
 		t.Fatal("no webhook request")
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep-ok: poll interval
-		recs, err := (&notify.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}).List(ctx, notify.ListOptions{State: notify.StateDelivered})
+		recs, err := (&outbox.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}).List(ctx, outbox.ListOptions{State: outbox.StateDelivered})
 		if err == nil && len(recs) == 1 {
 			break
 		}

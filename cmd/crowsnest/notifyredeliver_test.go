@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // The command against the outbox ConfigMaps with no daemon running: it
@@ -22,13 +22,13 @@ func TestNotifyRedeliverCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns} // the CLI's defaults
+	store := &outbox.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns} // the CLI's defaults
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	mk := func(id, app string, state notify.State, attempts int, lastError string) {
+	mk := func(id, app string, state outbox.State, attempts int, lastError string) {
 		t.Helper()
-		r := notify.Record{Delivery: notify.Delivery{ID: id, Key: id, App: app, Trigger: "on-deployed", Service: "webhook.hook"},
+		r := outbox.Record{Delivery: outbox.Delivery{ID: id, Key: id, App: app, Trigger: "on-deployed", Service: "webhook.hook"},
 			State: state, Attempts: attempts, LastError: lastError, CreatedAt: t0, UpdatedAt: t0}
-		if state != notify.StatePending {
+		if state != outbox.StatePending {
 			r.DoneAt = t0
 		}
 		if _, err := store.Create(t.Context(), r); err != nil {
@@ -40,9 +40,9 @@ func TestNotifyRedeliverCommand(t *testing.T) {
 		twin    = "abcd2222222222222222222222222222"
 		pending = "ef01333333333333333333333333333f"
 	)
-	mk(dead, "argocd/web", notify.StateDead, 5, "webhook hook: 502 Bad Gateway")
-	mk(twin, "argocd/api", notify.StateDelivered, 1, "")
-	mk(pending, "argocd/db", notify.StatePending, 2, "webhook hook: 503")
+	mk(dead, "argocd/web", outbox.StateDead, 5, "webhook hook: 502 Bad Gateway")
+	mk(twin, "argocd/api", outbox.StateDelivered, 1, "")
+	mk(pending, "argocd/db", outbox.StatePending, 2, "webhook hook: 503")
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestNotifyRedeliverCommand(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if r, err := store.Get(t.Context(), dead); err != nil || r.State != notify.StatePending || r.Attempts != 0 || r.LastError != "" || r.Redeliveries != 1 {
+	if r, err := store.Get(t.Context(), dead); err != nil || r.State != outbox.StatePending || r.Attempts != 0 || r.LastError != "" || r.Redeliveries != 1 {
 		t.Errorf("record after redeliver = %+v, %v; want pending, fresh attempts, 1 redelivery", r, err)
 	}
 
@@ -70,8 +70,8 @@ func TestNotifyRedeliverCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec notify.Record
-	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.ID != twin || rec.State != notify.StatePending || rec.Redeliveries != 1 {
+	var rec outbox.Record
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.ID != twin || rec.State != outbox.StatePending || rec.Redeliveries != 1 {
 		t.Errorf("-o json = %+v, %v:\n%s", rec, err, out)
 	}
 

@@ -16,7 +16,7 @@ import (
 	crowsnestd "github.com/crowsnest-dev/crowsnest/internal/daemon"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // TestUnsupportedServiceFailsVisibly runs the daemon's notifications on
@@ -65,9 +65,9 @@ func TestUnsupportedServiceFailsVisibly(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done; <-done })
 	n.MarkSynced()
 	n.OnTransition(nil, notifyApp(t, "web"))
-	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}
+	store := &outbox.ConfigMapStore{Client: kubecoretest.Wrap(cs), Namespace: ns}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep-ok: poll interval
-		recs, err := store.List(ctx, notify.ListOptions{State: notify.StateDead})
+		recs, err := store.List(ctx, outbox.ListOptions{State: outbox.StateDead})
 		if err == nil && len(recs) == 1 {
 			if r := recs[0]; r.Service != "carrierpigeon" || !strings.Contains(r.LastError, `"carrierpigeon" is not supported`) || r.Attempts != 1 {
 				t.Fatalf("dead letter: service %s attempts %d error %q", r.Service, r.Attempts, r.LastError)

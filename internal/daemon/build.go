@@ -26,7 +26,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/localkube"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 	"github.com/crowsnest-dev/crowsnest/internal/setup"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
@@ -80,7 +80,7 @@ type Daemon struct {
 	gw        *gitwb.Writer
 
 	notifier *pipeline.Notifier
-	outbox   *notify.Outbox
+	outbox   *outbox.Outbox
 	servers  []*httpserver.Server
 	waiter   *passWaiter
 	// imageUpdaters are the ImageUpdaters' tasks (a cluster only).

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
@@ -34,7 +34,7 @@ func envGitCredentials() gitwb.CredentialsSource {
 type passWaiter struct {
 	engine *controller.Engine
 	git    *collect.Batcher
-	outbox *notify.Outbox
+	outbox *outbox.Outbox
 	settle time.Duration
 }
 
@@ -46,7 +46,7 @@ func (w *passWaiter) idle(ctx context.Context) bool {
 		return false
 	}
 	if w.outbox != nil && w.outbox.Store != nil {
-		recs, err := w.outbox.Store.List(ctx, notify.ListOptions{State: notify.StatePending})
+		recs, err := w.outbox.Store.List(ctx, outbox.ListOptions{State: outbox.StatePending})
 		if err != nil || len(recs) > 0 {
 			return false
 		}
@@ -79,11 +79,11 @@ func (w *passWaiter) wait(ctx context.Context) error {
 }
 
 // deadLetters counts deliveries the outbox gave up on.
-func deadLetters(ctx context.Context, out *notify.Outbox) int {
+func deadLetters(ctx context.Context, out *outbox.Outbox) int {
 	if out == nil || out.Store == nil {
 		return 0
 	}
-	recs, err := out.Store.List(ctx, notify.ListOptions{State: notify.StateDead})
+	recs, err := out.Store.List(ctx, outbox.ListOptions{State: outbox.StateDead})
 	if err != nil {
 		return 1
 	}

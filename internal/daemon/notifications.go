@@ -14,6 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/internal/setup"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 )
 
@@ -25,23 +26,23 @@ import (
 // message is logged ("dry run: would notify") and its state kept in
 // memory. The config is applied once here; call Notifier.Apply on reload.
 func NewNotifications(_ context.Context, cfg *config.Config, clientset kubecore.Interface, namespace string, dryRun bool,
-	reg prometheus.Registerer, log *slog.Logger) (*pipeline.Notifier, *notify.Outbox, error) {
+	reg prometheus.Registerer, log *slog.Logger) (*pipeline.Notifier, *outbox.Outbox, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	out := &notify.Outbox{Metrics: notify.NewMetrics(reg), Logger: log}
+	out := &outbox.Outbox{Metrics: outbox.NewMetrics(reg), Logger: log}
 	ns := &notificationSetup{clientset: clientset, namespace: namespace, dryRun: dryRun, log: log}
 	n := &pipeline.Notifier{Outbox: out, Log: log, Metrics: pipeline.NewMetrics(reg), Setup: ns}
 	if clientset != nil && !dryRun {
-		store := &notify.ConfigMapStore{Client: clientset, Namespace: namespace}
+		store := &outbox.ConfigMapStore{Client: clientset, Namespace: namespace}
 		out.Store, ns.store = store, store
 		n.State = &pipeline.ConfigMapState{Client: clientset, Namespace: namespace}
 	} else {
-		out.Store = &notify.MemoryStore{}
+		out.Store = &outbox.MemoryStore{}
 		ns.store = out.Store
 		n.State = &pipeline.MemoryState{}
 	}
-	out.OnDeadLetter = func(r notify.Record) {
+	out.OnDeadLetter = func(r outbox.Record) {
 		log.Error("notification given up", "app", r.App, "trigger", r.Trigger, "service", r.Service, "attempts", r.Attempts, "error", r.LastError)
 	}
 	if err := n.Apply(cfg); err != nil {
@@ -67,7 +68,7 @@ type notificationSetup struct {
 	clientset kubecore.Interface
 	namespace string
 	// store is the outbox's, which some senders keep state in.
-	store  notify.Store
+	store  outbox.Store
 	dryRun bool
 	log    *slog.Logger
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 	"github.com/crowsnest-dev/crowsnest/internal/localkube"
 	"github.com/crowsnest-dev/crowsnest/internal/setup"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
@@ -123,16 +123,16 @@ func (b *Daemon) buildNotifier(ctx context.Context) error {
 	if b.dyn != nil {
 		notifyClient = b.clientset
 	}
-	notifier, outbox, err := NewNotifications(ctx, cfg, notifyClient, o.ownNamespace(cfg), o.DryRun, b.reg, log)
+	notifier, ob, err := NewNotifications(ctx, cfg, notifyClient, o.ownNamespace(cfg), o.DryRun, b.reg, log)
 	if err != nil {
 		return err
 	}
-	b.notifier, b.outbox = notifier, outbox
+	b.notifier, b.outbox = notifier, ob
 	if o.StateDir != "" && !o.DryRun {
-		if outbox.Journal, err = notify.OpenJournal(o.StateDir, log); err != nil {
+		if ob.Journal, err = outbox.OpenJournal(o.StateDir, log); err != nil {
 			return fmt.Errorf("--state-dir: %w", err)
 		}
-		b.closers = append(b.closers, func() { _ = outbox.Journal.Close() })
+		b.closers = append(b.closers, func() { _ = ob.Journal.Close() })
 	}
 	notifier.Apps = controller.EngineView{Engine: engine, ArgoNamespace: o.ArgoCDNamespace, InAppNamespace: b.files != nil}
 	notifier.Repos = images.Tenancy

@@ -8,7 +8,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/setup"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -97,7 +97,7 @@ func (m *migration) buildNotify() *notifications {
 			}
 		}
 	}
-	svcs, err := m.buildServices(&set.Config, &notify.MemoryStore{})
+	svcs, err := m.buildServices(&set.Config, &outbox.MemoryStore{})
 	for name := range svcs {
 		mn.built[name] = mn.unsupported[name] == ""
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
@@ -49,26 +50,26 @@ func BuildServices(n *config.Notifications, threads notify.ThreadStore) (map[str
 			errs = append(errs, fmt.Errorf("service %s: %w", name, err))
 			continue
 		}
-		out[name] = notify.WithRateLimit(svc, serviceRateLimit(s))
+		out[name] = outbox.WithRateLimit(svc, serviceRateLimit(s))
 	}
 	return out, errors.Join(errs...)
 }
 
 // serviceRateLimit is the outbox's pace for s: its rateLimit, or its
 // type's default.
-func serviceRateLimit(s config.Service) notify.RateLimit {
+func serviceRateLimit(s config.Service) outbox.RateLimit {
 	rl := config.DefaultServiceRateLimit(s.Type())
 	if s.RateLimit != nil {
 		rl = *s.RateLimit
 	}
 	if rl.PerSecond == 0 {
-		return notify.RateLimit{PerSecond: -1}
+		return outbox.RateLimit{PerSecond: -1}
 	}
 	burst := rl.Burst
 	if burst == 0 {
 		burst = max(1, int(math.Ceil(rl.PerSecond)))
 	}
-	return notify.RateLimit{PerSecond: rl.PerSecond, Burst: burst}
+	return outbox.RateLimit{PerSecond: rl.PerSecond, Burst: burst}
 }
 
 // BuildService builds the sender of one configured service; threads keeps

@@ -12,7 +12,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
@@ -20,12 +20,12 @@ import (
 // maybeSentStore is a MemoryStore that notes, per trigger, whether each
 // delivery created was marked as one an earlier process may have sent.
 type maybeSentStore struct {
-	notify.MemoryStore
+	outbox.MemoryStore
 	mu   sync.Mutex
 	seen []string
 }
 
-func (s *maybeSentStore) Create(ctx context.Context, rec notify.Record) (bool, error) {
+func (s *maybeSentStore) Create(ctx context.Context, rec outbox.Record) (bool, error) {
 	s.mu.Lock()
 	mark := "live"
 	if rec.MaybeSent {
@@ -56,7 +56,7 @@ func TestNotifierMarksWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	// start runs a notifier; before sees it first, not started (a
 	// standby's, or one loading its state).
 	start := func(before func(*pipeline.Notifier)) (*pipeline.Notifier, func()) {
-		out := &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond}
+		out := &outbox.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond}
 		n := &pipeline.Notifier{Outbox: out, State: state, Apps: testnotify.SyncedFunc(synced.Load),
 			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Setup: testnotify.HookSetup}
 		if err := n.Apply(testnotify.Config(sink.URL)); err != nil {

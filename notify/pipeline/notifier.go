@@ -17,6 +17,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/backoff"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -85,7 +86,7 @@ type Setup interface {
 // the outbox under their dedupe key, so that a restart replays nothing
 // twice. State is saved after the deliveries are recorded.
 type Notifier struct {
-	Outbox *notify.Outbox
+	Outbox *outbox.Outbox
 	// State persists trigger state; a MemoryState when nil.
 	State StateStore
 	// Apps answers what the notifier asks about Applications (whether

@@ -17,7 +17,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -25,11 +25,11 @@ import (
 
 type notifyHarness struct {
 	sink     *testnotify.Sink
-	store    *notify.MemoryStore
+	store    *outbox.MemoryStore
 	state    *pipeline.MemoryState
 	synced   atomic.Bool
 	notifier *pipeline.Notifier
-	outbox   *notify.Outbox
+	outbox   *outbox.Outbox
 	metrics  *pipeline.Metrics
 	stop     func()
 }
@@ -37,7 +37,7 @@ type notifyHarness struct {
 // start runs a fresh Notifier and Outbox over the harness's stores.
 func (h *notifyHarness) start(t *testing.T) {
 	t.Helper()
-	out := &notify.Outbox{Store: h.store, RetryBaseDelay: 10 * time.Millisecond}
+	out := &outbox.Outbox{Store: h.store, RetryBaseDelay: 10 * time.Millisecond}
 	h.metrics = pipeline.NewMetrics(prometheus.NewRegistry())
 	n := &pipeline.Notifier{
 		Outbox:  out,
@@ -56,7 +56,7 @@ func (h *notifyHarness) start(t *testing.T) {
 
 func newNotifyHarness(t *testing.T) *notifyHarness {
 	t.Helper()
-	h := &notifyHarness{sink: testnotify.NewSink(t), store: &notify.MemoryStore{}, state: &pipeline.MemoryState{}}
+	h := &notifyHarness{sink: testnotify.NewSink(t), store: &outbox.MemoryStore{}, state: &pipeline.MemoryState{}}
 	h.start(t)
 	return h
 }
@@ -168,7 +168,7 @@ func TestNotifierBeforeStartKeepsLatestStateAndPrunes(t *testing.T) {
 	if err := state.Save(t.Context(), "gone", pipeline.State{Seq: 3}); err != nil {
 		t.Fatal(err)
 	}
-	out := &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond}
+	out := &outbox.Outbox{Store: &outbox.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond}
 	var synced atomic.Bool
 	n := &pipeline.Notifier{
 		Outbox: out, State: state, Apps: testnotify.SyncedFunc(synced.Load), PruneAfter: 10 * time.Millisecond,
@@ -281,13 +281,13 @@ func TestNotifierNewFiringAfterAnUnsavedOneIsSent(t *testing.T) {
 func testNewFiringAfterAnUnsavedOne(t *testing.T, keep int, skew time.Duration) {
 	t.Helper()
 	sink := testnotify.NewSink(t)
-	store := &notify.MemoryStore{Keep: keep}
+	store := &outbox.MemoryStore{Keep: keep}
 	state := &failingSaveState{}
 	var synced atomic.Bool
-	var out *notify.Outbox
+	var out *outbox.Outbox
 	start := func(skew time.Duration) (*pipeline.Notifier, func()) {
 		now := func() time.Time { return time.Now().Add(skew) }
-		out = &notify.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond, Now: now}
+		out = &outbox.Outbox{Store: store, RetryBaseDelay: 10 * time.Millisecond, Now: now}
 		n := &pipeline.Notifier{Outbox: out, State: state, Apps: testnotify.SyncedFunc(synced.Load), Now: now,
 			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Setup: testnotify.HookSetup}
 		if err := n.Apply(testnotify.Config(sink.URL)); err != nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -238,7 +239,7 @@ func (n *Notifier) enqueue(ctx context.Context, it *item, s triggers.Send, servi
 			}
 			it.seqs[dest] = dseq
 		}
-		rec, created, err := n.Outbox.Enqueue(ctx, notify.Delivery{
+		rec, created, err := n.Outbox.Enqueue(ctx, outbox.Delivery{
 			Key: deliveryKey(s, dseq, service, r), App: app.Key(), Trigger: s.Trigger,
 			Service: service, Recipient: r, Notification: msg,
 			// A first look, or a recovered announcement, may re-fire

@@ -8,7 +8,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 )
@@ -21,7 +21,7 @@ func TestNotifierEventTextsAreRedacted(t *testing.T) {
 	sink := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
 	var synced atomic.Bool
 	n := &pipeline.Notifier{
-		Outbox: &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
+		Outbox: &outbox.Outbox{Store: &outbox.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
 		State:  &pipeline.MemoryState{},
 		Apps:   testnotify.SyncedFunc(synced.Load),
 		Setup:  testnotify.HookSetup,

@@ -19,6 +19,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -107,7 +108,7 @@ func TestNotifierRefusesGitHubRepositoriesTheApplicationMayNotUse(t *testing.T) 
 	allowed := gh.URL + "/team-a/"
 	metrics := pipeline.NewMetrics(prometheus.NewRegistry())
 	n := &pipeline.Notifier{
-		Outbox:  &notify.Outbox{Store: &notify.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
+		Outbox:  &outbox.Outbox{Store: &outbox.MemoryStore{}, RetryBaseDelay: 10 * time.Millisecond},
 		State:   &pipeline.MemoryState{},
 		Apps:    testnotify.SyncedFunc(func() bool { return true }),
 		Setup:   testnotify.ServicesFunc(buildServices),

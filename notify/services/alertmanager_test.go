@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -73,7 +73,7 @@ func TestAlertmanagerThroughOutboxToEveryTarget(t *testing.T) {
 		CM: alertmanagerCM(alertmanagerBasicAuth, a, b), Secret: alertmanagerSecret(),
 		Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || rec.Receipt.Detail != "accepted by 2 of 2 targets" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.Detail != "accepted by 2 of 2 targets" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 	}
 	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("argocd:"+alertmanagerPassword))
@@ -120,7 +120,7 @@ func TestAlertmanagerHTTPSBearerGitURL(t *testing.T) {
 		CM:     alertmanagerCM("scheme: https\ninsecureSkipVerify: true\napiPath: /api/events\nbearerToken: $am-token\n", s),
 		Secret: alertmanagerSecret(), Service: "alertmanager", Template: "app-git", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	r := s.Requests()[0]
@@ -144,7 +144,7 @@ func TestAlertmanagerSomeTargetsFail(t *testing.T) {
 		CM: alertmanagerCM(alertmanagerBasicAuth, up, down), Secret: alertmanagerSecret(),
 		Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || rec.Attempts != 1 || len(up.Requests()) != 1 || len(down.Requests()) != 1 {
+	if rec.State != outbox.StateDelivered || rec.Attempts != 1 || len(up.Requests()) != 1 || len(down.Requests()) != 1 {
 		t.Fatalf("state %s attempts %d requests %d/%d: %s", rec.State, rec.Attempts, len(up.Requests()), len(down.Requests()), rec.LastError)
 	}
 	svctest.MustContain(t, "receipt", rec.Receipt.Detail, "accepted by 1 of 2 targets", "503", "draining")
@@ -162,7 +162,7 @@ func TestAlertmanagerAllTargetsFail(t *testing.T) {
 			CM: alertmanagerCM(alertmanagerBasicAuth, refuses, down), Secret: alertmanagerSecret(),
 			Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 		})
-		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
+		if rec.State != outbox.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 	})
@@ -173,7 +173,7 @@ func TestAlertmanagerAllTargetsFail(t *testing.T) {
 			CM: alertmanagerCM(alertmanagerBasicAuth, a, b), Secret: alertmanagerSecret(),
 			Service: "alertmanager", Template: "app-deployed", App: svctest.App("guestbook"),
 		})
-		if rec.State != notify.StateDead || rec.Attempts != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "no target accepted the alert", hostOf(a), "who are you", hostOf(b), "bad alert")
@@ -186,7 +186,7 @@ func TestAlertmanagerWithoutLabelsDeadLetters(t *testing.T) {
 	rec := svctest.Deliver(t, svctest.Delivery{
 		CM: alertmanagerCM("", s), Service: "alertmanager", Template: "no-labels", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+	if rec.State != outbox.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
 	svctest.MustContain(t, "last error", rec.LastError, "at least one label")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -52,7 +52,7 @@ func TestGoogleChatThroughOutbox(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Body: googleChatOK})
 	rec := svctest.Deliver(t, svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
 		Template: "app-sync-succeeded", Recipient: "spaceName", App: svctest.App("guestbook")})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "spaces/AAAA1234/messages/msg.1" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "spaces/AAAA1234/messages/msg.1" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 	}
 	r := s.Requests()[0]
@@ -98,7 +98,7 @@ func TestGoogleChatText(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Body: googleChatOK})
 	rec := svctest.Deliver(t, svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
 		Template: "text-only", Recipient: "spaceName", App: svctest.App("guestbook")})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	r := s.Requests()[0]
@@ -113,7 +113,7 @@ func TestGoogleChatErrorAnswer(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Body: `{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}`})
 	rec := svctest.Deliver(t, svctest.Delivery{CM: googleChatCM(), Secret: googleChatSecret(s), Service: "googlechat",
 		Template: "text-only", Recipient: "spaceName", App: svctest.App("guestbook")})
-	if rec.State != notify.StateDead || rec.Attempts != 1 {
+	if rec.State != outbox.StateDead || rec.Attempts != 1 {
 		t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 	}
 	svctest.MustContain(t, "last error", rec.LastError, "INVALID_ARGUMENT", "Invalid JSON payload")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -40,7 +40,7 @@ func TestGrafanaThroughOutbox(t *testing.T) {
 				CM: grafanaCM(s.URL), Secret: grafanaSecret(),
 				Service: "grafana", Template: "app-deployed", Recipient: tc.recipient, App: svctest.App("guestbook"),
 			})
-			if rec.State != notify.StateDelivered || rec.Receipt.ID != "42" {
+			if rec.State != outbox.StateDelivered || rec.Receipt.ID != "42" {
 				t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 			}
 			r := s.Requests()[0]

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -28,7 +28,7 @@ func TestMattermostThroughOutbox(t *testing.T) {
 		CM: mattermostCM(s.URL), Secret: map[string][]byte{"mattermost-token": []byte(token)},
 		Service: "mattermost", Template: "app-deployed", Recipient: "chan-123", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "post-1" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "post-1" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -70,21 +70,21 @@ func TestMattermostStatuses(t *testing.T) {
 	t.Run("429 waits Retry-After then delivers", func(t *testing.T) {
 		s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}}, svctest.Answer{Status: http.StatusCreated, Body: `{"id":"p2"}`})
 		rec := svctest.Deliver(t, svctest.Delivery{CM: mattermostCM(s.URL), Secret: secret, Service: "mattermost", Template: "app-deployed", Recipient: "c", App: svctest.App("a"), MaxAttempts: 1})
-		if rec.State != notify.StateDelivered || len(s.Requests()) != 2 {
+		if rec.State != outbox.StateDelivered || len(s.Requests()) != 2 {
 			t.Fatalf("state %s after %d requests: %s", rec.State, len(s.Requests()), rec.LastError)
 		}
 	})
 	t.Run("5xx retried", func(t *testing.T) {
 		s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusBadGateway}, svctest.Answer{Status: http.StatusCreated, Body: `{"id":"p3"}`})
 		rec := svctest.Deliver(t, svctest.Delivery{CM: mattermostCM(s.URL), Secret: secret, Service: "mattermost", Template: "app-deployed", Recipient: "c", App: svctest.App("a")})
-		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
+		if rec.State != outbox.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 	})
 	t.Run("4xx dead-lettered at once without the token", func(t *testing.T) {
 		s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusUnauthorized, Body: `{"message":"bad token"}`})
 		rec := svctest.Deliver(t, svctest.Delivery{CM: mattermostCM(s.URL), Secret: secret, Service: "mattermost", Template: "app-deployed", Recipient: "c", App: svctest.App("a")})
-		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
 			t.Fatalf("state %s attempts %d requests %d", rec.State, rec.Attempts, len(s.Requests()))
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "401", "bad token")

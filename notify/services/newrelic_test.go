@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -38,7 +38,7 @@ func TestNewrelicThroughOutbox(t *testing.T) {
 		CM: newrelicCM(s.URL + "/"), Secret: newrelicSecret(),
 		Service: "newrelic", Template: "app-deployed", Recipient: "987654", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "1234" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "1234" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -62,7 +62,7 @@ func TestNewrelicWithoutBlockDeadLetters(t *testing.T) {
 		CM: newrelicCM(s.URL), Secret: newrelicSecret(),
 		Service: "newrelic", Template: "no-block", Recipient: "987654", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+	if rec.State != outbox.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
 	svctest.MustContain(t, "last error", rec.LastError, "no newrelic block")

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
@@ -62,7 +62,7 @@ func TestOpsgenieThroughOutbox(t *testing.T) {
 		CM: opsgenieCM(s.URL), Secret: opsgenieSecret(),
 		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "req-1" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "req-1" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -104,7 +104,7 @@ func TestOpsgenieCloseByAlias(t *testing.T) {
 		CM: opsgenieCM(s.URL), Secret: opsgenieSecret(),
 		Service: "opsgenie", Template: "app-recovered", Recipient: "team-a", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	r := s.Requests()[0]
@@ -125,7 +125,7 @@ func TestOpsgenieBareHost(t *testing.T) {
 		CM: opsgenieCM(strings.TrimPrefix(s.URL, "http://")), Secret: opsgenieSecret(),
 		Service: "opsgenie", Template: "app-problem", Recipient: "team-a", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || len(s.Requests()) != 1 {
+	if rec.State != outbox.StateDelivered || len(s.Requests()) != 1 {
 		t.Fatalf("state %s after %d requests: %s", rec.State, len(s.Requests()), rec.LastError)
 	}
 }
@@ -136,7 +136,7 @@ func TestOpsgenieUnknownTeamDeadLetters(t *testing.T) {
 		CM: opsgenieCM(s.URL), Secret: opsgenieSecret(),
 		Service: "opsgenie", Template: "app-problem", Recipient: "team-b", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+	if rec.State != outbox.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
 	svctest.MustContain(t, "last error", rec.LastError, `no API key configured for recipient "team-b"`)
@@ -199,21 +199,21 @@ func checkIncidentStatuses(t *testing.T, c incidentStatusCase) {
 		d := c.delivery(s)
 		d.MaxAttempts = 1
 		rec := svctest.Deliver(t, d)
-		if rec.State != notify.StateDelivered || len(s.Requests()) != 2 {
+		if rec.State != outbox.StateDelivered || len(s.Requests()) != 2 {
 			t.Fatalf("state %s after %d requests: %s", rec.State, len(s.Requests()), rec.LastError)
 		}
 	})
 	t.Run("5xx retried", func(t *testing.T) {
 		s := svctest.NewSink(t, c.tls, svctest.Answer{Status: http.StatusServiceUnavailable}, c.ok)
 		rec := svctest.Deliver(t, c.delivery(s))
-		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
+		if rec.State != outbox.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 	})
 	t.Run("4xx dead-lettered at once without secrets", func(t *testing.T) {
 		s := svctest.NewSink(t, c.tls, svctest.Answer{Status: http.StatusUnauthorized, Body: `{"message":"invalid key"}`})
 		rec := svctest.Deliver(t, c.delivery(s))
-		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
 			t.Fatalf("state %s attempts %d requests %d", rec.State, rec.Attempts, len(s.Requests()))
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "401", "invalid key")

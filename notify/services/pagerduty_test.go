@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -39,7 +39,7 @@ func TestPagerDutyThroughOutbox(t *testing.T) {
 		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
 		Service: "pagerduty", Template: "app-degraded", Recipient: "PSERVICE", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "PT4KHLK" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "PT4KHLK" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -83,7 +83,7 @@ func TestPagerDutyServiceIDSetting(t *testing.T) {
 		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
 		Service: "pagerduty", Template: "app-degraded", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	svctest.MustContain(t, "body", s.Requests()[0].Body, `"service":{"id":"PDEFAULT","type":"service_reference"}`)
@@ -95,7 +95,7 @@ func TestPagerDutyWithoutBlockDeadLetters(t *testing.T) {
 		CM: pagerDutyCM(), Secret: pagerDutySecret(), Transport: svctest.Redirect(s),
 		Service: "pagerduty", Template: "no-block", Recipient: "PSERVICE", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+	if rec.State != outbox.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
 	svctest.MustContain(t, "last error", rec.LastError, "no pagerduty block")

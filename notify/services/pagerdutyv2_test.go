@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -47,7 +47,7 @@ func TestPagerDutyV2ThroughOutbox(t *testing.T) {
 		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
 		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "my-service", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "argocd-guestbook" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "argocd-guestbook" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -81,7 +81,7 @@ func TestPagerDutyV2Resolve(t *testing.T) {
 		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
 		Service: "pagerdutyv2", Template: "app-healthy", Recipient: "my-service", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	want := `{"routing_key":"` + pagerDutyRoutingKey + `","event_action":"resolve","dedup_key":"argocd-guestbook"}`
@@ -96,7 +96,7 @@ func TestPagerDutyV2UnknownRecipientDeadLetters(t *testing.T) {
 		CM: pagerDutyV2CM(), Secret: pagerDutyV2Secret(), Transport: svctest.Redirect(s),
 		Service: "pagerdutyv2", Template: "app-degraded", Recipient: "other", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+	if rec.State != outbox.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 	}
 	svctest.MustContain(t, "last error", rec.LastError, `no routing key configured for recipient "other"`)

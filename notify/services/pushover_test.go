@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -37,7 +37,7 @@ func TestPushoverThroughOutbox(t *testing.T) {
 		CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
 		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "647d2300-702c-4b38-8b2f-d56326ae460b" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "647d2300-702c-4b38-8b2f-d56326ae460b" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -72,7 +72,7 @@ func TestPushoverRefusedBeforeSending(t *testing.T) {
 				CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
 				Service: "pushover", Template: tc.template, Recipient: tc.recipient, App: svctest.App("guestbook"),
 			})
-			if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+			if rec.State != outbox.StateDead || len(s.Requests()) != 0 {
 				t.Fatalf("state %s after %d requests", rec.State, len(s.Requests()))
 			}
 			svctest.MustContain(t, "last error", rec.LastError, tc.want)
@@ -88,7 +88,7 @@ func TestPushoverInvalidUser(t *testing.T) {
 		CM: pushoverCM(), Secret: pushoverSecret(), Transport: svctest.Redirect(s),
 		Service: "pushover", Template: "app-deployed", Recipient: pushoverUser, App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDead || rec.Attempts != 1 {
+	if rec.State != outbox.StateDead || rec.Attempts != 1 {
 		t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 	}
 	svctest.MustContain(t, "last error", rec.LastError, "400", "user identifier is not a valid")

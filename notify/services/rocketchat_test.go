@@ -13,6 +13,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
@@ -60,7 +61,7 @@ func TestRocketChatThroughOutbox(t *testing.T) {
 			}
 			rec := svctest.Deliver(t, svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
 				Template: "app-sync-succeeded", Recipient: c.recipient, App: svctest.App("guestbook")})
-			if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-7" {
+			if rec.State != outbox.StateDelivered || rec.Receipt.ID != "msg-7" {
 				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 			}
 			reqs := s.Requests()
@@ -149,7 +150,7 @@ func TestRocketChatRefused(t *testing.T) {
 		s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusUnauthorized, Body: `{"status":"error","error":"Unauthorized","message":"Unauthorized"}`})
 		rec := svctest.Deliver(t, svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
 			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.App("a")})
-		if rec.State != notify.StateDead || len(s.Requests()) != 1 {
+		if rec.State != outbox.StateDead || len(s.Requests()) != 1 {
 			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "logging in", "401")
@@ -165,7 +166,7 @@ func TestRocketChatRefused(t *testing.T) {
 		}
 		rec := svctest.Deliver(t, svctest.Delivery{CM: rocketCM(s.URL), Secret: rocketSecret, Service: "rocketchat",
 			Template: "app-sync-succeeded", Recipient: "#c", App: svctest.App("a")})
-		if rec.State != notify.StateDead || rec.Attempts != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "error-not-allowed")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -43,7 +43,7 @@ func TestTelegramThroughOutbox(t *testing.T) {
 				CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
 				Recipient: c.recipient, App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 			})
-			if rec.State != notify.StateDelivered || rec.Receipt.ID != "42" {
+			if rec.State != outbox.StateDelivered || rec.Receipt.ID != "42" {
 				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 			}
 			reqs := s.Requests()
@@ -79,7 +79,7 @@ func TestTelegramBadRecipient(t *testing.T) {
 		CM: telegramCM(), Secret: telegramSecret, Service: "telegram", Template: "app-deployed",
 		Recipient: "-100x|1", App: svctest.App("a"), Transport: svctest.Redirect(s),
 	})
-	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+	if rec.State != outbox.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 	}
 }

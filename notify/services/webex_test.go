@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -31,7 +31,7 @@ func TestWebexThroughOutbox(t *testing.T) {
 			s := svctest.NewSink(t, false, svctest.Answer{Body: `{"id":"msg-1","roomId":"r"}`})
 			rec := svctest.Deliver(t, svctest.Delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
 				Template: "app-deployed", Recipient: c.recipient, App: svctest.App("guestbook")})
-			if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-1" {
+			if rec.State != outbox.StateDelivered || rec.Receipt.ID != "msg-1" {
 				t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 			}
 			r := s.Requests()[0]
@@ -56,7 +56,7 @@ func TestWebexOnly200(t *testing.T) {
 	s := svctest.NewSink(t, false, svctest.Answer{Status: http.StatusNoContent})
 	rec := svctest.Deliver(t, svctest.Delivery{CM: webexCM(s.URL), Secret: webexSecret, Service: "webex",
 		Template: "app-deployed", Recipient: "room", App: svctest.App("a")})
-	if rec.State != notify.StateDead || len(s.Requests()) != 1 {
+	if rec.State != outbox.StateDead || len(s.Requests()) != 1 {
 		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	cntriggers "github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/windows"
 	"github.com/crowsnest-dev/crowsnest/windows/spec"
@@ -33,7 +33,7 @@ func TestBuilds(t *testing.T) {
 	var _ unstructured.Unstructured
 	var _ config.Config
 	var _ controller.Engine
-	var _ notify.Outbox
+	var _ outbox.Outbox
 	var _ cntriggers.Event
 	var _ windows.Set
 	var _ spec.Schedule

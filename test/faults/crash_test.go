@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // Crash scenario size: 200 image updates (half Kubernetes mode, half Git
@@ -50,7 +50,7 @@ func TestCrashRestart(t *testing.T) {
 	// answer was not read yet (its send in flight), no more than the
 	// outbox sends at once. The journal has every message whose answer
 	// was read.
-	bound := crashKills * notify.DefaultMaxInFlight
+	bound := crashKills * outbox.DefaultMaxInFlight
 	tl := finish(t, w, c.start, "crowsnest SIGKILLed and restarted", c.faults, bound, c.daemon)
 	c.intentsNote(t)
 	journaled := c.daemon.count(`"msg":"notification sent before a restart (local journal), recorded, not sent again"`)

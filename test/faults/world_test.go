@@ -20,7 +20,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
@@ -363,8 +363,8 @@ func (w *world) commitsPerFile(t *testing.T) map[string]int {
 // yet, read straight from crowsnest's ConfigMaps.
 func (w *world) pendingDeliveries(t *testing.T) int {
 	t.Helper()
-	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(w.cs), Namespace: w.ns}
-	recs, err := store.List(t.Context(), notify.ListOptions{State: notify.StatePending})
+	store := &outbox.ConfigMapStore{Client: kubecoretest.Wrap(w.cs), Namespace: w.ns}
+	recs, err := store.List(t.Context(), outbox.ListOptions{State: outbox.StatePending})
 	if err != nil {
 		return -1
 	}
@@ -372,10 +372,10 @@ func (w *world) pendingDeliveries(t *testing.T) int {
 }
 
 // deadDeliveries lists the outbox records given up on.
-func (w *world) deadDeliveries(t *testing.T) []notify.Record {
+func (w *world) deadDeliveries(t *testing.T) []outbox.Record {
 	t.Helper()
-	store := &notify.ConfigMapStore{Client: kubecoretest.Wrap(w.cs), Namespace: w.ns}
-	recs, err := store.List(t.Context(), notify.ListOptions{State: notify.StateDead})
+	store := &outbox.ConfigMapStore{Client: kubecoretest.Wrap(w.cs), Namespace: w.ns}
+	recs, err := store.List(t.Context(), outbox.ListOptions{State: outbox.StateDead})
 	if err != nil {
 		t.Logf("reading dead deliveries: %v", err)
 	}

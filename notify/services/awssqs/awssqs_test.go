@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -55,7 +55,7 @@ func TestAWSSQSThroughOutbox(t *testing.T) {
 		Secret:  map[string][]byte{"aws-key": []byte("AKIDEXAMPLE"), "aws-secret": []byte(secretKey)},
 		Service: "awssqs", Template: "deployed", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 	})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "msg-1" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "msg-1" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -109,7 +109,7 @@ func TestAWSSQSWebIdentity(t *testing.T) {
 		CM:      map[string]string{"service.awssqs": "{}", "template.deployed": sqsTemplate},
 		Service: "awssqs", Template: "deployed", Recipient: "team-queue", App: svctest.App("web"), Transport: svctest.Redirect(s),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -144,7 +144,7 @@ func TestAWSSQSStatuses(t *testing.T) {
 			return sqsAPI(r)
 		}
 		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.App("a"), Transport: svctest.Redirect(s), MaxAttempts: 1})
-		if rec.State != notify.StateDelivered {
+		if rec.State != outbox.StateDelivered {
 			t.Fatalf("state %s: %s", rec.State, rec.LastError)
 		}
 	})
@@ -159,14 +159,14 @@ func TestAWSSQSStatuses(t *testing.T) {
 			return sqsAPI(r)
 		}
 		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.App("a"), Transport: svctest.Redirect(s)})
-		if rec.State != notify.StateDelivered || rec.Attempts != 2 {
+		if rec.State != outbox.StateDelivered || rec.Attempts != 2 {
 			t.Fatalf("state %s attempts %d: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 	})
 	t.Run("403 dead-lettered without the secret", func(t *testing.T) {
 		s := svctest.NewSink(t, true, svctest.Answer{Status: http.StatusForbidden, Body: `{"__type":"InvalidClientTokenId","message":"The security token included in the request is invalid."}`})
 		rec := svctest.Deliver(t, svctest.Delivery{CM: cm, Secret: secret, Service: "awssqs", Template: "deployed", App: svctest.App("a"), Transport: svctest.Redirect(s)})
-		if rec.State != notify.StateDead || rec.Attempts != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s attempts %d", rec.State, rec.Attempts)
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "403", "InvalidClientTokenId")

@@ -25,6 +25,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
@@ -193,7 +194,7 @@ func TestGCPPubSubKeyFileThroughOutbox(t *testing.T) {
 		},
 		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 	})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "4242" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "4242" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 	}
 	if len(g.problems) > 0 {
@@ -268,7 +269,7 @@ func TestGCPPubSubMetadataServer(t *testing.T) {
 		},
 		Service: "gcppubsub", Template: "deployed", App: svctest.App("guestbook"), Transport: gcpRedirect(api, metadata),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	if m := metadata.Requests(); len(m) != 1 || m[0].Header.Get("Metadata-Flavor") != "Google" {
@@ -298,7 +299,7 @@ func TestGCPPubSubApplicationCredentials(t *testing.T) {
 		},
 		Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 	})
-	if rec.State != notify.StateDelivered || g.tokens != 1 || len(g.problems) > 0 {
+	if rec.State != outbox.StateDelivered || g.tokens != 1 || len(g.problems) > 0 {
 		t.Fatalf("state %s, %d token exchanges, problems %v: %s", rec.State, g.tokens, g.problems, rec.LastError)
 	}
 }
@@ -316,14 +317,14 @@ func TestGCPPubSubAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name                string
 		answers             []svctest.Answer
-		state               notify.State
+		state               outbox.State
 		attempts, publishes int
 	}{
 		{"429 then success", []svctest.Answer{{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "1"},
-			Body: `{"error":{"status":"RESOURCE_EXHAUSTED"}}`}, {Body: `{"messageIds":["1"]}`}}, notify.StateDelivered, 1, 2}, // a rate-limited wait is no attempt
-		{"503 retried", []svctest.Answer{{Status: http.StatusServiceUnavailable, Body: `{"error":{"status":"UNAVAILABLE"}}`}}, notify.StateDead, 3, 3},
-		{"404 at once", []svctest.Answer{{Status: http.StatusNotFound, Body: `{"error":{"code":404,"message":"Resource not found (resource=deploys).","status":"NOT_FOUND"}}`}}, notify.StateDead, 1, 1},
-		{"403 at once", []svctest.Answer{{Status: http.StatusForbidden, Body: `{"error":{"code":403,"status":"PERMISSION_DENIED"}}`}}, notify.StateDead, 1, 1},
+			Body: `{"error":{"status":"RESOURCE_EXHAUSTED"}}`}, {Body: `{"messageIds":["1"]}`}}, outbox.StateDelivered, 1, 2}, // a rate-limited wait is no attempt
+		{"503 retried", []svctest.Answer{{Status: http.StatusServiceUnavailable, Body: `{"error":{"status":"UNAVAILABLE"}}`}}, outbox.StateDead, 3, 3},
+		{"404 at once", []svctest.Answer{{Status: http.StatusNotFound, Body: `{"error":{"code":404,"message":"Resource not found (resource=deploys).","status":"NOT_FOUND"}}`}}, outbox.StateDead, 1, 1},
+		{"403 at once", []svctest.Answer{{Status: http.StatusForbidden, Body: `{"error":{"code":403,"status":"PERMISSION_DENIED"}}`}}, outbox.StateDead, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &googleDouble{pub: pub}
@@ -371,7 +372,7 @@ func TestGCPPubSubAnswers(t *testing.T) {
 			Secret:  map[string][]byte{"gcp-key": []byte(broken)},
 			Service: "gcppubsub", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), Transport: svctest.Redirect(s),
 		})
-		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 0 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 || len(s.Requests()) != 0 {
 			t.Fatalf("state %s after %d attempts, %d requests: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
 		svctest.MustNotContain(t, "LastError", rec.LastError, keyLine)

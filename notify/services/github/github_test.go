@@ -21,6 +21,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
@@ -243,7 +244,7 @@ func TestGitHubAppCommitStatusThroughOutbox(t *testing.T) {
 		Service: "github", Template: "app-deployed", App: githubApp("guestbook"),
 	})
 	f.check(t)
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "status 901" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "status 901" {
 		t.Fatalf("record: state %s receipt %+v error %q", rec.State, rec.Receipt, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -282,7 +283,7 @@ func TestGitHubInstallationToken(t *testing.T) {
 		recs := svctest.DeliverEach(t, svctest.Delivery{CM: githubCM(s.URL+"/api/v3", githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps...)
 		f.check(t)
 		for _, rec := range recs {
-			if rec.State != notify.StateDelivered {
+			if rec.State != outbox.StateDelivered {
 				t.Fatalf("state %s: %s", rec.State, rec.LastError)
 			}
 		}
@@ -311,7 +312,7 @@ func TestGitHubInstallationToken(t *testing.T) {
 		s := newGitHubSink(t, f)
 		recs := svctest.DeliverEach(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed"}, apps[:2]...)
 		f.check(t)
-		if recs[1].State != notify.StateDelivered || f.exchanges() != 2 {
+		if recs[1].State != outbox.StateDelivered || f.exchanges() != 2 {
 			t.Fatalf("state %s after %d exchanges, want delivered after 2: %s", recs[1].State, f.exchanges(), recs[1].LastError)
 		}
 		if got := s.Requests()[3].Header.Get("Authorization"); got != "token "+ghToken(2) {
@@ -361,7 +362,7 @@ func TestGitHubInstallationToken(t *testing.T) {
 		f.pub = &other.PublicKey // GitHub holds another key than the one configured
 		s := newGitHubSink(t, f)
 		rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: apps[0]})
-		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
 			t.Fatalf("state %s attempts %d requests %d: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "installation token", "401")
@@ -400,7 +401,7 @@ github:
 		s := newGitHubSink(t, f)
 		rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
 		f.check(t)
-		if rec.State != notify.StateDelivered || rec.Receipt.ID != "deployment 77 status 88" {
+		if rec.State != outbox.StateDelivered || rec.Receipt.ID != "deployment 77 status 88" {
 			t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 		}
 		reqs := s.Requests()[1:]
@@ -437,7 +438,7 @@ github:
 		s := newGitHubSink(t, f)
 		rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
 		reqs := s.Requests()[1:]
-		if rec.State != notify.StateDelivered || len(reqs) != 2 || reqs[1].Path != "/api/v3/repos/example/guestbook/deployments/55/statuses" {
+		if rec.State != outbox.StateDelivered || len(reqs) != 2 || reqs[1].Path != "/api/v3/repos/example/guestbook/deployments/55/statuses" {
 			t.Fatalf("state %s (%s), requests %+v", rec.State, rec.LastError, reqs)
 		}
 	})
@@ -470,7 +471,7 @@ github:
 	s := newGitHubSink(t, f)
 	rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
 	f.check(t)
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "comment 101 on #5 updated, comment 201 on #6" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "comment 101 on #5 updated, comment 201 on #6" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 	}
 	// Argo CD's body: the content, its tag from the templater and the
@@ -522,7 +523,7 @@ github:
 	})
 	s := newGitHubSink(t, f)
 	rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, tmpl), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
-	if rec.State != notify.StateDelivered || rec.Receipt.ID != "check run 3; dispatch argocd-deployed" {
+	if rec.State != outbox.StateDelivered || rec.Receipt.ID != "check run 3; dispatch argocd-deployed" {
 		t.Fatalf("state %s receipt %+v: %s", rec.State, rec.Receipt, rec.LastError)
 	}
 	reqs := s.Requests()[1:]
@@ -557,7 +558,7 @@ func TestGitHubMultiSourceApplication(t *testing.T) {
 	op["syncResult"] = map[string]any{"revisions": []any{ghDeployed, "1.2.3"}}
 	rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: app})
 	reqs := s.Requests()
-	if rec.State != notify.StateDelivered || len(reqs) != 2 || reqs[1].Path != "/api/v3/repos/example/manifests/statuses/"+ghDeployed {
+	if rec.State != outbox.StateDelivered || len(reqs) != 2 || reqs[1].Path != "/api/v3/repos/example/manifests/statuses/"+ghDeployed {
 		t.Fatalf("state %s (%s), requests %+v", rec.State, rec.LastError, reqs)
 	}
 }
@@ -574,7 +575,7 @@ func TestGitHubTokenSetting(t *testing.T) {
 		Service: "github", Template: "app-deployed", App: githubApp("guestbook"),
 	})
 	reqs := s.Requests()
-	if rec.State != notify.StateDelivered || len(reqs) != 1 {
+	if rec.State != outbox.StateDelivered || len(reqs) != 1 {
 		t.Fatalf("state %s (%s) after %d requests", rec.State, rec.LastError, len(reqs))
 	}
 	if got := reqs[0].Header.Get("Authorization"); got != "token "+token || reqs[0].Path != "/api/v3/repos/example/guestbook/statuses/"+ghDeployed {
@@ -597,7 +598,7 @@ func TestGitHubStatuses(t *testing.T) {
 		}
 	}
 	ok := svctest.Answer{Status: http.StatusCreated, Body: `{"id": 1}`}
-	run := func(t *testing.T, answers ...svctest.Answer) (notify.Record, *fakeGitHub, *svctest.Sink) {
+	run := func(t *testing.T, answers ...svctest.Answer) (outbox.Record, *fakeGitHub, *svctest.Sink) {
 		t.Helper()
 		f := newFakeGitHub(t, script(answers...))
 		s := newGitHubSink(t, f)
@@ -608,28 +609,28 @@ func TestGitHubStatuses(t *testing.T) {
 	t.Run("429 waits X-RateLimit-Reset then delivers", func(t *testing.T) {
 		reset := fmt.Sprint(time.Now().Unix()) // now: no wait
 		rec, _, s := run(t, svctest.Answer{Status: http.StatusTooManyRequests, Header: map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}}, ok)
-		if rec.State != notify.StateDelivered || rec.Attempts != 1 || len(s.Requests()) != 3 {
+		if rec.State != outbox.StateDelivered || rec.Attempts != 1 || len(s.Requests()) != 3 {
 			t.Fatalf("state %s attempts %d requests %d: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
 	})
 	t.Run("403 secondary rate limit waits Retry-After then delivers", func(t *testing.T) {
 		rec, f, s := run(t, svctest.Answer{Status: http.StatusForbidden, Header: map[string]string{"Retry-After": "0"},
 			Body: `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`}, ok)
-		if rec.State != notify.StateDelivered || rec.Attempts != 1 || len(s.Requests()) != 3 || f.exchanges() != 1 {
+		if rec.State != outbox.StateDelivered || rec.Attempts != 1 || len(s.Requests()) != 3 || f.exchanges() != 1 {
 			t.Fatalf("state %s attempts %d requests %d exchanges %d: %s", rec.State, rec.Attempts, len(s.Requests()), f.exchanges(), rec.LastError)
 		}
 	})
 	t.Run("403 without a rate limit is dead-lettered", func(t *testing.T) {
 		rec, _, s := run(t, svctest.Answer{Status: http.StatusForbidden, Header: map[string]string{"X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": fmt.Sprint(time.Now().Add(time.Hour).Unix())},
 			Body: `{"message":"Resource not accessible by integration"}`})
-		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 2 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 || len(s.Requests()) != 2 {
 			t.Fatalf("state %s attempts %d requests %d: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "403", "Resource not accessible by integration", "commit status on example/guestbook")
 	})
 	t.Run("5xx retried with the same token", func(t *testing.T) {
 		rec, f, _ := run(t, svctest.Answer{Status: http.StatusBadGateway, Body: "upstream"}, ok)
-		if rec.State != notify.StateDelivered || rec.Attempts != 2 || f.exchanges() != 1 {
+		if rec.State != outbox.StateDelivered || rec.Attempts != 2 || f.exchanges() != 1 {
 			t.Fatalf("state %s attempts %d exchanges %d: %s", rec.State, rec.Attempts, f.exchanges(), rec.LastError)
 		}
 	})
@@ -644,7 +645,7 @@ func TestGitHubStatuses(t *testing.T) {
 		}
 		s := newGitHubSink(t, f)
 		rec := svctest.Deliver(t, svctest.Delivery{CM: githubCM(s.URL, githubStatusTemplate), Secret: githubSecret(t), Service: "github", Template: "app-deployed", App: githubApp("guestbook")})
-		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 2 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 || len(s.Requests()) != 2 {
 			t.Fatalf("state %s attempts %d requests %d", rec.State, rec.Attempts, len(s.Requests()))
 		}
 		_, pemKey := githubKey(t)

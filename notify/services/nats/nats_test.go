@@ -17,6 +17,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 	natssvc "github.com/crowsnest-dev/crowsnest/notify/services/nats"
@@ -68,7 +69,7 @@ func TestNATSThroughOutbox(t *testing.T) {
 		},
 		Service: "nats", Template: "deployed", Recipient: "argocd.deploys", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered || rec.Attempts != 1 {
+	if rec.State != outbox.StateDelivered || rec.Attempts != 1 {
 		t.Fatalf("state %s after %d attempts: %s", rec.State, rec.Attempts, rec.LastError)
 	}
 	msg, err := sub.NextMsg(10 * time.Second)
@@ -99,7 +100,7 @@ func TestNATSUserPassword(t *testing.T) {
 		CM: cm, Secret: map[string][]byte{"nats-password": []byte(password)},
 		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	if _, err := sub.NextMsg(10 * time.Second); err != nil {
@@ -112,7 +113,7 @@ func TestNATSUserPassword(t *testing.T) {
 			CM: cm, Secret: map[string][]byte{"nats-password": []byte(wrong)},
 			Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), MaxAttempts: 5,
 		})
-		if rec.State != notify.StateDead || rec.Attempts != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s after %d attempts, want dead at once: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 		svctest.MustContain(t, "LastError", rec.LastError, "Authorization Violation")
@@ -137,7 +138,7 @@ func TestNATSNKey(t *testing.T) {
 		CM: cm, Secret: map[string][]byte{"nats-nkey": seed},
 		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	if msg, err := sub.NextMsg(10 * time.Second); err != nil || msg.Subject != "deploys" {
@@ -151,7 +152,7 @@ func TestNATSNKey(t *testing.T) {
 			CM: cm, Secret: map[string][]byte{"nats-nkey": otherSeed},
 			Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), MaxAttempts: 5,
 		})
-		if rec.State != notify.StateDead || rec.Attempts != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 {
 			t.Fatalf("state %s after %d attempts, want dead at once: %s", rec.State, rec.Attempts, rec.LastError)
 		}
 		svctest.MustNotContain(t, "LastError", rec.LastError, string(otherSeed), string(otherSeed[:20]))
@@ -172,7 +173,7 @@ func TestNATSServerDownIsRetried(t *testing.T) {
 		},
 		Service: "nats", Template: "deployed", Recipient: "deploys", App: svctest.App("guestbook"), MaxAttempts: 3,
 	})
-	if rec.State != notify.StateDead || rec.Attempts != 3 {
+	if rec.State != outbox.StateDead || rec.Attempts != 3 {
 		t.Fatalf("state %s after %d attempts, want every attempt spent: %s", rec.State, rec.Attempts, rec.LastError)
 	}
 	svctest.MustContain(t, "LastError", rec.LastError, "connecting to 127.0.0.1:"+strconv.Itoa(port))

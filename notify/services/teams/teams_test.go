@@ -9,6 +9,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
@@ -39,7 +40,7 @@ func TestTeamsThroughOutbox(t *testing.T) {
 		CM: teamsCM(), Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
 		Service: "teams", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("record: state %s error %q", rec.State, rec.LastError)
 	}
 	reqs := s.Requests()
@@ -83,7 +84,7 @@ func TestTeamsTemplateIsTheBody(t *testing.T) {
 		CM: cm, Secret: map[string][]byte{"channel-teams-url": []byte(s.URL + teamsHook)},
 		Service: "teams", Template: "raw", Recipient: "channelName", App: svctest.App("guestbook"),
 	})
-	if rec.State != notify.StateDelivered {
+	if rec.State != outbox.StateDelivered {
 		t.Fatalf("state %s: %s", rec.State, rec.LastError)
 	}
 	if got := s.Requests()[0].Body; got != `{"text": "raw guestbook"}` {
@@ -95,7 +96,7 @@ func TestTeamsTemplateIsTheBody(t *testing.T) {
 // report failures, throttling included, in the body of a 200.
 func TestTeamsAnswerBody(t *testing.T) {
 	secret := map[string][]byte{}
-	send := func(t *testing.T, answers ...svctest.Answer) (notify.Record, *svctest.Sink) {
+	send := func(t *testing.T, answers ...svctest.Answer) (outbox.Record, *svctest.Sink) {
 		t.Helper()
 		s := svctest.NewSink(t, false, answers...)
 		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
@@ -104,13 +105,13 @@ func TestTeamsAnswerBody(t *testing.T) {
 	}
 	t.Run("throttled in a 200 is retried", func(t *testing.T) {
 		rec, s := send(t, svctest.Answer{Body: "Webhook message delivery failed with error: Microsoft Teams endpoint returned HTTP error 429 with ContextId tcid=0"}, svctest.Answer{Body: "1"})
-		if rec.State != notify.StateDelivered || rec.Attempts != 2 || len(s.Requests()) != 2 {
+		if rec.State != outbox.StateDelivered || rec.Attempts != 2 || len(s.Requests()) != 2 {
 			t.Fatalf("state %s attempts %d requests %d: %s", rec.State, rec.Attempts, len(s.Requests()), rec.LastError)
 		}
 	})
 	t.Run("an error in a 200 is dead-lettered", func(t *testing.T) {
 		rec, s := send(t, svctest.Answer{Body: "Summary or Text is required."})
-		if rec.State != notify.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 || len(s.Requests()) != 1 {
 			t.Fatalf("state %s attempts %d requests %d", rec.State, rec.Attempts, len(s.Requests()))
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "Summary or Text is required")
@@ -118,7 +119,7 @@ func TestTeamsAnswerBody(t *testing.T) {
 	})
 	t.Run("202 and nothing is not sent again", func(t *testing.T) {
 		rec, s := send(t, svctest.Answer{Status: http.StatusAccepted})
-		if rec.State != notify.StateDead || len(s.Requests()) != 1 {
+		if rec.State != outbox.StateDead || len(s.Requests()) != 1 {
 			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 		}
 		svctest.MustContain(t, "last error", rec.LastError, "teams-workflows")
@@ -128,7 +129,7 @@ func TestTeamsAnswerBody(t *testing.T) {
 		secret["channel-teams-url"] = []byte(s.URL + teamsHook)
 		rec := svctest.Deliver(t, svctest.Delivery{CM: teamsCM(), Secret: secret, Service: "teams", Template: "app-sync-succeeded",
 			Recipient: "other", App: svctest.App("a")})
-		if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+		if rec.State != outbox.StateDead || len(s.Requests()) != 0 {
 			t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 		}
 		svctest.MustContain(t, "last error", rec.LastError, `"other"`)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/services/internal/svctest"
 )
 
@@ -74,7 +74,7 @@ func TestTeamsWorkflowsThroughOutbox(t *testing.T) {
 				CM: workflowsCM(), Secret: workflowsSecret(s),
 				Service: "teams-workflows", Template: c.template, Recipient: "channelName", App: svctest.App("guestbook"),
 			})
-			if rec.State != notify.StateDelivered {
+			if rec.State != outbox.StateDelivered {
 				t.Fatalf("state %s: %s", rec.State, rec.LastError)
 			}
 			reqs := s.Requests()
@@ -107,7 +107,7 @@ func TestTeamsWorkflowsRefusesOtherURLs(t *testing.T) {
 		CM: workflowsCM(), Secret: map[string][]byte{"channel-workflows-url": []byte(s.URL + "/webhookb2/connector-secret")},
 		Service: "teams-workflows", Template: "app-sync-succeeded", Recipient: "channelName", App: svctest.App("a"),
 	})
-	if rec.State != notify.StateDead || len(s.Requests()) != 0 {
+	if rec.State != outbox.StateDead || len(s.Requests()) != 0 {
 		t.Fatalf("state %s requests %d", rec.State, len(s.Requests()))
 	}
 	svctest.MustContain(t, "last error", rec.LastError, "Workflows", `"channelName"`)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 type notifyLogOptions struct {
@@ -35,7 +35,7 @@ each Application. The ID column is what "crowsnest notify redeliver" takes.`,
 			if err != nil {
 				return err
 			}
-			out := &notify.Outbox{Store: store}
+			out := &outbox.Outbox{Store: store}
 			recs, err := out.Log(cmd.Context(), o.app)
 			if err != nil {
 				return err
@@ -53,7 +53,7 @@ each Application. The ID column is what "crowsnest notify redeliver" takes.`,
 
 // outboxStore is the daemon's outbox in the cluster: the ConfigMaps in
 // namespace (the kubeconfig context's when empty).
-func outboxStore(kubeconfig, namespace string) (*notify.ConfigMapStore, error) {
+func outboxStore(kubeconfig, namespace string) (*outbox.ConfigMapStore, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
@@ -70,10 +70,10 @@ func outboxStore(kubeconfig, namespace string) (*notify.ConfigMapStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building kube client: %w", err)
 	}
-	return &notify.ConfigMapStore{Client: cs, Namespace: namespace}, nil
+	return &outbox.ConfigMapStore{Client: cs, Namespace: namespace}, nil
 }
 
-func printDeliveryLog(w io.Writer, recs []notify.Record, output string) error {
+func printDeliveryLog(w io.Writer, recs []outbox.Record, output string) error {
 	switch output {
 	case "json":
 		enc := json.NewEncoder(w)

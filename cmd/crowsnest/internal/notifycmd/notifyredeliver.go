@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 type notifyRedeliverOptions struct {
@@ -31,7 +31,7 @@ the result with "crowsnest notify log".
 
 ID is the ID column of "crowsnest notify log", or a unique start of it of at
 least %d characters. A delivery still pending cannot be redelivered:
-crowsnest is still working on it.`, notify.DefaultRescanInterval, notify.MinIDPrefix),
+crowsnest is still working on it.`, outbox.DefaultRescanInterval, outbox.MinIDPrefix),
 		Example: `  crowsnest notify log --app argocd/guestbook
   crowsnest notify redeliver 3f9a0c1e -n crowsnest`,
 		Args: cobra.ExactArgs(1),
@@ -43,7 +43,7 @@ crowsnest is still working on it.`, notify.DefaultRescanInterval, notify.MinIDPr
 			if err != nil {
 				return err
 			}
-			return redeliver(cmd, &notify.Outbox{Store: store}, store.Namespace, args[0], o.output)
+			return redeliver(cmd, &outbox.Outbox{Store: store}, store.Namespace, args[0], o.output)
 		},
 	}
 	f := cmd.Flags()
@@ -53,23 +53,23 @@ crowsnest is still working on it.`, notify.DefaultRescanInterval, notify.MinIDPr
 	return cmd
 }
 
-func redeliver(cmd *cobra.Command, out *notify.Outbox, namespace, id, output string) error {
+func redeliver(cmd *cobra.Command, out *outbox.Outbox, namespace, id, output string) error {
 	ctx := cmd.Context()
 	before, err := out.Find(ctx, id)
 	switch {
-	case errors.Is(err, notify.ErrNotFound):
+	case errors.Is(err, outbox.ErrNotFound):
 		return fmt.Errorf("no delivery %s in the outbox of namespace %s; list delivery IDs with \"crowsnest notify log\"", id, namespace)
-	case errors.Is(err, notify.ErrAmbiguousID):
+	case errors.Is(err, outbox.ErrAmbiguousID):
 		return fmt.Errorf("%w; give more characters of the ID", err)
 	case err != nil:
 		return err
 	}
 	rec, err := out.Redeliver(ctx, before.ID)
 	switch {
-	case errors.Is(err, notify.ErrPending):
+	case errors.Is(err, outbox.ErrPending):
 		return fmt.Errorf("delivery %s (%s to %s) is still pending%s: crowsnest is still delivering it; only delivered or dead deliveries can be redelivered",
 			rec.ID, rec.App, rec.Destination(), progress(rec))
-	case errors.Is(err, notify.ErrNotFound):
+	case errors.Is(err, outbox.ErrNotFound):
 		return fmt.Errorf("delivery %s is gone from the outbox of namespace %s (trimmed from the log meanwhile)", before.ID, namespace)
 	case err != nil:
 		return err
@@ -83,7 +83,7 @@ func redeliver(cmd *cobra.Command, out *notify.Outbox, namespace, id, output str
 }
 
 // progress says how far a pending delivery got, for the error above.
-func progress(r notify.Record) string {
+func progress(r outbox.Record) string {
 	if r.Attempts == 0 {
 		return ""
 	}
@@ -94,7 +94,7 @@ func progress(r notify.Record) string {
 	return s
 }
 
-func printRedelivery(w io.Writer, before, after notify.Record) error {
+func printRedelivery(w io.Writer, before, after outbox.Record) error {
 	was := fmt.Sprintf("%s after %d attempt(s)", before.State, before.Attempts)
 	if before.LastError != "" {
 		was += ": " + before.LastError
@@ -109,6 +109,6 @@ func printRedelivery(w io.Writer, before, after notify.Record) error {
   redeliveries:  %d
 The running crowsnest leader sends it within about %s (at its next start if
 none runs); see "crowsnest notify log --app %s".
-`, after.ID, after.App, orDash(after.Trigger), after.Destination(), was, after.Redeliveries, notify.DefaultRescanInterval, after.App)
+`, after.ID, after.App, orDash(after.Trigger), after.Destination(), was, after.Redeliveries, outbox.DefaultRescanInterval, after.App)
 	return err
 }

@@ -1,7 +1,7 @@
 // Package svctest is the test harness of the notification services and
 // their subpackages: a Sink standing in for a service's API, Deliver
 // sending one notification from an argocd-notifications-cm through a real
-// notify.Outbox, and Redirect for APIs with a fixed host. Tests only.
+// outbox.Outbox, and Redirect for APIs with a fixed host. Tests only.
 package svctest
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	notifyrender "github.com/crowsnest-dev/crowsnest/notify/render"
 	"github.com/crowsnest-dev/crowsnest/notify/services"
@@ -88,12 +89,12 @@ type Delivery struct {
 
 // Deliver reads d.CM as crowsnest reads an argocd-notifications-cm,
 // renders the template for the service, and sends it through a started
-// notify.Outbox; it returns the delivery's final record.
-func Deliver(t *testing.T, d Delivery) notify.Record {
+// outbox.Outbox; it returns the delivery's final record.
+func Deliver(t *testing.T, d Delivery) outbox.Record {
 	t.Helper()
 	nc, svc := newSender(t, d)
 	ctx, o := startOutbox(t, d, svc)
-	return settle(ctx, t, o, notify.Delivery{
+	return settle(ctx, t, o, outbox.Delivery{
 		Key: t.Name(), App: "argocd/" + AppName(d.App), Trigger: "on-test",
 		Service: d.Service, Recipient: d.Recipient, Notification: Render(t, nc, d),
 	})
@@ -102,14 +103,14 @@ func Deliver(t *testing.T, d Delivery) notify.Record {
 // DeliverEach sends one notification per app through one sender and one
 // outbox, each settled before the next is queued, and returns the
 // records.
-func DeliverEach(t *testing.T, d Delivery, apps ...map[string]any) []notify.Record {
+func DeliverEach(t *testing.T, d Delivery, apps ...map[string]any) []outbox.Record {
 	t.Helper()
 	nc, svc := newSender(t, d)
 	ctx, o := startOutbox(t, d, svc)
-	var out []notify.Record
+	var out []outbox.Record
 	for i, app := range apps {
 		d.App = app
-		out = append(out, settle(ctx, t, o, notify.Delivery{
+		out = append(out, settle(ctx, t, o, outbox.Delivery{
 			Key: fmt.Sprintf("%s/%d", t.Name(), i), App: "argocd/" + AppName(app), Trigger: "on-test",
 			Service: d.Service, Recipient: d.Recipient, Notification: Render(t, nc, d),
 		}))
@@ -143,14 +144,14 @@ func newSender(t *testing.T, d Delivery) (*config.Notifications, notify.Service)
 }
 
 // startOutbox starts an outbox for svc, stopped when the test ends.
-func startOutbox(t *testing.T, d Delivery, svc notify.Service) (context.Context, *notify.Outbox) {
+func startOutbox(t *testing.T, d Delivery, svc notify.Service) (context.Context, *outbox.Outbox) {
 	t.Helper()
 	attempts := d.MaxAttempts
 	if attempts == 0 {
 		attempts = 3
 	}
-	o := &notify.Outbox{
-		Store: &notify.MemoryStore{}, Services: map[string]notify.Service{d.Service: svc},
+	o := &outbox.Outbox{
+		Store: &outbox.MemoryStore{}, Services: map[string]notify.Service{d.Service: svc},
 		MaxAttempts: attempts, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 10 * time.Millisecond,
 		MaxRetryAfter: 5 * time.Second,
 	}
@@ -167,13 +168,13 @@ func startOutbox(t *testing.T, d Delivery, svc notify.Service) (context.Context,
 }
 
 // settle queues del and waits until its delivery is final.
-func settle(ctx context.Context, t *testing.T, o *notify.Outbox, del notify.Delivery) notify.Record {
+func settle(ctx context.Context, t *testing.T, o *outbox.Outbox, del outbox.Delivery) outbox.Record {
 	t.Helper()
 	rec, _, err := o.Enqueue(ctx, del)
 	if err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}
-	var got notify.Record
+	var got outbox.Record
 	last := func() string { return fmt.Sprintf("%+v (%v)", got, err) }
 	// 30 s: well under the outbox's one-minute attempt timeout, so a
 	// request that hung is not waited out and reported as settled.
@@ -290,7 +291,7 @@ func CheckStatuses(t *testing.T, c StatusCase) {
 	if c.RateLimited != nil {
 		limited = *c.RateLimited
 	}
-	run := func(t *testing.T, maxAttempts int, script ...Answer) (notify.Record, int) {
+	run := func(t *testing.T, maxAttempts int, script ...Answer) (outbox.Record, int) {
 		t.Helper()
 		s := NewSink(t, c.TLS)
 		messages := 0
@@ -316,19 +317,19 @@ func CheckStatuses(t *testing.T, c StatusCase) {
 	}
 	t.Run("429 waits then delivers", func(t *testing.T) {
 		rec, n := run(t, 1, limited, c.OK)
-		if rec.State != notify.StateDelivered || n != 2 {
+		if rec.State != outbox.StateDelivered || n != 2 {
 			t.Fatalf("state %s after %d messages: %s", rec.State, n, rec.LastError)
 		}
 	})
 	t.Run("5xx retried", func(t *testing.T) {
 		rec, n := run(t, 3, Answer{Status: http.StatusBadGateway, Body: "bad gateway"}, c.OK)
-		if rec.State != notify.StateDelivered || rec.Attempts != 2 || n != 2 {
+		if rec.State != outbox.StateDelivered || rec.Attempts != 2 || n != 2 {
 			t.Fatalf("state %s attempts %d messages %d: %s", rec.State, rec.Attempts, n, rec.LastError)
 		}
 	})
 	t.Run("4xx dead-lettered at once without a secret", func(t *testing.T) {
 		rec, n := run(t, 3, Answer{Status: http.StatusBadRequest, Body: `{"error":"bad request"}`})
-		if rec.State != notify.StateDead || rec.Attempts != 1 || n != 1 {
+		if rec.State != outbox.StateDead || rec.Attempts != 1 || n != 1 {
 			t.Fatalf("state %s attempts %d messages %d", rec.State, rec.Attempts, n)
 		}
 		MustContain(t, "last error", rec.LastError, "400")

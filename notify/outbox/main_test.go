@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // A delivery that was sent but whose final state the store refused a few
@@ -15,9 +16,9 @@ import (
 // rescan meanwhile: sent once, recorded delivered.
 func TestOutboxFailedSaveIsRetriedNotResent(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
-	store := &hookedStore{MemoryStore: &notify.MemoryStore{}}
+	store := &hookedStore{MemoryStore: &outbox.MemoryStore{}}
 	var refused atomic.Int32
-	store.aroundUpdate = func(rec notify.Record, write func() error) error {
+	store.aroundUpdate = func(rec outbox.Record, write func() error) error {
 		if rec.Terminal() && refused.Add(1) <= 3 {
 			return errors.New("the object has been modified; please apply your changes to the latest version and try again")
 		}
@@ -30,7 +31,7 @@ func TestOutboxFailedSaveIsRetriedNotResent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitState(t, o, rec.ID, outbox.StateDelivered)
 	waitRescans(t, store, 5) // five rescans after it was recorded delivered
 	if n := hook.delivered.Load(); n != 1 {
 		t.Errorf("delivered %d times, want 1", n)

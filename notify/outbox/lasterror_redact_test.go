@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // A destination whose error answer echoes the request's Authorization
@@ -25,13 +26,13 @@ func TestOutboxLastErrorRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": wh}, nil)
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"webhook.hook": wh}, nil)
 	runOutbox(t, o)
 	rec, _, err := o.Enqueue(t.Context(), hookDelivery("k-echo", "a/b", "{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := waitState(t, o, rec.ID, notify.StateDead)
+	got := waitState(t, o, rec.ID, outbox.StateDead)
 	if strings.Contains(got.LastError, token) || !strings.Contains(got.LastError, "422") || !strings.Contains(got.LastError, "Authorization: Bearer ***") {
 		t.Errorf("LastError = %q", got.LastError)
 	}

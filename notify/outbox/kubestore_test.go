@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"errors"
@@ -16,11 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
-func kubeStore(t *testing.T) (*notify.ConfigMapStore, kubecore.Interface) {
+func kubeStore(t *testing.T) (*outbox.ConfigMapStore, kubecore.Interface) {
 	t.Helper()
 	if env == nil {
 		t.Fatal("no control plane (TestMain did not start one)")
@@ -29,12 +31,12 @@ func kubeStore(t *testing.T) (*notify.ConfigMapStore, kubecore.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &notify.ConfigMapStore{Client: cs, Namespace: env.CreateNamespace(t, "notify"), Shards: 2, Keep: 2}, cs
+	return &outbox.ConfigMapStore{Client: cs, Namespace: env.CreateNamespace(t, "notify"), Shards: 2, Keep: 2}, cs
 }
 
 // runHookOutboxOnKube runs an outbox over a one-shard ConfigMapStore that
 // sends to a webhook sink, without rescans.
-func runHookOutboxOnKube(t *testing.T) (*notify.ConfigMapStore, kubecore.Interface, *flakyWebhook, *notify.Outbox) {
+func runHookOutboxOnKube(t *testing.T) (*outbox.ConfigMapStore, kubecore.Interface, *flakyWebhook, *outbox.Outbox) {
 	t.Helper()
 	s, cs := kubeStore(t)
 	s.Shards = 1
@@ -45,9 +47,9 @@ func runHookOutboxOnKube(t *testing.T) (*notify.ConfigMapStore, kubecore.Interfa
 	return s, cs, hook, o
 }
 
-func record(key, app string, created time.Time) notify.Record {
-	return notify.Record{Delivery: notify.Delivery{ID: notify.DeliveryID(key), Key: key, App: app, Service: "slack", Recipient: "#c",
-		Notification: notify.Notification{Message: key}}, State: notify.StatePending, CreatedAt: created, UpdatedAt: created}
+func record(key, app string, created time.Time) outbox.Record {
+	return outbox.Record{Delivery: outbox.Delivery{ID: outbox.DeliveryID(key), Key: key, App: app, Service: "slack", Recipient: "#c",
+		Notification: notify.Notification{Message: key}}, State: outbox.StatePending, CreatedAt: created, UpdatedAt: created}
 }
 
 func TestConfigMapStore(t *testing.T) {
@@ -66,19 +68,19 @@ func TestConfigMapStore(t *testing.T) {
 	if _, err := s.Create(ctx, record("other", "argocd/b", t0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(ctx, record("missing", "argocd/a", t0)); !errors.Is(err, notify.ErrNotFound) {
+	if err := s.Update(ctx, record("missing", "argocd/a", t0)); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Update of a missing record = %v, want ErrNotFound", err)
 	}
 	// Finish four of a's five: only the newest Keep=2 finished stay; the
 	// pending one is never trimmed.
 	for i := range 4 {
 		r := record(fmt.Sprint("k", i), "argocd/a", t0.Add(time.Duration(i)*time.Second))
-		r.State, r.DoneAt, r.Attempts = notify.StateDelivered, t0.Add(time.Minute+time.Duration(i)*time.Second), 1
+		r.State, r.DoneAt, r.Attempts = outbox.StateDelivered, t0.Add(time.Minute+time.Duration(i)*time.Second), 1
 		if err := s.Update(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.List(ctx, notify.ListOptions{App: "argocd/a"})
+	got, err := s.List(ctx, outbox.ListOptions{App: "argocd/a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +91,14 @@ func TestConfigMapStore(t *testing.T) {
 	if diff := cmp.Diff([]string{"k2=delivered", "k3=delivered", "k4=pending"}, keys); diff != "" {
 		t.Errorf("records of argocd/a (-want +got):\n%s", diff)
 	}
-	pending, err := s.List(ctx, notify.ListOptions{State: notify.StatePending})
+	pending, err := s.List(ctx, outbox.ListOptions{State: outbox.StatePending})
 	if err != nil || len(pending) != 2 {
 		t.Errorf("pending = %d records (%v), want 2", len(pending), err)
 	}
-	if r, err := s.Get(ctx, notify.DeliveryID("other")); err != nil || r.App != "argocd/b" || r.Notification.Message != "other" {
+	if r, err := s.Get(ctx, outbox.DeliveryID("other")); err != nil || r.App != "argocd/b" || r.Notification.Message != "other" {
 		t.Errorf("Get(other) = %+v, %v", r, err)
 	}
-	if _, err := s.Get(ctx, notify.DeliveryID("k0")); !errors.Is(err, notify.ErrNotFound) {
+	if _, err := s.Get(ctx, outbox.DeliveryID("k0")); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Get(trimmed k0) = %v, want ErrNotFound", err)
 	}
 
@@ -136,7 +138,7 @@ func TestConfigMapStoreBoundsTheLogBySize(t *testing.T) {
 		if i%10 == 9 {
 			continue // left pending
 		}
-		r.State, r.DoneAt = notify.StateDelivered, t0.Add(time.Duration(i)*time.Second)
+		r.State, r.DoneAt = outbox.StateDelivered, t0.Add(time.Duration(i)*time.Second)
 		if err := s.Update(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -145,13 +147,13 @@ func TestConfigMapStoreBoundsTheLogBySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := s.List(ctx, notify.ListOptions{})
+	all, err := s.List(ctx, outbox.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	doneBytes, pending, oldestKept := 0, 0, n
 	for _, r := range all {
-		if r.State == notify.StatePending {
+		if r.State == outbox.StatePending {
 			pending++
 			continue
 		}
@@ -169,7 +171,7 @@ func TestConfigMapStoreBoundsTheLogBySize(t *testing.T) {
 	}
 	// Every finished record newer than the oldest kept is still there.
 	for i := oldestKept; i < n; i++ {
-		if _, err := s.Get(ctx, notify.DeliveryID(fmt.Sprint("r", i))); err != nil {
+		if _, err := s.Get(ctx, outbox.DeliveryID(fmt.Sprint("r", i))); err != nil {
 			t.Errorf("r%d (newer than the oldest kept, r%d): %v", i, oldestKept, err)
 		}
 	}
@@ -187,7 +189,7 @@ func TestConfigMapStoreConcurrentWriters(t *testing.T) {
 	errs := make(chan error, 12)
 	for w := range 3 {
 		wg.Go(func() {
-			other := &notify.ConfigMapStore{Client: s.Client, Namespace: s.Namespace, Shards: 1}
+			other := &outbox.ConfigMapStore{Client: s.Client, Namespace: s.Namespace, Shards: 1}
 			for i := range 4 {
 				if _, err := other.Create(t.Context(), record(fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("ns/app%d", w), time.Now())); err != nil {
 					errs <- err
@@ -200,7 +202,7 @@ func TestConfigMapStoreConcurrentWriters(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	all, err := s.List(t.Context(), notify.ListOptions{})
+	all, err := s.List(t.Context(), outbox.ListOptions{})
 	if err != nil || len(all) != 12 {
 		t.Errorf("List = %d records (%v), want 12", len(all), err)
 	}
@@ -211,16 +213,16 @@ func TestConfigMapStoreConcurrentWriters(t *testing.T) {
 // threads.
 func TestOutboxRestartOnConfigMapStore(t *testing.T) {
 	store, _ := kubeStore(t)
-	f := newFakeSlack(t)
+	f := testnotify.NewFakeSlack(t)
 	hook := newFlakyWebhook(t, 0)
 	services := func() map[string]notify.Service {
 		return map[string]notify.Service{
-			"slack":        newSlack(t, f, notify.WithThreads(store)),
+			"slack":        f.Service(t, notify.WithThreads(store)),
 			"webhook.hook": webhookService(t, "hook", hook.URL),
 		}
 	}
-	slackMsg := func(key, text string) notify.Delivery {
-		return notify.Delivery{Key: key, App: "argocd/guestbook", Trigger: "on-deployed", Service: "slack", Recipient: "#deploys",
+	slackMsg := func(key, text string) outbox.Delivery {
+		return outbox.Delivery{Key: key, App: "argocd/guestbook", Trigger: "on-deployed", Service: "slack", Recipient: "#deploys",
 			Notification: notify.Notification{Message: text, Slack: &notify.SlackTemplate{GroupingKey: "guestbook"}}}
 	}
 
@@ -234,12 +236,12 @@ func TestOutboxRestartOnConfigMapStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, first, r1.ID, notify.StateDelivered)
-	waitState(t, first, h1.ID, notify.StateDelivered)
+	waitState(t, first, r1.ID, outbox.StateDelivered)
+	waitState(t, first, h1.ID, outbox.StateDelivered)
 	stop()
 
 	// Recorded while crowsnest is down (as if it crashed after recording).
-	for _, d := range []notify.Delivery{slackMsg("s2", "succeeded"), hookDelivery("h2", "argocd/guestbook", "h2")} {
+	for _, d := range []outbox.Delivery{slackMsg("s2", "succeeded"), hookDelivery("h2", "argocd/guestbook", "h2")} {
 		if _, _, err := first.Enqueue(t.Context(), d); err != nil {
 			t.Fatal(err)
 		}
@@ -247,8 +249,8 @@ func TestOutboxRestartOnConfigMapStore(t *testing.T) {
 
 	second := fastOutbox(store, services(), nil)
 	runOutbox(t, second)
-	waitState(t, second, notify.DeliveryID("s2"), notify.StateDelivered)
-	waitState(t, second, notify.DeliveryID("h2"), notify.StateDelivered)
+	waitState(t, second, outbox.DeliveryID("s2"), outbox.StateDelivered)
+	waitState(t, second, outbox.DeliveryID("h2"), outbox.StateDelivered)
 	waitSettled(t, second) // Start handed over all it found at once
 
 	type call struct{ Text, ThreadTS string }
@@ -328,13 +330,13 @@ func TestOutboxDeliversRedeliveryMarkedByAnotherProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, daemon, ok.ID, notify.StateDelivered)
-	waitState(t, daemon, dead.ID, notify.StateDead)
+	waitState(t, daemon, ok.ID, outbox.StateDelivered)
+	waitState(t, daemon, dead.ID, outbox.StateDead)
 
 	hook.mu.Lock()
 	hook.refuse["dead"] = false // the destination was fixed
 	hook.mu.Unlock()
-	cli := &notify.Outbox{Store: &notify.ConfigMapStore{Client: store.Client, Namespace: store.Namespace, Shards: store.Shards, Keep: store.Keep}}
+	cli := &outbox.Outbox{Store: &outbox.ConfigMapStore{Client: store.Client, Namespace: store.Namespace, Shards: store.Shards, Keep: store.Keep}}
 	for _, id := range []string{ok.ID, dead.ID} {
 		found, err := cli.Find(t.Context(), id[:8])
 		if err != nil || found.ID != id {
@@ -347,7 +349,7 @@ func TestOutboxDeliversRedeliveryMarkedByAnotherProcess(t *testing.T) {
 	for _, id := range []string{ok.ID, dead.ID} {
 		testwait.For(t, "delivery "+id+" to be redelivered", func() bool {
 			r, err := store.Get(t.Context(), id)
-			return err == nil && r.State == notify.StateDelivered && r.Redeliveries == 1
+			return err == nil && r.State == outbox.StateDelivered && r.Redeliveries == 1
 		})
 	}
 	waitRescanSettled(t, daemon)
@@ -358,7 +360,7 @@ func TestOutboxDeliversRedeliveryMarkedByAnotherProcess(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"dead": 1}, refused); diff != "" {
 		t.Errorf("refused requests per body (-want +got):\n%s", diff)
 	}
-	if r, err := cli.Redeliver(t.Context(), "ffff0000000000000000000000000000"); !errors.Is(err, notify.ErrNotFound) {
+	if r, err := cli.Redeliver(t.Context(), "ffff0000000000000000000000000000"); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Redeliver(unknown) = %+v, %v; want ErrNotFound", r, err)
 	}
 }
@@ -370,7 +372,7 @@ func TestConfigMapStoreModify(t *testing.T) {
 	if _, err := s.Create(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Modify(ctx, r.ID, func(rec *notify.Record) error { rec.Redeliveries = 7; return nil })
+	got, err := s.Modify(ctx, r.ID, func(rec *outbox.Record) error { rec.Redeliveries = 7; return nil })
 	if err != nil || got.Redeliveries != 7 {
 		t.Fatalf("Modify = %+v, %v", got, err)
 	}
@@ -378,14 +380,14 @@ func TestConfigMapStoreModify(t *testing.T) {
 		t.Errorf("stored after Modify = %+v", stored)
 	}
 	refuse := errors.New("refused")
-	got, err = s.Modify(ctx, r.ID, func(rec *notify.Record) error { rec.Redeliveries = 9; return refuse })
+	got, err = s.Modify(ctx, r.ID, func(rec *outbox.Record) error { rec.Redeliveries = 9; return refuse })
 	if !errors.Is(err, refuse) || got.Redeliveries != 7 {
 		t.Errorf("Modify refused by fn = %+v, %v; want the record as read and fn's error", got, err)
 	}
-	if _, err := s.Modify(ctx, r.ID, func(rec *notify.Record) error { rec.App = "argocd/other"; return nil }); !errors.Is(err, notify.ErrChangedIdentity) {
+	if _, err := s.Modify(ctx, r.ID, func(rec *outbox.Record) error { rec.App = "argocd/other"; return nil }); !errors.Is(err, outbox.ErrChangedIdentity) {
 		t.Errorf("Modify moving the app = %v, want ErrChangedIdentity", err)
 	}
-	if _, err := s.Modify(ctx, "ffff0000000000000000000000000000", func(*notify.Record) error { return nil }); !errors.Is(err, notify.ErrNotFound) {
+	if _, err := s.Modify(ctx, "ffff0000000000000000000000000000", func(*outbox.Record) error { return nil }); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Modify(unknown) = %v, want ErrNotFound", err)
 	}
 	if stored, _ := s.Get(ctx, r.ID); stored.Redeliveries != 7 || stored.App != "argocd/m" {
@@ -414,7 +416,7 @@ func TestConfigMapStoreAbsent(t *testing.T) {
 	if b := record("b", "argocd/web", t0); !s.Absent(b.ID, b.App) {
 		t.Error("Absent(b) = false; b was never created")
 	}
-	a.State, a.DoneAt = notify.StateDelivered, t0.Add(time.Second)
+	a.State, a.DoneAt = outbox.StateDelivered, t0.Add(time.Second)
 	if err := s.Update(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +431,7 @@ func TestConfigMapStoreAbsent(t *testing.T) {
 	}
 	// A second store over the same ConfigMaps (the next process) cannot
 	// tell until it writes.
-	next := &notify.ConfigMapStore{Client: s.Client, Namespace: s.Namespace, Shards: 1}
+	next := &outbox.ConfigMapStore{Client: s.Client, Namespace: s.Namespace, Shards: 1}
 	if c := record("c", "argocd/web", t0); next.Absent(c.ID, c.App) {
 		t.Error("a new store is sure before reading anything")
 	}
@@ -445,13 +447,13 @@ func TestOutboxOnAFullConfigMapShardSendsNothingTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, o, warm.ID, notify.StateDelivered)
+	waitState(t, o, warm.ID, outbox.StateDelivered)
 	// Pending records fill the shard until not even a small one fits.
-	var fillers []notify.Record
+	var fillers []outbox.Record
 	for size := 100 << 10; size >= 16; {
 		r := record(fmt.Sprint("filler", len(fillers)), "argocd/filler", time.Now())
 		r.Notification.Message = strings.Repeat("x", size)
-		if _, err := s.Create(ctx, r); errors.Is(err, notify.ErrStoreFull) {
+		if _, err := s.Create(ctx, r); errors.Is(err, outbox.ErrStoreFull) {
 			size /= 2
 			continue
 		} else if err != nil {
@@ -461,7 +463,7 @@ func TestOutboxOnAFullConfigMapShardSendsNothingTwice(t *testing.T) {
 	}
 	d := hookDelivery("k1", "argocd/web", `{"n":1}`)
 	for range 3 { // the notifier retrying
-		if _, _, err := o.Enqueue(ctx, d); !errors.Is(err, notify.ErrStoreFull) {
+		if _, _, err := o.Enqueue(ctx, d); !errors.Is(err, outbox.ErrStoreFull) {
 			t.Fatalf("Enqueue into a full shard = %v, want ErrStoreFull", err)
 		}
 		// An early send is handed to a worker within Enqueue, and held
@@ -475,7 +477,7 @@ func TestOutboxOnAFullConfigMapShardSendsNothingTwice(t *testing.T) {
 		t.Fatalf("%d messages while the shard was full, want 1 (the warm-up's)", n)
 	}
 	for _, r := range fillers {
-		r.State, r.DoneAt = notify.StateDelivered, time.Now()
+		r.State, r.DoneAt = outbox.StateDelivered, time.Now()
 		if err := s.Update(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -487,7 +489,7 @@ func TestOutboxOnAFullConfigMapShardSendsNothingTwice(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("Enqueue once there is room = %v, %v", created, err)
 	}
-	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitState(t, o, rec.ID, outbox.StateDelivered)
 	if n := hook.delivered.Load(); n != 2 {
 		t.Errorf("%d messages, want 2 (the warm-up's and this one, once)", n)
 	}
@@ -505,14 +507,14 @@ func TestOutboxEnqueueOfAKeyWhoseRecordIsGone(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("Enqueue = %v, %v", created, err)
 	}
-	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitState(t, o, rec.ID, outbox.StateDelivered)
 	if err := s.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.ConfigMaps(s.Namespace).Delete(ctx, notify.DefaultConfigMapPrefix+"-log-0", metav1.DeleteOptions{}); err != nil {
+	if err := cs.ConfigMaps(s.Namespace).Delete(ctx, outbox.DefaultConfigMapPrefix+"-log-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, rec.ID); !errors.Is(err, notify.ErrNotFound) {
+	if _, err := s.Get(ctx, rec.ID); !errors.Is(err, outbox.ErrNotFound) {
 		t.Fatalf("Get after the log was deleted = %v, want ErrNotFound", err)
 	}
 	if _, created, err := o.Enqueue(ctx, d); err != nil || created {

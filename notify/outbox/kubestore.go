@@ -1,4 +1,4 @@
-package notify
+package outbox
 
 import (
 	"cmp"
@@ -437,7 +437,7 @@ func (s *ConfigMapStore) List(ctx context.Context, opts ListOptions) ([]Record, 
 	return out, nil
 }
 
-// Thread implements ThreadStore.
+// Thread implements notify.ThreadStore.
 func (s *ConfigMapStore) Thread(ctx context.Context, key string) (string, error) {
 	cm, err := s.get(ctx, s.shardOf(key))
 	if err != nil {
@@ -454,7 +454,7 @@ func (s *ConfigMapStore) Thread(ctx context.Context, key string) (string, error)
 	return t.Ref, nil
 }
 
-// SetThread implements ThreadStore; the oldest threads of a shard past
+// SetThread implements notify.ThreadStore; the oldest threads of a shard past
 // its bound are forgotten.
 func (s *ConfigMapStore) SetThread(ctx context.Context, key, ref string) error {
 	b, err := json.Marshal(threadEntry{Ref: ref, Updated: time.Now().UTC()})

@@ -1,4 +1,4 @@
-package notify
+package outbox
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // State is where a delivery stands.
@@ -27,17 +29,17 @@ type Delivery struct {
 	ID string `json:"id"`
 	// Key is the caller's dedupe key (trigger, oncePer value, app,
 	// destination): enqueuing a key again is a no-op while its record is kept.
-	Key          string       `json:"key"`
-	App          string       `json:"app"` // namespace/name
-	Trigger      string       `json:"trigger,omitempty"`
-	Service      string       `json:"service"`
-	Recipient    string       `json:"recipient,omitempty"`
-	Notification Notification `json:"notification"`
+	Key          string              `json:"key"`
+	App          string              `json:"app"` // namespace/name
+	Trigger      string              `json:"trigger,omitempty"`
+	Service      string              `json:"service"`
+	Recipient    string              `json:"recipient,omitempty"`
+	Notification notify.Notification `json:"notification"`
 	// MaybeSent says an earlier process may have sent this delivery
 	// already: the caller asks for it again from state that process may
 	// have acted on without recording it (the first look after a restart
 	// or a failover). The outbox records it first and, where the service
-	// can tell (Confirmer), asks the destination before sending it.
+	// can tell (notify.Confirmer), asks the destination before sending it.
 	MaybeSent bool `json:"-"`
 	// ObservedAt is when the caller observed what the message is about
 	// (crowsnest_notify_latency_seconds); zero leaves it uncounted.
@@ -45,27 +47,40 @@ type Delivery struct {
 }
 
 // Destination is where the delivery goes.
-func (d Delivery) Destination() Destination {
-	return Destination{Service: d.Service, Recipient: d.Recipient}
+func (d Delivery) Destination() notify.Destination {
+	return notify.Destination{Service: d.Service, Recipient: d.Recipient}
 }
 
 // Record is a Delivery with its progress: the outbox entry and the
 // delivery log line.
 type Record struct {
 	Delivery
-	State        State     `json:"state"`
-	Attempts     int       `json:"attempts,omitempty"`
-	LastError    string    `json:"lastError,omitempty"`
-	Receipt      Receipt   `json:"receipt,omitzero"`
-	Redeliveries int       `json:"redeliveries,omitempty"`
-	CreatedAt    time.Time `json:"createdAt"`
-	UpdatedAt    time.Time `json:"updatedAt"`
-	NextAttempt  time.Time `json:"nextAttempt,omitzero"`
-	DoneAt       time.Time `json:"doneAt,omitzero"`
+	State        State          `json:"state"`
+	Attempts     int            `json:"attempts,omitempty"`
+	LastError    string         `json:"lastError,omitempty"`
+	Receipt      notify.Receipt `json:"receipt,omitzero"`
+	Redeliveries int            `json:"redeliveries,omitempty"`
+	CreatedAt    time.Time      `json:"createdAt"`
+	UpdatedAt    time.Time      `json:"updatedAt"`
+	NextAttempt  time.Time      `json:"nextAttempt,omitzero"`
+	DoneAt       time.Time      `json:"doneAt,omitzero"`
 }
 
 // Terminal reports whether the record needs no more attempts.
 func (r Record) Terminal() bool { return r.State == StateDelivered || r.State == StateDead }
+
+// sending is what a notify.Confirmer is asked to look for: r's message.
+func (r Record) sending() notify.Sending {
+	return notify.Sending{
+		ID:           r.ID,
+		Redeliveries: r.Redeliveries,
+		Recipient:    r.Recipient,
+		Notification: r.Notification,
+		MaybeSent:    r.MaybeSent,
+		CreatedAt:    r.CreatedAt,
+		UpdatedAt:    r.UpdatedAt,
+	}
+}
 
 // idBytes is the length of a delivery ID before hex encoding: 128 bits
 // keep IDs unique without making them hard to copy.
@@ -90,7 +105,7 @@ type ListOptions struct {
 // most a retention's worth of terminal records per app (dropping the
 // oldest) and never drop pending ones.
 type Store interface {
-	ThreadStore
+	notify.ThreadStore
 	// Create saves rec unless a record with its ID exists.
 	Create(ctx context.Context, rec Record) (created bool, err error)
 	// Update replaces the record with rec.ID.
@@ -231,14 +246,14 @@ func (m *MemoryStore) List(_ context.Context, opts ListOptions) ([]Record, error
 	return out, nil
 }
 
-// Thread implements ThreadStore.
+// Thread implements notify.ThreadStore.
 func (m *MemoryStore) Thread(_ context.Context, key string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.threads[key], nil
 }
 
-// SetThread implements ThreadStore.
+// SetThread implements notify.ThreadStore.
 func (m *MemoryStore) SetThread(_ context.Context, key, ref string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -1,24 +1,27 @@
-package notify_test
+package outbox_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // crashedSend does what a process killed between a send and its record
 // did: the delivery is recorded pending, its message is posted (through
 // the real Slack service, with its metadata), and nothing else.
-func crashedSend(t *testing.T, store notify.Store, sl *notify.Slack, d notify.Delivery, posted bool) notify.Record {
+func crashedSend(t *testing.T, store outbox.Store, sl *notify.Slack, d outbox.Delivery, posted bool) outbox.Record {
 	t.Helper()
-	d.ID = notify.DeliveryID(d.Key)
+	d.ID = outbox.DeliveryID(d.Key)
 	now := time.Now()
-	rec := notify.Record{Delivery: d, State: notify.StatePending, CreatedAt: now, UpdatedAt: now}
+	rec := outbox.Record{Delivery: d, State: outbox.StatePending, CreatedAt: now, UpdatedAt: now}
 	if _, err := store.Create(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
@@ -36,17 +39,17 @@ func crashedSend(t *testing.T, store notify.Store, sl *notify.Slack, d notify.De
 // again; a delivery whose post never happened, or that was redelivered
 // by hand since the post that is there, is posted.
 func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
-	f := newFakeSlack(t)
-	f.epoch = time.Now().Unix()
-	store := &notify.MemoryStore{}
-	sl := newSlack(t, f, notify.WithThreads(store))
+	f := testnotify.NewFakeSlack(t)
+	f.SetEpoch(time.Now().Unix())
+	store := &outbox.MemoryStore{}
+	sl := f.Service(t, notify.WithThreads(store))
 	// A thread exists for the grouping key: its replies are searched.
 	if _, err := sl.Send(t.Context(), notify.Notification{Message: "thread start", Slack: &notify.SlackTemplate{GroupingKey: "g"}},
 		notify.Destination{Service: "slack", Recipient: "#threads"}); err != nil {
 		t.Fatal(err)
 	}
-	delivery := func(key, recipient, msg string, st *notify.SlackTemplate) notify.Delivery {
-		return notify.Delivery{Key: key, App: "argocd/" + key, Service: "slack", Recipient: recipient,
+	delivery := func(key, recipient, msg string, st *notify.SlackTemplate) outbox.Delivery {
+		return outbox.Delivery{Key: key, App: "argocd/" + key, Service: "slack", Recipient: recipient,
 			Notification: notify.Notification{Message: msg, Slack: st}}
 	}
 	posted := crashedSend(t, store, sl, delivery("posted", "#deploys", "posted before the crash", nil), true)
@@ -56,34 +59,32 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 	if _, err := sl.Send(t.Context(), notify.Notification{Message: "earlier"}, notify.Destination{Service: "slack", Recipient: "#threads2"}); err != nil {
 		t.Fatal(err)
 	}
-	starter := crashedSend(t, store, newSlack(t, f), delivery("starter", "#threads2", "starts a thread", &notify.SlackTemplate{GroupingKey: "h"}), true)
+	starter := crashedSend(t, store, f.Service(t), delivery("starter", "#threads2", "starts a thread", &notify.SlackTemplate{GroupingKey: "h"}), true)
 	unsent := crashedSend(t, store, sl, delivery("unsent", "#deploys", "never posted", nil), false)
 	// Posted once, then redelivered by hand; the crash came before the
 	// redelivery's post.
 	again := crashedSend(t, store, sl, delivery("again", "#deploys", "asked for again", nil), true)
-	if _, err := store.Modify(t.Context(), again.ID, func(r *notify.Record) error { r.Redeliveries = 1; return nil }); err != nil {
+	if _, err := store.Modify(t.Context(), again.ID, func(r *outbox.Record) error { r.Redeliveries = 1; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	postsBefore := countCalls(f, "chat.postMessage")
+	postsBefore := f.CountCalls("chat.postMessage")
 
 	// The next process: a new Slack service (no memory of channels) over
 	// the same store.
-	sl2 := newSlack(t, f, notify.WithThreads(store))
+	sl2 := f.Service(t, notify.WithThreads(store))
 	reg := prometheus.NewRegistry()
-	o := fastOutbox(store, map[string]notify.Service{"slack": sl2}, notify.NewMetrics(reg))
+	o := fastOutbox(store, map[string]notify.Service{"slack": sl2}, outbox.NewMetrics(reg))
 	// Slack's answer to the first search is a 429: it is waited out, not
 	// taken for "not there".
-	f.mu.Lock()
-	f.rateLimited = 1
-	f.mu.Unlock()
+	f.RateLimitNext(1)
 	runOutbox(t, o)
-	for _, rec := range []notify.Record{posted, reply, starter, unsent, again} {
-		waitState(t, o, rec.ID, notify.StateDelivered)
+	for _, rec := range []outbox.Record{posted, reply, starter, unsent, again} {
+		waitState(t, o, rec.ID, outbox.StateDelivered)
 	}
-	if got := countCalls(f, "chat.postMessage") - postsBefore; got != 2 {
+	if got := f.CountCalls("chat.postMessage") - postsBefore; got != 2 {
 		t.Errorf("%d messages posted after the restart, want 2 (the unsent one and the redelivery)", got)
 	}
-	for _, rec := range []notify.Record{posted, reply, starter} {
+	for _, rec := range []outbox.Record{posted, reply, starter} {
 		got, err := store.Get(t.Context(), rec.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -94,11 +95,11 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 	}
 	// The metric follows the record's save.
 	testwait.For(t, "three deliveries counted as confirmed", func() bool {
-		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": notify.ResultConfirmed}) == 3
+		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": outbox.ResultConfirmed}) == 3
 	})
 	// One search per conversation, however many of its deliveries are
 	// looked for: #deploys (three), #threads2, and the thread in #threads.
-	if h, r := countCalls(f, "conversations.history"), countCalls(f, "conversations.replies"); h != 2 || r != 1 {
+	if h, r := f.CountCalls("conversations.history"), f.CountCalls("conversations.replies"); h != 2 || r != 1 {
 		t.Errorf("%d history and %d replies searches, want 2 and 1: %v", h, r, f.Calls())
 	}
 
@@ -122,7 +123,7 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitState(t, o, rec.ID, outbox.StateDelivered)
 	for _, c := range f.Calls()[before:] {
 		if c.Method != "chat.postMessage" {
 			t.Errorf("a live delivery made a %s call", c.Method)
@@ -130,12 +131,41 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 	}
 }
 
-func countCalls(f *fakeSlack, method string) int {
-	n := 0
-	for _, c := range f.Calls() {
-		if c.Method == method {
-			n++
-		}
+// A 429 with Retry-After is waited out by the outbox without spending an
+// attempt, and the message is delivered once.
+func TestSlackRateLimitedThroughOutbox(t *testing.T) {
+	f := testnotify.NewFakeSlack(t)
+	f.RateLimitNext(1)
+	reg := prometheus.NewRegistry()
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"slack": f.Service(t)}, outbox.NewMetrics(reg))
+	o.MaxAttempts = 1
+	runOutbox(t, o)
+	start := time.Now()
+	rec, _, err := o.Enqueue(t.Context(), outbox.Delivery{Key: "rl", App: "a/b", Trigger: "on-deployed", Service: "slack", Recipient: "#deploys", Notification: notify.Notification{Message: "hi"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	got := waitState(t, o, rec.ID, outbox.StateDelivered)
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("delivered after %s, before Retry-After: 1 passed", took)
+	}
+	var methods []string
+	for _, c := range f.Calls() {
+		methods = append(methods, c.Method)
+	}
+	if diff := cmp.Diff([]string{"chat.postMessage (429)", "chat.postMessage"}, methods); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if got.Attempts != 1 {
+		t.Errorf("attempts = %d, want 1 (the 429 does not count)", got.Attempts)
+	}
+	testwait.For(t, "the delivered metric", func() bool {
+		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "on-deployed", "result": "delivered"}) == 1
+	})
+	if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "on-deployed", "result": "rate_limited"}); n != 1 {
+		t.Errorf("rate_limited deliveries = %v, want 1", n)
+	}
+	if n := metric(t, reg, "crowsnest_notify_retries_total", map[string]string{"service": "slack"}); n != 1 {
+		t.Errorf("retries = %v, want 1", n)
+	}
 }

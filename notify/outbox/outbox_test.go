@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"context"
@@ -19,8 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // flakyWebhook is a webhook endpoint failing its first failures requests
@@ -62,21 +64,21 @@ func webhookService(t *testing.T, name, url string) *notify.Webhook {
 	return wh
 }
 
-func hookDelivery(key, app, body string) notify.Delivery {
-	return notify.Delivery{Key: key, App: app, Trigger: "on-deployed", Service: "webhook.hook",
+func hookDelivery(key, app, body string) outbox.Delivery {
+	return outbox.Delivery{Key: key, App: app, Trigger: "on-deployed", Service: "webhook.hook",
 		Notification: notify.Notification{Webhook: map[string]notify.WebhookTemplate{"hook": {Body: body}}}}
 }
 
 func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
 	hook := newFlakyWebhook(t, 3)
 	reg := prometheus.NewRegistry()
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, notify.NewMetrics(reg))
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, outbox.NewMetrics(reg))
 	runOutbox(t, o)
 	rec, created, err := o.Enqueue(t.Context(), hookDelivery("k1", "argocd/guestbook", `{"n":1}`))
 	if err != nil || !created {
 		t.Fatalf("Enqueue = %v, %v", created, err)
 	}
-	got := waitState(t, o, rec.ID, notify.StateDelivered)
+	got := waitState(t, o, rec.ID, outbox.StateDelivered)
 	if got.Attempts != 4 || hook.requests.Load() != 4 || hook.delivered.Load() != 1 {
 		t.Errorf("attempts %d, requests %d, delivered %d; want 4, 4, 1", got.Attempts, hook.requests.Load(), hook.delivered.Load())
 	}
@@ -104,7 +106,7 @@ func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
 
 	// The same dedupe key again sends nothing.
 	again, created, err := o.Enqueue(t.Context(), hookDelivery("k1", "argocd/guestbook", `{"n":1}`))
-	if err != nil || created || again.State != notify.StateDelivered {
+	if err != nil || created || again.State != outbox.StateDelivered {
 		t.Fatalf("second Enqueue = %+v, %v, %v; want the delivered record, not created", again.State, created, err)
 	}
 	waitSettled(t, o)
@@ -116,17 +118,17 @@ func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
 func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
 	hook := newFlakyWebhook(t, 1000)
 	reg := prometheus.NewRegistry()
-	var dead []notify.Record
+	var dead []outbox.Record
 	var mu sync.Mutex
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, notify.NewMetrics(reg))
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, outbox.NewMetrics(reg))
 	o.MaxAttempts = 3
-	o.OnDeadLetter = func(r notify.Record) { mu.Lock(); dead = append(dead, r); mu.Unlock() }
+	o.OnDeadLetter = func(r outbox.Record) { mu.Lock(); dead = append(dead, r); mu.Unlock() }
 	runOutbox(t, o)
 	rec, _, err := o.Enqueue(t.Context(), hookDelivery("k-dead", "argocd/app", "{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := waitState(t, o, rec.ID, notify.StateDead)
+	got := waitState(t, o, rec.ID, outbox.StateDead)
 	if got.Attempts != 3 || hook.requests.Load() != 3 {
 		t.Errorf("attempts %d, requests %d; want 3, 3", got.Attempts, hook.requests.Load())
 	}
@@ -151,11 +153,11 @@ func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
 	if _, err := o.Redeliver(t.Context(), rec.ID); err != nil {
 		t.Fatal(err)
 	}
-	got = waitState(t, o, rec.ID, notify.StateDelivered)
+	got = waitState(t, o, rec.ID, outbox.StateDelivered)
 	if got.Redeliveries != 1 || got.Attempts != 1 || hook.delivered.Load() != 1 {
 		t.Errorf("after redeliver: %+v, delivered %d", got, hook.delivered.Load())
 	}
-	if _, err := o.Redeliver(t.Context(), "no-such-id"); !errors.Is(err, notify.ErrNotFound) {
+	if _, err := o.Redeliver(t.Context(), "no-such-id"); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Redeliver(unknown) = %v, want ErrNotFound", err)
 	}
 
@@ -163,7 +165,7 @@ func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(log) != 1 || log[0].ID != rec.ID || log[0].Service != "webhook.hook" || log[0].State != notify.StateDelivered {
+	if len(log) != 1 || log[0].ID != rec.ID || log[0].Service != "webhook.hook" || log[0].State != outbox.StateDelivered {
 		t.Errorf("log = %+v", log)
 	}
 	if other, _ := o.Log(t.Context(), "argocd/other"); len(other) != 0 {
@@ -172,14 +174,14 @@ func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
 }
 
 func TestOutboxPermanentErrorDeadLettersAtOnce(t *testing.T) {
-	srv := refusingWebhook(t, http.StatusUnprocessableEntity)
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, nil)
+	srv := testnotify.NewRequests(t, http.StatusUnprocessableEntity, "nope")
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, nil)
 	runOutbox(t, o)
 	rec, _, err := o.Enqueue(t.Context(), hookDelivery("k-perm", "a/b", "{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := waitState(t, o, rec.ID, notify.StateDead); got.Attempts != 1 {
+	if got := waitState(t, o, rec.ID, outbox.StateDead); got.Attempts != 1 {
 		t.Errorf("attempts = %d, want 1 for a 422", got.Attempts)
 	}
 }
@@ -197,16 +199,16 @@ func TestOutboxHangingDestinationBlocksNothingElse(t *testing.T) {
 	}))
 	t.Cleanup(hang.Close)
 	t.Cleanup(func() { close(release) })
-	slackSrv := newFakeSlack(t)
+	slackSrv := testnotify.NewFakeSlack(t)
 	sl, err := notify.NewSlack("slack", "xoxb-token", notify.WithSlackAPIURL(slackSrv.APIURL()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sl.Close() })
 	reg := prometheus.NewRegistry()
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{
 		"webhook.hang": webhookService(t, "hang", hang.URL), "slack": sl,
-	}, notify.NewMetrics(reg))
+	}, outbox.NewMetrics(reg))
 	o.AttemptTimeout = time.Minute
 	o.MaxInFlight = 2
 	stop := runOutbox(t, o)
@@ -220,12 +222,12 @@ func TestOutboxHangingDestinationBlocksNothingElse(t *testing.T) {
 	}
 	testwait.For(t, "the webhook to hang", func() bool { return hung.Load() == 1 })
 	start := time.Now()
-	rec, _, err := o.Enqueue(t.Context(), notify.Delivery{Key: "slack-b", App: "argocd/b", Trigger: "on-deployed", Service: "slack", Recipient: "#deploys",
+	rec, _, err := o.Enqueue(t.Context(), outbox.Delivery{Key: "slack-b", App: "argocd/b", Trigger: "on-deployed", Service: "slack", Recipient: "#deploys",
 		Notification: notify.Notification{Message: "b deployed"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitState(t, o, rec.ID, outbox.StateDelivered)
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("the Slack message took %s behind a hanging webhook", took)
 	}
@@ -237,7 +239,7 @@ func TestOutboxHangingDestinationBlocksNothingElse(t *testing.T) {
 	}
 	// Stopping interrupts the hanging attempt; it stays pending, unspent.
 	stop()
-	pending, err := o.Store.List(t.Context(), notify.ListOptions{App: "argocd/a", State: notify.StatePending})
+	pending, err := o.Store.List(t.Context(), outbox.ListOptions{App: "argocd/a", State: outbox.StatePending})
 	if err != nil || len(pending) != 3 || pending[0].Attempts != 0 {
 		t.Errorf("after stop: %d pending (%v), first %+v", len(pending), err, pending)
 	}
@@ -245,7 +247,7 @@ func TestOutboxHangingDestinationBlocksNothingElse(t *testing.T) {
 
 func TestOutboxEnqueueBeforeStartAndRestart(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
-	store := &notify.MemoryStore{}
+	store := &outbox.MemoryStore{}
 	svcs := map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}
 	first := fastOutbox(store, svcs, nil)
 	stop := runOutbox(t, first)
@@ -253,7 +255,7 @@ func TestOutboxEnqueueBeforeStartAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, first, done.ID, notify.StateDelivered)
+	waitState(t, first, done.ID, outbox.StateDelivered)
 	stop()
 	// Recorded while nothing runs: kept pending for the next Start.
 	for _, k := range []string{"p1", "p2"} {
@@ -274,8 +276,8 @@ func TestOutboxEnqueueBeforeStartAndRestart(t *testing.T) {
 
 func TestOutboxRateLimit(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
-	o.RateLimits = map[string]notify.RateLimit{"webhook.hook": {PerSecond: 20, Burst: 1}}
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
+	o.RateLimits = map[string]outbox.RateLimit{"webhook.hook": {PerSecond: 20, Burst: 1}}
 	runOutbox(t, o)
 	start := time.Now()
 	for i := range 5 {
@@ -295,8 +297,8 @@ func TestOutboxRateLimit(t *testing.T) {
 // unless the outbox's RateLimits name it.
 func TestOutboxPacesAsTheServiceSays(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{
-		"webhook.hook": notify.WithRateLimit(webhookService(t, "hook", hook.URL), notify.RateLimit{PerSecond: 20, Burst: 1}),
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{
+		"webhook.hook": outbox.WithRateLimit(webhookService(t, "hook", hook.URL), outbox.RateLimit{PerSecond: 20, Burst: 1}),
 	}, nil)
 	o.RateLimits = nil
 	runOutbox(t, o)
@@ -313,11 +315,11 @@ func TestOutboxPacesAsTheServiceSays(t *testing.T) {
 }
 
 func TestOutboxEnqueueValidation(t *testing.T) {
-	o := &notify.Outbox{Store: &notify.MemoryStore{}}
-	if _, _, err := o.Enqueue(t.Context(), notify.Delivery{Service: "slack"}); err == nil {
+	o := &outbox.Outbox{Store: &outbox.MemoryStore{}}
+	if _, _, err := o.Enqueue(t.Context(), outbox.Delivery{Service: "slack"}); err == nil {
 		t.Error("Enqueue without a key: want an error")
 	}
-	if got, want := notify.DeliveryID("a"), notify.DeliveryID("a"); got != want || len(got) != 32 || got == notify.DeliveryID("b") {
+	if got, want := outbox.DeliveryID("a"), outbox.DeliveryID("a"); got != want || len(got) != 32 || got == outbox.DeliveryID("b") {
 		t.Errorf("DeliveryID not deterministic and distinct: %q %q", got, want)
 	}
 }
@@ -329,7 +331,7 @@ func TestOutboxUnknownServiceAndNoSecretsInLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": wh}, nil)
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"webhook.hook": wh}, nil)
 	o.MaxAttempts = 2
 	o.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	runOutbox(t, o)
@@ -343,8 +345,8 @@ func TestOutboxUnknownServiceAndNoSecretsInLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := waitState(t, o, a.ID, notify.StateDead)
-	if unknown := waitState(t, o, b.ID, notify.StateDead); unknown.LastError != `no service "webhook.nope" configured` || unknown.Attempts != 2 {
+	rec := waitState(t, o, a.ID, outbox.StateDead)
+	if unknown := waitState(t, o, b.ID, outbox.StateDead); unknown.LastError != `no service "webhook.nope" configured` || unknown.Attempts != 2 {
 		t.Errorf("unknown service record = %+v", unknown)
 	}
 	testwait.For(t, "two dead-letter log lines", func() bool { return strings.Count(buf.String(), "notification dead-lettered") == 2 })
@@ -357,7 +359,7 @@ func TestOutboxUnknownServiceAndNoSecretsInLogs(t *testing.T) {
 }
 
 func TestMemoryStoreKeepsNewestFinishedPerApp(t *testing.T) {
-	s := &notify.MemoryStore{Keep: 1}
+	s := &outbox.MemoryStore{Keep: 1}
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	for i, app := range []string{"a/x", "a/x", "a/x", "a/y"} {
 		r := record(fmt.Sprint("m", i), app, t0.Add(time.Duration(i)*time.Second))
@@ -367,12 +369,12 @@ func TestMemoryStoreKeepsNewestFinishedPerApp(t *testing.T) {
 		if i == 2 {
 			continue // stays pending
 		}
-		r.State, r.DoneAt = notify.StateDelivered, t0.Add(time.Minute+time.Duration(i)*time.Second)
+		r.State, r.DoneAt = outbox.StateDelivered, t0.Add(time.Minute+time.Duration(i)*time.Second)
 		if err := s.Update(t.Context(), r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	all, err := s.List(t.Context(), notify.ListOptions{})
+	all, err := s.List(t.Context(), outbox.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,17 +390,17 @@ func TestMemoryStoreKeepsNewestFinishedPerApp(t *testing.T) {
 // hookedStore is a MemoryStore whose List and Update let a test hold the
 // outbox at the moments where a rescan could send a delivery twice.
 type hookedStore struct {
-	*notify.MemoryStore
+	*outbox.MemoryStore
 	lists atomic.Int32
 	mu    sync.Mutex
 	// afterList, when set, runs once after a List read the records and
 	// before it returns them.
 	afterList func()
 	// aroundUpdate, when set, runs instead of each Update; write performs it.
-	aroundUpdate func(rec notify.Record, write func() error) error
+	aroundUpdate func(rec outbox.Record, write func() error) error
 }
 
-func (s *hookedStore) List(ctx context.Context, opts notify.ListOptions) ([]notify.Record, error) {
+func (s *hookedStore) List(ctx context.Context, opts outbox.ListOptions) ([]outbox.Record, error) {
 	recs, err := s.MemoryStore.List(ctx, opts)
 	s.mu.Lock()
 	h := s.afterList
@@ -411,7 +413,7 @@ func (s *hookedStore) List(ctx context.Context, opts notify.ListOptions) ([]noti
 	return recs, err
 }
 
-func (s *hookedStore) Update(ctx context.Context, rec notify.Record) error {
+func (s *hookedStore) Update(ctx context.Context, rec outbox.Record) error {
 	s.mu.Lock()
 	h := s.aroundUpdate
 	s.mu.Unlock()
@@ -452,7 +454,7 @@ func receive(t *testing.T, ch <-chan struct{}, what string) {
 // outbox at its next rescan and sent once.
 func TestOutboxRescanPicksUpRedeliveryFromAnotherOutbox(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
-	store := &notify.MemoryStore{}
+	store := &outbox.MemoryStore{}
 	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, nil)
 	o.RescanInterval = 10 * time.Millisecond
 	runOutbox(t, o)
@@ -460,15 +462,15 @@ func TestOutboxRescanPicksUpRedeliveryFromAnotherOutbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitState(t, o, rec.ID, outbox.StateDelivered)
 
-	cli := &notify.Outbox{Store: store} // not started, like the CLI's
+	cli := &outbox.Outbox{Store: store} // not started, like the CLI's
 	marked, err := cli.Redeliver(t.Context(), rec.ID)
-	if err != nil || marked.State != notify.StatePending || marked.Redeliveries != 1 {
+	if err != nil || marked.State != outbox.StatePending || marked.Redeliveries != 1 {
 		t.Fatalf("Redeliver = %+v, %v; want pending with 1 redelivery", marked, err)
 	}
 	testwait.For(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
-	got := waitState(t, o, rec.ID, notify.StateDelivered)
+	got := waitState(t, o, rec.ID, outbox.StateDelivered)
 	waitRescanSettled(t, o)
 	if hook.delivered.Load() != 2 || got.Attempts != 1 || got.Redeliveries != 1 {
 		t.Errorf("delivered %d times, record %+v; want 2 deliveries, 1 attempt, 1 redelivery", hook.delivered.Load(), got)
@@ -479,10 +481,10 @@ func TestOutboxRescanPicksUpRedeliveryFromAnotherOutbox(t *testing.T) {
 // still says pending: rescans meanwhile must not send it again.
 func TestOutboxRescanSkipsDeliveryBeingSaved(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
-	store := &hookedStore{MemoryStore: &notify.MemoryStore{}}
+	store := &hookedStore{MemoryStore: &outbox.MemoryStore{}}
 	saving, startedSaving := gate(t)
 	release, releaseSave := gate(t)
-	store.aroundUpdate = func(rec notify.Record, write func() error) error {
+	store.aroundUpdate = func(rec outbox.Record, write func() error) error {
 		if rec.Terminal() {
 			startedSaving()
 			<-release
@@ -499,7 +501,7 @@ func TestOutboxRescanSkipsDeliveryBeingSaved(t *testing.T) {
 	receive(t, saving, "the final save")
 	waitRescans(t, store, 3)
 	releaseSave()
-	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitState(t, o, rec.ID, outbox.StateDelivered)
 	waitRescans(t, store, 3)
 	if n := hook.delivered.Load(); n != 1 {
 		t.Errorf("delivered %d times, want 1", n)
@@ -519,9 +521,9 @@ func TestOutboxRescanSkipsDeliverySettledDuringList(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	store := &hookedStore{MemoryStore: &notify.MemoryStore{}}
+	store := &hookedStore{MemoryStore: &outbox.MemoryStore{}}
 	reg := prometheus.NewRegistry()
-	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, notify.NewMetrics(reg))
+	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, outbox.NewMetrics(reg))
 	o.RescanInterval = 5 * time.Millisecond
 	runOutbox(t, o)
 	rec, _, err := o.Enqueue(t.Context(), hookDelivery("settling", "a/b", "settling"))
@@ -537,7 +539,7 @@ func TestOutboxRescanSkipsDeliverySettledDuringList(t *testing.T) {
 	store.mu.Unlock()
 	receive(t, listed, "a rescan to read the store")
 	sent() // the delivery completes and settles while the list is out
-	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitState(t, o, rec.ID, outbox.StateDelivered)
 	testwait.For(t, "outbox depth 0", func() bool { return metric(t, reg, "crowsnest_notify_outbox_depth", map[string]string{}) == 0 })
 	resumeList()
 	waitRescans(t, store, 3)
@@ -550,11 +552,11 @@ func TestOutboxRescanSkipsDeliverySettledDuringList(t *testing.T) {
 // is queued once it settles, not dropped.
 func TestOutboxRedeliverWhileSettling(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
-	store := &hookedStore{MemoryStore: &notify.MemoryStore{}}
+	store := &hookedStore{MemoryStore: &outbox.MemoryStore{}}
 	saved, hasSaved := gate(t)
 	release, releaseSave := gate(t)
 	var first atomic.Bool
-	store.aroundUpdate = func(rec notify.Record, write func() error) error {
+	store.aroundUpdate = func(rec outbox.Record, write func() error) error {
 		err := write()
 		if rec.Terminal() && first.CompareAndSwap(false, true) {
 			hasSaved()
@@ -575,7 +577,7 @@ func TestOutboxRedeliverWhileSettling(t *testing.T) {
 	}
 	releaseSave()
 	testwait.For(t, "the redelivery", func() bool { return hook.delivered.Load() == 2 })
-	got := waitState(t, o, rec.ID, notify.StateDelivered)
+	got := waitState(t, o, rec.ID, outbox.StateDelivered)
 	waitSettled(t, o)
 	if hook.delivered.Load() != 2 || got.Redeliveries != 1 {
 		t.Errorf("delivered %d times, record %+v; want 2 and 1 redelivery", hook.delivered.Load(), got)
@@ -583,14 +585,14 @@ func TestOutboxRedeliverWhileSettling(t *testing.T) {
 }
 
 func TestOutboxRedeliverRefusesPending(t *testing.T) {
-	store := &notify.MemoryStore{}
-	o := &notify.Outbox{Store: store} // never started: the delivery stays pending
+	store := &outbox.MemoryStore{}
+	o := &outbox.Outbox{Store: store} // never started: the delivery stays pending
 	rec, _, err := o.Enqueue(t.Context(), hookDelivery("p", "a/b", "{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := o.Redeliver(t.Context(), rec.ID)
-	if !errors.Is(err, notify.ErrPending) || got.ID != rec.ID || got.State != notify.StatePending {
+	if !errors.Is(err, outbox.ErrPending) || got.ID != rec.ID || got.State != outbox.StatePending {
 		t.Errorf("Redeliver(pending) = %+v, %v; want the pending record and ErrPending", got, err)
 	}
 	if after, _ := store.Get(t.Context(), rec.ID); after.Redeliveries != 0 {
@@ -599,7 +601,7 @@ func TestOutboxRedeliverRefusesPending(t *testing.T) {
 }
 
 func TestOutboxFind(t *testing.T) {
-	store := &notify.MemoryStore{}
+	store := &outbox.MemoryStore{}
 	ids := []string{
 		"abcd1111111111111111111111111111",
 		"abcd2222222222222222222222222222",
@@ -612,7 +614,7 @@ func TestOutboxFind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o := &notify.Outbox{Store: store}
+	o := &outbox.Outbox{Store: store}
 	tests := []struct {
 		name    string
 		in      string
@@ -623,9 +625,9 @@ func TestOutboxFind(t *testing.T) {
 		{name: "full ID", in: ids[0], want: ids[0]},
 		{name: "unique prefix", in: "abcd2", want: ids[1]},
 		{name: "upper case and spaces", in: " EF01 ", want: ids[2]},
-		{name: "ambiguous", in: "abcd", wantErr: notify.ErrAmbiguousID, errHas: ids[:2]},
-		{name: "unknown prefix", in: "ffff", wantErr: notify.ErrNotFound},
-		{name: "unknown full ID", in: "ffff0000000000000000000000000000", wantErr: notify.ErrNotFound},
+		{name: "ambiguous", in: "abcd", wantErr: outbox.ErrAmbiguousID, errHas: ids[:2]},
+		{name: "unknown prefix", in: "ffff", wantErr: outbox.ErrNotFound},
+		{name: "unknown full ID", in: "ffff0000000000000000000000000000", wantErr: outbox.ErrNotFound},
 		{name: "too short", in: "abc", errHas: []string{`"abc"`, "4 to 32 hexadecimal digits"}},
 		{name: "not hex", in: "abcz", errHas: []string{`"abcz"`, "hexadecimal"}},
 		{name: "too long", in: ids[0] + "0", errHas: []string{"4 to 32"}},
@@ -681,10 +683,10 @@ func TestOutboxOrdersPerApplicationNotPerDestination(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, nil)
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", srv.URL)}, nil)
 	o.AttemptTimeout = time.Minute
 	runOutbox(t, o)
-	enqueue := func(key, app string) notify.Record {
+	enqueue := func(key, app string) outbox.Record {
 		t.Helper()
 		rec, _, err := o.Enqueue(t.Context(), hookDelivery(key, app, key))
 		if err != nil {
@@ -696,12 +698,12 @@ func TestOutboxOrdersPerApplicationNotPerDestination(t *testing.T) {
 	a1 := enqueue("a1", "argocd/a")
 	testwait.For(t, "a0 to be held by the destination", func() bool { return aInFlight.Load() == 1 })
 	b0 := enqueue("b0", "argocd/b")
-	waitState(t, o, b0.ID, notify.StateDelivered)
-	if rec, err := o.Store.Get(t.Context(), a1.ID); err != nil || rec.State != notify.StatePending {
+	waitState(t, o, b0.ID, outbox.StateDelivered)
+	if rec, err := o.Store.Get(t.Context(), a1.ID); err != nil || rec.State != outbox.StatePending {
 		t.Errorf("a1 = %+v, %v; want pending behind a0", rec, err)
 	}
 	close(release)
-	waitState(t, o, a1.ID, notify.StateDelivered)
+	waitState(t, o, a1.ID, outbox.StateDelivered)
 	mu.Lock()
 	defer mu.Unlock()
 	if want := []string{"a0", "b0", "a1"}; !slices.Equal(got, want) {

@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"context"
@@ -15,15 +15,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // slowStore is a MemoryStore whose Creates wait until released, as a
 // write to a busy apiserver does, and may fail; it logs the writes it
 // was asked for in order.
 type slowStore struct {
-	notify.MemoryStore
+	outbox.MemoryStore
 	creating    atomic.Int32
 	failCreates atomic.Int32
 
@@ -43,13 +45,13 @@ func (s *slowStore) hold() chan struct{} {
 // warmUp delivers one message through o and forgets its writes: once it
 // is delivered, o has read the store at Start and sends new deliveries
 // early.
-func (s *slowStore) warmUp(t *testing.T, o *notify.Outbox, d notify.Delivery) {
+func (s *slowStore) warmUp(t *testing.T, o *outbox.Outbox, d outbox.Delivery) {
 	t.Helper()
 	rec, _, err := o.Enqueue(t.Context(), d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, o, rec.ID, notify.StateDelivered)
+	waitState(t, o, rec.ID, outbox.StateDelivered)
 	s.mu.Lock()
 	s.writes = nil
 	s.mu.Unlock()
@@ -61,7 +63,7 @@ func (s *slowStore) Writes() []string {
 	return slices.Clone(s.writes)
 }
 
-func (s *slowStore) Create(ctx context.Context, rec notify.Record) (bool, error) {
+func (s *slowStore) Create(ctx context.Context, rec outbox.Record) (bool, error) {
 	s.mu.Lock()
 	release := s.release
 	s.mu.Unlock()
@@ -86,7 +88,7 @@ func (s *slowStore) Create(ctx context.Context, rec notify.Record) (bool, error)
 	return made, err
 }
 
-func (s *slowStore) Update(ctx context.Context, rec notify.Record) error {
+func (s *slowStore) Update(ctx context.Context, rec outbox.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.MemoryStore.Update(ctx, rec)
@@ -94,7 +96,7 @@ func (s *slowStore) Update(ctx context.Context, rec notify.Record) error {
 	return err
 }
 
-func (s *slowStore) Get(ctx context.Context, id string) (notify.Record, error) {
+func (s *slowStore) Get(ctx context.Context, id string) (outbox.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.MemoryStore.Get(ctx, id)
@@ -108,14 +110,14 @@ func TestOutboxSendsNewDeliveriesWhileTheirRecordIsWritten(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
 	store := &slowStore{}
 	reg := prometheus.NewRegistry()
-	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, notify.NewMetrics(reg))
+	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, outbox.NewMetrics(reg))
 	var logs testenv.LogBuffer
 	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	runOutbox(t, o)
 	store.warmUp(t, o, hookDelivery("warm-up", "argocd/warm-up", `{}`))
 	release := store.hold()
 	type result struct {
-		rec     notify.Record
+		rec     outbox.Record
 		created bool
 		err     error
 	}
@@ -142,7 +144,7 @@ func TestOutboxSendsNewDeliveriesWhileTheirRecordIsWritten(t *testing.T) {
 	if r.err != nil || !r.created {
 		t.Fatalf("Enqueue = %v, %v", r.created, r.err)
 	}
-	rec := waitState(t, o, r.rec.ID, notify.StateDelivered)
+	rec := waitState(t, o, r.rec.ID, outbox.StateDelivered)
 	if rec.Attempts != 1 || rec.Receipt.ID == "" {
 		t.Errorf("record = %+v, want delivered after 1 attempt with the sink's status", rec)
 	}
@@ -182,7 +184,7 @@ func TestOutboxRecordsAnEarlySendWhoseCreateFailed(t *testing.T) {
 	if _, _, err := o.Enqueue(t.Context(), d); err == nil {
 		t.Fatal("Enqueue succeeded though the record's Create failed")
 	}
-	rec := waitState(t, o, notify.DeliveryID(d.Key), notify.StateDelivered)
+	rec := waitState(t, o, outbox.DeliveryID(d.Key), outbox.StateDelivered)
 	if rec.Attempts != 1 {
 		t.Errorf("record = %+v, want delivered after 1 attempt", rec)
 	}
@@ -204,49 +206,45 @@ func TestOutboxRecordsAnEarlySendWhoseCreateFailed(t *testing.T) {
 // it is recorded, then its destination is asked whether the earlier
 // process sent it.
 func TestOutboxAsksBeforeSendingWhatMayHaveBeenSent(t *testing.T) {
-	f := newFakeSlack(t)
-	f.epoch = time.Now().Unix()
-	delivery := func(key string) notify.Delivery {
-		return notify.Delivery{Key: key, App: "argocd/" + key, Service: "slack", Recipient: "C0DEPLOYS",
+	f := testnotify.NewFakeSlack(t)
+	f.SetEpoch(time.Now().Unix())
+	delivery := func(key string) outbox.Delivery {
+		return outbox.Delivery{Key: key, App: "argocd/" + key, Service: "slack", Recipient: "C0DEPLOYS",
 			Notification: notify.Notification{Message: key}, MaybeSent: true}
 	}
 	// The earlier process posted "sent" ten minutes ago and died before
 	// recording it; the restart took that long.
 	sent := delivery("sent")
-	f.mu.Lock()
-	f.epoch = time.Now().Add(-10 * time.Minute).Unix()
-	f.mu.Unlock()
-	if _, err := newSlack(t, f).Send(notify.WithDeliveryID(t.Context(), notify.DeliveryID(sent.Key)), sent.Notification, sent.Destination()); err != nil {
+	f.SetEpoch(time.Now().Add(-10 * time.Minute).Unix())
+	if _, err := f.Service(t).Send(notify.WithDeliveryID(t.Context(), outbox.DeliveryID(sent.Key)), sent.Notification, sent.Destination()); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	f.epoch = time.Now().Unix()
-	f.mu.Unlock()
+	f.SetEpoch(time.Now().Unix())
 	store := &slowStore{}
 	reg := prometheus.NewRegistry()
 	// Generous timeouts: a look or post timed out on a loaded machine is
 	// sent (again), which is not what this test is about.
-	o := fastOutbox(store, map[string]notify.Service{"slack": newSlack(t, f, notify.WithSlackTimeout(time.Minute))}, notify.NewMetrics(reg))
+	o := fastOutbox(store, map[string]notify.Service{"slack": f.Service(t, notify.WithSlackTimeout(time.Minute))}, outbox.NewMetrics(reg))
 	o.AttemptTimeout = time.Minute
 	runOutbox(t, o)
 	warmUp := delivery("warm-up")
 	warmUp.MaybeSent = false
 	store.warmUp(t, o, warmUp)
-	posts := countCalls(f, "chat.postMessage")
-	for _, d := range []notify.Delivery{sent, delivery("unsent")} {
+	posts := f.CountCalls("chat.postMessage")
+	for _, d := range []outbox.Delivery{sent, delivery("unsent")} {
 		rec, created, err := o.Enqueue(t.Context(), d)
 		if err != nil || !created {
 			t.Fatalf("Enqueue %s = %v, %v", d.Key, created, err)
 		}
-		waitState(t, o, rec.ID, notify.StateDelivered)
+		waitState(t, o, rec.ID, outbox.StateDelivered)
 	}
-	if got := countCalls(f, "chat.postMessage") - posts; got != 1 {
+	if got := f.CountCalls("chat.postMessage") - posts; got != 1 {
 		t.Errorf("%d messages posted, want 1 (the one the earlier process had not)", got)
 	}
-	if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": notify.ResultConfirmed}); n != 1 {
+	if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": outbox.ResultConfirmed}); n != 1 {
 		t.Errorf("%v deliveries confirmed at the destination, want 1", n)
 	}
-	if h := countCalls(f, "conversations.history"); h == 0 {
+	if h := f.CountCalls("conversations.history"); h == 0 {
 		t.Error("the channel's history was never searched")
 	}
 }
@@ -275,28 +273,28 @@ func latencySamples(t *testing.T, reg *prometheus.Registry) (uint64, float64) {
 // again, the outbox looks for it in the channel's history, finds it, and
 // records it delivered without a second post.
 func TestOutboxAsksBeforeRetryingAPostThatGotNoAnswer(t *testing.T) {
-	f := newFakeSlack(t)
-	f.epoch = time.Now().Unix()
-	f.unanswered = 1
+	f := testnotify.NewFakeSlack(t)
+	f.SetEpoch(time.Now().Unix())
+	f.LeaveUnanswered(1)
 	reg := prometheus.NewRegistry()
-	o := fastOutbox(&notify.MemoryStore{}, map[string]notify.Service{"slack": newSlack(t, f, notify.WithSlackTimeout(time.Minute))}, notify.NewMetrics(reg))
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"slack": f.Service(t, notify.WithSlackTimeout(time.Minute))}, outbox.NewMetrics(reg))
 	// Long enough for the history search on a loaded machine; the
 	// unanswered post waits this long once.
 	o.AttemptTimeout = 3 * time.Second
 	runOutbox(t, o)
-	rec, created, err := o.Enqueue(t.Context(), notify.Delivery{Key: "k", App: "argocd/web", Service: "slack", Recipient: "C0DEPLOYS",
+	rec, created, err := o.Enqueue(t.Context(), outbox.Delivery{Key: "k", App: "argocd/web", Service: "slack", Recipient: "C0DEPLOYS",
 		Notification: notify.Notification{Message: "web 1.1.0 deployed"}})
 	if err != nil || !created {
 		t.Fatalf("Enqueue = %v, %v", created, err)
 	}
-	got := waitState(t, o, rec.ID, notify.StateDelivered)
-	if n := countCalls(f, "chat.postMessage"); n != 1 {
+	got := waitState(t, o, rec.ID, outbox.StateDelivered)
+	if n := f.CountCalls("chat.postMessage"); n != 1 {
 		t.Errorf("%d messages posted, want 1", n)
 	}
-	if h := countCalls(f, "conversations.history"); h == 0 {
+	if h := f.CountCalls("conversations.history"); h == 0 {
 		t.Error("the channel's history was never searched before the retry")
 	}
-	if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": notify.ResultConfirmed}); n != 1 {
+	if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "slack", "trigger": "", "result": outbox.ResultConfirmed}); n != 1 {
 		t.Errorf("%v deliveries confirmed at the destination, want 1", n)
 	}
 	if !strings.Contains(got.Receipt.Detail, "after an attempt that got no answer") {

@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"context"
@@ -11,19 +11,20 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // heldStore is a MemoryStore whose saves of delivered records wait until
 // released: the moment a crash would leave those messages sent and not
 // recorded.
 type heldStore struct {
-	notify.MemoryStore
+	outbox.MemoryStore
 	release chan struct{}
 	waiting atomic.Int32
 }
 
-func (s *heldStore) Update(ctx context.Context, rec notify.Record) error {
-	if rec.State == notify.StateDelivered {
+func (s *heldStore) Update(ctx context.Context, rec outbox.Record) error {
+	if rec.State == outbox.StateDelivered {
 		s.waiting.Add(1)
 		select {
 		case <-s.release:
@@ -64,7 +65,7 @@ func TestOutboxBoundsMessagesSentAndNotRecorded(t *testing.T) {
 	}
 	close(store.release)
 	for _, id := range ids {
-		waitState(t, o, id, notify.StateDelivered)
+		waitState(t, o, id, outbox.StateDelivered)
 	}
 	if n := hook.delivered.Load(); n != 8 {
 		t.Errorf("%d messages sent in all, want 8", n)

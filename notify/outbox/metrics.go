@@ -1,4 +1,4 @@
-package notify
+package outbox
 
 import (
 	"time"
@@ -15,7 +15,7 @@ const (
 	ResultRateLimited = "rate_limited" // retried after the destination's Retry-After
 	ResultDead        = "dead"         // dead-lettered
 	// ResultConfirmed is a delivery whose message the destination already
-	// had (Confirmer) or the journal says was sent before a restart
+	// had (notify.Confirmer) or the journal says was sent before a restart
 	// (Journal): recorded, not sent again.
 	ResultConfirmed = "confirmed"
 )

@@ -1,4 +1,4 @@
-package notify
+package outbox
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // Journal file names inside the state directory.
@@ -40,7 +42,7 @@ const (
 // The journal is not flushed to disk (fsync): a lost node loses it, and
 // with it only this shortcut. A failover to another replica does not see
 // it either; that case keeps the outbox's bound (MaxUnrecorded) and the
-// destinations' Confirmer. A nil *Journal remembers nothing.
+// destinations' notify.Confirmer. A nil *Journal remembers nothing.
 type Journal struct {
 	dir    string
 	logger *slog.Logger
@@ -205,7 +207,7 @@ func (j *Journal) compactLocked() error {
 // Sent notes that rec's message was accepted by its destination with
 // receipt. It is one append to the file; a failure is logged (once until
 // a write succeeds again) and only loses the shortcut.
-func (j *Journal) Sent(rec Record, receipt Receipt) {
+func (j *Journal) Sent(rec Record, receipt notify.Receipt) {
 	if j == nil {
 		return
 	}
@@ -265,17 +267,17 @@ func (j *Journal) Recorded(rec Record) {
 
 // Lookup returns the receipt of rec's message when the journal holds it:
 // it was sent, by this process or the one before it, and not recorded.
-func (j *Journal) Lookup(rec Record) (Receipt, bool) {
+func (j *Journal) Lookup(rec Record) (notify.Receipt, bool) {
 	if j == nil {
-		return Receipt{}, false
+		return notify.Receipt{}, false
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	e, ok := j.entries[journalKey{rec.ID, rec.Redeliveries}]
 	if !ok || e.At < j.now().Add(-JournalKeep).UnixMilli() {
-		return Receipt{}, false
+		return notify.Receipt{}, false
 	}
-	return Receipt{ID: e.Receipt, Detail: e.Detail, Skipped: e.Skipped}, true
+	return notify.Receipt{ID: e.Receipt, Detail: e.Detail, Skipped: e.Skipped}, true
 }
 
 // Close closes the journal's file and releases its lock.

@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"context"
@@ -14,17 +14,18 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // unrecordingStore is a MemoryStore that never takes a delivered state:
 // the store write a killed process did not get to make.
 type unrecordingStore struct {
-	*notify.MemoryStore
+	*outbox.MemoryStore
 }
 
-func (s unrecordingStore) Update(ctx context.Context, rec notify.Record) error {
-	if rec.State == notify.StateDelivered {
-		return notify.ErrNotFound
+func (s unrecordingStore) Update(ctx context.Context, rec outbox.Record) error {
+	if rec.State == outbox.StateDelivered {
+		return outbox.ErrNotFound
 	}
 	return s.MemoryStore.Update(ctx, rec)
 }
@@ -38,12 +39,12 @@ func TestJournalKeepsMessagesSentAcrossARestart(t *testing.T) {
 			dir := t.TempDir()
 			hook := newFlakyWebhook(t, 0)
 			svcs := map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}
-			mem := &notify.MemoryStore{}
-			open := func() *notify.Journal {
+			mem := &outbox.MemoryStore{}
+			open := func() *outbox.Journal {
 				if !withJournal {
 					return nil
 				}
-				j, err := notify.OpenJournal(dir, nil)
+				j, err := outbox.OpenJournal(dir, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -71,18 +72,18 @@ func TestJournalKeepsMessagesSentAcrossARestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range ids {
-				if rec, err := mem.Get(t.Context(), id); err != nil || rec.State != notify.StatePending {
+				if rec, err := mem.Get(t.Context(), id); err != nil || rec.State != outbox.StatePending {
 					t.Fatalf("record %s after the first process = %v, %v; want it pending", id, rec.State, err)
 				}
 			}
 
 			// The next process finds them pending.
 			reg := prometheus.NewRegistry()
-			next := fastOutbox(mem, svcs, notify.NewMetrics(reg))
+			next := fastOutbox(mem, svcs, outbox.NewMetrics(reg))
 			next.Journal = open()
 			runOutbox(t, next)
 			for _, id := range ids {
-				rec := waitState(t, next, id, notify.StateDelivered)
+				rec := waitState(t, next, id, outbox.StateDelivered)
 				if withJournal && !strings.Contains(rec.Receipt.Detail, "local journal") {
 					t.Errorf("receipt of %s = %+v, want it to say the journal had it", id, rec.Receipt)
 				}
@@ -94,7 +95,7 @@ func TestJournalKeepsMessagesSentAcrossARestart(t *testing.T) {
 			if n := hook.delivered.Load(); n != want {
 				t.Errorf("%d messages at the destination, want %d", n, want)
 			}
-			if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": notify.ResultConfirmed}); n != confirmed {
+			if n := metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": outbox.ResultConfirmed}); n != confirmed {
 				t.Errorf("%v deliveries confirmed, want %v", n, confirmed)
 			}
 		})
@@ -104,12 +105,12 @@ func TestJournalKeepsMessagesSentAcrossARestart(t *testing.T) {
 // A redelivery asked for by hand is a message of its own: the journal's
 // note of the first one does not hold it back.
 func TestJournalDoesNotHoldBackARedelivery(t *testing.T) {
-	j, err := notify.OpenJournal(t.TempDir(), nil)
+	j, err := outbox.OpenJournal(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = j.Close() })
-	rec := notify.Record{Delivery: notify.Delivery{ID: "abcd"}}
+	rec := outbox.Record{Delivery: outbox.Delivery{ID: "abcd"}}
 	j.Sent(rec, notify.Receipt{ID: "200 OK"})
 	if r, ok := j.Lookup(rec); !ok || r.ID != "200 OK" {
 		t.Fatalf("Lookup of a sent message = %+v, %v", r, ok)
@@ -127,17 +128,17 @@ func TestJournalDoesNotHoldBackARedelivery(t *testing.T) {
 
 func TestJournalIsUsedByOneProcessAtATime(t *testing.T) {
 	dir := t.TempDir()
-	j, err := notify.OpenJournal(dir, nil)
+	j, err := outbox.OpenJournal(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := notify.OpenJournal(dir, nil); !errors.Is(err, notify.ErrJournalInUse) {
+	if _, err := outbox.OpenJournal(dir, nil); !errors.Is(err, outbox.ErrJournalInUse) {
 		t.Fatalf("second OpenJournal = %v, want ErrJournalInUse", err)
 	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	j2, err := notify.OpenJournal(dir, nil)
+	j2, err := outbox.OpenJournal(dir, nil)
 	if err != nil {
 		t.Fatalf("OpenJournal after the first closed: %v", err)
 	}
@@ -150,25 +151,25 @@ func TestJournalIsUsedByOneProcessAtATime(t *testing.T) {
 func TestJournalDropsOldAndBrokenLinesAndStaysSmall(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "notify-sent.jsonl")
-	old := time.Now().Add(-notify.JournalKeep - time.Minute).UnixMilli()
+	old := time.Now().Add(-outbox.JournalKeep - time.Minute).UnixMilli()
 	recent := time.Now().Add(-time.Minute).UnixMilli()
 	content := fmt.Sprintf("{\"t\":%d,\"id\":\"old\"}\nnot json\n{\"t\":%d,\"id\":\"recent\",\"receipt\":\"200 OK\"}\n{\"t\":%d,\"id\":\"trunc", old, recent, recent)
 	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	j, err := notify.OpenJournal(dir, nil)
+	j, err := outbox.OpenJournal(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = j.Close() })
-	if _, ok := j.Lookup(notify.Record{Delivery: notify.Delivery{ID: "old"}}); ok {
+	if _, ok := j.Lookup(outbox.Record{Delivery: outbox.Delivery{ID: "old"}}); ok {
 		t.Error("an entry older than JournalKeep was kept")
 	}
-	if r, ok := j.Lookup(notify.Record{Delivery: notify.Delivery{ID: "recent"}}); !ok || r.ID != "200 OK" {
+	if r, ok := j.Lookup(outbox.Record{Delivery: outbox.Delivery{ID: "recent"}}); !ok || r.ID != "200 OK" {
 		t.Errorf("recent entry = %+v, %v; want its receipt", r, ok)
 	}
 	for i := range 5000 {
-		rec := notify.Record{Delivery: notify.Delivery{ID: fmt.Sprintf("id%d", i)}}
+		rec := outbox.Record{Delivery: outbox.Delivery{ID: fmt.Sprintf("id%d", i)}}
 		j.Sent(rec, notify.Receipt{ID: "200 OK"})
 		j.Recorded(rec)
 	}
@@ -186,13 +187,13 @@ func TestJournalDropsOldAndBrokenLinesAndStaysSmall(t *testing.T) {
 // key for it, which would record that message as delivered unsent.
 func TestJournalRecordedStaysForgottenAcrossARestart(t *testing.T) {
 	dir := t.TempDir()
-	j, err := notify.OpenJournal(dir, nil)
+	j, err := outbox.OpenJournal(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recorded := notify.Record{Delivery: notify.Delivery{ID: "aaaa"}}
-	pending := notify.Record{Delivery: notify.Delivery{ID: "bbbb"}}
-	skipped := notify.Record{Delivery: notify.Delivery{ID: "cccc"}}
+	recorded := outbox.Record{Delivery: outbox.Delivery{ID: "aaaa"}}
+	pending := outbox.Record{Delivery: outbox.Delivery{ID: "bbbb"}}
+	skipped := outbox.Record{Delivery: outbox.Delivery{ID: "cccc"}}
 	j.Sent(recorded, notify.Receipt{ID: "204 No Content"})
 	j.Recorded(recorded)
 	j.Sent(pending, notify.Receipt{ID: "204 No Content"})
@@ -200,7 +201,7 @@ func TestJournalRecordedStaysForgottenAcrossARestart(t *testing.T) {
 	if err := j.Close(); err != nil { // as a kill leaves it
 		t.Fatal(err)
 	}
-	next, err := notify.OpenJournal(dir, nil)
+	next, err := outbox.OpenJournal(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

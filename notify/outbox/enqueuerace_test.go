@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // outageStore is a MemoryStore behind an apiserver that is down (every
@@ -20,7 +21,7 @@ import (
 // returns only once settled reports true: the order in which a retried
 // Enqueue and the worker still saving the early send's state can meet.
 type outageStore struct {
-	notify.MemoryStore
+	outbox.MemoryStore
 	down    atomic.Bool
 	created atomic.Bool // a pending record was created after the outage
 
@@ -37,12 +38,12 @@ func (s *outageStore) recover(settled func() bool) {
 	s.down.Store(false)
 }
 
-func (s *outageStore) Create(ctx context.Context, rec notify.Record) (bool, error) {
-	if s.down.Load() || (rec.State != notify.StatePending && !s.created.Load()) {
+func (s *outageStore) Create(ctx context.Context, rec outbox.Record) (bool, error) {
+	if s.down.Load() || (rec.State != outbox.StatePending && !s.created.Load()) {
 		return false, errOutage
 	}
 	made, err := s.MemoryStore.Create(ctx, rec)
-	if err != nil || rec.State != notify.StatePending || s.created.Swap(true) {
+	if err != nil || rec.State != outbox.StatePending || s.created.Swap(true) {
 		return made, err
 	}
 	s.mu.Lock()
@@ -56,7 +57,7 @@ func (s *outageStore) Create(ctx context.Context, rec notify.Record) (bool, erro
 	return made, err
 }
 
-func (s *outageStore) Update(ctx context.Context, rec notify.Record) error {
+func (s *outageStore) Update(ctx context.Context, rec outbox.Record) error {
 	if s.down.Load() || !s.created.Load() {
 		return errOutage
 	}
@@ -72,13 +73,13 @@ func TestOutboxRetriedEnqueueRacingTheSaveSendsOnce(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
 	store := &outageStore{}
 	store.created.Store(true) // no outage yet
-	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, notify.NewMetrics(prometheus.NewRegistry()))
+	o := fastOutbox(store, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, outbox.NewMetrics(prometheus.NewRegistry()))
 	runOutbox(t, o)
 	warm, _, err := o.Enqueue(t.Context(), hookDelivery("warm-up", "argocd/warm-up", `{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, o, warm.ID, notify.StateDelivered)
+	waitState(t, o, warm.ID, outbox.StateDelivered)
 	waitSettled(t, o)
 
 	store.down.Store(true)
@@ -97,7 +98,7 @@ func TestOutboxRetriedEnqueueRacingTheSaveSendsOnce(t *testing.T) {
 	if n := o.Depth(); n != 0 {
 		t.Fatalf("the retried Enqueue handed a delivered message to a worker again (%d held)", n)
 	}
-	if got, err := o.Store.Get(t.Context(), rec.ID); err != nil || got.State != notify.StateDelivered {
+	if got, err := o.Store.Get(t.Context(), rec.ID); err != nil || got.State != outbox.StateDelivered {
 		t.Fatalf("record = %+v, %v; want delivered", got, err)
 	}
 	if n := hook.delivered.Load(); n != 2 {

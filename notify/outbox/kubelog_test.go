@@ -1,4 +1,4 @@
-package notify_test
+package outbox_test
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
-	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
 // recordStates returns the "key=state" of the records in a ConfigMap.
@@ -59,7 +59,7 @@ func TestConfigMapStoreCompactsIntoTheLog(t *testing.T) {
 		if i == 5 {
 			continue
 		}
-		r.State, r.DoneAt = notify.StateDelivered, t0.Add(time.Duration(i)*time.Second)
+		r.State, r.DoneAt = outbox.StateDelivered, t0.Add(time.Duration(i)*time.Second)
 		if err := s.Update(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestConfigMapStoreCompactsIntoTheLog(t *testing.T) {
 		t.Errorf("log after compaction (-want +got):\n%s", diff)
 	}
 	var keys []string
-	all, err := s.List(ctx, notify.ListOptions{App: "argocd/a"})
+	all, err := s.List(ctx, outbox.ListOptions{App: "argocd/a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,23 +85,23 @@ func TestConfigMapStoreCompactsIntoTheLog(t *testing.T) {
 	if diff := cmp.Diff([]string{"a2=delivered", "a3=delivered", "a4=delivered", "a5=pending"}, keys); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
-	if r, err := s.Get(ctx, notify.DeliveryID("a3")); err != nil || r.State != notify.StateDelivered {
+	if r, err := s.Get(ctx, outbox.DeliveryID("a3")); err != nil || r.State != outbox.StateDelivered {
 		t.Errorf("Get(a3) = %+v, %v; want it from the log", r, err)
 	}
 	// Enqueuing a compacted key again is a no-op, also for a store that
 	// starts afresh (a restart).
-	fresh := &notify.ConfigMapStore{Client: s.Client, Namespace: s.Namespace, Shards: 1, Keep: 3}
-	for _, st := range []*notify.ConfigMapStore{s, fresh} {
+	fresh := &outbox.ConfigMapStore{Client: s.Client, Namespace: s.Namespace, Shards: 1, Keep: 3}
+	for _, st := range []*outbox.ConfigMapStore{s, fresh} {
 		if created, err := st.Create(ctx, record("a4", "argocd/a", t0)); err != nil || created {
 			t.Errorf("Create of a compacted key = %v, %v; want not created", created, err)
 		}
 	}
 	// Redelivering a record of the log makes it pending in the shard.
-	rec, err := (&notify.Outbox{Store: fresh}).Redeliver(ctx, notify.DeliveryID("a3"))
-	if err != nil || rec.State != notify.StatePending {
+	rec, err := (&outbox.Outbox{Store: fresh}).Redeliver(ctx, outbox.DeliveryID("a3"))
+	if err != nil || rec.State != outbox.StatePending {
 		t.Fatalf("Redeliver(a3) = %+v, %v", rec, err)
 	}
-	pending, err := s.List(ctx, notify.ListOptions{State: notify.StatePending})
+	pending, err := s.List(ctx, outbox.ListOptions{State: outbox.StatePending})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestConfigMapStoreCompactsIntoTheLog(t *testing.T) {
 		t.Errorf("pending after redeliver (-want +got):\n%s", diff)
 	}
 	// Delivered again, it replaces the log's copy at the next compaction.
-	rec.State, rec.DoneAt = notify.StateDelivered, t0.Add(time.Hour)
+	rec.State, rec.DoneAt = outbox.StateDelivered, t0.Add(time.Hour)
 	if err := s.Update(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
