@@ -66,7 +66,7 @@ func (b *Daemon) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 		return fmt.Errorf("kube client for Events: %w", err)
 	}
 	events := &kubeevents.Sink{Client: eventClient, Source: corev1.EventSource{Component: "crowsnest"},
-		Metrics: kubeevents.NewMetrics(b.reg), Log: log, Busy: engine.Working}
+		Metrics: kubeevents.NewMetrics(b.reg), Log: log, WriteBacks: engine}
 	events.Start()
 	b.closers = append(b.closers, func() { events.Shutdown(eventFlushTimeout) })
 	images.Events = kubeevents.Redact(observe(events, o.Observer))
