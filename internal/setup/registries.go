@@ -155,10 +155,17 @@ func (r *Registries) SendsTo(ref creds.Ref, registryHost string) bool {
 	return false
 }
 
-// trustedSecret reports whether the operator's config names the Secret
+// CredentialsFor returns the credentials of repo's entry in the
+// registries list in force (the longest prefix), for the client's
+// creds.RepoAuth.
+func (r *Registries) CredentialsFor(repo string) (creds.Ref, time.Duration) {
+	return creds.RegistryList(*r.list.Load()).CredentialsFor(repo)
+}
+
+// TrustsSecret reports whether the operator's config names the Secret
 // namespace/name as credentials: in the registries list, an image
-// policy or tenancy.credentials.
-func (r *Registries) trustedSecret(namespace, name string) bool {
+// policy or tenancy.credentials. The tenants' creds.TenantSecrets ask it.
+func (r *Registries) TrustsSecret(namespace, name string) bool {
 	is := func(ref config.CredentialRef) bool {
 		return (ref.Source == config.CredsPullSecret || ref.Source == config.CredsSecret) && ref.Namespace == namespace && ref.Name == name
 	}
@@ -210,18 +217,13 @@ func NewRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 	r.cfg.Store(cfg)
 	r.tenantResolver = &creds.Resolver{Log: log, Bound: r}
 	if secrets != nil {
-		r.tenantResolver.Secrets = &creds.TenantSecrets{Secrets: secrets, Trusted: r.trustedSecret}
+		r.tenantResolver.Secrets = &creds.TenantSecrets{Secrets: secrets, Trust: r}
 	}
 	r.list.Store(&list)
 	// Credentials follow the repository's entry (longest prefix), so
 	// ghcr.io/team-a and ghcr.io/team-b may use different ones; their
 	// tags are cached per repository, hence per credentials.
-	auth := &creds.RepoAuth{Resolver: r.resolver, Lookup: func(repo string) (creds.Ref, time.Duration) {
-		if e := r.list.Load().Match(repo); e != nil {
-			return e.Credentials, e.CredsExpire.Duration
-		}
-		return creds.Ref{}, 0
-	}}
+	auth := &creds.RepoAuth{Resolver: r.resolver, Registries: r}
 	r.Client = &registry.Client{
 		Hosts:             r.hostConfig,
 		Endpoints:         r.endpoint,
