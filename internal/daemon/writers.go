@@ -74,9 +74,9 @@ func (b *Daemon) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 		b.localLogs = &logEvents{log: slog.New(slog.DiscardHandler)}
 		images.Events = teeEvents{images.Events, b.localLogs}
 	}
+	secrets := gitSecrets{engine: engine, rules: images.Tenancy}
 	gitCredentials := &repocreds.ArgoCD{Client: b.clientset, Namespace: o.ArgoCDNamespace, KnownHostsFile: o.GitSSHKnownHosts,
-		Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) },
-		Bound:   gitSecretBinding{engine: engine, rules: images.Tenancy}}
+		Trust: secrets, Bound: secrets}
 	if b.gw, err = setup.NewGitWriter(cfg, o.GitCacheDir, gitCredentials, gitMetrics, log); err != nil {
 		return err
 	}
