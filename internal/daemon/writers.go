@@ -112,7 +112,7 @@ func (b *Daemon) buildWriters() error {
 		Log:      b.log,
 	}
 	if b.dyn != nil && !b.o.DryRun {
-		batcher.Refresher = &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
+		batcher.Refresher = &kube.Refresher{Client: b.dyn, Mode: refreshMode{engine}}
 	}
 	b.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "crowsnest_git_writeback_pending",
@@ -153,3 +153,8 @@ func (b *Daemon) buildNotifier(ctx context.Context) error {
 	images.Notifier, b.timer.Notifier = notifier, notifier
 	return nil
 }
+
+// refreshMode is kube.Mode: the refresh mode of the config in force.
+type refreshMode struct{ engine *controller.Engine }
+
+func (m refreshMode) RefreshMode() string { return m.engine.Config().Git.Refresh }
