@@ -32,17 +32,25 @@ const (
 type Watcher struct {
 	Path string
 	Log  *slog.Logger
-	// OnChange is called after a reload that accepted different content.
-	OnChange func(old, cur *config.Config)
-	// Accept, when set, checks a parsed new version further (what needs
-	// packages above config: trigger expressions, image policies); an
-	// error rejects it like a parse error, and the old one stays.
-	Accept  func(cur *config.Config) error
+	// Applier, when set, checks each parsed new version further and
+	// applies the accepted ones.
+	Applier Applier
 	Metrics *Metrics
 
 	current  atomic.Pointer[config.Config]
 	lastHash [sha256.Size]byte
 	badHash  [sha256.Size]byte
+}
+
+// Applier is what takes new versions of the config (the daemon's
+// reloader).
+type Applier interface {
+	// Accept checks a parsed new version further (what needs packages
+	// above config: trigger expressions, image policies); an error
+	// rejects it like a parse error, and the old one stays.
+	Accept(cur *config.Config) error
+	// Apply is called after a reload that accepted different content.
+	Apply(old, cur *config.Config)
 }
 
 // Load reads the file for the first time; call it before Start.
@@ -101,8 +109,8 @@ func (w *Watcher) reload() {
 		return
 	}
 	c, err := config.Parse(data)
-	if err == nil && w.Accept != nil {
-		err = w.Accept(c)
+	if err == nil && w.Applier != nil {
+		err = w.Applier.Accept(c)
 	}
 	if err != nil {
 		w.badHash = hash
@@ -114,7 +122,7 @@ func (w *Watcher) reload() {
 	w.badHash = [sha256.Size]byte{}
 	old := w.current.Swap(c)
 	w.Metrics.loaded(true)
-	if w.OnChange != nil {
-		w.OnChange(old, c)
+	if w.Applier != nil {
+		w.Applier.Apply(old, c)
 	}
 }
