@@ -89,10 +89,18 @@ func (w *Watcher) Start(ctx context.Context) error {
 	}
 	// A change between Load and the watch being set up sends no event.
 	w.reload()
-	return fsdebounce.Loop{
-		Watcher: fw, Quiet: reloadDebounce, Recheck: recheckInterval, Fire: w.reload,
-		Warn: func(err error) { w.Log.Warn("config watch error", "path", w.Path, "error", err) },
-	}.Run(ctx)
+	return fsdebounce.Loop{Watcher: fw, Quiet: reloadDebounce, Recheck: recheckInterval, Reader: watchedFile{w}}.Run(ctx)
+}
+
+// watchedFile is the config file as the fsnotify loop's Reader.
+type watchedFile struct{ w *Watcher }
+
+var _ fsdebounce.Reader = watchedFile{}
+
+func (f watchedFile) Reread() { f.w.reload() }
+
+func (f watchedFile) WatchError(err error) {
+	f.w.Log.Warn("config watch error", "path", f.w.Path, "error", err)
 }
 
 // reload re-reads the file and applies it if it changed and is valid.
