@@ -225,8 +225,8 @@ func NewRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 	// tags are cached per repository, hence per credentials.
 	auth := &creds.RepoAuth{Resolver: r.resolver, Registries: r}
 	r.Client = &registry.Client{
-		Hosts:             r.hostConfig,
-		Endpoints:         r.endpoint,
+		Hosts:             r,
+		Endpoints:         r,
 		Pacers:            &registry.Pacers{},
 		Auth:              auth,
 		TagTTL:            cfg.Registries.TagTTL(),
@@ -249,13 +249,13 @@ func NewRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 // reads the list at each call, so a reload applies at once.
 func (r *Registries) Qualify(image string) string { return r.list.Load().Qualify(image) }
 
-// hostConfig is the client's view of one registry's connection settings:
+// HostConfig is the client's view of one registry's connection settings:
 // those of config.RegistryList.MatchHost's entry, which validation makes
 // the host's other entries agree with. Its pacing (the defaults) is for
 // images no entry serves, as argocd-image-updater infers an endpoint at
 // its default limit for them; the others are paced by their entry
 // (endpoint).
-func (r *Registries) hostConfig(host string) registry.HostConfig {
+func (r *Registries) HostConfig(host string) registry.HostConfig {
 	e := r.list.Load().MatchHost(host)
 	if e == nil {
 		return registry.HostConfig{}
@@ -276,11 +276,11 @@ func (r *Registries) hostConfig(host string) registry.HostConfig {
 	return hc
 }
 
-// endpoint names the entry serving a repository (config.RegistryList.Match)
+// Endpoint names the entry serving a repository (config.RegistryList.Match)
 // and its pacing: each entry has its own rate limit and concurrency bound,
 // as each registries.conf entry has its own limiter in
 // argocd-image-updater.
-func (r *Registries) endpoint(repo string) registry.Endpoint {
+func (r *Registries) Endpoint(repo string) registry.Endpoint {
 	e := r.list.Load().Match(repo)
 	if e == nil {
 		return registry.Endpoint{}
