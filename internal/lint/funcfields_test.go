@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"iter"
 	"path"
 	"slices"
 	"strconv"
@@ -86,7 +87,7 @@ func TestNoExportedFuncFields(t *testing.T) {
 			pkgs[dir] = pkg
 		}
 		pkg.files = append(pkg.files, f)
-		for name := range funcTypeDecls(f) {
+		for _, name := range funcTypeDecls(f) {
 			pkg.funcTypes[name] = true
 		}
 		return nil
@@ -150,46 +151,48 @@ type structField struct {
 	typ  ast.Expr
 }
 
-// funcTypeDecls yields the names of the types a file declares as func
-// types (type Option func(*T) error).
-func funcTypeDecls(f *ast.File) func(yield func(string) bool) {
-	return func(yield func(string) bool) {
+// typeSpecs yields the types a file declares at its top level.
+func typeSpecs(f *ast.File) iter.Seq[*ast.TypeSpec] {
+	return func(yield func(*ast.TypeSpec) bool) {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.TYPE {
 				continue
 			}
 			for _, s := range g.Specs {
-				if ts := s.(*ast.TypeSpec); ts.Assign == 0 {
-					if _, ok := ts.Type.(*ast.FuncType); ok && !yield(ts.Name.Name) {
-						return
-					}
+				if !yield(s.(*ast.TypeSpec)) {
+					return
 				}
 			}
 		}
 	}
 }
 
+// funcTypeDecls returns the names of the types a file declares as func
+// types (type Option func(*T) error).
+func funcTypeDecls(f *ast.File) []string {
+	var out []string
+	for ts := range typeSpecs(f) {
+		if _, ok := ts.Type.(*ast.FuncType); ok && ts.Assign == 0 {
+			out = append(out, ts.Name.Name)
+		}
+	}
+	return out
+}
+
 // exportedStructFields returns the exported fields of the exported
 // structs a file declares at its top level.
 func exportedStructFields(f *ast.File) []structField {
 	var out []structField
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.TYPE {
+	for ts := range typeSpecs(f) {
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok || !ts.Name.IsExported() {
 			continue
 		}
-		for _, s := range g.Specs {
-			ts := s.(*ast.TypeSpec)
-			st, ok := ts.Type.(*ast.StructType)
-			if !ok || !ts.Name.IsExported() {
-				continue
-			}
-			for _, field := range st.Fields.List {
-				for _, n := range field.Names {
-					if n.IsExported() {
-						out = append(out, structField{name: ts.Name.Name + "." + n.Name, typ: field.Type})
-					}
+		for _, field := range st.Fields.List {
+			for _, n := range field.Names {
+				if n.IsExported() {
+					out = append(out, structField{name: ts.Name.Name + "." + n.Name, typ: field.Type})
 				}
 			}
 		}
