@@ -227,3 +227,8 @@ func runImageEngine(t *testing.T, ns string, images *controller.ImageReconciler,
 type noFirstPass struct{ *controller.Engine }
 
 func (noFirstPass) InFirstPass() bool { return false }
+
+// sameHosts is registry.Hosts that gives every host the same settings.
+type sameHosts registry.HostConfig
+
+func (s sameHosts) HostConfig(string) registry.HostConfig { return registry.HostConfig(s) }

@@ -57,21 +57,16 @@ func (e *Engine) runElected(ctx context.Context) error {
 	}()
 
 	elector := &election.Elector{
-		Client:           le.Client,
-		Namespace:        le.Namespace,
-		Name:             le.Name,
-		Identity:         identity,
-		LeaseDuration:    orDefault(le.LeaseDuration, DefaultLeaseDuration),
-		RenewDeadline:    orDefault(le.RenewDeadline, DefaultRenewDeadline),
-		RetryPeriod:      orDefault(le.RetryPeriod, DefaultRetryPeriod),
-		ReleaseOnCancel:  true,
-		OnStartedLeading: func(lctx context.Context) { e.lead(ctx, lctx, identity, work) },
-		OnStoppedLeading: func() {
-			e.leading.Store(false)
-			e.Metrics.setLeader(false)
-			e.Log.Info("stopped leading", "identity", identity)
-		},
-		Log: e.Log,
+		Client:          le.Client,
+		Namespace:       le.Namespace,
+		Name:            le.Name,
+		Identity:        identity,
+		LeaseDuration:   orDefault(le.LeaseDuration, DefaultLeaseDuration),
+		RenewDeadline:   orDefault(le.RenewDeadline, DefaultRenewDeadline),
+		RetryPeriod:     orDefault(le.RetryPeriod, DefaultRetryPeriod),
+		ReleaseOnCancel: true,
+		Leader:          campaign{engine: e, ctx: ctx, identity: identity, work: work},
+		Log:             e.Log,
 	}
 	if err := elector.Validate(); err != nil {
 		return fmt.Errorf("leader election: %w", err)
@@ -86,6 +81,28 @@ func (e *Engine) runElected(ctx context.Context) error {
 		return nil
 	}
 	return ErrLeadershipLost
+}
+
+// campaign is the engine as the elector's Leader: it runs the workers
+// for each term of leadership.
+type campaign struct {
+	engine *Engine
+	// ctx is the engine's: the workers stop when it or the term ends.
+	ctx      context.Context
+	identity string
+	work     *leaderTerms
+}
+
+var _ election.Leader = campaign{}
+
+func (c campaign) StartedLeading(lctx context.Context) {
+	c.engine.lead(c.ctx, lctx, c.identity, c.work)
+}
+
+func (c campaign) StoppedLeading() {
+	c.engine.leading.Store(false)
+	c.engine.Metrics.setLeader(false)
+	c.engine.Log.Info("stopped leading", "identity", c.identity)
 }
 
 // lead runs the workers for one term of leadership (lctx), unless the

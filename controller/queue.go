@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/watcher"
@@ -72,6 +73,16 @@ func (e *Engine) EnqueueAfter(key string, d time.Duration) {
 func (e *Engine) RequeueAll() {
 	for _, k := range e.AppKeys() {
 		e.queue.Add(k)
+	}
+}
+
+// RequeueNamespace queues every known Application of namespace, e.g.
+// after an ImageUpdater there changed.
+func (e *Engine) RequeueNamespace(namespace string) {
+	for _, k := range e.AppKeys() {
+		if strings.HasPrefix(k, namespace+"/") {
+			e.queue.Add(k)
+		}
 	}
 }
 

@@ -26,7 +26,7 @@ func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
 			ns := env.CreateNamespace(t, "refresh")
 			createApp(t, ns, "good")
 			createApp(t, ns, "bad")
-			refresher := &kube.Refresher{Client: dynClient(t), Mode: func() string { return mode }}
+			refresher := &kube.Refresher{Client: dynClient(t), Mode: fixedMode(mode)}
 			b := &collect.Batcher{Writer: twoRepoWriter{}, Delay: time.Millisecond}
 			images := &controller.ImageReconciler{Git: b, Refresher: refresher, Events: &appEvents{},
 				Queue: appLookup(), Log: slog.New(slog.DiscardHandler)}
@@ -57,3 +57,8 @@ func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
 		})
 	}
 }
+
+// fixedMode is a kube.Mode that never changes.
+type fixedMode string
+
+func (m fixedMode) RefreshMode() string { return string(m) }

@@ -28,12 +28,10 @@ func TestSelectionFailureIsRetried(t *testing.T) {
 	ns := env.CreateNamespace(t, "selretry")
 	events := &eventLog{}
 	images := &controller.ImageReconciler{
-		Events: events,
-		Registry: &registry.Client{Hosts: func(string) registry.HostConfig {
-			return registry.HostConfig{MaxAttempts: 2, RetryBaseDelay: 10 * time.Millisecond}
-		}},
-		Writer: &kube.Writer{Client: dynClient(t)},
-		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Events:   events,
+		Registry: &registry.Client{Hosts: sameHosts{MaxAttempts: 2, RetryBaseDelay: 10 * time.Millisecond}},
+		Writer:   &kube.Writer{Client: dynClient(t)},
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	request := func(name, constraint string) controller.Request {
 		t.Helper()

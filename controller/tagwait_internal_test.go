@@ -142,7 +142,7 @@ func TestTagWaitReadsAFewListsAtATime(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	repos := pushRepos(t, reg, n)
 	client := &registry.Client{
-		Hosts:          func(string) registry.HostConfig { return registry.HostConfig{RateLimit: 20, Burst: 1} },
+		Hosts:          sameHosts{RateLimit: 20, Burst: 1},
 		RequestTimeout: 2 * time.Second,
 	}
 	var w tagWaits
@@ -165,3 +165,8 @@ func TestTagWaitReadsAFewListsAtATime(t *testing.T) {
 		t.Errorf("%d tag lists, want %d", got, n)
 	}
 }
+
+// sameHosts is registry.Hosts that gives every host the same settings.
+type sameHosts registry.HostConfig
+
+func (s sameHosts) HostConfig(string) registry.HostConfig { return registry.HostConfig(s) }

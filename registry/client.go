@@ -44,15 +44,27 @@ const (
 	userAgent                = "crowsnest"
 )
 
+// Hosts gives the connection settings of a registry host
+// (setup.Registries: the registries config in force).
+type Hosts interface {
+	HostConfig(host string) HostConfig
+}
+
+// Endpoints names the endpoint serving a repository, as RepoKey names
+// it (setup.Registries); a zero Prefix leaves its pacing to the host's.
+type Endpoints interface {
+	Endpoint(repo string) Endpoint
+}
+
 // Client reads tags and metadata from registries. It is safe for
 // concurrent use; the zero value works (anonymous, defaults everywhere).
 type Client struct {
-	// Hosts returns settings for a registry host; nil uses defaults.
-	Hosts func(host string) HostConfig
-	// Endpoints names the endpoint serving a repository (as RepoKey
-	// names it), whose pacing its requests take instead of the host's;
-	// nil, or a zero Prefix, leaves them to the host's.
-	Endpoints func(repo string) Endpoint
+	// Hosts gives the settings of each registry host; nil uses defaults.
+	Hosts Hosts
+	// Endpoints names the endpoint serving each repository, whose pacing
+	// its requests take instead of the host's; nil leaves them to the
+	// host's.
+	Endpoints Endpoints
 	// Pacers, when shared by several clients, paces their requests to an
 	// endpoint or host together; nil gives the client its own.
 	Pacers *Pacers
@@ -152,7 +164,7 @@ func (c *Client) puller(ctx context.Context, repo Repository, reg name.Registry)
 	if hs == nil {
 		var cfg HostConfig
 		if c.Hosts != nil {
-			cfg = c.Hosts(Host(reg))
+			cfg = c.Hosts.HostConfig(Host(reg))
 		}
 		def := cfg.withDefaults()
 		hostPace := c.Pacers.get(hostPacer+host, pacing{rate: def.RateLimit, burst: def.Burst, concurrency: def.MaxConcurrency})
@@ -166,7 +178,7 @@ func (c *Client) puller(ctx context.Context, repo Repository, reg name.Registry)
 	tr := hs.transport // pacing state outlives credential changes
 	pace := tr.pace
 	if c.Endpoints != nil {
-		if ep := c.Endpoints(key); ep.Prefix != "" {
+		if ep := c.Endpoints.Endpoint(key); ep.Prefix != "" {
 			pace = c.Pacers.get(endpointPacer+ep.Prefix, ep.pacing())
 		}
 	}

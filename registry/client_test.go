@@ -25,9 +25,31 @@ import (
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// fastHosts keeps retries quick in tests.
-func fastHosts(string) HostConfig {
+// fast is a host's settings that keep retries quick in tests.
+func fast() HostConfig {
 	return HostConfig{RateLimit: -1, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 50 * time.Millisecond, AttemptTimeout: 2 * time.Second}
+}
+
+// fastHosts gives every host fast settings.
+var fastHosts = sameHosts(fast())
+
+// sameHosts is Hosts that gives every host the same settings.
+type sameHosts HostConfig
+
+func (s sameHosts) HostConfig(string) HostConfig { return HostConfig(s) }
+
+// perHost is Hosts that gives some hosts settings of their own and the
+// others the same.
+type perHost struct {
+	hosts  map[string]HostConfig
+	others HostConfig
+}
+
+func (p perHost) HostConfig(host string) HostConfig {
+	if c, ok := p.hosts[host]; ok {
+		return c
+	}
+	return p.others
 }
 
 // staticAuth hands out credentials from a store, caching them until
@@ -389,12 +411,10 @@ func TestRegistryFaults(t *testing.T) {
 			return true
 		})
 		t.Cleanup(func() { reg.SetFault(nil) })
-		c := &Client{Hosts: func(string) HostConfig {
-			h := fastHosts("")
-			h.AttemptTimeout = 100 * time.Millisecond
-			h.MaxAttempts = 3
-			return h
-		}}
+		h := fast()
+		h.AttemptTimeout = 100 * time.Millisecond
+		h.MaxAttempts = 3
+		c := &Client{Hosts: sameHosts(h)}
 		_, err := c.ListTags(t.Context(), repo)
 		var re *RetryError
 		if !errors.As(err, &re) || re.Attempts != 3 || !errors.Is(err, context.DeadlineExceeded) {
@@ -431,7 +451,7 @@ func TestRateLimitPacesRequests(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	reg.Push(t, "app:1", testreg.Image(t, t0, ""))
 	m := NewMetrics(prometheus.NewRegistry())
-	c := &Client{Metrics: m, Hosts: func(string) HostConfig { return HostConfig{RateLimit: 50, Burst: 1, MaxConcurrency: 1} }}
+	c := &Client{Metrics: m, Hosts: sameHosts{RateLimit: 50, Burst: 1, MaxConcurrency: 1}}
 	for range 5 {
 		if _, err := c.ListTags(t.Context(), repoOf(t, reg, "app")); err != nil {
 			t.Fatal(err)
@@ -451,7 +471,7 @@ func TestDefaultBurstListsAHundredRepositoriesAtOnce(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	reg.Push(t, "app:1", testreg.Image(t, t0, ""))
 	m := NewMetrics(prometheus.NewRegistry())
-	c := &Client{Metrics: m, Hosts: func(string) HostConfig { return HostConfig{} }}
+	c := &Client{Metrics: m, Hosts: sameHosts{}}
 	list := func(n int) {
 		t.Helper()
 		for range n {
@@ -504,11 +524,9 @@ func TestListTagsFollowsPages(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"name": "team/app", "tags": page})
 		return true
 	})
-	c := &Client{Hosts: func(string) HostConfig {
-		h := fastHosts("")
-		h.PageSize = 5
-		return h
-	}}
+	h := fast()
+	h.PageSize = 5
+	c := &Client{Hosts: sameHosts(h)}
 	repo, err := ParseRepo(reg.Host() + "/team/app")
 	if err != nil {
 		t.Fatal(err)

@@ -142,7 +142,9 @@ func TestHundredThousandTags(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"name": "team/big", "tags": page})
 		return true
 	})
-	c := &Client{Hosts: func(string) HostConfig { h := fastHosts(""); h.PageSize = 1000; return h }}
+	h := fast()
+	h.PageSize = 1000
+	c := &Client{Hosts: sameHosts(h)}
 	repo := repoOf(t, reg, "team/big")
 
 	before := heapInUse()
@@ -224,11 +226,9 @@ func TestEndlessTagListsAreCutOff(t *testing.T) {
 			reg.SetFault(e.page)
 			// Reading 32 MiB takes a while under the race detector: no
 			// timeout may cut the read short before the bound does.
-			c := &Client{RequestTimeout: 10 * time.Minute, Hosts: func(h string) HostConfig {
-				hc := fastHosts(h)
-				hc.AttemptTimeout = 10 * time.Minute
-				return hc
-			}}
+			hc := fast()
+			hc.AttemptTimeout = 10 * time.Minute
+			c := &Client{RequestTimeout: 10 * time.Minute, Hosts: sameHosts(hc)}
 			_, err := c.Tags(t.Context(), repoOf(t, reg, path), 0)
 			if !errors.Is(err, ErrTagListTooLarge) || !strings.Contains(err.Error(), "listing tags of "+reg.Host()+"/"+path) {
 				t.Fatalf("err = %v, want ErrTagListTooLarge naming the repository", err)

@@ -129,12 +129,8 @@ func TestPollerHangingHostsDoNotDelayOthers(t *testing.T) {
 					interests[Target{Repo: fmt.Sprintf("%s/team/svc%d", host, r)}] = Interest{}
 				}
 			}
-			c := &Client{Hosts: func(host string) HostConfig {
-				if host == healthy.Host() {
-					return fastHosts(host)
-				}
-				return HostConfig{} // 30 s per attempt, four attempts
-			}}
+			// Other hosts: 30 s per attempt, four attempts.
+			c := &Client{Hosts: perHost{hosts: map[string]HostConfig{healthy.Host(): fast()}}}
 			log := &changeLog{ch: make(chan RepoChange, 4)}
 			p := &Poller{Client: c, Interval: time.Hour, SlowAfter: tt.slowAfter, Listener: log}
 			p.SetInterests(interests)
@@ -190,12 +186,11 @@ func TestPollerBoundsPerHostStateAndSeries(t *testing.T) {
 	const configured = "registry.example.com"
 	promReg := prometheus.NewRegistry()
 	m := NewMetrics(promReg)
-	c := &Client{Metrics: m, Hosts: func(host string) HostConfig {
-		cfg := fastHosts(host)
-		cfg.APIURL, cfg.MaxAttempts = reg.Server.URL, 1 // every host is served by reg
-		cfg.Configured = host == configured
-		return cfg
-	}}
+	cfg := fast()
+	cfg.APIURL, cfg.MaxAttempts = reg.Server.URL, 1 // every host is served by reg
+	configuredCfg := cfg
+	configuredCfg.Configured = true
+	c := &Client{Metrics: m, Hosts: perHost{hosts: map[string]HostConfig{configured: configuredCfg}, others: cfg}}
 	p := &Poller{Client: c, Concurrency: 64, Metrics: m}
 	interests := map[Target]Interest{{Repo: reg.Host() + "/app"}: {}, {Repo: reg.Host() + "/gone"}: {TrackDigests: []string{"1"}}}
 	for i := range 1000 {

@@ -47,30 +47,18 @@ func TestRegistryVerifiesTLSByDefault(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		hosts  func(string) HostConfig
+		hosts  Hosts
 		wantOK bool
 	}{
 		{"default", fastHosts, false},
-		{"insecure for another host", func(h string) HostConfig {
-			c := fastHosts(h)
-			c.Insecure = h != host
-			return c
-		}, false},
-		{"a CA pool without the certificate", func(h string) HostConfig {
-			c := fastHosts(h)
+		{"insecure for another host", perHost{hosts: map[string]HostConfig{host: fast()}, others: with(func(c *HostConfig) { c.Insecure = true })}, false},
+		{"a CA pool without the certificate", sameHosts(with(func(c *HostConfig) {
 			c.TLS = &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}
-			return c
-		}, false},
-		{"a CA pool with the certificate", func(h string) HostConfig {
-			c := fastHosts(h)
+		})), false},
+		{"a CA pool with the certificate", sameHosts(with(func(c *HostConfig) {
 			c.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-			return c
-		}, true},
-		{"insecure for this host", func(h string) HostConfig {
-			c := fastHosts(h)
-			c.Insecure = h == host
-			return c
-		}, true},
+		})), true},
+		{"insecure for this host", perHost{hosts: map[string]HostConfig{host: with(func(c *HostConfig) { c.Insecure = true })}, others: fast()}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,4 +84,11 @@ func TestRegistryVerifiesTLSByDefault(t *testing.T) {
 			}
 		})
 	}
+}
+
+// with returns fast settings changed by edit.
+func with(edit func(*HostConfig)) HostConfig {
+	c := fast()
+	edit(&c)
+	return c
 }

@@ -22,12 +22,7 @@ func TestAPIURLRedirectsRequests(t *testing.T) {
 		_, _ = w.Write([]byte(`{"name":"team/app","tags":["1","2"]}`))
 	}))
 	t.Cleanup(api.Close)
-	c := &Client{Hosts: func(host string) HostConfig {
-		if host != "registry.invalid" {
-			t.Errorf("settings asked for %q", host)
-		}
-		return HostConfig{APIURL: api.URL}
-	}}
+	c := &Client{Hosts: oneHost{t: t, host: "registry.invalid", cfg: HostConfig{APIURL: api.URL}}}
 	repo, err := ParseRepo("registry.invalid/team/app")
 	if err != nil {
 		t.Fatal(err)
@@ -53,4 +48,18 @@ func TestBackoffStaysInBounds(t *testing.T) {
 			t.Errorf("attempt %d: backoff %v outside [%v, %v]", attempt, d, ceiling/2, ceiling)
 		}
 	}
+}
+
+// oneHost is Hosts for one host; the test fails when asked for another.
+type oneHost struct {
+	t    *testing.T
+	host string
+	cfg  HostConfig
+}
+
+func (o oneHost) HostConfig(host string) HostConfig {
+	if host != o.host {
+		o.t.Errorf("settings asked for %q", host)
+	}
+	return o.cfg
 }

@@ -128,11 +128,22 @@ func (s *FileSource) Start(ctx context.Context, h Handler) error {
 	s.scan(d, w)
 	s.synced.Mark()
 
-	return fsdebounce.Loop{
-		Watcher: w, Quiet: fileDebounce, Recheck: fileRescanInterval,
-		Fire: func() { s.scan(d, w) },
-		Warn: func(err error) { s.Log.Warn("file watch error", "dir", s.Dir, "error", err) },
-	}.Run(ctx)
+	return fsdebounce.Loop{Watcher: w, Quiet: fileDebounce, Recheck: fileRescanInterval, Reader: folderScan{s, d, w}}.Run(ctx)
+}
+
+// folderScan is the folder as the fsnotify loop's Reader.
+type folderScan struct {
+	s *FileSource
+	d *dispatcher
+	w *fsnotify.Watcher
+}
+
+var _ fsdebounce.Reader = folderScan{}
+
+func (f folderScan) Reread() { f.s.scan(f.d, f.w) }
+
+func (f folderScan) WatchError(err error) {
+	f.s.Log.Warn("file watch error", "dir", f.s.Dir, "error", err)
 }
 
 // Synced reports whether the folder was read once.

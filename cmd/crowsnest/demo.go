@@ -72,7 +72,7 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	rep, err := demo.Run(ctx, demo.Options{Dir: dir, Say: say, Version: version})
+	rep, err := demo.Run(ctx, demo.Options{Dir: dir, Out: stderr, Version: version})
 	if err != nil {
 		return err
 	}

@@ -94,8 +94,7 @@ func (o *migrateOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return usage(err)
 	}
-	rep, err := migrate.Analyze(in, migrate.Options{Config: userCfg, ConfigPath: o.configPath, BaseDir: baseDir,
-		BuildServices: setup.BuildServices})
+	rep, err := migrate.Analyze(in, migrate.Options{Config: userCfg, ConfigPath: o.configPath, BaseDir: baseDir})
 	if err != nil {
 		return usage(err)
 	}

@@ -32,17 +32,25 @@ const (
 type Watcher struct {
 	Path string
 	Log  *slog.Logger
-	// OnChange is called after a reload that accepted different content.
-	OnChange func(old, cur *config.Config)
-	// Accept, when set, checks a parsed new version further (what needs
-	// packages above config: trigger expressions, image policies); an
-	// error rejects it like a parse error, and the old one stays.
-	Accept  func(cur *config.Config) error
+	// Applier, when set, checks each parsed new version further and
+	// applies the accepted ones.
+	Applier Applier
 	Metrics *Metrics
 
 	current  atomic.Pointer[config.Config]
 	lastHash [sha256.Size]byte
 	badHash  [sha256.Size]byte
+}
+
+// Applier is what takes new versions of the config (the daemon's
+// reloader).
+type Applier interface {
+	// Accept checks a parsed new version further (what needs packages
+	// above config: trigger expressions, image policies); an error
+	// rejects it like a parse error, and the old one stays.
+	Accept(cur *config.Config) error
+	// Apply is called after a reload that accepted different content.
+	Apply(old, cur *config.Config)
 }
 
 // Load reads the file for the first time; call it before Start.
@@ -81,10 +89,18 @@ func (w *Watcher) Start(ctx context.Context) error {
 	}
 	// A change between Load and the watch being set up sends no event.
 	w.reload()
-	return fsdebounce.Loop{
-		Watcher: fw, Quiet: reloadDebounce, Recheck: recheckInterval, Fire: w.reload,
-		Warn: func(err error) { w.Log.Warn("config watch error", "path", w.Path, "error", err) },
-	}.Run(ctx)
+	return fsdebounce.Loop{Watcher: fw, Quiet: reloadDebounce, Recheck: recheckInterval, Reader: watchedFile{w}}.Run(ctx)
+}
+
+// watchedFile is the config file as the fsnotify loop's Reader.
+type watchedFile struct{ w *Watcher }
+
+var _ fsdebounce.Reader = watchedFile{}
+
+func (f watchedFile) Reread() { f.w.reload() }
+
+func (f watchedFile) WatchError(err error) {
+	f.w.Log.Warn("config watch error", "path", f.w.Path, "error", err)
 }
 
 // reload re-reads the file and applies it if it changed and is valid.
@@ -101,8 +117,8 @@ func (w *Watcher) reload() {
 		return
 	}
 	c, err := config.Parse(data)
-	if err == nil && w.Accept != nil {
-		err = w.Accept(c)
+	if err == nil && w.Applier != nil {
+		err = w.Applier.Accept(c)
 	}
 	if err != nil {
 		w.badHash = hash
@@ -114,7 +130,7 @@ func (w *Watcher) reload() {
 	w.badHash = [sha256.Size]byte{}
 	old := w.current.Swap(c)
 	w.Metrics.loaded(true)
-	if w.OnChange != nil {
-		w.OnChange(old, c)
+	if w.Applier != nil {
+		w.Applier.Apply(old, c)
 	}
 }

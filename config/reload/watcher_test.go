@@ -24,21 +24,38 @@ const header = "apiVersion: crowsnest.dev/v1alpha1\nkind: Config\n"
 // its periodic re-read found does not pass for one it noticed.
 const waitTimeout = recheckInterval
 
+// changeCounter is an Applier that accepts every version and counts the
+// Apply calls.
+type changeCounter struct {
+	t       *testing.T
+	mu      sync.Mutex
+	changes int
+}
+
+func (*changeCounter) Accept(*config.Config) error { return nil }
+
+func (c *changeCounter) Apply(old, cur *config.Config) {
+	if old == nil || cur == nil || old == cur {
+		c.t.Errorf("Apply(%p, %p): want two different configs", old, cur)
+	}
+	c.mu.Lock()
+	c.changes++
+	c.mu.Unlock()
+}
+
+func (c *changeCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changes
+}
+
 // watchFile starts a Watcher on path until the test ends and counts
-// OnChange calls.
+// Apply calls.
 func watchFile(t *testing.T, path string) (*Watcher, *prometheus.Registry, func() int) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	var mu sync.Mutex
-	changes := 0
-	w := &Watcher{Path: path, Metrics: NewMetrics(reg), OnChange: func(old, cur *config.Config) {
-		if old == nil || cur == nil || old == cur {
-			t.Errorf("OnChange(%p, %p): want two different configs", old, cur)
-		}
-		mu.Lock()
-		changes++
-		mu.Unlock()
-	}}
+	counter := &changeCounter{t: t}
+	w := &Watcher{Path: path, Metrics: NewMetrics(reg), Applier: counter}
 	if _, err := w.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +68,7 @@ func watchFile(t *testing.T, path string) (*Watcher, *prometheus.Registry, func(
 			t.Errorf("Start() = %v", err)
 		}
 	})
-	return w, reg, func() int { mu.Lock(); defer mu.Unlock(); return changes }
+	return w, reg, counter.count
 }
 
 func counterValue(t *testing.T, reg *prometheus.Registry, result string) float64 {
@@ -113,7 +130,7 @@ func TestWatcherReloadsRejectsAndRecovers(t *testing.T) {
 	testwait.Within(t, "the error level", waitTimeout, func() bool { return w.Current().Log.Level == "error" })
 
 	if got := changes(); got != 3 {
-		t.Errorf("OnChange called %d times, want 3 (debug, warn, error)", got)
+		t.Errorf("Apply called %d times, want 3 (debug, warn, error)", got)
 	}
 	if got := counterValue(t, reg, "error"); got != 1 {
 		t.Errorf("rejected reloads = %v, want 1 (the same bad bytes are not re-counted)", got)
@@ -155,7 +172,7 @@ func TestWatcherFollowsConfigMapSymlinkSwap(t *testing.T) {
 	}
 	testwait.Within(t, "the swapped-in version", waitTimeout, func() bool { return w.Current().Log.Level == "debug" })
 	if got := changes(); got != 1 {
-		t.Errorf("OnChange called %d times, want 1", got)
+		t.Errorf("Apply called %d times, want 1", got)
 	}
 }
 
@@ -168,19 +185,14 @@ func TestWatcherStartNeedsLoad(t *testing.T) {
 	}
 }
 
-// A version that parses but that Accept refuses (in the daemon: a trigger
+// A version that parses but that the Applier refuses (in the daemon: a trigger
 // expression or image policy that does not compile) is rejected, counted
 // as an error, and the old one stays.
 func TestWatcherAcceptRejects(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crowsnest.yaml")
 	writeAtomically(t, path, header+"log: {level: info}\n")
 	reg := prometheus.NewRegistry()
-	w := &Watcher{Path: path, Metrics: NewMetrics(reg), Accept: func(c *config.Config) error {
-		if c.Log.Level == "warn" {
-			return errors.New("warn is refused here")
-		}
-		return nil
-	}}
+	w := &Watcher{Path: path, Metrics: NewMetrics(reg), Applier: refuseLevel("warn")}
 	if _, err := w.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -204,3 +216,15 @@ func TestWatcherAcceptRejects(t *testing.T) {
 		t.Errorf("successful reloads = %v, want 1", got)
 	}
 }
+
+// refuseLevel is an Applier that refuses versions of that log level.
+type refuseLevel string
+
+func (l refuseLevel) Accept(c *config.Config) error {
+	if c.Log.Level == string(l) {
+		return errors.New(string(l) + " is refused here")
+	}
+	return nil
+}
+
+func (refuseLevel) Apply(_, _ *config.Config) {}

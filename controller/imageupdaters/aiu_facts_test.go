@@ -172,7 +172,7 @@ func runFacts(t *testing.T, rows []factRow) {
 		tt := &rows[i]
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &problemLog{}
-			s := &Set{Check: (&tenancy.Rules{}).CheckAnnotations, Log: slog.New(rec)}
+			s := &Set{Tenancy: &tenancy.Rules{}, Log: slog.New(rec)}
 			for _, d := range tt.docs {
 				s.Apply(parse(t, d), nil)
 			}

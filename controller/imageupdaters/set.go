@@ -18,12 +18,12 @@ import (
 // what they say to update in it. Its Match is the image reconciler's
 // ImageUpdaters hook; the watcher fills it, the status writer reads it.
 type Set struct {
-	// Check applies the tenancy rules for annotations to a spec (the
-	// reconciler's Tenancy.CheckAnnotations): whoever writes an
-	// ImageUpdater in a namespace is as trusted as whoever writes the
-	// annotations of the Applications there, no more. Checking here lets
-	// each refusal name the resource's field.
-	Check   func(app *watcher.App, spec *imageupdate.Spec) []error
+	// Tenancy applies the tenancy rules for annotations to a spec (the
+	// reconciler's): whoever writes an ImageUpdater in a namespace is as
+	// trusted as whoever writes the annotations of the Applications
+	// there, no more. Checking here lets each refusal name the resource's
+	// field. Nil checks nothing.
+	Tenancy Tenancy
 	Log     *slog.Logger
 	Metrics *Metrics
 
@@ -39,6 +39,12 @@ type Set struct {
 	// changed is signalled (never blocking) when the set or a problem
 	// changes, for the status writer.
 	changed chan struct{}
+}
+
+// Tenancy applies the tenancy rules for annotations to a spec, removing
+// what they refuse and returning why (tenancy.Rules).
+type Tenancy interface {
+	CheckAnnotations(app *watcher.App, spec *imageupdate.Spec) []error
 }
 
 func (s *Set) init() {
@@ -391,10 +397,10 @@ func aliases(imgs []imageupdate.Image) string {
 	return strings.Join(names, ", ")
 }
 
-// checkTenancy applies Check to each image and to the write-back, so that
+// checkTenancy applies Tenancy to each image and to the write-back, so that
 // each refusal names the field it comes from.
 func (s *Set) checkTenancy(resKey string, r *rule, app *watcher.App, spec *imageupdate.Spec) []error {
-	if s.Check == nil {
+	if s.Tenancy == nil {
 		return nil
 	}
 	var errs []error
@@ -402,7 +408,7 @@ func (s *Set) checkTenancy(resKey string, r *rule, app *watcher.App, spec *image
 	for i := range spec.Images {
 		one := *spec
 		one.Images, one.WriteBack = []imageupdate.Image{spec.Images[i]}, imageupdate.WriteBack{}
-		refused := s.Check(app, &one)
+		refused := s.Tenancy.CheckAnnotations(app, &one)
 		if len(one.Images) == 1 {
 			kept = append(kept, spec.Images[i])
 		}
@@ -426,7 +432,7 @@ func (s *Set) checkTenancy(resKey string, r *rule, app *watcher.App, spec *image
 	spec.Images = kept
 	wbOnly := *spec
 	wbOnly.Images = nil
-	for _, err := range s.Check(app, &wbOnly) {
+	for _, err := range s.Tenancy.CheckAnnotations(app, &wbOnly) {
 		errs = append(errs, r.fieldOf(resKey, err))
 	}
 	spec.WriteBack = wbOnly.WriteBack

@@ -31,7 +31,7 @@ func parse(tb testing.TB, doc string) *imageupdater.Resource {
 
 func newSet(tb testing.TB, docs ...string) *Set {
 	tb.Helper()
-	s := &Set{Check: (&tenancy.Rules{}).CheckAnnotations, Log: slog.New(slog.DiscardHandler)}
+	s := &Set{Tenancy: &tenancy.Rules{}, Log: slog.New(slog.DiscardHandler)}
 	for _, d := range docs {
 		s.Apply(parse(tb, d), nil)
 	}

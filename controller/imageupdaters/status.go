@@ -64,6 +64,13 @@ type AppLister interface {
 	AppView(key string) *watcher.App
 }
 
+// Store holds the copies of ImageUpdaters read from the apiserver
+// (Watcher).
+type Store interface {
+	// Get returns the copy of namespace/name, nil when gone.
+	Get(key string) *unstructured.Unstructured
+}
+
 // StatusWriter writes each ImageUpdater's status subresource: the
 // Applications it selects, their images, and conditions; only when
 // something changed (lastCheckedAt aside, refreshed every Refresh), with
@@ -72,8 +79,8 @@ type StatusWriter struct {
 	Set    *Set
 	Apps   AppLister
 	Client dynamic.Interface
-	// Get returns the watcher's copy of namespace/name, nil when gone.
-	Get      func(key string) *unstructured.Unstructured
+	// Store holds the watcher's copies of the ImageUpdaters.
+	Store    Store
 	Interval time.Duration
 	Gap      time.Duration
 	Refresh  time.Duration
@@ -187,7 +194,7 @@ func (w *StatusWriter) Pass(ctx context.Context) {
 
 // write updates one resource's status when it differs from o.
 func (w *StatusWriter) write(ctx context.Context, key string, o *observed) error {
-	cur := w.Get(key)
+	cur := w.Store.Get(key)
 	if cur == nil {
 		return nil
 	}

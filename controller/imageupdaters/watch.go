@@ -54,15 +54,24 @@ type Watcher struct {
 	Mode       string
 	Recheck    time.Duration
 	Set        *Set
-	// Requeue asks for a reconcile of every Application of namespace.
-	Requeue func(namespace string)
-	Log     *slog.Logger
+	// Queue reconciles the Applications of a namespace whose
+	// ImageUpdaters changed.
+	Queue Queue
+	Log   *slog.Logger
 
 	mu     sync.Mutex
 	stores []cache.Store
 	// synced is set once the Applications may be reconciled: the first
 	// list is in Set, or ImageUpdaters are not (yet) served.
 	synced watcher.SyncSignal
+}
+
+// Queue is the engine's work queue as the watcher sees it
+// (controller.Engine).
+type Queue interface {
+	// RequeueNamespace asks for a reconcile of every Application of
+	// namespace.
+	RequeueNamespace(namespace string)
 }
 
 // Discovery is the one discovery question a Watcher asks: client-go's
@@ -125,7 +134,7 @@ func (w *Watcher) SyncedDone() <-chan struct{} {
 
 // Start watches until ctx ends. In ModeAuto it waits for the CRD. It
 // emits no Application events (h is unused): the engine's queue gets the
-// Applications of a namespace whose ImageUpdaters changed via Requeue.
+// Applications of a namespace whose ImageUpdaters changed via Queue.
 func (w *Watcher) Start(ctx context.Context, _ watcher.Handler) error {
 	if w.Mode == ModeOff {
 		return nil
@@ -203,6 +212,8 @@ func (w *Watcher) Start(ctx context.Context, _ watcher.Handler) error {
 	return nil
 }
 
+var _ Store = (*Watcher)(nil)
+
 // Get returns the watched copy of namespace/name, nil when unknown.
 func (w *Watcher) Get(key string) *unstructured.Unstructured {
 	w.mu.Lock()
@@ -231,7 +242,7 @@ func (w *Watcher) apply(obj any) {
 	} else {
 		w.Set.Apply(iu, parseErr)
 	}
-	w.Requeue(u.GetNamespace())
+	w.Queue.RequeueNamespace(u.GetNamespace())
 }
 
 func (w *Watcher) delete(obj any) {
@@ -243,7 +254,7 @@ func (w *Watcher) delete(obj any) {
 		return
 	}
 	w.Set.Delete(u.GetNamespace() + "/" + u.GetName())
-	w.Requeue(u.GetNamespace())
+	w.Queue.RequeueNamespace(u.GetNamespace())
 }
 
 // Decode reads an ImageUpdater from the apiserver strictly; when it has

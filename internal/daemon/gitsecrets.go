@@ -7,10 +7,26 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/git/repocreds"
 )
 
-// trustedGitSecret reports whether the operator's config names the Secret
-// nsName for Git write-back: a tenancy.credentials gitSecret entry or an
-// image policy's git:secret: method.
-func trustedGitSecret(cfg *config.Config, nsName string) bool {
+// gitSecrets is what the config in force says of Git Secrets, for
+// crowsnest run: which it names (repocreds.Trust) and where it sends them
+// (repocreds.Binding: an image policy's git:secret: goes wherever its
+// Applications write, a tenancy.credentials entry's Secret where its
+// repositories say).
+type gitSecrets struct {
+	engine *controller.Engine
+	rules  *tenancy.Rules
+}
+
+var (
+	_ repocreds.Trust   = gitSecrets{}
+	_ repocreds.Binding = gitSecrets{}
+)
+
+// TrustsSecret implements repocreds.Trust: a tenancy.credentials
+// gitSecret entry or an image policy's git:secret: method names the
+// Secret.
+func (b gitSecrets) TrustsSecret(namespace, name string) bool {
+	cfg, nsName := b.engine.Config(), namespace+"/"+name
 	for i := range cfg.Tenancy.Credentials {
 		if cfg.Tenancy.Credentials[i].GitSecret == nsName {
 			return true
@@ -19,18 +35,8 @@ func trustedGitSecret(cfg *config.Config, nsName string) bool {
 	return policyGitSecret(cfg, nsName)
 }
 
-// gitSecretBinding is repocreds.Binding for crowsnest run: an image
-// policy's git:secret: goes wherever its Applications write, a
-// tenancy.credentials entry's Secret where its repositories say.
-type gitSecretBinding struct {
-	engine *controller.Engine
-	rules  *tenancy.Rules
-}
-
-var _ repocreds.Binding = gitSecretBinding{}
-
 // SendsTo implements repocreds.Binding.
-func (b gitSecretBinding) SendsTo(namespace, name, repoURL string) bool {
+func (b gitSecrets) SendsTo(namespace, name, repoURL string) bool {
 	nsName := namespace + "/" + name
 	return policyGitSecret(b.engine.Config(), nsName) || b.rules.GitSecretBound(nsName, repoURL)
 }

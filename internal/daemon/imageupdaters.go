@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"log/slog"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/dynamic"
@@ -35,15 +34,8 @@ func wireImageUpdaters(mode string, dyn dynamic.Interface, disc imageupdaters.Di
 		return nil
 	}
 	metrics := imageupdaters.NewMetrics(reg)
-	set := &imageupdaters.Set{Check: images.Tenancy.CheckAnnotations, Log: log, Metrics: metrics}
-	w := &imageupdaters.Watcher{Client: dyn, Discovery: disc, Namespaces: namespaces, Mode: mode, Set: set, Log: log,
-		Requeue: func(ns string) {
-			for _, k := range engine.AppKeys() {
-				if strings.HasPrefix(k, ns+"/") {
-					engine.Enqueue(k)
-				}
-			}
-		}}
+	set := &imageupdaters.Set{Tenancy: images.Tenancy, Log: log, Metrics: metrics}
+	w := &imageupdaters.Watcher{Client: dyn, Discovery: disc, Namespaces: namespaces, Mode: mode, Set: set, Queue: engine, Log: log}
 	images.ImageUpdaters = set
 	engine.Sources = append(engine.Sources, w)
 	if dryRun {
@@ -52,7 +44,7 @@ func wireImageUpdaters(mode string, dyn dynamic.Interface, disc imageupdaters.Di
 	// Updates made for an ImageUpdater's Applications become its
 	// status's recentUpdates.
 	images.Notifier = observedNotifier{set: set, next: images.Notifier} // the Git batcher's announcements too (ImageReconciler.GitWritten)
-	status := &imageupdaters.StatusWriter{Set: set, Apps: engine, Client: dyn, Get: w.Get, Log: log, Metrics: metrics}
+	status := &imageupdaters.StatusWriter{Set: set, Apps: engine, Client: dyn, Store: w, Log: log, Metrics: metrics}
 	return []func(context.Context) error{controller.WhenLeading(engine, status.Start)}
 }
 

@@ -42,9 +42,7 @@ func NewNotifications(_ context.Context, cfg *config.Config, clientset kubecore.
 		ns.store = out.Store
 		n.State = &pipeline.MemoryState{}
 	}
-	out.OnDeadLetter = func(r outbox.Record) {
-		log.Error("notification given up", "app", r.App, "trigger", r.Trigger, "service", r.Service, "attempts", r.Attempts, "error", r.LastError)
-	}
+	out.DeadLetters = deadLetterLog{log}
 	if err := n.Apply(cfg); err != nil {
 		return nil, nil, err
 	}
@@ -129,4 +127,11 @@ func (st *notificationSetup) Prepare(ctx context.Context, in *config.Notificatio
 		return nil, err
 	}
 	return &n, nil
+}
+
+// deadLetterLog logs each notification the outbox gave up on.
+type deadLetterLog struct{ log *slog.Logger }
+
+func (d deadLetterLog) DeadLettered(r outbox.Record) {
+	d.log.Error("notification given up", "app", r.App, "trigger", r.Trigger, "service", r.Service, "attempts", r.Attempts, "error", r.LastError)
 }

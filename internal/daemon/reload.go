@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/config/reload"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
 )
 
@@ -15,16 +16,23 @@ func (b *Daemon) buildReload() error {
 	if b.cfgWatcher == nil {
 		return nil
 	}
-	o := &b.o
-	// Compiling triggers and policies is part of accepting a version,
-	// so one that does not compile is counted and logged as rejected.
-	b.cfgWatcher.Accept = func(next *config.Config) error {
-		_, err := o.effective(next)
-		return err
-	}
-	b.cfgWatcher.OnChange = func(_, next *config.Config) { b.reload(next) }
+	b.cfgWatcher.Applier = reloader{b}
 	return nil
 }
+
+// reloader is the config watcher's reload.Applier.
+type reloader struct{ b *Daemon }
+
+var _ reload.Applier = reloader{}
+
+// Accept compiles triggers and policies as part of accepting a version,
+// so one that does not compile is counted and logged as rejected.
+func (r reloader) Accept(next *config.Config) error {
+	_, err := r.b.o.effective(next)
+	return err
+}
+
+func (r reloader) Apply(_, next *config.Config) { r.b.reload(next) }
 
 // reload applies a new version of the config file.
 func (b *Daemon) reload(next *config.Config) {

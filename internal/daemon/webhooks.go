@@ -38,13 +38,9 @@ func newWebhookHandler(cfg config.RegistryWebhook, poller *registry.Poller, reg 
 	recv, err := webhook.NewReceiver(webhook.Config{
 		Sources:              sources,
 		AllowUnauthenticated: cfg.AllowUnauthenticated,
-		OnPush: func(_ context.Context, ev webhook.PushEvent) {
-			if !poller.Refresh(ev.Repository) {
-				log.Debug("registry push for a repository nobody uses", "repository", ev.Repository, "source", ev.Source)
-			}
-		},
-		Metrics: webhook.NewMetrics(reg),
-		Log:     log,
+		Listener:             pushRefresher{poller: poller, log: log},
+		Metrics:              webhook.NewMetrics(reg),
+		Log:                  log,
 	})
 	if err != nil {
 		return nil, err
@@ -52,4 +48,18 @@ func newWebhookHandler(cfg config.RegistryWebhook, poller *registry.Poller, reg 
 	mux := http.NewServeMux()
 	mux.Handle("/webhooks/registry/{source}", recv)
 	return mux, nil
+}
+
+// pushRefresher has the poller poll a pushed repository now.
+type pushRefresher struct {
+	poller *registry.Poller
+	log    *slog.Logger
+}
+
+var _ webhook.Listener = pushRefresher{}
+
+func (p pushRefresher) Pushed(_ context.Context, ev webhook.PushEvent) {
+	if !p.poller.Refresh(ev.Repository) {
+		p.log.Debug("registry push for a repository nobody uses", "repository", ev.Repository, "source", ev.Source)
+	}
 }

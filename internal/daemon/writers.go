@@ -66,7 +66,7 @@ func (b *Daemon) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 		return fmt.Errorf("kube client for Events: %w", err)
 	}
 	events := &kubeevents.Sink{Client: eventClient, Source: corev1.EventSource{Component: "crowsnest"},
-		Metrics: kubeevents.NewMetrics(b.reg), Log: log, Busy: engine.Working}
+		Metrics: kubeevents.NewMetrics(b.reg), Log: log, WriteBacks: engine}
 	events.Start()
 	b.closers = append(b.closers, func() { events.Shutdown(eventFlushTimeout) })
 	images.Events = kubeevents.Redact(observe(events, o.Observer))
@@ -74,9 +74,9 @@ func (b *Daemon) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 		b.localLogs = &logEvents{log: slog.New(slog.DiscardHandler)}
 		images.Events = teeEvents{images.Events, b.localLogs}
 	}
+	secrets := gitSecrets{engine: engine, rules: images.Tenancy}
 	gitCredentials := &repocreds.ArgoCD{Client: b.clientset, Namespace: o.ArgoCDNamespace, KnownHostsFile: o.GitSSHKnownHosts,
-		Trusted: func(ns, name string) bool { return trustedGitSecret(engine.Config(), ns+"/"+name) },
-		Bound:   gitSecretBinding{engine: engine, rules: images.Tenancy}}
+		Trust: secrets, Bound: secrets}
 	if b.gw, err = setup.NewGitWriter(cfg, o.GitCacheDir, gitCredentials, gitMetrics, log); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (b *Daemon) buildWriters() error {
 	images, engine := b.images, b.engine
 	batcher := &collect.Batcher{Writer: b.gw, Engine: engine}
 	if b.dyn != nil && !b.o.DryRun {
-		images.Refresher = &kube.Refresher{Client: b.dyn, Mode: func() string { return engine.Config().Git.Refresh }}
+		images.Refresher = &kube.Refresher{Client: b.dyn, Mode: refreshMode{engine}}
 	}
 	b.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "crowsnest_git_writeback_pending",
@@ -145,3 +145,8 @@ func (b *Daemon) buildNotifier(ctx context.Context) error {
 	images.Notifier, b.timer.Notifier = notifier, notifier
 	return nil
 }
+
+// refreshMode is kube.Mode: the refresh mode of the config in force.
+type refreshMode struct{ engine *controller.Engine }
+
+func (m refreshMode) RefreshMode() string { return m.engine.Config().Git.Refresh }

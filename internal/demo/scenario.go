@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,8 +23,8 @@ type Options struct {
 	// Dir is the demo's folder: the Git repository, the Applications, the
 	// config, the clones and the daemon's log go there.
 	Dir string
-	// Say reports each step, for people.
-	Say func(format string, args ...any)
+	// Out receives a line for each step, for people; nil discards them.
+	Out io.Writer
 	// Version is crowsnest's, as the daemon logs it.
 	Version string
 }
@@ -32,7 +33,12 @@ type Options struct {
 // the webhook receiver and the Applications first, then the daemon in
 // local mode; a newer image pushed midway; then what happened.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	d := &scenario{say: o.Say, dir: o.Dir, version: o.Version, t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	d := &scenario{say: say, dir: o.Dir, version: o.Version, t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	// 1-4. The registry, the Git repository, the webhook sink, the
 	// Applications and config.
 	appsDir, cfgPath, cleanup, err := d.prepare(ctx)

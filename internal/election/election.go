@@ -41,12 +41,9 @@ type Elector struct {
 	// leading, so that another candidate takes over at once. Only set it
 	// when everything done as leader has stopped by then.
 	ReleaseOnCancel bool
-	// OnStartedLeading runs in a goroutine of its own when the Lease is
-	// acquired; its context ends when leading does.
-	OnStartedLeading func(ctx context.Context)
-	// OnStoppedLeading runs when Run returns, whether it led or not.
-	OnStoppedLeading func()
-	Log              *slog.Logger
+	// Leader is told when leading starts and stops; required.
+	Leader Leader
+	Log    *slog.Logger
 
 	// lease is the Lease as last read or written: its resourceVersion
 	// makes the next write fail if anyone else wrote in between. Only
@@ -58,6 +55,16 @@ type Elector struct {
 	mu         sync.Mutex
 	observed   coordinationv1.LeaseSpec
 	observedAt time.Time
+}
+
+// Leader is what an Elector tells when it starts and stops leading (the
+// controller's campaign: the engine's workers run while it leads).
+type Leader interface {
+	// StartedLeading runs in a goroutine of its own when the Lease is
+	// acquired; its context ends when leading does.
+	StartedLeading(ctx context.Context)
+	// StoppedLeading runs when Run returns, whether it led or not.
+	StoppedLeading()
 }
 
 // Validate reports a setting Run cannot work with.
@@ -73,25 +80,25 @@ func (e *Elector) Validate() error {
 		return errors.New("identity must not be empty")
 	case e.Client == nil || e.Name == "":
 		return errors.New("a Lease client and name are required")
-	case e.OnStartedLeading == nil || e.OnStoppedLeading == nil:
-		return errors.New("OnStartedLeading and OnStoppedLeading are required")
+	case e.Leader == nil:
+		return errors.New("a Leader is required")
 	}
 	return nil
 }
 
 // Run campaigns until ctx ends or, once leading, until the Lease cannot
-// be renewed. It calls OnStoppedLeading before it returns.
+// be renewed. It calls Leader.StoppedLeading before it returns.
 func (e *Elector) Run(ctx context.Context) {
 	if e.Log == nil {
 		e.Log = slog.New(slog.DiscardHandler)
 	}
-	defer e.OnStoppedLeading()
+	defer e.Leader.StoppedLeading()
 	if !e.acquire(ctx) {
 		return
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go e.OnStartedLeading(lctx)
+	go e.Leader.StartedLeading(lctx)
 	e.renew(lctx)
 }
 

@@ -26,29 +26,32 @@ const (
 	patience = 15 * time.Second
 )
 
-// candidate is an Elector run in the background, with its callbacks
-// turned into channels.
+// candidate is an Elector run in the background, its own Leader, which
+// turns what it is told into channels.
 type candidate struct {
 	*election.Elector
 	started chan struct{}   // closed when it starts leading
+	once    sync.Once       // closes started
 	term    context.Context // the leading term's context, once started
 	done    chan struct{}   // closed when Run returned
-	stopped chan struct{}   // closed when OnStoppedLeading ran
+	stopped chan struct{}   // closed when StoppedLeading ran
 	cancel  context.CancelFunc
 }
+
+func (c *candidate) StartedLeading(ctx context.Context) {
+	c.once.Do(func() { c.term = ctx; close(c.started) })
+}
+
+func (c *candidate) StoppedLeading() { close(c.stopped) }
 
 func run(t *testing.T, client kubecore.LeasesGetter, ns, id string) *candidate {
 	t.Helper()
 	c := &candidate{started: make(chan struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
-	var once sync.Once
 	c.Elector = &election.Elector{
 		Client: client, Namespace: ns, Name: "lease", Identity: id,
 		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 		ReleaseOnCancel: true,
-		OnStartedLeading: func(ctx context.Context) {
-			once.Do(func() { c.term = ctx; close(c.started) })
-		},
-		OnStoppedLeading: func() { close(c.stopped) },
+		Leader:          c,
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -146,7 +149,7 @@ func TestTakeoverAfterHolderStopsRenewing(t *testing.T) {
 	}
 
 	c.stop()
-	await(t, "OnStoppedLeading", c.stopped)
+	await(t, "StoppedLeading", c.stopped)
 	if c.term.Err() == nil {
 		t.Error("the leading term's context is still live after Run returned")
 	}
@@ -212,7 +215,7 @@ func TestReleaseOutlastsALateRenewal(t *testing.T) {
 	running.Store(c)
 	await(t, "the candidate to create and take the lease", c.started)
 	c.stop()
-	await(t, "OnStoppedLeading", c.stopped)
+	await(t, "StoppedLeading", c.stopped)
 	if !client.landed.Load() {
 		t.Fatal("the late renewal never landed: the release did not read the Lease")
 	}
@@ -243,7 +246,7 @@ func TestLeaderStepsDownWhenAnotherWriterTakesTheLease(t *testing.T) {
 		}
 	}
 	await(t, "the leader to step down", c.done)
-	await(t, "OnStoppedLeading", c.stopped)
+	await(t, "StoppedLeading", c.stopped)
 	if c.term.Err() == nil {
 		t.Error("the leading term's context is still live after the leader stepped down")
 	}
@@ -287,7 +290,7 @@ func TestValidate(t *testing.T) {
 		return &election.Elector{
 			Client: kubecoretest.New(t, env.Config), Name: "lease", Identity: "me",
 			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-			OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {},
+			Leader: noLeader{},
 		}
 	}
 	tests := []struct {
@@ -300,7 +303,7 @@ func TestValidate(t *testing.T) {
 		{name: "retry too close to deadline", edit: func(e *election.Elector) { e.RetryPeriod = e.RenewDeadline }, wantErr: true},
 		{name: "no retry period", edit: func(e *election.Elector) { e.RetryPeriod = 0 }, wantErr: true},
 		{name: "no identity", edit: func(e *election.Elector) { e.Identity = "" }, wantErr: true},
-		{name: "no callbacks", edit: func(e *election.Elector) { e.OnStoppedLeading = nil }, wantErr: true},
+		{name: "no Leader", edit: func(e *election.Elector) { e.Leader = nil }, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,3 +315,10 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// noLeader is a Leader that does nothing.
+type noLeader struct{}
+
+func (noLeader) StartedLeading(context.Context) {}
+
+func (noLeader) StoppedLeading() {}

@@ -47,21 +47,31 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	return zero
 }
 
+// rereads is a Reader that signals each Reread and fails the test on a
+// watch error.
+type rereads struct {
+	t     *testing.T
+	fired chan<- struct{}
+}
+
+func (r rereads) Reread() { r.fired <- struct{}{} }
+
+func (r rereads) WatchError(err error) { r.t.Errorf("watch error: %v", err) }
+
 func TestLoopFiresAfterABurstOfEvents(t *testing.T) {
 	w, dir := newWatcher(t)
 	fired := make(chan struct{}, 100)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := run(ctx, fsdebounce.Loop{
 		Watcher: w, Quiet: 20 * time.Millisecond, Recheck: time.Hour,
-		Fire: func() { fired <- struct{}{} },
-		Warn: func(err error) { t.Errorf("watch error: %v", err) },
+		Reader: rereads{t: t, fired: fired},
 	})
 	for i := range 5 {
 		if err := os.WriteFile(filepath.Join(dir, "f"), []byte{byte(i)}, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	receive(t, fired, "Fire after writes")
+	receive(t, fired, "Reread after writes")
 	cancel()
 	if err := receive(t, done, "Run after cancel"); err != nil {
 		t.Errorf("Run = %v, want nil", err)
@@ -73,11 +83,10 @@ func TestLoopRechecksWithoutEvents(t *testing.T) {
 	fired := make(chan struct{}, 100)
 	done := run(t.Context(), fsdebounce.Loop{
 		Watcher: w, Quiet: time.Hour, Recheck: 10 * time.Millisecond,
-		Fire: func() { fired <- struct{}{} },
-		Warn: func(err error) { t.Errorf("watch error: %v", err) },
+		Reader: rereads{t: t, fired: fired},
 	})
-	receive(t, fired, "Fire on the recheck timer")
-	receive(t, fired, "second Fire on the recheck timer")
+	receive(t, fired, "Reread on the recheck timer")
+	receive(t, fired, "second Reread on the recheck timer")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@
 //
 //   - writes with a few parallel writers, through the client it is given
 //     (whose rate limiter is the apiserver budget), after the write-backs:
-//     while Busy says they are under way, an Event waits, at most
+//     while WriteBacks says they are under way, an Event waits, at most
 //     MaxDelay;
 //   - folds a record identical to one still waiting (same object, type,
 //     reason and message) into it, and updates the count of an Event it

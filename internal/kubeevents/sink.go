@@ -38,11 +38,11 @@ const (
 	writeAttempts   = 4
 	firstRetryDelay = 100 * time.Millisecond
 	// DefaultMaxDelay is the longest an Event waits for busy write-backs
-	// (Sink.Busy): long enough for a pass over a thousand Applications to
+	// (Sink.WriteBacks): long enough for a pass over a thousand Applications to
 	// have the apiserver to itself, short enough that an Event is never
 	// far behind the write it reports.
 	DefaultMaxDelay = 10 * time.Second
-	// busyPoll is how often a waiting writer asks Busy again.
+	// busyPoll is how often a waiting writer asks WriteBacks again.
 	busyPoll = 50 * time.Millisecond
 	// shedLogEvery is the longest a count of shed records waits before
 	// its log line; the first one of a quiet period is logged at once.
@@ -54,6 +54,12 @@ const (
 // as Kubernetes' aggregator writes it.
 const combinedPrefix = "(combined from similar events): "
 
+// WriteBacks says whether write-backs are under way: the engine is not
+// idle (controller.Engine). The Sink asks without its lock held.
+type WriteBacks interface {
+	Working() bool
+}
+
 // Sink records Events through Client. The zero value of every field but
 // Client is usable; Start it before use and Shut it down at the end.
 type Sink struct {
@@ -63,14 +69,13 @@ type Sink struct {
 	MaxPending int
 	Metrics    *Metrics
 	Log        *slog.Logger
-	// Busy, when set, reports whether write-backs are under way (the
-	// engine is not idle). While it does, Events wait, each at most
-	// MaxDelay (zero: DefaultMaxDelay) after it was recorded: an Event
-	// costs the apiserver about what a write costs, and the write is
-	// what the user waits for. Shutdown does not wait. Busy is called
-	// without the Sink's lock held.
-	Busy     func() bool
-	MaxDelay time.Duration
+	// WriteBacks, when set, says whether write-backs are under way.
+	// While they are, Events wait, each at most MaxDelay (zero:
+	// DefaultMaxDelay) after it was recorded: an Event costs the
+	// apiserver about what a write costs, and the write is what the user
+	// waits for. Shutdown does not wait.
+	WriteBacks WriteBacks
+	MaxDelay   time.Duration
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -298,9 +303,9 @@ func (s *Sink) work() {
 // oldest waiting Event has waited MaxDelay or the Sink is closing; it
 // reports whether the caller must look at the queue again (it waited,
 // or the queue emptied or the Sink stopped while it asked). It releases
-// the lock while it waits and while it asks Busy.
+// the lock while it waits and while it asks WriteBacks.
 func (s *Sink) yieldLocked() bool {
-	if s.Busy == nil || s.closing {
+	if s.WriteBacks == nil || s.closing {
 		return false
 	}
 	maxDelay := s.MaxDelay
@@ -312,7 +317,7 @@ func (s *Sink) yieldLocked() bool {
 		return false
 	}
 	s.mu.Unlock()
-	busy := s.Busy()
+	busy := s.WriteBacks.Working()
 	if busy {
 		t := time.NewTimer(min(left, busyPoll))
 		select {

@@ -15,25 +15,25 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/kubeevents"
 )
 
-// busyFlag is a Busy hook that counts how often the Sink asked.
+// busyFlag is WriteBacks that counts how often the Sink asked.
 type busyFlag struct {
 	busy  atomic.Bool
 	asked atomic.Int64
 }
 
-func (b *busyFlag) Busy() bool {
+func (b *busyFlag) Working() bool {
 	b.asked.Add(1)
 	return b.busy.Load()
 }
 
-// waitAsked waits until the Sink asked Busy at least n times.
+// waitAsked waits until the Sink asked at least n times.
 func (b *busyFlag) waitAsked(t *testing.T, n int64) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return b.asked.Load() >= n, nil
 	})
 	if err != nil {
-		t.Fatalf("Busy asked %d times, want %d: %v", b.asked.Load(), n, err)
+		t.Fatalf("WriteBacks asked %d times, want %d: %v", b.asked.Load(), n, err)
 	}
 }
 
@@ -45,7 +45,7 @@ func TestEventsWaitForBusyWriteBacks(t *testing.T) {
 	s, reg, _ := newSink(t, cs)
 	b := &busyFlag{}
 	b.busy.Store(true)
-	s.Busy, s.MaxDelay = b.Busy, time.Hour
+	s.WriteBacks, s.MaxDelay = b, time.Hour
 	s.Start()
 	for i := range 20 {
 		s.Event(app(ns, fmt.Sprintf("app-%d", i)), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
@@ -74,7 +74,7 @@ func TestBusyWriteBacksDelayAnEventAtMostMaxDelay(t *testing.T) {
 	s, _, _ := newSink(t, cs)
 	b := &busyFlag{}
 	b.busy.Store(true)
-	s.Busy, s.MaxDelay = b.Busy, 300*time.Millisecond
+	s.WriteBacks, s.MaxDelay = b, 300*time.Millisecond
 	s.Start()
 	defer s.Shutdown(time.Minute)
 	recordedAt := time.Now()
@@ -92,7 +92,7 @@ func TestShutdownDoesNotWaitForBusyWriteBacks(t *testing.T) {
 	s, _, _ := newSink(t, cs)
 	b := &busyFlag{}
 	b.busy.Store(true)
-	s.Busy, s.MaxDelay = b.Busy, time.Hour
+	s.WriteBacks, s.MaxDelay = b, time.Hour
 	s.Start()
 	for i := range 10 {
 		s.Event(app(ns, fmt.Sprintf("app-%d", i)), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
@@ -116,7 +116,7 @@ func waitRecorded(t *testing.T, cs kubecore.Interface, ns string, n int) {
 	}
 }
 
-// A writer asks Busy without the lock; another writer may take the whole
+// A writer asks WriteBacks without the lock; another writer may take the whole
 // queue meanwhile. The first must then wait for more, not take an entry
 // that is gone (it took index 0 of an empty queue and panicked, in the
 // e2e suite).
@@ -125,25 +125,15 @@ func TestAWriterWhoseQueueEmptiedWhileItAskedWaits(t *testing.T) {
 	cs := client(t, 300, 1000)
 	s, reg, _ := newSink(t, cs)
 	s.Workers, s.MaxDelay = 2, time.Hour
-	var asked atomic.Int64
-	s.Busy = func() bool {
-		if asked.Add(1) > 1 {
-			return false
-		}
-		// The first writer to ask answers only once the other writer
-		// has written both Events, emptying the queue.
-		_ = wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			list, err := cs.Events(ns).List(ctx, metav1.ListOptions{})
-			return err == nil && len(list.Items) == 2, nil
-		})
-		return false
-	}
+	slow := &slowFirstAnswer{events: cs.Events(ns)}
+	s.WriteBacks = slow
+	asked := &slow.asked
 	s.Start()
 	s.Event(app(ns, "app-0"), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
-	waitAskedAtLeast(t, &asked, 1) // the first writer is in Busy now
+	waitAskedAtLeast(t, asked, 1) // the first writer is asking now
 	s.Event(app(ns, "app-1"), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
 	waitRecorded(t, cs, ns, 2)
-	waitAskedAtLeast(t, &asked, 3) // ... and the one that wrote both asked twice
+	waitAskedAtLeast(t, asked, 3) // ... and the one that wrote both asked twice
 	s.Event(app(ns, "app-2"), corev1.EventTypeNormal, "ImagesUpdated", "a -> b")
 	s.Shutdown(time.Minute)
 	if _, sum := recorded(t, cs, ns); sum != 3 {
@@ -154,12 +144,30 @@ func TestAWriterWhoseQueueEmptiedWhileItAskedWaits(t *testing.T) {
 	}
 }
 
+// slowFirstAnswer is WriteBacks that are never busy, but the first time
+// it is asked it answers only once two Events are written.
+type slowFirstAnswer struct {
+	events kubecore.EventInterface
+	asked  atomic.Int64
+}
+
+func (s *slowFirstAnswer) Working() bool {
+	if s.asked.Add(1) > 1 {
+		return false
+	}
+	_ = wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := s.events.List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 2, nil
+	})
+	return false
+}
+
 func waitAskedAtLeast(t *testing.T, asked *atomic.Int64, n int64) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return asked.Load() >= n, nil
 	})
 	if err != nil {
-		t.Fatalf("Busy asked %d times, want %d: %v", asked.Load(), n, err)
+		t.Fatalf("WriteBacks asked %d times, want %d: %v", asked.Load(), n, err)
 	}
 }

@@ -7,5 +7,7 @@
 // enables; that docs/architecture.md, the map of the code, names every
 // package of the module and only files and functions that exist; and
 // that the pure packages and config link no notification sender (a
-// transitive rule, which depguard cannot check).
+// transitive rule, which depguard cannot check); and that no exported
+// struct field is a func unless an allowlist says why (parts talk
+// through small named interfaces).
 package lint

@@ -16,7 +16,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/setup"
-	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows"
 )
@@ -32,8 +31,6 @@ type migration struct {
 	cfgPath string // --config, or ""
 	baseDir string
 	rep     *Report
-	// buildServices builds notification services as run does.
-	buildServices ServiceBuilder
 
 	regs     *setup.Registries
 	policies *imageupdate.Policies
@@ -49,11 +46,6 @@ type migration struct {
 	updaters *imageupdaters.Set
 }
 
-// ServiceBuilder builds notification services as `crowsnest run` builds
-// them (cmd/crowsnest wires the service types), so migrate reports the
-// services run would refuse.
-type ServiceBuilder func(*config.Notifications, notify.ThreadStore) (map[string]notify.Service, error)
-
 // Options are what Analyze takes besides the installation.
 type Options struct {
 	// Config is --config's; nil: migrate proposes one.
@@ -61,14 +53,13 @@ type Options struct {
 	// ConfigPath is --config, or "".
 	ConfigPath string
 	// BaseDir resolves the config's relative paths: --config's folder, or ".".
-	BaseDir       string
-	BuildServices ServiceBuilder
+	BaseDir string
 }
 
 // Analyze reads in with crowsnest's readers and returns the report.
 func Analyze(in *Inputs, opts Options) (*Report, error) {
 	userCfg, cfgPath, baseDir := opts.Config, opts.ConfigPath, opts.BaseDir
-	m := &migration{in: in, cfgPath: cfgPath, baseDir: baseDir, buildServices: opts.BuildServices, secretNamespaces: map[string][]string{},
+	m := &migration{in: in, cfgPath: cfgPath, baseDir: baseDir, secretNamespaces: map[string][]string{},
 		brokenProjects: map[string]error{},
 		rep:            &Report{Source: in.source, ArgoCDNamespace: in.argoNamespace, Read: in.readList()}}
 	proposed := m.readAIUConfig()

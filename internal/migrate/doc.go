@@ -6,6 +6,6 @@
 // crowsnest would do per Application, what it reads
 // differently, what it cannot do, and the Helm install and RBAC that carry
 // the installation over. The cobra command, its flags and exit codes stay
-// in cmd/crowsnest (migrate.go); notification services are built through
-// Options.BuildServices, which cmd/crowsnest wires to run's builder.
+// in cmd/crowsnest (migrate.go); notification services are built with
+// run's builder (setup.BuildServices).
 package migrate

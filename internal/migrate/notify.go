@@ -97,7 +97,9 @@ func (m *migration) buildNotify() *notifications {
 			}
 		}
 	}
-	svcs, err := m.buildServices(&set.Config, &outbox.MemoryStore{})
+	// Built as run builds them, so that the report names the services
+	// run would refuse.
+	svcs, err := setup.BuildServices(&set.Config, &outbox.MemoryStore{})
 	for name := range svcs {
 		mn.built[name] = mn.unsupported[name] == ""
 	}

@@ -17,7 +17,7 @@ import (
 // resource's problems as the daemon compiles them: what they leave out
 // would not be updated; a warning is read as argocd-image-updater reads it.
 func (m *migration) readImageUpdaters() {
-	m.updaters = &imageupdaters.Set{Check: m.tenancy.CheckAnnotations, Log: slog.New(slog.DiscardHandler)}
+	m.updaters = &imageupdaters.Set{Tenancy: m.tenancy, Log: slog.New(slog.DiscardHandler)}
 	for _, u := range m.in.imageUpdaters {
 		key := u.GetNamespace() + "/" + u.GetName()
 		where := "ImageUpdater " + key

@@ -155,10 +155,17 @@ func (r *Registries) SendsTo(ref creds.Ref, registryHost string) bool {
 	return false
 }
 
-// trustedSecret reports whether the operator's config names the Secret
+// CredentialsFor returns the credentials of repo's entry in the
+// registries list in force (the longest prefix), for the client's
+// creds.RepoAuth.
+func (r *Registries) CredentialsFor(repo string) (creds.Ref, time.Duration) {
+	return creds.RegistryList(*r.list.Load()).CredentialsFor(repo)
+}
+
+// TrustsSecret reports whether the operator's config names the Secret
 // namespace/name as credentials: in the registries list, an image
-// policy or tenancy.credentials.
-func (r *Registries) trustedSecret(namespace, name string) bool {
+// policy or tenancy.credentials. The tenants' creds.TenantSecrets ask it.
+func (r *Registries) TrustsSecret(namespace, name string) bool {
 	is := func(ref config.CredentialRef) bool {
 		return (ref.Source == config.CredsPullSecret || ref.Source == config.CredsSecret) && ref.Namespace == namespace && ref.Name == name
 	}
@@ -210,21 +217,16 @@ func NewRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 	r.cfg.Store(cfg)
 	r.tenantResolver = &creds.Resolver{Log: log, Bound: r}
 	if secrets != nil {
-		r.tenantResolver.Secrets = &creds.TenantSecrets{Secrets: secrets, Trusted: r.trustedSecret}
+		r.tenantResolver.Secrets = &creds.TenantSecrets{Secrets: secrets, Trust: r}
 	}
 	r.list.Store(&list)
 	// Credentials follow the repository's entry (longest prefix), so
 	// ghcr.io/team-a and ghcr.io/team-b may use different ones; their
 	// tags are cached per repository, hence per credentials.
-	auth := &creds.RepoAuth{Resolver: r.resolver, Lookup: func(repo string) (creds.Ref, time.Duration) {
-		if e := r.list.Load().Match(repo); e != nil {
-			return e.Credentials, e.CredsExpire.Duration
-		}
-		return creds.Ref{}, 0
-	}}
+	auth := &creds.RepoAuth{Resolver: r.resolver, Registries: r}
 	r.Client = &registry.Client{
-		Hosts:             r.hostConfig,
-		Endpoints:         r.endpoint,
+		Hosts:             r,
+		Endpoints:         r,
 		Pacers:            &registry.Pacers{},
 		Auth:              auth,
 		TagTTL:            cfg.Registries.TagTTL(),
@@ -247,13 +249,13 @@ func NewRegistriesFor(cfg *config.Config, list config.RegistryList, secrets cred
 // reads the list at each call, so a reload applies at once.
 func (r *Registries) Qualify(image string) string { return r.list.Load().Qualify(image) }
 
-// hostConfig is the client's view of one registry's connection settings:
+// HostConfig is the client's view of one registry's connection settings:
 // those of config.RegistryList.MatchHost's entry, which validation makes
 // the host's other entries agree with. Its pacing (the defaults) is for
 // images no entry serves, as argocd-image-updater infers an endpoint at
 // its default limit for them; the others are paced by their entry
 // (endpoint).
-func (r *Registries) hostConfig(host string) registry.HostConfig {
+func (r *Registries) HostConfig(host string) registry.HostConfig {
 	e := r.list.Load().MatchHost(host)
 	if e == nil {
 		return registry.HostConfig{}
@@ -274,11 +276,11 @@ func (r *Registries) hostConfig(host string) registry.HostConfig {
 	return hc
 }
 
-// endpoint names the entry serving a repository (config.RegistryList.Match)
+// Endpoint names the entry serving a repository (config.RegistryList.Match)
 // and its pacing: each entry has its own rate limit and concurrency bound,
 // as each registries.conf entry has its own limiter in
 // argocd-image-updater.
-func (r *Registries) endpoint(repo string) registry.Endpoint {
+func (r *Registries) Endpoint(repo string) registry.Endpoint {
 	e := r.list.Load().Match(repo)
 	if e == nil {
 		return registry.Endpoint{}

@@ -14,6 +14,11 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
+// DeadLetters hears of each delivery an Outbox gave up on.
+type DeadLetters interface {
+	DeadLettered(r Record)
+}
+
 // Outbox defaults. Five attempts with 2s..5m backoff ride out a
 // destination's restart or a short outage (about ten minutes in all)
 // without hammering it. Slack allows about one message per second per
@@ -97,9 +102,9 @@ type Outbox struct {
 	// redeliver` or another process marked pending. Negative turns the
 	// rescans off (pending records are then read only at Start).
 	RescanInterval time.Duration
-	// OnDeadLetter is called (outside locks) for each delivery given up on,
-	// so the controller can emit an Event.
-	OnDeadLetter func(Record)
+	// DeadLetters, when set, hears (outside locks) of each delivery given
+	// up on (crowsnest run logs it).
+	DeadLetters DeadLetters
 	// Journal, when set, remembers each message sent until its delivered
 	// state is recorded, so a process restarted after a kill does not send
 	// it again (see Journal).

@@ -118,11 +118,10 @@ func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
 func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
 	hook := newFlakyWebhook(t, 1000)
 	reg := prometheus.NewRegistry()
-	var dead []outbox.Record
-	var mu sync.Mutex
+	dead := &deadList{}
 	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"webhook.hook": webhookService(t, "hook", hook.URL)}, outbox.NewMetrics(reg))
 	o.MaxAttempts = 3
-	o.OnDeadLetter = func(r outbox.Record) { mu.Lock(); dead = append(dead, r); mu.Unlock() }
+	o.DeadLetters = dead
 	runOutbox(t, o)
 	rec, _, err := o.Enqueue(t.Context(), hookDelivery("k-dead", "argocd/app", "{}"))
 	if err != nil {
@@ -135,12 +134,10 @@ func TestOutboxDeadLetterAndRedeliver(t *testing.T) {
 	if want := "webhook hook: POST http://127.0.0.1"; len(got.LastError) < len(want) || got.LastError[:len(want)] != want {
 		t.Errorf("last error = %q", got.LastError)
 	}
-	testwait.For(t, "the dead-letter callback", func() bool { mu.Lock(); defer mu.Unlock(); return len(dead) > 0 })
-	mu.Lock()
-	if len(dead) != 1 || dead[0].ID != rec.ID {
-		t.Errorf("dead letters = %+v, want one for %s", dead, rec.ID)
+	testwait.For(t, "the dead letter heard", func() bool { return len(dead.list()) > 0 })
+	if got := dead.list(); len(got) != 1 || got[0].ID != rec.ID {
+		t.Errorf("dead letters = %+v, want one for %s", got, rec.ID)
 	}
-	mu.Unlock()
 	if n := metric(t, reg, "crowsnest_notify_dead_letters_total", map[string]string{"service": "webhook.hook"}); n != 1 {
 		t.Errorf("dead letters metric = %v, want 1", n)
 	}
@@ -709,4 +706,22 @@ func TestOutboxOrdersPerApplicationNotPerDestination(t *testing.T) {
 	if want := []string{"a0", "b0", "a1"}; !slices.Equal(got, want) {
 		t.Errorf("arrival order = %v, want %v", got, want)
 	}
+}
+
+// deadList keeps the deliveries an Outbox gave up on.
+type deadList struct {
+	mu   sync.Mutex
+	recs []outbox.Record
+}
+
+func (d *deadList) DeadLettered(r outbox.Record) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.recs = append(d.recs, r)
+}
+
+func (d *deadList) list() []outbox.Record {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.recs)
 }

@@ -66,8 +66,8 @@ func (o *Outbox) recordFailure(ctx context.Context, log *slog.Logger, rec *Recor
 		o.settle(*rec)
 		o.Metrics.attempt(rec.Service, rec.Trigger, ResultDead, took)
 		log.Warn("notification dead-lettered", "attempts", rec.Attempts, "err", err)
-		if o.OnDeadLetter != nil {
-			o.OnDeadLetter(*rec)
+		if o.DeadLetters != nil {
+			o.DeadLetters.DeadLettered(*rec)
 		}
 		return unsure, true
 	}

@@ -181,7 +181,7 @@ func TestForRegistriesMatchesLongestPrefix(t *testing.T) {
 		{repo: "quay.io/org/app", wantRef: ""},
 	}
 	for _, tt := range tests {
-		ref, expire := ra.Lookup(tt.repo)
+		ref, expire := ra.Registries.CredentialsFor(tt.repo)
 		if ref.String() != tt.wantRef || expire != tt.wantExpire {
 			t.Errorf("Lookup(%q) = %q, %s; want %q, %s", tt.repo, ref, expire, tt.wantRef, tt.wantExpire)
 		}

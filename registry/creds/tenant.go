@@ -23,13 +23,19 @@ var argoSecretNames = []string{"argocd-secret", "argocd-notifications-secret", "
 // TenantSecrets reads the Secrets an Application's annotations name. Even
 // in the Application's own namespace it refuses those Argo CD and
 // Kubernetes keep for themselves (Argo CD's cluster and repository
-// Secrets, its own key Secrets, ServiceAccount tokens) unless Trusted says
+// Secrets, its own key Secrets, ServiceAccount tokens) unless Trust says
 // the operator's config names them: in Argo CD's namespace, an annotation
 // author must not reach Argo CD's cluster bearer tokens.
 type TenantSecrets struct {
 	Secrets SecretGetter
-	// Trusted reports whether the operator's config names namespace/name.
-	Trusted func(namespace, name string) bool
+	// Trust, when set, says which Secrets the operator's config names.
+	Trust Trust
+}
+
+// Trust reports whether the operator's config names the Secret
+// namespace/name as credentials (setup.Registries).
+type Trust interface {
+	TrustsSecret(namespace, name string) bool
 }
 
 var _ SecretGetter = (*TenantSecrets)(nil)
@@ -40,7 +46,7 @@ func (t *TenantSecrets) Get(ctx context.Context, namespace, name string) (*corev
 	if err != nil {
 		return nil, err
 	}
-	if t.Trusted != nil && t.Trusted(namespace, name) {
+	if t.Trust != nil && t.Trust.TrustsSecret(namespace, name) {
 		return s, nil
 	}
 	if err := CheckReserved(s); err != nil {

@@ -25,14 +25,9 @@ const e2eWait = 30 * time.Second
 func startHookServer(t *testing.T, metrics *Metrics, events chan<- PushEvent) string {
 	t.Helper()
 	rv, err := NewReceiver(Config{
-		Sources: []Source{{Type: Distribution, Secret: []byte("e2e-secret")}},
-		Metrics: metrics,
-		OnPush: func(_ context.Context, ev PushEvent) {
-			select {
-			case events <- ev:
-			default: // the test has what it needs; never block the registry
-			}
-		},
+		Sources:  []Source{{Type: Distribution, Secret: []byte("e2e-secret")}},
+		Metrics:  metrics,
+		Listener: pushChan(events),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +37,18 @@ func startHookServer(t *testing.T, metrics *Metrics, events chan<- PushEvent) st
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + "/webhooks/registry/distribution"
+}
+
+// pushChan is a Listener that hands each push to a channel, never
+// blocking the registry: when the channel is full the test has what it
+// needs.
+type pushChan chan<- PushEvent
+
+func (c pushChan) Pushed(_ context.Context, ev PushEvent) {
+	select {
+	case c <- ev:
+	default:
+	}
 }
 
 func TestDistributionNotificationsE2E(t *testing.T) {
@@ -101,7 +108,7 @@ func TestDistributionNotificationsWrongTokenE2E(t *testing.T) {
 	})
 	select {
 	case ev := <-events:
-		t.Errorf("OnPush called for an unauthenticated delivery: %+v", ev)
+		t.Errorf("the Listener heard an unauthenticated delivery: %+v", ev)
 	default:
 	}
 }

@@ -57,7 +57,7 @@ func FuzzParse(f *testing.F) {
 
 // FuzzReceiver sends arbitrary requests through the mounted receiver: the
 // answer is always one of the documented statuses, nothing but an
-// authenticated, well-formed push reaches OnPush (authentication comes
+// authenticated, well-formed push reaches the Listener (authentication comes
 // before parsing, so an unauthenticated body is never judged), and what
 // reaches it is a normalised repository with valid tags.
 func FuzzReceiver(f *testing.F) {

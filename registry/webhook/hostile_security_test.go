@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,7 +29,7 @@ type liveReceiver struct {
 func startLiveReceiver(t *testing.T, cfg Config) *liveReceiver {
 	t.Helper()
 	lr := &liveReceiver{pushes: &pushes{}, metrics: NewMetrics(prometheus.NewRegistry()), log: &bytes.Buffer{}}
-	cfg.OnPush, cfg.Metrics = lr.pushes.record, lr.metrics
+	cfg.Listener, cfg.Metrics = lr.pushes, lr.metrics
 	cfg.Log = slog.New(slog.NewJSONHandler(&lockedWriter{w: lr.log}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rv, err := NewReceiver(cfg)
 	if err != nil {
@@ -118,7 +117,7 @@ func bearerHeader(token string) map[string]string {
 }
 
 // Hostile and malformed bodies over real HTTP: each gets a clear 4xx
-// naming the problem, none reaches OnPush, the receiver reads at most its
+// naming the problem, none reaches the Listener, the receiver reads at most its
 // body limit of a huge one, and a good push afterwards goes through.
 func TestReceiverRefusesHostileBodiesOverHTTP(t *testing.T) {
 	const limit = 1 << 20
@@ -186,7 +185,7 @@ func TestReceiverRefusesHostileBodiesOverHTTP(t *testing.T) {
 	}
 
 	if got := lr.pushes.got(); len(got) != 0 {
-		t.Fatalf("OnPush got %v from refused requests", got)
+		t.Fatalf("the Listener got %v from refused requests", got)
 	}
 	// Nothing else is disturbed: a good push still goes through.
 	code, _ := lr.post(t, "generic", strings.NewReader(`{"repository":"ghcr.io/org/app","tag":"1.2.3"}`), bearerHeader(secret))
@@ -230,7 +229,7 @@ func TestReceiverUnauthenticatedRateLimitOverHTTP(t *testing.T) {
 // asked for: the default refuses to start.
 func TestReceiverAuthenticatesByDefault(t *testing.T) {
 	for _, typ := range []SourceType{DockerHub, GHCR, Harbor, Quay, Distribution, Generic} {
-		_, err := NewReceiver(Config{OnPush: func(context.Context, PushEvent) {}, Sources: []Source{{Type: typ}}})
+		_, err := NewReceiver(Config{Listener: &pushes{}, Sources: []Source{{Type: typ}}})
 		if err == nil || !strings.Contains(err.Error(), "secret is required") {
 			t.Errorf("%s without a secret: %v, want refused", typ, err)
 		}

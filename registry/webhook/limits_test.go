@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -76,7 +75,7 @@ func TestReceiverRateLimit(t *testing.T) {
 		t.Errorf("rate_limited count = %v, want 2", got)
 	}
 	if got := len(f.pushes.got()); got != 3 {
-		t.Errorf("OnPush calls = %d, want 3", got)
+		t.Errorf("pushes heard = %d, want 3", got)
 	}
 }
 
@@ -94,8 +93,8 @@ func TestReceiverRouting(t *testing.T) {
 	}
 
 	// Without a {source} pattern the last path segment names the source.
-	var got []PushEvent
-	rv, err := NewReceiver(Config{Sources: allSources(), OnPush: func(_ context.Context, ev PushEvent) { got = append(got, ev) }})
+	heard := &pushes{}
+	rv, err := NewReceiver(Config{Sources: allSources(), Listener: heard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,38 +102,38 @@ func TestReceiverRouting(t *testing.T) {
 	req = httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/hooks/quay?secret="+secret, bytes.NewReader(readTestdata(t, "quay.json")))
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusAccepted || len(got) != 1 {
+	if got := heard.got(); rec.Code != http.StatusAccepted || len(got) != 1 {
 		t.Errorf("prefix-stripped mount: status %d, %d events; want 202 and 1", rec.Code, len(got))
 	}
 }
 
 func TestNewReceiverErrors(t *testing.T) {
-	onPush := func(context.Context, PushEvent) {}
+	onPush := &pushes{}
 	key := []byte("k")
 	tests := []struct {
 		name    string
 		cfg     Config
 		wantErr string
 	}{
-		{"no OnPush", Config{}, "webhook receiver: OnPush is required"},
-		{"missing secret", Config{OnPush: onPush, Sources: []Source{{Type: Quay}}},
+		{"no Listener", Config{}, "webhook receiver: Listener is required"},
+		{"missing secret", Config{Listener: onPush, Sources: []Source{{Type: Quay}}},
 			`webhook source 0 ("quay"): secret is required (AllowUnauthenticated accepts unauthenticated requests)`},
-		{"unknown type", Config{OnPush: onPush, Sources: []Source{{Type: "nexus", Secret: key}}},
+		{"unknown type", Config{Listener: onPush, Sources: []Source{{Type: "nexus", Secret: key}}},
 			`webhook source 0 ("nexus"): unknown type "nexus" (want dockerhub, ghcr, harbor, quay, distribution or generic)`},
-		{"duplicate", Config{OnPush: onPush, Sources: []Source{{Type: Harbor, Secret: key}, {Name: "harbor", Type: Harbor, Secret: key}}},
+		{"duplicate", Config{Listener: onPush, Sources: []Source{{Type: Harbor, Secret: key}, {Name: "harbor", Type: Harbor, Secret: key}}},
 			`webhook source 1 ("harbor"): duplicate name`},
-		{"bad name", Config{OnPush: onPush, Sources: []Source{{Name: "Harbor Prod", Type: Harbor, Secret: key}}},
+		{"bad name", Config{Listener: onPush, Sources: []Source{{Name: "Harbor Prod", Type: Harbor, Secret: key}}},
 			`webhook source 0 ("Harbor Prod"): name must be lower-case letters, digits, '.', '_' or '-'`},
-		{"bad registry", Config{OnPush: onPush, Sources: []Source{{Type: Harbor, Secret: key, Registry: "bad host/x"}}},
+		{"bad registry", Config{Listener: onPush, Sources: []Source{{Type: Harbor, Secret: key, Registry: "bad host/x"}}},
 			`webhook source 0 ("harbor"): registry: `},
-		{"negative limit", Config{OnPush: onPush, MaxBodyBytes: -1},
+		{"negative limit", Config{Listener: onPush, MaxBodyBytes: -1},
 			"webhook receiver: MaxBodyBytes, rate limits, bursts and MaxClients must not be negative"},
-		{"negative unauthenticated burst", Config{OnPush: onPush, UnauthenticatedBurst: -1},
+		{"negative unauthenticated burst", Config{Listener: onPush, UnauthenticatedBurst: -1},
 			"webhook receiver: MaxBodyBytes, rate limits, bursts and MaxClients must not be negative"},
-		{"negative MaxClients", Config{OnPush: onPush, MaxClients: -1},
+		{"negative MaxClients", Config{Listener: onPush, MaxClients: -1},
 			"webhook receiver: MaxBodyBytes, rate limits, bursts and MaxClients must not be negative"},
-		{"valid", Config{OnPush: onPush, Sources: allSources()}, ""},
-		{"unauthenticated allowed", Config{OnPush: onPush, AllowUnauthenticated: true, Sources: []Source{{Type: Quay}}}, ""},
+		{"valid", Config{Listener: onPush, Sources: allSources()}, ""},
+		{"unauthenticated allowed", Config{Listener: onPush, AllowUnauthenticated: true, Sources: []Source{{Type: Quay}}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -104,12 +104,19 @@ type PushEvent struct {
 	Digest string
 }
 
+// Listener hears of each authenticated push (the daemon's
+// pushRefresher, which asks registry.Poller to poll the repository now).
+type Listener interface {
+	// Pushed marks a repository for refresh. It runs on the request's
+	// goroutine and must be quick (Poller.Refresh is).
+	Pushed(ctx context.Context, ev PushEvent)
+}
+
 // Config configures a Receiver.
 type Config struct {
 	Sources []Source
-	// OnPush marks a repository for refresh. It runs on the request's
-	// goroutine and must be quick (Poller.Refresh is).
-	OnPush func(ctx context.Context, ev PushEvent)
+	// Listener hears of the pushes; required.
+	Listener Listener
 	// AllowUnauthenticated accepts sources without a secret. Off by
 	// default: anyone who can reach the endpoint could otherwise make
 	// crowsnest poll registries at will.
@@ -138,7 +145,7 @@ type Config struct {
 // last path segment names the source, e.g.
 // mux.Handle("/webhooks/registry/{source}", recv).
 type Receiver struct {
-	onPush   func(context.Context, PushEvent)
+	listener Listener
 	maxBody  int64
 	metrics  *Metrics
 	log      *slog.Logger
@@ -157,19 +164,19 @@ var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
 // NewReceiver validates cfg and builds a Receiver.
 func NewReceiver(cfg Config) (*Receiver, error) {
-	if cfg.OnPush == nil {
-		return nil, errors.New("webhook receiver: OnPush is required")
+	if cfg.Listener == nil {
+		return nil, errors.New("webhook receiver: Listener is required")
 	}
 	if cfg.MaxBodyBytes < 0 || cfg.RateLimit < 0 || cfg.Burst < 0 ||
 		cfg.UnauthenticatedRateLimit < 0 || cfg.UnauthenticatedBurst < 0 || cfg.MaxClients < 0 {
 		return nil, errors.New("webhook receiver: MaxBodyBytes, rate limits, bursts and MaxClients must not be negative")
 	}
 	rv := &Receiver{
-		onPush:  cfg.OnPush,
-		maxBody: cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
-		metrics: cfg.Metrics,
-		log:     cfg.Log,
-		sources: make(map[string]*source, len(cfg.Sources)),
+		listener: cfg.Listener,
+		maxBody:  cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		metrics:  cfg.Metrics,
+		log:      cfg.Log,
+		sources:  make(map[string]*source, len(cfg.Sources)),
 		failures: newFailures(cmp.Or(cfg.UnauthenticatedRateLimit, DefaultUnauthenticatedRateLimit),
 			cmp.Or(cfg.UnauthenticatedBurst, DefaultUnauthenticatedBurst), cmp.Or(cfg.MaxClients, DefaultMaxClients)),
 	}
@@ -211,7 +218,7 @@ func checkSource(s Source, allowUnauthenticated bool) error {
 	return nil
 }
 
-// ServeHTTP authenticates, parses and hands push events to OnPush.
+// ServeHTTP authenticates, parses and hands push events to the Listener.
 //
 // Authentication comes first, so that only a sender with the secret can
 // spend the source's tokens: a flood without it cannot delay a real push.
@@ -308,7 +315,8 @@ func (rv *Receiver) readBody(w http.ResponseWriter, r *http.Request, srcName str
 	return nil, false
 }
 
-// deliver parses an authenticated body and hands its events to OnPush.
+// deliver parses an authenticated body and hands its events to the
+// Listener.
 func (rv *Receiver) deliver(w http.ResponseWriter, r *http.Request, src *source, body []byte) {
 	events, err := parse(&src.Source, r.Header, body)
 	if err != nil {
@@ -324,7 +332,7 @@ func (rv *Receiver) deliver(w http.ResponseWriter, r *http.Request, src *source,
 	}
 	for _, ev := range events {
 		rv.log.Debug("registry webhook push", "source", src.Name, "repository", ev.Repository, "tags", ev.Tags, "digest", ev.Digest)
-		rv.onPush(r.Context(), ev)
+		rv.listener.Pushed(r.Context(), ev)
 	}
 	rv.reply(w, src.Name, ResultAccepted, http.StatusAccepted, fmt.Sprintf("accepted %d repository refresh(es)", len(events)))
 }

@@ -18,13 +18,13 @@ import (
 
 const secret = "s3cret-value"
 
-// pushes records what OnPush received.
+// pushes is a Listener that records what it heard.
 type pushes struct {
 	mu     sync.Mutex
 	events []PushEvent
 }
 
-func (p *pushes) record(_ context.Context, ev PushEvent) {
+func (p *pushes) Pushed(_ context.Context, ev PushEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.events = append(p.events, ev)
@@ -43,12 +43,12 @@ type fixture struct {
 	metrics *Metrics
 }
 
-// newFixture mounts a receiver the documented way. cfg.OnPush and
+// newFixture mounts a receiver the documented way. cfg.Listener and
 // cfg.Metrics are filled in.
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
 	f := &fixture{mux: http.NewServeMux(), pushes: &pushes{}, metrics: NewMetrics(prometheus.NewRegistry())}
-	cfg.OnPush, cfg.Metrics = f.pushes.record, f.metrics
+	cfg.Listener, cfg.Metrics = f.pushes, f.metrics
 	rv, err := NewReceiver(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestReceiverAuthAndResults(t *testing.T) {
 				t.Errorf("requests_total{source=%q,result=%q} = %v, want 1", source, tt.wantResult, got)
 			}
 			if diff := cmp.Diff(tt.want, f.pushes.got()); diff != "" {
-				t.Errorf("OnPush events (-want +got):\n%s", diff)
+				t.Errorf("pushes (-want +got):\n%s", diff)
 			}
 			if strings.Contains(rec.Body.String(), secret) {
 				t.Errorf("response %q contains the secret", rec.Body.String())
@@ -184,7 +184,7 @@ func TestReceiverAllowUnauthenticated(t *testing.T) {
 	}
 	want := []PushEvent{{Source: Generic, Repository: "example.com/app", Tags: []string{"v1"}}}
 	if diff := cmp.Diff(want, f.pushes.got()); diff != "" {
-		t.Errorf("OnPush events (-want +got):\n%s", diff)
+		t.Errorf("pushes (-want +got):\n%s", diff)
 	}
 }
 

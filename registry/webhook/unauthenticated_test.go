@@ -20,7 +20,7 @@ type goodPush struct {
 	target string // source, with ?secret= when that is the credential
 	body   []byte
 	header map[string]string
-	repo   string // what OnPush must get
+	repo   string // what the Listener must hear
 }
 
 func goodPushes(t *testing.T) []goodPush {
@@ -102,7 +102,7 @@ func TestReceiverUnauthenticatedFloodDoesNotStarveSenders(t *testing.T) {
 					t.Errorf("authenticated push after the flood: %d %q, want 202", code, text)
 				}
 				if diff := cmp.Diff([]string{good.repo}, repositories(lr.pushes.got())); diff != "" {
-					t.Errorf("OnPush repositories (-want +got):\n%s", diff)
+					t.Errorf("pushed repositories (-want +got):\n%s", diff)
 				}
 				wantCounts := map[string]float64{ResultUnauthorized: failureBurst, ResultUnauthenticatedRateLimited: float64(flood - failureBurst),
 					ResultRateLimited: 0, ResultAccepted: 1}

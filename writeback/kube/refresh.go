@@ -25,14 +25,19 @@ const RefreshAnnotation = "argocd.argoproj.io/refresh"
 // of at Argo CD's next poll of the repository (three minutes by default).
 type Refresher struct {
 	Client dynamic.Interface
-	// Mode returns config.Git.Refresh now (a reload may change it).
-	Mode func() string
+	Mode   Mode
+}
+
+// Mode says how to ask Argo CD to refresh: config.Git.Refresh in force
+// now, which a reload may change (the daemon's refreshMode).
+type Mode interface {
+	RefreshMode() string
 }
 
 // Refresh annotates the Application key (namespace/name). A mode of
 // "none" does nothing.
 func (r *Refresher) Refresh(ctx context.Context, key string) error {
-	mode := r.Mode()
+	mode := r.Mode.RefreshMode()
 	if mode == "" || mode == config.GitRefreshNone {
 		return nil
 	}

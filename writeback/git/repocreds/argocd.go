@@ -36,7 +36,7 @@ const (
 // A change's own Secret (write-back-method git:secret:<ns>/<name>, carried
 // as gitwb.Change.CredentialsSecret and handed over through the context)
 // wins for its batch only; one Argo CD or Kubernetes keeps for itself is
-// refused unless Trusted says the operator named it. Secrets give username and password
+// refused unless Trust says the operator named it. Secrets give username and password
 // (HTTPS) or sshPrivateKey (SSH); for SSH the host keys trusted are Argo
 // CD's argocd-ssh-known-hosts-cm plus KnownHostsFile.
 type ArgoCD struct {
@@ -46,10 +46,9 @@ type ArgoCD struct {
 	// hosts are trusted besides those in Argo CD's ConfigMap. It is read
 	// at each use, so an edit needs no restart.
 	KnownHostsFile string
-	// Trusted reports whether the operator's config names the Secret
-	// namespace/name for Git (tenancy.credentials gitSecret, an image
-	// policy's git:secret:), which lets a reserved one through.
-	Trusted func(namespace, name string) bool
+	// Trust, when set, says which Secrets the operator's config names
+	// for Git, which lets a reserved one through.
+	Trust Trust
 	// Bound says whether the operator's config sends the Secret
 	// namespace/name to repoURL (an image policy's git:secret:, a
 	// tenancy.credentials entry's repositories). Otherwise a named
@@ -57,6 +56,13 @@ type ArgoCD struct {
 	// as a prefix on the same host, as repo-creds match): an annotation
 	// cannot send it to another host.
 	Bound Binding
+}
+
+// Trust reports whether the operator's config names the Secret
+// namespace/name for Git (crowsnest run: tenancy.credentials gitSecret,
+// an image policy's git:secret:).
+type Trust interface {
+	TrustsSecret(namespace, name string) bool
 }
 
 // Binding says where the operator sends Git Secrets annotations name
@@ -92,7 +98,7 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 		if err != nil {
 			return gitwb.Credentials{}, false, fmt.Errorf("reading git credentials secret %s: %w", named, err)
 		}
-		if a.Trusted == nil || !a.Trusted(ns, name) {
+		if a.Trust == nil || !a.Trust.TrustsSecret(ns, name) {
 			if err := creds.CheckReserved(s); err != nil {
 				return gitwb.Credentials{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
 			}

@@ -82,7 +82,7 @@ func TestArgoRepoCredentials(t *testing.T) {
 	if _, _, err := a.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/org"), "https://evil.example.com/x"); !errors.Is(err, creds.ErrReservedSecret) {
 		t.Errorf("git:secret: naming Argo CD's repo-creds Secret: error %v, want ErrReservedSecret", err)
 	}
-	trusting := &repocreds.ArgoCD{Client: cs, Namespace: ns, Trusted: func(n, name string) bool { return n == ns && name == "org" }}
+	trusting := &repocreds.ArgoCD{Client: cs, Namespace: ns, Trust: trustOne{ns, "org"}}
 	if c, ok, err := trusting.Credentials(gitwb.WithCredentialsSecret(t.Context(), ns+"/org"), "https://git.example.com/org/x"); err != nil || !ok || c.Username != "org" {
 		t.Errorf("a reserved Secret the config names: %+v, %v, %v", c, ok, err)
 	}
@@ -295,6 +295,11 @@ func TestArgoRepoCredentialsProjectScoped(t *testing.T) {
 		}
 	}
 }
+
+// trustOne is the operator's word that it names the Secret ns/name.
+type trustOne struct{ ns, name string }
+
+func (o trustOne) TrustsSecret(n, name string) bool { return n == o.ns && name == o.name }
 
 // bareToShared is the operator's word that Secret <ns>/bare pushes to the
 // platform's shared repository.
