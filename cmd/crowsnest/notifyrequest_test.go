@@ -105,3 +105,63 @@ stringData:
 		t.Errorf("report:\n%s", out)
 	}
 }
+
+// A sender that logs in or exchanges a credential first shows every
+// request of the send, in order, not only the first: Rocket.Chat's login
+// and then its message; SQS's STS exchange (a web identity) and then the
+// message. The credentials minted on the way are shown as <redacted>,
+// like those of the config.
+func TestNotifyTemplateRenderPrintsEveryRequestOfASend(t *testing.T) {
+	app := tempFile(t, "app.yaml", notifyTestApp)
+	identity := tempFile(t, "token", "web-identity-jwt")
+	t.Setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/crowsnest")
+	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", identity)
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	cm := tempFile(t, "cm.yaml", `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-notifications-cm}
+data:
+  service.rocketchat: |
+    serverUrl: https://chat.example.com
+    email: bot@example.com
+    password: rocket-password
+  service.awssqs: |
+    region: eu-west-1
+    queue: deploys
+    account: "123456789012"
+  template.web: |
+    message: "{{.app.metadata.name}} deployed"
+`)
+	for _, tt := range []struct {
+		service string
+		want    []string // in order
+	}{
+		{"rocketchat", []string{"POST https://chat.example.com/api/v1/login", "password=%3Credacted%3E",
+			"---", "POST https://chat.example.com/api/v1/chat.postMessage", "X-Auth-Token: <redacted>", "X-User-Id: <redacted>", "web deployed"}},
+		{"awssqs", []string{"POST https://sts.eu-west-1.amazonaws.com/", "AssumeRoleWithWebIdentity", "WebIdentityToken=%3Credacted%3E",
+			"---", "Authorization: <redacted>", "X-Amz-Security-Token: <redacted>", "web deployed"}},
+	} {
+		t.Run(tt.service, func(t *testing.T) {
+			out, _, err := execute(t, "notify", "template", "render", "web", "--app", app, "--service", tt.service,
+				"--recipient", "general", "--notifications-cm", cm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest := out
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("output lacks %q (in order):\n%s", w, out)
+				}
+				rest = rest[i+len(w):]
+			}
+			for _, secret := range []string{"rocket-password", "web-identity-jwt", "dry-run-token", "dry-run-user"} {
+				if strings.Contains(out, secret) {
+					t.Errorf("output shows %q:\n%s", secret, out)
+				}
+			}
+		})
+	}
+}

@@ -21,9 +21,29 @@ import (
 // dryRunAnswer is what `notify template render` answers every request of
 // a service from package services with: a success carrying the fields
 // multi-step senders read (an ID for a GitHub deployment's status, a token
-// for an app-installation exchange), so the printed requests are those of
-// a send whose every step succeeds.
-const dryRunAnswer = `{"id":1,"ok":true,"token":"dry-run-token","expires_at":"2099-01-01T00:00:00Z"}`
+// for an app-installation exchange, Rocket.Chat's login, an OAuth access
+// token), so the printed requests are those of a send whose every step
+// succeeds. What the senders mint from it is a credential like any other:
+// it is printed redacted.
+const dryRunAnswer = `{"id":1,"ok":true,"success":true,"status":"success",` +
+	`"token":"dry-run-token","expires_at":"2099-01-01T00:00:00Z",` +
+	`"access_token":"dry-run-token","token_type":"Bearer","expires_in":3600,` +
+	`"data":{"authToken":"dry-run-token","userId":"dry-run-user"}}`
+
+// dryRunSTSAnswer answers AWS STS's AssumeRoleWithWebIdentity (XML), for
+// an SQS service whose credentials come from a web identity.
+const dryRunSTSAnswer = `<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials>` +
+	`<AccessKeyId>DRYRUNACCESSKEY</AccessKeyId><SecretAccessKey>dry-run-token</SecretAccessKey>` +
+	`<SessionToken>dry-run-token</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration>` +
+	`</Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>`
+
+// dryRunAnswerFor is the answer to one recorded request, and its type.
+func dryRunAnswerFor(body []byte) (contentType, answer string) {
+	if form, err := url.ParseQuery(string(body)); err == nil && form.Get("Action") == "AssumeRoleWithWebIdentity" {
+		return "text/xml", dryRunSTSAnswer
+	}
+	return "application/json", dryRunAnswer
+}
 
 // recordingTransport records requests and answers each with dryRunAnswer;
 // nothing leaves the process.
@@ -48,10 +68,11 @@ func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if req.Method == http.MethodPost {
 		status = http.StatusCreated
 	}
+	contentType, answer := dryRunAnswerFor(body)
 	return &http.Response{
 		StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {"application/json"}},
-		Body:    io.NopCloser(strings.NewReader(dryRunAnswer)),
+		Header:  http.Header{"Content-Type": {contentType}},
+		Body:    io.NopCloser(strings.NewReader(answer)),
 		Request: req,
 	}, nil
 }
