@@ -2,5 +2,5 @@
 // templates (trigger run, template render, including the exact request a
 // service would make), a real send of one template (send), and the
 // outbox's delivery log and redelivery of dead letters (log, redeliver).
-// It builds services with cmd/crowsnest/internal/setup, as `run` does.
+// It builds services with internal/setup, as `run` does.
 package notifycmd
