@@ -6,6 +6,6 @@
 // CD matches them) and whether its AppProject admits its namespace at
 // all. Rules are pure checks over the Application, its AppProject and the
 // config's tenancy section; the controller hands them the AppProjects it
-// watches (controller.ArgoProject) and applies them before any registry
+// watches (controller.EngineView) and applies them before any registry
 // request or write-back.
 package tenancy
