@@ -88,6 +88,24 @@ func (s *Service) Type() string {
 	return ""
 }
 
+// Settings returns the settings of the service's type block: a
+// *SlackService, *WebhookService or *EmailService, or the Ext service's
+// settings struct (package servicetypes); nil for an unsupported type or
+// no block. A sender's svc.Kind of the type Type returns is built from it.
+func (s *Service) Settings() any {
+	switch {
+	case s.Slack != nil:
+		return s.Slack
+	case s.Webhook != nil:
+		return s.Webhook
+	case s.Email != nil:
+		return s.Email
+	case s.Ext != nil:
+		return s.Ext.Settings
+	}
+	return nil
+}
+
 // SlackService posts with a bot token through Slack's Web API.
 type SlackService struct {
 	Token    SecretRef `yaml:"token"`

@@ -91,6 +91,14 @@ func cleanURLError(err error, raw string) error {
 	return err
 }
 
+// ThreadStore remembers, per grouping key, the Slack message that started
+// a thread, so replies and updates find it after a restart.
+type ThreadStore interface {
+	// Thread returns the reference saved under key, "" when none.
+	Thread(ctx context.Context, key string) (string, error)
+	SetThread(ctx context.Context, key, ref string) error
+}
+
 // Confirmer is a Service that can look at its destination for a message
 // an earlier process sent but did not record as delivered (it was killed
 // between the two). The outbox asks it before sending again a delivery it
@@ -129,9 +137,9 @@ func WithAttemptedSince(ctx context.Context, t time.Time) context.Context {
 	return context.WithValue(ctx, attemptedSinceKey{}, t)
 }
 
-// attemptedSince returns the time WithAttemptedSince put in ctx (zero
+// AttemptedSince returns the time WithAttemptedSince put in ctx (zero
 // when none).
-func attemptedSince(ctx context.Context) time.Time {
+func AttemptedSince(ctx context.Context) time.Time {
 	t, _ := ctx.Value(attemptedSinceKey{}).(time.Time)
 	return t
 }
@@ -139,6 +147,11 @@ func attemptedSince(ctx context.Context) time.Time {
 type attemptedSinceKey struct{}
 
 type deliveryIDKey struct{}
+
+// DeliveryHeader is the HTTP header that carries the delivery ID
+// (WithDeliveryID), the same on every attempt of a message, for receivers
+// to drop a repeat.
+const DeliveryHeader = "X-Crowsnest-Delivery"
 
 type redeliveryKey struct{}
 
@@ -149,8 +162,8 @@ func WithRedelivery(ctx context.Context, n int) context.Context {
 	return context.WithValue(ctx, redeliveryKey{}, n)
 }
 
-// redeliveryFrom returns the redelivery count ctx carries (0 when none).
-func redeliveryFrom(ctx context.Context) int {
+// RedeliveryFrom returns the redelivery count ctx carries (0 when none).
+func RedeliveryFrom(ctx context.Context) int {
 	n, _ := ctx.Value(redeliveryKey{}).(int)
 	return n
 }

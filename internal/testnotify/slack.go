@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/slack"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // SlackCall is one Web API request the fake Slack received.
@@ -216,11 +219,22 @@ func (f *FakeSlack) CountCalls(method string) int {
 // errors and logs.
 const SlackToken = "xoxb-secret-bot-token"
 
-// Service returns a Slack sender "slack" posting to f with SlackToken,
-// closed when the test ends.
-func (f *FakeSlack) Service(t *testing.T, opts ...notify.SlackOption) *notify.Slack {
+// Config is the settings of Service's senders: f's API, SlackToken and
+// a 5 s timeout.
+func (f *FakeSlack) Config() *config.SlackService {
+	return &config.SlackService{Token: config.InlineSecret(SlackToken), APIURL: f.APIURL(), Timeout: config.Duration{Duration: 5 * time.Second}}
+}
+
+// Service returns a Slack sender "slack" built from Config, changed by
+// edit when given, keeping threads in threads (nil: none); it is closed
+// when the test ends.
+func (f *FakeSlack) Service(t *testing.T, threads notify.ThreadStore, edit ...func(*config.SlackService)) *slack.Sender {
 	t.Helper()
-	sl, err := notify.NewSlack("slack", SlackToken, append([]notify.SlackOption{notify.WithSlackAPIURL(f.APIURL()), notify.WithSlackTimeout(5 * time.Second)}, opts...)...)
+	c := f.Config()
+	for _, e := range edit {
+		e(c)
+	}
+	sl, err := slack.New("slack", c, svc.Options{Threads: threads})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,5 +242,5 @@ func (f *FakeSlack) Service(t *testing.T, opts ...notify.SlackOption) *notify.Sl
 	return sl
 }
 
-// APIURL is the base URL of the fake's Web API (WithSlackAPIURL).
+// APIURL is the base URL of the fake's Web API (config.SlackService.APIURL).
 func (f *FakeSlack) APIURL() string { return f.URL + "/api/" }

@@ -11,6 +11,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
+	"github.com/crowsnest-dev/crowsnest/notify/services/webhook"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -78,7 +80,7 @@ func Config(url string) *config.Config {
 // HookServices builds the "hook" webhook service of Config, for
 // Notifier.Services.
 func HookServices(nc *config.Notifications) (map[string]notify.Service, error) {
-	wh, err := notify.NewWebhook("hook", nc.Services["hook"].Webhook.URL)
+	wh, err := webhook.New("hook", nc.Services["hook"].Webhook, svc.Options{})
 	return map[string]notify.Service{"hook": wh}, err
 }
 

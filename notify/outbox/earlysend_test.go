@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
@@ -216,7 +217,7 @@ func TestOutboxAsksBeforeSendingWhatMayHaveBeenSent(t *testing.T) {
 	// recording it; the restart took that long.
 	sent := delivery("sent")
 	f.SetEpoch(time.Now().Add(-10 * time.Minute).Unix())
-	if _, err := f.Service(t).Send(notify.WithDeliveryID(t.Context(), outbox.DeliveryID(sent.Key)), sent.Notification, sent.Destination()); err != nil {
+	if _, err := f.Service(t, nil).Send(notify.WithDeliveryID(t.Context(), outbox.DeliveryID(sent.Key)), sent.Notification, sent.Destination()); err != nil {
 		t.Fatal(err)
 	}
 	f.SetEpoch(time.Now().Unix())
@@ -224,7 +225,7 @@ func TestOutboxAsksBeforeSendingWhatMayHaveBeenSent(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	// Generous timeouts: a look or post timed out on a loaded machine is
 	// sent (again), which is not what this test is about.
-	o := fastOutbox(store, map[string]notify.Service{"slack": f.Service(t, notify.WithSlackTimeout(time.Minute))}, outbox.NewMetrics(reg))
+	o := fastOutbox(store, map[string]notify.Service{"slack": f.Service(t, nil, func(c *config.SlackService) { c.Timeout.Duration = time.Minute })}, outbox.NewMetrics(reg))
 	o.AttemptTimeout = time.Minute
 	runOutbox(t, o)
 	warmUp := delivery("warm-up")
@@ -277,7 +278,7 @@ func TestOutboxAsksBeforeRetryingAPostThatGotNoAnswer(t *testing.T) {
 	f.SetEpoch(time.Now().Unix())
 	f.LeaveUnanswered(1)
 	reg := prometheus.NewRegistry()
-	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"slack": f.Service(t, notify.WithSlackTimeout(time.Minute))}, outbox.NewMetrics(reg))
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"slack": f.Service(t, nil, func(c *config.SlackService) { c.Timeout.Duration = time.Minute })}, outbox.NewMetrics(reg))
 	// Long enough for the history search on a loaded machine; the
 	// unanswered post waits this long once.
 	o.AttemptTimeout = 3 * time.Second

@@ -217,7 +217,7 @@ func TestOutboxRestartOnConfigMapStore(t *testing.T) {
 	hook := newFlakyWebhook(t, 0)
 	services := func() map[string]notify.Service {
 		return map[string]notify.Service{
-			"slack":        f.Service(t, notify.WithThreads(store)),
+			"slack":        f.Service(t, store),
 			"webhook.hook": webhookService(t, "hook", hook.URL),
 		}
 	}

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/outbox"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
+	"github.com/crowsnest-dev/crowsnest/notify/services/webhook"
 )
 
 // A destination whose error answer echoes the request's Authorization
@@ -22,7 +25,7 @@ func TestOutboxLastErrorRedacted(t *testing.T) {
 		_, _ = fmt.Fprintf(w, "rejected request with Authorization: %s", r.Header.Get("Authorization"))
 	}))
 	t.Cleanup(srv.Close)
-	wh, err := notify.NewWebhook("hook", srv.URL, notify.WithBearerToken(token), notify.WithWebhookTimeout(5*time.Second))
+	wh, err := webhook.New("hook", &config.WebhookService{URL: srv.URL, Bearer: config.InlineSecret(token), Timeout: config.Duration{Duration: 5 * time.Second}}, svc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

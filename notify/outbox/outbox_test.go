@@ -18,11 +18,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/outbox"
+	"github.com/crowsnest-dev/crowsnest/notify/services/slack"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
+	"github.com/crowsnest-dev/crowsnest/notify/services/webhook"
 )
 
 // flakyWebhook is a webhook endpoint failing its first failures requests
@@ -55,9 +59,9 @@ func newFlakyWebhook(t *testing.T, failures int32) *flakyWebhook {
 	return f
 }
 
-func webhookService(t *testing.T, name, url string) *notify.Webhook {
+func webhookService(t *testing.T, name, url string) *webhook.Sender {
 	t.Helper()
-	wh, err := notify.NewWebhook(name, url, notify.WithWebhookTimeout(5*time.Second))
+	wh, err := webhook.New(name, &config.WebhookService{URL: url, Timeout: config.Duration{Duration: 5 * time.Second}}, svc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +86,7 @@ func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
 	if got.Attempts != 4 || hook.requests.Load() != 4 || hook.delivered.Load() != 1 {
 		t.Errorf("attempts %d, requests %d, delivered %d; want 4, 4, 1", got.Attempts, hook.requests.Load(), hook.delivered.Load())
 	}
-	svc := map[string]string{"service": "webhook.hook"}
+	labels := map[string]string{"service": "webhook.hook"}
 	// Metrics follow the durable state: wait for the last one.
 	testwait.For(t, "the delivered metric", func() bool {
 		return metric(t, reg, "crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": "delivered"}) == 1
@@ -94,9 +98,9 @@ func TestOutboxRetriesThenDeliversOnce(t *testing.T) {
 	}{
 		{"crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": "failed"}, 3},
 		{"crowsnest_notify_deliveries_total", map[string]string{"service": "webhook.hook", "trigger": "on-deployed", "result": "delivered"}, 1},
-		{"crowsnest_notify_retries_total", svc, 3},
-		{"crowsnest_notify_delivery_duration_seconds", svc, 4},
-		{"crowsnest_notify_dead_letters_total", svc, 0},
+		{"crowsnest_notify_retries_total", labels, 3},
+		{"crowsnest_notify_delivery_duration_seconds", labels, 4},
+		{"crowsnest_notify_dead_letters_total", labels, 0},
 	} {
 		if got := metric(t, reg, m.name, m.labels); got != m.want {
 			t.Errorf("%s%v = %v, want %v", m.name, m.labels, got, m.want)
@@ -197,7 +201,7 @@ func TestOutboxHangingDestinationBlocksNothingElse(t *testing.T) {
 	t.Cleanup(hang.Close)
 	t.Cleanup(func() { close(release) })
 	slackSrv := testnotify.NewFakeSlack(t)
-	sl, err := notify.NewSlack("slack", "xoxb-token", notify.WithSlackAPIURL(slackSrv.APIURL()))
+	sl, err := slack.New("slack", &config.SlackService{Token: config.InlineSecret("xoxb-token"), APIURL: slackSrv.APIURL()}, svc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +328,7 @@ func TestOutboxEnqueueValidation(t *testing.T) {
 func TestOutboxUnknownServiceAndNoSecretsInLogs(t *testing.T) {
 	hook := newFlakyWebhook(t, 1000)
 	var buf testenv.LogBuffer
-	wh, err := notify.NewWebhook("hook", hook.URL+"/hooks/T000/secret-path-part", notify.WithBearerToken("bearer-value-123"), notify.WithHMAC([]byte("hmac-value-456"), ""))
+	wh, err := webhook.New("hook", &config.WebhookService{URL: hook.URL + "/hooks/T000/secret-path-part", Bearer: config.InlineSecret("bearer-value-123"), HMACSecret: config.InlineSecret("hmac-value-456")}, svc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,13 @@ import (
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/outbox"
+	"github.com/crowsnest-dev/crowsnest/notify/services/slack"
 )
 
 // crashedSend does what a process killed between a send and its record
 // did: the delivery is recorded pending, its message is posted (through
 // the real Slack service, with its metadata), and nothing else.
-func crashedSend(t *testing.T, store outbox.Store, sl *notify.Slack, d outbox.Delivery, posted bool) outbox.Record {
+func crashedSend(t *testing.T, store outbox.Store, sl *slack.Sender, d outbox.Delivery, posted bool) outbox.Record {
 	t.Helper()
 	d.ID = outbox.DeliveryID(d.Key)
 	now := time.Now()
@@ -42,7 +43,7 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 	f := testnotify.NewFakeSlack(t)
 	f.SetEpoch(time.Now().Unix())
 	store := &outbox.MemoryStore{}
-	sl := f.Service(t, notify.WithThreads(store))
+	sl := f.Service(t, store)
 	// A thread exists for the grouping key: its replies are searched.
 	if _, err := sl.Send(t.Context(), notify.Notification{Message: "thread start", Slack: &notify.SlackTemplate{GroupingKey: "g"}},
 		notify.Destination{Service: "slack", Recipient: "#threads"}); err != nil {
@@ -59,7 +60,7 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 	if _, err := sl.Send(t.Context(), notify.Notification{Message: "earlier"}, notify.Destination{Service: "slack", Recipient: "#threads2"}); err != nil {
 		t.Fatal(err)
 	}
-	starter := crashedSend(t, store, f.Service(t), delivery("starter", "#threads2", "starts a thread", &notify.SlackTemplate{GroupingKey: "h"}), true)
+	starter := crashedSend(t, store, f.Service(t, nil), delivery("starter", "#threads2", "starts a thread", &notify.SlackTemplate{GroupingKey: "h"}), true)
 	unsent := crashedSend(t, store, sl, delivery("unsent", "#deploys", "never posted", nil), false)
 	// Posted once, then redelivered by hand; the crash came before the
 	// redelivery's post.
@@ -71,7 +72,7 @@ func TestOutboxFindsSlackMessagesPostedBeforeACrash(t *testing.T) {
 
 	// The next process: a new Slack service (no memory of channels) over
 	// the same store.
-	sl2 := f.Service(t, notify.WithThreads(store))
+	sl2 := f.Service(t, store)
 	reg := prometheus.NewRegistry()
 	o := fastOutbox(store, map[string]notify.Service{"slack": sl2}, outbox.NewMetrics(reg))
 	// Slack's answer to the first search is a 429: it is waited out, not
@@ -137,7 +138,7 @@ func TestSlackRateLimitedThroughOutbox(t *testing.T) {
 	f := testnotify.NewFakeSlack(t)
 	f.RateLimitNext(1)
 	reg := prometheus.NewRegistry()
-	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"slack": f.Service(t)}, outbox.NewMetrics(reg))
+	o := fastOutbox(&outbox.MemoryStore{}, map[string]notify.Service{"slack": f.Service(t, nil)}, outbox.NewMetrics(reg))
 	o.MaxAttempts = 1
 	runOutbox(t, o)
 	start := time.Now()

@@ -26,6 +26,7 @@ const (
 
 // alertmanagerKind describes service type alertmanager (listed in services.go).
 var alertmanagerKind = &svc.Kind{
+	Name: "alertmanager",
 	Type: servicetypes.Alertmanager,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		st := s.(*servicetypes.AlertmanagerSettings)

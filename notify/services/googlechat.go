@@ -17,6 +17,7 @@ import (
 
 // googlechatKind describes service type googlechat (listed in services.go).
 var googlechatKind = &svc.Kind{
+	Name: "googlechat",
 	Type: servicetypes.GoogleChat,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		g := s.(*servicetypes.GoogleChatSettings)

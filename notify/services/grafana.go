@@ -16,6 +16,7 @@ import (
 
 // grafanaKind describes service type grafana (listed in services.go).
 var grafanaKind = &svc.Kind{
+	Name: "grafana",
 	Type: servicetypes.Grafana,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		g := s.(*servicetypes.GrafanaSettings)

@@ -14,6 +14,7 @@ import (
 
 // mattermostKind describes service type mattermost (listed in services.go).
 var mattermostKind = &svc.Kind{
+	Name: "mattermost",
 	Type: servicetypes.Mattermost,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		m := s.(*servicetypes.MattermostSettings)

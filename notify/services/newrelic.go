@@ -22,6 +22,7 @@ const (
 
 // newrelicKind describes service type newrelic (listed in services.go).
 var newrelicKind = &svc.Kind{
+	Name: "newrelic",
 	Type: servicetypes.Newrelic,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		st := *s.(*servicetypes.NewrelicSettings)

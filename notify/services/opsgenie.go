@@ -16,6 +16,7 @@ const opsgenieSource = "Argo CD"
 
 // opsgenieKind describes service type opsgenie (listed in services.go).
 var opsgenieKind = &svc.Kind{
+	Name: "opsgenie",
 	Type: servicetypes.Opsgenie,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		st := s.(*servicetypes.OpsgenieSettings)

@@ -157,7 +157,7 @@ func TestOpsgenieValidate(t *testing.T) {
 		{name: "bad url", s: servicetypes.OpsgenieSettings{APIURL: "ftp://api.opsgenie.com", APIKeys: map[string]string{"t": "k"}}, want: "apiUrl: want an http"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := k.Validate(&tc.s)
+			err := k.Type.Validate(&tc.s)
 			if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("Validate = %v, want %q", err, tc.want)
 			}

@@ -16,6 +16,7 @@ const pagerDutyAPI = "https://api.pagerduty.com"
 
 // pagerdutyKind describes service type pagerduty (listed in services.go).
 var pagerdutyKind = &svc.Kind{
+	Name: "pagerduty",
 	Type: servicetypes.PagerDuty,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		return &pagerDuty{c: svc.NewClient(name, false, o), s: *s.(*servicetypes.PagerDutySettings)}, nil

@@ -16,6 +16,7 @@ const pagerDutyEventsAPI = "https://events.pagerduty.com/v2/enqueue"
 
 // pagerdutyv2Kind describes service type pagerdutyv2 (listed in services.go).
 var pagerdutyv2Kind = &svc.Kind{
+	Name: "pagerdutyv2",
 	Type: servicetypes.PagerDutyV2,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		return &pagerDutyV2{c: svc.NewClient(name, false, o), s: *s.(*servicetypes.PagerDutyV2Settings)}, nil

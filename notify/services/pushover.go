@@ -27,6 +27,7 @@ var pushoverKey = regexp.MustCompile(`^[A-Za-z0-9]{30}$`)
 
 // pushoverKind describes service type pushover (listed in services.go).
 var pushoverKind = &svc.Kind{
+	Name: "pushover",
 	Type: servicetypes.Pushover,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		return &pushover{c: svc.NewClient(name, false, o), s: *s.(*servicetypes.PushoverSettings)}, nil

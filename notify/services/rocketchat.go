@@ -20,6 +20,7 @@ import (
 
 // rocketchatKind describes service type rocketchat (listed in services.go).
 var rocketchatKind = &svc.Kind{
+	Name: "rocketchat",
 	Type: servicetypes.RocketChat,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		r := s.(*servicetypes.RocketChatSettings)

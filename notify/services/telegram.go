@@ -21,6 +21,7 @@ const telegramAPI = "https://api.telegram.org"
 
 // telegramKind describes service type telegram (listed in services.go).
 var telegramKind = &svc.Kind{
+	Name: "telegram",
 	Type: servicetypes.Telegram,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		return &telegram{c: svc.NewClient(name, false, o), token: s.(*servicetypes.TelegramSettings).Token}, nil

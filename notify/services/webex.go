@@ -17,6 +17,7 @@ const DefaultWebexAPI = "https://webexapis.com"
 
 // webexKind describes service type webex (listed in services.go).
 var webexKind = &svc.Kind{
+	Name: "webex",
 	Type: servicetypes.Webex,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		w := s.(*servicetypes.WebexSettings)

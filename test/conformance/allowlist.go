@@ -60,6 +60,6 @@ var notificationDifferences = []Difference{
 	{
 		ID:        "webhook-needs-block",
 		Upstream:  "a webhook service sends a template without a webhook.<service> block anyway: a GET of the service URL with the message as its body",
-		Crowsnest: "a webhook service of crowsnest's own config skips the delivery and records why (notify.Webhook.Send): a webhook receives only the request a template spells out for it; one read from argocd-notifications-cm sends as upstream does",
+		Crowsnest: "a webhook service of crowsnest's own config skips the delivery and records why (webhook.Sender.Send): a webhook receives only the request a template spells out for it; one read from argocd-notifications-cm sends as upstream does",
 	},
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify"
 	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
+	cnemail "github.com/crowsnest-dev/crowsnest/notify/services/email"
+	cnsvc "github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // mailbox is a plain SMTP server on 127.0.0.1 (go-smtp) keeping each
@@ -142,7 +144,7 @@ func TestCatalogEmailOnTheWireMatchesNotificationsEngine(t *testing.T) {
 	}
 	eng, cn := newMailbox(t), newMailbox(t)
 	engMail := services.NewEmailService(services.EmailOptions{Host: "127.0.0.1", Port: eng.port, From: "argocd@example.com"})
-	cnMail, err := notify.NewEmail("email", "127.0.0.1", cn.port, "argocd@example.com", notify.WithEmailTLS(notify.TLSNone, false, nil))
+	cnMail, err := cnemail.New("email", &config.EmailService{Host: "127.0.0.1", Port: cn.port, From: "argocd@example.com", TLS: string(cnemail.TLSNone)}, cnsvc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func crowsnestSent(n notify.Notification, svcType, svcName string) sent {
 		w, ok := n.Webhook[svcName]
 		if !ok {
 			// A webhook service read from argocd-notifications-cm, as
-			// the catalog's are (notify.WithMessageBody).
+			// the catalog's are (config.WebhookService.SendMessage).
 			return sent{Method: "GET", WebhookBody: n.Message}
 		}
 		s.Method, s.Path, s.WebhookBody = w.Method, w.Path, w.Body

@@ -22,6 +22,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify"
 	cnpipeline "github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
+	cnslack "github.com/crowsnest-dev/crowsnest/notify/services/slack"
+	cnsvc "github.com/crowsnest-dev/crowsnest/notify/services/svc"
+	cnwebhook "github.com/crowsnest-dev/crowsnest/notify/services/webhook"
 )
 
 // request is one captured HTTP request.
@@ -109,13 +112,13 @@ func TestCatalogOnTheWireMatchesNotificationsEngine(t *testing.T) {
 	eng, cn := newRecorder(t), newRecorder(t)
 	engSlack := services.NewSlackService(services.SlackOptions{Token: "xoxb-test", ApiURL: eng.srv.URL + "/"})
 	engHook := services.NewWebhookService(services.WebhookOptions{URL: eng.srv.URL + "/hook"})
-	cnSlack, err := notify.NewSlack("slack", "xoxb-test", notify.WithSlackAPIURL(cn.srv.URL+"/"))
+	cnSlack, err := cnslack.New("slack", &config.SlackService{Token: config.InlineSecret("xoxb-test"), APIURL: cn.srv.URL + "/"}, cnsvc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Read from argocd-notifications-cm, as the catalog is: a template
 	// with no webhook block for it sends the message, as upstream does.
-	cnHook, err := notify.NewWebhook("github", cn.srv.URL+"/hook", notify.WithWebhookMethod(http.MethodGet), notify.WithMessageBody())
+	cnHook, err := cnwebhook.New("github", &config.WebhookService{URL: cn.srv.URL + "/hook", Method: http.MethodGet, SendMessage: true}, cnsvc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

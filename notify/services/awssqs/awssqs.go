@@ -29,6 +29,7 @@ const sqsDelaySeconds = 10
 
 // Kind describes service type awssqs; package services lists it.
 var Kind = &svc.Kind{
+	Name: "awssqs",
 	Type: servicetypes.AWSSQS,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		c := *s.(*servicetypes.AWSSQSSettings)

@@ -20,6 +20,7 @@ const pubsubAPI = "https://pubsub.googleapis.com"
 
 // Kind describes service type gcppubsub; package services lists it.
 var Kind = &svc.Kind{
+	Name: "gcppubsub",
 	Type: servicetypes.GCPPubSub,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		c := *s.(*servicetypes.GCPPubSubSettings)

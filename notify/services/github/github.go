@@ -16,6 +16,7 @@ import (
 
 // Kind describes service type github; package services lists it.
 var Kind = &svc.Kind{
+	Name:             "github",
 	Type:             servicetypes.GitHub,
 	New:              newGitHub,
 	DefaultRecipient: true,

@@ -67,7 +67,7 @@ func TestGitHubSettingsSecretReferences(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := github.Kind.Validate(&servicetypes.GitHubSettings{AppID: tt.appID, InstallationID: "2", PrivateKey: "$k"})
+			err := github.Kind.Type.Validate(&servicetypes.GitHubSettings{AppID: tt.appID, InstallationID: "2", PrivateKey: "$k"})
 			if (err != nil) != tt.wantErr {
 				t.Errorf("Validate(appID %q) = %v, want error %v", tt.appID, err, tt.wantErr)
 			}

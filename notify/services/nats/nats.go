@@ -17,6 +17,7 @@ import (
 
 // Kind describes service type nats; package services lists it.
 var Kind = &svc.Kind{
+	Name: "nats",
 	Type: servicetypes.NATS,
 	New: func(name string, s any, o svc.Options) (notify.Service, error) {
 		c := *s.(*servicetypes.NATSSettings)

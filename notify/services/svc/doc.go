@@ -7,7 +7,8 @@
 // accounts use. The settings and template blocks, and their checks
 // (Require, CheckURL, ...), are config's: package config/servicetypes.
 //
-// The senders live in package services and its subpackages (github,
-// gcppubsub, nats, awssqs, teams), which import svc; package services
-// lists every Kind. svc imports notify and config/servicetypes.
+// The senders live in package services and its subpackages (slack,
+// webhook, email, github, gcppubsub, nats, awssqs, teams), which import
+// svc; package services lists every Kind. svc imports notify and
+// config/servicetypes.
 package svc

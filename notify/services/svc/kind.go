@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,13 +11,23 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
-// Kind describes one service type: its Type (the settings and template
-// block config reads, and their check) and how to send to it.
+// Kind describes one service type: its name, what config reads of it,
+// and how to send to it. Every sender is built from its Kind (package
+// services lists them all), Slack, webhooks and email included.
 type Kind struct {
-	// Type is what config knows of the service type: its name, the
-	// structs of its settings and template block, and Validate.
-	*servicetypes.Type
-	// New builds the sender of the service called name.
+	// Name is the type in `service.<type>` and in crowsnest's config
+	// ("slack", "teams", "pagerdutyv2"), the key of config.Service's
+	// Settings.
+	Name string
+	// Type is what config/servicetypes knows of the type: the structs
+	// its settings and template block decode into, and Validate. It is
+	// nil for slack, webhook and email, whose settings are config's own
+	// structs (config.SlackService, ...), read and checked by config
+	// with crowsnest's names and secret references.
+	Type *servicetypes.Type
+	// New builds the sender of the service called name from its
+	// settings: a pointer to Type's settings struct, or to config's
+	// struct of the type when Type is nil.
 	New func(name string, settings any, o Options) (notify.Service, error)
 	// BlockDefaults, when set, returns a copy of a template's block (of
 	// Block's type) with what Argo CD derives from the template itself
@@ -42,6 +53,12 @@ type Options struct {
 	// Transport, when set, replaces the sender's own HTTP transport
 	// (`notify template render --service` records requests with it).
 	Transport http.RoundTripper
+	// RootCAs, when set, replaces the system's roots for the TLS of a
+	// sender that dials itself (email's SMTP) or uses its own transport.
+	RootCAs *x509.CertPool
+	// Threads keeps the messages that start Slack threads, so replies
+	// and updates find them after a restart; nil keeps none.
+	Threads notify.ThreadStore
 	// Timeout bounds one send; DefaultTimeout when zero.
 	Timeout time.Duration
 	// Now is the clock (JWTs, timestamps); time.Now when nil.

@@ -19,6 +19,7 @@ var Kind = webhookKind(servicetypes.Teams, func(w webhooks) notify.Service { ret
 // of its settings' recipient → webhook map.
 func webhookKind(t *servicetypes.Type, newSender func(webhooks) notify.Service) *svc.Kind {
 	return &svc.Kind{
+		Name: t.Name,
 		Type: t,
 		New: func(name string, s any, o svc.Options) (notify.Service, error) {
 			ts := s.(*servicetypes.TeamsSettings)

@@ -1,4 +1,11 @@
-package notify
+// Package slack is crowsnest's Slack sender (service type slack), on
+// slack-go: chat.postMessage with blocks and attachments, threads and
+// delivery policies by grouping key (kept in a notify.ThreadStore), the
+// delivery ID as message metadata, and after a crash a look through the
+// channel's history before a message is posted again (Sender.Sent). Its
+// settings are config.SlackService; Kind is how package services builds
+// it.
+package slack
 
 import (
 	"cmp"
@@ -16,34 +23,28 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slack-go/slack"
+	slackapi "github.com/slack-go/slack"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/backoff"
+	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
-// DefaultSlackTimeout bounds one Slack API call; chat.postMessage answers
+// DefaultTimeout bounds one Slack API call; chat.postMessage answers
 // in well under a second when Slack is healthy.
-const DefaultSlackTimeout = 15 * time.Second
+const DefaultTimeout = 15 * time.Second
 
-// ThreadStore remembers, per grouping key, the Slack message that started
-// a thread, so replies and updates find it after a restart.
-type ThreadStore interface {
-	// Thread returns the reference saved under key, "" when none.
-	Thread(ctx context.Context, key string) (string, error)
-	SetThread(ctx context.Context, key, ref string) error
-}
-
-// Slack posts notifications with a bot token through Slack's Web API.
-type Slack struct {
+// Sender posts notifications with a bot token through Slack's Web API.
+type Sender struct {
 	name     string
-	client   *slack.Client
+	client   *slackapi.Client
 	http     *http.Client
-	threads  ThreadStore
+	threads  notify.ThreadStore
 	username string
 	icon     string
 	apiURL   string
 	timeout  time.Duration
-	tls      *tls.Config
 	// channels caches the channel IDs learned from posts, by recipient,
 	// once saved in the thread store.
 	channels sync.Map
@@ -52,13 +53,13 @@ type Slack struct {
 	scans sync.Map
 }
 
-// SlackMetadataEvent is the event_type of the metadata crowsnest attaches
+// MetadataEvent is the event_type of the metadata crowsnest attaches
 // to every message it posts: the payload's "delivery" is the delivery ID
 // and "redelivery" how many times it was redelivered by hand. After a
 // crash the outbox looks for it (conversations.history or .replies, which
 // need the channels:history or groups:history scope) before posting a
 // message again.
-const SlackMetadataEvent = "crowsnest_delivery"
+const MetadataEvent = "crowsnest_delivery"
 
 // confirmPages bounds the history pages read (200 messages each) when
 // looking for a message after a restart; a busier channel's message is
@@ -70,91 +71,53 @@ const confirmPages = 5
 // earlier post may predate its record by the whole restart.
 const maybeSentLookBack = time.Hour
 
-var _ Confirmer = (*Slack)(nil)
+var _ notify.Confirmer = (*Sender)(nil)
 
-// SlackOption configures a Slack service.
-type SlackOption func(*Slack) error
+// Kind describes service type slack; package services lists it.
+var Kind = &svc.Kind{
+	Name: config.ServiceSlack,
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		return New(name, s.(*config.SlackService), o)
+	},
+}
 
-// NewSlack builds the Slack service called name ("slack", "slack.team")
-// that posts with the bot token.
-func NewSlack(name, token string, opts ...SlackOption) (*Slack, error) {
+// New builds the Slack service called name ("slack", "slack.team") from
+// its settings; its token reference must be resolved. o.Threads keeps
+// thread timestamps (usually the outbox Store), so grouping keys and
+// delivery policies work; without it every message is a new post.
+func New(name string, c *config.SlackService, o svc.Options) (*Sender, error) {
+	token, err := c.Token.Value()
+	if err != nil {
+		return nil, fmt.Errorf("token: %w", err)
+	}
 	if token == "" {
 		return nil, fmt.Errorf("slack %s: empty token", name)
 	}
-	s := &Slack{name: name, timeout: DefaultSlackTimeout}
-	for _, opt := range opts {
-		if err := opt(s); err != nil {
-			return nil, fmt.Errorf("slack %s: %w", name, err)
+	s := &Sender{name: name, threads: o.Threads, username: c.Username, icon: c.Icon, timeout: cmp.Or(c.Timeout.Duration, DefaultTimeout)}
+	if c.APIURL != "" {
+		if !strings.HasPrefix(c.APIURL, "http://") && !strings.HasPrefix(c.APIURL, "https://") {
+			return nil, fmt.Errorf("slack %s: api URL must be http(s)", name)
 		}
+		s.apiURL = strings.TrimSuffix(c.APIURL, "/") + "/"
 	}
-	s.http = &http.Client{Timeout: s.timeout}
-	if s.tls != nil {
+	s.http = &http.Client{Timeout: s.timeout, Transport: o.Transport}
+	if o.Transport == nil && (c.InsecureSkipVerify || o.RootCAs != nil) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = s.tls
+		// InsecureSkipVerify is the operator's opt-in, for a
+		// Slack-compatible server with a self-signed certificate.
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.RootCAs, InsecureSkipVerify: c.InsecureSkipVerify}
 		s.http.Transport = tr
 	}
-	copts := []slack.Option{slack.OptionHTTPClient(s.http)}
+	copts := []slackapi.Option{slackapi.OptionHTTPClient(s.http)}
 	if s.apiURL != "" {
-		copts = append(copts, slack.OptionAPIURL(s.apiURL))
+		copts = append(copts, slackapi.OptionAPIURL(s.apiURL))
 	}
-	s.client = slack.New(token, copts...)
+	s.client = slackapi.New(token, copts...)
 	return s, nil
 }
 
-// WithSlackAPIURL sends API calls to u ("https://slack.com/api/" by
-// default), for Slack-compatible servers and tests.
-func WithSlackAPIURL(u string) SlackOption {
-	return func(s *Slack) error {
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			return errors.New("api URL must be http(s)")
-		}
-		s.apiURL = strings.TrimSuffix(u, "/") + "/"
-		return nil
-	}
-}
-
-// WithSlackTLS skips TLS verification of the API server when
-// insecureSkipVerify is set (a Slack-compatible server with a self-signed
-// certificate); without it the system roots verify the server.
-func WithSlackTLS(insecureSkipVerify bool) SlackOption {
-	return func(s *Slack) error {
-		if insecureSkipVerify {
-			s.tls = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} // opt-in by config
-		}
-		return nil
-	}
-}
-
-// WithSlackUsername posts as username (needs chat:write.customize).
-func WithSlackUsername(name string) SlackOption {
-	return func(s *Slack) error { s.username = name; return nil }
-}
-
-// WithSlackIcon sets the poster's icon: an :emoji: or an image URL.
-func WithSlackIcon(icon string) SlackOption {
-	return func(s *Slack) error { s.icon = icon; return nil }
-}
-
-// WithThreads keeps thread timestamps in ts (usually the outbox Store), so
-// grouping keys and delivery policies work; without it every message is a
-// new post.
-func WithThreads(ts ThreadStore) SlackOption {
-	return func(s *Slack) error { s.threads = ts; return nil }
-}
-
-// WithSlackTimeout bounds one API call.
-func WithSlackTimeout(d time.Duration) SlackOption {
-	return func(s *Slack) error {
-		if d <= 0 {
-			return fmt.Errorf("timeout %s must be positive", d)
-		}
-		s.timeout = d
-		return nil
-	}
-}
-
 // Close releases idle connections.
-func (s *Slack) Close() error {
+func (s *Sender) Close() error {
 	s.http.CloseIdleConnections()
 	return nil
 }
@@ -162,28 +125,28 @@ func (s *Slack) Close() error {
 // Send posts n to the channel d.Recipient. With a grouping key the first
 // message starts a thread; later ones reply in it (Post, optionally
 // broadcast) or update it (PostAndUpdate, Update).
-func (s *Slack) Send(ctx context.Context, n Notification, d Destination) (Receipt, error) {
+func (s *Sender) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
 	if d.Recipient == "" {
-		return Receipt{}, Permanent(fmt.Errorf("slack %s: no channel", s.name))
+		return notify.Receipt{}, notify.Permanent(fmt.Errorf("slack %s: no channel", s.name))
 	}
-	var st SlackTemplate
+	var st notify.SlackTemplate
 	if n.Slack != nil {
 		st = *n.Slack
 	}
 	opts, err := s.msgOptions(ctx, n.Message, st)
 	if err != nil {
-		return Receipt{}, err
+		return notify.Receipt{}, err
 	}
 	policy := st.DeliveryPolicy
 	if policy == "" {
-		policy = PolicyPost
+		policy = notify.PolicyPost
 	}
 	if st.GroupingKey == "" || s.threads == nil {
-		if policy == PolicyUpdate {
-			return Receipt{Skipped: true, Detail: "update policy without a grouping key"}, nil
+		if policy == notify.PolicyUpdate {
+			return notify.Receipt{Skipped: true, Detail: "update policy without a grouping key"}, nil
 		}
 		_, ts, err := s.post(ctx, d.Recipient, opts)
-		return Receipt{ID: ts}, err
+		return notify.Receipt{ID: ts}, err
 	}
 	return s.sendGrouped(ctx, d.Recipient, st, policy, opts)
 }
@@ -191,36 +154,36 @@ func (s *Slack) Send(ctx context.Context, n Notification, d Destination) (Receip
 // msgOptions builds the message: text, sender name and icon, the delivery
 // ID as metadata (which Sent looks for), attachments and blocks. Broken
 // attachments or blocks JSON is a permanent error.
-func (s *Slack) msgOptions(ctx context.Context, text string, st SlackTemplate) ([]slack.MsgOption, error) {
-	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+func (s *Sender) msgOptions(ctx context.Context, text string, st notify.SlackTemplate) ([]slackapi.MsgOption, error) {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
 	if s.username != "" {
-		opts = append(opts, slack.MsgOptionUsername(s.username))
+		opts = append(opts, slackapi.MsgOptionUsername(s.username))
 	}
 	switch {
 	case strings.HasPrefix(s.icon, ":"):
-		opts = append(opts, slack.MsgOptionIconEmoji(s.icon))
+		opts = append(opts, slackapi.MsgOptionIconEmoji(s.icon))
 	case s.icon != "":
-		opts = append(opts, slack.MsgOptionIconURL(s.icon))
+		opts = append(opts, slackapi.MsgOptionIconURL(s.icon))
 	}
-	if id := DeliveryIDFrom(ctx); id != "" {
-		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{
-			EventType:    SlackMetadataEvent,
-			EventPayload: map[string]any{"delivery": id, "redelivery": redeliveryFrom(ctx)},
+	if id := notify.DeliveryIDFrom(ctx); id != "" {
+		opts = append(opts, slackapi.MsgOptionMetadata(slackapi.SlackMetadata{
+			EventType:    MetadataEvent,
+			EventPayload: map[string]any{"delivery": id, "redelivery": notify.RedeliveryFrom(ctx)},
 		}))
 	}
 	if strings.TrimSpace(st.Attachments) != "" {
-		var atts []slack.Attachment
+		var atts []slackapi.Attachment
 		if err := json.Unmarshal([]byte(st.Attachments), &atts); err != nil {
-			return nil, Permanent(fmt.Errorf("slack %s: attachments: %w", s.name, err))
+			return nil, notify.Permanent(fmt.Errorf("slack %s: attachments: %w", s.name, err))
 		}
-		opts = append(opts, slack.MsgOptionAttachments(atts...))
+		opts = append(opts, slackapi.MsgOptionAttachments(atts...))
 	}
 	if strings.TrimSpace(st.Blocks) != "" {
-		var blocks slack.Blocks
+		var blocks slackapi.Blocks
 		if err := json.Unmarshal([]byte(st.Blocks), &blocks); err != nil {
-			return nil, Permanent(fmt.Errorf("slack %s: blocks: %w", s.name, err))
+			return nil, notify.Permanent(fmt.Errorf("slack %s: blocks: %w", s.name, err))
 		}
-		opts = append(opts, slack.MsgOptionBlocks(blocks.BlockSet...))
+		opts = append(opts, slackapi.MsgOptionBlocks(blocks.BlockSet...))
 	}
 	return opts, nil
 }
@@ -228,46 +191,46 @@ func (s *Slack) msgOptions(ctx context.Context, text string, st SlackTemplate) (
 // sendGrouped sends a message with a grouping key to recipient: the
 // group's first message starts its thread; later ones reply in it (Post)
 // or update its first message (PostAndUpdate, Update).
-func (s *Slack) sendGrouped(ctx context.Context, recipient string, st SlackTemplate, policy DeliveryPolicy, opts []slack.MsgOption) (Receipt, error) {
+func (s *Sender) sendGrouped(ctx context.Context, recipient string, st notify.SlackTemplate, policy notify.DeliveryPolicy, opts []slackapi.MsgOption) (notify.Receipt, error) {
 	key := s.threadKey(recipient, st.GroupingKey)
 	ref, err := s.threads.Thread(ctx, key)
 	if err != nil {
-		return Receipt{}, fmt.Errorf("slack %s: reading thread: %w", s.name, err)
+		return notify.Receipt{}, fmt.Errorf("slack %s: reading thread: %w", s.name, err)
 	}
 	channel, parent, found := strings.Cut(ref, "|")
 	if !found || parent == "" {
-		if policy == PolicyUpdate {
-			return Receipt{Skipped: true, Detail: "no message to update for this grouping key"}, nil
+		if policy == notify.PolicyUpdate {
+			return notify.Receipt{Skipped: true, Detail: "no message to update for this grouping key"}, nil
 		}
 		ch, ts, err := s.post(ctx, recipient, opts)
 		if err != nil {
-			return Receipt{}, err
+			return notify.Receipt{}, err
 		}
 		if err := s.threads.SetThread(ctx, key, ch+"|"+ts); err != nil {
 			// The message went out; sending it again would be worse than
 			// losing the thread.
-			return Receipt{ID: ts, Detail: "thread not saved: " + err.Error()}, nil
+			return notify.Receipt{ID: ts, Detail: "thread not saved: " + err.Error()}, nil
 		}
-		return Receipt{ID: ts, Detail: "thread started"}, nil
+		return notify.Receipt{ID: ts, Detail: "thread started"}, nil
 	}
-	if policy == PolicyPost {
-		opts = append(opts, slack.MsgOptionTS(parent))
+	if policy == notify.PolicyPost {
+		opts = append(opts, slackapi.MsgOptionTS(parent))
 		if st.NotifyBroadcast {
-			opts = append(opts, slack.MsgOptionBroadcast())
+			opts = append(opts, slackapi.MsgOptionBroadcast())
 		}
 		_, ts, err := s.post(ctx, channel, opts)
-		return Receipt{ID: ts, Detail: "reply in thread " + parent}, err
+		return notify.Receipt{ID: ts, Detail: "reply in thread " + parent}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	_, ts, _, err := s.client.UpdateMessageContext(ctx, channel, parent, opts...)
 	if err != nil {
-		return Receipt{}, s.classify("chat.update", err)
+		return notify.Receipt{}, s.classify("chat.update", err)
 	}
-	return Receipt{ID: ts, Detail: "updated"}, nil
+	return notify.Receipt{ID: ts, Detail: "updated"}, nil
 }
 
-func (s *Slack) post(ctx context.Context, channel string, opts []slack.MsgOption) (ch, ts string, err error) {
+func (s *Sender) post(ctx context.Context, channel string, opts []slackapi.MsgOption) (ch, ts string, err error) {
 	pctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ch, ts, err = s.client.PostMessageContext(pctx, channel, opts...)
@@ -285,7 +248,7 @@ var channelIDRE = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
 // process, so that after a crash its history can be searched
 // (conversations.history takes IDs only). A failed save is only logged
 // by its absence: the message is then sent again after a crash.
-func (s *Slack) rememberChannel(ctx context.Context, recipient, id string) {
+func (s *Sender) rememberChannel(ctx context.Context, recipient, id string) {
 	if s.threads == nil || id == "" || recipient == id || channelIDRE.MatchString(recipient) {
 		return
 	}
@@ -299,7 +262,7 @@ func (s *Slack) rememberChannel(ctx context.Context, recipient, id string) {
 
 // channelID returns the ID of the channel recipient names, "" when it is
 // not known.
-func (s *Slack) channelID(ctx context.Context, recipient string) (string, error) {
+func (s *Sender) channelID(ctx context.Context, recipient string) (string, error) {
 	if channelIDRE.MatchString(recipient) {
 		return recipient, nil
 	}
@@ -312,7 +275,7 @@ func (s *Slack) channelID(ctx context.Context, recipient string) (string, error)
 	return s.threads.Thread(ctx, s.channelKey(recipient))
 }
 
-func (s *Slack) channelKey(recipient string) string {
+func (s *Sender) channelKey(recipient string) string {
 	h := sha256.Sum256([]byte(s.name + "\x00channel\x00" + recipient))
 	return "slack-channel-" + hex.EncodeToString(h[:16])
 }
@@ -321,21 +284,21 @@ func (s *Slack) channelKey(recipient string) string {
 // metadata every post carries, in its channel's history (or its thread's
 // replies) since shortly before its record was last saved. An update of a
 // grouped message is not looked for: sending it again changes nothing.
-func (s *Slack) Sent(ctx context.Context, rec Sending) (Receipt, bool, error) {
-	var st SlackTemplate
+func (s *Sender) Sent(ctx context.Context, rec notify.Sending) (notify.Receipt, bool, error) {
+	var st notify.SlackTemplate
 	if rec.Notification.Slack != nil {
 		st = *rec.Notification.Slack
 	}
-	policy := cmp.Or(st.DeliveryPolicy, PolicyPost)
+	policy := cmp.Or(st.DeliveryPolicy, notify.PolicyPost)
 	channel, parent := "", ""
 	if st.GroupingKey != "" && s.threads != nil {
 		ref, err := s.threads.Thread(ctx, s.threadKey(rec.Recipient, st.GroupingKey))
 		if err != nil {
-			return Receipt{}, false, fmt.Errorf("slack %s: reading thread: %w", s.name, err)
+			return notify.Receipt{}, false, fmt.Errorf("slack %s: reading thread: %w", s.name, err)
 		}
 		if ch, ts, ok := strings.Cut(ref, "|"); ok && ts != "" {
-			if policy != PolicyPost {
-				return Receipt{}, false, nil
+			if policy != notify.PolicyPost {
+				return notify.Receipt{}, false, nil
 			}
 			channel, parent = ch, ts
 		}
@@ -343,7 +306,7 @@ func (s *Slack) Sent(ctx context.Context, rec Sending) (Receipt, bool, error) {
 	if channel == "" {
 		id, err := s.channelID(ctx, rec.Recipient)
 		if err != nil || id == "" {
-			return Receipt{}, false, err
+			return notify.Receipt{}, false, err
 		}
 		channel = id
 	}
@@ -355,13 +318,13 @@ func (s *Slack) Sent(ctx context.Context, rec Sending) (Receipt, bool, error) {
 	if rec.MaybeSent {
 		oldest = rec.CreatedAt.Add(-maybeSentLookBack).Unix()
 	}
-	marks, err := s.scan(ctx, channel, parent, oldest, attemptedSince(ctx))
+	marks, err := s.scan(ctx, channel, parent, oldest, notify.AttemptedSince(ctx))
 	if err != nil {
-		return Receipt{}, false, err
+		return notify.Receipt{}, false, err
 	}
 	ts, found := marks[deliveryMark(rec.ID, rec.Redeliveries)]
 	if !found {
-		return Receipt{}, false, nil
+		return notify.Receipt{}, false, nil
 	}
 	if st.GroupingKey != "" && parent == "" && s.threads != nil {
 		// The post started the thread; the crash came before it was
@@ -369,11 +332,11 @@ func (s *Slack) Sent(ctx context.Context, rec Sending) (Receipt, bool, error) {
 		if err := s.threads.SetThread(ctx, s.threadKey(rec.Recipient, st.GroupingKey), channel+"|"+ts); err != nil {
 			// Found all the same: posting it again would be worse than
 			// losing the thread.
-			return Receipt{ID: ts, Detail: "thread not saved: " + err.Error()}, true, nil //nolint:nilerr // see above
+			return notify.Receipt{ID: ts, Detail: "thread not saved: " + err.Error()}, true, nil //nolint:nilerr // see above
 		}
-		return Receipt{ID: ts, Detail: "thread started"}, true, nil
+		return notify.Receipt{ID: ts, Detail: "thread started"}, true, nil
 	}
-	return Receipt{ID: ts}, true, nil
+	return notify.Receipt{ID: ts}, true, nil
 }
 
 // scanTTL is how long a conversation's scan answers later lookups: the
@@ -397,7 +360,7 @@ type scanEntry struct {
 // oldest, less than scanTTL old and made after notBefore, is reused. A
 // rate limit is waited out (Retry-After, while ctx allows) up to three
 // times.
-func (s *Slack) scan(ctx context.Context, channel, parent string, oldest int64, notBefore time.Time) (map[string]string, error) {
+func (s *Sender) scan(ctx context.Context, channel, parent string, oldest int64, notBefore time.Time) (map[string]string, error) {
 	v, _ := s.scans.LoadOrStore(channel+"|"+parent, &scanEntry{})
 	e := v.(*scanEntry)
 	e.mu.Lock()
@@ -414,18 +377,18 @@ func (s *Slack) scan(ctx context.Context, channel, parent string, oldest int64, 
 	cursor := ""
 	rateWaits := 0
 	for page := 0; page < confirmPages; {
-		var msgs []slack.Message
+		var msgs []slackapi.Message
 		var more bool
 		var err error
 		cctx, cancel := context.WithTimeout(ctx, s.timeout)
 		since := fmt.Sprintf("%d.000000", oldest)
 		if parent != "" {
-			msgs, more, cursor, err = s.client.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{
+			msgs, more, cursor, err = s.client.GetConversationRepliesContext(cctx, &slackapi.GetConversationRepliesParameters{
 				ChannelID: channel, Timestamp: parent, Oldest: since, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
 			})
 		} else {
-			var resp *slack.GetConversationHistoryResponse
-			resp, err = s.client.GetConversationHistoryContext(cctx, &slack.GetConversationHistoryParameters{
+			var resp *slackapi.GetConversationHistoryResponse
+			resp, err = s.client.GetConversationHistoryContext(cctx, &slackapi.GetConversationHistoryParameters{
 				ChannelID: channel, Oldest: since, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
 			})
 			if resp != nil {
@@ -435,7 +398,7 @@ func (s *Slack) scan(ctx context.Context, channel, parent string, oldest int64, 
 		cancel()
 		if err != nil {
 			err = s.classify(method, err)
-			var rl *RateLimitError
+			var rl *notify.RateLimitError
 			if errors.As(err, &rl) && rateWaits < 3 && backoff.Sleep(ctx, max(rl.RetryAfter, time.Second)) == nil {
 				rateWaits++
 				continue // the same page again
@@ -461,8 +424,8 @@ func (s *Slack) scan(ctx context.Context, channel, parent string, oldest int64, 
 func deliveryMark(id string, redelivery int) string { return id + "#" + strconv.Itoa(redelivery) }
 
 // metadataMark reads the delivery mark from a message's metadata.
-func metadataMark(md slack.SlackMetadata) (string, bool) {
-	if md.EventType != SlackMetadataEvent {
+func metadataMark(md slackapi.SlackMetadata) (string, bool) {
+	if md.EventType != MetadataEvent {
 		return "", false
 	}
 	id, _ := md.EventPayload["delivery"].(string)
@@ -481,7 +444,7 @@ func metadataMark(md slack.SlackMetadata) (string, bool) {
 
 // threadKey names a thread by service, channel and grouping key, hashed
 // so any grouping key is a valid store key.
-func (s *Slack) threadKey(channel, groupingKey string) string {
+func (s *Sender) threadKey(channel, groupingKey string) string {
 	h := sha256.Sum256([]byte(s.name + "\x00" + channel + "\x00" + groupingKey))
 	return "slack-" + hex.EncodeToString(h[:16])
 }
@@ -495,19 +458,19 @@ var permanentSlackErrors = map[string]bool{
 	"invalid_arguments": true, "restricted_action": true, "too_many_attachments": true,
 }
 
-func (s *Slack) classify(method string, err error) error {
-	var rl *slack.RateLimitedError
+func (s *Sender) classify(method string, err error) error {
+	var rl *slackapi.RateLimitedError
 	if errors.As(err, &rl) {
-		return &RateLimitError{Service: "slack " + s.name, RetryAfter: rl.RetryAfter}
+		return &notify.RateLimitError{Service: "slack " + s.name, RetryAfter: rl.RetryAfter}
 	}
-	wrapped := fmt.Errorf("slack %s: %s: %w", s.name, method, cleanURLError(err, s.apiURL))
-	var se slack.SlackErrorResponse
+	wrapped := fmt.Errorf("slack %s: %s: %w", s.name, method, notify.CleanURLError(err, s.apiURL))
+	var se slackapi.SlackErrorResponse
 	if errors.As(err, &se) && permanentSlackErrors[se.Err] {
-		return Permanent(wrapped)
+		return notify.Permanent(wrapped)
 	}
-	var sc slack.StatusCodeError
+	var sc slackapi.StatusCodeError
 	if errors.As(err, &sc) && sc.Code >= 400 && sc.Code < 500 && sc.Code != http.StatusRequestTimeout {
-		return Permanent(wrapped)
+		return notify.Permanent(wrapped)
 	}
 	return wrapped
 }

@@ -1,22 +1,19 @@
-package notify_test
+package email_test
 
 import (
 	"bytes"
 	"net/mail"
 	"testing"
 
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
 )
 
 // An email's Message-ID is made of the delivery ID, the same on every
 // attempt; without one it is random.
 func TestEmailMessageIDFollowsTheDeliveryID(t *testing.T) {
-	srv := newSMTPServer(t, false)
-	em, err := notify.NewEmail("email", "127.0.0.1", srv.port(t), "crowsnest@example.com",
-		notify.WithEmailTLS(notify.TLSStartTLS, false, srv.ca), notify.WithEmailAuth("", smtpUser, smtpPassword))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := testnotify.NewSMTPServer(t, false)
+	em := newEmail(t, srv, settings(t, srv, testnotify.SMTPPassword))
 	const id = "555a2887cc230664740826dc3906a3b6"
 	for range 2 {
 		if _, err := em.Send(notify.WithDeliveryID(t.Context(), id), notify.Notification{Message: "x"}, notify.Destination{Recipient: "dev@example.com"}); err != nil {

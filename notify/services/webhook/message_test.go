@@ -1,12 +1,14 @@
-package notify_test
+package webhook_test
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // A notification whose template has no webhook.<name> request (every
@@ -17,23 +19,21 @@ func TestWebhookMessageBody(t *testing.T) {
 	type sent struct{ Method, Path, Body, ContentType string }
 	tests := []struct {
 		name     string
-		opts     []notify.WebhookOption
+		settings config.WebhookService
 		want     []sent
 		wantSkip bool
 	}{
 		{name: "skipped by default", wantSkip: true},
 		{
-			name: "message as body", opts: []notify.WebhookOption{notify.WithWebhookMethod("GET"), notify.WithMessageBody()},
+			name: "message as body", settings: config.WebhookService{Method: "GET", SendMessage: true},
 			want: []sent{{Method: "GET", Path: "/hook", Body: "Application web is now running new version.", ContentType: "text/plain; charset=utf-8"}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
-			w, err := notify.NewWebhook("hook", rec.URL+"/hook", tt.opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tt.settings.URL = rec.URL + "/hook"
+			w := newWebhook(t, "hook", tt.settings, svc.Options{})
 			r, err := w.Send(t.Context(), notify.Notification{Message: "Application web is now running new version."}, notify.Destination{})
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package notify_test
+package slack_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/outbox"
@@ -29,7 +30,7 @@ func jsonEqual(t *testing.T, want, got string) {
 
 func TestSlackPostMessage(t *testing.T) {
 	f := testnotify.NewFakeSlack(t)
-	sl := f.Service(t, notify.WithSlackUsername("crowsnest"), notify.WithSlackIcon(":bird:"))
+	sl := f.Service(t, nil, func(c *config.SlackService) { c.Username, c.Icon = "crowsnest", ":bird:" })
 	blocks := `[{"type":"section","text":{"type":"mrkdwn","text":"*guestbook* deployed"}}]`
 	atts := `[{"color":"#18be52","title":"guestbook","fields":[{"title":"Sync","value":"Synced","short":true}]}]`
 	rc, err := sl.Send(t.Context(), notify.Notification{Message: "guestbook deployed", Slack: &notify.SlackTemplate{Blocks: blocks, Attachments: atts}},
@@ -57,7 +58,7 @@ func TestSlackPostMessage(t *testing.T) {
 func TestSlackThreadsAndPolicies(t *testing.T) {
 	f := testnotify.NewFakeSlack(t)
 	store := &outbox.MemoryStore{}
-	sl := f.Service(t, notify.WithThreads(store))
+	sl := f.Service(t, store)
 	send := func(msg string, policy notify.DeliveryPolicy, broadcast bool) notify.Receipt {
 		t.Helper()
 		rc, err := sl.Send(t.Context(), notify.Notification{Message: msg, Slack: &notify.SlackTemplate{GroupingKey: "guestbook-abc", DeliveryPolicy: policy, NotifyBroadcast: broadcast}},
@@ -95,7 +96,7 @@ func TestSlackErrors(t *testing.T) {
 	f := testnotify.NewFakeSlack(t)
 	f.FailChannel("#gone", "channel_not_found")
 	f.FailChannel("#busy", "internal_error")
-	sl := f.Service(t)
+	sl := f.Service(t, nil)
 	for channel, permanent := range map[string]bool{"#gone": true, "#busy": false} {
 		_, err := sl.Send(t.Context(), notify.Notification{Message: "x"}, notify.Destination{Service: "slack", Recipient: channel})
 		if err == nil || notify.IsPermanent(err) != permanent || strings.Contains(err.Error(), testnotify.SlackToken) {

@@ -1,11 +1,16 @@
-package notify
+// Package email is crowsnest's email sender (service type email): one
+// SMTP session per message, STARTTLS or implicit TLS (credentials never
+// over a plain connection), PLAIN or LOGIN auth, the delivery ID as the
+// Message-ID, and 5xx replies dead-lettered at once. Its settings are
+// config.EmailService; Kind is how package services builds it.
+package email
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,6 +24,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
 
 // TLSMode is how the email service protects the SMTP connection.
@@ -32,12 +41,21 @@ const (
 	TLSNone     TLSMode = "none"
 )
 
-// DefaultEmailTimeout bounds one SMTP session, connect to QUIT.
-const DefaultEmailTimeout = 30 * time.Second
+// DefaultTimeout bounds one SMTP session, connect to QUIT.
+const DefaultTimeout = 30 * time.Second
 
-// Email sends notifications over SMTP: the message is the body and
-// email.subject the subject.
-type Email struct {
+// Kind describes service type email; package services lists it.
+var Kind = &svc.Kind{
+	Name: config.ServiceEmail,
+	New: func(name string, s any, o svc.Options) (notify.Service, error) {
+		return New(name, s.(*config.EmailService), o)
+	},
+}
+
+// Sender sends notifications over SMTP: the message is the body (HTML
+// when it starts with '<', as the email template's body is documented
+// to, else text) and email.subject the subject.
+type Sender struct {
 	name      string
 	addr      string
 	host      string
@@ -46,35 +64,44 @@ type Email struct {
 	username  string
 	password  string
 	mechanism string
-	html      bool
 	tls       *tls.Config
 	timeout   time.Duration
 	now       func() time.Time
 }
 
-var _ Service = (*Email)(nil)
+var _ notify.Service = (*Sender)(nil)
 
-// EmailOption configures an Email service.
-type EmailOption func(*Email) error
-
-// NewEmail builds the email service called name that sends through the
-// SMTP server at host:port from the from address, with STARTTLS unless an
-// option says otherwise.
-func NewEmail(name, host string, port int, from string, opts ...EmailOption) (*Email, error) {
-	if host == "" || port <= 0 || port > 65535 {
+// New builds the email service called name from its settings (STARTTLS
+// unless they say otherwise); its password reference must be resolved.
+// With a username it authenticates with PLAIN, or LOGIN when the server
+// offers only that, and never without TLS.
+func New(name string, c *config.EmailService, o svc.Options) (*Sender, error) {
+	if c.Host == "" || c.Port <= 0 || c.Port > 65535 {
 		return nil, fmt.Errorf("email %s: need host and port", name)
 	}
-	f, err := mail.ParseAddress(from)
+	f, err := mail.ParseAddress(c.From)
 	if err != nil {
-		return nil, fmt.Errorf("email %s: from %q: %w", name, from, err)
+		return nil, fmt.Errorf("email %s: from %q: %w", name, c.From, err)
 	}
-	e := &Email{name: name, host: host, addr: net.JoinHostPort(host, strconv.Itoa(port)), from: f,
-		mode: TLSStartTLS, timeout: DefaultEmailTimeout, now: time.Now}
-	e.tls = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-	for _, opt := range opts {
-		if err := opt(e); err != nil {
-			return nil, fmt.Errorf("email %s: %w", name, err)
+	mode := TLSMode(cmp.Or(c.TLS, string(TLSStartTLS)))
+	switch mode {
+	case TLSStartTLS, TLSImplicit, TLSNone:
+	default:
+		return nil, fmt.Errorf("email %s: tls mode %q is not starttls, tls or none", name, mode)
+	}
+	e := &Sender{name: name, host: c.Host, addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), from: f,
+		mode: mode, timeout: cmp.Or(c.Timeout.Duration, DefaultTimeout), now: o.Now}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	// InsecureSkipVerify is the operator's opt-in.
+	e.tls = &tls.Config{ServerName: c.Host, MinVersion: tls.VersionTLS12, RootCAs: o.RootCAs, InsecureSkipVerify: c.InsecureSkipVerify}
+	if c.Username != "" {
+		pw, err := c.Password.Value()
+		if err != nil {
+			return nil, fmt.Errorf("password: %w", err)
 		}
+		e.username, e.password = c.Username, pw
 	}
 	if e.username != "" && e.mode == TLSNone {
 		return nil, fmt.Errorf("email %s: refusing to send credentials without TLS", name)
@@ -82,60 +109,9 @@ func NewEmail(name, host string, port int, from string, opts ...EmailOption) (*E
 	return e, nil
 }
 
-// WithEmailTLS sets the TLS mode and, when given, the CA that signs the
-// server's certificate; insecure skips verification.
-func WithEmailTLS(mode TLSMode, insecureSkipVerify bool, caPEM []byte) EmailOption {
-	return func(e *Email) error {
-		switch mode {
-		case TLSStartTLS, TLSImplicit, TLSNone:
-		default:
-			return fmt.Errorf("tls mode %q is not starttls, tls or none", mode)
-		}
-		e.mode = mode
-		e.tls.InsecureSkipVerify = insecureSkipVerify // opt-in by config
-		if len(caPEM) > 0 {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(caPEM) {
-				return errors.New("no certificate found in the CA bundle")
-			}
-			e.tls.RootCAs = pool
-		}
-		return nil
-	}
-}
-
-// WithEmailAuth authenticates with mechanism PLAIN or LOGIN (empty: PLAIN
-// unless the server only offers LOGIN).
-func WithEmailAuth(mechanism, username, password string) EmailOption {
-	return func(e *Email) error {
-		mechanism = strings.ToUpper(mechanism)
-		if mechanism != "" && mechanism != "PLAIN" && mechanism != "LOGIN" {
-			return fmt.Errorf("auth mechanism %q is not PLAIN or LOGIN", mechanism)
-		}
-		e.mechanism, e.username, e.password = mechanism, username, password
-		return nil
-	}
-}
-
-// WithHTML sends the body as text/html instead of text/plain.
-func WithHTML(html bool) EmailOption {
-	return func(e *Email) error { e.html = html; return nil }
-}
-
-// WithEmailTimeout bounds one SMTP session.
-func WithEmailTimeout(d time.Duration) EmailOption {
-	return func(e *Email) error {
-		if d <= 0 {
-			return fmt.Errorf("timeout %s must be positive", d)
-		}
-		e.timeout = d
-		return nil
-	}
-}
-
 // Send mails n to the comma-separated addresses in d.Recipient. A 5xx
 // reply is permanent.
-func (e *Email) Send(ctx context.Context, n Notification, d Destination) (Receipt, error) {
+func (e *Sender) Send(ctx context.Context, n notify.Notification, d notify.Destination) (notify.Receipt, error) {
 	var to []*mail.Address
 	for _, r := range strings.Split(d.Recipient, ",") {
 		if r = strings.TrimSpace(r); r == "" {
@@ -143,26 +119,26 @@ func (e *Email) Send(ctx context.Context, n Notification, d Destination) (Receip
 		}
 		a, err := mail.ParseAddress(r)
 		if err != nil {
-			return Receipt{}, Permanent(fmt.Errorf("email %s: recipient %q: %w", e.name, r, err))
+			return notify.Receipt{}, notify.Permanent(fmt.Errorf("email %s: recipient %q: %w", e.name, r, err))
 		}
 		to = append(to, a)
 	}
 	if len(to) == 0 {
-		return Receipt{}, Permanent(fmt.Errorf("email %s: no recipient", e.name))
+		return notify.Receipt{}, notify.Permanent(fmt.Errorf("email %s: no recipient", e.name))
 	}
 	subject := ""
 	if n.Email != nil {
 		subject = n.Email.Subject
 	}
-	msgID, msg := e.compose(DeliveryIDFrom(ctx), to, subject, n.Message)
+	msgID, msg := e.compose(notify.DeliveryIDFrom(ctx), to, subject, n.Message)
 	if err := e.deliver(ctx, to, msg); err != nil {
 		var te *textproto.Error
 		if errors.As(err, &te) && te.Code >= 500 {
-			return Receipt{}, Permanent(fmt.Errorf("email %s: %w", e.name, err))
+			return notify.Receipt{}, notify.Permanent(fmt.Errorf("email %s: %w", e.name, err))
 		}
-		return Receipt{}, fmt.Errorf("email %s: %w", e.name, err)
+		return notify.Receipt{}, fmt.Errorf("email %s: %w", e.name, err)
 	}
-	return Receipt{ID: msgID}, nil
+	return notify.Receipt{ID: msgID}, nil
 }
 
 // deliveryIDRE is the shape of the outbox's delivery IDs (hex): only such
@@ -172,7 +148,7 @@ var deliveryIDRE = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
 // compose builds the message. Its Message-ID is the delivery's ID when
 // there is one (the same on every attempt, so a repeat can be recognised),
 // else random.
-func (e *Email) compose(delivery string, to []*mail.Address, subject, body string) (string, []byte) {
+func (e *Sender) compose(delivery string, to []*mail.Address, subject, body string) (string, []byte) {
 	local := delivery
 	if !deliveryIDRE.MatchString(local) {
 		var id [12]byte
@@ -189,7 +165,7 @@ func (e *Email) compose(delivery string, to []*mail.Address, subject, body strin
 		rcpt[i] = a.String()
 	}
 	ctype := "text/plain"
-	if e.html {
+	if strings.HasPrefix(strings.TrimSpace(body), "<") {
 		ctype = "text/html"
 	}
 	var b bytes.Buffer
@@ -209,7 +185,7 @@ func (e *Email) compose(delivery string, to []*mail.Address, subject, body strin
 	return msgID, b.Bytes()
 }
 
-func (e *Email) deliver(ctx context.Context, to []*mail.Address, msg []byte) error {
+func (e *Sender) deliver(ctx context.Context, to []*mail.Address, msg []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	dialer := &net.Dialer{}
@@ -239,7 +215,7 @@ func (e *Email) deliver(ctx context.Context, to []*mail.Address, msg []byte) err
 	}
 	if e.mode == TLSStartTLS {
 		if ok, _ := c.Extension("STARTTLS"); !ok {
-			return Permanent(fmt.Errorf("server %s does not offer STARTTLS", e.addr))
+			return notify.Permanent(fmt.Errorf("server %s does not offer STARTTLS", e.addr))
 		}
 		if err := c.StartTLS(e.tls); err != nil {
 			return fmt.Errorf("STARTTLS: %w", err)
@@ -248,7 +224,7 @@ func (e *Email) deliver(ctx context.Context, to []*mail.Address, msg []byte) err
 	if e.username != "" {
 		ok, mechs := c.Extension("AUTH")
 		if !ok {
-			return Permanent(fmt.Errorf("server %s does not offer AUTH", e.addr))
+			return notify.Permanent(fmt.Errorf("server %s does not offer AUTH", e.addr))
 		}
 		if err := c.Auth(e.auth(strings.Fields(mechs))); err != nil {
 			return fmt.Errorf("AUTH: %w", err)
@@ -278,7 +254,7 @@ func (e *Email) deliver(ctx context.Context, to []*mail.Address, msg []byte) err
 	return nil
 }
 
-func (e *Email) auth(offered []string) smtp.Auth {
+func (e *Sender) auth(offered []string) smtp.Auth {
 	mech := e.mechanism
 	if mech == "" {
 		mech = "PLAIN"

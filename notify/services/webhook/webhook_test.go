@@ -1,10 +1,10 @@
-package notify_test
+package webhook_test
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"net/http"
 	"strings"
@@ -12,8 +12,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/notify"
+	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
+	"github.com/crowsnest-dev/crowsnest/notify/services/webhook"
 )
 
 // refusingWebhook records a webhook's requests and refuses each with
@@ -29,17 +32,26 @@ func refusingWebhook(t *testing.T, status int) *testnotify.Recorder {
 	}})
 }
 
-func TestWebhookSend(t *testing.T) {
-	srv := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
-	secret := []byte("hmac-secret-value")
-	wh, err := notify.NewWebhook("github", srv.URL+"/base?q=1",
-		notify.WithHeader("X-Team", "platform"),
-		notify.WithBearerToken("bearer-secret-token"),
-		notify.WithHMAC(secret, ""),
-	)
+// newWebhook builds the webhook service name of c.
+func newWebhook(t *testing.T, name string, c config.WebhookService, o svc.Options) *webhook.Sender {
+	t.Helper()
+	wh, err := webhook.New(name, &c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = wh.Close() })
+	return wh
+}
+
+func TestWebhookSend(t *testing.T) {
+	srv := testnotify.NewRecorder(t, testnotify.RecorderOptions{})
+	secret := []byte("hmac-secret-value")
+	wh := newWebhook(t, "github", config.WebhookService{
+		URL:        srv.URL + "/base?q=1",
+		Headers:    []config.Header{{Name: "X-Team", Value: "platform"}},
+		Bearer:     config.InlineSecret("bearer-secret-token"),
+		HMACSecret: config.InlineSecret(string(secret)),
+	}, svc.Options{})
 	n := notify.Notification{Webhook: map[string]notify.WebhookTemplate{
 		"github": {Method: "put", Path: "/repos/org/app/statuses/abc", Body: `{"state":"success"}`},
 	}}
@@ -63,7 +75,7 @@ func TestWebhookSend(t *testing.T) {
 			t.Errorf("header %s = %q, want %q", h, got.Header.Get(h), want)
 		}
 	}
-	// Verify the signature independently of notify.Sign.
+	// Verify the signature independently of webhook.Sign.
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte(got.Body))
 	if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); got.Header.Get("X-Crowsnest-Signature") != want {
@@ -82,11 +94,9 @@ func TestWebhookSend(t *testing.T) {
 
 func TestWebhookBasicAuthDefaultMethodAndTLS(t *testing.T) {
 	srv := testnotify.NewRecorder(t, testnotify.RecorderOptions{TLS: true})
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	wh, err := notify.NewWebhook("hook", srv.URL, notify.WithBasicAuth("user", "basic-password"), notify.WithWebhookTLS(false, ca))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := x509.NewCertPool()
+	ca.AddCert(srv.Certificate())
+	wh := newWebhook(t, "hook", config.WebhookService{URL: srv.URL, BasicAuth: &config.BasicAuth{Username: "user", Password: config.InlineSecret("basic-password")}}, svc.Options{RootCAs: ca})
 	n := notify.Notification{Webhook: map[string]notify.WebhookTemplate{"hook": {Body: "plain"}}}
 	if _, err := wh.Send(t.Context(), n, notify.Destination{}); err != nil {
 		t.Fatal(err)
@@ -100,10 +110,7 @@ func TestWebhookBasicAuthDefaultMethodAndTLS(t *testing.T) {
 	}
 
 	// Without the CA the server's certificate is refused.
-	untrusted, err := notify.NewWebhook("hook", srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	untrusted := newWebhook(t, "hook", config.WebhookService{URL: srv.URL}, svc.Options{})
 	if _, err := untrusted.Send(t.Context(), n, notify.Destination{}); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("untrusted TLS: error = %v, want a certificate error", err)
 	}
@@ -124,11 +131,9 @@ func TestWebhookErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
 			srv := refusingWebhook(t, tt.status)
-			wh, err := notify.NewWebhook("hook", srv.URL+"/secret-path-token", notify.WithBearerToken("tok-123"), notify.WithBasicAuth("u", "pw-456"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = wh.Send(t.Context(), notify.Notification{Webhook: map[string]notify.WebhookTemplate{"hook": {Body: "{}"}}}, notify.Destination{})
+			wh := newWebhook(t, "hook", config.WebhookService{URL: srv.URL + "/secret-path-token", Bearer: config.InlineSecret("tok-123"),
+				BasicAuth: &config.BasicAuth{Username: "u", Password: config.InlineSecret("pw-456")}}, svc.Options{})
+			_, err := wh.Send(t.Context(), notify.Notification{Webhook: map[string]notify.WebhookTemplate{"hook": {Body: "{}"}}}, notify.Destination{})
 			if err == nil {
 				t.Fatal("want an error")
 			}
@@ -147,11 +152,8 @@ func TestWebhookErrors(t *testing.T) {
 		})
 	}
 	// A connection error does not repeat the URL's secret path either.
-	wh, err := notify.NewWebhook("hook", "http://127.0.0.1:1/hooks/secret-path-token")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = wh.Send(t.Context(), notify.Notification{Webhook: map[string]notify.WebhookTemplate{"hook": {}}}, notify.Destination{})
+	wh := newWebhook(t, "hook", config.WebhookService{URL: "http://127.0.0.1:1/hooks/secret-path-token"}, svc.Options{})
+	_, err := wh.Send(t.Context(), notify.Notification{Webhook: map[string]notify.WebhookTemplate{"hook": {}}}, notify.Destination{})
 	if err == nil || strings.Contains(err.Error(), "secret-path-token") {
 		t.Errorf("connection error = %v, want one without the URL path", err)
 	}
