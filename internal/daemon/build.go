@@ -20,6 +20,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config/reload"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/dryrun"
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
 	"github.com/crowsnest-dev/crowsnest/internal/httpserver"
 	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
@@ -83,6 +84,10 @@ type Daemon struct {
 	outbox   *outbox.Outbox
 	servers  []*httpserver.Server
 	waiter   *passWaiter
+	// iuSet and iuMetrics are the ImageUpdaters' (a cluster only, nil
+	// when they are off).
+	iuSet     *imageupdaters.Set
+	iuMetrics *imageupdaters.Metrics
 	// imageUpdaters are the ImageUpdaters' tasks (a cluster only).
 	imageUpdaters []func(context.Context) error
 	running       atomic.Bool

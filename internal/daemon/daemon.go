@@ -33,7 +33,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		b.plans = dropPlans{}
 	}
 	steps := []func() error{
-		b.buildConfig, b.buildLogger, b.buildEngine, b.buildKube, b.buildRegistries, b.buildImages, b.buildWriters,
+		b.buildConfig, b.buildLogger, b.buildEngine, b.buildKube, b.buildRegistries, b.buildImages, b.buildImageUpdaterSet, b.buildWriters,
 		func() error { return b.buildNotifier(ctx) },
 		b.buildLeaderElection, b.buildReload, b.buildServers, b.buildImageUpdaters,
 	}

@@ -2,10 +2,6 @@ package daemon
 
 import (
 	"context"
-	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
@@ -13,39 +9,36 @@ import (
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
 
-// buildImageUpdaters wires argocd-image-updater 1.x's ImageUpdater
-// resources in a cluster (Options.ImageUpdaters).
-func (b *Daemon) buildImageUpdaters() error {
-	if b.dyn != nil {
-		b.imageUpdaters = wireImageUpdaters(b.o.ImageUpdaters, b.dyn, b.clientset, b.cfg.Watch.Namespaces,
-			b.engine, b.images, b.o.DryRun, b.reg, b.log)
+// buildImageUpdaterSet makes argocd-image-updater 1.x's ImageUpdater
+// resources in a cluster (Options.ImageUpdaters) one more say in what
+// images reconciles: their Set. buildNotifier hands it the image events
+// (their status's recentUpdates) and buildImageUpdaters watches them.
+func (b *Daemon) buildImageUpdaterSet() error {
+	if b.dyn == nil || b.o.ImageUpdaters == imageupdaters.ModeOff {
+		return nil
 	}
+	b.iuMetrics = imageupdaters.NewMetrics(b.reg)
+	b.iuSet = &imageupdaters.Set{Tenancy: b.images.Tenancy, Log: b.log, Metrics: b.iuMetrics}
+	b.images.ImageUpdaters = b.iuSet
 	return nil
 }
 
-// wireImageUpdaters makes argocd-image-updater 1.x's ImageUpdater resources
-// one more say in what images reconciles: their watcher becomes one of
-// the engine's sources (the first pass waits for their first list) and
-// the status writer a task run while leading (never in a dry run).
-func wireImageUpdaters(mode string, dyn dynamic.Interface, disc imageupdaters.Discovery, namespaces []string,
-	engine *controller.Engine, images *controller.ImageReconciler, dryRun bool, reg prometheus.Registerer, log *slog.Logger,
-) []func(context.Context) error {
-	if mode == imageupdaters.ModeOff || dyn == nil {
+// buildImageUpdaters wires the ImageUpdaters' watcher as one of the
+// engine's sources (the first pass waits for their first list) and their
+// status writer as a task run while leading (never in a dry run).
+func (b *Daemon) buildImageUpdaters() error {
+	if b.iuSet == nil {
 		return nil
 	}
-	metrics := imageupdaters.NewMetrics(reg)
-	set := &imageupdaters.Set{Tenancy: images.Tenancy, Log: log, Metrics: metrics}
-	w := &imageupdaters.Watcher{Client: dyn, Discovery: disc, Namespaces: namespaces, Mode: mode, Set: set, Queue: engine, Log: log}
-	images.ImageUpdaters = set
-	engine.Sources = append(engine.Sources, w)
-	if dryRun {
+	w := &imageupdaters.Watcher{Client: b.dyn, Discovery: b.clientset, Namespaces: b.cfg.Watch.Namespaces,
+		Mode: b.o.ImageUpdaters, Set: b.iuSet, Queue: b.engine, Log: b.log}
+	b.engine.Sources = append(b.engine.Sources, w)
+	if b.o.DryRun {
 		return nil
 	}
-	// Updates made for an ImageUpdater's Applications become its
-	// status's recentUpdates.
-	images.Notifier = observedNotifier{set: set, next: images.Notifier} // the Git batcher's announcements too (ImageReconciler.GitWritten)
-	status := &imageupdaters.StatusWriter{Set: set, Apps: engine, Client: dyn, Store: w, Log: log, Metrics: metrics}
-	return []func(context.Context) error{controller.WhenLeading(engine, status.Start)}
+	status := &imageupdaters.StatusWriter{Set: b.iuSet, Apps: b.engine, Client: b.dyn, Store: w, Log: b.log, Metrics: b.iuMetrics}
+	b.imageUpdaters = []func(context.Context) error{controller.WhenLeading(b.engine, status.Start)}
+	return nil
 }
 
 // observedNotifier hands each image event to the ImageUpdaters' Set
@@ -57,9 +50,7 @@ type observedNotifier struct {
 
 func (o observedNotifier) OnEvent(app *watcher.App, ev triggers.Event) {
 	o.set.Observe(app, ev)
-	if o.next != nil {
-		o.next.OnEvent(app, ev)
-	}
+	o.next.OnEvent(app, ev)
 }
 
-func (o observedNotifier) Announces() bool { return o.next == nil || o.next.Announces() }
+func (o observedNotifier) Announces() bool { return o.next.Announces() }

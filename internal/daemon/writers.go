@@ -142,7 +142,14 @@ func (b *Daemon) buildNotifier(ctx context.Context) error {
 		notifier.Repo = &pipeline.Repo{Git: b.gw, Policy: images.Tenancy}
 	}
 	engine.Transitions = notifier
-	images.Notifier, b.timer.Notifier = notifier, notifier
+	b.timer.Notifier = notifier
+	images.Notifier = notifier
+	if b.iuSet != nil && !o.DryRun {
+		// Updates made for an ImageUpdater's Applications become its
+		// status's recentUpdates: the Git batcher's announcements too
+		// (ImageReconciler.GitWritten).
+		images.Notifier = observedNotifier{set: b.iuSet, next: notifier}
+	}
 	return nil
 }
 
