@@ -1,0 +1,178 @@
+package forge
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+)
+
+// Gitea is the pull-request API of Gitea and Forgejo (API v1, the same on
+// both for what crowsnest calls), authenticated with an access token
+// that may write the repository's code and pull requests.
+type Gitea struct{ c *client }
+
+var _ Forge = (*Gitea)(nil)
+
+// NewGitea returns the Gitea API client that authenticates with token.
+func NewGitea(token string, o Options) *Gitea {
+	return &Gitea{c: newClient(o, func(r *http.Request) { r.Header.Set("Authorization", "token "+token) })}
+}
+
+// giteaPageSize is how many pull requests or labels one list request
+// asks for: Gitea's default maximum.
+const giteaPageSize = 50
+
+// giteaMaxPages bounds a search through a repository's open pull
+// requests: 1,000 is far more than a repository under review keeps open.
+const giteaMaxPages = 20
+
+type giteaBranch struct {
+	Ref string `json:"ref"`
+	SHA string `json:"sha"`
+}
+
+type giteaLabel struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+type giteaPull struct {
+	Number      int          `json:"number"`
+	HTMLURL     string       `json:"html_url"`
+	State       string       `json:"state"`
+	Merged      bool         `json:"merged"`
+	MergeCommit string       `json:"merge_commit_sha"`
+	Title       string       `json:"title"`
+	Body        string       `json:"body"`
+	Head        giteaBranch  `json:"head"`
+	Base        giteaBranch  `json:"base"`
+	Labels      []giteaLabel `json:"labels"`
+}
+
+func (p *giteaPull) pullRequest() *PullRequest {
+	pr := &PullRequest{Number: p.Number, URL: p.HTMLURL, Head: p.Head.Ref, Base: p.Base.Ref, HeadSHA: p.Head.SHA,
+		State: Open, Title: p.Title, Body: p.Body}
+	switch {
+	case p.Merged:
+		pr.State, pr.MergeCommit = Merged, p.MergeCommit
+	case p.State == "closed":
+		pr.State = Closed
+	}
+	for _, l := range p.Labels {
+		pr.Labels = append(pr.Labels, l.Name)
+	}
+	return pr
+}
+
+func giteaRepoPath(r Repo) string {
+	return "/repos/" + url.PathEscape(r.Owner) + "/" + url.PathEscape(r.Name)
+}
+
+// Find implements Forge: it pages through the open pull requests into
+// base (Gitea has no search by head branch).
+func (g *Gitea) Find(ctx context.Context, r Repo, head, base string) (*PullRequest, error) {
+	for page := 1; page <= giteaMaxPages; page++ {
+		q := url.Values{"state": {"open"}, "base_branch": {base}, "limit": {strconv.Itoa(giteaPageSize)}, "page": {strconv.Itoa(page)}}
+		var pulls []giteaPull
+		if err := g.c.call(ctx, r, http.MethodGet, giteaRepoPath(r)+"/pulls?"+q.Encode(), nil, &pulls); err != nil {
+			return nil, err
+		}
+		for i := range pulls {
+			if p := &pulls[i]; p.Head.Ref == head && p.Base.Ref == base && p.State == "open" {
+				return p.pullRequest(), nil
+			}
+		}
+		if len(pulls) < giteaPageSize {
+			return nil, nil
+		}
+	}
+	return nil, fmt.Errorf("forge %s: more than %d open pull requests into %s", r, giteaPageSize*giteaMaxPages, base)
+}
+
+// Get implements Forge.
+func (g *Gitea) Get(ctx context.Context, r Repo, number int) (*PullRequest, error) {
+	var p giteaPull
+	if err := g.c.call(ctx, r, http.MethodGet, giteaRepoPath(r)+"/pulls/"+strconv.Itoa(number), nil, &p); err != nil {
+		return nil, err
+	}
+	return p.pullRequest(), nil
+}
+
+// Open implements Forge. Labels are sent as the repository's label IDs;
+// names it does not have are left out.
+func (g *Gitea) Open(ctx context.Context, r Repo, p Proposal) (*PullRequest, error) {
+	in := struct {
+		Head   string  `json:"head"`
+		Base   string  `json:"base"`
+		Title  string  `json:"title"`
+		Body   string  `json:"body"`
+		Labels []int64 `json:"labels,omitempty"`
+	}{Head: p.Head, Base: p.Base, Title: p.Title, Body: p.Body}
+	if len(p.Labels) > 0 {
+		ids, err := g.labelIDs(ctx, r, p.Labels)
+		if err != nil {
+			return nil, err
+		}
+		in.Labels = ids
+	}
+	var out giteaPull
+	if err := g.c.call(ctx, r, http.MethodPost, giteaRepoPath(r)+"/pulls", in, &out); err != nil {
+		return nil, err
+	}
+	return out.pullRequest(), nil
+}
+
+// labelIDs returns the IDs of the repository's labels called names.
+func (g *Gitea) labelIDs(ctx context.Context, r Repo, names []string) ([]int64, error) {
+	var ids []int64
+	for page := 1; page <= giteaMaxPages; page++ {
+		q := url.Values{"limit": {strconv.Itoa(giteaPageSize)}, "page": {strconv.Itoa(page)}}
+		var labels []giteaLabel
+		if err := g.c.call(ctx, r, http.MethodGet, giteaRepoPath(r)+"/labels?"+q.Encode(), nil, &labels); err != nil {
+			return nil, err
+		}
+		for _, l := range labels {
+			if slices.Contains(names, l.Name) {
+				ids = append(ids, l.ID)
+			}
+		}
+		if len(labels) < giteaPageSize {
+			break
+		}
+	}
+	return ids, nil
+}
+
+// Edit implements Forge.
+func (g *Gitea) Edit(ctx context.Context, r Repo, number int, title, body string) (*PullRequest, error) {
+	in := struct {
+		Title string `json:"title"`
+		Body  string `json:"body"`
+	}{title, body}
+	var out giteaPull
+	if err := g.c.call(ctx, r, http.MethodPatch, giteaRepoPath(r)+"/pulls/"+strconv.Itoa(number), in, &out); err != nil {
+		return nil, err
+	}
+	return out.pullRequest(), nil
+}
+
+// Close implements Forge.
+func (g *Gitea) Close(ctx context.Context, r Repo, number int, comment string) error {
+	n := strconv.Itoa(number)
+	if comment != "" {
+		in := struct {
+			Body string `json:"body"`
+		}{comment}
+		if err := g.c.call(ctx, r, http.MethodPost, giteaRepoPath(r)+"/issues/"+n+"/comments", in, nil); err != nil {
+			return err
+		}
+	}
+	in := struct {
+		State string `json:"state"`
+	}{"closed"}
+	err := g.c.call(ctx, r, http.MethodPatch, giteaRepoPath(r)+"/pulls/"+n, in, nil)
+	return err
+}
