@@ -185,7 +185,7 @@ spec:
 	rep.Settings = append(rep.Settings,
 		fmt.Sprintf("Argo CD %s: application controller --app-resync %s --app-resync-jitter 0 --status-processors 4 --operation-processors 2, repo server, Redis; kube-controller-manager (Deployment, ReplicaSet controllers)", argocdenv.Version(), o.resync),
 		fmt.Sprintf("%d Applications per mode (kustomize, automated sync), one Git repository over git http-backend, each push a new semver tag of one Application's image, sent as a distribution registry webhook", o.apps),
-		"crowsnest: defaults (Git batch delay "+"2s"+"), registries.pollInterval 10m so only the webhook finds tags")
+		"crowsnest: defaults (Git group commit: no batch window), registries.pollInterval 10m so only the webhook finds tags")
 	if err := w.createProject(ctx); err != nil {
 		return err
 	}

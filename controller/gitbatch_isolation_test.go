@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,7 +49,7 @@ func TestGitBatchBadBranchFailsOnlyItsApplication(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appsRetrying(retries, a, b, c),
 		Metrics: metrics, Log: log}
-	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
+	images.Git = &collect.Batcher{Writer: testGitWriter(t)}
 	_, _ = images.Reconcile(t.Context(), c) // refused when read; whether it is an error is the reconcile's business
 	runBatch(t, images, a, b)
 
@@ -113,7 +112,7 @@ func TestGitBatchCredentialsInTheURLPushOnlyTheirOwn(t *testing.T) {
 	metrics := controller.NewImageMetrics(prometheus.NewRegistry())
 	log := slog.New(slog.DiscardHandler)
 	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appsRetrying(retries, a, b), Metrics: metrics, Log: log}
-	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
+	images.Git = &collect.Batcher{Writer: testGitWriter(t)}
 	runBatch(t, images, a, b)
 
 	got := map[string]string{} // Application -> the user whose push its Event names

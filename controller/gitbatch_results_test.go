@@ -245,7 +245,7 @@ func TestGitBatchSameNameInTwoNamespaces(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notifier: notes, Queue: appsRetrying(retries, a, b),
 		Metrics: metrics, Log: log}
-	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
+	images.Git = &collect.Batcher{Writer: testGitWriter(t)}
 	runBatch(t, images, a, b)
 
 	shaA, shaB := srv.Head(t, "apps", "main"), srv.Head(t, "apps", "release")
@@ -312,7 +312,7 @@ func TestGitBatchFailureWithCredentialsInTheURL(t *testing.T) {
 			w := testGitWriter(t)
 			w.MaxAttempts = 2
 			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appsRetrying(retries, req), Metrics: metrics, Log: log}
-			images.Git = &collect.Batcher{Writer: w, Delay: time.Millisecond}
+			images.Git = &collect.Batcher{Writer: w}
 			tt.fault(srv, w.MaxAttempts)
 			runBatch(t, images, req)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -40,30 +41,38 @@ const (
 	gitResultRefused = "refused"
 )
 
-// RunGit writes the Git batcher's batches until ctx ends, and reports each
+// RunGit writes the Git batcher's batches until ctx ends, each as the
+// batcher hands it over and beside the others being written (one
+// repository's slow push does not hold another's), and reports each
 // Application's outcome: Events, metrics, an image-updated notification
 // per update, a refresh of Argo CD, the write intent settled, a retry for
-// a failure. What is pending when ctx ends is written first, so a
-// shutdown loses nothing that was decided.
+// a failure. What is pending when ctx ends is written last, once the
+// batches under way are reported, so a shutdown loses nothing that was
+// decided.
 func (r *ImageReconciler) RunGit(ctx context.Context) error {
+	var writing sync.WaitGroup
+	defer writing.Wait()
 	for {
 		batch, more := r.Git.Next(ctx)
-		wctx := ctx
 		if !more {
-			wctx = context.WithoutCancel(ctx)
-		}
-		if batch.Len() > 0 {
-			outcomes, err := r.Git.Write(wctx, batch)
-			if err != nil {
-				r.Log.Error("git write-back failed", "apps", batch.Len(), "error", err)
-			}
-			r.reportGit(ctx, outcomes)
-			r.Git.Settled(batch)
-		}
-		if !more {
+			r.writeGit(context.WithoutCancel(ctx), batch)
 			return nil
 		}
+		writing.Go(func() { r.writeGit(ctx, batch) })
 	}
+}
+
+// writeGit writes one batch, reports its outcomes and settles it.
+func (r *ImageReconciler) writeGit(ctx context.Context, batch collect.Batch) {
+	if batch.Len() == 0 {
+		return
+	}
+	outcomes, err := r.Git.Write(ctx, batch)
+	if err != nil {
+		r.Log.Error("git write-back failed", "apps", batch.Len(), "error", err)
+	}
+	r.reportGit(ctx, outcomes)
+	r.Git.Settled(batch)
 }
 
 // reportGit reports each Application's outcome of one batch, then follows

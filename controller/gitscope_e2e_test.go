@@ -82,7 +82,7 @@ func TestGitWriteOutsideWhatTheApplicationRendersFrom(t *testing.T) {
 			}}
 			images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appsRetrying(retries, a, b),
 				Metrics: metrics, Log: log, Tenancy: rules}
-			images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
+			images.Git = &collect.Batcher{Writer: testGitWriter(t)}
 			runBatch(t, images, a, b)
 
 			staging, _ := srv.ReadFile(t, "apps", "main", "team-a/staging/kustomization.yaml")
@@ -138,7 +138,7 @@ func TestDryRunRefusesAWriteOutsideWhatTheApplicationRendersFrom(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Queue: appLookup(b),
 		DryRun: true, Plans: plans, Log: log}
-	images.Git = &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
+	images.Git = &collect.Batcher{Writer: testGitWriter(t)}
 	if _, err := images.Reconcile(t.Context(), b); err != nil {
 		t.Fatalf("reconciling %s: %v", b.Key, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,7 +26,7 @@ func TestGitBatchAsksArgoCDToRefreshWhatItWrote(t *testing.T) {
 			createApp(t, ns, "good")
 			createApp(t, ns, "bad")
 			refresher := &kube.Refresher{Client: dynClient(t), Mode: fixedMode(mode)}
-			b := &collect.Batcher{Writer: twoRepoWriter{}, Delay: time.Millisecond}
+			b := &collect.Batcher{Writer: twoRepoWriter{}}
 			images := &controller.ImageReconciler{Git: b, Refresher: refresher, Events: &appEvents{},
 				Queue: appLookup(), Log: slog.New(slog.DiscardHandler)}
 			b.Add(ns+"/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})

@@ -40,9 +40,9 @@ const typeLabel = "argocd.argoproj.io/secret-type"
 //
 // The batcher starts once every Application has been reconciled (each
 // reconcile hands its change to the batcher before it returns), so the
-// first batch window holds all 200 changes whatever the machine's speed:
-// the test proves that one batch is one commit, not how many reconciles
-// fit in a timer.
+// first batch holds all 200 changes whatever the machine's speed: the
+// test proves that one batch is one commit, not how many reconciles fit
+// in one push.
 func TestScaleGitMonorepoOneCommit(t *testing.T) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	newTags := pushScaleTags(t, reg, gitScaleRepos)

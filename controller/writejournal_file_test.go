@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +66,7 @@ func newLocalRun(journalFile string, w collect.Applier, reqs ...controller.Reque
 		Registry: &registry.Client{}, Events: r.events, Notifier: r.notes, Queue: appLookup(reqs...),
 		Journal: &journal.File{Path: journalFile}, Log: log,
 	}
-	r.images.Git = &collect.Batcher{Writer: w, Delay: time.Millisecond}
+	r.images.Git = &collect.Batcher{Writer: w}
 	return r
 }
 

@@ -11,30 +11,34 @@ import (
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
-// DefaultDelay is how long the batcher collects changes after the
-// first one arrives: long enough that a poll cycle's worth of Applications
-// sharing a repository lands in one commit, short enough to feel immediate.
-const DefaultDelay = 2 * time.Second
-
-// DefaultMaxDelay bounds how long a batch waits past its Delay for
-// the engine to settle (Activity.Idle): a busy machine may take longer
-// than Delay to decide a poll cycle's Applications, and each decided late
-// would otherwise be a commit of its own; a write is never held longer.
+// DefaultMaxDelay bounds how long a change waits for the engine to settle
+// (Activity.Idle): a busy machine may take seconds to decide a poll
+// cycle's or a first pass's Applications, and each decided after its
+// repository's batch was taken would be a commit of its own; a write is
+// never held longer.
 const DefaultMaxDelay = 15 * time.Second
 
-// settlePoll is how often a batch past its Delay asks whether the
-// engine is still busy.
-const settlePoll = 100 * time.Millisecond
+// DefaultMaxWriting is how many batches are written at once, each for
+// its own repositories: a slow push holds only its own, and no more
+// clones are in use at once than writeback/git keeps (DefaultMaxRepos,
+// 16), so the cache can still evict the others.
+const DefaultMaxWriting = 8
 
-// Applier writes Git changes (gitwb.Writer).
+// settlePoll is how often changes held for the engine ask whether it is
+// still busy: short, since a lone reconcile's change waits for nothing
+// but its own reconcile to end, and cheap (Idle reads a few counters).
+const settlePoll = 5 * time.Millisecond
+
+// Applier writes Git changes (gitwb.Writer); Batcher.Write calls it from
+// several goroutines at once when batches are written concurrently.
 type Applier interface {
 	Apply(ctx context.Context, changes []gitwb.Change) ([]gitwb.Result, error)
 }
 
 // Activity says whether the engine is still deciding
-// (controller.Engine): a batch past its Delay waits while it is not
-// Idle, so Applications decided in the same wave land in one commit
-// however loaded the machine is.
+// (controller.Engine): changes wait while it is not Idle, so Applications
+// decided in the same wave land in one commit however loaded the machine
+// is.
 type Activity interface {
 	Idle() bool
 }
@@ -44,38 +48,60 @@ type Activity interface {
 var ErrNoResult = errors.New("the Git writer returned no result for this Application's changes")
 
 // Batcher collects Git write-backs from many reconciles and writes them
-// together, one commit per repository and branch per batch. Reconciles do
-// not wait for the push: the image reconciler takes each batch (Next),
-// writes it (Write), reports each Application's Outcome and then says the
-// batch is settled (controller.ImageReconciler.RunGit). Outcomes are
-// attributed by the Application's key (see attribute).
+// by group commit, per repository: a change for a repository nothing is
+// being written to goes out as soon as the engine has settled (at once
+// after a lone reconcile: no fixed window), and the changes that arrive
+// while a repository's batch is being written wait and go together in its
+// next batch. The writer makes one commit per repository and branch of a
+// batch, so a burst is one commit per repository and branch, or a few
+// when it outlasts a push. Batches for different repositories are written
+// at once (up to MaxWriting): one repository's slow push holds only its
+// own changes. An Application's changes are written in one batch
+// whatever repositories they go to, so each Application has one Outcome
+// per batch.
+//
+// Reconciles do not wait for the push: the image reconciler takes each
+// batch (Next), writes it (Write), reports each Application's Outcome
+// and then says the batch is settled (controller.ImageReconciler.RunGit).
+// Outcomes are attributed by the Application's key (see attribute).
 type Batcher struct {
 	Writer Applier
-	// Delay is the collection window; zero is DefaultDelay.
-	Delay time.Duration
-	// MaxDelay bounds the collection window while the Engine is busy;
+	// MaxDelay bounds how long a change waits for the Engine to settle;
 	// zero is DefaultMaxDelay.
 	MaxDelay time.Duration
-	// Engine, when set, holds a batch past its Delay while it is not Idle
-	// (up to MaxDelay).
+	// Engine, when set, holds changes while it is not Idle (up to
+	// MaxDelay).
 	Engine Activity
+	// MaxWriting is how many batches may be written at once; zero is
+	// DefaultMaxWriting.
+	MaxWriting int
 
-	mu       sync.Mutex
-	pending  map[string][]gitwb.Change // by Application key; the latest wins
-	flushing bool
-	writing  int // Applications in the batch being written
-	wake     chan struct{}
+	mu      sync.Mutex
+	pending map[string]*queued // by Application key; the latest wins
+	oldest  time.Time          // the earliest queued.since in pending
+	busy    map[string]bool    // repositories (gitwb.RepoID) being written
+	batches int                // batches taken and not yet Settled
+	writing int                // Applications in them
+	wake    chan struct{}
+}
+
+// queued is one Application's changes waiting for a batch.
+type queued struct {
+	changes []gitwb.Change
+	repos   []string  // gitwb.RepoID of its changes, sorted, once each
+	since   time.Time // when it was first queued since its last batch
 }
 
 // Idle reports whether nothing is queued or being written.
 func (b *Batcher) Idle() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.pending) == 0 && !b.flushing
+	return len(b.pending) == 0 && b.batches == 0
 }
 
-// Pending counts the Applications whose changes wait for the next batch
-// or are being written (the crowsnest_git_writeback_pending gauge).
+// Pending counts the Applications whose changes wait for a batch or are
+// being written (the crowsnest_git_writeback_pending gauge); one with a
+// change in each counts twice.
 func (b *Batcher) Pending() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -83,107 +109,149 @@ func (b *Batcher) Pending() int {
 }
 
 // Add queues an Application's changes (one per repository, branch and
-// source it writes) for the next batch, replacing what it had queued.
+// source it writes) for its next batch, replacing what it had queued.
 // Each change is keyed by key, whatever Key it had.
 func (b *Batcher) Add(key string, chs ...gitwb.Change) {
-	own := slices.Clone(chs)
-	for i := range own {
-		own[i].Key = key
+	q := &queued{changes: slices.Clone(chs), since: time.Now()}
+	for i := range q.changes {
+		q.changes[i].Key = key
+		q.repos = append(q.repos, gitwb.RepoID(q.changes[i].RepoURL))
 	}
+	slices.Sort(q.repos)
+	q.repos = slices.Compact(q.repos)
 	b.mu.Lock()
+	b.init()
+	if old := b.pending[key]; old != nil {
+		q.since = old.since
+	}
+	b.pending[key] = q
+	if b.oldest.IsZero() || q.since.Before(b.oldest) {
+		b.oldest = q.since
+	}
+	b.mu.Unlock()
+	b.signal()
+}
+
+func (b *Batcher) init() {
 	if b.pending == nil {
-		b.pending = map[string][]gitwb.Change{}
+		b.pending, b.busy = map[string]*queued{}, map[string]bool{}
 	}
 	if b.wake == nil {
 		b.wake = make(chan struct{}, 1)
 	}
-	b.pending[key] = own
-	b.mu.Unlock()
+}
+
+func (b *Batcher) signal() {
 	select {
 	case b.wake <- struct{}{}:
 	default:
 	}
 }
 
-// Batch is the changes one collection window took, by Application key.
-// Every Batch that Next returns must be given to Write and then to
-// Settled: the batcher counts its Applications as being written until
-// then (Idle, Pending).
+// Batch is the changes of one or more Applications taken together, by
+// Application key, and the repositories they write. Every Batch that Next
+// returns must be given to Write and then to Settled: its repositories
+// count as being written until then (Idle, Pending, and no other batch
+// for them).
 type Batch struct {
 	pending map[string][]gitwb.Change
+	repos   []string
 }
 
 // Len counts the Applications in the batch.
 func (b Batch) Len() int { return len(b.pending) }
 
-// Next waits for the next batch: for a first change, then out the
-// collection window (Delay, then while the Engine is busy, up to
-// MaxDelay). It returns the batch and true, or, once ctx has ended, what
-// was pending then (maybe nothing) and false, so that a shutdown loses
-// nothing that was decided.
+// Next waits for the next batch: changes whose repositories nothing is
+// being written to, once the Engine is idle (or they waited MaxDelay),
+// while fewer than MaxWriting batches are being written. It returns the
+// batch and true, or, once ctx has ended, after every batch being written
+// was Settled, all that was pending (maybe nothing) and false, so that a
+// shutdown loses nothing that was decided. One goroutine calls Next; the
+// batches it returns may be written and Settled by others, at once.
 func (b *Batcher) Next(ctx context.Context) (Batch, bool) {
 	b.mu.Lock()
-	if b.wake == nil {
-		b.wake = make(chan struct{}, 1)
-	}
+	b.init()
 	wake := b.wake
 	b.mu.Unlock()
-	delay := b.Delay
-	if delay <= 0 {
-		delay = DefaultDelay
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return b.take(), false
-		case <-wake:
-		}
-		if !b.collect(ctx, delay) {
-			return b.take(), false
-		}
-		if batch := b.take(); batch.Len() > 0 {
+	for ctx.Err() == nil {
+		batch, wait := b.ready()
+		if batch.Len() > 0 {
 			return batch, true
 		}
+		if !sleep(ctx, wake, wait) {
+			break
+		}
 	}
+	return b.drain(wake), false
 }
 
-// take takes what is pending as a batch; its Applications count as being
-// written until the batch is Settled.
-func (b *Batcher) take() Batch {
+// sleep waits for wake, or wait when it is not zero; it reports false
+// when ctx ended first.
+func sleep(ctx context.Context, wake <-chan struct{}, wait time.Duration) bool {
+	var tick <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		tick = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+	case <-tick:
+	}
+	return true
+}
+
+// ready takes the next batch that may be written now. Without one, it
+// says how long to wait before looking again; zero is until woken (Add,
+// Settled).
+func (b *Batcher) ready() (Batch, time.Duration) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	pending := b.pending
-	b.pending = nil
-	if len(pending) > 0 {
-		b.flushing, b.writing = true, len(pending)
+	empty, full, oldest := len(b.pending) == 0, b.batches >= b.maxWriting(), b.oldest
+	b.mu.Unlock()
+	if empty || full {
+		return Batch{}, 0
 	}
-	return Batch{pending: pending}
-}
-
-// collect waits out one batch's collection window: delay, then while the
-// Engine is not idle, until MaxDelay from the start. It reports false when
-// ctx ended first.
-func (b *Batcher) collect(ctx context.Context, delay time.Duration) bool {
 	maxDelay := b.MaxDelay
 	if maxDelay <= 0 {
 		maxDelay = DefaultMaxDelay
 	}
-	maxDelay = max(maxDelay, delay)
-	start := time.Now()
-	wait := delay
+	// Asked outside the lock: the Engine may be busy adding.
+	idle := b.Engine == nil || b.Engine.Idle()
+	now := time.Now()
+	if !idle && now.Sub(oldest) < maxDelay {
+		return Batch{}, min(settlePoll, maxDelay-now.Sub(oldest))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	batch, held := b.takeFree(now, idle, maxDelay)
+	if batch.Len() == 0 && held > 0 {
+		return batch, min(settlePoll, held)
+	}
+	return batch, 0
+}
+
+func (b *Batcher) maxWriting() int {
+	if b.MaxWriting <= 0 {
+		return DefaultMaxWriting
+	}
+	return b.MaxWriting
+}
+
+// drain waits until no batch is being written (their pushes have the
+// writer's grace to finish), then takes all that is pending as one batch.
+func (b *Batcher) drain(wake <-chan struct{}) Batch {
 	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
+		b.mu.Lock()
+		if b.batches == 0 {
+			all := slices.Collect(maps.Keys(b.pending))
+			batch := b.take(all)
+			b.mu.Unlock()
+			return batch
 		}
-		left := maxDelay - time.Since(start)
-		if b.Engine == nil || left <= 0 || b.Engine.Idle() {
-			return true
-		}
-		wait = min(settlePoll, left)
+		b.mu.Unlock()
+		<-wake
 	}
 }
 
@@ -232,12 +300,17 @@ func (b *Batcher) Write(ctx context.Context, batch Batch) ([]Outcome, error) {
 }
 
 // Settled says a batch's outcomes are reported (Events, announcements,
-// write intents settled): the batcher is Idle again.
+// write intents settled): its repositories may take their next batch.
 func (b *Batcher) Settled(batch Batch) {
 	if batch.Len() == 0 {
 		return
 	}
 	b.mu.Lock()
-	b.flushing, b.writing = false, 0
+	for _, r := range batch.repos {
+		delete(b.busy, r)
+	}
+	b.batches--
+	b.writing -= batch.Len()
 	b.mu.Unlock()
+	b.signal()
 }

@@ -57,7 +57,6 @@ func (w refusingWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitw
 func TestGitBatchFailureOfOneRepositoryKeepsTheOthers(t *testing.T) {
 	b := &collect.Batcher{
 		Writer: refusingWriter{refused: map[string]error{"http://git/bad.git": errors.New("git server refused the credentials")}},
-		Delay:  time.Millisecond,
 	}
 	b.Add("ns/good", gitwb.Change{App: "good", RepoURL: "http://git/ok.git"})
 	b.Add("ns/bad", gitwb.Change{App: "bad", RepoURL: "http://git/bad.git"})
@@ -89,7 +88,7 @@ func (oneKeyWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.Re
 // reconciler fails and retries it (collect.ErrNoResult) rather than
 // losing it. One named by a result that wrote nothing is unchanged.
 func TestGitBatchApplicationWithoutResult(t *testing.T) {
-	b := &collect.Batcher{Writer: oneKeyWriter{}, Delay: time.Millisecond}
+	b := &collect.Batcher{Writer: oneKeyWriter{}}
 	b.Add("ns/a", gitwb.Change{App: "a", RepoURL: "http://git/config.git"})
 	b.Add("ns/b", gitwb.Change{App: "b", RepoURL: "http://git/config.git"})
 	stop := start(t, b)
@@ -136,7 +135,6 @@ func TestGitBatchWaitsForTheEngineToSettle(t *testing.T) {
 	writes := &batchLog{}
 	b := &collect.Batcher{
 		Writer:   writes,
-		Delay:    time.Millisecond,
 		MaxDelay: time.Hour,
 		Engine:   activityFunc(func() bool { asked.Add(1); return !busy.Load() }),
 	}
@@ -168,7 +166,6 @@ func TestGitBatchMaxDelayBoundsTheWait(t *testing.T) {
 	writes := &batchLog{}
 	b := &collect.Batcher{
 		Writer:   writes,
-		Delay:    time.Millisecond,
 		MaxDelay: 50 * time.Millisecond,
 		Engine:   activityFunc(func() bool { return false }),
 	}

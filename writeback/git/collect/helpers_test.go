@@ -16,8 +16,9 @@ import (
 // testwait.Timeout bounds the polls.
 const waitTimeout = 60 * time.Second
 
-// runner runs a Batcher as the image reconciler does (Next, Write,
-// Settled) and keeps every outcome.
+// runner runs a Batcher as the image reconciler does (Next, then Write
+// and Settled beside the other batches being written) and keeps every
+// outcome.
 type runner struct {
 	mu       sync.Mutex
 	outcomes []collect.Outcome
@@ -42,21 +43,24 @@ func start(t *testing.T, b *collect.Batcher) (stop func() []collect.Outcome) {
 }
 
 func (r *runner) run(ctx context.Context, b *collect.Batcher) {
+	var writing sync.WaitGroup
+	defer writing.Wait()
 	for {
 		batch, more := b.Next(ctx)
-		wctx := ctx
 		if !more {
-			wctx = context.WithoutCancel(ctx)
-		}
-		outs, _ := b.Write(wctx, batch)
-		r.mu.Lock()
-		r.outcomes = append(r.outcomes, outs...)
-		r.mu.Unlock()
-		b.Settled(batch)
-		if !more {
+			r.write(context.WithoutCancel(ctx), b, batch)
 			return
 		}
+		writing.Go(func() { r.write(ctx, b, batch) })
 	}
+}
+
+func (r *runner) write(ctx context.Context, b *collect.Batcher, batch collect.Batch) {
+	outs, _ := b.Write(ctx, batch)
+	r.mu.Lock()
+	r.outcomes = append(r.outcomes, outs...)
+	r.mu.Unlock()
+	b.Settled(batch)
 }
 
 func (r *runner) list() []collect.Outcome {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
@@ -47,7 +46,7 @@ func (w scopeWriter) Apply(_ context.Context, changes []gitwb.Change) ([]gitwb.R
 // answer. A broken change is a plain failure, retried; the others are
 // written.
 func TestGitBatchRefusedChange(t *testing.T) {
-	b := &collect.Batcher{Writer: scopeWriter{refused: "team-b/web", broken: "team-c/web"}, Delay: time.Millisecond}
+	b := &collect.Batcher{Writer: scopeWriter{refused: "team-b/web", broken: "team-c/web"}}
 	for _, k := range []string{"team-a/web", "team-b/web", "team-c/web"} {
 		b.Add(k, gitwb.Change{App: "web", RepoURL: "http://git/mono.git"})
 	}

@@ -108,7 +108,7 @@ func TestGitBatchShutdownDuringAPushThatLands(t *testing.T) {
 			front, gate := startPushGate(t, srv.URL, cancel, lost)
 			const key = "shop/web"
 
-			b := &collect.Batcher{Writer: testGitWriter(t), Delay: time.Millisecond}
+			b := &collect.Batcher{Writer: testGitWriter(t)}
 			b.Add(key, gitwb.Change{App: "web", RepoURL: front + "/apps.git", Branch: "main", Path: "web",
 				Target: gitwb.Target{Kind: gitwb.TargetKustomization}, Images: []gitwb.Image{{Name: image, NewTag: "1.1.0"}}})
 			r := &runner{}
