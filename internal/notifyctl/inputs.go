@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -60,6 +61,24 @@ func (in *Inputs) Notifications() (*config.Notifications, map[string][]byte, err
 		n.Merge(parsed)
 	}
 	return n, secret, nil
+}
+
+// compiled returns the notifications compiled, the Secret's data, and
+// template name among them.
+func (in *Inputs) compiled(name string) (*triggers.Set, map[string][]byte, config.Template, error) {
+	n, secret, err := in.Notifications()
+	if err != nil {
+		return nil, nil, config.Template{}, err
+	}
+	set, err := triggers.Compile(n)
+	if err != nil {
+		return nil, nil, config.Template{}, err
+	}
+	t, ok := set.Config.Templates[name]
+	if !ok {
+		return nil, nil, config.Template{}, fmt.Errorf("no template %q (known: %s)", name, strings.Join(sortedNames(set.Config.Templates), ", "))
+	}
+	return set, secret, t, nil
 }
 
 // secret reads SecretPath: a Secret manifest's data (base64, as kubectl

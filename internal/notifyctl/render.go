@@ -10,7 +10,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
-	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
 // Rendered is a template rendered for one service.
@@ -35,17 +34,9 @@ type Rendered struct {
 // transport that records each request and answers as the service would,
 // so that every step of it succeeds; nothing leaves the process.
 func Render(ctx context.Context, in *Inputs, name, service, recipient string) (*Rendered, error) {
-	merged, secret, err := in.Notifications()
+	set, secret, t, err := in.compiled(name)
 	if err != nil {
 		return nil, err
-	}
-	set, err := triggers.Compile(merged)
-	if err != nil {
-		return nil, err
-	}
-	t, ok := set.Config.Templates[name]
-	if !ok {
-		return nil, fmt.Errorf("no template %q (known: %s)", name, strings.Join(sortedNames(set.Config.Templates), ", "))
 	}
 	typ, err := serviceType(service, set.Config.Services)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/pipeline"
 	"github.com/crowsnest-dev/crowsnest/notify/render"
-	"github.com/crowsnest-dev/crowsnest/triggers"
 )
 
 // SendReport is what `notify send -o json` prints.
@@ -34,17 +33,9 @@ type SendReport struct {
 // references the notifications Secret answers). A message the service
 // skipped is an error too: nothing was sent.
 func Send(ctx context.Context, in *Inputs, name, service, recipient string) (*SendReport, error) {
-	n, secret, err := in.Notifications()
+	set, secret, t, err := in.compiled(name)
 	if err != nil {
 		return nil, err
-	}
-	set, err := triggers.Compile(n)
-	if err != nil {
-		return nil, err
-	}
-	t, ok := set.Config.Templates[name]
-	if !ok {
-		return nil, fmt.Errorf("no template %q (known: %s)", name, strings.Join(sortedNames(set.Config.Templates), ", "))
 	}
 	if _, ok := set.Config.Services[service]; !ok {
 		known := sortedNames(set.Config.Services)
