@@ -16,7 +16,7 @@ import (
 type runOptions struct {
 	d crowsnestd.Options
 	// aiu are argocd-image-updater's run flags (aiuflags.go).
-	aiu                     aiuFlags
+	aiu                     crowsnestd.ImageUpdaterFlags
 	namespace               []string
 	namespaces              []string
 	selector                string
@@ -73,7 +73,7 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.Float64Var(&o.kubeQPS, "kube-api-qps", 0, "sustained requests per second to the kube-apiserver (default 300)")
 	f.IntVar(&o.kubeBurst, "kube-api-burst", 0, "burst of requests to the kube-apiserver (default 1000)")
 	f.StringVar(&o.d.ImageUpdaters, "imageupdater-resources", "auto", "read argocd-image-updater 1.x ImageUpdater resources and write their status: auto (when the apiserver serves them), on (fail without their CRD) or off")
-	o.aiu.add(f)
+	addAIUFlags(f, &o.aiu)
 	return cmd
 }
 
@@ -101,9 +101,8 @@ func (o *runOptions) overrides(cmd *cobra.Command) error {
 			set()
 		}
 	}
-	ignored, err := o.aiu.apply(cmd, &o.d)
-	o.d.IgnoredFlags = ignored
-	return err
+	o.aiu.Given = givenFlags(f)
+	return o.d.ApplyImageUpdaterFlags(&o.aiu)
 }
 
 // run reads the flags into the daemon's options, builds the daemon

@@ -14,7 +14,7 @@ import (
 // aiuConfigKeys maps the keys of argocd-image-updater-config that its
 // install turns into `run` flags (environment variables the flags read)
 // to those flags, so a key means what `crowsnest run` makes of the flag
-// (cmd/crowsnest's aiuAliasOf, IgnoredAIUFlags). registries.conf is read on its own.
+// (internal/daemon's ImageUpdaterAliases, IgnoredAIUFlags). registries.conf is read on its own.
 var aiuConfigKeys = map[string]string{
 	"log.level":                   "loglevel",
 	"git.user":                    "git-commit-user",

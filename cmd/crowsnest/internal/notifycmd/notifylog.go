@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
+	"github.com/crowsnest-dev/crowsnest/internal/notifyctl"
 	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
@@ -31,7 +30,7 @@ in its namespace, oldest first: pending deliveries and the last records of
 each Application. The ID column is what "crowsnest notify redeliver" takes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := outboxStore(o.kubeconfig, o.namespace)
+			store, err := notifyctl.OutboxStore(o.kubeconfig, o.namespace)
 			if err != nil {
 				return err
 			}
@@ -49,28 +48,6 @@ each Application. The ID column is what "crowsnest notify redeliver" takes.`,
 	f.StringVar(&o.app, "app", "", "only this Application (namespace/name)")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	return cmd
-}
-
-// outboxStore is the daemon's outbox in the cluster: the ConfigMaps in
-// namespace (the kubeconfig context's when empty).
-func outboxStore(kubeconfig, namespace string) (*outbox.ConfigMapStore, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	rc, err := cc.ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kube config (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
-	}
-	if namespace == "" {
-		if namespace, _, err = cc.Namespace(); err != nil {
-			return nil, fmt.Errorf("reading the kubeconfig's namespace: %w", err)
-		}
-	}
-	cs, err := kubecore.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("building kube client: %w", err)
-	}
-	return &outbox.ConfigMapStore{Client: cs, Namespace: namespace}, nil
 }
 
 func printDeliveryLog(w io.Writer, recs []outbox.Record, output string) error {

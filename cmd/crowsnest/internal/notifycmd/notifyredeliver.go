@@ -2,13 +2,12 @@ package notifycmd
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/crowsnest-dev/crowsnest/internal/notifyctl"
 	"github.com/crowsnest-dev/crowsnest/notify/outbox"
 )
 
@@ -39,11 +38,20 @@ crowsnest is still working on it.`, outbox.DefaultRescanInterval, outbox.MinIDPr
 			if o.output != "text" && o.output != "json" {
 				return fmt.Errorf("--output %q: want text or json", o.output)
 			}
-			store, err := outboxStore(o.kubeconfig, o.namespace)
+			store, err := notifyctl.OutboxStore(o.kubeconfig, o.namespace)
 			if err != nil {
 				return err
 			}
-			return redeliver(cmd, &outbox.Outbox{Store: store}, store.Namespace, args[0], o.output)
+			before, after, err := notifyctl.Redeliver(cmd.Context(), store, args[0])
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(after)
+			}
+			return printRedelivery(cmd.OutOrStdout(), before, after)
 		},
 	}
 	f := cmd.Flags()
@@ -51,47 +59,6 @@ crowsnest is still working on it.`, outbox.DefaultRescanInterval, outbox.MinIDPr
 	f.StringVarP(&o.namespace, "namespace", "n", "", "crowsnest's namespace, where the outbox ConfigMaps are; the kubeconfig's when empty")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json (the record as marked)")
 	return cmd
-}
-
-func redeliver(cmd *cobra.Command, out *outbox.Outbox, namespace, id, output string) error {
-	ctx := cmd.Context()
-	before, err := out.Find(ctx, id)
-	switch {
-	case errors.Is(err, outbox.ErrNotFound):
-		return fmt.Errorf("no delivery %s in the outbox of namespace %s; list delivery IDs with \"crowsnest notify log\"", id, namespace)
-	case errors.Is(err, outbox.ErrAmbiguousID):
-		return fmt.Errorf("%w; give more characters of the ID", err)
-	case err != nil:
-		return err
-	}
-	rec, err := out.Redeliver(ctx, before.ID)
-	switch {
-	case errors.Is(err, outbox.ErrPending):
-		return fmt.Errorf("delivery %s (%s to %s) is still pending%s: crowsnest is still delivering it; only delivered or dead deliveries can be redelivered",
-			rec.ID, rec.App, rec.Destination(), progress(rec))
-	case errors.Is(err, outbox.ErrNotFound):
-		return fmt.Errorf("delivery %s is gone from the outbox of namespace %s (trimmed from the log meanwhile)", before.ID, namespace)
-	case err != nil:
-		return err
-	}
-	if output == "json" {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(rec)
-	}
-	return printRedelivery(cmd.OutOrStdout(), before, rec)
-}
-
-// progress says how far a pending delivery got, for the error above.
-func progress(r outbox.Record) string {
-	if r.Attempts == 0 {
-		return ""
-	}
-	s := fmt.Sprintf(" after %d failed attempt(s)", r.Attempts)
-	if !r.NextAttempt.IsZero() {
-		s += ", next at " + r.NextAttempt.UTC().Format(time.RFC3339)
-	}
-	return s
 }
 
 func printRedelivery(w io.Writer, before, after outbox.Record) error {

@@ -2,203 +2,46 @@ package notifycmd
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
-	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/internal/setup"
-	"github.com/crowsnest-dev/crowsnest/notify"
-	"github.com/crowsnest-dev/crowsnest/notify/services"
+	"github.com/crowsnest-dev/crowsnest/internal/notifyctl"
 )
 
-// dryRunAnswer is what `notify template render` answers every request of
-// a service from package services with: a success carrying the fields
-// multi-step senders read (an ID for a GitHub deployment's status, a token
-// for an app-installation exchange, Rocket.Chat's login, an OAuth access
-// token), so the printed requests are those of a send whose every step
-// succeeds. What the senders mint from it is a credential like any other:
-// it is printed redacted.
-const dryRunAnswer = `{"id":1,"ok":true,"success":true,"status":"success",` +
-	`"token":"dry-run-token","expires_at":"2099-01-01T00:00:00Z",` +
-	`"access_token":"dry-run-token","token_type":"Bearer","expires_in":3600,` +
-	`"data":{"authToken":"dry-run-token","userId":"dry-run-user"}}`
-
-// dryRunSTSAnswer answers AWS STS's AssumeRoleWithWebIdentity (XML), for
-// an SQS service whose credentials come from a web identity.
-const dryRunSTSAnswer = `<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials>` +
-	`<AccessKeyId>DRYRUNACCESSKEY</AccessKeyId><SecretAccessKey>dry-run-token</SecretAccessKey>` +
-	`<SessionToken>dry-run-token</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration>` +
-	`</Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>`
-
-// dryRunAnswerFor is the answer to one recorded request, and its type.
-func dryRunAnswerFor(body []byte) (contentType, answer string) {
-	if form, err := url.ParseQuery(string(body)); err == nil && form.Get("Action") == "AssumeRoleWithWebIdentity" {
-		return "text/xml", dryRunSTSAnswer
-	}
-	return "application/json", dryRunAnswer
-}
-
-// recordingTransport records requests and answers each with dryRunAnswer;
-// nothing leaves the process.
-type recordingTransport struct {
-	reqs []recordedRequest
-}
-
-type recordedRequest struct {
-	Method, URL string
-	Header      http.Header
-	Body        []byte
-}
-
-func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	var body []byte
-	if req.Body != nil {
-		body, _ = io.ReadAll(req.Body)
-		_ = req.Body.Close()
-	}
-	r.reqs = append(r.reqs, recordedRequest{Method: req.Method, URL: req.URL.String(), Header: req.Header.Clone(), Body: body})
-	status := http.StatusOK
-	if req.Method == http.MethodPost {
-		status = http.StatusCreated
-	}
-	contentType, answer := dryRunAnswerFor(body)
-	return &http.Response{
-		StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {contentType}},
-		Body:    io.NopCloser(strings.NewReader(answer)),
-		Request: req,
-	}, nil
-}
-
-// secretHeaders are printed as <redacted>: they carry credentials.
-var secretHeaders = []string{
-	"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key", "Api-Key", "X-Auth-Token",
-	"X-User-Id", "X-Amz-Security-Token", "X-Insert-Key", "X-Pushover-Token",
-}
-
-// printServiceRequests sends n through a sender of the configured service
-// svc (a type from package services) whose HTTP transport records instead
-// of sending, and prints each request: method, URL, headers (credentials
-// redacted) and body. Values of secret (the notifications Secret) are
-// printed as their `$key` reference wherever they appear.
-func printServiceRequests(w io.Writer, svcName string, svc config.Service, n notify.Notification, recipient string, secret map[string][]byte) error {
-	rec := &recordingTransport{}
-	sender, err := setup.BuildExt(svcName, svc.Ext, services.Options{Transport: rec})
-	if err != nil {
-		return fmt.Errorf("service %s: %w", svcName, err)
-	}
-	if _, err := sender.Send(context.Background(), n, notify.Destination{Service: svcName, Recipient: recipient}); err != nil && len(rec.reqs) == 0 {
-		return fmt.Errorf("service %s: %w", svcName, err)
-	}
-	if len(rec.reqs) == 0 {
-		_, err := fmt.Fprintf(w, "service %s sends nothing for this template and recipient\n", svcName)
+// printServiceRequests prints each request the dry run of a service from
+// package services made (notifyctl.Render): method, URL, headers in name
+// order (credentials already redacted) and body, JSON indented. Values of
+// the notifications Secret are printed as their `$key` reference wherever
+// they appear.
+func printServiceRequests(w io.Writer, r *notifyctl.Rendered) error {
+	if len(r.Requests) == 0 {
+		_, err := fmt.Fprintf(w, "service %s sends nothing for this template and recipient\n", r.Service)
 		return err
 	}
-	hide := secretReplacer(secret)
 	var b bytes.Buffer
-	for i, r := range rec.reqs {
+	for i, req := range r.Requests {
 		if i > 0 {
 			b.WriteString("\n---\n\n")
 		}
-		fmt.Fprintf(&b, "%s %s\n", r.Method, redactUserinfo(r.URL))
-		names := make([]string, 0, len(r.Header))
-		for k := range r.Header {
-			names = append(names, k)
+		fmt.Fprintf(&b, "%s %s\n", req.Method, req.URL)
+		for _, k := range slices.Sorted(maps.Keys(req.Header)) {
+			fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(req.Header[k], ", "))
 		}
-		sort.Strings(names)
-		for _, k := range names {
-			v := strings.Join(r.Header[k], ", ")
-			if slices.ContainsFunc(secretHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
-				v = "<redacted>"
-			}
-			fmt.Fprintf(&b, "%s: %s\n", k, v)
-		}
-		if len(r.Body) > 0 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
-			r.Body = redactForm(r.Body)
-		}
-		if len(r.Body) > 0 {
+		if len(req.Body) > 0 {
 			b.WriteString("\n")
 			var pretty bytes.Buffer
-			if json.Indent(&pretty, r.Body, "", "  ") == nil {
+			if json.Indent(&pretty, req.Body, "", "  ") == nil {
 				b.Write(pretty.Bytes())
 			} else {
-				b.Write(r.Body)
+				b.Write(req.Body)
 			}
 			b.WriteString("\n")
 		}
 	}
-	_, err = io.WriteString(w, hide.Replace(b.String()))
+	_, err := io.WriteString(w, r.HideSecrets(b.String()))
 	return err
-}
-
-// secretReplacer replaces each value of secret (longest first) by its
-// `$key` reference, also in the forms URLs and JSON encode it in.
-func secretReplacer(secret map[string][]byte) *strings.Replacer {
-	type pair struct{ key, val string }
-	var pairs []pair
-	for k, v := range secret {
-		if len(v) < 4 { // too short to tell apart from ordinary text
-			continue
-		}
-		s := string(v)
-		pairs = append(pairs, pair{k, s})
-		if e := url.PathEscape(s); e != s {
-			pairs = append(pairs, pair{k, e})
-		}
-		if e := url.QueryEscape(s); e != s {
-			pairs = append(pairs, pair{k, e})
-		}
-		if q, _ := json.Marshal(s); string(q[1:len(q)-1]) != s {
-			pairs = append(pairs, pair{k, string(q[1 : len(q)-1])})
-		}
-	}
-	sort.Slice(pairs, func(i, j int) bool { return len(pairs[i].val) > len(pairs[j].val) })
-	args := make([]string, 0, 2*len(pairs))
-	for _, p := range pairs {
-		args = append(args, p.val, "$"+p.key)
-	}
-	return strings.NewReplacer(args...)
-}
-
-// redactUserinfo drops a password from a URL.
-func redactUserinfo(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "<redacted>")
-	}
-	return u.String()
-}
-
-// secretFormFields are form fields that carry a credential minted during
-// the dry run (a signed JWT assertion is usable for an hour) or read from
-// a key file.
-var secretFormFields = []string{"assertion", "client_secret", "refresh_token", "WebIdentityToken", "password"}
-
-// redactForm replaces the values of secretFormFields in a form body.
-func redactForm(body []byte) []byte {
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return []byte("<form body not shown: unreadable>")
-	}
-	changed := false
-	for _, k := range secretFormFields {
-		if form.Has(k) {
-			form.Set(k, "<redacted>")
-			changed = true
-		}
-	}
-	if !changed {
-		return body
-	}
-	return []byte(form.Encode())
 }

@@ -1,7 +1,6 @@
-// Package testcmd is `crowsnest test IMAGE`: a dry run of the image
-// selection, with the registry side the daemon builds
-// (internal/setup) and the policy package's selection,
-// which lists the repository's tags and shows each candidate and the tag
-// chosen. cmd/crowsnest adds the command to its root; Report is its -o
-// json output.
+// Package testcmd is `crowsnest test IMAGE`: its flags, and the printing
+// of the selection dry run internal/imagecheck makes (the registry side
+// the daemon builds and the policy package's selection, every candidate
+// and the tag chosen). cmd/crowsnest adds the command to its root; Report
+// is its -o json output.
 package testcmd

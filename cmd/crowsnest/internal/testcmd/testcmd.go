@@ -3,30 +3,18 @@ package testcmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
-	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/internal/kubecore"
+	"github.com/crowsnest-dev/crowsnest/internal/imagecheck"
 	"github.com/crowsnest-dev/crowsnest/internal/logging"
-	"github.com/crowsnest-dev/crowsnest/internal/setup"
-	"github.com/crowsnest-dev/crowsnest/registry"
-	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 )
-
-// errNothingSelected makes `crowsnest test` exit non-zero when no tag
-// qualifies, so scripts can rely on the exit code.
-var errNothingSelected = errors.New("no tag qualifies")
 
 type options struct {
 	userAgent    string
@@ -99,30 +87,8 @@ the TLS settings of its registry host. Kubernetes secrets are read with
 	return cmd
 }
 
-// Report is the JSON form of `crowsnest test`.
-type Report struct {
-	Image      string      `json:"image"`
-	Current    string      `json:"current,omitempty"`
-	Strategy   string      `json:"strategy"`
-	Tags       int         `json:"tags"`
-	Selected   string      `json:"selected,omitempty"`
-	Digest     string      `json:"digest,omitempty"`
-	Ref        string      `json:"ref,omitempty"`
-	Update     bool        `json:"update"`
-	Error      string      `json:"error,omitempty"`
-	Candidates []Candidate `json:"candidates"`
-}
-
-// Candidate is a policy.Candidate with the lowerCamel JSON keys all of
-// crowsnest's JSON output uses.
-type Candidate struct {
-	Tag string `json:"tag"`
-	// Version is the sort key; empty when the tag was skipped before it
-	// had one.
-	Version string        `json:"version,omitempty"`
-	Reason  policy.Reason `json:"reason"`
-	Created time.Time     `json:"created,omitzero"`
-}
+// Report is the JSON form of `crowsnest test` (imagecheck's).
+type Report = imagecheck.Report
 
 func (o *options) run(ctx context.Context, cmd *cobra.Command, image string) error {
 	if o.output != "text" && o.output != "json" {
@@ -138,193 +104,34 @@ func (o *options) run(ctx context.Context, cmd *cobra.Command, image string) err
 	if err != nil {
 		return err
 	}
-	cfg, baseDir, err := o.config()
-	if err != nil {
-		return err
-	}
-	list, err := cfg.Registries.Resolved(baseDir)
-	if err != nil {
-		return err
-	}
-	img, pol, err := o.policy(list, image)
-	if err != nil {
-		return err
-	}
-	if list, err = o.override(list, img); err != nil {
-		return err
-	}
-	var secrets creds.SecretGetter
-	if needsKube(list) {
-		if secrets, err = o.secrets(); err != nil {
-			return err
-		}
-	}
-	regs := setup.NewRegistriesFor(cfg, list, secrets, nil, log)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	rep, selErr, err := selectTag(ctx, regs, img, pol)
-	if err != nil {
+	rep, err := imagecheck.Run(ctx, imagecheck.Options{
+		Image: image,
+		Policy: policy.Spec{
+			Strategy: o.strategy, Constraint: o.constraint, AllowTags: o.allowTags, IgnoreTags: o.ignoreTags,
+			Extract: o.extract, ExtractOrder: o.extractOrder, Platforms: o.platforms,
+		},
+		ConfigPath: o.configPath, RegistriesConf: o.regConf, Credentials: o.credentials, Insecure: o.insecure,
+		Kubeconfig: o.kubeconfig, UserAgent: o.userAgent, Log: log,
+	})
+	if rep == nil {
 		return err
 	}
+	// With a report, err is nil or says that no tag qualifies
+	// (imagecheck.ErrNothingSelected): the report shows why.
+	var printErr error
 	if o.output == "json" {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else if err := printTestReport(cmd.OutOrStdout(), &rep); err != nil {
-		return err
+		printErr = enc.Encode(rep)
+	} else {
+		printErr = printTestReport(cmd.OutOrStdout(), rep)
 	}
-	if rep.Selected == "" {
-		return fmt.Errorf("%s: %w: %w", img.Repo(), errNothingSelected, selErr)
+	if printErr != nil {
+		return printErr
 	}
-	return nil
-}
-
-// policy reads the image as the daemon would look it up (a name without
-// a registry goes to the default registry, with its namespace) and
-// compiles the flags' policy for it.
-func (o *options) policy(list config.RegistryList, image string) (registry.Image, *policy.Policy, error) {
-	img, err := registry.ParseImage(list.Qualify(image))
-	if err != nil {
-		return img, nil, err
-	}
-	if !tagWritten(image) {
-		img.Tag = "" // ParseImage's "latest" is not a current version
-	}
-	spec := policy.Spec{
-		Strategy: o.strategy, Constraint: o.constraint, AllowTags: o.allowTags, IgnoreTags: o.ignoreTags,
-		Extract: o.extract, ExtractOrder: o.extractOrder, Platforms: o.platforms,
-	}
-	if spec.Constraint == "" && img.Tag != "" && isDigestStrategy(spec.Strategy) {
-		spec.Constraint = img.Tag
-	}
-	pol, err := policy.Compile(img.Repo(), spec)
-	return img, pol, err
-}
-
-// selectTag lists the repository's tags and selects as the daemon would.
-// selErr is the selection's policy.ErrNoCandidate (in the report); err
-// any other failure.
-func selectTag(ctx context.Context, regs *setup.Registries, img registry.Image, pol *policy.Policy) (rep Report, selErr, err error) {
-	repo := img.Repository
-	rep = Report{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []Candidate{}}
-	tags, err := regs.Client.ListTags(ctx, repo)
-	if err != nil {
-		return rep, nil, err
-	}
-	rep.Tags = len(tags)
-	res, selErr := pol.Explain(ctx, tags, regs.Client.MetadataFunc(repo, pol.Platforms()))
-	if res.Candidates != nil {
-		for _, c := range res.Candidates {
-			rep.Candidates = append(rep.Candidates, Candidate(c))
-		}
-	}
-	switch {
-	case selErr == nil:
-		rep.Selected, rep.Digest, rep.Ref = res.Tag, res.Digest, res.Ref()
-		rep.Update = img.Tag != "" && (res.Tag != img.Tag || (res.Pinned && res.Digest != img.Digest))
-	case errors.Is(selErr, policy.ErrNoCandidate):
-		rep.Error = selErr.Error()
-	default:
-		return rep, nil, selErr
-	}
-	return rep, selErr, nil
-}
-
-// tagWritten reports whether the reference names a tag: a colon in its
-// last path segment, before any digest.
-func tagWritten(ref string) bool {
-	ref, _, _ = strings.Cut(ref, "@")
-	return strings.Contains(ref[strings.LastIndexByte(ref, '/')+1:], ":")
-}
-
-func isDigestStrategy(s string) bool { return strings.EqualFold(s, string(policy.StrategyDigest)) }
-
-// config reads --config, then --registries-conf.
-func (o *options) config() (*config.Config, string, error) {
-	cfg := config.Default()
-	baseDir := "."
-	if o.configPath != "" {
-		c, err := config.Load(o.configPath)
-		if err != nil {
-			return nil, "", err
-		}
-		cfg, baseDir = c, filepath.Dir(o.configPath)
-	}
-	if o.regConf != "" {
-		abs, err := filepath.Abs(o.regConf)
-		if err != nil {
-			return nil, "", err
-		}
-		cfg.Registries.ConfFile = abs
-	}
-	return cfg, baseDir, nil
-}
-
-// override applies --insecure to the image's registry host (through the
-// entry MatchHost picks, or a new one for the host) and --credentials to
-// the image's repository (an entry for it, which wins as the longest
-// prefix and repeats the host's connection settings).
-func (o *options) override(list config.RegistryList, img registry.Image) (config.RegistryList, error) {
-	if o.credentials == "" && !o.insecure {
-		return list, nil
-	}
-	list = slices.Clone(list)
-	host := img.Repository.Host()
-	entry := func(prefix string) config.Registry {
-		return config.Registry{Prefix: prefix, RateLimit: config.DefaultRegistryRateLimit, MaxConcurrency: config.DefaultRegistryMaxConcurrency}
-	}
-	if o.insecure {
-		if e := list.MatchHost(host); e != nil {
-			e.Insecure = true
-		} else {
-			e := entry(host)
-			e.Insecure = true
-			list = append(list, e)
-		}
-	}
-	if o.credentials != "" {
-		ref, err := creds.Parse(o.credentials)
-		if err != nil {
-			return nil, fmt.Errorf("--credentials: %w", err)
-		}
-		repo := img.Repo()
-		e := entry(repo)
-		if m := list.Match(repo); m != nil {
-			e = *m // the settings in force, which agree with the host's
-			e.Prefix, e.Default, e.DefaultNamespace = repo, false, ""
-		}
-		e.Credentials, e.CredsExpire = ref, config.Duration{}
-		list = slices.DeleteFunc(list, func(r config.Registry) bool { return config.CanonicalPrefix(r.Prefix) == repo })
-		list = append(list, e)
-	}
-	if err := list.Validate(); err != nil {
-		return nil, fmt.Errorf("registries with --credentials and --insecure:\n%w", err)
-	}
-	return list, nil
-}
-
-// needsKube reports whether any credentials in force read Kubernetes.
-func needsKube(list config.RegistryList) bool {
-	for i := range list {
-		if src := list[i].Credentials.Source; src == config.CredsPullSecret || src == config.CredsSecret {
-			return true
-		}
-	}
-	return false
-}
-
-func (o *options) secrets() (creds.SecretGetter, error) {
-	rc, err := setup.RestConfig(o.kubeconfig, config.Default(), o.userAgent)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubecore.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("building kube client: %w", err)
-	}
-	return creds.KubeSecrets{Client: cs}, nil
+	return err
 }
 
 func printTestReport(w io.Writer, rep *Report) error {

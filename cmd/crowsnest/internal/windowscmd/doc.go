@@ -1,6 +1,6 @@
-// Package windowscmd is `crowsnest windows`: it lists the sync windows of
-// a crowsnest config and of AppProjects (a folder, or a cluster read with
-// list only), and each Application's decision, with the windows package
-// and the controller's window reference the daemon uses. cmd/crowsnest
-// adds the command to its root; Report is its -o json output.
+// Package windowscmd is `crowsnest windows`: its flags, and the printing
+// of what internal/windowsreport finds (the sync windows of a crowsnest
+// config and of AppProjects, a folder or a cluster read with list only,
+// and each Application's decision). cmd/crowsnest adds the command to its
+// root; Report is its -o json output.
 package windowscmd

@@ -1,4 +1,4 @@
-package notifycmd
+package notifyctl
 
 import (
 	"strings"
