@@ -5,12 +5,12 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	crowsnestd "github.com/crowsnest-dev/crowsnest/internal/daemon" // not "daemon": the e2e tests have a type of that name
-	"github.com/crowsnest-dev/crowsnest/internal/migrate"
 )
 
 // aiuBoolIgnored are argocd-image-updater's flags with no counterpart
-// (migrate.IgnoredAIUFlags) that take no value.
+// (imageupdater.IgnoredFlags) that take no value.
 var aiuBoolIgnored = []string{"metrics-secure", "enable-http2", "warmup-cache", "disable-kube-events",
 	"git-commit-sign-off", "enable-webhook", "webhook-require-secret", "disable-tls", "argocd-grpc-web",
 	"argocd-insecure", "argocd-plaintext", "disable-kubernetes"}
@@ -34,7 +34,7 @@ func addAIUFlags(f *pflag.FlagSet, a *crowsnestd.ImageUpdaterFlags) {
 	f.StringVar(&a.GitUser, "git-commit-user", "", "")
 	f.StringVar(&a.GitEmail, "git-commit-email", "", "")
 	f.StringVar(&a.MatchLabel, "match-application-label", "", "")
-	for name := range migrate.IgnoredAIUFlags {
+	for name := range imageupdater.IgnoredFlags {
 		if slices.Contains(aiuBoolIgnored, name) {
 			f.Bool(name, false, "")
 		} else {
@@ -44,7 +44,7 @@ func addAIUFlags(f *pflag.FlagSet, a *crowsnestd.ImageUpdaterFlags) {
 	for name := range crowsnestd.ImageUpdaterAliases {
 		_ = f.MarkHidden(name)
 	}
-	for name := range migrate.IgnoredAIUFlags {
+	for name := range imageupdater.IgnoredFlags {
 		_ = f.MarkHidden(name)
 	}
 }

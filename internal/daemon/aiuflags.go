@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/internal/migrate"
+	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 )
 
 // ImageUpdaterFlags are argocd-image-updater's `run` flags (its 0.x and
@@ -19,7 +19,7 @@ import (
 // arguments keep working when the image is switched. Each one either sets
 // what crowsnest's own flag or config field of the same meaning sets (an
 // alias, ImageUpdaterAliases), or has no counterpart
-// (migrate.IgnoredAIUFlags) and is reported at start with the reason
+// (imageupdater.IgnoredFlags) and is reported at start with the reason
 // (ignored, never silently).
 type ImageUpdaterFlags struct {
 	// Given names every flag given on the command line, crowsnest's own
@@ -82,7 +82,7 @@ func (o *Options) ApplyImageUpdaterFlags(f *ImageUpdaterFlags) error {
 		ov.Selector = &f.MatchLabel
 	}
 	for _, name := range f.Given {
-		if why, ok := migrate.IgnoredAIUFlags[name]; ok {
+		if why, ok := imageupdater.IgnoredFlags[name]; ok {
 			notes = append(notes, IgnoredFlag{Flag: name, Instead: why})
 		}
 	}
