@@ -16,7 +16,7 @@ FUZZTIME  ?= $(if $(filter fuzz,$(MAKECMDGOALS)),1m,10s)
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build bin/crowsnest
@@ -35,9 +35,15 @@ export ARGOCD_VERSION
 # built from the module proxy; see hack/argocd/build.sh).
 ARGOCD_VERSIONS ?= v3.6.0 v3.6.1
 
+# The Gitea release the pull-request tests build and run (hack/gitea,
+# internal/giteaenv).
+GITEA_VERSION ?= v1.27.3
+export GITEA_VERSION
+
 .PHONY: deps
-deps: deps-base ## Build/install what the tests need (kube and Argo CD binaries, linters, apt packages); cached, idempotent
+deps: deps-base ## Build/install what the tests need (kube, Argo CD and Gitea binaries, linters, apt packages); cached, idempotent
 	bash hack/argocd/build.sh >/dev/null
+	bash hack/gitea/build.sh >/dev/null
 
 .PHONY: deps-base
 deps-base:
@@ -45,14 +51,17 @@ deps-base:
 	bash hack/tools.sh >/dev/null
 	bash hack/apt.sh >/dev/null
 
-# `make test` builds Argo CD (minutes, on a fresh machine) in the
-# background while the checks and the other packages' tests run; the
-# tests that need it wait for it (build.sh takes a lock) and report its
-# error if it fails. Its output goes to bin/argocd-build.log.
+# `make test` builds Argo CD, then Gitea (minutes each, on a fresh
+# machine) in the background while the checks and the other packages'
+# tests run; the tests that need one wait for it (each build.sh takes a
+# lock, and a test that comes first builds it itself) and report its
+# error if it fails. Their output goes to bin/argocd-build.log and
+# bin/gitea-build.log. One after the other: two cores, and more tests
+# wait for Argo CD.
 .PHONY: deps-background
 deps-background: deps-base
 	mkdir -p bin
-	{ bash hack/argocd/build.sh >bin/argocd-build.log 2>&1 & }
+	{ { bash hack/argocd/build.sh >bin/argocd-build.log 2>&1; bash hack/gitea/build.sh >bin/gitea-build.log 2>&1; } & }
 
 .PHONY: test
 test: deps-background fmt-check vet lint unit conformance fuzz-smoke ## The whole suite: setup, format, vet, lint, race tests (unit + e2e), conformance, fuzz smoke
@@ -86,6 +95,11 @@ e2e: deps ## Only the end-to-end tests of the crowsnest binary against the real 
 .PHONY: e2e-argocd
 e2e-argocd: deps ## Only the end-to-end tests against a real Argo CD (application controller + repo server, hack/argocd) of ARGOCD_VERSION; `make unit` runs them too
 	$(GO) test $(TEST_FLAGS) -count=1 -run 'ArgoCD' ./internal/argocdenv/ ./cmd/crowsnest/
+
+.PHONY: e2e-gitea
+e2e-gitea: ## Only the tests against a real Gitea (hack/gitea) of GITEA_VERSION; `make unit` runs them too
+	bash hack/gitea/build.sh >/dev/null
+	$(GO) test $(TEST_FLAGS) -count=1 ./internal/giteaenv/
 
 .PHONY: e2e-argocd-matrix
 e2e-argocd-matrix: ## e2e-argocd against each Argo CD release in ARGOCD_VERSIONS (builds each once)

@@ -23,7 +23,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -283,8 +282,8 @@ func (a *ArgoCD) run(ctx context.Context, l *layout) error {
 	}{
 		{kcm, httpsUp(hostPort(ports[4]))},
 		{redis, tcpUp(redisAddr)},
-		{repo, httpOK("http://" + hostPort(ports[2]) + "/healthz")},
-		{ctrl, httpOK("http://" + hostPort(ports[3]) + "/healthz")},
+		{repo, testenv.HTTPOK(http.DefaultClient, "http://"+hostPort(ports[2])+"/healthz")},
+		{ctrl, testenv.HTTPOK(http.DefaultClient, "http://"+hostPort(ports[3])+"/healthz")},
 	}
 	for _, s := range steps {
 		if err := s.p.Start(); err != nil {
@@ -427,23 +426,5 @@ func httpsUp(addr string) func(context.Context) error {
 			return err
 		}
 		return c.Close()
-	}
-}
-
-func httpOK(url string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
 	}
 }

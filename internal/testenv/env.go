@@ -105,7 +105,7 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 	if err := e.etcd.Start(); err != nil {
 		return nil, err
 	}
-	if err := e.etcd.WaitReady(ctx, httpOK(http.DefaultClient, etcdURL+"/health")); err != nil {
+	if err := e.etcd.WaitReady(ctx, HTTPOK(http.DefaultClient, etcdURL+"/health")); err != nil {
 		e.Stop()
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (e *Env) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building apiserver client: %w", err)
 	}
-	return e.apiserver.WaitReady(ctx, httpOK(client, e.Config.Host+"/readyz"))
+	return e.apiserver.WaitReady(ctx, HTTPOK(client, e.Config.Host+"/readyz"))
 }
 
 // APIServerLog returns the tail of the kube-apiserver log, for failing tests.
@@ -228,7 +228,9 @@ func (e *Env) installCRDs(ctx context.Context) error {
 	return nil
 }
 
-func httpOK(client *http.Client, url string) func(context.Context) error {
+// HTTPOK is the readiness check of a process that serves a health
+// endpoint (Process.WaitReady): a GET of url through client answers 200.
+func HTTPOK(client *http.Client, url string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 		if err != nil {
