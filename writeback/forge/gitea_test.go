@@ -1,0 +1,121 @@
+package forge_test
+
+import (
+	"encoding/base64"
+	"os"
+	"testing"
+
+	"code.gitea.io/sdk/gitea"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/internal/giteaenv"
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
+)
+
+func TestMain(m *testing.M) { os.Exit(giteaenv.RunMain(m)) }
+
+// pushBranch makes branch from main on g's repo with one new file, as a
+// write-back's push would, and returns the branch's commit.
+func pushBranch(t *testing.T, c *gitea.Client, repo *gitea.Repository, branch, file string) string {
+	t.Helper()
+	_, _, err := c.CreateFile(repo.Owner.UserName, repo.Name, file, gitea.CreateFileOptions{
+		FileOptions: gitea.FileOptions{Message: "update " + file, BranchName: "main", NewBranchName: branch},
+		Content:     base64.StdEncoding.EncodeToString([]byte("tag: 1.2.3\n")),
+	})
+	if err != nil {
+		t.Fatalf("pushing %s: %v", branch, err)
+	}
+	b, _, err := c.GetRepoBranch(repo.Owner.UserName, repo.Name, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Commit.ID
+}
+
+// The Gitea client against a real Gitea: a pull request is found only
+// while it is open, opened with the repository's labels (a missing one
+// left out), edited in place, closed with a comment, and a merge made by
+// a person is read back with the merge commit on the base branch.
+func TestGiteaPullRequestLifecycle(t *testing.T) {
+	g := giteaenv.Shared(t)
+	c, err := g.Client(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := g.CreateRepo(t, "forge")
+	owner := repo.Owner.UserName
+	if _, _, err := c.CreateLabel(owner, repo.Name, gitea.CreateLabelOption{Name: "image-update", Color: "#00aabb"}); err != nil {
+		t.Fatal(err)
+	}
+	f := forge.NewGitea(g.Token, forge.Options{})
+	r := forge.Repo{API: g.URL + "/api/v1", Owner: owner, Name: repo.Name}
+	ctx := t.Context()
+
+	head := "crowsnest/web-main"
+	sha := pushBranch(t, c, repo, head, "web.yaml")
+	if pr, err := f.Find(ctx, r, head, "main"); err != nil || pr != nil {
+		t.Fatalf("Find before opening = %+v, %v; want none", pr, err)
+	}
+	opened, err := f.Open(ctx, r, forge.Proposal{Head: head, Base: "main", Title: "Update web to 1.2.3", Body: "web: 1.2.2 → 1.2.3",
+		Labels: []string{"image-update", "no-such-label"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &forge.PullRequest{Number: opened.Number, URL: opened.URL, Head: head, Base: "main", HeadSHA: sha, State: forge.Open,
+		Title: "Update web to 1.2.3", Body: "web: 1.2.2 → 1.2.3", Labels: []string{"image-update"}}
+	if diff := cmp.Diff(want, opened); diff != "" || opened.URL == "" {
+		t.Errorf("Open (-want +got):\n%s", diff)
+	}
+	found, err := f.Find(ctx, r, head, "main")
+	if err != nil || found == nil || found.Number != opened.Number {
+		t.Fatalf("Find = %+v, %v; want #%d", found, err, opened.Number)
+	}
+	if other, err := f.Find(ctx, r, head, "release"); err != nil || other != nil {
+		t.Errorf("Find into another base = %+v, %v; want none", other, err)
+	}
+
+	edited, err := f.Edit(ctx, r, opened.Number, "Update web to 1.2.4", "web: 1.2.2 → 1.2.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edited.Number != opened.Number || edited.Title != "Update web to 1.2.4" || edited.Body != "web: 1.2.2 → 1.2.4" {
+		t.Errorf("Edit = %+v", edited)
+	}
+
+	if err := f.Close(ctx, r, opened.Number, "Superseded by a newer update."); err != nil {
+		t.Fatal(err)
+	}
+	closed, err := f.Get(ctx, r, opened.Number)
+	if err != nil || closed.State != forge.Closed || closed.MergeCommit != "" {
+		t.Errorf("Get after Close = %+v, %v; want closed, not merged", closed, err)
+	}
+	comments, _, err := c.ListIssueComments(owner, repo.Name, int64(opened.Number), gitea.ListIssueCommentOptions{})
+	if err != nil || len(comments) != 1 || comments[0].Body != "Superseded by a newer update." {
+		t.Errorf("comments = %+v, %v; want the closing comment", comments, err)
+	}
+	if pr, err := f.Find(ctx, r, head, "main"); err != nil || pr != nil {
+		t.Errorf("Find after Close = %+v, %v; want none", pr, err)
+	}
+
+	// A person merges the next one.
+	head2 := "crowsnest/api-main"
+	pushBranch(t, c, repo, head2, "api.yaml")
+	pr, err := f.Open(ctx, r, forge.Proposal{Head: head2, Base: "main", Title: "Update api", Body: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := c.MergePullRequest(owner, repo.Name, int64(pr.Number), gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge}); err != nil || !ok {
+		t.Fatalf("merging #%d: %v, %v\n%s", pr.Number, ok, err, g.Logs())
+	}
+	merged, err := f.Get(ctx, r, pr.Number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main, _, err := c.GetRepoBranch(owner, repo.Name, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.State != forge.Merged || merged.MergeCommit != main.Commit.ID {
+		t.Errorf("Get after the merge = state %s, merge commit %q; want merged at main's %s", merged.State, merged.MergeCommit, main.Commit.ID)
+	}
+}
