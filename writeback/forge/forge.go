@@ -52,9 +52,16 @@ type Proposal struct {
 	Head, Base  string
 	Title, Body string
 	// Labels are added by name; a label the repository does not have is
-	// left out (and reported by the Forge's error, never failing the
-	// pull request).
+	// left out rather than failing the pull request.
 	Labels []string
+	// Reviewers and Assignees are user names on the forge.
+	Reviewers, Assignees []string
+	// Draft opens the pull request as a draft (on Gitea, a "WIP: " title
+	// prefix).
+	Draft bool
+	// AutoMerge asks the forge to merge the pull request by itself once
+	// its required checks and approvals are in.
+	AutoMerge bool
 }
 
 // Forge is one forge's pull-request API.

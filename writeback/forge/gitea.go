@@ -105,12 +105,17 @@ func (g *Gitea) Get(ctx context.Context, r Repo, number int) (*PullRequest, erro
 // names it does not have are left out.
 func (g *Gitea) Open(ctx context.Context, r Repo, p Proposal) (*PullRequest, error) {
 	in := struct {
-		Head   string  `json:"head"`
-		Base   string  `json:"base"`
-		Title  string  `json:"title"`
-		Body   string  `json:"body"`
-		Labels []int64 `json:"labels,omitempty"`
-	}{Head: p.Head, Base: p.Base, Title: p.Title, Body: p.Body}
+		Head      string   `json:"head"`
+		Base      string   `json:"base"`
+		Title     string   `json:"title"`
+		Body      string   `json:"body"`
+		Labels    []int64  `json:"labels,omitempty"`
+		Assignees []string `json:"assignees,omitempty"`
+		Reviewers []string `json:"reviewers,omitempty"`
+	}{Head: p.Head, Base: p.Base, Title: p.Title, Body: p.Body, Assignees: p.Assignees, Reviewers: p.Reviewers}
+	if p.Draft {
+		in.Title = giteaDraftPrefix + in.Title
+	}
 	if len(p.Labels) > 0 {
 		ids, err := g.labelIDs(ctx, r, p.Labels)
 		if err != nil {
@@ -122,8 +127,24 @@ func (g *Gitea) Open(ctx context.Context, r Repo, p Proposal) (*PullRequest, err
 	if err := g.c.call(ctx, r, http.MethodPost, giteaRepoPath(r)+"/pulls", in, &out); err != nil {
 		return nil, err
 	}
-	return out.pullRequest(), nil
+	pr := out.pullRequest()
+	if p.AutoMerge {
+		// Scheduled: Gitea merges once the branch's required checks
+		// and approvals are in (at once when it requires none).
+		am := struct {
+			Do                     string `json:"Do"`
+			MergeWhenChecksSucceed bool   `json:"merge_when_checks_succeed"`
+		}{"merge", true}
+		if err := g.c.call(ctx, r, http.MethodPost, giteaRepoPath(r)+"/pulls/"+strconv.Itoa(pr.Number)+"/merge", am, nil); err != nil {
+			return pr, fmt.Errorf("pull request #%d opened, auto-merge not set: %w", pr.Number, err)
+		}
+	}
+	return pr, nil
 }
+
+// giteaDraftPrefix marks a draft: the first of Gitea's default
+// WORK_IN_PROGRESS_PREFIXES.
+const giteaDraftPrefix = "WIP: "
 
 // labelIDs returns the IDs of the repository's labels called names.
 func (g *Gitea) labelIDs(ctx context.Context, r Repo, names []string) ([]int64, error) {

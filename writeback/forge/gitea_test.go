@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crowsnest-dev/crowsnest/internal/giteaenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 )
 
@@ -118,4 +119,59 @@ func TestGiteaPullRequestLifecycle(t *testing.T) {
 	if merged.State != forge.Merged || merged.MergeCommit != main.Commit.ID {
 		t.Errorf("Get after the merge = state %s, merge commit %q; want merged at main's %s", merged.State, merged.MergeCommit, main.Commit.ID)
 	}
+}
+
+// What reviewers see: a draft, assignees and requested reviewers as
+// asked, and an auto-merge the forge carries out by itself once nothing
+// holds it (this repository requires no checks or approvals).
+func TestGiteaProposalOptions(t *testing.T) {
+	g := giteaenv.Shared(t)
+	c, err := g.Client(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := g.CreateRepo(t, "forge-options")
+	owner := repo.Owner.UserName
+	reviewer := "reviewer-" + repo.Name
+	mustChange := false
+	if _, _, err := c.AdminCreateUser(gitea.CreateUserOption{Username: reviewer, Email: reviewer + "@example.com", Password: "reviewer-password-1", MustChangePassword: &mustChange}); err != nil {
+		t.Fatal(err)
+	}
+	write := gitea.AccessModeWrite
+	if _, err := c.AddCollaborator(owner, repo.Name, reviewer, gitea.AddCollaboratorOption{Permission: &write}); err != nil {
+		t.Fatal(err)
+	}
+	f := forge.NewGitea(g.Token, forge.Options{})
+	r := forge.Repo{API: g.URL + "/api/v1", Owner: owner, Name: repo.Name}
+
+	pushBranch(t, c, repo, "crowsnest/draft", "draft.yaml")
+	draft, err := f.Open(t.Context(), r, forge.Proposal{Head: "crowsnest/draft", Base: "main", Title: "Update web", Draft: true,
+		Reviewers: []string{reviewer}, Assignees: []string{reviewer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := c.GetPullRequest(owner, repo.Name, int64(draft.Number))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var assignees, reviewers []string
+	for _, u := range got.Assignees {
+		assignees = append(assignees, u.UserName)
+	}
+	for _, u := range got.RequestedReviewers {
+		reviewers = append(reviewers, u.UserName)
+	}
+	if !got.Draft || !cmp.Equal(assignees, []string{reviewer}) || !cmp.Equal(reviewers, []string{reviewer}) {
+		t.Errorf("draft %v, assignees %q, reviewers %q; want a draft assigned to and reviewed by %s", got.Draft, assignees, reviewers, reviewer)
+	}
+
+	pushBranch(t, c, repo, "crowsnest/auto", "auto.yaml")
+	auto, err := f.Open(t.Context(), r, forge.Proposal{Head: "crowsnest/auto", Base: "main", Title: "Update api", AutoMerge: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "Gitea to merge the auto-merge pull request", func() bool {
+		pr, err := f.Get(t.Context(), r, auto.Number)
+		return err == nil && pr.State == forge.Merged && pr.MergeCommit != ""
+	})
 }
