@@ -105,6 +105,12 @@ func TestGiteaPullRequestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Gitea checks a new pull request in the background: it merges once
+	// that check says mergeable.
+	testwait.For(t, "Gitea to find the pull request mergeable", func() bool {
+		p, _, err := c.GetPullRequest(owner, repo.Name, int64(pr.Number))
+		return err == nil && p.Mergeable
+	})
 	if ok, _, err := c.MergePullRequest(owner, repo.Name, int64(pr.Number), gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge}); err != nil || !ok {
 		t.Fatalf("merging #%d: %v, %v\n%s", pr.Number, ok, err, g.Logs())
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/crowsnest-dev/crowsnest/internal/backoff"
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 )
 
 const remoteName = "origin"
@@ -44,6 +45,14 @@ type session struct {
 	// the batch is given up, looks for them on the remote first, or the
 	// change would look already made and its result would be lost.
 	unacked []unackedPush
+	// pr is the open pull request of a pull-request batch (looked up
+	// once, nil when none), rebuild says the head is made again from
+	// the base (no pull request is open), lastMsg is the last commit's
+	// message.
+	pr      *forge.PullRequest
+	looked  bool
+	rebuild bool
+	lastMsg string
 }
 
 // unackedPush is a push whose answer was lost, with what its commit holds.
@@ -222,7 +231,7 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 		// Nothing to commit; a target branch that does not exist yet is
 		// not created for nothing either.
 		res.NoOp, res.CommitSHA = true, ""
-		return nil
+		return s.proposeIfAsked(ctx, res)
 	}
 	for _, f := range files {
 		// Every path in files was just written by edit: skip the status
@@ -246,7 +255,20 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 	}
 	res.CommitSHA = sha
 	s.w.log().Info("git write-back pushed", "repo", s.b.repoURL, "branch", s.b.target, "commit", sha, "files", len(files), "updates", len(updates))
-	return nil
+	// The head is this batch's now: a retry of the pull request's step
+	// goes on top of it.
+	s.rebuild = false
+	return s.proposeIfAsked(ctx, res)
+}
+
+// proposeIfAsked opens or updates the pull request of a pull-request
+// batch once its commit is on the head: not when nothing was committed
+// and none is open (the base has every value already).
+func (s *session) proposeIfAsked(ctx context.Context, res *Result) error {
+	if s.b.pr == nil || (res.NoOp && s.pr == nil && s.lastMsg == "") {
+		return nil
+	}
+	return s.propose(ctx, res, s.lastMsg)
 }
 
 // sync brings the clone to the remote's branches and returns the remote
@@ -263,6 +285,15 @@ func (s *session) sync(ctx context.Context) (plumbing.Hash, error) {
 		}
 	}
 	s.fresh, s.fetchFailures = false, 0
+	if err := s.resolveDefault(ctx); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if s.b.pr != nil && !s.looked {
+		if err := s.openPullRequest(ctx); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		s.looked = true
+	}
 	return s.baseCommit(ctx)
 }
 
@@ -394,20 +425,35 @@ func (s *session) fetchRefs(ctx context.Context, specs ...config.RefSpec) error 
 	return classify("fetching", err)
 }
 
-// baseCommit is the remote head the batch goes on: the target branch, or
-// the base branch when the target does not exist yet.
-func (s *session) baseCommit(ctx context.Context) (plumbing.Hash, error) {
-	if s.b.base == "HEAD" {
-		name, err := s.defaultBranch(ctx)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		if s.b.target == "HEAD" {
-			s.b.target = name
-		}
-		s.b.base = name
+// resolveDefault names the remote's default branch where the batch says
+// HEAD.
+func (s *session) resolveDefault(ctx context.Context) error {
+	if s.b.base != "HEAD" {
+		return nil
 	}
-	for _, name := range []string{s.b.target, s.b.base} {
+	name, err := s.defaultBranch(ctx)
+	if err != nil {
+		return err
+	}
+	if s.b.target == "HEAD" {
+		s.b.target = name
+	}
+	s.b.base = name
+	return nil
+}
+
+// baseCommit is the remote head the batch goes on: the target branch, or
+// the base branch when the target does not exist yet or is rebuilt (a
+// pull request's head without an open pull request).
+func (s *session) baseCommit(ctx context.Context) (plumbing.Hash, error) {
+	if err := s.resolveDefault(ctx); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	names := []string{s.b.target, s.b.base}
+	if s.rebuild {
+		names = names[1:]
+	}
+	for _, name := range names {
 		ref, err := s.repo.Reference(plumbing.NewRemoteReferenceName(remoteName, name), true)
 		if err == nil {
 			return ref.Hash(), nil
@@ -491,6 +537,7 @@ func (s *session) commit(wt *gogit.Worktree, updates []Update) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("committing: %w", err)
 	}
+	s.lastMsg = msg
 	return h.String(), nil
 }
 
@@ -502,14 +549,24 @@ func (s *session) push(ctx context.Context) error {
 	ctx, cancel := s.opCtx(ctx)
 	defer cancel()
 	ref := plumbing.NewBranchReferenceName(s.b.target)
-	start := time.Now()
-	err := s.repo.PushContext(ctx, &gogit.PushOptions{
+	opts := &gogit.PushOptions{
 		RemoteName:      remoteName,
 		RefSpecs:        []config.RefSpec{config.RefSpec(ref + ":" + ref)},
 		Auth:            s.auth(),
 		CABundle:        s.tls.CABundle,
 		InsecureSkipTLS: s.tls.InsecureSkipVerify,
-	})
+	}
+	if s.rebuild {
+		// A pull request's head made again from the base replaces what
+		// the remote has, and only that: a push to it since the fetch
+		// makes this one fail, and the batch is tried again.
+		if old, err := s.repo.Reference(plumbing.NewRemoteReferenceName(remoteName, s.b.target), true); err == nil {
+			opts.RefSpecs = []config.RefSpec{config.RefSpec("+" + ref + ":" + ref)}
+			opts.ForceWithLease = &gogit.ForceWithLease{RefName: ref, Hash: old.Hash()}
+		}
+	}
+	start := time.Now()
+	err := s.repo.PushContext(ctx, opts)
 	if errors.Is(err, gogit.NoErrAlreadyUpToDate) {
 		err = nil
 	}

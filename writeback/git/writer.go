@@ -14,6 +14,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/crowsnest-dev/crowsnest/internal/backoff"
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 )
 
 // Writer defaults: a handful of clones covers the usual few GitOps
@@ -103,6 +104,10 @@ type Change struct {
 	// outside it fails the change with ErrOutsideScope.
 	Scope  *Scope
 	Images []Image
+	// PullRequest, when set, proposes the change for review: Branch is
+	// then the pull request's base (no base:target), and the change is
+	// committed on PullRequest.Head (Writer.Forges).
+	PullRequest *PullRequest
 }
 
 // Result is what happened to one batch: one repository and branch.
@@ -125,7 +130,12 @@ type Result struct {
 	Failed []*ChangeError
 	// Attempts is how many times the batch was tried (1 without retries).
 	Attempts int
-	Err      error
+	// PullRequest is a pull-request batch's pull request (nil when none
+	// was needed: the base had every value) and PullRequestAction what
+	// was done to it (PullRequestOpened, ...).
+	PullRequest       *forge.PullRequest
+	PullRequestAction string
+	Err               error
 }
 
 // Writer writes changes to Git. The zero value needs only CacheDir; it is
@@ -159,7 +169,10 @@ type Writer struct {
 	// "git.example.com:8443", as in repository URLs, lower case), the
 	// HTTPS trust for that server. Other hosts are verified against the
 	// system roots.
-	TLS     map[string]TLS
+	TLS map[string]TLS
+	// Forges serves the pull requests of Changes with a PullRequest; nil
+	// refuses such changes.
+	Forges  Forges
 	Metrics *Metrics
 	Log     *slog.Logger
 
@@ -187,6 +200,7 @@ type batch struct {
 	credsID string      // creds.id(): part of the batch's key
 	base    string
 	target  string
+	pr      *PullRequest // the first change's: the batch key holds its key()
 	changes []Change
 	// invalid is set for a change refused before it could join a batch
 	// (its branch cannot be read or rendered): a batch of its own that
@@ -240,6 +254,9 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 		c2 := *c
 		c2.RepoURL, c2.Key = clean, c.key()
 		base, target, err := splitBranch(spec, c)
+		if c.PullRequest != nil {
+			base, target, err = pullRequestBranches(spec, c.PullRequest)
+		}
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrInvalidChange, redact(err, creds.Password))
 			order = append(order, &batch{repoURL: clean, target: spec, changes: []Change{c2},
@@ -252,10 +269,10 @@ func (w *Writer) group(changes []Change) ([]*batch, error) {
 		// whose URL carries the same, never another's change to the
 		// same repository and branch.
 		id := creds.id()
-		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret + "\x00" + c.Project + "\x00" + id
+		k := clean + "\x00" + base + "\x00" + target + "\x00" + c.CredentialsSecret + "\x00" + c.Project + "\x00" + id + "\x00" + c.PullRequest.key()
 		b := byKey[k]
 		if b == nil {
-			b = &batch{repoURL: clean, secret: c.CredentialsSecret, project: c.Project, creds: creds, credsID: id, base: base, target: target}
+			b = &batch{repoURL: clean, secret: c.CredentialsSecret, project: c.Project, creds: creds, credsID: id, base: base, target: target, pr: c.PullRequest}
 			byKey[k] = b
 			order = append(order, b)
 		}

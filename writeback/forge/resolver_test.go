@@ -1,0 +1,54 @@
+package forge_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
+)
+
+func TestResolverGitea(t *testing.T) {
+	r := &forge.Resolver{Hosts: map[string]forge.Host{
+		"git.example.com":       {Kind: forge.KindGitea},
+		"code.example.com:3000": {Kind: forge.KindForgejo},
+		"gitea.internal":        {Kind: forge.KindGitea, API: "https://api.gitea.internal/api/v1/"},
+	}}
+	tests := []struct {
+		url     string
+		want    forge.Repo
+		wantErr string
+	}{
+		{url: "https://git.example.com/team/deploy.git", want: forge.Repo{API: "https://git.example.com/api/v1", Owner: "team", Name: "deploy"}},
+		{url: "https://user:secret-token@git.example.com/team/deploy", want: forge.Repo{API: "https://git.example.com/api/v1", Owner: "team", Name: "deploy"}},
+		{url: "https://git.example.com/gitea/team/deploy.git", want: forge.Repo{API: "https://git.example.com/gitea/api/v1", Owner: "team", Name: "deploy"}},
+		{url: "http://code.example.com:3000/team/deploy", want: forge.Repo{API: "http://code.example.com:3000/api/v1", Owner: "team", Name: "deploy"}},
+		{url: "git@git.example.com:team/deploy.git", want: forge.Repo{API: "https://git.example.com/api/v1", Owner: "team", Name: "deploy"}},
+		{url: "ssh://git@git.example.com:2222/team/deploy.git", want: forge.Repo{API: "https://git.example.com/api/v1", Owner: "team", Name: "deploy"}},
+		{url: "https://gitea.internal/team/deploy", want: forge.Repo{API: "https://api.gitea.internal/api/v1", Owner: "team", Name: "deploy"}},
+		{url: "https://GIT.example.com/team/deploy", want: forge.Repo{API: "https://git.example.com/api/v1", Owner: "team", Name: "deploy"}},
+		{url: "https://other.example.com/team/deploy", wantErr: "not a configured forge"},
+		{url: "https://git.example.com/deploy", wantErr: "not owner/name"},
+		{url: "https://git.example.com/team/../deploy", wantErr: "not owner/name"},
+		{url: "file:///srv/git/deploy", wantErr: "cannot be read"},
+		{url: "https://user:secret-token@other.example.com/team/deploy", wantErr: "not a configured forge"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			f, got, err := r.Resolve(tt.url, "token")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "secret-token") {
+					t.Fatalf("err = %v, want one saying %q without the URL's credential", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || f == nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("repo (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

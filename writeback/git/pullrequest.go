@@ -1,0 +1,162 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/branchtmpl"
+)
+
+// PullRequest proposes a change for review instead of pushing it to its
+// branch: the change is committed on Head, a branch of crowsnest's own,
+// and a pull request from Head into the change's branch (the base) is
+// opened, or brought up to date when one is open. Changes for the same
+// repository, base and Head are one commit and one pull request.
+type PullRequest struct {
+	// Head is the pull request's branch. While a pull request from it is
+	// open, commits go on top of it; otherwise it is rebuilt from the
+	// base (a force push with a lease), so a merged or closed pull
+	// request's commits never come back in the next one.
+	Head string
+	// What reviewers see besides the title and body (the commit
+	// message's first line and the rest): forge.Proposal's.
+	Labels, Reviewers, Assignees []string
+	Draft, AutoMerge             bool
+}
+
+// key identifies what a pull request asks for, for the batch key: changes
+// asking differently are different batches.
+func (p *PullRequest) key() string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s\x00%q\x00%q\x00%q\x00%t\x00%t", p.Head, p.Labels, p.Reviewers, p.Assignees, p.Draft, p.AutoMerge)
+}
+
+// Forges finds the forge that serves a repository, and its pull-request
+// API with the credentials that push to it (writeback/forge's Resolver).
+type Forges interface {
+	Forge(repoURL string, creds Credentials) (forge.Forge, forge.Repo, error)
+}
+
+// PullRequest actions (Result.PullRequestAction).
+const (
+	PullRequestOpened    = "opened"
+	PullRequestUpdated   = "updated"
+	PullRequestUnchanged = "unchanged"
+)
+
+// ErrNoForge is a pull-request change for a repository whose forge is not
+// known or not configured.
+var ErrNoForge = errors.New("no forge configured for the repository")
+
+// errPullRequestBranch refuses "base:target" in pull-request mode, as
+// argocd-image-updater does: the pull request's branch is crowsnest's.
+var errPullRequestBranch = errors.New("pull-request mode takes only the base branch (e.g. \"main\"), not base:target")
+
+// pullRequestBranches returns the base and head of a pull-request change.
+func pullRequestBranches(spec string, pr *PullRequest) (base, head string, err error) {
+	if strings.Contains(spec, ":") {
+		return "", "", fmt.Errorf("branch %q: %w", spec, errPullRequestBranch)
+	}
+	if err := branchtmpl.CheckName(spec); err != nil {
+		return "", "", err
+	}
+	if err := branchtmpl.CheckName(pr.Head); err != nil {
+		return "", "", fmt.Errorf("pull request head: %w", err)
+	}
+	if pr.Head == spec {
+		return "", "", fmt.Errorf("pull request head %q is the base branch", pr.Head)
+	}
+	return spec, pr.Head, nil
+}
+
+// openPullRequest looks up the open pull request of b, before its write:
+// without one, the head is rebuilt from the base.
+func (s *session) openPullRequest(ctx context.Context) error {
+	f, r, err := s.w.forge(s.b.repoURL, s.creds)
+	if err != nil {
+		return err
+	}
+	pr, err := f.Find(ctx, r, s.b.target, s.b.base)
+	if err != nil {
+		return forgeError("finding the open pull request", err)
+	}
+	s.pr, s.rebuild = pr, pr == nil
+	return nil
+}
+
+// propose opens the pull request of a written batch, or updates the open
+// one's title and body to the commit's message.
+func (s *session) propose(ctx context.Context, res *Result, message string) error {
+	f, r, err := s.w.forge(s.b.repoURL, s.creds)
+	if err != nil {
+		return err
+	}
+	title, body, _ := strings.Cut(message, "\n")
+	title, body = strings.TrimSpace(title), strings.TrimSpace(body)
+	if s.pr == nil {
+		p := s.b.pr
+		pr, err := f.Open(ctx, r, forge.Proposal{Head: s.b.target, Base: s.b.base, Title: title, Body: body,
+			Labels: p.Labels, Reviewers: p.Reviewers, Assignees: p.Assignees, Draft: p.Draft, AutoMerge: p.AutoMerge})
+		if pr != nil {
+			s.pr = pr
+			res.PullRequest, res.PullRequestAction = pr, PullRequestOpened
+		}
+		if err != nil {
+			return forgeError("opening the pull request", err)
+		}
+		return nil
+	}
+	if res.NoOp || (s.pr.Title == title && s.pr.Body == body) {
+		res.PullRequest, res.PullRequestAction = s.pr, PullRequestUnchanged
+		if !res.NoOp {
+			res.PullRequestAction = PullRequestUpdated
+		}
+		return nil
+	}
+	pr, err := f.Edit(ctx, r, s.pr.Number, title, body)
+	if err != nil {
+		return forgeError("updating the pull request", err)
+	}
+	res.PullRequest, res.PullRequestAction = pr, PullRequestUpdated
+	return nil
+}
+
+// forge returns the forge of repoURL.
+func (w *Writer) forge(repoURL string, creds Credentials) (forge.Forge, forge.Repo, error) {
+	if w.Forges == nil {
+		return nil, forge.Repo{}, terminal(fmt.Errorf("%w: %s", ErrNoForge, repoURL))
+	}
+	f, r, err := w.Forges.Forge(repoURL, creds)
+	if err != nil {
+		return nil, forge.Repo{}, terminal(fmt.Errorf("%w: %w", ErrNoForge, err))
+	}
+	return f, r, nil
+}
+
+// forgeError marks a forge's refusal terminal: retrying now cannot change
+// it (a rate limit is not one: the batch is tried again after its wait).
+func forgeError(doing string, err error) error {
+	err = fmt.Errorf("%s: %w", doing, err)
+	if forge.IsPermanent(err) {
+		return terminal(err)
+	}
+	return err
+}
+
+// TokenForges is Forges from a forge.Resolver: the forge's API is called
+// with the password of the credentials that push (an access token, as in
+// an Argo CD repository Secret for https).
+type TokenForges struct{ Resolver *forge.Resolver }
+
+// Forge implements Forges.
+func (t TokenForges) Forge(repoURL string, c Credentials) (forge.Forge, forge.Repo, error) {
+	if c.Password == "" {
+		return nil, forge.Repo{}, errors.New("a pull request needs an access token: the repository's credentials have no password (SSH keys cannot call a forge's API)")
+	}
+	return t.Resolver.Resolve(repoURL, c.Password)
+}

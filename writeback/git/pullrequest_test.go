@@ -1,0 +1,188 @@
+package git
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"code.gitea.io/sdk/gitea"
+
+	"github.com/crowsnest-dev/crowsnest/internal/giteaenv"
+	"github.com/crowsnest-dev/crowsnest/internal/testgit"
+	"github.com/crowsnest-dev/crowsnest/internal/testwait"
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
+)
+
+// giteaRepo is a repository on a real Gitea holding the kustomization
+// golden original at web/, with a writer whose pull requests go to that
+// Gitea.
+func giteaRepo(t *testing.T) (*giteaenv.Gitea, *gitea.Client, *gitea.Repository, *Writer) {
+	t.Helper()
+	g := giteaenv.New(t)
+	c, err := g.Client(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := g.CreateRepo(t, "pr")
+	_, _, err = c.CreateFile(repo.Owner.UserName, repo.Name, "web/kustomization.yaml", gitea.CreateFileOptions{
+		FileOptions: gitea.FileOptions{Message: "seed", BranchName: "main"},
+		Content:     base64.StdEncoding.EncodeToString([]byte(golden(t, "kustomization-update", "original", "kustomization.yaml"))),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(g.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(t, nil)
+	w.Forges = TokenForges{Resolver: &forge.Resolver{Hosts: map[string]forge.Host{u.Host: {Kind: forge.KindGitea}}}}
+	return g, c, repo, w
+}
+
+// webTag reads web's newTag in the kustomization on ref.
+func webTag(t *testing.T, c *gitea.Client, repo *gitea.Repository, ref string) string {
+	t.Helper()
+	b, _, err := c.GetFile(repo.Owner.UserName, repo.Name, ref, "web/kustomization.yaml")
+	if err != nil {
+		t.Fatalf("reading web/kustomization.yaml on %s: %v", ref, err)
+	}
+	_, rest, _ := strings.Cut(string(b), "name: ghcr.io/acme/web")
+	_, tag, _ := strings.Cut(rest, "newTag: ")
+	tag, _, _ = strings.Cut(tag, " ")
+	return strings.Trim(tag, `"'`)
+}
+
+func openPulls(t *testing.T, c *gitea.Client, repo *gitea.Repository) []*gitea.PullRequest {
+	t.Helper()
+	prs, _, err := c.ListRepoPullRequests(repo.Owner.UserName, repo.Name, gitea.ListPullRequestsOptions{State: gitea.StateOpen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prs
+}
+
+// Pull-request mode against a real Gitea: the first change opens a pull
+// request from crowsnest's head branch and leaves the base alone; the same
+// change again does nothing; a newer tag goes on the same pull request;
+// after a person merges it, the next change opens a new one from a head
+// made again from the base (nothing of the merged one in it).
+func TestPullRequestModeOnGitea(t *testing.T) {
+	g, c, repo, w := giteaRepo(t)
+	owner := repo.Owner.UserName
+	change := func(tag string) Change {
+		// The clone URL carries the admin's token: it pushes and calls
+		// the API.
+		ch := kustomizeWeb(g.CloneURL(repo.Name), tag)
+		ch.PullRequest = &PullRequest{Head: "crowsnest/main"}
+		return ch
+	}
+
+	first := mustApply(t, w, change("1.2.0"))
+	if first.Err != nil || first.PullRequestAction != PullRequestOpened || first.PullRequest == nil || first.CommitSHA == "" {
+		t.Fatalf("first write = %+v, want a pull request opened", first)
+	}
+	pr := first.PullRequest
+	if pr.Head != "crowsnest/main" || pr.Base != "main" || pr.HeadSHA != first.CommitSHA || pr.State != forge.Open {
+		t.Errorf("pull request = %+v, want crowsnest/main into main at %s", pr, first.CommitSHA)
+	}
+	if got := webTag(t, c, repo, "main"); got != "1.0.0" {
+		t.Errorf("main has web at %s, want 1.0.0: a pull request leaves the base alone", got)
+	}
+	if got := webTag(t, c, repo, "crowsnest/main"); got != "1.2.0" {
+		t.Errorf("the head has web at %s, want 1.2.0", got)
+	}
+
+	again := mustApply(t, w, change("1.2.0"))
+	if !again.NoOp || again.PullRequestAction != PullRequestUnchanged || again.PullRequest == nil || again.PullRequest.Number != pr.Number {
+		t.Errorf("the same change again = %+v, want nothing done to #%d", again, pr.Number)
+	}
+
+	newer := mustApply(t, w, change("1.3.0"))
+	if newer.PullRequestAction != PullRequestUpdated || newer.PullRequest.Number != pr.Number || newer.CommitSHA == "" {
+		t.Errorf("a newer tag = %+v, want #%d updated", newer, pr.Number)
+	}
+	if !strings.Contains(newer.PullRequest.Title+newer.PullRequest.Body, "1.3.0") {
+		t.Errorf("pull request title %q and body %q do not name 1.3.0", newer.PullRequest.Title, newer.PullRequest.Body)
+	}
+	if got := webTag(t, c, repo, "crowsnest/main"); got != "1.3.0" {
+		t.Errorf("the head has web at %s, want 1.3.0", got)
+	}
+	if open := openPulls(t, c, repo); len(open) != 1 {
+		t.Errorf("%d open pull requests, want 1", len(open))
+	}
+
+	// Gitea checks a pull request again after each push to its head, in
+	// the background: it merges once that check says mergeable.
+	testwait.For(t, "Gitea to find the updated pull request mergeable", func() bool {
+		p, _, err := c.GetPullRequest(owner, repo.Name, int64(pr.Number))
+		return err == nil && p.Mergeable && p.Head != nil && p.Head.Sha == newer.CommitSHA
+	})
+	if ok, _, err := c.MergePullRequest(owner, repo.Name, int64(pr.Number), gitea.MergePullRequestOption{Style: gitea.MergeStyleSquash}); err != nil || !ok {
+		t.Fatalf("merging #%d: %v %v", pr.Number, ok, err)
+	}
+	next := mustApply(t, w, change("1.4.0"))
+	if next.PullRequestAction != PullRequestOpened || next.PullRequest.Number == pr.Number {
+		t.Fatalf("after the merge = %+v, want a new pull request", next)
+	}
+	main, _, err := c.GetRepoBranch(owner, repo.Name, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, err := c.GetSingleCommit(owner, repo.Name, next.CommitSHA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(head.Parents) != 1 || head.Parents[0].SHA != main.Commit.ID {
+		t.Errorf("the new head's parents = %+v, want only main's %s (the head made again from the base)", head.Parents, main.Commit.ID)
+	}
+	if got := webTag(t, c, repo, "main"); got != "1.3.0" {
+		t.Errorf("main has web at %s after the merge, want 1.3.0", got)
+	}
+}
+
+// A pull-request change names only its base, as argocd-image-updater
+// requires, and needs a forge for its repository: otherwise it fails, by
+// itself, before anything is pushed.
+func TestPullRequestModeRefusals(t *testing.T) {
+	s, repoURL := seeded(t, testgit.Options{})
+	w := newWriter(t, nil)
+	head := s.Head(t, "apps", "main")
+	pr := func(branch string) Change {
+		ch := kustomizeWeb(repoURL, "1.2.0")
+		ch.Branch, ch.PullRequest = branch, &PullRequest{Head: "crowsnest/main"}
+		return ch
+	}
+	tests := []struct {
+		name    string
+		change  Change
+		wantErr error
+		want    string
+	}{
+		{name: "base:target", change: pr("main:updates"), want: "not base:target"},
+		{name: "head is the base", change: func() Change { c := pr("main"); c.PullRequest.Head = "main"; return c }(), want: "is the base branch"},
+		{name: "no forge", change: pr("main"), wantErr: ErrNoForge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := w.Apply(t.Context(), []Change{tt.change})
+			if err == nil || len(res) != 1 || res[0].Err == nil || res[0].PullRequest != nil {
+				t.Fatalf("Apply = %+v, %v; want this change failed", res, err)
+			}
+			if tt.wantErr != nil && !errors.Is(res[0].Err, tt.wantErr) {
+				t.Errorf("error = %v, want %v", res[0].Err, tt.wantErr)
+			}
+			if !strings.Contains(res[0].Err.Error(), tt.want) {
+				t.Errorf("error = %v, want one saying %q", res[0].Err, tt.want)
+			}
+			if res[0].Attempts > 1 {
+				t.Errorf("%d attempts: a refusal is not retried", res[0].Attempts)
+			}
+		})
+	}
+	if got := s.Head(t, "apps", "main"); got != head {
+		t.Errorf("main moved to %s", got)
+	}
+}
