@@ -7,4 +7,7 @@
 // one repository and branch into one commit, and pushing without force:
 // a rejected push is retried by fetching the new head and re-applying the
 // same edits, so no update is lost, applied twice, or committed empty.
+// A change may instead be proposed for review (Change.PullRequest): it is
+// committed on a head branch of crowsnest's own, and the pull request from
+// it into the base is opened or kept up to date through writeback/forge.
 package git
