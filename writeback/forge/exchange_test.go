@@ -129,6 +129,7 @@ func TestForgeErrorsPerForge(t *testing.T) {
 	}{
 		{"Bitbucket Cloud", forge.NewBitbucketCloud("crowsnest-bot", secret, forge.Options{}), "/2.0", basic("crowsnest-bot", secret)},
 		{"Bitbucket Data Center", forge.NewBitbucketServer("crowsnest-bot", secret, forge.Options{}), "/rest/api/latest", basic("crowsnest-bot", secret)},
+		{"Azure DevOps", forge.NewAzureDevOps(secret, forge.Options{}), "/fabrikam", basic("", secret)},
 	}
 	answers := []struct {
 		name          string
