@@ -67,6 +67,19 @@ func Parse(repoURL string) (URL, bool) {
 	return u, true
 }
 
+// Segments splits the path at "/"; false when a segment is empty, "." or
+// "..", which no repository's path has and which would walk out of the
+// path an API URL is built from.
+func (u URL) Segments() ([]string, bool) {
+	seg := strings.Split(u.Path, "/")
+	for _, s := range seg {
+		if s == "" || s == "." || s == ".." {
+			return nil, false
+		}
+	}
+	return seg, true
+}
+
 func split(s string) (URL, bool) {
 	s = strings.TrimSpace(s)
 	var out URL

@@ -1,6 +1,9 @@
 package repourl
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestToHTTPSAndFullName(t *testing.T) {
 	tests := []struct{ in, want, full string }{
@@ -44,6 +47,26 @@ func TestParse(t *testing.T) {
 		got, ok := Parse(tt.in)
 		if ok != tt.ok || got != tt.want {
 			t.Errorf("Parse(%q) = %+v, %v; want %+v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestSegments(t *testing.T) {
+	tests := []struct {
+		path string
+		want []string
+		ok   bool
+	}{
+		{"org/repo", []string{"org", "repo"}, true},
+		{"org/My Project/_git/repo", []string{"org", "My Project", "_git", "repo"}, true},
+		{"org/../repo", nil, false},
+		{"./repo", nil, false},
+		{"org//repo", nil, false},
+	}
+	for _, tt := range tests {
+		got, ok := URL{Path: tt.path}.Segments()
+		if ok != tt.ok || strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("Segments(%q) = %q, %v; want %q, %v", tt.path, got, ok, tt.want, tt.ok)
 		}
 	}
 }

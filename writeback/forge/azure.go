@@ -80,7 +80,10 @@ func AzureDevOpsRepo(repoURL string) (Repo, error) {
 }
 
 func azureRepo(u repourl.URL) (Repo, bool) {
-	seg := strings.Split(u.Path, "/")
+	seg, ok := u.Segments()
+	if !ok {
+		return Repo{}, false
+	}
 	host := strings.ToLower(u.Host)
 	if u.Scheme == "ssh" {
 		// v3/ORG/PROJECT/REPO

@@ -164,6 +164,7 @@ func TestAzureDevOpsRepo(t *testing.T) {
 		{name: "ssh without v3", url: "git@ssh.dev.azure.com:fabrikam/Fabrikam%20Fiber/deploy", wantErr: true},
 		{name: "an organization that is no host name", url: "x@vs-ssh.visualstudio.com:v3/evil.example?/web/deploy", wantErr: true},
 		{name: "another host's ssh", url: "git@github.com:v3/fabrikam/web/deploy", wantErr: true},
+		{name: "a walk out of the path", url: "https://tfs.example.com/tfs/../Web/_git/deploy", wantErr: true},
 		{name: "not a URL", url: "deploy", wantErr: true},
 	})
 }

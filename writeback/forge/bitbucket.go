@@ -70,8 +70,8 @@ const (
 // to its Repo.
 func BitbucketCloudRepo(repoURL string) (Repo, error) {
 	u, ok := repourl.Parse(repoURL)
-	parts := strings.Split(u.Path, "/")
-	if !ok || !strings.EqualFold(u.Host, "bitbucket.org") || len(parts) != 2 {
+	parts, clean := u.Segments()
+	if !ok || !clean || !strings.EqualFold(u.Host, "bitbucket.org") || len(parts) != 2 {
 		return Repo{}, fmt.Errorf("%s is not a Bitbucket Cloud repository URL (bitbucket.org/WORKSPACE/REPO)", textredact.URL(repoURL))
 	}
 	return Repo{API: BitbucketCloudAPI, Owner: parts[0], Name: parts[1]}, nil

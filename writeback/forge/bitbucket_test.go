@@ -145,6 +145,7 @@ func TestBitbucketCloudRepo(t *testing.T) {
 		{name: "another host", url: "https://bitbucket.example.com/scm/team/deploy.git", wantErr: true},
 		{name: "no repository", url: "https://bitbucket.org/team", wantErr: true},
 		{name: "a page of the repository", url: "https://bitbucket.org/team/deploy/src/main", wantErr: true},
+		{name: "a walk out of the path", url: "https://bitbucket.org/../deploy", wantErr: true},
 		{name: "not a URL", url: "deploy", wantErr: true},
 	})
 }

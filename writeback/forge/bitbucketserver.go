@@ -47,8 +47,8 @@ func NewBitbucketServer(username, secret string, o Options) *BitbucketServer {
 // taken to be https://HOST/rest/api/latest.
 func BitbucketServerRepo(repoURL string) (Repo, error) {
 	u, ok := repourl.Parse(repoURL)
-	if ok {
-		seg := strings.Split(u.Path, "/")
+	seg, clean := u.Segments()
+	if ok && clean {
 		web := u.Scheme == "https" || u.Scheme == "http"
 		for i := range seg {
 			var key, slug string

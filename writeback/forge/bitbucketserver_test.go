@@ -146,6 +146,7 @@ func TestBitbucketServerRepo(t *testing.T) {
 		{name: "not a Bitbucket path", url: "https://git.example.com/ops/deploy.git", wantErr: true},
 		{name: "ssh with a deeper path", url: "ssh://git@bitbucket.example.com:7999/a/ops/deploy.git", wantErr: true},
 		{name: "no repository", url: "https://bitbucket.example.com/scm/ops", wantErr: true},
+		{name: "a walk out of the path", url: "https://bitbucket.example.com/../scm/ops/deploy.git", wantErr: true},
 		{name: "not a URL", url: "deploy", wantErr: true},
 	})
 }
