@@ -65,12 +65,12 @@ func BitbucketServerRepo(repoURL string) (Repo, error) {
 			default:
 				continue
 			}
-			if key == "" || slug == "" || key == "~" {
-				break
-			}
 			api := "https://" + u.Host
 			if web {
-				api = u.Scheme + "://" + u.Host + strings.TrimSuffix("/"+strings.Join(seg[:i], "/"), "/")
+				api = u.Scheme + "://" + u.Host
+				for _, s := range seg[:i] { // the context path
+					api += "/" + url.PathEscape(s)
+				}
 			}
 			if !strings.HasPrefix(key, "~") {
 				key = strings.ToUpper(key) // keys are upper case; clone URLs often are not
