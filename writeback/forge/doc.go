@@ -9,7 +9,9 @@
 // those permanent, and no credential in any error. A forge's type says
 // what it makes of what a Proposal asks and its pull requests cannot
 // carry (labels, assignees, a draft, auto-merge), and its Repo function
-// maps a clone URL to the Repo its API names. Which repository and
+// maps a clone URL to the Repo its API names; Resolver picks the forge of
+// a repository URL from the operator's hosts. Which repository and
 // branches a pull request is for, and what it says, is decided above it
-// (writeback/git/collect); this package only speaks the forges' APIs.
+// (writeback/git's pull-request mode); this package only speaks the
+// forges' APIs.
 package forge

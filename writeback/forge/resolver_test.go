@@ -9,11 +9,14 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 )
 
-func TestResolverGitea(t *testing.T) {
+func TestResolver(t *testing.T) {
 	r := &forge.Resolver{Hosts: map[string]forge.Host{
 		"git.example.com":       {Kind: forge.KindGitea},
 		"code.example.com:3000": {Kind: forge.KindForgejo},
 		"gitea.internal":        {Kind: forge.KindGitea, API: "https://api.gitea.internal/api/v1/"},
+		"bitbucket.org":         {Kind: forge.KindBitbucketCloud},
+		"stash.example.com":     {Kind: forge.KindBitbucketServer},
+		"dev.azure.com":         {Kind: forge.KindAzureDevOps},
 	}}
 	tests := []struct {
 		url     string
@@ -29,6 +32,10 @@ func TestResolverGitea(t *testing.T) {
 		{url: "https://gitea.internal/team/deploy", want: forge.Repo{API: "https://api.gitea.internal/api/v1", Owner: "team", Name: "deploy"}},
 		{url: "https://GIT.example.com/team/deploy", want: forge.Repo{API: "https://git.example.com/api/v1", Owner: "team", Name: "deploy"}},
 		{url: "https://other.example.com/team/deploy", wantErr: "not a configured forge"},
+		{url: "https://x-token-auth:secret-token@bitbucket.org/team/deploy.git", want: forge.Repo{API: "https://api.bitbucket.org/2.0", Owner: "team", Name: "deploy"}},
+		{url: "https://stash.example.com/scm/ops/deploy.git", want: forge.Repo{API: "https://stash.example.com/rest/api/latest", Owner: "OPS", Name: "deploy"}},
+		{url: "https://dev.azure.com/acme/platform/_git/deploy", want: forge.Repo{API: "https://dev.azure.com/acme", Owner: "platform", Name: "deploy"}},
+		{url: "https://bitbucket.org/deploy", wantErr: "not a Bitbucket Cloud repository URL"},
 		{url: "https://git.example.com/deploy", wantErr: "not owner/name"},
 		{url: "https://git.example.com/team/../deploy", wantErr: "not owner/name"},
 		{url: "file:///srv/git/deploy", wantErr: "cannot be read"},
@@ -36,7 +43,7 @@ func TestResolverGitea(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			f, got, err := r.Resolve(tt.url, "token")
+			f, got, err := r.Resolve(tt.url, "user", "token")
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "secret-token") {
 					t.Fatalf("err = %v, want one saying %q without the URL's credential", err, tt.wantErr)

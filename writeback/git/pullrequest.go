@@ -158,5 +158,5 @@ func (t TokenForges) Forge(repoURL string, c Credentials) (forge.Forge, forge.Re
 	if c.Password == "" {
 		return nil, forge.Repo{}, errors.New("a pull request needs an access token: the repository's credentials have no password (SSH keys cannot call a forge's API)")
 	}
-	return t.Resolver.Resolve(repoURL, c.Password)
+	return t.Resolver.Resolve(repoURL, c.Username, c.Password)
 }
