@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	textredact "github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/internal/retryafter"
 )
 
@@ -115,22 +116,11 @@ func (c *client) failure(r Repo, method, path string, resp *http.Response) error
 	return err
 }
 
-// redact is a URL for errors and logs: scheme, host and path, never
-// userinfo or query.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
-}
-
 // cleanErr is err with the URL net/http put in it redacted.
 func cleanErr(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Errorf("%s %s: %w", ue.Op, redact(ue.URL), ue.Err)
+		return fmt.Errorf("%s %s: %w", ue.Op, textredact.URL(ue.URL), ue.Err)
 	}
 	return err
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	textredact "github.com/crowsnest-dev/crowsnest/internal/redact"
 )
 
 // Repo is a repository on a forge, as its API names it.
@@ -18,7 +20,7 @@ type Repo struct {
 
 // String names the repository in errors and logs: its API host and path,
 // never a credential.
-func (r Repo) String() string { return redact(r.API) + " " + r.Owner + "/" + r.Name }
+func (r Repo) String() string { return textredact.URL(r.API) + " " + r.Owner + "/" + r.Name }
 
 // State is where a pull request stands.
 type State string

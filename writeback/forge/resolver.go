@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	textredact "github.com/crowsnest-dev/crowsnest/internal/redact"
+
 	"github.com/crowsnest-dev/crowsnest/internal/repourl"
 )
 
@@ -48,7 +50,7 @@ const bitbucketTokenUser = "x-token-auth"
 func (r *Resolver) Resolve(repoURL, username, token string) (Forge, Repo, error) {
 	u, ok := repourl.Parse(repoURL)
 	if !ok {
-		return nil, Repo{}, fmt.Errorf("repository URL %s: cannot be read", redact(repoURL))
+		return nil, Repo{}, fmt.Errorf("repository URL %s: cannot be read", textredact.URL(repoURL))
 	}
 	host := strings.ToLower(u.Host)
 	h, ok := r.Hosts[host]
@@ -59,7 +61,7 @@ func (r *Resolver) Resolve(repoURL, username, token string) (Forge, Repo, error)
 	case KindGitea, KindForgejo:
 		repo, err := giteaRepo(u, h.API)
 		if err != nil {
-			return nil, Repo{}, fmt.Errorf("repository URL %s: %w", redact(repoURL), err)
+			return nil, Repo{}, fmt.Errorf("repository URL %s: %w", textredact.URL(repoURL), err)
 		}
 		return NewGitea(token, r.Options), repo, nil
 	case KindBitbucketCloud:
