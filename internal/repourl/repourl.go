@@ -1,5 +1,7 @@
 // Package repourl reads Git repository URLs the way Argo CD's repo helpers
-// do, for notification conditions (triggers) and templates (notify).
+// do, for notification conditions (triggers) and templates (notify), and
+// for the forge a repository's pull requests are opened on
+// (writeback/forge).
 package repourl
 
 import (
@@ -35,6 +37,11 @@ func FullName(repoURL string) string {
 	}
 	return path
 }
+
+// Split returns a repository URL's host (with the port of an http(s)
+// URL) and its path on the host without slashes around it or a .git
+// suffix; false when it is not a repository URL.
+func Split(repoURL string) (host, path string, ok bool) { return splitRepoURL(repoURL) }
 
 func splitRepoURL(s string) (host, path string, ok bool) {
 	s = strings.TrimSpace(s)
