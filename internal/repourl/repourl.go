@@ -107,3 +107,11 @@ func split(s string) (URL, bool) {
 	out.Path = strings.TrimSuffix(strings.Trim(out.Path, "/"), ".git")
 	return out, out.Path != ""
 }
+
+// Split returns a repository URL's host (with the port of an http(s)
+// URL) and its path on the host without slashes around it or a .git
+// suffix; false when it is not a repository URL.
+func Split(repoURL string) (host, path string, ok bool) {
+	u, ok := split(repoURL)
+	return u.Host, u.Path, ok
+}

@@ -16,8 +16,11 @@ const maxRecordedBody = 32 << 20
 // Request is one request a Recorder received.
 type Request struct {
 	Method, Host, Path, Query string
-	Header                    http.Header
-	Body                      string
+	// EscapedPath is Path as it was sent, escapes kept (GitLab's
+	// "projects/group%2Fproject").
+	EscapedPath string
+	Header      http.Header
+	Body        string
 }
 
 // Answer is what a Recorder replies to one request: Status (200 when 0),
@@ -65,7 +68,7 @@ func NewRecorder(t *testing.T, opts RecorderOptions) *Recorder {
 
 func (rec *Recorder) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxRecordedBody))
-	req := Request{Method: r.Method, Host: r.Host, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: string(body)}
+	req := Request{Method: r.Method, Host: r.Host, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: string(body)}
 	rec.mu.Lock()
 	rec.reqs = append(rec.reqs, req)
 	rec.mu.Unlock()

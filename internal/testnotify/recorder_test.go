@@ -46,7 +46,7 @@ func TestRecorderRecordsAndAnswers(t *testing.T) {
 				t.Fatalf("requests = %+v, want one with its X-Token header", got)
 			}
 			got[0].Header = nil
-			want := testnotify.Request{Method: http.MethodPost, Host: strings.TrimPrefix(strings.TrimPrefix(rec.URL, "https://"), "http://"), Path: "/hook", Query: "x=1", Body: `{"a":1}`}
+			want := testnotify.Request{Method: http.MethodPost, Host: strings.TrimPrefix(strings.TrimPrefix(rec.URL, "https://"), "http://"), Path: "/hook", EscapedPath: "/hook", Query: "x=1", Body: `{"a":1}`}
 			if diff := cmp.Diff(want, got[0]); diff != "" {
 				t.Errorf("request (-want +got):\n%s", diff)
 			}

@@ -43,7 +43,7 @@ var _ Forge = (*AzureDevOps)(nil)
 // a personal access token (HTTP Basic with an empty user name) whose
 // scope lets it read and write code (Code: Read & write).
 func NewAzureDevOps(pat string, o Options) *AzureDevOps {
-	return &AzureDevOps{c: newClient(o, func(r *http.Request) { r.SetBasicAuth("", pat) })}
+	return &AzureDevOps{c: newClient(o, basicAuth{"", pat}, nil)}
 }
 
 // Azure DevOps constants: the API version asked for (7.1, which Services

@@ -43,16 +43,16 @@ var ErrAutoMergeUnsupported = errors.New("this forge's API cannot merge a pull r
 // bearer token (a repository, project or workspace access token, or an
 // OAuth access token).
 func NewBitbucketCloud(username, secret string, o Options) *BitbucketCloud {
-	return &BitbucketCloud{c: newClient(o, bitbucketAuth(username, secret))}
+	return &BitbucketCloud{c: newClient(o, bitbucketAuth(username, secret), nil)}
 }
 
 // bitbucketAuth sets the credential both Bitbucket flavours take: HTTP
 // Basic with a username, a bearer token without.
-func bitbucketAuth(username, secret string) func(*http.Request) {
+func bitbucketAuth(username, secret string) credential {
 	if username == "" {
-		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+secret) }
+		return headerToken{"Authorization", "Bearer ", secret}
 	}
-	return func(r *http.Request) { r.SetBasicAuth(username, secret) }
+	return basicAuth{username, secret}
 }
 
 // bitbucketPageSize is how many pull requests one list request asks for:

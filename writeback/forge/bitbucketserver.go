@@ -37,7 +37,7 @@ var _ Forge = (*BitbucketServer)(nil)
 // HTTP access token); without one secret is a bearer token (an HTTP
 // access token of a user, project or repository).
 func NewBitbucketServer(username, secret string, o Options) *BitbucketServer {
-	return &BitbucketServer{c: newClient(o, bitbucketAuth(username, secret))}
+	return &BitbucketServer{c: newClient(o, bitbucketAuth(username, secret), nil)}
 }
 
 // BitbucketServerRepo maps a Bitbucket Data Center clone or browse URL

@@ -37,69 +37,149 @@ const (
 )
 
 // client is the HTTP side of a Forge: JSON in and out, the credential
-// header, errors shaped for the caller (RateLimitError, PermanentError)
-// without the credential.
+// and the forge's fixed headers, errors shaped for the caller
+// (RateLimitError, PermanentError) without the credential.
 type client struct {
 	http    *http.Client
 	timeout time.Duration
-	// authorize sets the credential on a request.
-	authorize func(*http.Request)
+	cred    credential
+	// header is set on every request (a forge's media type and API
+	// version).
+	header http.Header
 }
 
-func newClient(o Options, authorize func(*http.Request)) *client {
-	c := &client{http: &http.Client{Transport: o.Transport}, timeout: o.Timeout, authorize: authorize}
+// credential puts a forge credential on requests.
+type credential interface {
+	// set puts the credential on r and returns its secret part, which
+	// errors mask should an answer quote it.
+	set(ctx context.Context, r *http.Request) (secret string, err error)
+	// refused drops secret after the forge answered 401 to it, and
+	// reports whether another one may be had (a GitHub App's token).
+	refused(secret string) bool
+}
+
+// headerToken is a fixed token in one header: name: prefix+token.
+type headerToken struct{ name, prefix, token string }
+
+func (h headerToken) set(_ context.Context, r *http.Request) (string, error) {
+	r.Header.Set(h.name, h.prefix+h.token)
+	return h.token, nil
+}
+
+func (headerToken) refused(string) bool { return false }
+
+// basicAuth is HTTP basic authentication: a user and a password, an app
+// password or a personal access token.
+type basicAuth struct{ user, password string }
+
+func (b basicAuth) set(_ context.Context, r *http.Request) (string, error) {
+	r.SetBasicAuth(b.user, b.password)
+	return b.password, nil
+}
+
+func (basicAuth) refused(string) bool { return false }
+
+func newClient(o Options, cred credential, header http.Header) *client {
+	c := &client{http: &http.Client{Transport: o.Transport}, timeout: o.Timeout, cred: cred, header: header}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
 	return c
 }
 
+// request is one API call: method to url (path is the part errors name),
+// with in as its JSON body (nil: none) and a 2xx answer decoded into out
+// (nil: discarded); target names the repository in errors.
+type request struct {
+	target       string
+	method, path string
+	url          string
+	in, out      any
+	cred         credential
+}
+
 // call sends method to r.API+path with in as its JSON body (nil: none)
 // and decodes a 2xx answer into out (nil: discarded).
 func (c *client) call(ctx context.Context, r Repo, method, path string, in, out any) error {
+	return c.send(ctx, request{target: r.String(), method: method, path: path, url: r.API + path, in: in, out: out, cred: c.cred})
+}
+
+// send makes req; a 401 to a credential that can be renewed is tried once
+// more with a new one.
+func (c *client) send(ctx context.Context, req request) error {
+	var body []byte
+	if req.in != nil {
+		// Not HTML-escaped, as the official clients send it: a body's
+		// <!-- markers --> stay readable in a recording.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(req.in); err != nil {
+			return fmt.Errorf("forge %s: %s %s: %w", req.target, req.method, req.path, err)
+		}
+		body = buf.Bytes()
+	}
+	for attempt := 0; ; attempt++ {
+		secret, status, err := c.once(ctx, req, body)
+		if status == http.StatusUnauthorized && attempt == 0 && req.cred.refused(secret) {
+			continue
+		}
+		return err
+	}
+}
+
+// once sends req once, within the client's timeout, and returns the
+// credential's secret it used and the answer's status.
+func (c *client) once(ctx context.Context, req request, body []byte) (secret string, status int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("forge %s: %s %s: %w", r, method, path, err)
-		}
-		body = bytes.NewReader(b)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, r.API+path, body)
+	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, rd)
 	if err != nil {
-		return &PermanentError{fmt.Errorf("forge %s: %s %s: %w", r, method, path, cleanErr(err))}
+		return "", 0, &PermanentError{fmt.Errorf("forge %s: %s %s: %w", req.target, req.method, req.path, cleanErr(err))}
 	}
-	req.Header.Set("Accept", "application/json")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json")
+	for k, v := range c.header {
+		hr.Header[k] = v
 	}
-	req.Header.Set("User-Agent", "crowsnest")
-	c.authorize(req)
-	resp, err := c.http.Do(req)
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	hr.Header.Set("User-Agent", "crowsnest")
+	if secret, err = req.cred.set(ctx, hr); err != nil {
+		return "", 0, fmt.Errorf("forge %s: %s %s: %w", req.target, req.method, req.path, err)
+	}
+	resp, err := c.http.Do(hr)
 	if err != nil {
-		return fmt.Errorf("forge %s: %s %s: %w", r, method, path, cleanErr(err))
+		return secret, 0, fmt.Errorf("forge %s: %s %s: %w", req.target, req.method, req.path, cleanErr(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return c.failure(r, method, path, resp)
+		return secret, resp.StatusCode, failure(req, resp, secret)
 	}
-	if out == nil {
+	if req.out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
-		return nil
+		return secret, resp.StatusCode, nil
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBody)).Decode(out); err != nil {
-		return fmt.Errorf("forge %s: %s %s: reading the answer: %w", r, method, path, err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBody)).Decode(req.out); err != nil {
+		return secret, resp.StatusCode, fmt.Errorf("forge %s: %s %s: reading the answer: %w", req.target, req.method, req.path, err)
 	}
-	return nil
+	return secret, resp.StatusCode, nil
 }
 
 // failure shapes a non-2xx answer: 429 and a 403 that says the rate limit
-// is spent are a RateLimitError; other 4xx but 408 are permanent.
-func (c *client) failure(r Repo, method, path string, resp *http.Response) error {
+// is spent are a RateLimitError; other 4xx but 408 are permanent. secret
+// is masked should the answer quote it.
+func failure(req request, resp *http.Response, secret string) error {
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorSnippet))
-	err := fmt.Errorf("forge %s: %s %s: %s: %s", r, method, path, resp.Status, strings.TrimSpace(string(snippet)))
+	text := strings.TrimSpace(string(snippet))
+	if secret != "" {
+		text = strings.ReplaceAll(text, secret, "***")
+	}
+	err := fmt.Errorf("forge %s: %s %s: %s: %s", req.target, req.method, req.path, resp.Status, text)
 	limited := resp.StatusCode == http.StatusTooManyRequests ||
 		(resp.StatusCode == http.StatusForbidden && (resp.Header.Get("X-RateLimit-Remaining") == "0" ||
 			bytes.Contains(bytes.ToLower(snippet), []byte("secondary rate limit"))))
@@ -108,7 +188,7 @@ func (c *client) failure(r Repo, method, path string, resp *http.Response) error
 		if !ok {
 			wait = defaultRateLimitWait
 		}
-		return fmt.Errorf("%w: %w", &RateLimitError{Repo: r.String(), RetryAfter: wait}, err)
+		return fmt.Errorf("%w: %w", &RateLimitError{Repo: req.target, RetryAfter: wait}, err)
 	}
 	if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout {
 		return &PermanentError{err}

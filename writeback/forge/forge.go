@@ -34,6 +34,8 @@ const (
 
 // PullRequest is a pull (or merge) request as the forge reports it.
 type PullRequest struct {
+	// Number is the pull request's number in its repository (a GitLab
+	// merge request's IID).
 	Number int
 	// URL is the pull request's page, for people and notifications.
 	URL        string
@@ -54,12 +56,14 @@ type Proposal struct {
 	Head, Base  string
 	Title, Body string
 	// Labels are added by name; a label the repository does not have is
-	// left out rather than failing the pull request.
+	// left out (Gitea) or created by the forge (GitHub, GitLab) rather
+	// than failing the pull request.
 	Labels []string
-	// Reviewers and Assignees are user names on the forge.
+	// Reviewers and Assignees are user names on the forge (GitLab's
+	// client looks up their user IDs).
 	Reviewers, Assignees []string
 	// Draft opens the pull request as a draft (on Gitea, a "WIP: " title
-	// prefix).
+	// prefix; on GitLab, "Draft: ").
 	Draft bool
 	// AutoMerge asks the forge to merge the pull request by itself once
 	// its required checks and approvals are in.
@@ -73,7 +77,9 @@ type Forge interface {
 	Find(ctx context.Context, r Repo, head, base string) (*PullRequest, error)
 	// Get returns pull request number, in whatever state.
 	Get(ctx context.Context, r Repo, number int) (*PullRequest, error)
-	// Open opens p.
+	// Open opens p. When the pull request was opened but a step after
+	// it failed (labels, reviewers or assignees where the forge takes
+	// them apart, auto-merge), it returns the pull request and the error.
 	Open(ctx context.Context, r Repo, p Proposal) (*PullRequest, error)
 	// Edit replaces the title and body of pull request number.
 	Edit(ctx context.Context, r Repo, number int, title, body string) (*PullRequest, error)

@@ -18,7 +18,7 @@ var _ Forge = (*Gitea)(nil)
 
 // NewGitea returns the Gitea API client that authenticates with token.
 func NewGitea(token string, o Options) *Gitea {
-	return &Gitea{c: newClient(o, func(r *http.Request) { r.Header.Set("Authorization", "token "+token) })}
+	return &Gitea{c: newClient(o, headerToken{"Authorization", "token ", token}, nil)}
 }
 
 // giteaPageSize is how many pull requests or labels one list request
@@ -29,61 +29,17 @@ const giteaPageSize = 50
 // requests: 1,000 is far more than a repository under review keeps open.
 const giteaMaxPages = 20
 
-type giteaBranch struct {
-	Ref string `json:"ref"`
-	SHA string `json:"sha"`
-}
-
-type giteaLabel struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-}
-
-type giteaPull struct {
-	Number      int          `json:"number"`
-	HTMLURL     string       `json:"html_url"`
-	State       string       `json:"state"`
-	Merged      bool         `json:"merged"`
-	MergeCommit string       `json:"merge_commit_sha"`
-	Title       string       `json:"title"`
-	Body        string       `json:"body"`
-	Head        giteaBranch  `json:"head"`
-	Base        giteaBranch  `json:"base"`
-	Labels      []giteaLabel `json:"labels"`
-}
-
-func (p *giteaPull) pullRequest() *PullRequest {
-	pr := &PullRequest{Number: p.Number, URL: p.HTMLURL, Head: p.Head.Ref, Base: p.Base.Ref, HeadSHA: p.Head.SHA,
-		State: Open, Title: p.Title, Body: p.Body}
-	switch {
-	case p.Merged:
-		pr.State, pr.MergeCommit = Merged, p.MergeCommit
-	case p.State == "closed":
-		pr.State = Closed
-	}
-	for _, l := range p.Labels {
-		pr.Labels = append(pr.Labels, l.Name)
-	}
-	return pr
-}
-
-func giteaRepoPath(r Repo) string {
-	return "/repos/" + url.PathEscape(r.Owner) + "/" + url.PathEscape(r.Name)
-}
-
 // Find implements Forge: it pages through the open pull requests into
 // base (Gitea has no search by head branch).
 func (g *Gitea) Find(ctx context.Context, r Repo, head, base string) (*PullRequest, error) {
 	for page := 1; page <= giteaMaxPages; page++ {
 		q := url.Values{"state": {"open"}, "base_branch": {base}, "limit": {strconv.Itoa(giteaPageSize)}, "page": {strconv.Itoa(page)}}
-		var pulls []giteaPull
-		if err := g.c.call(ctx, r, http.MethodGet, giteaRepoPath(r)+"/pulls?"+q.Encode(), nil, &pulls); err != nil {
+		var pulls []pullJSON
+		if err := g.c.call(ctx, r, http.MethodGet, reposPath(r)+"/pulls?"+q.Encode(), nil, &pulls); err != nil {
 			return nil, err
 		}
-		for i := range pulls {
-			if p := &pulls[i]; p.Head.Ref == head && p.Base.Ref == base && p.State == "open" {
-				return p.pullRequest(), nil
-			}
+		if pr := findOpen(pulls, head, base); pr != nil {
+			return pr, nil
 		}
 		if len(pulls) < giteaPageSize {
 			return nil, nil
@@ -94,8 +50,8 @@ func (g *Gitea) Find(ctx context.Context, r Repo, head, base string) (*PullReque
 
 // Get implements Forge.
 func (g *Gitea) Get(ctx context.Context, r Repo, number int) (*PullRequest, error) {
-	var p giteaPull
-	if err := g.c.call(ctx, r, http.MethodGet, giteaRepoPath(r)+"/pulls/"+strconv.Itoa(number), nil, &p); err != nil {
+	var p pullJSON
+	if err := g.c.call(ctx, r, http.MethodGet, reposPath(r)+"/pulls/"+strconv.Itoa(number), nil, &p); err != nil {
 		return nil, err
 	}
 	return p.pullRequest(), nil
@@ -123,8 +79,8 @@ func (g *Gitea) Open(ctx context.Context, r Repo, p Proposal) (*PullRequest, err
 		}
 		in.Labels = ids
 	}
-	var out giteaPull
-	if err := g.c.call(ctx, r, http.MethodPost, giteaRepoPath(r)+"/pulls", in, &out); err != nil {
+	var out pullJSON
+	if err := g.c.call(ctx, r, http.MethodPost, reposPath(r)+"/pulls", in, &out); err != nil {
 		return nil, err
 	}
 	pr := out.pullRequest()
@@ -135,7 +91,7 @@ func (g *Gitea) Open(ctx context.Context, r Repo, p Proposal) (*PullRequest, err
 			Do                     string `json:"Do"`
 			MergeWhenChecksSucceed bool   `json:"merge_when_checks_succeed"`
 		}{"merge", true}
-		if err := g.c.call(ctx, r, http.MethodPost, giteaRepoPath(r)+"/pulls/"+strconv.Itoa(pr.Number)+"/merge", am, nil); err != nil {
+		if err := g.c.call(ctx, r, http.MethodPost, reposPath(r)+"/pulls/"+strconv.Itoa(pr.Number)+"/merge", am, nil); err != nil {
 			return pr, fmt.Errorf("pull request #%d opened, auto-merge not set: %w", pr.Number, err)
 		}
 	}
@@ -151,8 +107,8 @@ func (g *Gitea) labelIDs(ctx context.Context, r Repo, names []string) ([]int64, 
 	var ids []int64
 	for page := 1; page <= giteaMaxPages; page++ {
 		q := url.Values{"limit": {strconv.Itoa(giteaPageSize)}, "page": {strconv.Itoa(page)}}
-		var labels []giteaLabel
-		if err := g.c.call(ctx, r, http.MethodGet, giteaRepoPath(r)+"/labels?"+q.Encode(), nil, &labels); err != nil {
+		var labels []labelJSON
+		if err := g.c.call(ctx, r, http.MethodGet, reposPath(r)+"/labels?"+q.Encode(), nil, &labels); err != nil {
 			return nil, err
 		}
 		for _, l := range labels {
@@ -173,8 +129,8 @@ func (g *Gitea) Edit(ctx context.Context, r Repo, number int, title, body string
 		Title string `json:"title"`
 		Body  string `json:"body"`
 	}{title, body}
-	var out giteaPull
-	if err := g.c.call(ctx, r, http.MethodPatch, giteaRepoPath(r)+"/pulls/"+strconv.Itoa(number), in, &out); err != nil {
+	var out pullJSON
+	if err := g.c.call(ctx, r, http.MethodPatch, reposPath(r)+"/pulls/"+strconv.Itoa(number), in, &out); err != nil {
 		return nil, err
 	}
 	return out.pullRequest(), nil
@@ -187,13 +143,13 @@ func (g *Gitea) Close(ctx context.Context, r Repo, number int, comment string) e
 		in := struct {
 			Body string `json:"body"`
 		}{comment}
-		if err := g.c.call(ctx, r, http.MethodPost, giteaRepoPath(r)+"/issues/"+n+"/comments", in, nil); err != nil {
+		if err := g.c.call(ctx, r, http.MethodPost, reposPath(r)+"/issues/"+n+"/comments", in, nil); err != nil {
 			return err
 		}
 	}
 	in := struct {
 		State string `json:"state"`
 	}{"closed"}
-	err := g.c.call(ctx, r, http.MethodPatch, giteaRepoPath(r)+"/pulls/"+n, in, nil)
+	err := g.c.call(ctx, r, http.MethodPatch, reposPath(r)+"/pulls/"+n, in, nil)
 	return err
 }

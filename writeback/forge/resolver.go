@@ -11,6 +11,8 @@ import (
 
 // Kinds of forge (Host.Kind).
 const (
+	KindGitHub          = "github"
+	KindGitLab          = "gitlab"
 	KindGitea           = "gitea"
 	KindForgejo         = "forgejo" // Gitea's API, the same client
 	KindBitbucketCloud  = "bitbucket"
@@ -18,9 +20,8 @@ const (
 	KindAzureDevOps     = "azure-devops"
 )
 
-// Host is what an operator says of a forge's host: its kind and, for
-// Gitea and Forgejo when the API is not where the repository URL says,
-// its base URL.
+// Host is what an operator says of a forge's host: its kind and, when
+// the API is not where the kind's default says, its base URL.
 type Host struct {
 	Kind string
 	// API is the API base URL ("https://git.example.com/api/v1"); ""
@@ -58,12 +59,15 @@ func (r *Resolver) Resolve(repoURL, username, token string) (Forge, Repo, error)
 		return nil, Repo{}, fmt.Errorf("host %s: not a configured forge (git.forges)", host)
 	}
 	switch h.Kind {
+	case KindGitHub:
+		repo, err := GitHubRepo(repoURL, h.API)
+		return NewGitHub(token, r.Options), repo, err
+	case KindGitLab:
+		repo, err := GitLabRepo(repoURL, h.API)
+		return NewGitLab(token, r.Options), repo, err
 	case KindGitea, KindForgejo:
-		repo, err := giteaRepo(u, h.API)
-		if err != nil {
-			return nil, Repo{}, fmt.Errorf("repository URL %s: %w", textredact.URL(repoURL), err)
-		}
-		return NewGitea(token, r.Options), repo, nil
+		repo, err := giteaRepo(repoURL, u, h.API)
+		return NewGitea(token, r.Options), repo, err
 	case KindBitbucketCloud:
 		repo, err := BitbucketCloudRepo(repoURL)
 		if username == bitbucketTokenUser {
@@ -83,12 +87,17 @@ func (r *Resolver) Resolve(repoURL, username, token string) (Forge, Repo, error)
 // giteaRepo is the Gitea repository of u: the last two path segments;
 // those before them are the sub-path Gitea is served under, which its API
 // is under too (ROOT_URL). An SSH URL's API is https on the same host.
-func giteaRepo(u repourl.URL, api string) (Repo, error) {
+func giteaRepo(repoURL string, u repourl.URL, api string) (Repo, error) {
 	segs, ok := u.Segments()
 	if !ok || len(segs) < 2 {
-		return Repo{}, fmt.Errorf("path %q is not owner/name", u.Path)
+		return Repo{}, fmt.Errorf("repository URL %s: path %q is not owner/name", textredact.URL(repoURL), u.Path)
 	}
 	n := len(segs)
+	for _, seg := range segs[n-2:] {
+		if err := checkSegment(repoURL, seg); err != nil {
+			return Repo{}, err
+		}
+	}
 	if api == "" {
 		scheme := u.Scheme
 		if scheme != "http" {

@@ -17,6 +17,8 @@ func TestResolver(t *testing.T) {
 		"bitbucket.org":         {Kind: forge.KindBitbucketCloud},
 		"stash.example.com":     {Kind: forge.KindBitbucketServer},
 		"dev.azure.com":         {Kind: forge.KindAzureDevOps},
+		"github.com":            {Kind: forge.KindGitHub},
+		"gitlab.example.com":    {Kind: forge.KindGitLab},
 	}}
 	tests := []struct {
 		url     string
@@ -36,6 +38,9 @@ func TestResolver(t *testing.T) {
 		{url: "https://stash.example.com/scm/ops/deploy.git", want: forge.Repo{API: "https://stash.example.com/rest/api/latest", Owner: "OPS", Name: "deploy"}},
 		{url: "https://dev.azure.com/acme/platform/_git/deploy", want: forge.Repo{API: "https://dev.azure.com/acme", Owner: "platform", Name: "deploy"}},
 		{url: "https://bitbucket.org/deploy", wantErr: "not a Bitbucket Cloud repository URL"},
+		{url: "git@github.com:acme/deploy.git", want: forge.Repo{API: "https://api.github.com", Owner: "acme", Name: "deploy"}},
+		{url: "https://gitlab.example.com/platform/apps/deploy.git", want: forge.Repo{API: "https://gitlab.example.com/api/v4", Owner: "platform/apps", Name: "deploy"}},
+		{url: "https://git.example.com/team/de%3Fploy", wantErr: "is not an owner, group or repository name"},
 		{url: "https://git.example.com/deploy", wantErr: "not owner/name"},
 		{url: "https://git.example.com/team/../deploy", wantErr: "not owner/name"},
 		{url: "file:///srv/git/deploy", wantErr: "cannot be read"},

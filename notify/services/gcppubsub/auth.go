@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/internal/rs256"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/notify/services/svc"
 )
@@ -187,7 +188,7 @@ func (a *googleAuth) readToken(resp *svc.Response) (string, time.Duration, error
 // for a Pub/Sub token at aud (the key's token_uri).
 func signGoogleJWT(key *rsa.PrivateKey, keyID, email, aud string, now time.Time) (string, error) {
 	iat := now.Truncate(time.Second)
-	return svc.SignRS256JWT(key, struct {
+	return rs256.SignJWT(key, struct {
 		Alg string `json:"alg"`
 		Typ string `json:"typ"`
 		Kid string `json:"kid,omitempty"`
@@ -202,4 +203,4 @@ func signGoogleJWT(key *rsa.PrivateKey, keyID, email, aud string, now time.Time)
 
 // parseGoogleKey reads a service account's private_key (PEM, PKCS #8 as
 // Google issues it, or PKCS #1).
-func parseGoogleKey(s string) (*rsa.PrivateKey, error) { return svc.ParseRSAKey(s) }
+func parseGoogleKey(s string) (*rsa.PrivateKey, error) { return rs256.ParseKey(s) }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/config/servicetypes"
+	"github.com/crowsnest-dev/crowsnest/internal/githubapp"
 	"github.com/crowsnest-dev/crowsnest/internal/redact"
 	"github.com/crowsnest-dev/crowsnest/internal/repourl"
 	"github.com/crowsnest-dev/crowsnest/notify"
@@ -33,7 +34,7 @@ func newGitHub(name string, s any, o svc.Options) (notify.Service, error) {
 		return nil, err
 	}
 	c := svc.NewClient(name, g.InsecureSkipVerify, o)
-	auth := &githubAuth{c: c, static: g.Token, sem: make(chan struct{}, 1)}
+	auth := &githubAuth{c: c, static: g.Token}
 	if g.Token == "" {
 		appID, err := servicetypes.GitHubID("appID", g.AppID)
 		if err != nil {
@@ -43,11 +44,10 @@ func newGitHub(name string, s any, o svc.Options) (notify.Service, error) {
 		if err != nil {
 			return nil, err
 		}
-		if auth.key, err = parseGitHubKey(g.PrivateKey); err != nil {
+		auth.tokenURL = api + githubapp.TokenPath(inst)
+		if auth.app, err = githubapp.New(appID, g.PrivateKey, auth, c.Now); err != nil {
 			return nil, err
 		}
-		auth.appID = fmt.Sprint(appID)
-		auth.tokenURL = fmt.Sprintf("%sapp/installations/%d/access_tokens", api, inst)
 	}
 	return &githubSender{c: c, auth: auth, api: api}, nil
 }

@@ -3,8 +3,9 @@
 // Options and the shared HTTP Client (timeouts, 429 as
 // notify.RateLimitError, 4xx permanent, no secret in errors), reading a
 // rendered template block (DecodeBlock), a recipient's webhook
-// (RecipientURL) and the RS256 JWT signer GitHub Apps and Google service
-// accounts use. The settings and template blocks, and their checks
+// (RecipientURL). The RS256 JWT signer GitHub Apps and Google service
+// accounts use is internal/rs256; a GitHub App's installation token,
+// internal/githubapp. The settings and template blocks, and their checks
 // (Require, CheckURL, ...), are config's: package config/servicetypes.
 //
 // The senders live in package services and its subpackages (slack,

@@ -1,4 +1,4 @@
-package svc
+package rs256
 
 import (
 	"bytes"
@@ -12,9 +12,9 @@ import (
 	"errors"
 )
 
-// SignRS256JWT returns the compact JWT of header and claims (each
-// marshalled as JSON) signed with RSASSA-PKCS1-v1_5 SHA-256.
-func SignRS256JWT(key *rsa.PrivateKey, header, claims any) (string, error) {
+// SignJWT returns the compact JWT of header and claims (each marshalled
+// as JSON) signed with RSASSA-PKCS1-v1_5 SHA-256.
+func SignJWT(key *rsa.PrivateKey, header, claims any) (string, error) {
 	h, err := json.Marshal(header)
 	if err != nil {
 		return "", err
@@ -33,9 +33,9 @@ func SignRS256JWT(key *rsa.PrivateKey, header, claims any) (string, error) {
 	return signed + "." + enc.EncodeToString(sig), nil
 }
 
-// ParseRSAKey reads an RSA private key in PEM, PKCS #1 or PKCS #8 (GitHub
+// ParseKey reads an RSA private key in PEM, PKCS #1 or PKCS #8 (GitHub
 // hands out the first, Google the second). Errors never quote the key.
-func ParseRSAKey(s string) (*rsa.PrivateKey, error) {
+func ParseKey(s string) (*rsa.PrivateKey, error) {
 	block, _ := pem.Decode(bytes.TrimSpace([]byte(s)))
 	if block == nil {
 		return nil, errors.New("not a PEM block")
