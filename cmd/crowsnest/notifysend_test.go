@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/crowsnest-dev/crowsnest/cmd/crowsnest/internal/notifycmd"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 )
 
 const sendApp = `apiVersion: argoproj.io/v1alpha1
@@ -74,7 +75,7 @@ func TestNotifySend(t *testing.T) {
 	hookDown := newRecorder(t, http.StatusInternalServerError, `boom`)
 	slack := newRecorder(t, http.StatusOK, slackOK)
 	slackBad := newRecorder(t, http.StatusOK, slackFail)
-	mail := startMailServer(t, smtpPass)
+	mail := testnotify.NewSMTPServer(t, testnotify.SMTPOptions{Password: smtpPass})
 	t.Setenv("HOOK_BEARER", bearer)
 	t.Setenv("SLACK_TOKEN", slackTok)
 	t.Setenv("SMTP_PASSWORD", smtpPass)
@@ -99,7 +100,7 @@ notifications:
       webhook:
         hook: {method: POST, path: /deployed, body: '{"app": "{{.app.metadata.name}}"}'}
         hook-down: {method: POST, body: '{}'}
-`, hook.srv.URL, hookDown.srv.URL, slack.srv.URL, slackBad.srv.URL, mail.port))
+`, hook.srv.URL, hookDown.srv.URL, slack.srv.URL, slackBad.srv.URL, mail.Port(t)))
 	send := func(args ...string) (string, string, error) {
 		return execute(t, append([]string{"notify", "send", "deployed", "--config", cfg, "--app", app}, args...)...)
 	}
@@ -163,16 +164,15 @@ notifications:
 		if err != nil {
 			t.Fatalf("notify send: %v\n%s", err, errOut)
 		}
-		if mails, _ := mail.counts(); mails != 1 {
-			t.Fatalf("SMTP server got %d mails, want 1", mails)
+		mails := mail.Mail()
+		if len(mails) != 1 {
+			t.Fatalf("SMTP server got %d mails, want 1", len(mails))
 		}
-		mail.mu.Lock()
-		got := mail.mail[0]
-		mail.mu.Unlock()
+		got := string(mails[0].Data)
 		if !strings.Contains(got, "Subject: deployed shop") || !strings.Contains(got, "shop is Synced at abc123") {
 			t.Errorf("mail lacks the rendered subject and body:\n%s", got)
 		}
-		if !strings.HasPrefix(out, fmt.Sprintf("sent template deployed to mail:dev@example.com (email, smtp://127.0.0.1:%d)\nreceipt: <", mail.port)) {
+		if !strings.HasPrefix(out, fmt.Sprintf("sent template deployed to mail:dev@example.com (email, smtp://127.0.0.1:%d)\nreceipt: <", mail.Port(t))) {
 			t.Errorf("output = %q, want the destination and the Message-ID", out)
 		}
 		noSecrets(t, out+errOut)

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,14 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crowsnest-dev/crowsnest/internal/testgit"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 )
 
@@ -141,92 +138,6 @@ func (h *hookSink) requests(path string) []string {
 	return append([]string(nil), h.seen[path]...)
 }
 
-// mailServer is an SMTP server on 127.0.0.1 with STARTTLS (a self-signed
-// certificate) and AUTH PLAIN for one user and password.
-type mailServer struct {
-	port     int
-	password string
-	mu       sync.Mutex
-	mail     []string
-	denied   int
-}
-
-func startMailServer(t *testing.T, password string) *mailServer {
-	t.Helper()
-	m := &mailServer{password: password}
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &mailSession{srv: m}, nil }))
-	srv.Domain = "localhost"
-	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{selfSignedCert(t)}, MinVersion: tls.VersionTLS12}
-	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.port = l.Addr().(*net.TCPAddr).Port
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close(); <-done })
-	return m
-}
-
-func (m *mailServer) counts() (mails, denied int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.mail), m.denied
-}
-
-type mailSession struct {
-	srv    *mailServer
-	authed bool
-}
-
-var _ smtp.AuthSession = (*mailSession)(nil)
-
-func (s *mailSession) AuthMechanisms() []string { return []string{sasl.Plain} }
-
-func (s *mailSession) Auth(string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(_, user, pass string) error {
-		if user != "crowsnest" || pass != s.srv.password {
-			s.srv.mu.Lock()
-			s.srv.denied++
-			s.srv.mu.Unlock()
-			return smtp.ErrAuthFailed
-		}
-		s.authed = true
-		return nil
-	}), nil
-}
-
-func (s *mailSession) Mail(string, *smtp.MailOptions) error {
-	if !s.authed {
-		return smtp.ErrAuthRequired
-	}
-	return nil
-}
-
-func (s *mailSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
-
-func (s *mailSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	s.srv.mu.Lock()
-	s.srv.mail = append(s.srv.mail, string(b))
-	s.srv.mu.Unlock()
-	return err
-}
-
-func (s *mailSession) Reset()        {}
-func (s *mailSession) Logout() error { return nil }
-
-// selfSignedCert is a certificate for 127.0.0.1 that nothing trusts:
-// the one httptest's TLS servers use.
-func selfSignedCert(t *testing.T) tls.Certificate {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
-	srv.StartTLS()
-	defer srv.Close()
-	return srv.TLS.Certificates[0]
-}
-
 // secretApp is a kustomize Application with the given annotations, its
 // source in repoURL, running image:1.0.0.
 func secretApp(t *testing.T, ns, name, repoURL, image, annotations string) {
@@ -287,7 +198,7 @@ func TestE2ESecretsNeverLeak(t *testing.T) {
 
 	slackOK, slackBad := startSlackAPI(t, s["Slack token"]), startSlackAPI(t, s["Slack token"])
 	hooks := startHookSink(t, s["webhook bearer token"])
-	mail := startMailServer(t, s["SMTP password"])
+	mail := testnotify.NewSMTPServer(t, testnotify.SMTPOptions{Password: s["SMTP password"]})
 	for k, v := range map[string]string{
 		"SLACK_TOKEN": s["Slack token"], "SLACK_WRONG": s["wrong Slack token"], "HOOK_BEARER": s["webhook bearer token"],
 		"HOOK_HMAC": s["webhook HMAC secret"], "SMTP_PASSWORD": s["SMTP password"], "SMTP_WRONG": s["wrong SMTP password"],
@@ -323,7 +234,7 @@ notifications:
   subscriptions:
     - recipients: [slack-ok:deploys, slack-bad:deploys, hook-ok, hook-fail, hook-denied, mail-ok:dev@example.com, mail-bad:dev@example.com]
       triggers: [on-created, on-image-updated]
-`, ns, good.Host(), bad.Host(), slackOK.URL, slackBad.URL, hooks.URL, mail.port))
+`, ns, good.Host(), bad.Host(), slackOK.URL, slackBad.URL, hooks.URL, mail.Port(t)))
 	metricsAddr, webhookAddr := freeAddr(t), freeAddr(t)
 	d := startDaemon(t, "--kubeconfig", kubeconfig, "--config", cfgPath, "--namespace", ns, "--log-format", "json",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--webhook-bind-address", webhookAddr,
@@ -349,13 +260,13 @@ notifications:
 	d.waitLog(t, `"msg":"notification failed, will retry"`, `"service":"hook-fail"`)
 	waitFor(t, "deliveries to every working destination", func() bool {
 		posted, _ := slackOK.counts()
-		mails, _ := mail.counts()
+		mails := len(mail.Mail())
 		return posted >= 2 && len(hooks.requests("/ok")) >= 2 && mails >= 2
 	})
 	if _, tried := slackBad.counts(); tried == 0 {
 		t.Error("the Slack service with the wrong token never called the API")
 	}
-	if _, denied := mail.counts(); denied == 0 {
+	if mail.Denied() == 0 {
 		t.Error("the SMTP server never refused the wrong password")
 	}
 
@@ -427,9 +338,11 @@ notifications:
 	for _, p := range []string{"/ok", "/fail", "/denied"} {
 		outputs["webhook requests to "+p] = strings.Join(hooks.requests(p), "\n")
 	}
-	mail.mu.Lock()
-	outputs["emails"] = strings.Join(mail.mail, "\n")
-	mail.mu.Unlock()
+	var mails []string
+	for _, m := range mail.Mail() {
+		mails = append(mails, string(m.Data))
+	}
+	outputs["emails"] = strings.Join(mails, "\n")
 	outputs["config validate"] = validatePastedSecrets(t, dir, s)
 	outputs["run with a bad argocd-notifications-cm"] = runWithBadNotificationsCM(t, kubeconfig, ns, dir, s["notifications Secret key"])
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/internal/setup"
+	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/notify"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -78,13 +79,13 @@ func TestConfigTLSSettingsReachTheClients(t *testing.T) {
 		_, _ = io.WriteString(w, `{"ok":true,"channel":"C1","ts":"1.1"}`)
 	}))
 	t.Cleanup(api.Close)
-	mail := startMailServer(t, "pw")
+	mail := testnotify.NewSMTPServer(t, testnotify.SMTPOptions{Password: "pw"})
 	for _, tt := range []struct {
 		name, service, recipient string
 	}{
 		{"slack", fmt.Sprintf(`{slack: {token: "env:TLS_TEST_TOKEN", apiURL: "%s/api/"%%s}}`, api.URL), "#c"},
 		{"webhook", fmt.Sprintf(`{webhook: {url: "%s/hook"%%s}}`, api.URL), ""},
-		{"email", fmt.Sprintf(`{email: {host: 127.0.0.1, port: %d, username: crowsnest, password: "env:TLS_TEST_TOKEN", from: a@example.com%%s}}`, mail.port), "dev@example.com"},
+		{"email", fmt.Sprintf(`{email: {host: 127.0.0.1, port: %d, username: crowsnest, password: "env:TLS_TEST_TOKEN", from: a@example.com%%s}}`, mail.Port(t)), "dev@example.com"},
 	} {
 		for _, insecure := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, insecureSkipVerify %v", tt.name, insecure), func(t *testing.T) {
@@ -102,7 +103,7 @@ func TestConfigTLSSettingsReachTheClients(t *testing.T) {
 					t.Fatal(err)
 				}
 				n := notify.Notification{Message: "m", Email: &notify.EmailTemplate{Subject: "s"}, Webhook: map[string]notify.WebhookTemplate{"svc": {Body: "b"}}}
-				count := func() int { mails, _ := mail.counts(); return int(got.Load()) + mails }
+				count := func() int { return int(got.Load()) + len(mail.Mail()) }
 				before := count()
 				_, err = svc.Send(t.Context(), n, notify.Destination{Service: "svc", Recipient: tt.recipient})
 				delivered := count() > before

@@ -1,6 +1,7 @@
 package testnotify
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -54,12 +55,24 @@ type ReceivedMail struct {
 type SMTPServer struct {
 	addr string
 	// CA trusts the server's certificate.
-	CA   *x509.CertPool
-	mu   sync.Mutex
-	mail []ReceivedMail
+	CA       *x509.CertPool
+	password string
+	mu       sync.Mutex
+	mail     []ReceivedMail
+	denied   int
 }
 
-// The one account an SMTPServer accepts.
+// SMTPOptions configure an SMTPServer.
+type SMTPOptions struct {
+	// ImplicitTLS speaks TLS from the first byte (port 465's way);
+	// without it the server offers STARTTLS.
+	ImplicitTLS bool
+	// Password is SMTPUser's; SMTPPassword when empty.
+	Password string
+}
+
+// The one account an SMTPServer accepts (with SMTPOptions.Password when
+// set).
 const (
 	SMTPUser     = "crowsnest"
 	SMTPPassword = "smtp-password-secret"
@@ -68,10 +81,10 @@ const (
 // NewSMTPServer starts an SMTPServer with a self-signed certificate for
 // 127.0.0.1 (CA trusts it); it refuses mail before AUTH and recipients
 // at rejected.example with a 550. It stops when the test ends.
-func NewSMTPServer(t *testing.T, implicitTLS bool) *SMTPServer {
+func NewSMTPServer(t *testing.T, o SMTPOptions) *SMTPServer {
 	t.Helper()
 	cert, der := selfSigned(t)
-	s := &SMTPServer{CA: x509.NewCertPool()}
+	s := &SMTPServer{CA: x509.NewCertPool(), password: cmp.Or(o.Password, SMTPPassword)}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +95,7 @@ func NewSMTPServer(t *testing.T, implicitTLS bool) *SMTPServer {
 	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	srv.ReadTimeout, srv.WriteTimeout = 5*time.Second, 5*time.Second
 	var l net.Listener
-	if implicitTLS {
+	if o.ImplicitTLS {
 		l, err = tls.Listen("tcp", "127.0.0.1:0", srv.TLSConfig)
 	} else {
 		l, err = net.Listen("tcp", "127.0.0.1:0")
@@ -115,6 +128,13 @@ func (s *SMTPServer) Mail() []ReceivedMail {
 	return append([]ReceivedMail(nil), s.mail...)
 }
 
+// Denied is how many logins the server refused.
+func (s *SMTPServer) Denied() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.denied
+}
+
 type smtpSession struct {
 	srv  *SMTPServer
 	cur  ReceivedMail
@@ -125,7 +145,10 @@ func (s *smtpSession) AuthMechanisms() []string { return []string{sasl.Plain, sa
 
 func (s *smtpSession) Auth(mech string) (sasl.Server, error) {
 	check := func(user, pass string) error {
-		if user != SMTPUser || pass != SMTPPassword {
+		if user != SMTPUser || pass != s.srv.password {
+			s.srv.mu.Lock()
+			s.srv.denied++
+			s.srv.mu.Unlock()
 			return smtp.ErrAuthFailed
 		}
 		s.user = user + "/" + mech

@@ -23,7 +23,7 @@ func TestServicesVerifyTLSByDefault(t *testing.T) {
 	const token, password = "xoxb-tls-test-token", "tls-basic-password"
 	slackSrv := testnotify.NewFakeSlackTLS(t)
 	hook := testnotify.NewRecorder(t, testnotify.RecorderOptions{TLS: true})
-	starttls, implicit := testnotify.NewSMTPServer(t, false), testnotify.NewSMTPServer(t, true)
+	starttls, implicit := testnotify.NewSMTPServer(t, testnotify.SMTPOptions{}), testnotify.NewSMTPServer(t, testnotify.SMTPOptions{ImplicitTLS: true})
 
 	slackWith := func(insecure bool) notify.Service {
 		s, err := slack.New("slack", &config.SlackService{Token: config.InlineSecret(token), APIURL: slackSrv.APIURL(), InsecureSkipVerify: insecure,

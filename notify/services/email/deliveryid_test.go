@@ -12,7 +12,7 @@ import (
 // An email's Message-ID is made of the delivery ID, the same on every
 // attempt; without one it is random.
 func TestEmailMessageIDFollowsTheDeliveryID(t *testing.T) {
-	srv := testnotify.NewSMTPServer(t, false)
+	srv := testnotify.NewSMTPServer(t, testnotify.SMTPOptions{})
 	em := newEmail(t, srv, settings(t, srv, testnotify.SMTPPassword))
 	const id = "555a2887cc230664740826dc3906a3b6"
 	for range 2 {

@@ -51,7 +51,7 @@ func TestEmail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := testnotify.NewSMTPServer(t, tt.implicit)
+			srv := testnotify.NewSMTPServer(t, testnotify.SMTPOptions{ImplicitTLS: tt.implicit})
 			c := settings(t, srv, testnotify.SMTPPassword)
 			c.From = "Crowsnest <crowsnest@example.com>"
 			if tt.implicit {
@@ -123,7 +123,7 @@ func TestEmail(t *testing.T) {
 }
 
 func TestEmailErrors(t *testing.T) {
-	srv := testnotify.NewSMTPServer(t, false)
+	srv := testnotify.NewSMTPServer(t, testnotify.SMTPOptions{})
 	send := func(t *testing.T, password, recipient string) error {
 		t.Helper()
 		_, err := newEmail(t, srv, settings(t, srv, password)).Send(t.Context(), notify.Notification{Message: "x"}, notify.Destination{Recipient: recipient})
