@@ -20,6 +20,11 @@ type PullRequest struct {
 	// open, commits go on top of it; otherwise it is rebuilt from the
 	// base (a force push with a lease), so a merged or closed pull
 	// request's commits never come back in the next one.
+	//
+	// Changes of different AppProjects or credentials are different
+	// batches: the caller gives each its own Head (the project in its
+	// name), or their commits meet on one branch and one tenant's pull
+	// request, opened with its credentials, carries another's change.
 	Head string
 	// What reviewers see besides the title and body (the commit
 	// message's first line and the rest): forge.Proposal's.
