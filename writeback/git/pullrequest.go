@@ -116,11 +116,15 @@ func (s *session) propose(ctx context.Context, res *Result, message string) erro
 		}
 		return nil
 	}
-	if res.NoOp || (s.pr.Title == title && s.pr.Body == body) {
+	if res.NoOp {
 		res.PullRequest, res.PullRequestAction = s.pr, PullRequestUnchanged
-		if !res.NoOp {
-			res.PullRequestAction = PullRequestUpdated
-		}
+		return nil
+	}
+	if s.pr.Title == title && s.pr.Body == body {
+		// The push moved the head; the title and body still say it.
+		pr := *s.pr
+		pr.HeadSHA = res.CommitSHA
+		res.PullRequest, res.PullRequestAction = &pr, PullRequestUpdated
 		return nil
 	}
 	pr, err := f.Edit(ctx, r, s.pr.Number, title, body)

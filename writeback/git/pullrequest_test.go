@@ -101,7 +101,8 @@ func TestPullRequestModeOnGitea(t *testing.T) {
 	}
 
 	newer := mustApply(t, w, change("1.3.0"))
-	if newer.PullRequestAction != PullRequestUpdated || newer.PullRequest.Number != pr.Number || newer.CommitSHA == "" {
+	if newer.PullRequestAction != PullRequestUpdated || newer.PullRequest.Number != pr.Number || newer.CommitSHA == "" ||
+		newer.PullRequest.HeadSHA != newer.CommitSHA {
 		t.Errorf("a newer tag = %+v, want #%d updated", newer, pr.Number)
 	}
 	if !strings.Contains(newer.PullRequest.Title+newer.PullRequest.Body, "1.3.0") {
