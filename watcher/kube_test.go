@@ -81,6 +81,13 @@ func testKubeSourceEvents(t *testing.T, streamed bool) {
 	apps := dyn.Resource(watcher.ApplicationsResource)
 
 	before := createApp(t, apps, ns2, "before", nil)
+	// The reflector's first LIST (resourceVersion "0") is served from the
+	// apiserver's watch cache, which may not have seen "before" yet under
+	// load; it would then come as a watch event, not in the initial list.
+	// A LIST not older than its creation waits for that cache.
+	if _, err := apps.Namespace(ns2).List(t.Context(), metav1.ListOptions{ResourceVersion: before.GetResourceVersion(), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}); err != nil {
+		t.Fatal(err)
+	}
 	reg := prometheus.NewRegistry()
 	rec := newRecorder()
 	startSource(t, &watcher.KubeSource{Client: dyn, Config: configIf(streamed, env.Config), Namespaces: []string{ns1, ns2}, Metrics: watcher.NewMetrics(reg)}, rec)
