@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/mail"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,7 +43,26 @@ type Git struct {
 	// manifest cache) or "none" (wait for Argo CD's own poll, three
 	// minutes by default).
 	Refresh string `yaml:"refresh"`
+	// Forges names the forge of each Git server host that pull requests
+	// are opened on ("git.example.com", or "git.example.com:3000" as in
+	// the repository URLs). github.com, gitlab.com, bitbucket.org,
+	// dev.azure.com, *.visualstudio.com and codeberg.org need no entry.
+	Forges map[string]GitForge `yaml:"forges"`
 }
+
+// GitForge is the forge serving one Git host.
+type GitForge struct {
+	// Kind is github, gitlab, gitea, forgejo, bitbucket,
+	// bitbucket-server or azure-devops.
+	Kind string `yaml:"kind"`
+	// API is the API's base URL when it is not where Kind's default puts
+	// it (https://HOST/api/v3 for GitHub Enterprise, /api/v4 for GitLab,
+	// /api/v1 for Gitea and Forgejo).
+	API string `yaml:"api"`
+}
+
+// ForgeKinds are the kinds of forge GitForge.Kind takes.
+var ForgeKinds = []string{"github", "gitlab", "gitea", "forgejo", "bitbucket", "bitbucket-server", "azure-devops"}
 
 // Git refresh modes (Git.Refresh).
 const (
@@ -133,6 +153,22 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 		}
 		if !t.InsecureSkipVerify && t.CAFile == "" && t.CAData == "" {
 			errs.invalid(p, "set caFile, caData or insecureSkipVerify")
+		}
+	}
+	for _, host := range slices.Sorted(maps.Keys(g.Forges)) {
+		f := g.Forges[host]
+		p := fieldpath.Join(path, "forges") + "[" + host + "]"
+		if !gitHostRE.MatchString(host) || host != strings.ToLower(host) {
+			errs.invalid(p, "want a lower-case host or host:port as in the repository URLs (git.example.com, git.example.com:3000), got %q", host)
+		}
+		if !slices.Contains(ForgeKinds, f.Kind) {
+			errs.invalid(fieldpath.Join(p, "kind"), "unsupported value %q, want one of %s", f.Kind, strings.Join(ForgeKinds, ", "))
+		}
+		if f.API != "" {
+			u, err := url.Parse(f.API)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+				errs.invalid(fieldpath.Join(p, "api"), "want an http(s) URL without credentials, query or fragment, got %q", f.API)
+			}
 		}
 	}
 }

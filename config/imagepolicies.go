@@ -70,6 +70,26 @@ type PolicyWriteBack struct {
 	// Branch is <branch> or <base>:<target template>.
 	Branch     string `yaml:"branch"`
 	Repository string `yaml:"repository"`
+	// PullRequest, when set, proposes each commit in a pull request into
+	// Branch instead of pushing it there (method git only).
+	PullRequest *PolicyPullRequest `yaml:"pullRequest"`
+}
+
+// PolicyPullRequest is how the pull requests of a git write-back are
+// opened.
+type PolicyPullRequest struct {
+	// Forge is the kind of forge (github, gitlab, gitea, forgejo,
+	// bitbucket, bitbucket-server, azure-devops) for a host that
+	// git.forges does not name and that is not a well-known one.
+	Forge string `yaml:"forge"`
+	// Labels, Reviewers and Assignees are names on the forge.
+	Labels    []string `yaml:"labels"`
+	Reviewers []string `yaml:"reviewers"`
+	Assignees []string `yaml:"assignees"`
+	// Draft opens the pull request as a draft; AutoMerge asks the forge
+	// to merge it once its required checks and approvals are in.
+	Draft     bool `yaml:"draft"`
+	AutoMerge bool `yaml:"autoMerge"`
 }
 
 // validateImagePolicies checks what can be checked without the registry
@@ -129,6 +149,22 @@ func validateImagePolicies(path string, ps []ImagePolicy, errs *fieldErrors) {
 		}
 		if m := p.WriteBack.Method; m != "" && !slices.Contains([]string{"argocd", "git", "git:repocreds"}, m) && !strings.HasPrefix(m, "git:secret:") {
 			errs.invalid(fieldpath.Join(fieldpath.Join(pp, "writeBack"), "method"), "unsupported value %q, want argocd, git, git:repocreds or git:secret:<namespace>/<name>", m)
+		}
+		if pr := p.WriteBack.PullRequest; pr != nil {
+			prp := fieldpath.Join(fieldpath.Join(pp, "writeBack"), "pullRequest")
+			if pr.Forge != "" && !slices.Contains(ForgeKinds, pr.Forge) {
+				errs.invalid(fieldpath.Join(prp, "forge"), "unsupported value %q, want one of %s", pr.Forge, strings.Join(ForgeKinds, ", "))
+			}
+			for _, l := range []struct {
+				name  string
+				names []string
+			}{{"labels", pr.Labels}, {"reviewers", pr.Reviewers}, {"assignees", pr.Assignees}} {
+				for j, n := range l.names {
+					if strings.TrimSpace(n) == "" || strings.ContainsAny(n, ",\n\r\t") {
+						errs.invalid(fieldpath.Index(fieldpath.Join(prp, l.name), j), "%q: want a name without commas, tabs or line breaks", n)
+					}
+				}
+			}
 		}
 	}
 }

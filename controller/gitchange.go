@@ -39,5 +39,9 @@ func gitChange(app *watcher.App, p *gitplan.Change) gitwb.Change {
 		ch.Images = append(ch.Images, gitwb.Image(p.Images[i]))
 	}
 	ch.Scope = renderScope(app, ch.RepoURL, ch.Path, p.OwnSource)
+	if pr := p.PullRequest; pr != nil {
+		ch.PullRequest = &gitwb.PullRequest{Head: pr.Head, Forge: pr.Forge, Labels: pr.Labels, Reviewers: pr.Reviewers,
+			Assignees: pr.Assignees, Draft: pr.Draft, AutoMerge: pr.AutoMerge}
+	}
 	return ch
 }

@@ -2,6 +2,8 @@ package gitplan
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -41,6 +43,19 @@ type Change struct {
 	// scope of the change includes Path only when true.
 	OwnSource bool
 	Images    []Image
+	// PullRequest, when set, proposes the change in a pull request into
+	// Branch (then never "base:target") from PullRequest.Head.
+	PullRequest *PullRequest
+}
+
+// PullRequest is how a change is proposed: imageupdate.PullRequest's
+// settings and the head branch they and the change name.
+type PullRequest struct {
+	// Head is the pull request's branch (see head).
+	Head                         string
+	Forge                        string
+	Labels, Reviewers, Assignees []string
+	Draft, AutoMerge             bool
 }
 
 // Image is one image's update. Its fields are writeback/git's Image's,
@@ -146,7 +161,41 @@ func change(app *watcher.App, spec *imageupdate.Spec, idx int, changes []imageup
 		ch.Images = append(ch.Images, image(spec, c))
 	}
 	ch.OwnSource = branchOf == src
+	if p := spec.WriteBack.PullRequest; p != nil {
+		if spec.WriteBack.PushBranch != "" {
+			return Change{}, fmt.Errorf("git write-back: a pull request takes only its base branch, not base:target")
+		}
+		ch.PullRequest = &PullRequest{Head: head(&ch, spec), Forge: p.Forge, Labels: p.Labels, Reviewers: p.Reviewers,
+			Assignees: p.Assignees, Draft: p.Draft, AutoMerge: p.AutoMerge}
+	}
 	return ch, nil
+}
+
+// head is the pull request branch of ch: one per repository, base branch,
+// AppProject and credentials, so that every Application's change for
+// that base is one pull request, kept current, and one tenant's change
+// never rides on another's branch (or its credentials).
+//
+//   - "crowsnest/<project>/<base>" ("default" for the remote's default
+//     branch), with "-<8 hex digits>" of the credentials Secret when the
+//     write-back names one;
+//   - for ImageUpdater resources, argocd-image-updater's
+//     "image-updater-<8 hex digits>": a hash of the repository, base
+//     branch and (crowsnest's) project and credentials. argocd-image-
+//     updater adds a hash of the change set, so that every new tag opens
+//     another pull request; crowsnest keeps one current instead.
+func head(ch *Change, spec *imageupdate.Spec) string {
+	creds := spec.WriteBack.GitCredentials
+	if spec.WriteBack.PullRequest.ImageUpdaterHead {
+		sum := sha256.Sum256([]byte(ch.RepoURL + "|" + ch.Branch + "|" + ch.Project + "|" + creds))
+		return "image-updater-" + hex.EncodeToString(sum[:4])
+	}
+	h := "crowsnest/" + ch.Project + "/" + cmp.Or(ch.Branch, "default")
+	if strings.HasPrefix(creds, "secret:") {
+		sum := sha256.Sum256([]byte(creds))
+		h += "-" + hex.EncodeToString(sum[:4])
+	}
+	return h
 }
 
 // image is the Git write of one changed image.

@@ -1,6 +1,7 @@
 package gitplan
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -315,5 +316,57 @@ func TestRevisionField(t *testing.T) {
 				t.Errorf("revisionField (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A pull request's head: one per repository, base, project and
+// credentials, never per Application or per change.
+func TestPullRequestHead(t *testing.T) {
+	app := func(name, project string) *watcher.App {
+		return &watcher.App{Name: name, Project: project, Sources: []watcher.Source{{RepoURL: appsRepo, Path: name, TargetRevision: "main"}}}
+	}
+	headOf := func(t *testing.T, a *watcher.App, wb imageupdate.WriteBack, c imageupdate.Change) string {
+		t.Helper()
+		wb.Method = imageupdate.MethodGit
+		got, err := Changes(a, &imageupdate.Spec{WriteBack: wb}, []imageupdate.Change{c})
+		if err != nil || len(got) != 1 || got[0].PullRequest == nil {
+			t.Fatalf("Changes = %+v, %v; want one change with a pull request", got, err)
+		}
+		return got[0].PullRequest.Head
+	}
+	pr := imageupdate.WriteBack{PullRequest: &imageupdate.PullRequest{Labels: []string{"deps"}}}
+	newer := web(-1)
+	newer.To = "3.0.0"
+
+	web1 := headOf(t, app("web", "team-a"), pr, web(-1))
+	if web1 != "crowsnest/team-a/main" {
+		t.Errorf("head = %q, want crowsnest/team-a/main", web1)
+	}
+	for name, h := range map[string]string{
+		"another Application of the project": headOf(t, app("api", "team-a"), pr, web(-1)),
+		"a newer tag":                        headOf(t, app("web", "team-a"), pr, newer),
+	} {
+		if h != web1 {
+			t.Errorf("%s: head %q, want the same %q (one pull request, kept current)", name, h, web1)
+		}
+	}
+	secret := pr
+	secret.GitCredentials = "secret:team-a/bot"
+	for name, h := range map[string]string{
+		"another project":     headOf(t, app("web", "team-b"), pr, web(-1)),
+		"another credentials": headOf(t, app("web", "team-a"), secret, web(-1)),
+	} {
+		if h == web1 {
+			t.Errorf("%s: head %q is the team-a one's: one tenant's change would ride on another's branch", name, h)
+		}
+	}
+	aiu := imageupdate.WriteBack{PullRequest: &imageupdate.PullRequest{ImageUpdaterHead: true}}
+	if h := headOf(t, app("web", "team-a"), aiu, web(-1)); !regexp.MustCompile(`^image-updater-[0-9a-f]{8}$`).MatchString(h) ||
+		h != headOf(t, app("api", "team-a"), aiu, newer) || h == headOf(t, app("web", "team-b"), aiu, web(-1)) {
+		t.Errorf("ImageUpdater head %q: want image-updater-<8 hex>, the same for the project's Applications and tags, another for another project", h)
+	}
+	if _, err := Changes(app("web", "team-a"), &imageupdate.Spec{WriteBack: imageupdate.WriteBack{Method: imageupdate.MethodGit,
+		PushBranch: "upd", PullRequest: &imageupdate.PullRequest{}}}, []imageupdate.Change{web(-1)}); err == nil {
+		t.Error("a pull request with base:target was planned")
 	}
 }

@@ -152,6 +152,9 @@ func FromAnnotations(annotations map[string]string) (*Spec, []error) {
 	if more := len(unknown) - maxUnknownKeys; more > 0 {
 		fail(unknown[maxUnknownKeys], nil, "and %d more unknown keys", more)
 	}
+	for _, k := range unknownOwnKeys(annotations) {
+		errs = append(errs, &AnnotationError{Key: OwnPrefix + k, Msg: "unknown key (want one of " + strings.Join(pullRequestKeys, ", ") + ")"})
+	}
 	return spec, errs
 }
 
@@ -498,9 +501,14 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 			fail(KeyGitRepository, "%s is not a repository URL", quote(r))
 		}
 	}
+	prErrs, ignored := readPullRequestErrs(ann, &wb)
+	errs = append(errs, prErrs...)
 	if len(errs) > 0 {
+		// Nothing is written: a pull request asked for and not readable
+		// must not become a push.
 		wb.Method = ""
 	}
+	errs = append(errs, ignored...)
 	if targetIgnored != nil {
 		errs = append(errs, targetIgnored)
 	}

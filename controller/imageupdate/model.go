@@ -1,6 +1,7 @@
 package imageupdate
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/registry/imageref"
@@ -101,6 +102,10 @@ type WriteBack struct {
 	PushBranch string
 	// Repository overrides the Git repository URL.
 	Repository string
+	// PullRequest, when set, proposes the commit in a pull request into
+	// Branch instead of pushing it there (MethodGit only; PushBranch is
+	// then empty).
+	PullRequest *PullRequest
 }
 
 // Target is a file a Git write-back edits.
@@ -120,4 +125,16 @@ func (s *Spec) ResolveIn(namespace string) {
 	if name, ok := strings.CutPrefix(s.WriteBack.GitCredentials, "secret:"); ok && !strings.Contains(name, "/") {
 		s.WriteBack.GitCredentials = "secret:" + namespace + "/" + name
 	}
+}
+
+// Same reports whether w and o write the same way (their pull requests
+// compared by value).
+func (w WriteBack) Same(o WriteBack) bool {
+	wp, op := w.PullRequest, o.PullRequest
+	w.PullRequest, o.PullRequest = nil, nil
+	if w != o || (wp == nil) != (op == nil) {
+		return false
+	}
+	return wp == nil || wp.Forge == op.Forge && slices.Equal(wp.Labels, op.Labels) && slices.Equal(wp.Reviewers, op.Reviewers) &&
+		slices.Equal(wp.Assignees, op.Assignees) && wp.Draft == op.Draft && wp.AutoMerge == op.AutoMerge && wp.ImageUpdaterHead == op.ImageUpdaterHead
 }

@@ -3,6 +3,7 @@ package imageupdate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,6 +39,10 @@ var policyFields = map[string]string{
 var writeBackFields = map[string]string{
 	Prefix + KeyWriteBack: "method", Prefix + KeyWriteTarget: "target",
 	Prefix + KeyGitBranch: "branch", Prefix + KeyGitRepository: "repository",
+	OwnPrefix + KeyPullRequest: "pullRequest", OwnPrefix + KeyPullRequestForge: "pullRequest.forge",
+	OwnPrefix + KeyPullRequestLabels: "pullRequest.labels", OwnPrefix + KeyPullRequestReviewers: "pullRequest.reviewers",
+	OwnPrefix + KeyPullRequestAssignees: "pullRequest.assignees", OwnPrefix + KeyPullRequestDraft: "pullRequest.draft",
+	OwnPrefix + KeyPullRequestAutoMerge: "pullRequest.autoMerge",
 }
 
 // CompilePolicies checks and compiles the config's imagePolicies. Errors
@@ -82,6 +87,10 @@ func CompilePolicies(ps []config.ImagePolicy) (*Policies, error) {
 			if v != "" {
 				ann[Prefix+key] = v
 			}
+		}
+		if pr := p.WriteBack.PullRequest; pr != nil {
+			maps.Copy(ann, PullRequestAnnotations(&PullRequest{Forge: pr.Forge, Labels: pr.Labels, Reviewers: pr.Reviewers,
+				Assignees: pr.Assignees, Draft: pr.Draft, AutoMerge: pr.AutoMerge}))
 		}
 		wb, wbErrs := readWriteBack(ann)
 		for _, err := range wbErrs {

@@ -263,7 +263,7 @@ func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
 					from[spec.Images[j].Ref.Repo()] = m.res.key
 				}
 			case len(spec.Images) == 0:
-			case spec.WriteBack != out.WriteBack:
+			case !spec.WriteBack.Same(out.WriteBack):
 				own = append(own, m.conflict("ImageUpdater %s also selects this Application, with another write-back (%s there, %s here); "+
 					"crowsnest writes an Application one way, so the images %s are not updated from here",
 					first.res.key, describeWB(out.WriteBack), describeWB(spec.WriteBack), aliases(spec.Images)))
@@ -384,6 +384,9 @@ func describeWB(wb imageupdate.WriteBack) string {
 	}
 	if wb.Repository != "" {
 		s += ", repository " + wb.Repository
+	}
+	if wb.PullRequest != nil {
+		s += ", pull request"
 	}
 	return s
 }

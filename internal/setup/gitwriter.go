@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/config"
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
@@ -56,5 +57,13 @@ func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSo
 			log.Warn("TLS verification is off for a Git server (git.tls.insecureSkipVerify)", "host", host)
 		}
 	}
+	// Pull requests are opened on the forges git.forges names and the
+	// well-known ones; a repository on another host gets an error
+	// naming git.forges when a pull request is asked for it.
+	hosts := make(map[string]forge.Host, len(cfg.Git.Forges))
+	for host, f := range cfg.Git.Forges {
+		hosts[strings.ToLower(host)] = forge.Host{Kind: f.Kind, API: f.API}
+	}
+	w.Forges = &gitwb.TokenForges{Resolver: &forge.Resolver{Hosts: hosts}}
 	return w, nil
 }

@@ -45,18 +45,57 @@ type Resolver struct {
 // HTTPS with an access token; its API takes such a token as a bearer.
 const bitbucketTokenUser = "x-token-auth"
 
+// Kinds are the kinds of forge Resolve knows.
+var Kinds = []string{KindGitHub, KindGitLab, KindGitea, KindForgejo, KindBitbucketCloud, KindBitbucketServer, KindAzureDevOps}
+
+// wellKnown are the hosts whose forge needs no configuration.
+var wellKnown = map[string]string{
+	"github.com": KindGitHub, "www.github.com": KindGitHub,
+	"gitlab.com":    KindGitLab,
+	"bitbucket.org": KindBitbucketCloud,
+	"dev.azure.com": KindAzureDevOps, "ssh.dev.azure.com": KindAzureDevOps,
+	"codeberg.org": KindForgejo,
+}
+
+// hostOf returns the configured (or well-known) forge of host; kind, when
+// not "", is the forge the repository's settings name (argocd-image-
+// updater's pullRequest.github): taken for a host nobody configured, with
+// the API where that kind's default puts it. The operator's entry wins.
+func (r *Resolver) hostOf(host, kind string) (Host, bool) {
+	if h, ok := r.Hosts[host]; ok {
+		return h, true
+	}
+	if h, port, found := strings.Cut(host, ":"); found && port == "443" {
+		if e, ok := r.Hosts[h]; ok {
+			return e, true
+		}
+		host = h
+	}
+	if kind != "" {
+		return Host{Kind: kind}, true
+	}
+	if k, ok := wellKnown[host]; ok {
+		return Host{Kind: k}, true
+	}
+	if strings.HasSuffix(host, ".visualstudio.com") {
+		return Host{Kind: KindAzureDevOps}, true
+	}
+	return Host{}, false
+}
+
 // Resolve returns the forge API of repoURL, authenticated with username
 // and token (a password, an app password or an access token, as the
-// forge takes it).
-func (r *Resolver) Resolve(repoURL, username, token string) (Forge, Repo, error) {
+// forge takes it). kind is the forge the repository's settings name, ""
+// when they name none (see hostOf).
+func (r *Resolver) Resolve(repoURL, kind, username, token string) (Forge, Repo, error) {
 	u, ok := repourl.Parse(repoURL)
 	if !ok {
 		return nil, Repo{}, fmt.Errorf("repository URL %s: cannot be read", textredact.URL(repoURL))
 	}
 	host := strings.ToLower(u.Host)
-	h, ok := r.Hosts[host]
+	h, ok := r.hostOf(host, kind)
 	if !ok {
-		return nil, Repo{}, fmt.Errorf("host %s: not a configured forge (git.forges)", host)
+		return nil, Repo{}, fmt.Errorf("host %s: forge unknown; name its kind in the config's git.forges", host)
 	}
 	switch h.Kind {
 	case KindGitHub:

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/branchtmpl"
@@ -26,6 +28,9 @@ type PullRequest struct {
 	// name), or their commits meet on one branch and one tenant's pull
 	// request, opened with its credentials, carries another's change.
 	Head string
+	// Forge is the kind of forge the change's settings name ("" for
+	// none): forge.Resolver.Resolve's kind.
+	Forge string
 	// What reviewers see besides the title and body (the commit
 	// message's first line and the rest): forge.Proposal's.
 	Labels, Reviewers, Assignees []string
@@ -38,13 +43,22 @@ func (p *PullRequest) key() string {
 	if p == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s\x00%q\x00%q\x00%q\x00%t\x00%t", p.Head, p.Labels, p.Reviewers, p.Assignees, p.Draft, p.AutoMerge)
+	return fmt.Sprintf("%s\x00%s\x00%q\x00%q\x00%q\x00%t\x00%t", p.Head, p.Forge, p.Labels, p.Reviewers, p.Assignees, p.Draft, p.AutoMerge)
 }
 
 // Forges finds the forge that serves a repository, and its pull-request
 // API with the credentials that push to it (writeback/forge's Resolver).
 type Forges interface {
-	Forge(repoURL string, creds Credentials) (forge.Forge, forge.Repo, error)
+	Forge(req ForgeRequest) (forge.Forge, forge.Repo, error)
+}
+
+// ForgeRequest is what a Forges is asked for: the forge of RepoURL (Kind
+// as the change's settings name it, "" for none), its API called with
+// Creds and trusted as TLS says for the repository's host.
+type ForgeRequest struct {
+	RepoURL, Kind string
+	Creds         Credentials
+	TLS           TLS
 }
 
 // PullRequest actions (Result.PullRequestAction).
@@ -82,7 +96,7 @@ func pullRequestBranches(spec string, pr *PullRequest) (base, head string, err e
 // openPullRequest looks up the open pull request of b, before its write:
 // without one, the head is rebuilt from the base.
 func (s *session) openPullRequest(ctx context.Context) error {
-	f, r, err := s.w.forge(s.b.repoURL, s.creds)
+	f, r, err := s.w.forge(s.b, s.creds)
 	if err != nil {
 		return err
 	}
@@ -97,7 +111,7 @@ func (s *session) openPullRequest(ctx context.Context) error {
 // propose opens the pull request of a written batch, or updates the open
 // one's title and body to the commit's message.
 func (s *session) propose(ctx context.Context, res *Result, message string) error {
-	f, r, err := s.w.forge(s.b.repoURL, s.creds)
+	f, r, err := s.w.forge(s.b, s.creds)
 	if err != nil {
 		return err
 	}
@@ -135,12 +149,12 @@ func (s *session) propose(ctx context.Context, res *Result, message string) erro
 	return nil
 }
 
-// forge returns the forge of repoURL.
-func (w *Writer) forge(repoURL string, creds Credentials) (forge.Forge, forge.Repo, error) {
+// forge returns the forge of b's repository.
+func (w *Writer) forge(b *batch, creds Credentials) (forge.Forge, forge.Repo, error) {
 	if w.Forges == nil {
-		return nil, forge.Repo{}, terminal(fmt.Errorf("%w: %s", ErrNoForge, repoURL))
+		return nil, forge.Repo{}, terminal(fmt.Errorf("%w: %s", ErrNoForge, b.repoURL))
 	}
-	f, r, err := w.Forges.Forge(repoURL, creds)
+	f, r, err := w.Forges.Forge(ForgeRequest{RepoURL: b.repoURL, Kind: b.pr.Forge, Creds: creds, TLS: w.tlsFor(b.repoURL)})
 	if err != nil {
 		return nil, forge.Repo{}, terminal(fmt.Errorf("%w: %w", ErrNoForge, err))
 	}
@@ -159,13 +173,51 @@ func forgeError(doing string, err error) error {
 
 // TokenForges is Forges from a forge.Resolver: the forge's API is called
 // with the password of the credentials that push (an access token, as in
-// an Argo CD repository Secret for https).
-type TokenForges struct{ Resolver *forge.Resolver }
+// an Argo CD repository Secret for https), trusting what the Git server's
+// TLS settings trust.
+type TokenForges struct {
+	Resolver *forge.Resolver
+
+	mu         sync.Mutex
+	transports map[string]http.RoundTripper // by TLS settings
+}
 
 // Forge implements Forges.
-func (t TokenForges) Forge(repoURL string, c Credentials) (forge.Forge, forge.Repo, error) {
+func (t *TokenForges) Forge(req ForgeRequest) (forge.Forge, forge.Repo, error) {
+	c := req.Creds
 	if c.Password == "" {
 		return nil, forge.Repo{}, errors.New("a pull request needs an access token: the repository's credentials have no password (SSH keys cannot call a forge's API)")
 	}
-	return t.Resolver.Resolve(repoURL, c.Username, c.Password)
+	r := *t.Resolver
+	if len(req.TLS.CABundle) > 0 || req.TLS.InsecureSkipVerify {
+		tr, err := t.transport(req.TLS)
+		if err != nil {
+			return nil, forge.Repo{}, err
+		}
+		r.Options.Transport = tr
+	}
+	return r.Resolve(req.RepoURL, req.Kind, c.Username, c.Password)
+}
+
+// transport returns the HTTP transport that trusts as tc says, one per
+// setting so that its connections are reused.
+func (t *TokenForges) transport(tc TLS) (http.RoundTripper, error) {
+	key := fmt.Sprintf("%t\x00%s", tc.InsecureSkipVerify, tc.CABundle)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tr, ok := t.transports[key]; ok {
+		return tr, nil
+	}
+	cfg, err := tc.config()
+	if err != nil {
+		return nil, err
+	}
+	base, _ := http.DefaultTransport.(*http.Transport)
+	tr := base.Clone()
+	tr.TLSClientConfig = cfg
+	if t.transports == nil {
+		t.transports = map[string]http.RoundTripper{}
+	}
+	t.transports[key] = tr
+	return tr, nil
 }

@@ -38,7 +38,7 @@ func giteaRepo(t *testing.T) (*giteaenv.Gitea, *gitea.Client, *gitea.Repository,
 		t.Fatal(err)
 	}
 	w := newWriter(t, nil)
-	w.Forges = TokenForges{Resolver: &forge.Resolver{Hosts: map[string]forge.Host{u.Host: {Kind: forge.KindGitea}}}}
+	w.Forges = &TokenForges{Resolver: &forge.Resolver{Hosts: map[string]forge.Host{u.Host: {Kind: forge.KindGitea}}}}
 	return g, c, repo, w
 }
 

@@ -48,3 +48,20 @@ func untrustedCertificate(err error) bool {
 	return errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) || errors.As(err, &verify) ||
 		strings.Contains(err.Error(), "x509: certificate")
 }
+
+// config is t as a TLS client configuration: the CA bundle trusted
+// besides the system roots, as for Git.
+func (t TLS) config() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // the operator's choice for this server
+	if len(t.CABundle) > 0 {
+		roots, err := x509.SystemCertPool()
+		if err != nil || roots == nil {
+			roots = x509.NewCertPool()
+		}
+		if !roots.AppendCertsFromPEM(t.CABundle) {
+			return nil, errors.New("the Git server's CA bundle holds no PEM certificate")
+		}
+		cfg.RootCAs = roots
+	}
+	return cfg, nil
+}
