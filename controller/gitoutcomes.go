@@ -81,6 +81,10 @@ func (r *ImageReconciler) reportGit(ctx context.Context, outcomes []collect.Outc
 	for i := range outcomes {
 		o := &outcomes[i]
 		for j := range o.Results {
+			if res := &o.Results[j]; res.Err == nil && res.PullRequest != nil {
+				r.reportPullRequest(o.Key, o, res)
+				continue
+			}
 			r.reportGitResult(o.Key, &o.Results[j])
 		}
 	}
@@ -129,6 +133,13 @@ func (r *ImageReconciler) settleGit(ctx context.Context, outcomes []collect.Outc
 		case len(o.Results) == 0:
 			r.gitFail(o.Key, collect.ErrNoResult)
 		case o.Failed():
+		case o.Proposed():
+			// Nothing is deployed until the pull request is merged:
+			// no refresh, no announcement (RunPullRequests makes it);
+			// the intent is done, its write is on the head.
+			if r.Journal != nil {
+				work.Go(func() error { r.settle(ctx, o.Key, journalWrites(o.Changes)); return nil })
+			}
 		case o.Written():
 			if r.Refresher != nil {
 				work.Go(func() error {

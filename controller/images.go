@@ -154,6 +154,10 @@ type ImageReconciler struct {
 	// Refresher, when set, has Argo CD look at a pushed commit now
 	// (kube.Refresher); a failure is logged, the write stands.
 	Refresher Refresher
+	// PullRequests, when set, follows the pull requests of pull-request
+	// write-backs (RunPullRequests, every PullRequestInterval).
+	PullRequests        PullRequestForge
+	PullRequestInterval time.Duration
 	// Tenancy decides what an Application's annotations may use
 	// (credentials, Git repositories); nil enforces the defaults.
 	Tenancy *tenancy.Rules
@@ -175,6 +179,8 @@ type ImageReconciler struct {
 
 	// WindowMetrics, when set, gets the count of held updates.
 	WindowMetrics *WindowMetrics
+
+	prs pullRequests
 
 	mu    sync.Mutex
 	repos repoInterests // app key -> repositories it uses -> how to poll them

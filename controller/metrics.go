@@ -159,6 +159,7 @@ func (q queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
 type ImageMetrics struct {
 	updates            *prometheus.CounterVec
 	invalidAnnotations *prometheus.CounterVec
+	pullRequests       *prometheus.CounterVec
 }
 
 // NewImageMetrics creates the image update metrics and registers them.
@@ -172,9 +173,19 @@ func NewImageMetrics(reg prometheus.Registerer) *ImageMetrics {
 			Name: "crowsnest_invalid_annotations_total",
 			Help: "Malformed argocd-image-updater annotations found (counted when a problem appears or changes, not at every reconcile), by key (without the image alias).",
 		}, []string{"key"}),
+		pullRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_pull_requests_total",
+			Help: "Pull-request write-backs by what happened to the pull request (opened, updated, merged, closed). Forge API calls are crowsnest_forge_requests_total.",
+		}, []string{"action"}),
 	}
-	reg.MustRegister(m.updates, m.invalidAnnotations)
+	reg.MustRegister(m.updates, m.invalidAnnotations, m.pullRequests)
 	return m
+}
+
+func (m *ImageMetrics) pullRequest(action string, n int) {
+	if m != nil && n > 0 {
+		m.pullRequests.WithLabelValues(action).Add(float64(n))
+	}
 }
 
 func (m *ImageMetrics) update(method, result string, n int) {

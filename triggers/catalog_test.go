@@ -51,7 +51,8 @@ func TestCatalogOverFixtures(t *testing.T) {
 func TestCatalogEventTriggers(t *testing.T) {
 	s := catalogSet(t)
 	app := loadApp(t, "healthy")
-	for _, typ := range []string{EventImageUpdated, EventImageUpdateHeld, EventImageUpdateFailed, EventSyncWindowOpened, EventSyncWindowClosed} {
+	for _, typ := range []string{EventImageUpdated, EventImageUpdateHeld, EventImageUpdateFailed, EventSyncWindowOpened, EventSyncWindowClosed,
+		EventPullRequestOpened, EventPullRequestUpdated, EventPullRequestMerged, EventPullRequestClosed} {
 		t.Run(typ, func(t *testing.T) {
 			ev := (&Event{Type: typ, ID: "ev-1", Image: "ghcr.io/example/shop", From: "1.0.0", To: "1.1.0"}).Map()
 			env := NewEnv(app, app, ev, nil, fixedNow)
@@ -81,7 +82,8 @@ func TestCatalogTriggersAndTemplates(t *testing.T) {
 	}
 	want := []string{
 		"on-created", "on-deleted", "on-deployed", "on-health-degraded", "on-image-update-failed",
-		"on-image-update-held", "on-image-updated", "on-sync-failed", "on-sync-running",
+		"on-image-update-held", "on-image-updated", "on-pr-closed", "on-pr-merged", "on-pr-opened", "on-pr-updated",
+		"on-sync-failed", "on-sync-running",
 		"on-sync-status-unknown", "on-sync-succeeded", "on-sync-window-closed", "on-sync-window-opened",
 	}
 	if diff := cmp.Diff(want, CatalogTriggers()); diff != "" {

@@ -34,7 +34,8 @@ func TestEventMap(t *testing.T) {
 	ev := &Event{Type: EventImageUpdateHeld, ID: "e1", Image: "ghcr.io/x/y", To: "1.2.3", Window: "weekend freeze",
 		Time: time.Date(2026, 11, 21, 12, 0, 0, 0, time.FixedZone("CET", 3600))}
 	want := map[string]any{"type": "image-update-held", "id": "e1", "image": "ghcr.io/x/y", "to": "1.2.3",
-		"window": "weekend freeze", "time": "2026-11-21T11:00:00Z", "from": "", "reason": "", "message": "", "commit": ""}
+		"window": "weekend freeze", "time": "2026-11-21T11:00:00Z", "from": "", "reason": "", "message": "", "commit": "",
+		"pullRequest": "", "pullRequestNumber": 0}
 	if diff := cmp.Diff(want, ev.Map()); diff != "" {
 		t.Errorf("event map (-want +got):\n%s", diff)
 	}

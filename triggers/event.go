@@ -9,6 +9,13 @@ const (
 	EventImageUpdateFailed = "image-update-failed"
 	EventSyncWindowOpened  = "sync-window-opened"
 	EventSyncWindowClosed  = "sync-window-closed"
+	// Pull-request write-back: the pull request proposing an update was
+	// opened, brought up to date (a newer tag), merged, or closed
+	// without merging.
+	EventPullRequestOpened  = "pr-opened"
+	EventPullRequestUpdated = "pr-updated"
+	EventPullRequestMerged  = "pr-merged"
+	EventPullRequestClosed  = "pr-closed"
 )
 
 // Event is a crowsnest event as triggers and templates see it (`event`).
@@ -26,9 +33,14 @@ type Event struct {
 	Reason, Message string
 	// Window describes the sync window (window events and held updates).
 	Window string
-	// Commit is the write-back commit SHA, when written to Git.
+	// Commit is the write-back commit SHA, when written to Git: a pull
+	// request's head commit, or its merge commit once merged.
 	Commit string
-	Time   time.Time
+	// PullRequest is the pull request's URL and PullRequestNumber its
+	// number (pull-request events).
+	PullRequest       string
+	PullRequestNumber int
+	Time              time.Time
 	// Recovered marks an event a restarted process announces again (a
 	// write of an earlier process found landed): that process may have
 	// sent its messages already. Not seen by conditions or templates.
@@ -46,5 +58,6 @@ func (e *Event) Map() map[string]any {
 	return map[string]any{
 		"type": e.Type, "id": e.ID, "image": e.Image, "from": e.From, "to": e.To, "reason": e.Reason,
 		"message": e.Message, "window": e.Window, "commit": e.Commit, "time": ts,
+		"pullRequest": e.PullRequest, "pullRequestNumber": e.PullRequestNumber,
 	}
 }

@@ -69,7 +69,7 @@ func (b *Daemon) Run(ctx context.Context) error {
 		tasks = append(tasks, b.onePass)
 	}
 	if images.Git != nil {
-		tasks = append(tasks, images.RunGit)
+		tasks = append(tasks, images.RunGit, controller.WhenLeading(engine, images.RunPullRequests))
 	}
 	for _, s := range b.servers {
 		tasks = append(tasks, s.Serve)

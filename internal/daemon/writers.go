@@ -106,6 +106,9 @@ func (b *Daemon) buildWriters() error {
 	if b.dyn != nil && !b.o.DryRun {
 		images.Refresher = &kube.Refresher{Client: b.dyn, Mode: refreshMode{engine}}
 	}
+	if !b.o.DryRun {
+		images.PullRequests = b.gw
+	}
 	b.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "crowsnest_git_writeback_pending",
 		Help: "Applications whose Git write-back waits for the next batch or is being written.",

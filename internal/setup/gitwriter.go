@@ -64,6 +64,10 @@ func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSo
 	for host, f := range cfg.Git.Forges {
 		hosts[strings.ToLower(host)] = forge.Host{Kind: f.Kind, API: f.API}
 	}
-	w.Forges = &gitwb.TokenForges{Resolver: &forge.Resolver{Hosts: hosts}}
+	var fm *forge.Metrics
+	if metrics != nil {
+		fm = metrics.Forge
+	}
+	w.Forges = &gitwb.TokenForges{Resolver: &forge.Resolver{Hosts: hosts, Options: forge.Options{Metrics: fm}}}
 	return w, nil
 }

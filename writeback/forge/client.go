@@ -23,6 +23,9 @@ type Options struct {
 	Transport http.RoundTripper
 	// Timeout bounds one request; DefaultTimeout when zero.
 	Timeout time.Duration
+	// Metrics, when set, counts the calls (Resolver.Resolve labels them
+	// with the forge's kind).
+	Metrics *Metrics
 }
 
 // Defaults: a forge answers a pull-request call in well under a second;

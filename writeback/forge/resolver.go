@@ -97,6 +97,9 @@ func (r *Resolver) Resolve(repoURL, kind, username, token string) (Forge, Repo, 
 	if !ok {
 		return nil, Repo{}, fmt.Errorf("host %s: forge unknown; name its kind in the config's git.forges", host)
 	}
+	o := r.Options
+	o.Transport = o.Metrics.transport(h.Kind, o.Transport)
+	r = &Resolver{Hosts: r.Hosts, Options: o}
 	switch h.Kind {
 	case KindGitHub:
 		repo, err := GitHubRepo(repoURL, h.API)

@@ -3,6 +3,8 @@ package git
 import (
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,6 +16,8 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec
 	retries   prometheus.Counter
 	evictions prometheus.Counter
+	// Forge counts the forge API calls of pull-request write-backs.
+	Forge *forge.Metrics
 }
 
 // Operation names for the op label.
@@ -55,6 +59,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.ops, m.latency, m.retries, m.evictions)
+	m.Forge = forge.NewMetrics(reg)
 	return m
 }
 

@@ -221,3 +221,52 @@ func (t *TokenForges) transport(tc TLS) (http.RoundTripper, error) {
 	t.transports[key] = tr
 	return tr, nil
 }
+
+// PullRequestRef names a pull request a pull-request write opened, for
+// following it (Writer.PullRequestState, ClosePullRequest): its
+// repository, the forge kind and credentials its changes named, and its
+// number.
+type PullRequestRef struct {
+	// RepoURL is the repository as the changes named it (credentials in
+	// it are used as they were for the write).
+	RepoURL           string
+	CredentialsSecret string
+	Project           string
+	Forge             string
+	Number            int
+}
+
+// forgeOf returns the forge and repository of ref, with the credentials
+// the write used.
+func (w *Writer) forgeOf(ctx context.Context, ref PullRequestRef) (forge.Forge, forge.Repo, error) {
+	clean, creds := splitURL(ref.RepoURL)
+	if w.Credentials != nil {
+		c, ok, err := w.Credentials.Credentials(WithProject(WithCredentialsSecret(ctx, ref.CredentialsSecret), ref.Project), clean)
+		if err != nil {
+			return nil, forge.Repo{}, fmt.Errorf("getting credentials: %w", err)
+		}
+		if ok {
+			creds = c
+		}
+	}
+	return w.forge(&batch{repoURL: clean, pr: &PullRequest{Forge: ref.Forge}}, creds)
+}
+
+// PullRequestState returns pull request ref as its forge reports it now.
+func (w *Writer) PullRequestState(ctx context.Context, ref PullRequestRef) (*forge.PullRequest, error) {
+	f, r, err := w.forgeOf(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return f.Get(ctx, r, ref.Number)
+}
+
+// ClosePullRequest comments on pull request ref and closes it without
+// merging.
+func (w *Writer) ClosePullRequest(ctx context.Context, ref PullRequestRef, comment string) error {
+	f, r, err := w.forgeOf(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return f.Close(ctx, r, ref.Number, comment)
+}

@@ -3,6 +3,7 @@ package collect
 import (
 	"errors"
 
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 )
 
@@ -31,6 +32,23 @@ type Result struct {
 	// Application renders from: retrying cannot change the answer.
 	Err     error
 	Refused bool
+	// PullRequest is the pull request that proposes the Application's
+	// changes (a pull-request write-back), PullRequestAction what the
+	// write did to it (gitwb.PullRequestOpened, ...); Commit is then the
+	// head's commit, on the pull request's branch, not deployed.
+	PullRequest       *forge.PullRequest
+	PullRequestAction string
+}
+
+// Proposed reports whether the batch proposed the Application's changes
+// in a pull request (and failed none).
+func (o *Outcome) Proposed() bool {
+	for i := range o.Results {
+		if o.Results[i].Err == nil && o.Results[i].PullRequest != nil {
+			return !o.Failed()
+		}
+	}
+	return false
 }
 
 // Failed reports whether a commit of the batch failed the Application.
@@ -85,6 +103,9 @@ func attribute(res *gitwb.Result, outcomes map[string]*Outcome) {
 			r.Err, r.Refused = failed[k], onlyRefused(res.Failed, k)
 		case len(updates[k]) > 0:
 			r.Commit, r.Updates = res.CommitSHA, updates[k]
+		}
+		if r.Err == nil && res.PullRequest != nil {
+			r.PullRequest, r.PullRequestAction = res.PullRequest, res.PullRequestAction
 		}
 		o.Results = append(o.Results, r)
 	}

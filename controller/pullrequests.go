@@ -1,0 +1,295 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
+	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
+	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+)
+
+// What becomes of a pull-request write-back: the batch's pull request is
+// reported (Events, metrics, on-pr-opened and on-pr-updated), nothing is
+// announced as updated and Argo CD is not asked to refresh (nothing is
+// deployed until the pull request is merged), and the pull request is
+// followed (RunPullRequests): merged, its merge commit is announced
+// (on-pr-merged, then image-updated) and Argo CD refreshed; closed
+// without merging, on-pr-closed; no longer wanted by any of its
+// Applications (each deleted), it is closed with a comment.
+
+// Event reasons of pull-request write-backs.
+const (
+	EventPullRequestOpened  = "PullRequestOpened"
+	EventPullRequestUpdated = "PullRequestUpdated"
+	EventPullRequestMerged  = "PullRequestMerged"
+	EventPullRequestClosed  = "PullRequestClosed"
+)
+
+// DefaultPullRequestInterval is how often open pull requests are asked
+// for their state: one request per open pull request, well inside every
+// forge's rate limits (50 pull requests are 1,500 requests an hour of
+// GitHub's 5,000).
+const DefaultPullRequestInterval = 2 * time.Minute
+
+// PullRequestForge reads and closes the pull requests pull-request
+// write-backs opened, with the credentials that opened them (the Git
+// writer).
+type PullRequestForge interface {
+	PullRequestState(ctx context.Context, ref gitwb.PullRequestRef) (*forge.PullRequest, error)
+	ClosePullRequest(ctx context.Context, ref gitwb.PullRequestRef, comment string) error
+}
+
+// openPR is a pull request being followed.
+type openPR struct {
+	ref gitwb.PullRequestRef
+	url string
+	// proposed are each Application's updates the pull request carries,
+	// by key.
+	proposed map[string][]gitwb.Update
+	// notBefore defers the next look after a forge's rate limit.
+	notBefore time.Time
+}
+
+// pullRequests are the open pull requests followed, by URL.
+type pullRequests struct {
+	mu   sync.Mutex
+	open map[string]*openPR
+}
+
+// reportPullRequest reports what one pull-request batch did for key and
+// follows its pull request.
+func (r *ImageReconciler) reportPullRequest(key string, o *collect.Outcome, res *collect.Result) {
+	pr := res.PullRequest
+	r.followPullRequest(key, o, res)
+	var typ, reason, verb string
+	switch res.PullRequestAction {
+	case gitwb.PullRequestOpened:
+		typ, reason, verb = triggers.EventPullRequestOpened, EventPullRequestOpened, "opened"
+	case gitwb.PullRequestUpdated:
+		typ, reason, verb = triggers.EventPullRequestUpdated, EventPullRequestUpdated, "updated"
+	default:
+		// Unchanged: the open pull request proposes these values already.
+		r.Log.Debug("pull request already proposes the update", "app", key, "pullRequest", pr.URL)
+		return
+	}
+	r.prCount(res.PullRequestAction, len(res.Updates))
+	msg := fmt.Sprintf("%s (pull request #%d %s, %s into %s of %s)", describeUpdates(res.Updates), pr.Number, verb, pr.URL, pr.Base, res.Repo)
+	r.Log.Info("pull request "+verb, "app", key, "pullRequest", pr.URL, "head", pr.Head, "commit", res.Commit)
+	r.keyEvent(key, eventTypeNormal, reason, msg)
+	r.prNotify(key, typ, pr, res.Commit, res.Updates)
+}
+
+// followPullRequest adds key's proposed updates to the pull request
+// followed.
+func (r *ImageReconciler) followPullRequest(key string, o *collect.Outcome, res *collect.Result) {
+	ref, ok := prRef(o, res)
+	if !ok {
+		return
+	}
+	r.prs.mu.Lock()
+	defer r.prs.mu.Unlock()
+	if r.prs.open == nil {
+		r.prs.open = map[string]*openPR{}
+	}
+	p := r.prs.open[res.PullRequest.URL]
+	if p == nil {
+		p = &openPR{ref: ref, url: res.PullRequest.URL, proposed: map[string][]gitwb.Update{}}
+		r.prs.open[p.url] = p
+	}
+	if len(res.Updates) > 0 || p.proposed[key] == nil {
+		p.proposed[key] = res.Updates
+	}
+}
+
+// prRef names the pull request of res by the change of o that wrote it.
+func prRef(o *collect.Outcome, res *collect.Result) (gitwb.PullRequestRef, bool) {
+	for i := range o.Changes {
+		c := &o.Changes[i]
+		if c.PullRequest != nil && gitwb.RepoID(c.RepoURL) == res.Repo {
+			return gitwb.PullRequestRef{RepoURL: c.RepoURL, CredentialsSecret: c.CredentialsSecret, Project: c.Project,
+				Forge: c.PullRequest.Forge, Number: res.PullRequest.Number}, true
+		}
+	}
+	return gitwb.PullRequestRef{}, false
+}
+
+// RunPullRequests looks at the open pull requests every interval
+// (DefaultPullRequestInterval when zero) until ctx ends.
+func (r *ImageReconciler) RunPullRequests(ctx context.Context) error {
+	if r.PullRequests == nil {
+		<-ctx.Done()
+		return nil
+	}
+	interval := r.PullRequestInterval
+	if interval <= 0 {
+		interval = DefaultPullRequestInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			r.checkPullRequests(ctx)
+		}
+	}
+}
+
+// checkPullRequests asks the forge for each open pull request's state
+// and follows what changed.
+func (r *ImageReconciler) checkPullRequests(ctx context.Context) {
+	r.prs.mu.Lock()
+	open := slices.Collect(maps.Values(r.prs.open))
+	r.prs.mu.Unlock()
+	now := r.now()
+	for _, p := range open {
+		if now.Before(p.notBefore) {
+			continue
+		}
+		if r.unwanted(p) {
+			r.closeUnwanted(ctx, p)
+			continue
+		}
+		got, err := r.PullRequests.PullRequestState(ctx, p.ref)
+		if err != nil {
+			r.prLookFailed(p, err)
+			continue
+		}
+		switch got.State {
+		case forge.Merged:
+			r.prDone(p)
+			r.prMerged(ctx, p, got)
+		case forge.Closed:
+			r.prDone(p)
+			r.prClosed(p, got)
+		}
+	}
+}
+
+// prLookFailed logs a failed look at p; a rate limit defers the next.
+func (r *ImageReconciler) prLookFailed(p *openPR, err error) {
+	var rl *forge.RateLimitError
+	if errors.As(err, &rl) {
+		r.prs.mu.Lock()
+		p.notBefore = r.now().Add(rl.RetryAfter)
+		r.prs.mu.Unlock()
+	}
+	r.Log.Warn("could not look at a pull request; will look again", "pullRequest", p.url, "error", err)
+}
+
+// unwanted reports whether none of p's Applications is known any more
+// (each deleted).
+func (r *ImageReconciler) unwanted(p *openPR) bool {
+	if r.Queue == nil {
+		return false
+	}
+	r.prs.mu.Lock()
+	keys := slices.Collect(maps.Keys(p.proposed))
+	r.prs.mu.Unlock()
+	for _, k := range keys {
+		if r.Queue.App(k) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// closeUnwanted closes p, which no Application wants any more.
+func (r *ImageReconciler) closeUnwanted(ctx context.Context, p *openPR) {
+	comment := "Closed by crowsnest: no Application it was opened for exists any more (" + strings.Join(slices.Sorted(maps.Keys(p.proposed)), ", ") + ")."
+	if err := r.PullRequests.ClosePullRequest(ctx, p.ref, comment); err != nil {
+		r.prLookFailed(p, err)
+		return
+	}
+	r.prDone(p)
+	r.prCount("closed", 1)
+	r.Log.Info("pull request closed: no Application wants it", "pullRequest", p.url)
+}
+
+func (r *ImageReconciler) prDone(p *openPR) {
+	r.prs.mu.Lock()
+	delete(r.prs.open, p.url)
+	r.prs.mu.Unlock()
+}
+
+// prMerged reports a merged pull request: on-pr-merged and then
+// image-updated with the merge commit for each Application, and has Argo
+// CD look at the merge now.
+func (r *ImageReconciler) prMerged(ctx context.Context, p *openPR, got *forge.PullRequest) {
+	r.prCount("merged", 1)
+	commit := cmp0(got.MergeCommit, got.HeadSHA)
+	r.Log.Info("pull request merged", "pullRequest", p.url, "mergeCommit", got.MergeCommit)
+	for _, key := range slices.Sorted(maps.Keys(p.proposed)) {
+		updates := p.proposed[key]
+		r.keyEvent(key, eventTypeNormal, EventPullRequestMerged, fmt.Sprintf("%s (pull request #%d merged as %s into %s)",
+			describeUpdates(updates), got.Number, shortSHA(commit), got.Base))
+		r.prNotify(key, triggers.EventPullRequestMerged, got, commit, updates)
+		r.GitWritten(key, commit, updates)
+		if r.Refresher != nil {
+			if err := r.Refresher.Refresh(ctx, key); err != nil {
+				r.Log.Warn("could not ask Argo CD to refresh; it will see the merge at its next poll", "app", key, "error", err)
+			}
+		}
+	}
+}
+
+// prClosed reports a pull request closed without merging.
+func (r *ImageReconciler) prClosed(p *openPR, got *forge.PullRequest) {
+	r.prCount("closed", 1)
+	r.Log.Info("pull request closed without merging", "pullRequest", p.url)
+	for _, key := range slices.Sorted(maps.Keys(p.proposed)) {
+		r.keyEvent(key, eventTypeWarning, EventPullRequestClosed, fmt.Sprintf("%s (pull request #%d closed without merging: nothing deployed)",
+			describeUpdates(p.proposed[key]), got.Number))
+		r.prNotify(key, triggers.EventPullRequestClosed, got, got.HeadSHA, p.proposed[key])
+	}
+}
+
+// prNotify hands the notifier one pull-request event per update.
+func (r *ImageReconciler) prNotify(key, typ string, pr *forge.PullRequest, commit string, updates []gitwb.Update) {
+	if r.Notifier == nil || r.Queue == nil {
+		return
+	}
+	app := r.Queue.App(key)
+	if app == nil {
+		return
+	}
+	for _, u := range updates {
+		r.Notifier.OnEvent(app, triggers.Event{Type: typ, Image: u.Image, From: u.From, To: u.To, Commit: commit, Time: r.now(),
+			PullRequest: pr.URL, PullRequestNumber: pr.Number,
+			ID: strings.Join([]string{typ, key, u.Image, u.To, pr.URL}, "|")})
+	}
+}
+
+func (r *ImageReconciler) prCount(action string, n int) {
+	if r.Metrics != nil {
+		r.Metrics.pullRequest(action, n)
+	}
+}
+
+// describeUpdates says updates for an Event.
+func describeUpdates(updates []gitwb.Update) string {
+	lines := make([]string, len(updates))
+	for i, u := range updates {
+		lines[i] = fmt.Sprintf("%s: %s -> %s", u.Image, orNone(u.From), u.To)
+	}
+	if len(lines) == 0 {
+		return "no new values"
+	}
+	return strings.Join(lines, "; ")
+}
+
+func cmp0(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
