@@ -131,6 +131,28 @@ func planText(wp *imageupdate.WritePlan) string {
 		for l := range strings.Lines(strings.TrimRight(g.CommitMessage, "\n")) {
 			line("    %s", strings.TrimRight(l, "\n"))
 		}
+		if pr := g.PullRequest; pr != nil {
+			if pr.Action == "update" {
+				line("  pull request #%d (%s) would be updated: %s into %s on %s", pr.Number, pr.URL, pr.Head, pr.Base, pr.Repository)
+			} else {
+				line("  pull request would be opened: %s into %s on %s", pr.Head, pr.Base, pr.Repository)
+			}
+			line("    title: %s", pr.Title)
+			for l := range strings.Lines(pr.Body) {
+				line("    | %s", strings.TrimRight(l, "\n"))
+			}
+			for _, f := range []struct {
+				name  string
+				names []string
+			}{{"labels", pr.Labels}, {"reviewers", pr.Reviewers}, {"assignees", pr.Assignees}} {
+				if len(f.names) > 0 {
+					line("    %s: %s", f.name, strings.Join(f.names, ", "))
+				}
+			}
+			if pr.Draft || pr.AutoMerge {
+				line("    draft: %t, auto-merge: %t", pr.Draft, pr.AutoMerge)
+			}
+		}
 		for _, f := range g.Files {
 			b.WriteString(f.Diff)
 		}

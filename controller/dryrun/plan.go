@@ -76,6 +76,11 @@ func Git(ctx context.Context, planner GitPlanner, chs []gitwb.Change) ([]imageup
 		for _, f := range p.Files {
 			g.Files = append(g.Files, imageupdate.PlannedFile{Path: f.Path, New: f.New, Diff: f.Diff})
 		}
+		if pr := p.PullRequest; pr != nil {
+			g.PullRequest = &imageupdate.PlannedPullRequest{Action: pr.Action, Number: pr.Number, URL: pr.URL, Repository: pr.Repo,
+				Head: pr.Head, Base: pr.Base, Title: pr.Title, Body: pr.Body, Labels: pr.Labels, Reviewers: pr.Reviewers,
+				Assignees: pr.Assignees, Draft: pr.Draft, AutoMerge: pr.AutoMerge}
+		}
 		if p.Err != nil {
 			g.Error = redact.String(p.Err.Error())
 		}

@@ -53,6 +53,9 @@ type GitPlan struct {
 	BaseCommit    string        `json:"baseCommit"`
 	CommitMessage string        `json:"commitMessage,omitempty"`
 	Files         []PlannedFile `json:"files"`
+	// PullRequest is the pull request the write would open or update
+	// (a pull-request write-back): Branch is then its head.
+	PullRequest *PlannedPullRequest `json:"pullRequest,omitempty"`
 	// Error says why this repository's write could not be planned.
 	Error string `json:"error,omitempty"`
 }
@@ -79,4 +82,23 @@ type PatchPlan struct {
 	// Patch is the patch exactly as it would be sent; null when the
 	// Application already carries every value.
 	Patch json.RawMessage `json:"patch"`
+}
+
+// PlannedPullRequest is the pull request a Git write-back would open
+// ("open") or bring up to date ("update": the open one's number and URL).
+type PlannedPullRequest struct {
+	Action string `json:"action"`
+	Number int    `json:"number,omitempty"`
+	URL    string `json:"url,omitempty"`
+	// Repository is the forge's repository: its API and path.
+	Repository string   `json:"repository"`
+	Head       string   `json:"head"`
+	Base       string   `json:"base"`
+	Title      string   `json:"title"`
+	Body       string   `json:"body,omitempty"`
+	Labels     []string `json:"labels,omitempty"`
+	Reviewers  []string `json:"reviewers,omitempty"`
+	Assignees  []string `json:"assignees,omitempty"`
+	Draft      bool     `json:"draft,omitempty"`
+	AutoMerge  bool     `json:"autoMerge,omitempty"`
 }

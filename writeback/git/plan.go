@@ -45,7 +45,29 @@ type Plan struct {
 	Files   []FileDiff
 	// Failed lists the changes that could not be applied.
 	Failed []*ChangeError
-	Err    error
+	// PullRequest is what a pull-request batch would ask of the forge
+	// (nil for a push, or when nothing would be committed and none is
+	// open).
+	PullRequest *PlannedPullRequest
+	Err         error
+}
+
+// PlannedPullRequest is the pull request a write would open, or the open
+// one it would bring up to date.
+type PlannedPullRequest struct {
+	// Action is "open" or "update"; Number and URL are the open pull
+	// request's (update).
+	Action      string
+	Number      int
+	URL         string
+	Head, Base  string
+	Title, Body string
+	// Repo is the forge's repository (its API and path).
+	Repo string
+	// Labels, Reviewers, Assignees, Draft and AutoMerge are asked when
+	// the pull request is opened.
+	Labels, Reviewers, Assignees []string
+	Draft, AutoMerge             bool
 }
 
 // FileDiff is one file a write would change.
@@ -138,6 +160,7 @@ func (s *session) plan(ctx context.Context, p *Plan) error {
 		if p.Message, err = s.message(updates); err != nil {
 			return terminal(err)
 		}
+		s.planPullRequest(p)
 	}
 	return nil
 }

@@ -270,3 +270,23 @@ func (w *Writer) ClosePullRequest(ctx context.Context, ref PullRequestRef, comme
 	}
 	return f.Close(ctx, r, ref.Number, comment)
 }
+
+// planPullRequest fills p.PullRequest for a pull-request batch whose
+// commit message is p.Message: the open pull request (sync looked it up)
+// is updated, or one is opened.
+func (s *session) planPullRequest(p *Plan) {
+	pr := s.b.pr
+	if pr == nil {
+		return
+	}
+	title, body, _ := strings.Cut(p.Message, "\n")
+	pp := &PlannedPullRequest{Action: "open", Head: s.b.target, Base: s.b.base, Title: strings.TrimSpace(title), Body: strings.TrimSpace(body),
+		Labels: pr.Labels, Reviewers: pr.Reviewers, Assignees: pr.Assignees, Draft: pr.Draft, AutoMerge: pr.AutoMerge}
+	if _, r, err := s.w.forge(s.b, s.creds); err == nil {
+		pp.Repo = r.String()
+	}
+	if s.pr != nil {
+		pp.Action, pp.Number, pp.URL = "update", s.pr.Number, s.pr.URL
+	}
+	p.PullRequest = pp
+}

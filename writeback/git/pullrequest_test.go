@@ -80,6 +80,22 @@ func TestPullRequestModeOnGitea(t *testing.T) {
 		return ch
 	}
 
+	// A dry run asks the forge only whether a pull request is open.
+	planPR := func(tag string) *PlannedPullRequest {
+		t.Helper()
+		plans, err := w.Plan(t.Context(), []Change{change(tag)})
+		if err != nil || len(plans) != 1 || plans[0].PullRequest == nil {
+			t.Fatalf("Plan = %+v, %v; want one plan with a pull request", plans, err)
+		}
+		return plans[0].PullRequest
+	}
+	if p := planPR("1.2.0"); p.Action != "open" || p.Head != "crowsnest/main" || p.Base != "main" || !strings.Contains(p.Title, "web") || p.Number != 0 {
+		t.Errorf("planned pull request = %+v, want one opened from crowsnest/main into main", p)
+	}
+	if prs := openPulls(t, c, repo); len(prs) != 0 {
+		t.Fatalf("the plan opened %d pull requests", len(prs))
+	}
+
 	first := mustApply(t, w, change("1.2.0"))
 	if first.Err != nil || first.PullRequestAction != PullRequestOpened || first.PullRequest == nil || first.CommitSHA == "" {
 		t.Fatalf("first write = %+v, want a pull request opened", first)
@@ -93,6 +109,10 @@ func TestPullRequestModeOnGitea(t *testing.T) {
 	}
 	if got := webTag(t, c, repo, "crowsnest/main"); got != "1.2.0" {
 		t.Errorf("the head has web at %s, want 1.2.0", got)
+	}
+
+	if p := planPR("1.3.0"); p.Action != "update" || p.Number != pr.Number || p.URL != pr.URL {
+		t.Errorf("planned pull request for a newer tag = %+v, want #%d updated", p, pr.Number)
 	}
 
 	again := mustApply(t, w, change("1.2.0"))
