@@ -61,6 +61,9 @@ func (d *dryRun) send(ctx context.Context, n notify.Notification) (Recording, er
 	rc, err := d.sender.Send(ctx, n, d.dest)
 	out := Recording{Requests: redactRequests(d.http.reqs), Mails: d.mail.mails}
 	if err != nil && len(out.Requests) == 0 && len(out.Mails) == 0 {
+		if d.dest.Recipient == "" {
+			return Recording{}, fmt.Errorf("service %s: %w (the recipient is --recipient)", d.dest.Service, err)
+		}
 		return Recording{}, fmt.Errorf("service %s: %w", d.dest.Service, err)
 	}
 	if err != nil {
