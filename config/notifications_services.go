@@ -501,9 +501,9 @@ func (n *Notifications) ResolveSecrets(secret map[string][]byte) error {
 	for _, name := range sortedKeys(n.Services) {
 		s := n.Services[name]
 		p := "services[" + name + "]"
-		for _, f := range s.secretFields() {
-			if err := f.ref.resolve(secret); err != nil {
-				errs = append(errs, fmt.Errorf("%s.%s: %w", p, f.name, err))
+		for _, f := range s.SecretFields() {
+			if err := f.Ref.resolve(secret); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s: %w", p, f.Name, err))
 			}
 		}
 		if w := s.Webhook; w != nil {
@@ -520,23 +520,29 @@ func (n *Notifications) ResolveSecrets(secret map[string][]byte) error {
 	return errors.Join(errs...)
 }
 
-type namedSecret struct {
-	name string
-	ref  *SecretRef
+// SecretField is one secret reference of a service's settings, by its
+// path below the service ("slack.token", "webhook.basicAuth.password").
+type SecretField struct {
+	Name string
+	Ref  *SecretRef
 }
 
-func (s *Service) secretFields() []namedSecret {
+// SecretFields are the secret references of the service's settings
+// (Slack, webhook and email; an Ext service's strings expand `$key`
+// instead). ResolveSecrets fills them; `notify template render` stands in
+// for those it cannot read.
+func (s *Service) SecretFields() []SecretField {
 	switch {
 	case s.Slack != nil:
-		return []namedSecret{{"slack.token", &s.Slack.Token}}
+		return []SecretField{{"slack.token", &s.Slack.Token}}
 	case s.Webhook != nil:
-		out := []namedSecret{{"webhook.bearer", &s.Webhook.Bearer}, {"webhook.hmacSecret", &s.Webhook.HMACSecret}}
+		out := []SecretField{{"webhook.bearer", &s.Webhook.Bearer}, {"webhook.hmacSecret", &s.Webhook.HMACSecret}}
 		if s.Webhook.BasicAuth != nil {
-			out = append(out, namedSecret{"webhook.basicAuth.password", &s.Webhook.BasicAuth.Password})
+			out = append(out, SecretField{"webhook.basicAuth.password", &s.Webhook.BasicAuth.Password})
 		}
 		return out
 	case s.Email != nil:
-		return []namedSecret{{"email.password", &s.Email.Password}}
+		return []SecretField{{"email.password", &s.Email.Password}}
 	}
 	return nil
 }

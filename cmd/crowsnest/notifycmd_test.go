@@ -101,7 +101,7 @@ data:
 		wantErr string
 	}{
 		{name: "ConfigMap with $key and the Secret", args: []string{"notify", "template", "render", "web", "--app", app, "--service", "hook",
-			"--notifications-cm", cmWithSecret, "--notifications-secret", secret}, want: []string{"PUT /deploys", `{"app": "web"}`}},
+			"--notifications-cm", cmWithSecret, "--notifications-secret", secret}, want: []string{"PUT $hook-url/deploys", "X-Crowsnest-Delivery: ", `{"app": "web"}`}},
 		{name: "ConfigMap with $key without the Secret", args: []string{"notify", "template", "render", "web", "--app", app, "--service", "hook",
 			"--notifications-cm", cmWithSecret}, wantErr: "hook-url"},
 		{name: "--prev at the same revision: not sent again", args: []string{"notify", "trigger", "run", "on-web", "--app", app, "--prev", prevSame, "--notifications-cm", cm},

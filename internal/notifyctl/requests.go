@@ -1,20 +1,13 @@
 package notifyctl
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/crowsnest-dev/crowsnest/config"
-	"github.com/crowsnest-dev/crowsnest/internal/setup"
-	"github.com/crowsnest-dev/crowsnest/notify"
-	"github.com/crowsnest-dev/crowsnest/notify/services"
 )
 
 // dryRunAnswer is what `notify template render` answers every request of
@@ -44,10 +37,12 @@ func dryRunAnswerFor(body []byte) (contentType, answer string) {
 	return "application/json", dryRunAnswer
 }
 
-// recordingTransport records requests and answers each with dryRunAnswer;
-// nothing leaves the process.
+// recordingTransport records requests and answers each with answer
+// (JSON, 200 OK), or dryRunAnswerFor's answer when it is empty; nothing
+// leaves the process.
 type recordingTransport struct {
-	reqs []Request
+	answer string
+	reqs   []Request
 }
 
 // Request is one request a sender made in a dry run, as it may be shown:
@@ -58,6 +53,9 @@ type Request struct {
 	Method, URL string
 	Header      http.Header
 	Body        []byte
+	// Verbatim is set when Body is best shown byte for byte: a webhook's,
+	// written by its template and covered by its signature.
+	Verbatim bool
 }
 
 func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -67,11 +65,13 @@ func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		_ = req.Body.Close()
 	}
 	r.reqs = append(r.reqs, Request{Method: req.Method, URL: req.URL.String(), Header: req.Header.Clone(), Body: body})
-	status := http.StatusOK
-	if req.Method == http.MethodPost {
-		status = http.StatusCreated
+	status, contentType, answer := http.StatusOK, "application/json", r.answer
+	if answer == "" {
+		if req.Method == http.MethodPost {
+			status = http.StatusCreated
+		}
+		contentType, answer = dryRunAnswerFor(body)
 	}
-	contentType, answer := dryRunAnswerFor(body)
 	return &http.Response{
 		StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:  http.Header{"Content-Type": {contentType}},
@@ -80,29 +80,33 @@ func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	}, nil
 }
 
-// secretHeaders are shown as <redacted>: they carry credentials.
-var secretHeaders = []string{
-	"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key", "Api-Key", "X-Auth-Token",
-	"X-User-Id", "X-Amz-Security-Token", "X-Insert-Key", "X-Pushover-Token",
+// secretHeaders are shown as <redacted>: they carry credentials. So does
+// a header whose name has one of secretHeaderWords (a webhook's
+// X-Gitlab-Token, X-Webhook-Secret), whatever its value's source.
+var (
+	secretHeaders = []string{
+		"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key", "Api-Key", "X-Auth-Token",
+		"X-User-Id", "X-Amz-Security-Token", "X-Insert-Key", "X-Pushover-Token",
+	}
+	secretHeaderWords = []string{"token", "secret", "password", "apikey", "api-key"}
+)
+
+// isSecretHeader reports whether header k is shown as <redacted>.
+func isSecretHeader(k string) bool {
+	lower := strings.ToLower(k)
+	return slices.ContainsFunc(secretHeaders, func(h string) bool { return strings.EqualFold(h, k) }) ||
+		slices.ContainsFunc(secretHeaderWords, func(w string) bool { return strings.Contains(lower, w) })
 }
 
-// requests sends n through a sender of the configured service svc (a type
-// from package services) whose HTTP transport records instead of
-// sending, and returns each request, credentials redacted (Request).
-func requests(ctx context.Context, svcName string, svc config.Service, n notify.Notification, recipient string) ([]Request, error) {
-	rec := &recordingTransport{}
-	sender, err := setup.BuildExt(svcName, svc.Ext, services.Options{Transport: rec})
-	if err != nil {
-		return nil, fmt.Errorf("service %s: %w", svcName, err)
-	}
-	if _, err := sender.Send(ctx, n, notify.Destination{Service: svcName, Recipient: recipient}); err != nil && len(rec.reqs) == 0 {
-		return nil, fmt.Errorf("service %s: %w", svcName, err)
-	}
-	for i := range rec.reqs {
-		r := &rec.reqs[i]
+// redactRequests redacts, in place, the credentials of requests a dry run
+// recorded: a password in a URL, credential headers and the credential
+// fields of a form body.
+func redactRequests(reqs []Request) []Request {
+	for i := range reqs {
+		r := &reqs[i]
 		r.URL = redactUserinfo(r.URL)
 		for k := range r.Header {
-			if slices.ContainsFunc(secretHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
+			if isSecretHeader(k) {
 				r.Header[k] = []string{"<redacted>"}
 			}
 		}
@@ -110,7 +114,7 @@ func requests(ctx context.Context, svcName string, svc config.Service, n notify.
 			r.Body = redactForm(r.Body)
 		}
 	}
-	return rec.reqs, nil
+	return reqs
 }
 
 // secretReplacer replaces each value of secret (longest first) by its
@@ -154,10 +158,11 @@ func redactUserinfo(raw string) string {
 	return u.String()
 }
 
-// secretFormFields are form fields that carry a credential minted during
-// the dry run (a signed JWT assertion is usable for an hour) or read from
-// a key file.
-var secretFormFields = []string{"assertion", "client_secret", "refresh_token", "WebIdentityToken", "password"}
+// secretFormFields are form fields that carry a credential: minted during
+// the dry run (a signed JWT assertion is usable for an hour), read from a
+// key file, or the configured one (Slack's Web API takes its token in the
+// form).
+var secretFormFields = []string{"assertion", "client_secret", "refresh_token", "WebIdentityToken", "password", "token"}
 
 // redactForm replaces the values of secretFormFields in a form body.
 func redactForm(body []byte) []byte {

@@ -73,6 +73,12 @@ func serviceRateLimit(s config.Service) outbox.RateLimit {
 // BuildService builds the sender of one configured service from its
 // type's svc.Kind; threads keeps Slack threads (nil: none).
 func BuildService(name string, s config.Service, threads notify.ThreadStore) (notify.Service, error) {
+	return BuildWith(name, s, services.Options{Threads: threads})
+}
+
+// BuildWith builds the sender of s with o: `notify template render`
+// replaces its transport and mailer with recorders.
+func BuildWith(name string, s config.Service, o services.Options) (notify.Service, error) {
 	if s.Unsupported != "" {
 		return unsupportedService{typ: s.Unsupported}, nil
 	}
@@ -80,21 +86,11 @@ func BuildService(name string, s config.Service, threads notify.ThreadStore) (no
 	if typ == "" {
 		return nil, errors.New("no service type block")
 	}
-	return build(name, typ, s.Settings(), services.Options{Threads: threads})
-}
-
-// BuildExt builds the sender of a service of a type from package
-// services.
-func BuildExt(name string, e *config.ExtService, o services.Options) (notify.Service, error) {
-	return build(name, e.Type, e.Settings, o)
-}
-
-func build(name, typ string, settings any, o services.Options) (notify.Service, error) {
 	k, ok := services.Lookup(typ)
 	if !ok {
 		return nil, fmt.Errorf("service type %q not supported by crowsnest", typ)
 	}
-	return k.New(name, settings, o)
+	return k.New(name, s.Settings(), o)
 }
 
 // unsupportedService stands for an argocd-notifications-cm service of a

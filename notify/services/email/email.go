@@ -1,8 +1,10 @@
 // Package email is crowsnest's email sender (service type email): one
 // SMTP session per message, STARTTLS or implicit TLS (credentials never
 // over a plain connection), PLAIN or LOGIN auth, the delivery ID as the
-// Message-ID, and 5xx replies dead-lettered at once. Its settings are
-// config.EmailService; Kind is how package services builds it.
+// Message-ID, and 5xx replies dead-lettered at once. A svc.Options.Mailer
+// takes the composed message instead of an SMTP session (`notify template
+// render`). Its settings are config.EmailService; Kind is how package
+// services builds it.
 package email
 
 import (
@@ -67,6 +69,9 @@ type Sender struct {
 	tls       *tls.Config
 	timeout   time.Duration
 	now       func() time.Time
+	// mailer, when set, takes each message in place of an SMTP session
+	// (svc.Options.Mailer).
+	mailer svc.Mailer
 }
 
 var _ notify.Service = (*Sender)(nil)
@@ -90,7 +95,7 @@ func New(name string, c *config.EmailService, o svc.Options) (*Sender, error) {
 		return nil, fmt.Errorf("email %s: tls mode %q is not starttls, tls or none", name, mode)
 	}
 	e := &Sender{name: name, host: c.Host, addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), from: f,
-		mode: mode, timeout: cmp.Or(c.Timeout.Duration, DefaultTimeout), now: o.Now}
+		mode: mode, timeout: cmp.Or(c.Timeout.Duration, DefaultTimeout), now: o.Now, mailer: o.Mailer}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -188,6 +193,14 @@ func (e *Sender) compose(delivery string, to []*mail.Address, subject, body stri
 func (e *Sender) deliver(ctx context.Context, to []*mail.Address, msg []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
+	if e.mailer != nil {
+		rcpt := make([]string, len(to))
+		for i, a := range to {
+			rcpt[i] = a.Address
+		}
+		return e.mailer.Mail(ctx, svc.Mail{Server: e.addr, TLS: string(e.mode), Username: e.username,
+			From: e.from.Address, To: rcpt, Message: msg})
+	}
 	dialer := &net.Dialer{}
 	var conn net.Conn
 	var err error

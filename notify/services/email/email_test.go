@@ -2,10 +2,13 @@ package email_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"mime"
 	"mime/quotedprintable"
 	"net/mail"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +163,63 @@ func TestEmailErrors(t *testing.T) {
 	})
 	if n := len(srv.Mail()); n != 0 {
 		t.Errorf("server accepted %d messages, want 0", n)
+	}
+}
+
+// recordingMailer is a svc.Mailer that keeps each Mail and answers err.
+type recordingMailer struct {
+	mails []svc.Mail
+	err   error
+}
+
+func (m *recordingMailer) Mail(_ context.Context, x svc.Mail) error {
+	m.mails = append(m.mails, x)
+	return m.err
+}
+
+// A Mailer takes the message in place of the SMTP session: the session's
+// server, TLS and user, the envelope and the message a server would get,
+// never the password. Nothing connects (the host does not resolve), and a
+// 5xx from the Mailer is permanent as the server's would be.
+func TestMailerTakesTheMessage(t *testing.T) {
+	const password = "smtp-password-value"
+	m := &recordingMailer{}
+	em, err := email.New("email", &config.EmailService{Host: "smtp.invalid", Port: 587, From: "Crowsnest <crowsnest@example.com>",
+		Username: "bot", Password: config.InlineSecret(password)}, svc.Options{Mailer: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := notify.WithDeliveryID(t.Context(), "0123456789abcdef")
+	n := notify.Notification{Message: "web deployed", Email: &notify.EmailTemplate{Subject: "Deployed"}}
+	rc, err := em.Send(ctx, n, notify.Destination{Recipient: "dev@example.com, Ops <ops@example.com>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.mails) != 1 {
+		t.Fatalf("mailer got %d messages, want 1", len(m.mails))
+	}
+	got := m.mails[0]
+	want := svc.Mail{Server: "smtp.invalid:587", TLS: "starttls", Username: "bot", From: "crowsnest@example.com",
+		To: []string{"dev@example.com", "ops@example.com"}}
+	if diff := cmp.Diff(want, svc.Mail{Server: got.Server, TLS: got.TLS, Username: got.Username, From: got.From, To: got.To}); diff != "" {
+		t.Errorf("session and envelope (-want +got):\n%s", diff)
+	}
+	msg, err := mail.ReadMessage(bytes.NewReader(got.Message))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := msg.Header.Get("Message-ID"); id != "<0123456789abcdef@example.com>" || id != rc.ID {
+		t.Errorf("Message-ID %q, receipt %q, want <0123456789abcdef@example.com>", id, rc.ID)
+	}
+	if body, _ := io.ReadAll(msg.Body); string(body) != "web deployed" {
+		t.Errorf("body %q", body)
+	}
+	if strings.Contains(fmt.Sprintf("%+v", m.mails), password) {
+		t.Error("the Mailer was given the password")
+	}
+
+	m.err = &textproto.Error{Code: 550, Msg: "no such user"}
+	if _, err := em.Send(ctx, n, notify.Destination{Recipient: "dev@example.com"}); !notify.IsPermanent(err) {
+		t.Errorf("error = %v, want a permanent one", err)
 	}
 }

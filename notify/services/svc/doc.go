@@ -3,9 +3,10 @@
 // Options and the shared HTTP Client (timeouts, 429 as
 // notify.RateLimitError, 4xx permanent, no secret in errors), reading a
 // rendered template block (DecodeBlock), a recipient's webhook
-// (RecipientURL). The RS256 JWT signer GitHub Apps and Google service
-// accounts use is internal/rs256; a GitHub App's installation token,
-// internal/githubapp. The settings and template blocks, and their checks
+// (RecipientURL), the Mailer that may take an email sender's messages
+// instead of its SMTP session. The RS256 JWT signer GitHub Apps and
+// Google service accounts use is internal/rs256; a GitHub App's
+// installation token, internal/githubapp. The settings and template blocks, and their checks
 // (Require, CheckURL, ...), are config's: package config/servicetypes.
 //
 // The senders live in package services and its subpackages (slack,

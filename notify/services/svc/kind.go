@@ -53,6 +53,9 @@ type Options struct {
 	// Transport, when set, replaces the sender's own HTTP transport
 	// (`notify template render --service` records requests with it).
 	Transport http.RoundTripper
+	// Mailer, when set, takes the email sender's messages in place of
+	// its SMTP session (`notify template render` records them with it).
+	Mailer Mailer
 	// RootCAs, when set, replaces the system's roots for the TLS of a
 	// sender that dials itself (email's SMTP) or uses its own transport.
 	RootCAs *x509.CertPool

@@ -35,7 +35,9 @@ func NewCommand() *cobra.Command {
 		Long: `The trigger and template commands evaluate triggers and render templates
 offline, with the notifications of --config (the default catalog when no
 config is given) and, with --notifications-cm, an argocd-notifications-cm read
-from a file. Secrets are not resolved: nothing is sent. The send command
+from a file. Nothing is sent: for a configured service, template render shows
+every request a send would make, answered locally, with credentials redacted
+and the values of --notifications-secret shown as their $key. The send command
 renders a template the same way and sends it, once, through a configured
 service. The log command reads the daemon's delivery log from its ConfigMaps
 in the cluster.`,
@@ -69,14 +71,14 @@ Application, records instead of sending.`,
 	dryRunFlags(template)
 	renderCmd := &cobra.Command{
 		Use:   "render NAME",
-		Short: "Render a template for one service and print the payload",
+		Short: "Render a template for one service: every request a send to a configured service makes, else the payload",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.renderTemplate(cmd.Context(), cmd.OutOrStdout(), args[0])
 		},
 	}
 	renderCmd.Flags().StringVar(&o.service, "service", "", "slack, webhook or email, or the name of a configured service")
-	renderCmd.Flags().StringVar(&o.recipient, "recipient", "", "the recipient, for services whose request depends on it (a Teams channel, an Opsgenie team, ...)")
+	renderCmd.Flags().StringVar(&o.recipient, "recipient", "", "the recipient, for services whose request depends on it (a Slack channel, email addresses, a Teams channel, an Opsgenie team, ...)")
 	template.AddCommand(renderCmd)
 
 	send := newNotifySendCommand(o)
@@ -127,8 +129,10 @@ func orDash(s string) string {
 	return s
 }
 
-// renderTemplate prints what the service would send: Slack's message
-// fields as JSON, the webhook request, the email's subject and body.
+// renderTemplate prints what a send through a configured service does
+// (printServiceRequests); for slack, webhook or email named by type with
+// no such service configured, the payload: Slack's message fields as
+// JSON, the webhook request, the email's subject and body.
 func (o *notifyOptions) renderTemplate(ctx context.Context, w io.Writer, name string) error {
 	if o.appPath == "" || o.service == "" {
 		return fmt.Errorf("--app and --service are required")
@@ -138,7 +142,7 @@ func (o *notifyOptions) renderTemplate(ctx context.Context, w io.Writer, name st
 		return err
 	}
 	n := r.Notification
-	if r.Ext {
+	if r.Recorded {
 		return printServiceRequests(w, r)
 	}
 	switch r.Type {
