@@ -164,7 +164,9 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 		if !slices.Contains(ForgeKinds, f.Kind) {
 			errs.invalid(fieldpath.Join(p, "kind"), "unsupported value %q, want one of %s", f.Kind, strings.Join(ForgeKinds, ", "))
 		}
-		if f.API != "" {
+		if f.API != "" && (f.Kind == "bitbucket-server" || f.Kind == "azure-devops" || f.Kind == "bitbucket") {
+			errs.invalid(fieldpath.Join(p, "api"), "%s takes its API address from the repository URL; leave api out", f.Kind)
+		} else if f.API != "" {
 			u, err := url.Parse(f.API)
 			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 				errs.invalid(fieldpath.Join(p, "api"), "want an http(s) URL without credentials, query or fragment, got %q", f.API)

@@ -175,16 +175,16 @@ func NewImageMetrics(reg prometheus.Registerer) *ImageMetrics {
 		}, []string{"key"}),
 		pullRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crowsnest_pull_requests_total",
-			Help: "Pull-request write-backs by what happened to the pull request (opened, updated, merged, closed). Forge API calls are crowsnest_forge_requests_total.",
+			Help: "What pull-request write-backs did, by action: opened and updated count once per Application a write proposed for, merged and closed once per pull request. Forge API calls are crowsnest_forge_requests_total.",
 		}, []string{"action"}),
 	}
 	reg.MustRegister(m.updates, m.invalidAnnotations, m.pullRequests)
 	return m
 }
 
-func (m *ImageMetrics) pullRequest(action string, n int) {
-	if m != nil && n > 0 {
-		m.pullRequests.WithLabelValues(action).Add(float64(n))
+func (m *ImageMetrics) pullRequest(action string) {
+	if m != nil {
+		m.pullRequests.WithLabelValues(action).Inc()
 	}
 }
 

@@ -91,7 +91,8 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notifier: notes, Queue: appLookup(req),
 		Metrics: controller.NewImageMetrics(promReg), Log: slog.New(slog.DiscardHandler), PullRequests: w, PullRequestInterval: 50 * time.Millisecond}
 	images.Git = &collect.Batcher{Writer: w}
-	head := "crowsnest/default/main"
+	// The clone URL carries the token: the head names a hash of it.
+	const headPrefix = "crowsnest/default/main-"
 
 	// Opened.
 	runBatch(t, images, req)
@@ -100,10 +101,11 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 		t.Fatalf("Events = %+v, want one PullRequestOpened for 1.0.0 -> 1.1.0", evs)
 	}
 	prs := openPullRequests(t, c, owner, repo.Name)
-	if len(prs) != 1 || prs[0].Head.Ref != head || prs[0].Base.Ref != "main" {
-		t.Fatalf("open pull requests = %s, want one from %s into main", describePulls(prs), head)
+	if len(prs) != 1 || !strings.HasPrefix(prs[0].Head.Ref, headPrefix) || prs[0].Base.Ref != "main" {
+		t.Fatalf("open pull requests = %s, want one from %s<hash> into main", describePulls(prs), headPrefix)
 	}
 	pr := prs[0]
+	head := pr.Head.Ref
 	if !strings.Contains(evs[0].Message, pr.HTMLURL) {
 		t.Errorf("the Event %q does not link the pull request %s", evs[0].Message, pr.HTMLURL)
 	}

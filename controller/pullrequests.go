@@ -80,7 +80,7 @@ func (r *ImageReconciler) reportPullRequest(key string, o *collect.Outcome, res 
 		r.Log.Debug("pull request already proposes the update", "app", key, "pullRequest", pr.URL)
 		return
 	}
-	r.prCount(res.PullRequestAction, len(res.Updates))
+	r.prCount(res.PullRequestAction)
 	msg := fmt.Sprintf("%s (pull request #%d %s, %s into %s of %s)", describeUpdates(res.Updates), pr.Number, verb, pr.URL, pr.Base, res.Repo)
 	r.Log.Info("pull request "+verb, "app", key, "pullRequest", pr.URL, "head", pr.Head, "commit", res.Commit)
 	r.keyEvent(key, eventTypeNormal, reason, msg)
@@ -211,7 +211,7 @@ func (r *ImageReconciler) closeUnwanted(ctx context.Context, p *openPR) {
 		return
 	}
 	r.prDone(p)
-	r.prCount("closed", 1)
+	r.prCount("closed")
 	r.Log.Info("pull request closed: no Application wants it", "pullRequest", p.url)
 }
 
@@ -225,7 +225,7 @@ func (r *ImageReconciler) prDone(p *openPR) {
 // image-updated with the merge commit for each Application, and has Argo
 // CD look at the merge now.
 func (r *ImageReconciler) prMerged(ctx context.Context, p *openPR, got *forge.PullRequest) {
-	r.prCount("merged", 1)
+	r.prCount("merged")
 	commit := cmp0(got.MergeCommit, got.HeadSHA)
 	r.Log.Info("pull request merged", "pullRequest", p.url, "mergeCommit", got.MergeCommit)
 	for _, key := range slices.Sorted(maps.Keys(p.proposed)) {
@@ -244,7 +244,7 @@ func (r *ImageReconciler) prMerged(ctx context.Context, p *openPR, got *forge.Pu
 
 // prClosed reports a pull request closed without merging.
 func (r *ImageReconciler) prClosed(p *openPR, got *forge.PullRequest) {
-	r.prCount("closed", 1)
+	r.prCount("closed")
 	r.Log.Info("pull request closed without merging", "pullRequest", p.url)
 	for _, key := range slices.Sorted(maps.Keys(p.proposed)) {
 		r.keyEvent(key, eventTypeWarning, EventPullRequestClosed, fmt.Sprintf("%s (pull request #%d closed without merging: nothing deployed)",
@@ -263,15 +263,16 @@ func (r *ImageReconciler) prNotify(key, typ string, pr *forge.PullRequest, commi
 		return
 	}
 	for _, u := range updates {
+		msg := fmt.Sprintf("Pull request #%d (%s into %s) %s.", pr.Number, pr.Head, pr.Base, strings.TrimPrefix(typ, "pr-"))
 		r.Notifier.OnEvent(app, triggers.Event{Type: typ, Image: u.Image, From: u.From, To: u.To, Commit: commit, Time: r.now(),
-			PullRequest: pr.URL, PullRequestNumber: pr.Number,
+			PullRequest: pr.URL, PullRequestNumber: pr.Number, Message: msg,
 			ID: strings.Join([]string{typ, key, u.Image, u.To, pr.URL}, "|")})
 	}
 }
 
-func (r *ImageReconciler) prCount(action string, n int) {
+func (r *ImageReconciler) prCount(action string) {
 	if r.Metrics != nil {
-		r.Metrics.pullRequest(action, n)
+		r.Metrics.pullRequest(action)
 	}
 }
 

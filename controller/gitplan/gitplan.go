@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
@@ -191,11 +192,25 @@ func head(ch *Change, spec *imageupdate.Spec) string {
 		return "image-updater-" + hex.EncodeToString(sum[:4])
 	}
 	h := "crowsnest/" + ch.Project + "/" + cmp.Or(ch.Branch, "default")
-	if strings.HasPrefix(creds, "secret:") {
-		sum := sha256.Sum256([]byte(creds))
+	if who := credentialsOf(ch.RepoURL, creds); who != "" {
+		sum := sha256.Sum256([]byte(who))
 		h += "-" + hex.EncodeToString(sum[:4])
 	}
 	return h
+}
+
+// credentialsOf names the credentials a change pushes with besides the
+// repository's own: a named Secret, and user:password@ in its URL (two
+// URLs with different ones are different batches, so they need different
+// heads). "" for the repository's Argo CD credentials.
+func credentialsOf(repoURL, creds string) string {
+	if !strings.HasPrefix(creds, "secret:") {
+		creds = ""
+	}
+	if u, err := url.Parse(repoURL); err == nil && u.User != nil {
+		creds += "\x00" + u.User.String()
+	}
+	return creds
 }
 
 // image is the Git write of one changed image.

@@ -2,6 +2,7 @@ package gitplan
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -352,9 +353,12 @@ func TestPullRequestHead(t *testing.T) {
 	}
 	secret := pr
 	secret.GitCredentials = "secret:team-a/bot"
+	tokenURL := app("web", "team-a")
+	tokenURL.Sources[0].RepoURL = strings.Replace(appsRepo, "://", "://bot:token@", 1)
 	for name, h := range map[string]string{
-		"another project":     headOf(t, app("web", "team-b"), pr, web(-1)),
-		"another credentials": headOf(t, app("web", "team-a"), secret, web(-1)),
+		"another project":        headOf(t, app("web", "team-b"), pr, web(-1)),
+		"another credentials":    headOf(t, app("web", "team-a"), secret, web(-1)),
+		"credentials in the URL": headOf(t, tokenURL, pr, web(-1)),
 	} {
 		if h == web1 {
 			t.Errorf("%s: head %q is the team-a one's: one tenant's change would ride on another's branch", name, h)

@@ -125,8 +125,15 @@ func (s *session) propose(ctx context.Context, res *Result, message string) erro
 			s.pr = pr
 			res.PullRequest, res.PullRequestAction = pr, PullRequestOpened
 		}
-		if err != nil {
+		switch {
+		case err != nil && pr == nil:
 			return forgeError("opening the pull request", err)
+		case err != nil && s.w.Log != nil:
+			// Opened, and a step after it (labels, reviewers,
+			// assignees, auto-merge) refused, as argocd-image-updater
+			// takes a labelling failure: the review it asks for is
+			// there, failing the write would only repeat the push.
+			s.w.Log.Warn("pull request opened, but a setting of it was refused", "pullRequest", pr.URL, "error", err)
 		}
 		return nil
 	}
