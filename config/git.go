@@ -48,6 +48,10 @@ type Git struct {
 	// the repository URLs). github.com, gitlab.com, bitbucket.org,
 	// dev.azure.com, *.visualstudio.com and codeberg.org need no entry.
 	Forges map[string]GitForge `yaml:"forges"`
+	// PullRequestsInDenyWindows opens and updates pull requests while a
+	// deny window holds write-backs: merging one is the deploy, which a
+	// person does. Off, a pull request waits for the window like a push.
+	PullRequestsInDenyWindows bool `yaml:"pullRequestsInDenyWindows"`
 }
 
 // GitForge is the forge serving one Git host.

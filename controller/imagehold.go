@@ -36,14 +36,26 @@ func (r *ImageReconciler) setHeld(key string, held bool) {
 	r.WindowMetrics.setHeld(n)
 }
 
-// hold asks the windows whether write-backs are held for app now.
-func (r *ImageReconciler) hold(app *watcher.App) imageupdate.Hold {
+// pullRequestWindows is a ProjectWindows that says whether pull requests
+// are opened and updated in deny windows (WindowSource: the config's
+// git.pullRequestsInDenyWindows).
+type pullRequestWindows interface {
+	PullRequestsInDenyWindows() bool
+}
+
+// hold asks the windows whether write-backs are held for app now;
+// proposal says the write-back opens a pull request, which the operator
+// may let through deny windows (merging it is the deploy).
+func (r *ImageReconciler) hold(app *watcher.App, proposal bool) imageupdate.Hold {
 	if r.Windows == nil {
 		return imageupdate.Hold{}
 	}
 	all := r.Windows.Set() // compiles the AppProjects' windows Broken reports on
 	if err := r.Windows.Broken(app.Project); err != nil {
 		return imageupdate.Hold{Held: true, Reason: "AppProject " + app.Project + " has invalid sync windows: " + err.Error()}
+	}
+	if pw, ok := r.Windows.(pullRequestWindows); ok && proposal && pw.PullRequestsInDenyWindows() {
+		return imageupdate.Hold{}
 	}
 	set := all.HoldingUpdates().Matching(WindowRef(app))
 	d := set.Decide(WindowRef(app), r.now(), false)

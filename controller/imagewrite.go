@@ -51,7 +51,7 @@ func (r *ImageReconciler) update(ctx context.Context, key string, app *watcher.A
 // selected for: as a failure when selection failed, once while it stays
 // the same when no tag qualifies.
 func (r *ImageReconciler) decide(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, results map[string]imageupdate.Selection) (imageupdate.Plan, string) {
-	hold := r.hold(app)
+	hold := r.hold(app, spec.WriteBack.Method == imageupdate.MethodGit && spec.WriteBack.PullRequest != nil)
 	plan := imageupdate.Decide(app, spec, results, hold)
 	r.setHeld(key, plan.Held)
 	r.recoverLanded(r.previousIntent(ctx, key), app, spec, plan)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/giteaenv"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
@@ -52,14 +53,22 @@ func (n *typedNotes) list() []typedNote {
 	return slices.Clone(n.all)
 }
 
-// Pull-request write-back end to end, on a real Gitea and a real
-// apiserver: an Application asking for pull requests gets one opened
-// (Event, on-pr-opened; its branch untouched, nothing announced as
-// deployed); a newer tag updates the same pull request (on-pr-updated);
-// the same tag again does nothing; a person merges it through Gitea's
-// API and crowsnest reports the merge commit: on-pr-merged, then
-// image-updated.
-func TestPullRequestWriteBackOnGitea(t *testing.T) {
+// prEnv is an Application in pull-request mode whose repository is on a
+// Gitea of the test's, and a reconciler that writes it.
+type prEnv struct {
+	reg         *testreg.OCI
+	image       string
+	c           *gitea.Client
+	owner, repo string
+	req         controller.Request
+	events      *appEvents
+	notes       *typedNotes
+	promReg     *prometheus.Registry
+	images      *controller.ImageReconciler
+}
+
+func newPREnv(t *testing.T) *prEnv {
+	t.Helper()
 	reg, image := appRegistry(t)
 	g := giteaenv.New(t)
 	c, err := g.Client(t.Context())
@@ -78,19 +87,32 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	ns := env.CreateNamespace(t, "pr")
 	doc := strings.Replace(gitAppDoc("web", ns, image, g.CloneURL(repo.Name), "web", "main"), "  annotations:\n",
 		"  annotations:\n    crowsnest.dev/pull-request: \"true\"\n    crowsnest.dev/pull-request.labels: image-update\n", 1)
 	req := gitRequest(t, ns, doc, image)
 
-	events, notes := &appEvents{}, &typedNotes{}
-	promReg := prometheus.NewRegistry()
+	e := &prEnv{reg: reg, image: image, c: c, owner: owner, repo: repo.Name, req: req, events: &appEvents{}, notes: &typedNotes{},
+		promReg: prometheus.NewRegistry()}
 	w := testGitWriter(t)
 	w.Forges = &gitwb.TokenForges{Resolver: &forge.Resolver{Hosts: map[string]forge.Host{u.Host: {Kind: forge.KindGitea}}}}
-	images := &controller.ImageReconciler{Registry: &registry.Client{}, Events: events, Notifier: notes, Queue: appLookup(req),
-		Metrics: controller.NewImageMetrics(promReg), Log: slog.New(slog.DiscardHandler), PullRequests: w, PullRequestInterval: 50 * time.Millisecond}
-	images.Git = &collect.Batcher{Writer: w}
+	e.images = &controller.ImageReconciler{Registry: &registry.Client{}, Events: e.events, Notifier: e.notes, Queue: appLookup(req),
+		Metrics: controller.NewImageMetrics(e.promReg), Log: slog.New(slog.DiscardHandler), PullRequests: w, PullRequestInterval: 50 * time.Millisecond}
+	e.images.Git = &collect.Batcher{Writer: w}
+	return e
+}
+
+// Pull-request write-back end to end, on a real Gitea and a real
+// apiserver: an Application asking for pull requests gets one opened
+// (Event, on-pr-opened; its branch untouched, nothing announced as
+// deployed); a newer tag updates the same pull request (on-pr-updated);
+// the same tag again does nothing; a person merges it through Gitea's
+// API and crowsnest reports the merge commit: on-pr-merged, then
+// image-updated.
+func TestPullRequestWriteBackOnGitea(t *testing.T) {
+	e := newPREnv(t)
+	reg, image, c, owner, req, events, notes, promReg, images := e.reg, e.image, e.c, e.owner, e.req, e.events, e.notes, e.promReg, e.images
+	repo := &gitea.Repository{Name: e.repo}
 	// The clone URL carries the token: the head names a hash of it.
 	const headPrefix = "crowsnest/default/main-"
 
@@ -203,4 +225,30 @@ func fileOn(t *testing.T, c *gitea.Client, owner, repo, ref string) string {
 		t.Fatalf("reading web/kustomization.yaml on %s: %v", ref, err)
 	}
 	return string(b)
+}
+
+// A deny window holds a pull request like a push, unless the config lets
+// pull requests through (git.pullRequestsInDenyWindows): merging one is
+// the deploy, which a person does.
+func TestPullRequestInDenyWindow(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pullRequestsInDenyWindows=%t", allow), func(t *testing.T) {
+			e := newPREnv(t)
+			cfg := config.Default()
+			cfg.Windows = []config.SyncWindow{{Kind: "deny", Schedule: "* * * * *", Duration: config.Duration{Duration: time.Hour},
+				Applications: []string{"*"}}}
+			cfg.Git.PullRequestsInDenyWindows = allow
+			e.images.Windows = &controller.WindowSource{Config: func() *config.Config { return cfg },
+				Log: slog.New(slog.DiscardHandler)}
+			runBatch(t, e.images, e.req)
+			evs := e.events.of(e.req.Key)
+			prs := openPullRequests(t, e.c, e.owner, e.repo)
+			switch {
+			case allow && (len(prs) != 1 || len(evs) != 1 || evs[0].Reason != controller.EventPullRequestOpened):
+				t.Errorf("allowed in deny windows: pull requests %s, Events %+v; want one opened", describePulls(prs), evs)
+			case !allow && (len(prs) != 0 || len(evs) != 1 || evs[0].Reason != controller.EventImageUpdateHeld):
+				t.Errorf("held by the deny window: pull requests %s, Events %+v; want none opened, ImageUpdateHeld", describePulls(prs), evs)
+			}
+		})
+	}
 }

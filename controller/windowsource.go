@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/crowsnest-dev/crowsnest/watcher"
+
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/windows"
 )
@@ -50,7 +52,10 @@ func (s *WindowSource) Set() windows.Set {
 	if s.projects == nil {
 		s.projects = map[string]compiledProject{}
 	}
-	projects := s.Engine.Projects()
+	var projects []*watcher.Project
+	if s.Engine != nil { // nil: the config's windows only
+		projects = s.Engine.Projects()
+	}
 	sort.Slice(projects, func(i, j int) bool { return projects[i].Key() < projects[j].Key() })
 	seen := map[string]bool{}
 	for _, p := range projects {
@@ -91,4 +96,14 @@ func (s *WindowSource) Broken(project string) error {
 		}
 	}
 	return nil
+}
+
+// PullRequestsInDenyWindows says whether the config lets pull-request
+// write-backs through deny windows (git.pullRequestsInDenyWindows).
+func (s *WindowSource) PullRequestsInDenyWindows() bool {
+	if s.Config == nil {
+		return false
+	}
+	c := s.Config()
+	return c != nil && c.Git.PullRequestsInDenyWindows
 }
