@@ -20,6 +20,9 @@ const (
 	// saidUnsupported: images whose source Argo CD renders as a
 	// plain directory.
 	saidUnsupported = "unsupported"
+	// saidDeclined: versions not proposed again, their pull request
+	// closed without merging.
+	saidDeclined = "declined"
 )
 
 // newInvalid records key's annotation problems and reports whether they

@@ -252,3 +252,54 @@ func TestPullRequestInDenyWindow(t *testing.T) {
 		})
 	}
 }
+
+// A pull request a person closes without merging: on-pr-closed, and its
+// version is not proposed again; a newer one opens a new pull request.
+func TestPullRequestClosedByAPerson(t *testing.T) {
+	e := newPREnv(t)
+	runBatch(t, e.images, e.req)
+	prs := openPullRequests(t, e.c, e.owner, e.repo)
+	if len(prs) != 1 {
+		t.Fatalf("open pull requests = %s, want one", describePulls(prs))
+	}
+	first := prs[0]
+	closed := gitea.StateClosed
+	if _, _, err := e.c.EditPullRequest(e.owner, e.repo, first.Index, gitea.EditPullRequestOption{State: &closed}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.images.RunPullRequests(ctx) }()
+	testwait.For(t, "crowsnest to report the close", func() bool { return len(e.events.of(e.req.Key)) == 2 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.events.of(e.req.Key)[1]; ev.Reason != controller.EventPullRequestClosed {
+		t.Errorf("Event = %+v, want PullRequestClosed", ev)
+	}
+	if n := e.notes.list(); len(n) != 2 || n[1].Type != triggers.EventPullRequestClosed || n[1].PullRequest != first.HTMLURL {
+		t.Errorf("notifications = %+v, want pr-opened, pr-closed", n)
+	}
+
+	// The declined version again: nothing.
+	runBatch(t, e.images, e.req)
+	if prs := openPullRequests(t, e.c, e.owner, e.repo); len(prs) != 0 {
+		t.Errorf("the declined version was proposed again: %s", describePulls(prs))
+	}
+	if evs := e.events.of(e.req.Key); len(evs) != 2 {
+		t.Errorf("Events after the declined version again: %+v", evs[2:])
+	}
+
+	// A newer version: a new pull request.
+	e.reg.Push(t, "team/app:1.2.0", testreg.Image(t, time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC), "linux/amd64"))
+	e.images.Registry = &registry.Client{}
+	runBatch(t, e.images, e.req)
+	prs = openPullRequests(t, e.c, e.owner, e.repo)
+	if len(prs) != 1 || prs[0].Index == first.Index {
+		t.Fatalf("open pull requests = %s, want a new one", describePulls(prs))
+	}
+	if got := fileOn(t, e.c, e.owner, e.repo, prs[0].Head.Ref); !strings.Contains(got, "newTag: 1.2.0") {
+		t.Errorf("the new pull request does not propose 1.2.0:\n%s", got)
+	}
+}

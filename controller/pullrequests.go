@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/triggers"
 	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
@@ -58,10 +59,18 @@ type openPR struct {
 	notBefore time.Time
 }
 
-// pullRequests are the open pull requests followed, by URL.
+// pullRequests are the open pull requests followed, by URL, and the
+// versions whose pull request a person closed without merging.
 type pullRequests struct {
 	mu   sync.Mutex
 	open map[string]*openPR
+	// declined maps an Application key and image to the version its
+	// closed pull request proposed: not proposed again (a newer one is).
+	declined map[string]map[string]declined
+}
+
+type declined struct {
+	to, url string
 }
 
 // reportPullRequest reports what one pull-request batch did for key and
@@ -242,10 +251,24 @@ func (r *ImageReconciler) prMerged(ctx context.Context, p *openPR, got *forge.Pu
 	}
 }
 
-// prClosed reports a pull request closed without merging.
+// prClosed reports a pull request closed without merging, and remembers
+// its versions as declined.
 func (r *ImageReconciler) prClosed(p *openPR, got *forge.PullRequest) {
 	r.prCount("closed")
-	r.Log.Info("pull request closed without merging", "pullRequest", p.url)
+	r.Log.Info("pull request closed without merging; its versions are not proposed again", "pullRequest", p.url)
+	r.prs.mu.Lock()
+	if r.prs.declined == nil {
+		r.prs.declined = map[string]map[string]declined{}
+	}
+	for key, updates := range p.proposed {
+		for _, u := range updates {
+			if r.prs.declined[key] == nil {
+				r.prs.declined[key] = map[string]declined{}
+			}
+			r.prs.declined[key][u.Image] = declined{to: u.To, url: p.url}
+		}
+	}
+	r.prs.mu.Unlock()
 	for _, key := range slices.Sorted(maps.Keys(p.proposed)) {
 		r.keyEvent(key, eventTypeWarning, EventPullRequestClosed, fmt.Sprintf("%s (pull request #%d closed without merging: nothing deployed)",
 			describeUpdates(p.proposed[key]), got.Number))
@@ -293,4 +316,31 @@ func cmp0(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// dropDeclined leaves out of key's changes the versions a person declined
+// (their pull request closed without merging): proposing them again would
+// reopen what was refused. A newer version is proposed as usual. Said
+// once while it stays the same.
+func (r *ImageReconciler) dropDeclined(key string, changes []imageupdate.Change) []imageupdate.Change {
+	r.prs.mu.Lock()
+	d := maps.Clone(r.prs.declined[key])
+	r.prs.mu.Unlock()
+	if len(d) == 0 {
+		return changes
+	}
+	var kept []imageupdate.Change
+	var said []string
+	for i := range changes {
+		c := &changes[i]
+		if x, ok := d[c.Image]; ok && x.to == c.To {
+			said = append(said, fmt.Sprintf("%s %s (declined in %s)", c.Image, c.To, x.url))
+			continue
+		}
+		kept = append(kept, *c)
+	}
+	if what := strings.Join(said, "; "); r.newSaid(saidKey{saidDeclined, key}, what) {
+		r.Log.Info("version not proposed again: its pull request was closed without merging; a newer one will be", "app", key, "images", what)
+	}
+	return kept
 }
