@@ -222,3 +222,26 @@ func (g *GitHub) Close(ctx context.Context, r Repo, number int, comment string) 
 	}{"closed"}
 	return g.c.call(ctx, r, http.MethodPatch, githubPullPath(r, number), in, nil)
 }
+
+// GitHubAppTokens returns the installation token source of app: the token
+// a Git push authenticates with ("x-access-token" and the token), as Argo
+// CD's GitHub App repository credentials do, and that calls the API as
+// the app. Tokens are exchanged on first use and kept until a minute
+// before they expire.
+func GitHubAppTokens(app GitHubApp, o Options) (*githubapp.Source, error) {
+	if app.InstallationID <= 0 {
+		return nil, fmt.Errorf("GitHub App: installationID: want a positive integer")
+	}
+	api := strings.TrimSuffix(app.API, "/")
+	if api == "" {
+		api = GitHubAPI
+	}
+	cred := &githubAppToken{api: api, installation: app.InstallationID}
+	cred.c = newClient(o, cred, githubHeader)
+	src, err := githubapp.New(app.AppID, app.PrivateKey, cred, nil)
+	if err != nil {
+		return nil, fmt.Errorf("GitHub App: %w", err)
+	}
+	cred.src = src
+	return src, nil
+}

@@ -3,9 +3,15 @@ package repocreds
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/crowsnest-dev/crowsnest/internal/githubapp"
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,6 +62,9 @@ type ArgoCD struct {
 	// as a prefix on the same host, as repo-creds match): an annotation
 	// cannot send it to another host.
 	Bound Binding
+
+	mu   sync.Mutex
+	apps map[string]*githubapp.Source // GitHub App installation tokens
 }
 
 // Trust reports whether the operator's config names the Secret
@@ -84,28 +93,31 @@ var _ gitwb.CredentialsSource = (*ArgoCD)(nil)
 func (a *ArgoCD) Credentials(ctx context.Context, repoURL string) (gitwb.Credentials, bool, error) {
 	want := gitwb.RepoKey(repoURL)
 	c, ok, err := a.find(ctx, want)
+	if err == nil && ok && c.app != nil {
+		return a.appCredentials(ctx, c.app)
+	}
 	if err != nil || !ok || c.SSHPrivateKey == "" || !strings.HasPrefix(want, "ssh://") {
-		return c, ok, err
+		return c.Credentials, ok, err
 	}
 	c.SSHKnownHosts, err = a.knownHosts(ctx)
-	return c, ok, err
+	return c.Credentials, ok, err
 }
 
-func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool, error) {
+func (a *ArgoCD) find(ctx context.Context, want string) (found, bool, error) {
 	if named := gitwb.CredentialsSecret(ctx); named != "" {
 		ns, name, _ := strings.Cut(named, "/")
 		s, err := a.Client.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return gitwb.Credentials{}, false, fmt.Errorf("reading git credentials secret %s: %w", named, err)
+			return found{}, false, fmt.Errorf("reading git credentials secret %s: %w", named, err)
 		}
 		if a.Trust == nil || !a.Trust.TrustsSecret(ns, name) {
 			if err := creds.CheckReserved(s); err != nil {
-				return gitwb.Credentials{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
+				return found{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
 			}
 		}
 		if a.Bound == nil || !a.Bound.SendsTo(ns, name, want) {
 			if err := boundTo(s, want); err != nil {
-				return gitwb.Credentials{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
+				return found{}, false, fmt.Errorf("git credentials secret %s: %w", named, err)
 			}
 		}
 		return credentialsOf(s), true, nil
@@ -114,11 +126,11 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 		LabelSelector: argoSecretTypeLabel + " in (" + argoRepository + "," + argoRepoCreds + ")",
 	})
 	if err != nil {
-		return gitwb.Credentials{}, false, fmt.Errorf("listing Argo CD repository secrets in %s: %w", a.Namespace, err)
+		return found{}, false, fmt.Errorf("listing Argo CD repository secrets in %s: %w", a.Namespace, err)
 	}
 	project := gitwb.Project(ctx)
 	var repo, unscoped *corev1.Secret
-	var best gitwb.Credentials
+	var best found
 	bestLen := -1
 	for i := range list.Items {
 		s := &list.Items[i]
@@ -149,7 +161,7 @@ func (a *ArgoCD) find(ctx context.Context, want string) (gitwb.Credentials, bool
 	}
 	repo = cmp.Or(repo, unscoped)
 	if repo != nil {
-		if c := credentialsOf(repo); c != (gitwb.Credentials{}) {
+		if c := credentialsOf(repo); c != (found{}) {
 			return c, true, nil
 		}
 		// A repository Secret without credentials takes the repo-creds',
@@ -182,13 +194,85 @@ func CheckURL(secretURL, repoURL string) error {
 	return nil
 }
 
+// found is what a Secret gives: credentials, or a GitHub App whose
+// installation token they are made of.
+type found struct {
+	gitwb.Credentials
+	app *githubApp
+}
+
+// githubApp is a GitHub App installation of an Argo CD repository Secret
+// (githubAppID, githubAppInstallationID, githubAppPrivateKey and, for
+// GitHub Enterprise Server, githubAppEnterpriseBaseUrl).
+type githubApp struct {
+	forge.GitHubApp
+	// err says what is wrong with the Secret's fields.
+	err error
+}
+
 // credentialsOf reads the fields Argo CD's repository Secrets use.
-func credentialsOf(s *corev1.Secret) gitwb.Credentials {
-	return gitwb.Credentials{
+func credentialsOf(s *corev1.Secret) found {
+	f := found{Credentials: gitwb.Credentials{
 		Username:      string(s.Data["username"]),
 		Password:      string(s.Data["password"]),
 		SSHPrivateKey: string(s.Data["sshPrivateKey"]),
+	}}
+	if len(s.Data["githubAppID"]) > 0 || len(s.Data["githubAppPrivateKey"]) > 0 {
+		f.app = githubAppOf(s)
 	}
+	return f
+}
+
+// githubAppOf reads a Secret's GitHub App fields as Argo CD does.
+func githubAppOf(s *corev1.Secret) *githubApp {
+	app := &githubApp{GitHubApp: forge.GitHubApp{PrivateKey: string(s.Data["githubAppPrivateKey"])}}
+	var errs []error
+	for _, f := range []struct {
+		key string
+		out *int64
+	}{{"githubAppID", &app.AppID}, {"githubAppInstallationID", &app.InstallationID}} {
+		n, err := strconv.ParseInt(strings.TrimSpace(string(s.Data[f.key])), 10, 64)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("%s: want a positive integer", f.key))
+		}
+		*f.out = n
+	}
+	if base := strings.TrimSpace(string(s.Data["githubAppEnterpriseBaseUrl"])); base != "" {
+		// Argo CD's field is the API root (https://HOST/api/v3).
+		app.API = strings.TrimSuffix(base, "/")
+	}
+	app.err = errors.Join(errs...)
+	return app
+}
+
+// appCredentials are the credentials of a GitHub App installation: its
+// installation token, kept per app, installation, API and key while it is
+// good.
+func (a *ArgoCD) appCredentials(ctx context.Context, app *githubApp) (gitwb.Credentials, bool, error) {
+	if app.err != nil {
+		return gitwb.Credentials{}, false, fmt.Errorf("GitHub App repository credentials: %w", app.err)
+	}
+	sum := sha256.Sum256([]byte(app.PrivateKey))
+	key := fmt.Sprintf("%d/%d/%s/%x", app.AppID, app.InstallationID, app.API, sum[:8])
+	a.mu.Lock()
+	src := a.apps[key]
+	if src == nil {
+		var err error
+		if src, err = forge.GitHubAppTokens(app.GitHubApp, forge.Options{}); err != nil {
+			a.mu.Unlock()
+			return gitwb.Credentials{}, false, err
+		}
+		if a.apps == nil {
+			a.apps = map[string]*githubapp.Source{}
+		}
+		a.apps[key] = src
+	}
+	a.mu.Unlock()
+	tok, err := src.Token(ctx)
+	if err != nil {
+		return gitwb.Credentials{}, false, fmt.Errorf("GitHub App installation token: %w", err)
+	}
+	return gitwb.Credentials{Username: "x-access-token", Password: tok}, true, nil
 }
 
 // knownHosts joins Argo CD's known hosts ConfigMap (none is no hosts) and
