@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
 )
@@ -157,14 +159,20 @@ func (r *ImageReconciler) settleGit(ctx context.Context, outcomes []collect.Outc
 	_ = work.Wait()
 }
 
-// gitFail reports key's failed Git write and tries it again later.
+// gitFail reports key's failed Git write and tries it again later: after
+// gitRetryDelay, or the wait a forge's rate limit asks for when longer.
 func (r *ImageReconciler) gitFail(key string, err error) {
 	r.gitCount(gitResultError, 1)
 	r.Tally.GitFailed(key)
-	r.Log.Warn("git write-back failed; will retry", "app", key, "error", err, "retryIn", gitRetryDelay)
+	delay := gitRetryDelay
+	var rl *forge.RateLimitError
+	if errors.As(err, &rl) {
+		delay = max(delay, rl.RetryAfter)
+	}
+	r.Log.Warn("git write-back failed; will retry", "app", key, "error", err, "retryIn", delay)
 	r.keyEvent(key, eventTypeWarning, EventImageUpdateFailed, "git write-back: "+err.Error())
 	if r.Queue != nil {
-		r.Queue.EnqueueAfter(key, gitRetryDelay)
+		r.Queue.EnqueueAfter(key, delay)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/branchtmpl"
@@ -296,4 +297,14 @@ func (s *session) planPullRequest(p *Plan) {
 		pp.Action, pp.Number, pp.URL = "update", s.pr.Number, s.pr.URL
 	}
 	p.PullRequest = pp
+}
+
+// rateLimitedFor is how long a forge's rate limit in err asks to wait, 0
+// for none.
+func rateLimitedFor(err error) time.Duration {
+	var rl *forge.RateLimitError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter
+	}
+	return 0
 }

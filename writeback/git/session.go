@@ -150,10 +150,17 @@ func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 			// nothing landed.
 			res.Err = err
 			return res
+		case rateLimitedFor(err) > cmp.Or(w.MaxBackoff, DefaultMaxBackoff):
+			// A forge asks for a longer wait than a retry here takes:
+			// the clone is not held that long. The caller tries again
+			// after the wait (forge.RateLimitError in res.Err); what is
+			// pushed stays on the head.
+			res.Err = err
+			return res
 		case ctx.Err() == nil && attempt < maxAttempts:
 			w.Metrics.retry()
 			w.log().Debug("git write-back retry", "repo", b.repoURL, "branch", b.target, "attempt", attempt, "err", err)
-			serr := backoff.Sleep(ctx, w.backoff(attempt))
+			serr := backoff.Sleep(ctx, max(w.backoff(attempt), rateLimitedFor(err)))
 			if serr == nil {
 				continue
 			}
