@@ -141,10 +141,10 @@ type Rule struct {
 	// UseAnnotations says the Application's own argocd-image-updater
 	// annotations say what to update; Images and WriteBack are then empty.
 	UseAnnotations bool
-	// NoWrite, when set, is the field that forbids writing to the
-	// Applications the rule selects (gitConfig.pullRequest, which crowsnest
-	// cannot honour): the rule keeps them, so that no broader rule pushes
-	// where a review was asked for, and writes nothing.
+	// NoWrite, when set, is the gitConfig.pullRequest of a write-back that
+	// cannot be honoured (see the problems): the rule keeps the
+	// Applications it selects, so that no broader rule pushes where a
+	// review was asked for, and writes nothing.
 	NoWrite string
 	// Unverified, for a useAnnotations rule, is the path of the
 	// applicationRef's imagesVerification that asks for signature
@@ -156,7 +156,8 @@ type Rule struct {
 	// WriteBack is the merged write-back configuration.
 	WriteBack config.PolicyWriteBack
 	// WriteBackFields maps each WriteBack field set (method, target,
-	// branch, repository) to the resource field it came from.
+	// branch, repository, pullRequest, pullRequest.labels) to the resource
+	// field it came from.
 	WriteBackFields map[string]string
 
 	selector    labels.Selector
@@ -230,8 +231,8 @@ const (
 // Each problem names the field ("spec.applicationRefs[0].images[2].
 // commonUpdateSettings.updateStrategy: ..."); a broken image is left out
 // of its rule, a broken applicationRef (selector, write-back) out of the
-// result, and the rest stays.
-func (u *Resource) Rules() ([]Rule, []config.FieldError) {
+// result, and the rest stays; an Ignored problem leaves nothing out.
+func (u *Resource) Rules() ([]Rule, []Problem) {
 	var errs problems
 	s := &u.Spec
 	if len(s.ApplicationRefs) == 0 {
@@ -330,12 +331,25 @@ func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, veri
 	return r, ok
 }
 
-// problems collects the resource's problems, each naming its field. A
-// resource is not a file: there are no lines to point at.
-type problems []config.FieldError
+// Problem is one problem with a field of the resource. A resource is not
+// a file: there are no lines to point at.
+type Problem struct {
+	config.FieldError
+	// Ignored says nothing is left out: the field is ignored as
+	// argocd-image-updater ignores it, and crowsnest says so.
+	Ignored bool
+}
+
+// problems collects the resource's problems, each naming its field.
+type problems []Problem
 
 func (p *problems) invalid(field, format string, args ...any) {
-	*p = append(*p, config.FieldError{Path: field, Msg: fmt.Sprintf(format, args...)})
+	*p = append(*p, Problem{FieldError: config.FieldError{Path: field, Msg: fmt.Sprintf(format, args...)}})
+}
+
+// ignored says the field is ignored, as argocd-image-updater ignores it.
+func (p *problems) ignored(field, format string, args ...any) {
+	*p = append(*p, Problem{FieldError: config.FieldError{Path: field, Msg: fmt.Sprintf(format, args...)}, Ignored: true})
 }
 
 // layer is one level of commonUpdateSettings and its field path.
