@@ -123,7 +123,7 @@ func readPullRequest(ann map[string]string, wb *WriteBack, fail func(key, format
 func readPullRequestErrs(ann map[string]string, wb *WriteBack) (errs, ignored []error) {
 	readPullRequest(ann, wb, func(key, format string, args ...any) {
 		err := &AnnotationError{Key: OwnPrefix + key, Msg: fmt.Sprintf(format, args...)}
-		if strings.HasSuffix(err.Msg, "; ignored") {
+		if err.Ignored() {
 			ignored = append(ignored, err)
 			return
 		}

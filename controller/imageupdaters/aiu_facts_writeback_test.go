@@ -177,10 +177,10 @@ func TestAIUSeveralImageUpdatersDifferentWriteBack(t *testing.T) {
 	}
 }
 
-// A pullRequest the argocd method ignores leaves nothing out: its problem
-// is a warning (`crowsnest migrate` reads it as "read differently"); a
-// refused one is not.
-func TestPullRequestProblemWarnsOnlyWhenIgnored(t *testing.T) {
+// A write-back field the argocd method ignores (pullRequest,
+// writeBackTarget) leaves nothing out: its problem is a warning (`crowsnest
+// migrate` reads it as "read differently"); a refused one is not.
+func TestIgnoredWriteBackFieldsWarn(t *testing.T) {
 	tests := []struct {
 		name, wb string
 		want     []FieldError
@@ -189,6 +189,10 @@ func TestPullRequestProblemWarnsOnlyWhenIgnored(t *testing.T) {
 			want: []FieldError{{Resource: "team-a/shop", Path: "spec.writeBackConfig.gitConfig.pullRequest", Warning: true}}},
 		{name: "two providers", wb: `{method: git, gitConfig: {pullRequest: {github: {}, gitlab: {}}}}`,
 			want: []FieldError{{Resource: "team-a/shop", Path: "spec.writeBackConfig.gitConfig.pullRequest"}}},
+		{name: "writeBackTarget with the argocd method", wb: `{method: argocd, gitConfig: {writeBackTarget: kustomization}}`,
+			want: []FieldError{{Resource: "team-a/shop", Path: "spec.writeBackConfig.gitConfig.writeBackTarget", Warning: true}}},
+		{name: "an unknown writeBackTarget", wb: `{method: git, gitConfig: {writeBackTarget: "jsonnet:x"}}`,
+			want: []FieldError{{Resource: "team-a/shop", Path: "spec.writeBackConfig.gitConfig.writeBackTarget"}}},
 		{name: "github", wb: `{method: git, gitConfig: {pullRequest: {github: {}}}}`},
 	}
 	for _, tt := range tests {

@@ -166,8 +166,8 @@ func (r *rule) build(resKey string) []error {
 		r.spec.WriteBack.Method = ""
 	}
 	if pr := r.spec.WriteBack.PullRequest; pr != nil {
-		// The head branch argocd-image-updater names: a pull request it
-		// opened is found, and kept current, after the cut-over.
+		// The head branch is named the argocd-image-updater way,
+		// "image-updater-<8 hex digits>" (controller/gitplan).
 		pr.ImageUpdaterHead = true
 	}
 	return problems
@@ -231,7 +231,7 @@ func (r *rule) fieldOf(resKey string, err error) error {
 	if path == "" {
 		path = r.Path
 	}
-	return &FieldError{Resource: resKey, Path: path, Msg: ae.Msg, Err: ae.Err}
+	return &FieldError{Resource: resKey, Path: path, Msg: ae.Msg, Err: ae.Err, Warning: ae.Ignored()}
 }
 
 // problemText joins problems for a status message, at most limit of them.
