@@ -320,6 +320,8 @@ func FuzzImageUpdater(f *testing.F) {
 	f.Add([]byte(updaterFull))
 	f.Add([]byte(`{"kind":"ImageUpdater","spec":{"applicationRefs":[{"namePattern":"[","images":[{"alias":"a","imageName":":"}]}]}}`))
 	f.Add([]byte("spec:\n  applicationRefs:\n  - namePattern: a\n    labelSelectors: {matchExpressions: [{key: k, operator: In}]}\n"))
+	f.Add([]byte("spec:\n  writeBackConfig: {method: git, gitConfig: {branch: main, pullRequest: {github: {}, labels: [\" x \", \"a,b\", x]}}}\n" +
+		"  applicationRefs:\n  - {namePattern: a, images: [{alias: x, imageName: n}], writeBackConfig: {gitConfig: {branch: \"a:b\", pullRequest: {gitlab: {}}}}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		u, err := Parse(data)
 		if err != nil {
