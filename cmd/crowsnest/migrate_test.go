@@ -75,6 +75,10 @@ func TestMigrateGolden(t *testing.T) {
 			},
 		},
 		{name: "clean", dir: "testdata/migrate/clean", wantExit: 0},
+		// ImageUpdaters asking for pull requests (GitHub, GitLab, labels,
+		// an applicationRef's replacing the spec's) are carried over; the
+		// argocd method's is ignored, as argocd-image-updater ignores it.
+		{name: "pullrequest", dir: "testdata/migrate/pullrequest", wantExit: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

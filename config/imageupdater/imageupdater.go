@@ -80,21 +80,6 @@ type UpdateSettings struct {
 	Platforms      []string `json:"platforms,omitempty"`
 }
 
-// WriteBackConfig says how changes are written; applicationRef fields
-// override the spec's one by one.
-type WriteBackConfig struct {
-	Method    *string    `json:"method,omitempty"`
-	GitConfig *GitConfig `json:"gitConfig,omitempty"`
-}
-
-// GitConfig holds the Git write-back settings.
-type GitConfig struct {
-	Repository      *string         `json:"repository,omitempty"`
-	Branch          *string         `json:"branch,omitempty"`
-	WriteBackTarget *string         `json:"writeBackTarget,omitempty"`
-	PullRequest     *map[string]any `json:"pullRequest,omitempty"`
-}
-
 // Targets names where an image goes in Helm or Kustomize sources
 // (plugin targets are read, and refused: crowsnest does not write them).
 type Targets struct {
@@ -156,10 +141,10 @@ type Rule struct {
 	// UseAnnotations says the Application's own argocd-image-updater
 	// annotations say what to update; Images and WriteBack are then empty.
 	UseAnnotations bool
-	// NoWrite, when set, is the field that forbids writing to the
-	// Applications the rule selects (gitConfig.pullRequest, which crowsnest
-	// cannot honour): the rule keeps them, so that no broader rule pushes
-	// where a review was asked for, and writes nothing.
+	// NoWrite, when set, is the gitConfig.pullRequest of a write-back that
+	// cannot be honoured (see the problems): the rule keeps the
+	// Applications it selects, so that no broader rule pushes where a
+	// review was asked for, and writes nothing.
 	NoWrite string
 	// Unverified, for a useAnnotations rule, is the path of the
 	// applicationRef's imagesVerification that asks for signature
@@ -171,7 +156,8 @@ type Rule struct {
 	// WriteBack is the merged write-back configuration.
 	WriteBack config.PolicyWriteBack
 	// WriteBackFields maps each WriteBack field set (method, target,
-	// branch, repository) to the resource field it came from.
+	// branch, repository, pullRequest, pullRequest.labels) to the resource
+	// field it came from.
 	WriteBackFields map[string]string
 
 	selector    labels.Selector
@@ -245,8 +231,8 @@ const (
 // Each problem names the field ("spec.applicationRefs[0].images[2].
 // commonUpdateSettings.updateStrategy: ..."); a broken image is left out
 // of its rule, a broken applicationRef (selector, write-back) out of the
-// result, and the rest stays.
-func (u *Resource) Rules() ([]Rule, []config.FieldError) {
+// result, and the rest stays; an Ignored problem leaves nothing out.
+func (u *Resource) Rules() ([]Rule, []Problem) {
 	var errs problems
 	s := &u.Spec
 	if len(s.ApplicationRefs) == 0 {
@@ -345,12 +331,25 @@ func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, veri
 	return r, ok
 }
 
-// problems collects the resource's problems, each naming its field. A
-// resource is not a file: there are no lines to point at.
-type problems []config.FieldError
+// Problem is one problem with a field of the resource. A resource is not
+// a file: there are no lines to point at.
+type Problem struct {
+	config.FieldError
+	// Ignored says nothing is left out: the field is ignored as
+	// argocd-image-updater ignores it, and crowsnest says so.
+	Ignored bool
+}
+
+// problems collects the resource's problems, each naming its field.
+type problems []Problem
 
 func (p *problems) invalid(field, format string, args ...any) {
-	*p = append(*p, config.FieldError{Path: field, Msg: fmt.Sprintf(format, args...)})
+	*p = append(*p, Problem{FieldError: config.FieldError{Path: field, Msg: fmt.Sprintf(format, args...)}})
+}
+
+// ignored says the field is ignored, as argocd-image-updater ignores it.
+func (p *problems) ignored(field, format string, args ...any) {
+	*p = append(*p, Problem{FieldError: config.FieldError{Path: field, Msg: fmt.Sprintf(format, args...)}, Ignored: true})
 }
 
 // layer is one level of commonUpdateSettings and its field path.
@@ -524,67 +523,6 @@ func verifyPath(p string, v *Verification, above string) string {
 	default:
 		return ""
 	}
-}
-
-// mergeWriteBack merges the spec's and the applicationRef's write-back
-// settings field by field; ok is false when the applicationRef must be left
-// out (nothing could be written as asked); noWrite, when set, is the field
-// that keeps the applicationRef but forbids writing (a pull request).
-func mergeWriteBack(rp string, global, ref *WriteBackConfig, errs *problems) (wb config.PolicyWriteBack, fields map[string]string, ok bool, noWrite string) {
-	fields = map[string]string{}
-	var pr string
-	for _, l := range []struct {
-		path string
-		c    *WriteBackConfig
-	}{{"spec.writeBackConfig", global}, {fieldpath.Join(rp, "writeBackConfig"), ref}} {
-		if l.c == nil {
-			continue
-		}
-		if l.c.Method != nil {
-			wb.Method, fields["method"] = strings.TrimSpace(*l.c.Method), fieldpath.Join(l.path, "method")
-		}
-		g := l.c.GitConfig
-		if g == nil {
-			continue
-		}
-		gp := fieldpath.Join(l.path, "gitConfig")
-		if g.Repository != nil {
-			wb.Repository, fields["repository"] = strings.TrimSpace(*g.Repository), fieldpath.Join(gp, "repository")
-		}
-		if g.Branch != nil {
-			wb.Branch, fields["branch"] = strings.TrimSpace(*g.Branch), fieldpath.Join(gp, "branch")
-		}
-		if g.WriteBackTarget != nil {
-			wb.Target, fields["target"] = strings.TrimSpace(*g.WriteBackTarget), fieldpath.Join(gp, "writeBackTarget")
-		}
-		if g.PullRequest != nil {
-			pr = fieldpath.Join(gp, "pullRequest")
-		}
-	}
-	ok = true
-	m := wb.Method
-	isGit := m == "git" || strings.HasPrefix(m, "git:")
-	switch {
-	case m == "" || m == "argocd":
-	case m == "git" || m == "git:repocreds" || strings.HasPrefix(m, "git:secret:"):
-	default:
-		errs.invalid(fields["method"], "unsupported value %q, want argocd, git, git:repocreds or git:secret:<namespace>/<name>; nothing is written for this applicationRef", m)
-		ok = false
-	}
-	if pr != "" && isGit {
-		// Pushing where argocd-image-updater would open a pull request
-		// would skip the review the resource asks for. The
-		// applicationRef still selects its Applications (argocd-image-
-		// updater takes them): dropping it would hand them to a broader
-		// applicationRef that pushes.
-		errs.invalid(pr, "crowsnest does not open pull requests; nothing is written for the Applications this applicationRef selects")
-		noWrite = pr
-	}
-	if t := wb.Target; t != "" && isGit && !strings.HasPrefix(t, "kustomization") && !strings.HasPrefix(t, "helmvalues") {
-		errs.invalid(fields["target"], "%q: want kustomization[:<path>] or helmvalues[:<path>] (crowsnest does not write other parameter files); nothing is written for this applicationRef", t)
-		ok = false
-	}
-	return wb, fields, ok, noWrite
 }
 
 // cutConstraint cuts "<image>[:<constraint>]": the constraint follows the

@@ -249,14 +249,12 @@ applicationRefs:
 				"spec.applicationRefs[0].namePattern: invalid glob",
 				"spec.applicationRefs[1].labelSelectors:",
 				"spec.writeBackConfig.method: unsupported value",
-				"spec.applicationRefs[3].writeBackConfig.gitConfig.pullRequest:",
 				"spec.applicationRefs[4].writeBackConfig.gitConfig.writeBackTarget:",
 				"spec.applicationRefs[5].images: required unless useAnnotations",
 				"spec.applicationRefs[6].namePattern:",
 				"spec.applicationRefs[8].namePattern: 1025 bytes, over the 1024-byte limit",
 			},
-			// d keeps its Applications and writes nothing (NoWrite): a
-			// broader ref must not push where a review was asked for.
+			// d opens pull requests (TestImageUpdaterPullRequest).
 			rules: map[string][]string{"spec.applicationRefs[3]": {"x"}, "spec.applicationRefs[7]": nil},
 		},
 	}
@@ -300,6 +298,8 @@ func TestParseImageUpdater(t *testing.T) {
 	}{
 		{"json", `{"apiVersion":"argocd-image-updater.argoproj.io/v1alpha1","kind":"ImageUpdater","metadata":{"name":"u"},"spec":{"applicationRefs":[{"namePattern":"a","useAnnotations":true}]},"status":{"applicationsMatched":1}}`, ""},
 		{"misspelt field", "kind: ImageUpdater\nspec:\n  applicationRefs:\n  - namePatern: a\n", "namePatern"},
+		{"a field in a pull request provider", "kind: ImageUpdater\nspec:\n  writeBackConfig: {gitConfig: {pullRequest: {github: {apiURL: x}}}}\n", "apiURL"},
+		{"a pull request provider crowsnest does not know", "kind: ImageUpdater\nspec:\n  writeBackConfig: {gitConfig: {pullRequest: {bitbucket: {}}}}\n", "bitbucket"},
 		{"other kind", "kind: Application\n", "kind is"},
 		{"other group", "apiVersion: argoproj.io/v1alpha1\n", "apiVersion is"},
 		{"not yaml", "spec: [", "reading ImageUpdater"},
@@ -320,6 +320,8 @@ func FuzzImageUpdater(f *testing.F) {
 	f.Add([]byte(updaterFull))
 	f.Add([]byte(`{"kind":"ImageUpdater","spec":{"applicationRefs":[{"namePattern":"[","images":[{"alias":"a","imageName":":"}]}]}}`))
 	f.Add([]byte("spec:\n  applicationRefs:\n  - namePattern: a\n    labelSelectors: {matchExpressions: [{key: k, operator: In}]}\n"))
+	f.Add([]byte("spec:\n  writeBackConfig: {method: git, gitConfig: {branch: main, pullRequest: {github: {}, labels: [\" x \", \"a,b\", x]}}}\n" +
+		"  applicationRefs:\n  - {namePattern: a, images: [{alias: x, imageName: n}], writeBackConfig: {gitConfig: {branch: \"a:b\", pullRequest: {gitlab: {}}}}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		u, err := Parse(data)
 		if err != nil {

@@ -51,6 +51,11 @@ func (e *AnnotationError) Error() string { return "annotation " + e.Key + ": " +
 
 func (e *AnnotationError) Unwrap() error { return e.Err }
 
+// Ignored reports whether the error only says the annotation is ignored
+// (its message ends "; ignored"), as argocd-image-updater ignores it:
+// nothing is left out.
+func (e *AnnotationError) Ignored() bool { return strings.HasSuffix(e.Msg, "; ignored") }
+
 // SourceAnnotations is Spec.Source for a spec read from an Application's
 // annotations, which its owner (maybe another team) writes.
 const SourceAnnotations = "annotations"

@@ -89,8 +89,7 @@ func CompilePolicies(ps []config.ImagePolicy) (*Policies, error) {
 			}
 		}
 		if pr := p.WriteBack.PullRequest; pr != nil {
-			maps.Copy(ann, PullRequestAnnotations(&PullRequest{Forge: pr.Forge, Labels: pr.Labels, Reviewers: pr.Reviewers,
-				Assignees: pr.Assignees, Draft: pr.Draft, AutoMerge: pr.AutoMerge}))
+			maps.Copy(ann, PullRequestAnnotations(PolicyPullRequest(pr)))
 		}
 		wb, wbErrs := readWriteBack(ann)
 		for _, err := range wbErrs {

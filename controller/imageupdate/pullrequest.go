@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/config"
 )
 
 // OwnPrefix is crowsnest's own annotation prefix, for what
@@ -121,7 +123,7 @@ func readPullRequest(ann map[string]string, wb *WriteBack, fail func(key, format
 func readPullRequestErrs(ann map[string]string, wb *WriteBack) (errs, ignored []error) {
 	readPullRequest(ann, wb, func(key, format string, args ...any) {
 		err := &AnnotationError{Key: OwnPrefix + key, Msg: fmt.Sprintf(format, args...)}
-		if strings.HasSuffix(err.Msg, "; ignored") {
+		if err.Ignored() {
 			ignored = append(ignored, err)
 			return
 		}
@@ -155,6 +157,13 @@ func pullRequestNames(list string) ([]string, error) {
 		return nil, fmt.Errorf("%d names, more than %d", len(out), maxPullRequestNames)
 	}
 	return out, nil
+}
+
+// PolicyPullRequest is the config's pull request (an image policy's, or
+// an ImageUpdater's as config/imageupdater reads it) in the model's terms,
+// for PullRequestAnnotations.
+func PolicyPullRequest(p *config.PolicyPullRequest) *PullRequest {
+	return &PullRequest{Forge: p.Forge, Labels: p.Labels, Reviewers: p.Reviewers, Assignees: p.Assignees, Draft: p.Draft, AutoMerge: p.AutoMerge}
 }
 
 // PullRequestAnnotations are p as the annotations that say it, for the

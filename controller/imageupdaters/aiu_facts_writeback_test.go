@@ -1,9 +1,13 @@
 package imageupdaters
 
 import (
+	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 )
@@ -20,6 +24,29 @@ func wbIU(specWB, refWB string) []string {
 		r = `writeBackConfig: ` + refWB + `, `
 	}
 	return shopIU(`{` + s + `applicationRefs: [{namePattern: "shop-*", ` + r + `images: [` + webImage + `]}]}`)
+}
+
+// prIU is an ImageUpdater whose applicationRef for shop-web (listing
+// api) writes back as refWB, before one for "shop-*" (listing web) with
+// the default write-back.
+func prIU(refWB string) []string {
+	return shopIU(`{applicationRefs: [{namePattern: shop-web, writeBackConfig: ` + refWB + `, images: [` + apiImage + `]}, ` + webGlobRef + `]}`)
+}
+
+// prWB is wb on branch with pull request pr.
+func prWB(wb *imageupdate.WriteBack, branch string, pr *imageupdate.PullRequest) *imageupdate.WriteBack {
+	out := *wb
+	out.Branch, out.PullRequest = branch, pr
+	return &out
+}
+
+// manyLabels is n distinct labels, YAML flow.
+func manyLabels(n int) string {
+	l := make([]string, n)
+	for i := range l {
+		l[i] = "l" + strconv.Itoa(i)
+	}
+	return strings.Join(l, ", ")
 }
 
 // TestAIUImageUpdaterWriteBackFacts: writeBackConfig and gitConfig at the
@@ -82,18 +109,39 @@ func TestAIUImageUpdaterWriteBackFacts(t *testing.T) {
 		{name: "repository overrides the Application's source repository", source: aiuTypesGo + " (GitConfig.Repository)",
 			docs: wbIU(`{method: git, gitConfig: {repository: "https://git.acme.io/config.git"}}`, ""), images: images,
 			wb: repository},
-		// AIU builds a pull-request write-back and keeps the applicationRef
-		// (no continue); crowsnest cannot open the pull request, so it keeps
-		// the applicationRef too (a broader one would push where a review
-		// was asked for) and writes nothing: an empty method.
-		{name: "gitConfig.pullRequest with git is refused (no pull requests yet): the applicationRef keeps its Applications and writes nothing",
-			source: aiuNewWBC + " (PRProvider, PRLabels), " + aiuFilter + " (break)",
-			docs: shopIU(`{applicationRefs: [{namePattern: shop-web, writeBackConfig: {method: git, gitConfig: {branch: main, pullRequest: {github: {}, labels: [dependencies]}}}, ` +
-				`images: [` + apiImage + `]}, ` + webGlobRef + `]}`),
-			images: []factImage{api}, wb: &imageupdate.WriteBack{Target: imageupdate.Target{Kind: imageupdate.TargetArgoCDSource}, Branch: "main"},
+		// Pull requests (docs/basics/update-methods.md, "Git Pull Request").
+		{name: "gitConfig.pullRequest.github with git: a pull request, from an image-updater-<hash> head", source: aiuNewWBC + " (PRProvider, PRLabels), pkg/argocd/pr_service.go (PRBranchTemplate)",
+			docs: prIU(`{method: git, gitConfig: {branch: main, pullRequest: {github: {}, labels: [dependencies]}}}`), images: []factImage{api},
+			wb: prWB(gitWB(sourceTarget), "main", &imageupdate.PullRequest{Forge: "github", Labels: []string{"dependencies"}, ImageUpdaterHead: true})},
+		{name: "gitConfig.pullRequest.gitlab: a merge request", source: aiuNewWBC + " (PRProviderGitLab)",
+			docs: prIU(`{method: "git:secret:git-creds", gitConfig: {branch: main, pullRequest: {gitlab: {}}}}`), images: []factImage{api},
+			wb: prWB(gitSecretName, "main", &imageupdate.PullRequest{Forge: "gitlab", ImageUpdaterHead: true})},
+		{name: "pullRequest.labels are trimmed, empty ones and repeats left out", source: aiuArgocdGo + " (sanitizePRLabels)",
+			docs: prIU(`{method: git, gitConfig: {pullRequest: {github: {}, labels: [" deps ", "", automated, deps]}}}`), images: []factImage{api},
+			wb: prWB(gitWB(sourceTarget), "", &imageupdate.PullRequest{Forge: "github", Labels: []string{"deps", "automated"}, ImageUpdaterHead: true})},
+		{name: "more labels than a pull request takes: the field is named, nothing is written", source: aiuTypesGo + " (Labels MaxItems=100)",
+			docs: prIU(`{method: git, gitConfig: {pullRequest: {github: {}, labels: [` + manyLabels(101) + `]}}}`), images: []factImage{api},
+			wb:       &imageupdate.WriteBack{Target: sourceTarget, PullRequest: &imageupdate.PullRequest{Forge: "github", ImageUpdaterHead: true}},
+			problems: []string{at("spec.applicationRefs[0].writeBackConfig.gitConfig.pullRequest.labels")}},
+		{name: "the applicationRef's pullRequest replaces the spec's whole (no labels inherited)", source: aiuMergeWBC + " (\"App-level PullRequest replaces the global entirely\")",
+			docs: wbIU(`{method: git, gitConfig: {branch: main, pullRequest: {github: {}, labels: [deps]}}}`, `{gitConfig: {pullRequest: {gitlab: {}}}}`), images: images,
+			wb: prWB(gitWB(sourceTarget), "main", &imageupdate.PullRequest{Forge: "gitlab", ImageUpdaterHead: true})},
+		// AIU drops the applicationRef (continue), and a broader one may
+		// then push where a review was asked for; crowsnest keeps it, and
+		// writes nothing (deliberate, docs/conformance.md).
+		{name: "pullRequest with github and gitlab: refused, the applicationRef keeps its Applications and writes nothing", source: aiuNewWBC + " (countPullRequestProviders), " + aiuFilter + " (continue)",
+			docs: prIU(`{method: git, gitConfig: {pullRequest: {github: {}, gitlab: {}}}}`), images: []factImage{api}, wb: &imageupdate.WriteBack{Target: sourceTarget},
 			problems: []string{at("spec.applicationRefs[0].writeBackConfig.gitConfig.pullRequest")}},
-		{name: "gitConfig.pullRequest with the argocd method is ignored, as AIU ignores it", source: aiuNewWBC + " (argocd returns before reading gitConfig)",
-			docs: wbIU(`{method: argocd, gitConfig: {pullRequest: {gitlab: {}}}}`, ""), images: images, wb: &argocdWB},
+		{name: "pullRequest: {} (no provider): refused, the same", source: aiuNewWBC + " (\"pullRequest must have exactly one provider configured, got 0\")",
+			docs: prIU(`{method: git, gitConfig: {pullRequest: {}}}`), images: []factImage{api}, wb: &imageupdate.WriteBack{Target: sourceTarget},
+			problems: []string{at("spec.applicationRefs[0].writeBackConfig.gitConfig.pullRequest")}},
+		{name: "pullRequest with a <base>:<target> branch: refused, naming the branch; the same", source: aiuNewWBC + " (\"pullRequest mode does not support colon branch format\")",
+			docs: prIU(`{method: git, gitConfig: {branch: "main:image-updater-{{.SHA256}}", pullRequest: {github: {}}}}`), images: []factImage{api},
+			wb:       &imageupdate.WriteBack{Target: sourceTarget, Branch: "main", PushBranch: "image-updater-{{.SHA256}}"},
+			problems: []string{at("spec.applicationRefs[0].writeBackConfig.gitConfig.branch")}},
+		{name: "gitConfig.pullRequest with the argocd method is ignored, as AIU ignores it, visibly", source: aiuNewWBC + " (argocd returns before reading gitConfig)",
+			docs: wbIU(`{method: argocd, gitConfig: {pullRequest: {gitlab: {}}}}`, ""), images: images, wb: &argocdWB,
+			problems: []string{at("spec.writeBackConfig.gitConfig.pullRequest")}},
 		{name: "a branch Git cannot check out is reported when read: the images are selected, nothing is written", source: "pkg/argocd/git.go (commitChangesGit fails at checkout)",
 			docs: wbIU(`{method: git, gitConfig: {branch: "release..1"}}`, ""), images: images,
 			wb: refused, problems: []string{at("spec.writeBackConfig.gitConfig.branch")}},
@@ -126,5 +174,40 @@ func TestAIUSeveralImageUpdatersDifferentWriteBack(t *testing.T) {
 	}
 	if len(obs["team-a/b-shop"].problems) == 0 {
 		t.Error("b-shop, whose images for team-a/shop-web are not updated, reports no problem")
+	}
+}
+
+// A write-back field the argocd method ignores (pullRequest,
+// writeBackTarget) leaves nothing out: its problem is a warning (`crowsnest
+// migrate` reads it as "read differently"); a refused one is not.
+func TestIgnoredWriteBackFieldsWarn(t *testing.T) {
+	tests := []struct {
+		name, wb string
+		want     []FieldError
+	}{
+		{name: "argocd method", wb: `{method: argocd, gitConfig: {pullRequest: {github: {}}}}`,
+			want: []FieldError{{Resource: "team-a/shop", Path: "spec.writeBackConfig.gitConfig.pullRequest", Warning: true}}},
+		{name: "two providers", wb: `{method: git, gitConfig: {pullRequest: {github: {}, gitlab: {}}}}`,
+			want: []FieldError{{Resource: "team-a/shop", Path: "spec.writeBackConfig.gitConfig.pullRequest"}}},
+		{name: "writeBackTarget with the argocd method", wb: `{method: argocd, gitConfig: {writeBackTarget: kustomization}}`,
+			want: []FieldError{{Resource: "team-a/shop", Path: "spec.writeBackConfig.gitConfig.writeBackTarget", Warning: true}}},
+		{name: "an unknown writeBackTarget", wb: `{method: git, gitConfig: {writeBackTarget: "jsonnet:x"}}`,
+			want: []FieldError{{Resource: "team-a/shop", Path: "spec.writeBackConfig.gitConfig.writeBackTarget"}}},
+		{name: "github", wb: `{method: git, gitConfig: {pullRequest: {github: {}}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSet(t, wbIU(tt.wb, "")...)
+			var got []FieldError
+			for _, err := range s.Problems("team-a/shop") {
+				var fe *FieldError
+				if errors.As(err, &fe) {
+					got = append(got, *fe)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(FieldError{}, "Msg"), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

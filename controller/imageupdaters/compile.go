@@ -1,8 +1,10 @@
 package imageupdaters
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -72,7 +74,7 @@ func compile(u *imageupdater.Resource) *resource {
 		namespace: u.Metadata.Namespace, generation: u.Metadata.Generation}
 	rules, problems := u.Rules()
 	for _, p := range problems {
-		res.problems = append(res.problems, &FieldError{Resource: res.key, Path: p.Path, Msg: p.Msg})
+		res.problems = append(res.problems, &FieldError{Resource: res.key, Path: p.Path, Msg: p.Msg, Warning: p.Ignored})
 	}
 	for i := range rules {
 		r := rule{Rule: rules[i]}
@@ -91,6 +93,14 @@ var wbKeys = map[string]string{
 	imageupdate.KeyGitBranch: "branch", imageupdate.KeyGitRepository: "repository",
 }
 
+// prKeys are the pull-request annotations (after imageupdate.OwnPrefix)
+// an ImageUpdater's pullRequest says, and the Rule.WriteBackFields key each
+// stands for.
+var prKeys = map[string]string{
+	imageupdate.KeyPullRequest: "pullRequest", imageupdate.KeyPullRequestForge: "pullRequest",
+	imageupdate.KeyPullRequestLabels: "pullRequest.labels",
+}
+
 // build reads the rule's write-back and each image, and returns what the
 // readers refused, by field.
 func (r *rule) build(resKey string) []error {
@@ -100,6 +110,14 @@ func (r *rule) build(resKey string) []error {
 		if v := r.writeBackValue(field); v != "" {
 			wb[imageupdate.Prefix+key] = v
 			r.keyPaths[key] = r.WriteBackFields[field]
+		}
+	}
+	if pr := r.WriteBack.PullRequest; pr != nil {
+		// Read as a policy's pull request is: through the annotations
+		// that say it, their problems named by the resource's fields.
+		maps.Copy(wb, imageupdate.PullRequestAnnotations(imageupdate.PolicyPullRequest(pr)))
+		for key, field := range prKeys {
+			r.keyPaths[imageupdate.OwnPrefix+key] = cmp.Or(r.WriteBackFields[field], r.WriteBackFields["pullRequest"])
 		}
 	}
 	r.spec = imageupdate.Spec{Source: imageupdate.SourceAnnotations}
@@ -142,9 +160,15 @@ func (r *rule) build(resKey string) []error {
 		problems = append(problems, r.fieldOf(resKey, err))
 	}
 	if r.NoWrite != "" {
-		// Said at compile (the pull request refused); an empty method
-		// writes nothing (imageupdate.Decide skips every image).
+		// Said at compile (a pull request that cannot be honoured); an
+		// empty method writes nothing (imageupdate.Decide skips every
+		// image).
 		r.spec.WriteBack.Method = ""
+	}
+	if pr := r.spec.WriteBack.PullRequest; pr != nil {
+		// The head branch is named the argocd-image-updater way,
+		// "image-updater-<8 hex digits>" (controller/gitplan).
+		pr.ImageUpdaterHead = true
 	}
 	return problems
 }
@@ -202,11 +226,12 @@ func (r *rule) fieldOf(resKey string, err error) error {
 	if !errors.As(err, &ae) {
 		return &FieldError{Resource: resKey, Path: r.Path, Msg: err.Error(), Err: err}
 	}
+	// Keys under imageupdate.OwnPrefix (a pull request's) are kept whole.
 	path := r.keyPaths[strings.TrimPrefix(ae.Key, imageupdate.Prefix)]
 	if path == "" {
 		path = r.Path
 	}
-	return &FieldError{Resource: resKey, Path: path, Msg: ae.Msg, Err: ae.Err}
+	return &FieldError{Resource: resKey, Path: path, Msg: ae.Msg, Err: ae.Err, Warning: ae.Ignored()}
 }
 
 // problemText joins problems for a status message, at most limit of them.

@@ -101,6 +101,7 @@ func (m *migration) appImages(app *watcher.App, ma *App) {
 		ma.Cannot = append(ma.Cannot, Finding{Where: "write-back", What: "nothing would be written: " + err.Error(), Why: why, Breaks: true})
 	}
 	mi.Target = target
+	ma.Differs = append(ma.Differs, pullRequestHead(spec)...)
 	writes, notes := imageWrites(app, spec)
 	for i := range spec.Images {
 		img := &spec.Images[i]
@@ -114,6 +115,18 @@ func (m *migration) appImages(app *watcher.App, ma *App) {
 		}
 	}
 	ma.Images = mi
+}
+
+// pullRequestHead says how an ImageUpdater's pull requests differ from
+// argocd-image-updater's: their head branch.
+func pullRequestHead(spec *imageupdate.Spec) []Finding {
+	if pr := spec.WriteBack.PullRequest; pr == nil || !pr.ImageUpdaterHead || spec.WriteBack.Method != imageupdate.MethodGit {
+		return nil
+	}
+	return []Finding{{Where: "write-back",
+		What: "pull requests come from one head branch per repository, base branch, AppProject and credentials (image-updater-<8 hex digits>), kept current as newer tags arrive; " +
+			"those argocd-image-updater left open (image-updater-<target>-<sha256>, one per set of changes) are neither updated nor closed",
+		Why: "one open pull request per target rather than one per set of new tags; close argocd-image-updater's after the cut-over"}}
 }
 
 // policyStrategy is the strategy the image's policy compiles to.
@@ -214,9 +227,12 @@ func (m *migration) writeTarget(app *watcher.App, spec *imageupdate.Spec) (strin
 	case imageupdate.TargetHelmValues:
 		file = "Helm values " + cmp.Or(wb.Target.Path, "values.yaml")
 	}
-	branch := cmp.Or(wb.Branch, "the targetRevision")
+	branch := "on " + cmp.Or(wb.Branch, "the targetRevision")
 	if wb.PushBranch != "" {
 		branch += ", pushed to " + wb.PushBranch
+	}
+	if wb.PullRequest != nil {
+		branch = pullRequestText(wb.PullRequest, cmp.Or(wb.Branch, "the targetRevision"))
 	}
 	creds := "Argo CD's repository credentials"
 	if s, ok := strings.CutPrefix(wb.GitCredentials, "secret:"); ok {
@@ -239,8 +255,38 @@ func (m *migration) writeTarget(app *watcher.App, spec *imageupdate.Spec) (strin
 	return out(repo, file, branch, creds), nil
 }
 
-func out(repo, file, branch, creds string) string {
-	return fmt.Sprintf("git %s, %s on %s, with %s", repo, file, branch, creds)
+// out says a Git write-back: where is "on <branch>" or how a pull
+// request proposes it.
+func out(repo, file, where, creds string) string {
+	return fmt.Sprintf("git %s, %s %s, with %s", repo, file, where, creds)
+}
+
+// pullRequestText says how a pull request proposes a commit into base: the
+// forge the settings name, and what reviewers see besides the commit.
+func pullRequestText(pr *imageupdate.PullRequest, base string) string {
+	s := "in a pull request into " + base
+	var how []string
+	if pr.Forge != "" {
+		how = append(how, pr.Forge)
+	}
+	for _, l := range []struct {
+		name  string
+		names []string
+	}{{"labels", pr.Labels}, {"reviewers", pr.Reviewers}, {"assignees", pr.Assignees}} {
+		if len(l.names) > 0 {
+			how = append(how, l.name+" "+strings.Join(l.names, ", "))
+		}
+	}
+	if pr.Draft {
+		how = append(how, "draft")
+	}
+	if pr.AutoMerge {
+		how = append(how, "auto-merge")
+	}
+	if len(how) > 0 {
+		s += " (" + strings.Join(how, "; ") + ")"
+	}
+	return s
 }
 
 // gitSecretBound checks a Secret an annotation (or ImageUpdater) names
