@@ -3,9 +3,13 @@ package git
 import (
 	"encoding/base64"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"code.gitea.io/sdk/gitea"
 
@@ -205,5 +209,37 @@ func TestPullRequestModeRefusals(t *testing.T) {
 	}
 	if got := s.Head(t, "apps", "main"); got != head {
 		t.Errorf("main moved to %s", got)
+	}
+}
+
+// A forge's rate limit asking for a longer wait than a retry takes ends
+// the write at once (the clone is not held for an hour), with the forge's
+// wait in the error for the caller to honour; nothing is pushed before the
+// open pull request is known.
+func TestPullRequestRateLimitedForge(t *testing.T) {
+	s := testgit.Start(t, testgit.Options{})
+	repoURL := s.CreateRepo(t, "team/apps")
+	s.Seed(t, "team/apps", "main", map[string]string{"web/kustomization.yaml": golden(t, "kustomization-update", "original", "kustomization.yaml")}, "seed")
+	var calls atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Retry-After", "3600")
+		http.Error(w, `{"message":"API rate limit exceeded"}`, http.StatusTooManyRequests)
+	}))
+	t.Cleanup(api.Close)
+	w := newWriter(t, StaticCredentials{Username: "bot", Password: "token"})
+	w.Forges = &TokenForges{Resolver: &forge.Resolver{Hosts: map[string]forge.Host{strings.TrimPrefix(s.URL, "http://"): {Kind: forge.KindGitHub, API: api.URL}}}}
+	ch := kustomizeWeb(repoURL, "1.2.0")
+	ch.PullRequest = &PullRequest{Head: "crowsnest/main"}
+	res, err := w.Apply(t.Context(), []Change{ch})
+	var rl *forge.RateLimitError
+	if err == nil || len(res) != 1 || !errors.As(res[0].Err, &rl) || rl.RetryAfter != time.Hour {
+		t.Fatalf("Apply = %+v, %v; want the forge's RateLimitError asking for an hour", res, err)
+	}
+	if res[0].Attempts != 1 || calls.Load() != 1 {
+		t.Errorf("%d attempts, %d forge calls; want 1 and 1: no retry within the write", res[0].Attempts, calls.Load())
+	}
+	if s.Count(testgit.KindReceivePack) != 0 {
+		t.Errorf("pushed before the open pull request was known")
 	}
 }
