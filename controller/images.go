@@ -225,6 +225,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 		"sync", app.SyncStatus, "health", app.HealthStatus)
 	spec, errs := r.specOf(req.Key, app)
 	if spec == nil {
+		r.prSettled(req.Key)
 		r.Tally.forget(req.Key, false)
 		r.setRepos(req.Key, nil)
 		r.setHeld(req.Key, false)
@@ -254,6 +255,9 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	// other images are handled.
 	selErr := retryableSelection(spec, results)
 	res, outcome, err = r.update(ctx, req.Key, app, spec, results)
+	if err == nil && selErr == nil && len(errs) == 0 && outcome == OutcomeUpToDate {
+		r.prSettled(req.Key)
+	}
 	if err == nil {
 		err = selErr
 	}

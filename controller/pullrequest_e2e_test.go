@@ -15,6 +15,7 @@ import (
 	"code.gitea.io/sdk/gitea"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
@@ -95,7 +96,8 @@ func newPREnv(t *testing.T) *prEnv {
 	e := &prEnv{reg: reg, image: image, c: c, owner: owner, repo: repo.Name, req: req, events: &appEvents{}, notes: &typedNotes{},
 		promReg: prometheus.NewRegistry()}
 	w := testGitWriter(t)
-	w.Forges = &gitwb.TokenForges{Resolver: &forge.Resolver{Hosts: map[string]forge.Host{u.Host: {Kind: forge.KindGitea}}}}
+	w.Forges = &gitwb.TokenForges{Resolver: &forge.Resolver{Hosts: map[string]forge.Host{u.Host: {Kind: forge.KindGitea}},
+		Options: forge.Options{Metrics: forge.NewMetrics(e.promReg)}}}
 	e.images = &controller.ImageReconciler{Registry: &registry.Client{}, Events: e.events, Notifier: e.notes, Queue: appLookup(req),
 		Metrics: controller.NewImageMetrics(e.promReg), Log: slog.New(slog.DiscardHandler), PullRequests: w, PullRequestInterval: 50 * time.Millisecond}
 	e.images.Git = &collect.Batcher{Writer: w}
@@ -301,5 +303,68 @@ func TestPullRequestClosedByAPerson(t *testing.T) {
 	}
 	if got := fileOn(t, e.c, e.owner, e.repo, prs[0].Head.Ref); !strings.Contains(got, "newTag: 1.2.0") {
 		t.Errorf("the new pull request does not propose 1.2.0:\n%s", got)
+	}
+}
+
+// A pull request none of whose Applications asks for anything any more
+// (here: it runs the proposed version already, deployed another way) is
+// closed by crowsnest with a comment saying why; one still wanted is not.
+func TestPullRequestNoLongerWanted(t *testing.T) {
+	e := newPREnv(t)
+	runBatch(t, e.images, e.req)
+	prs := openPullRequests(t, e.c, e.owner, e.repo)
+	if len(prs) != 1 {
+		t.Fatalf("open pull requests = %s, want one", describePulls(prs))
+	}
+	pr := prs[0]
+	// Still wanted: a whole look leaves it open (two looks begun: the
+	// first is over).
+	gets := func() float64 {
+		return counter(t, e.promReg, "crowsnest_forge_requests_total", map[string]string{"forge": "gitea", "method": "GET", "code": "200"})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.images.RunPullRequests(ctx) }()
+	from := gets()
+	testwait.For(t, "two looks at the open pull request", func() bool { return gets() >= from+2 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if p, _, err := e.c.GetPullRequest(e.owner, e.repo, pr.Index); err != nil || p.State != gitea.StateOpen {
+		t.Fatalf("a pull request still wanted: %+v, %v; want it open", p, err)
+	}
+
+	// The Application now runs 1.1.0 (deployed another way).
+	ns, name, _ := strings.Cut(e.req.Key, "/")
+	u, err := apps(t).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Object["status"] = map[string]any{"summary": map[string]any{"images": []any{e.image + ":1.1.0"}}}
+	if _, err := apps(t).Namespace(ns).Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	req := requestOf(t, ns, name)
+	e.images.Queue = appLookup(req)
+	if _, err := e.images.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(t.Context())
+	go func() { done <- e.images.RunPullRequests(ctx) }()
+	testwait.For(t, "crowsnest to close the pull request nobody wants", func() bool {
+		p, _, err := e.c.GetPullRequest(e.owner, e.repo, pr.Index)
+		return err == nil && p.State == gitea.StateClosed
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	comments, _, err := e.c.ListIssueComments(e.owner, e.repo, pr.Index, gitea.ListIssueCommentOptions{})
+	if err != nil || len(comments) != 1 || !strings.Contains(comments[0].Body, "ask for nothing any more") || !strings.Contains(comments[0].Body, e.req.Key) {
+		t.Errorf("comments = %+v, %v; want one saying %s asks for nothing any more", comments, err, e.req.Key)
+	}
+	if p, _, _ := e.c.GetPullRequest(e.owner, e.repo, pr.Index); p != nil && p.HasMerged {
+		t.Error("the pull request was merged")
 	}
 }

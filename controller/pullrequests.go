@@ -57,6 +57,9 @@ type openPR struct {
 	proposed map[string][]gitwb.Update
 	// notBefore defers the next look after a forge's rate limit.
 	notBefore time.Time
+	// settled are the Applications that asked for nothing since (their
+	// last reconcile found them up to date, or without a spec).
+	settled map[string]bool
 }
 
 // pullRequests are the open pull requests followed, by URL, and the
@@ -116,6 +119,25 @@ func (r *ImageReconciler) followPullRequest(key string, o *collect.Outcome, res 
 	if len(res.Updates) > 0 || p.proposed[key] == nil {
 		p.proposed[key] = res.Updates
 	}
+	delete(p.settled, key)
+}
+
+// prSettled records that key asks for nothing now: up to date (the
+// versions a pull request proposed run already, or the tag was withdrawn,
+// or the policy changed), or no longer updated at all. A pull request
+// none of whose Applications asks for anything is closed at the next
+// look, unless it was merged.
+func (r *ImageReconciler) prSettled(key string) {
+	r.prs.mu.Lock()
+	defer r.prs.mu.Unlock()
+	for _, p := range r.prs.open {
+		if _, ok := p.proposed[key]; ok {
+			if p.settled == nil {
+				p.settled = map[string]bool{}
+			}
+			p.settled[key] = true
+		}
+	}
 }
 
 // prRef names the pull request of res by the change of o that wrote it.
@@ -164,10 +186,8 @@ func (r *ImageReconciler) checkPullRequests(ctx context.Context) {
 		if now.Before(p.notBefore) {
 			continue
 		}
-		if r.unwanted(p) {
-			r.closeUnwanted(ctx, p)
-			continue
-		}
+		// The state first: a merge the Applications already run is
+		// announced, not taken for a pull request nobody wants.
 		got, err := r.PullRequests.PullRequestState(ctx, p.ref)
 		if err != nil {
 			r.prLookFailed(p, err)
@@ -180,6 +200,10 @@ func (r *ImageReconciler) checkPullRequests(ctx context.Context) {
 		case forge.Closed:
 			r.prDone(p)
 			r.prClosed(p, got)
+		default:
+			if why := r.unwanted(p); why != "" {
+				r.closeUnwanted(ctx, p, why)
+			}
 		}
 	}
 }
@@ -195,33 +219,47 @@ func (r *ImageReconciler) prLookFailed(p *openPR, err error) {
 	r.Log.Warn("could not look at a pull request; will look again", "pullRequest", p.url, "error", err)
 }
 
-// unwanted reports whether none of p's Applications is known any more
-// (each deleted).
-func (r *ImageReconciler) unwanted(p *openPR) bool {
+// unwanted says why none of p's Applications wants it any more (each
+// deleted, or asking for nothing since), "" while one does.
+func (r *ImageReconciler) unwanted(p *openPR) string {
 	if r.Queue == nil {
-		return false
+		return ""
 	}
 	r.prs.mu.Lock()
-	keys := slices.Collect(maps.Keys(p.proposed))
+	keys := slices.Sorted(maps.Keys(p.proposed))
+	settled := maps.Clone(p.settled)
 	r.prs.mu.Unlock()
+	var gone, done []string
 	for _, k := range keys {
-		if r.Queue.App(k) != nil {
-			return false
+		switch {
+		case r.Queue.App(k) == nil:
+			gone = append(gone, k)
+		case settled[k]:
+			done = append(done, k)
+		default:
+			return ""
 		}
 	}
-	return true
+	var parts []string
+	if len(gone) > 0 {
+		parts = append(parts, "no longer exist: "+strings.Join(gone, ", "))
+	}
+	if len(done) > 0 {
+		parts = append(parts, "ask for nothing any more (they run these versions or newer, the versions were withdrawn, or they are no longer updated): "+strings.Join(done, ", "))
+	}
+	return "the Applications it was opened for " + strings.Join(parts, "; ")
 }
 
 // closeUnwanted closes p, which no Application wants any more.
-func (r *ImageReconciler) closeUnwanted(ctx context.Context, p *openPR) {
-	comment := "Closed by crowsnest: no Application it was opened for exists any more (" + strings.Join(slices.Sorted(maps.Keys(p.proposed)), ", ") + ")."
+func (r *ImageReconciler) closeUnwanted(ctx context.Context, p *openPR, why string) {
+	comment := "Closed by crowsnest: " + why + "."
 	if err := r.PullRequests.ClosePullRequest(ctx, p.ref, comment); err != nil {
 		r.prLookFailed(p, err)
 		return
 	}
 	r.prDone(p)
 	r.prCount("closed")
-	r.Log.Info("pull request closed: no Application wants it", "pullRequest", p.url)
+	r.Log.Info("pull request closed: no Application wants it", "pullRequest", p.url, "why", why)
 }
 
 func (r *ImageReconciler) prDone(p *openPR) {
