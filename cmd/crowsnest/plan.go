@@ -132,26 +132,7 @@ func planText(wp *imageupdate.WritePlan) string {
 			line("    %s", strings.TrimRight(l, "\n"))
 		}
 		if pr := g.PullRequest; pr != nil {
-			if pr.Action == "update" {
-				line("  pull request #%d (%s) would be updated: %s into %s on %s", pr.Number, pr.URL, pr.Head, pr.Base, pr.Repository)
-			} else {
-				line("  pull request would be opened: %s into %s on %s", pr.Head, pr.Base, pr.Repository)
-			}
-			line("    title: %s", pr.Title)
-			for l := range strings.Lines(pr.Body) {
-				line("    | %s", strings.TrimRight(l, "\n"))
-			}
-			for _, f := range []struct {
-				name  string
-				names []string
-			}{{"labels", pr.Labels}, {"reviewers", pr.Reviewers}, {"assignees", pr.Assignees}} {
-				if len(f.names) > 0 {
-					line("    %s: %s", f.name, strings.Join(f.names, ", "))
-				}
-			}
-			if pr.Draft || pr.AutoMerge {
-				line("    draft: %t, auto-merge: %t", pr.Draft, pr.AutoMerge)
-			}
+			pullRequestText(line, pr)
 		}
 		for _, f := range g.Files {
 			b.WriteString(f.Diff)
@@ -176,4 +157,41 @@ func planText(wp *imageupdate.WritePlan) string {
 	}
 	b.WriteByte('\n')
 	return b.String()
+}
+
+// pullRequestText writes the pull request a plan would open or update, and
+// each request it would send the forge.
+func pullRequestText(line func(format string, args ...any), pr *imageupdate.PlannedPullRequest) {
+	if pr.Action == "update" {
+		line("  pull request #%d (%s) would be updated: %s into %s on %s", pr.Number, pr.URL, pr.Head, pr.Base, pr.Repository)
+	} else {
+		line("  pull request would be opened: %s into %s on %s", pr.Head, pr.Base, pr.Repository)
+	}
+	line("    title: %s", pr.Title)
+	for l := range strings.Lines(pr.Body) {
+		line("    | %s", strings.TrimRight(l, "\n"))
+	}
+	for _, f := range []struct {
+		name  string
+		names []string
+	}{{"labels", pr.Labels}, {"reviewers", pr.Reviewers}, {"assignees", pr.Assignees}} {
+		if len(f.names) > 0 {
+			line("    %s: %s", f.name, strings.Join(f.names, ", "))
+		}
+	}
+	if pr.Draft || pr.AutoMerge {
+		line("    draft: %t, auto-merge: %t", pr.Draft, pr.AutoMerge)
+	}
+	for _, r := range pr.Requests {
+		line("    %s %s", r.Method, r.URL)
+		for _, k := range slices.Sorted(maps.Keys(r.Header)) {
+			line("      %s: %s", k, strings.Join(r.Header[k], ", "))
+		}
+		for l := range strings.Lines(r.Body) {
+			line("      %s", strings.TrimRight(l, "\n"))
+		}
+	}
+	if pr.Note != "" {
+		line("    (%s)", pr.Note)
+	}
 }

@@ -92,3 +92,36 @@ func TestPlanTextGitError(t *testing.T) {
 		t.Errorf("a failed plan reads as nothing to commit:\n%s", got)
 	}
 }
+
+// A pull-request plan prints the pull request and every request it would
+// send the forge, in order, then the diff.
+func TestPlanTextPullRequest(t *testing.T) {
+	wp := imageupdate.WritePlan{App: "ns/web", Method: imageupdate.PlanMethodGit,
+		Changes: []imageupdate.PlannedChange{{Image: "ghcr.io/acme/web", From: "1.0.0", To: "1.1.0"}},
+		Git: []imageupdate.GitPlan{{Repository: "https://github.com/acme/deploy.git", Branch: "crowsnest/default/main", BaseBranch: "main",
+			BaseCommit: "abc", CommitMessage: "build: update web\n\nweb 1.1.0\n",
+			Files: []imageupdate.PlannedFile{{Path: "web/kustomization.yaml", Diff: "--- a/web/kustomization.yaml\n"}},
+			PullRequest: &imageupdate.PlannedPullRequest{Action: "open", Repository: "https://api.github.com acme/deploy",
+				Head: "crowsnest/default/main", Base: "main", Title: "build: update web", Body: "web 1.1.0", Labels: []string{"deps"},
+				Requests: []imageupdate.PlannedRequest{
+					{Method: "POST", URL: "https://api.github.com/repos/acme/deploy/pulls", Header: map[string][]string{"Authorization": {"<redacted>"}},
+						Body: `{"title":"build: update web","head":"crowsnest/default/main","base":"main"}`},
+					{Method: "POST", URL: "https://api.github.com/repos/acme/deploy/issues/1/labels", Body: `["deps"]`},
+				}}}}}
+	got := planText(&wp)
+	rest := got
+	for _, want := range []string{
+		"#   pull request would be opened: crowsnest/default/main into main on https://api.github.com acme/deploy\n",
+		"#     title: build: update web\n", "#     | web 1.1.0\n", "#     labels: deps\n",
+		"#     POST https://api.github.com/repos/acme/deploy/pulls\n", "#       Authorization: <redacted>\n",
+		`#       {"title":"build: update web","head":"crowsnest/default/main","base":"main"}` + "\n",
+		"#     POST https://api.github.com/repos/acme/deploy/issues/1/labels\n",
+		"--- a/web/kustomization.yaml\n",
+	} {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("text lacks %q (in order):\n%s", want, got)
+		}
+		rest = rest[i+len(want):]
+	}
+}

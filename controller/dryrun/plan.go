@@ -79,7 +79,11 @@ func Git(ctx context.Context, planner GitPlanner, chs []gitwb.Change) ([]imageup
 		if pr := p.PullRequest; pr != nil {
 			g.PullRequest = &imageupdate.PlannedPullRequest{Action: pr.Action, Number: pr.Number, URL: pr.URL, Repository: pr.Repo,
 				Head: pr.Head, Base: pr.Base, Title: pr.Title, Body: pr.Body, Labels: pr.Labels, Reviewers: pr.Reviewers,
-				Assignees: pr.Assignees, Draft: pr.Draft, AutoMerge: pr.AutoMerge}
+				Assignees: pr.Assignees, Draft: pr.Draft, AutoMerge: pr.AutoMerge, Note: redact.String(pr.Note)}
+			for _, r := range pr.Requests {
+				g.PullRequest.Requests = append(g.PullRequest.Requests, imageupdate.PlannedRequest{Method: r.Method,
+					URL: redact.URL(r.URL), Header: r.Header, Body: redact.String(r.Body)})
+			}
 		}
 		if p.Err != nil {
 			g.Error = redact.String(p.Err.Error())

@@ -101,4 +101,17 @@ type PlannedPullRequest struct {
 	Assignees  []string `json:"assignees,omitempty"`
 	Draft      bool     `json:"draft,omitempty"`
 	AutoMerge  bool     `json:"autoMerge,omitempty"`
+	// Requests are what opening or updating it would send the forge, in
+	// order, credentials "<redacted>"; Note says where the dry run's
+	// answers ended the forge's steps, or why none is sent.
+	Requests []PlannedRequest `json:"requests,omitempty"`
+	Note     string           `json:"note,omitempty"`
+}
+
+// PlannedRequest is one HTTP request a write would send.
+type PlannedRequest struct {
+	Method string              `json:"method"`
+	URL    string              `json:"url"`
+	Header map[string][]string `json:"header,omitempty"`
+	Body   string              `json:"body,omitempty"`
 }

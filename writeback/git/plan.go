@@ -68,6 +68,12 @@ type PlannedPullRequest struct {
 	// the pull request is opened.
 	Labels, Reviewers, Assignees []string
 	Draft, AutoMerge             bool
+	// Requests are what opening or updating it would send the forge, in
+	// order, made by the forge's own client and answered by the dry run
+	// (a request that depends on a real answer may be missing: Note
+	// says so). Each call Find made to plan is not among them.
+	Requests []PlannedRequest
+	Note     string
 }
 
 // FileDiff is one file a write would change.
@@ -160,7 +166,7 @@ func (s *session) plan(ctx context.Context, p *Plan) error {
 		if p.Message, err = s.message(updates); err != nil {
 			return terminal(err)
 		}
-		s.planPullRequest(p)
+		s.planPullRequest(ctx, p)
 	}
 	return nil
 }

@@ -60,6 +60,9 @@ type ForgeRequest struct {
 	RepoURL, Kind string
 	Creds         Credentials
 	TLS           TLS
+	// Transport, when set, carries the forge's requests instead (a dry
+	// run's recorder); TLS is then not used.
+	Transport http.RoundTripper
 }
 
 // PullRequest actions (Result.PullRequestAction).
@@ -197,7 +200,10 @@ func (t *TokenForges) Forge(req ForgeRequest) (forge.Forge, forge.Repo, error) {
 		return nil, forge.Repo{}, errors.New("a pull request needs an access token: the repository's credentials have no password (SSH keys cannot call a forge's API)")
 	}
 	r := *t.Resolver
-	if len(req.TLS.CABundle) > 0 || req.TLS.InsecureSkipVerify {
+	switch {
+	case req.Transport != nil:
+		r.Options.Transport = req.Transport
+	case len(req.TLS.CABundle) > 0 || req.TLS.InsecureSkipVerify:
 		tr, err := t.transport(req.TLS)
 		if err != nil {
 			return nil, forge.Repo{}, err
@@ -282,7 +288,7 @@ func (w *Writer) ClosePullRequest(ctx context.Context, ref PullRequestRef, comme
 // planPullRequest fills p.PullRequest for a pull-request batch whose
 // commit message is p.Message: the open pull request (sync looked it up)
 // is updated, or one is opened.
-func (s *session) planPullRequest(p *Plan) {
+func (s *session) planPullRequest(ctx context.Context, p *Plan) {
 	pr := s.b.pr
 	if pr == nil {
 		return
@@ -295,6 +301,16 @@ func (s *session) planPullRequest(p *Plan) {
 	}
 	if s.pr != nil {
 		pp.Action, pp.Number, pp.URL = "update", s.pr.Number, s.pr.URL
+	}
+	if s.pr != nil && s.pr.Title == pp.Title && s.pr.Body == pp.Body {
+		pp.Note = "the push moves the open pull request's head; its title and body stay: no request"
+		p.PullRequest = pp
+		return
+	}
+	reqs, err := s.plannedRequests(ctx, pp)
+	pp.Requests = reqs
+	if err != nil {
+		pp.Note = "the dry run's answers end the forge's steps here: " + redact(err, s.creds.secrets()...).Error()
 	}
 	p.PullRequest = pp
 }

@@ -3,6 +3,7 @@ package git
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -93,8 +94,20 @@ func TestPullRequestModeOnGitea(t *testing.T) {
 		}
 		return plans[0].PullRequest
 	}
-	if p := planPR("1.2.0"); p.Action != "open" || p.Head != "crowsnest/main" || p.Base != "main" || !strings.Contains(p.Title, "web") || p.Number != 0 {
+	p := planPR("1.2.0")
+	if p.Action != "open" || p.Head != "crowsnest/main" || p.Base != "main" || !strings.Contains(p.Title, "web") || p.Number != 0 {
 		t.Errorf("planned pull request = %+v, want one opened from crowsnest/main into main", p)
+	}
+	// Every request opening it would send, made by the forge's client
+	// and kept from the forge, the token redacted.
+	if len(p.Requests) == 0 || p.Requests[0].Method != "POST" || !strings.HasSuffix(p.Requests[0].URL, "/api/v1/repos/"+owner+"/"+repo.Name+"/pulls") ||
+		!strings.Contains(p.Requests[0].Body, `"head":"crowsnest/main"`) || p.Requests[0].Header.Get("Authorization") != "<redacted>" {
+		t.Errorf("planned requests = %+v, want the POST of the pull request first, its token redacted", p.Requests)
+	}
+	for _, r := range p.Requests {
+		if strings.Contains(r.URL+r.Body+fmt.Sprint(r.Header), g.Token) {
+			t.Errorf("a planned request shows the token: %+v", r)
+		}
 	}
 	if prs := openPulls(t, c, repo); len(prs) != 0 {
 		t.Fatalf("the plan opened %d pull requests", len(prs))
@@ -115,8 +128,9 @@ func TestPullRequestModeOnGitea(t *testing.T) {
 		t.Errorf("the head has web at %s, want 1.2.0", got)
 	}
 
-	if p := planPR("1.3.0"); p.Action != "update" || p.Number != pr.Number || p.URL != pr.URL {
-		t.Errorf("planned pull request for a newer tag = %+v, want #%d updated", p, pr.Number)
+	if p := planPR("1.3.0"); p.Action != "update" || p.Number != pr.Number || p.URL != pr.URL ||
+		len(p.Requests) != 1 || p.Requests[0].Method != "PATCH" || !strings.HasSuffix(p.Requests[0].URL, fmt.Sprintf("/pulls/%d", pr.Number)) {
+		t.Errorf("planned pull request for a newer tag = %+v, want #%d updated (one PATCH of its title and body)", p, pr.Number)
 	}
 
 	again := mustApply(t, w, change("1.2.0"))
