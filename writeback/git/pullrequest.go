@@ -145,6 +145,7 @@ func (s *session) propose(ctx context.Context, res *Result, message string) erro
 		res.PullRequest, res.PullRequestAction = s.pr, PullRequestUnchanged
 		return nil
 	}
+	title = keepDraftMarker(s.b.pr, s.pr.Title, title)
 	if s.pr.Title == title && s.pr.Body == body {
 		// The push moved the head; the title and body still say it.
 		pr := *s.pr
@@ -301,6 +302,7 @@ func (s *session) planPullRequest(ctx context.Context, p *Plan) {
 	}
 	if s.pr != nil {
 		pp.Action, pp.Number, pp.URL = "update", s.pr.Number, s.pr.URL
+		pp.Title = keepDraftMarker(pr, s.pr.Title, pp.Title)
 	}
 	if s.pr != nil && s.pr.Title == pp.Title && s.pr.Body == pp.Body {
 		pp.Note = "the push moves the open pull request's head; its title and body stay: no request"
@@ -323,4 +325,19 @@ func rateLimitedFor(err error) time.Duration {
 		return rl.RetryAfter
 	}
 	return 0
+}
+
+// keepDraftMarker keeps the draft marker of a draft pull request's title
+// ("WIP: " on Gitea and Forgejo, "Draft: " on GitLab) when its title is
+// replaced: the update must not take it out of draft.
+func keepDraftMarker(pr *PullRequest, open, title string) string {
+	if !pr.Draft {
+		return title
+	}
+	for _, m := range []string{"WIP: ", "Draft: "} {
+		if strings.HasPrefix(open, m) && !strings.HasPrefix(title, m) {
+			return m + title
+		}
+	}
+	return title
 }

@@ -257,3 +257,26 @@ func TestPullRequestRateLimitedForge(t *testing.T) {
 		t.Errorf("pushed before the open pull request was known")
 	}
 }
+
+// A draft pull request stays a draft when a newer tag updates its title:
+// on Gitea a draft is its "WIP: " title prefix, which the update keeps.
+func TestPullRequestDraftStaysDraftOnGitea(t *testing.T) {
+	g, c, repo, w := giteaRepo(t)
+	change := func(tag string) Change {
+		ch := kustomizeWeb(g.CloneURL(repo.Name), tag)
+		ch.PullRequest = &PullRequest{Head: "crowsnest/main", Draft: true}
+		return ch
+	}
+	first := mustApply(t, w, change("1.2.0"))
+	if first.PullRequest == nil || !strings.HasPrefix(first.PullRequest.Title, "WIP: ") {
+		t.Fatalf("opened = %+v, want a WIP: draft", first.PullRequest)
+	}
+	newer := mustApply(t, w, change("1.3.0"))
+	p, _, err := c.GetPullRequest(repo.Owner.UserName, repo.Name, int64(first.PullRequest.Number))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newer.PullRequestAction != PullRequestUpdated || !strings.HasPrefix(p.Title, "WIP: ") || !strings.Contains(p.Title, "1.3.0") && !strings.Contains(p.Body, "1.3.0") {
+		t.Errorf("after a newer tag: %q / %q (%s), want still a WIP: draft proposing 1.3.0", p.Title, p.Body, newer.PullRequestAction)
+	}
+}
