@@ -261,10 +261,10 @@ func (a *AzureDevOps) Open(ctx context.Context, r Repo, p Proposal) (*PullReques
 	for _, l := range p.Labels {
 		in.Labels = append(in.Labels, azureLabel{Name: l})
 	}
+	if err := a.Check(r, p); err != nil {
+		return nil, err
+	}
 	for _, id := range p.Reviewers {
-		if !azureID.MatchString(id) {
-			return nil, &PermanentError{fmt.Errorf("forge %s: reviewer %q: Azure DevOps takes identity IDs (GUIDs), not names", r, id)}
-		}
 		in.Reviewers = append(in.Reviewers, azureIdentity{ID: id})
 	}
 	var out azurePull
@@ -318,4 +318,14 @@ func (a *AzureDevOps) Close(ctx context.Context, r Repo, number int, comment str
 		Status string `json:"status"`
 	}{"abandoned"}
 	return a.c.call(ctx, r, http.MethodPatch, azurePullPath(r, number), in, nil)
+}
+
+// Check implements ProposalChecker: reviewers are identity IDs.
+func (a *AzureDevOps) Check(r Repo, p Proposal) error {
+	for _, id := range p.Reviewers {
+		if !azureID.MatchString(id) {
+			return &PermanentError{fmt.Errorf("forge %s: reviewer %q: Azure DevOps takes identity IDs (GUIDs), not names", r, id)}
+		}
+	}
+	return nil
 }

@@ -231,10 +231,18 @@ func (b *BitbucketCloud) get(ctx context.Context, r Repo, number int) (*bitbucke
 	return &p, nil
 }
 
+// Check implements ProposalChecker: auto-merge is refused.
+func (b *BitbucketCloud) Check(r Repo, p Proposal) error {
+	if p.AutoMerge {
+		return &PermanentError{fmt.Errorf("forge %s: opening a pull request with auto-merge: %w", r, ErrAutoMergeUnsupported)}
+	}
+	return nil
+}
+
 // Open implements Forge; see BitbucketCloud for what it makes of p.
 func (b *BitbucketCloud) Open(ctx context.Context, r Repo, p Proposal) (*PullRequest, error) {
-	if p.AutoMerge {
-		return nil, &PermanentError{fmt.Errorf("forge %s: opening a pull request with auto-merge: %w", r, ErrAutoMergeUnsupported)}
+	if err := b.Check(r, p); err != nil {
+		return nil, err
 	}
 	in := struct {
 		Title       string                  `json:"title"`

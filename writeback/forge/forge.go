@@ -88,6 +88,13 @@ type Forge interface {
 	Close(ctx context.Context, r Repo, number int, comment string) error
 }
 
+// ProposalChecker is a Forge that refuses some proposals whatever the
+// forge would answer (a setting its API cannot carry): Check says so
+// before anything is pushed, with the error Open would return.
+type ProposalChecker interface {
+	Check(r Repo, p Proposal) error
+}
+
 // RateLimitError is a forge's answer that asks for a wait (429, or 403
 // with a secondary rate limit): the work is kept and tried again after
 // RetryAfter.

@@ -104,6 +104,14 @@ func (s *session) openPullRequest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c, ok := f.(forge.ProposalChecker); ok {
+		// Refused before anything is pushed, not at each retry after.
+		p := s.b.pr
+		if err := c.Check(r, forge.Proposal{Head: s.b.target, Base: s.b.base, Labels: p.Labels, Reviewers: p.Reviewers,
+			Assignees: p.Assignees, Draft: p.Draft, AutoMerge: p.AutoMerge}); err != nil {
+			return forgeError("checking the pull request's settings", err)
+		}
+	}
 	pr, err := f.Find(ctx, r, s.b.target, s.b.base)
 	if err != nil {
 		return forgeError("finding the open pull request", err)

@@ -280,3 +280,22 @@ func TestPullRequestDraftStaysDraftOnGitea(t *testing.T) {
 		t.Errorf("after a newer tag: %q / %q (%s), want still a WIP: draft proposing 1.3.0", p.Title, p.Body, newer.PullRequestAction)
 	}
 }
+
+// A setting the forge's API cannot carry (reviewer names on Azure DevOps)
+// is refused before anything is pushed, not after each push.
+func TestPullRequestSettingsRefusedBeforeThePush(t *testing.T) {
+	s := testgit.Start(t, testgit.Options{})
+	repoURL := s.CreateRepo(t, "coll/platform/_git/deploy")
+	s.Seed(t, "coll/platform/_git/deploy", "main", map[string]string{"web/kustomization.yaml": golden(t, "kustomization-update", "original", "kustomization.yaml")}, "seed")
+	w := newWriter(t, StaticCredentials{Username: "bot", Password: "token"})
+	w.Forges = &TokenForges{Resolver: &forge.Resolver{Hosts: map[string]forge.Host{strings.TrimPrefix(s.URL, "http://"): {Kind: forge.KindAzureDevOps}}}}
+	ch := kustomizeWeb(repoURL, "1.2.0")
+	ch.PullRequest = &PullRequest{Head: "crowsnest/main", Reviewers: []string{"alice"}}
+	res, err := w.Apply(t.Context(), []Change{ch})
+	if err == nil || len(res) != 1 || !forge.IsPermanent(res[0].Err) || !strings.Contains(res[0].Err.Error(), `reviewer "alice"`) {
+		t.Fatalf("Apply = %+v, %v; want the reviewer refused", res, err)
+	}
+	if n := s.Count(testgit.KindReceivePack); n != 0 {
+		t.Errorf("%d pushes before a refused pull request", n)
+	}
+}
