@@ -115,7 +115,7 @@ func TestE2EArgoCDPullRequestOnGiteaMergedAndDeployed(t *testing.T) {
 		t.Errorf("Argo CD synced %s, want the merge commit %s", rev, merge)
 	}
 	waitFor(t, "the PullRequestMerged Event", func() bool {
-		return hasAppEvent(t, w.ns, w.app, controller.EventPullRequestMerged, merge[:12])
+		return hasAppEvent(t, w.ns, w.app, controller.EventPullRequestMerged, fmt.Sprintf("%s: (none) -> 1.2.0 (pull request #%d merged as %s", w.image, pr.Index, merge[:12]))
 	})
 
 	// Each notification once, in order, the merge's naming its commit.
@@ -128,8 +128,8 @@ func TestE2EArgoCDPullRequestOnGiteaMergedAndDeployed(t *testing.T) {
 		t.Errorf("messages in the order they arrived (-want +got):\n%s", diff)
 	}
 	type announced struct {
-		Event, To, Commit, PullRequest string
-		Number                         int64
+		Event, From, To, Commit, PullRequest string
+		Number                               int64
 	}
 	var got []announced
 	for _, tr := range []string{"on-pr-merged", "on-image-updated"} {
@@ -141,6 +141,8 @@ func TestE2EArgoCDPullRequestOnGiteaMergedAndDeployed(t *testing.T) {
 			got = append(got, a)
 		}
 	}
+	// From main's value, none (no .argocd-source file), not the 1.1.0 the
+	// pull request proposed first.
 	want := []announced{
 		{Event: "pr-merged", To: "1.2.0", Commit: merge, PullRequest: pr.HTMLURL, Number: pr.Index},
 		{Event: "image-updated", To: "1.2.0", Commit: merge},
