@@ -29,7 +29,7 @@ import (
 // request, which asks Argo CD to refresh, and Argo CD deploys the merge
 // commit. The webhook gets on-pr-opened, on-pr-updated, on-pr-merged and
 // on-image-updated (both naming the merge commit), then Argo CD's catalog
-// on-deployed: once each, in that order.
+// on-deployed: once each, in that order. Nothing more is proposed after.
 func TestE2EArgoCDPullRequestOnGiteaMergedAndDeployed(t *testing.T) {
 	g := giteaenv.New(t) // first: skips the test when Gitea is not built
 	sink := startArgoNotifySink(t)
@@ -149,6 +149,13 @@ func TestE2EArgoCDPullRequestOnGiteaMergedAndDeployed(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("what the merge's notifications say (-want +got):\n%s", diff)
+	}
+	// Main has the values now: the polls since proposed nothing more.
+	if prs := giteaOpenPulls(t, c, owner, repo.Name); len(prs) != 0 {
+		t.Errorf("open pull requests after the merge: %s, want none", describeGiteaPulls(prs))
+	}
+	if got := giteaBranchHead(t, c, owner, repo.Name, "main"); got != merge {
+		t.Errorf("main is at %s after the merge %s", got, merge)
 	}
 }
 
