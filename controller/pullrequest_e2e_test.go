@@ -3,7 +3,6 @@ package controller_test
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"log/slog"
 	"net/url"
 	"slices"
@@ -101,9 +100,9 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 	if len(evs) != 1 || evs[0].Reason != controller.EventPullRequestOpened || !strings.Contains(evs[0].Message, image+": 1.0.0 -> 1.1.0") {
 		t.Fatalf("Events = %+v, want one PullRequestOpened for 1.0.0 -> 1.1.0", evs)
 	}
-	prs := openPullRequests(t, c, owner, repo.Name)
+	prs := g.OpenPullRequests(t, repo.Name)
 	if len(prs) != 1 || !strings.HasPrefix(prs[0].Head.Ref, headPrefix) || prs[0].Base.Ref != "main" {
-		t.Fatalf("open pull requests = %s, want one from %s<hash> into main", describePulls(prs), headPrefix)
+		t.Fatalf("open pull requests = %s, want one from %s<hash> into main", giteaenv.DescribePulls(prs), headPrefix)
 	}
 	pr := prs[0]
 	head := pr.Head.Ref
@@ -126,9 +125,9 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 	if len(evs) != 2 || evs[1].Reason != controller.EventPullRequestUpdated || !strings.Contains(evs[1].Message, "-> 1.2.0") {
 		t.Fatalf("Events = %+v, want PullRequestUpdated to 1.2.0", evs)
 	}
-	prs = openPullRequests(t, c, owner, repo.Name)
+	prs = g.OpenPullRequests(t, repo.Name)
 	if len(prs) != 1 || prs[0].Index != pr.Index {
-		t.Fatalf("open pull requests = %s, want #%d alone", describePulls(prs), pr.Index)
+		t.Fatalf("open pull requests = %s, want #%d alone", giteaenv.DescribePulls(prs), pr.Index)
 	}
 	pr = prs[0]
 	if got := fileOn(t, c, owner, repo.Name, head); !strings.Contains(got, "newTag: 1.2.0") {
@@ -179,23 +178,6 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 	if v := counter(t, promReg, "crowsnest_pull_requests_total", map[string]string{"action": "merged"}); v != 1 {
 		t.Errorf("crowsnest_pull_requests_total{action=merged} = %v, want 1", v)
 	}
-}
-
-func openPullRequests(t *testing.T, c *gitea.Client, owner, repo string) []*gitea.PullRequest {
-	t.Helper()
-	prs, _, err := c.ListRepoPullRequests(owner, repo, gitea.ListPullRequestsOptions{State: gitea.StateOpen})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prs
-}
-
-func describePulls(prs []*gitea.PullRequest) string {
-	var b strings.Builder
-	for _, p := range prs {
-		fmt.Fprintf(&b, "#%d %s -> %s; ", p.Index, p.Head.Ref, p.Base.Ref)
-	}
-	return b.String()
 }
 
 func fileOn(t *testing.T, c *gitea.Client, owner, repo, ref string) string {

@@ -62,10 +62,10 @@ func TestE2EArgoCDPullRequestOnGiteaMergedAndDeployed(t *testing.T) {
 	// credentials are Argo CD's repository Secret: the head names no hash.
 	const head = "crowsnest/default/main"
 	source := "web/.argocd-source-" + w.app + ".yaml"
-	waitFor(t, "crowsnest to open a pull request", func() bool { return len(giteaOpenPulls(t, c, owner, repo.Name)) > 0 })
-	prs := giteaOpenPulls(t, c, owner, repo.Name)
+	waitFor(t, "crowsnest to open a pull request", func() bool { return len(g.OpenPullRequests(t, repo.Name)) > 0 })
+	prs := g.OpenPullRequests(t, repo.Name)
 	if len(prs) != 1 || prs[0].Head.Ref != head || prs[0].Base.Ref != "main" {
-		t.Fatalf("open pull requests: %s, want one from %s into main", describeGiteaPulls(prs), head)
+		t.Fatalf("open pull requests: %s, want one from %s into main", giteaenv.DescribePulls(prs), head)
 	}
 	pr := prs[0]
 	if got := giteaFile(t, c, owner, repo.Name, head, source); !strings.Contains(got, w.image+":1.1.0") {
@@ -83,8 +83,8 @@ func TestE2EArgoCDPullRequestOnGiteaMergedAndDeployed(t *testing.T) {
 	waitFor(t, "the PullRequestUpdated Event", func() bool {
 		return hasAppEvent(t, w.ns, w.app, controller.EventPullRequestUpdated, "-> 1.2.0")
 	})
-	if prs := giteaOpenPulls(t, c, owner, repo.Name); len(prs) != 1 || prs[0].Index != pr.Index {
-		t.Fatalf("open pull requests: %s, want #%d alone", describeGiteaPulls(prs), pr.Index)
+	if prs := g.OpenPullRequests(t, repo.Name); len(prs) != 1 || prs[0].Index != pr.Index {
+		t.Fatalf("open pull requests: %s, want #%d alone", giteaenv.DescribePulls(prs), pr.Index)
 	}
 	if got := giteaFile(t, c, owner, repo.Name, head, source); !strings.Contains(got, w.image+":1.2.0") {
 		t.Errorf("the pull request's %s does not propose 1.2.0:\n%s", source, got)
@@ -151,8 +151,8 @@ func TestE2EArgoCDPullRequestOnGiteaMergedAndDeployed(t *testing.T) {
 		t.Errorf("what the merge's notifications say (-want +got):\n%s", diff)
 	}
 	// Main has the values now: the polls since proposed nothing more.
-	if prs := giteaOpenPulls(t, c, owner, repo.Name); len(prs) != 0 {
-		t.Errorf("open pull requests after the merge: %s, want none", describeGiteaPulls(prs))
+	if prs := g.OpenPullRequests(t, repo.Name); len(prs) != 0 {
+		t.Errorf("open pull requests after the merge: %s, want none", giteaenv.DescribePulls(prs))
 	}
 	if got := giteaBranchHead(t, c, owner, repo.Name, "main"); got != merge {
 		t.Errorf("main is at %s after the merge %s", got, merge)
@@ -169,23 +169,6 @@ func seedGitea(t *testing.T, c *gitea.Client, owner, repo string, files map[stri
 	if _, _, err := c.ChangeFiles(owner, repo, gitea.ChangeFilesOptions{Files: ops, Message: "initial", Branch: "main"}); err != nil {
 		t.Fatalf("seeding %s/%s: %v", owner, repo, err)
 	}
-}
-
-func giteaOpenPulls(t *testing.T, c *gitea.Client, owner, repo string) []*gitea.PullRequest {
-	t.Helper()
-	prs, _, err := c.ListRepoPullRequests(owner, repo, gitea.ListPullRequestsOptions{State: gitea.StateOpen})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prs
-}
-
-func describeGiteaPulls(prs []*gitea.PullRequest) string {
-	var b strings.Builder
-	for _, p := range prs {
-		fmt.Fprintf(&b, "#%d %s -> %s; ", p.Index, p.Head.Ref, p.Base.Ref)
-	}
-	return b.String()
 }
 
 func giteaBranchHead(t *testing.T, c *gitea.Client, owner, repo, branch string) string {
