@@ -32,7 +32,7 @@ import (
 
 // typedNote is one crowsnest event handed to the notifier, with its type.
 type typedNote struct {
-	Type, Key, Image, To, Commit, PullRequest string
+	Type, Key, Image, From, To, Commit, PullRequest string
 }
 
 type typedNotes struct {
@@ -45,7 +45,7 @@ func (*typedNotes) Announces() bool { return true }
 func (n *typedNotes) OnEvent(app *watcher.App, ev triggers.Event) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.all = append(n.all, typedNote{Type: ev.Type, Key: app.Key(), Image: ev.Image, To: ev.To, Commit: ev.Commit, PullRequest: ev.PullRequest})
+	n.all = append(n.all, typedNote{Type: ev.Type, Key: app.Key(), Image: ev.Image, From: ev.From, To: ev.To, Commit: ev.Commit, PullRequest: ev.PullRequest})
 }
 
 func (n *typedNotes) list() []typedNote {
@@ -110,7 +110,8 @@ func newPREnv(t *testing.T) *prEnv {
 // deployed); a newer tag updates the same pull request (on-pr-updated);
 // the same tag again does nothing; a person merges it through Gitea's
 // API and crowsnest reports the merge commit: on-pr-merged, then
-// image-updated.
+// image-updated, from main's 1.0.0 (not the 1.1.0 the pull request
+// proposed first) to 1.2.0.
 func TestPullRequestWriteBackOnGitea(t *testing.T) {
 	e := newPREnv(t)
 	reg, image, c, owner, req, events, notes, promReg, images := e.reg, e.image, e.c, e.owner, e.req, e.events, e.notes, e.promReg, e.images
@@ -136,7 +137,7 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 	if got := fileOn(t, c, owner, repo.Name, "main"); !strings.Contains(got, "newTag: 1.0.0") {
 		t.Errorf("main changed before any review:\n%s", got)
 	}
-	want := []typedNote{{Type: triggers.EventPullRequestOpened, Key: req.Key, Image: image, To: "1.1.0", Commit: pr.Head.Sha, PullRequest: pr.HTMLURL}}
+	want := []typedNote{{Type: triggers.EventPullRequestOpened, Key: req.Key, Image: image, From: "1.0.0", To: "1.1.0", Commit: pr.Head.Sha, PullRequest: pr.HTMLURL}}
 	if diff := cmp.Diff(want, notes.list()); diff != "" {
 		t.Errorf("notifications (-want +got):\n%s", diff)
 	}
@@ -185,13 +186,14 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs = events.of(req.Key)
-	if evs[2].Reason != controller.EventPullRequestMerged || !strings.Contains(evs[2].Message, (*merged.MergedCommitID)[:12]) {
-		t.Errorf("Event = %+v, want PullRequestMerged naming %s", evs[2], *merged.MergedCommitID)
+	if evs[2].Reason != controller.EventPullRequestMerged || !strings.Contains(evs[2].Message, (*merged.MergedCommitID)[:12]) ||
+		!strings.Contains(evs[2].Message, image+": 1.0.0 -> 1.2.0") {
+		t.Errorf("Event = %+v, want PullRequestMerged naming %s and main's 1.0.0 -> 1.2.0", evs[2], *merged.MergedCommitID)
 	}
 	got := notes.list()
 	if diff := cmp.Diff([]typedNote{
-		{Type: triggers.EventPullRequestMerged, Key: req.Key, Image: image, To: "1.2.0", Commit: *merged.MergedCommitID, PullRequest: pr.HTMLURL},
-		{Type: triggers.EventImageUpdated, Key: req.Key, Image: image, To: "1.2.0", Commit: *merged.MergedCommitID},
+		{Type: triggers.EventPullRequestMerged, Key: req.Key, Image: image, From: "1.0.0", To: "1.2.0", Commit: *merged.MergedCommitID, PullRequest: pr.HTMLURL},
+		{Type: triggers.EventImageUpdated, Key: req.Key, Image: image, From: "1.0.0", To: "1.2.0", Commit: *merged.MergedCommitID},
 	}, got[len(got)-2:]); diff != "" {
 		t.Errorf("notifications after the merge, in order (-want +got):\n%s", diff)
 	}
@@ -212,13 +214,7 @@ func openPullRequests(t *testing.T, c *gitea.Client, owner, repo string) []*gite
 	return prs
 }
 
-func describePulls(prs []*gitea.PullRequest) string {
-	var b strings.Builder
-	for _, p := range prs {
-		fmt.Fprintf(&b, "#%d %s -> %s; ", p.Index, p.Head.Ref, p.Base.Ref)
-	}
-	return b.String()
-}
+func describePulls(prs []*gitea.PullRequest) string { return giteaenv.DescribePulls(prs) }
 
 func fileOn(t *testing.T, c *gitea.Client, owner, repo, ref string) string {
 	t.Helper()

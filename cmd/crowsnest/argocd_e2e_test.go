@@ -32,7 +32,8 @@ const argoCDWait = 3 * time.Minute
 // automated Application "web" deploying it, synced once by Argo CD.
 type argoWorld struct {
 	argo       *argocdenv.ArgoCD
-	git        *testgit.Server
+	git        *testgit.Server // nil when the repository is elsewhere
+	reg        *testreg.OCI    // serves image
 	repoURL    string
 	image      string // registry/team/web
 	app        string // the Application's name
@@ -56,6 +57,15 @@ func newArgoWorld(t *testing.T, app string, annotations func(w *argoWorld) strin
 func newArgoWorldWith(t *testing.T, app string, annotations func(w *argoWorld) string, opts argocdenv.Options, syncPolicy string) *argoWorld {
 	t.Helper()
 	w := newArgoWorldFiles(t, app, kustomizeWebFiles, opts)
+	w.createWebApp(t, annotations(w), syncPolicy)
+	return w
+}
+
+// createWebApp creates the world's Application: w.app deploying web/ of
+// main of w.repoURL to w.dest, in the default project, with the
+// annotations block (indented by four spaces) and syncPolicy.
+func (w *argoWorld) createWebApp(t *testing.T, annotations, syncPolicy string) {
+	t.Helper()
 	createApp(t, w.ns, fmt.Sprintf(`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -68,8 +78,7 @@ spec:
   source: {repoURL: %s, path: web, targetRevision: main}
   destination: {server: https://kubernetes.default.svc, namespace: %s}
   syncPolicy: %s
-`, w.app, annotations(w), w.repoURL, w.dest, syncPolicy))
-	return w
+`, w.app, annotations, w.repoURL, w.dest, syncPolicy))
 }
 
 // newArgoWorldFiles starts the world without its Application: the
@@ -79,16 +88,31 @@ spec:
 // app, deploying a Deployment "web" to w.dest) itself.
 func newArgoWorldFiles(t *testing.T, app string, files func(w *argoWorld) map[string]string, opts argocdenv.Options) *argoWorld {
 	t.Helper()
-	reg := testreg.StartOCI(t, testreg.OCIOptions{})
-	w := &argoWorld{app: app, image: pushTags(t, reg, "team/web", "1.0.0", "1.1.0")}
+	w := newArgoWorldImage(t, app)
 	w.git = testgit.Start(t, testgit.Options{Username: "bot", Password: "s3cret-token"})
 	w.git.CreateRepo(t, "deploy")
 	w.git.Seed(t, "deploy", "main", files(w), "initial")
 	w.repoURL = w.git.RepoURL("deploy")
+	w.startArgo(t, argocdenv.Repository{URL: w.repoURL, Username: "bot", Password: "s3cret-token"}, opts)
+	return w
+}
+
+// newArgoWorldImage starts the world's registry with team/web 1.0.0 and
+// 1.1.0.
+func newArgoWorldImage(t *testing.T, app string) *argoWorld {
+	t.Helper()
+	reg := testreg.StartOCI(t, testreg.OCIOptions{})
+	return &argoWorld{app: app, reg: reg, image: pushTags(t, reg, "team/web", "1.0.0", "1.1.0")}
+}
+
+// startArgo gives the world its namespaces and starts Argo CD there,
+// reading repo with its credentials, with its default AppProject.
+func (w *argoWorld) startArgo(t *testing.T, repo argocdenv.Repository, opts argocdenv.Options) {
+	t.Helper()
 	w.kubeconfig, w.ns, w.dir = e2eCluster(t, "e2e-argocd")
 	w.dest = env.CreateNamespace(t, "e2e-argocd-dest")
 	opts.Namespace = w.ns
-	opts.Repositories = append(opts.Repositories, argocdenv.Repository{URL: w.repoURL, Username: "bot", Password: "s3cret-token"})
+	opts.Repositories = append(opts.Repositories, repo)
 	w.argo = argocdenv.New(t, env, opts)
 	createObjectIn(t, w.ns, `
 apiVersion: argoproj.io/v1alpha1
@@ -99,7 +123,6 @@ spec:
   destinations: [{server: '*', namespace: '*'}]
   clusterResourceWhitelist: [{group: '*', kind: '*'}]
 `)
-	return w
 }
 
 // kustomizeWebFiles is a kustomize directory web/ with the Deployment

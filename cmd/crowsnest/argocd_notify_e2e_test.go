@@ -42,7 +42,7 @@ func TestE2EArgoCDNotificationsFireOnceFromRealTransitions(t *testing.T) {
 		return argoSubscriptions("on-deployed", "on-sync-succeeded", "on-sync-failed", "on-health-degraded")
 	}, argocdenv.Options{AppResync: 5 * time.Second}, "{automated: {enabled: false}, retry: {limit: 0}}")
 	createArgoNotificationsCM(t, w, sink.URL)
-	d := w.daemon(t, "--config", writeArgoNotifyConfig(t, w, false))
+	d := w.daemon(t, "--config", writeArgoNotifyConfig(t, w, false, ""))
 	d.waitLog(t, `"msg":"engine caches synced"`)
 	s := &notifySettler{w: w, sink: sink}
 
@@ -119,7 +119,7 @@ func TestE2EArgoCDNotificationImageUpdatedBeforeDeployed(t *testing.T) {
 	}, argocdenv.Options{AppResync: 5 * time.Second})
 	createSecret(t, w.ns, "git-creds", map[string]string{"username": "bot", "password": "s3cret-token", "url": w.git.URL})
 	createArgoNotificationsCM(t, w, sink.URL)
-	w.daemon(t, "--config", writeArgoNotifyConfig(t, w, true))
+	w.daemon(t, "--config", writeArgoNotifyConfig(t, w, true, ""))
 	app := w.waitDeployed(t, w.image+":1.1.0")
 	head := w.git.Head(t, "deploy", "main")
 	if rev, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "syncResult", "revision"); rev != head {
@@ -188,9 +188,10 @@ func createArgoNotificationsCM(t *testing.T, w *argoWorld, sinkURL string) {
 const witnessAnnotation = "e2e.crowsnest.dev/witness"
 
 // writeArgoNotifyConfig writes crowsnest's config: it reads
-// argocd-notifications-cm, adds crowsnest's catalog (on-image-updated)
-// when catalog is set, and the test's on-witness trigger.
-func writeArgoNotifyConfig(t *testing.T, w *argoWorld, catalog bool) string {
+// argocd-notifications-cm, adds crowsnest's catalog (on-image-updated,
+// on-pr-merged, ...) when catalog is set, and the test's on-witness
+// trigger; extra is more of the config's top-level fields.
+func writeArgoNotifyConfig(t *testing.T, w *argoWorld, catalog bool, extra string) string {
 	t.Helper()
 	path := filepath.Join(w.dir, "crowsnest.yaml")
 	writeFile(t, path, fmt.Sprintf(`apiVersion: crowsnest.dev/v1alpha1
@@ -206,7 +207,7 @@ notifications:
   templates:
     witness:
       message: 'witness {{index .app.metadata.annotations "%[2]s"}}'
-`, catalog, witnessAnnotation))
+%[3]s`, catalog, witnessAnnotation, extra))
 	return path
 }
 
@@ -304,6 +305,9 @@ func catalogTrigger(body string) string {
 		{"has failed at", "on-sync-failed"},
 		{"has degraded", "on-health-degraded"},
 		{`"event": "image-updated"`, "on-image-updated"},
+		{`"event": "pr-opened"`, "on-pr-opened"},
+		{`"event": "pr-updated"`, "on-pr-updated"},
+		{`"event": "pr-merged"`, "on-pr-merged"},
 		{"witness ", "on-witness"},
 	} {
 		if strings.Contains(body, m.text) {

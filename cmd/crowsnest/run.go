@@ -73,6 +73,10 @@ changes; an invalid new version is rejected and the old one stays in force.`,
 	f.Float64Var(&o.kubeQPS, "kube-api-qps", 0, "sustained requests per second to the kube-apiserver (default 300)")
 	f.IntVar(&o.kubeBurst, "kube-api-burst", 0, "burst of requests to the kube-apiserver (default 1000)")
 	f.StringVar(&o.d.ImageUpdaters, "imageupdater-resources", "auto", "read argocd-image-updater 1.x ImageUpdater resources and write their status: auto (when the apiserver serves them), on (fail without their CRD) or off")
+	// Hidden: how often open pull requests are looked at is not a knob
+	// for users (forges' rate limits); end-to-end tests shorten it.
+	f.DurationVar(&o.d.PullRequestInterval, "pull-request-interval", 0, "how often open pull requests are looked at (default 2m)")
+	_ = f.MarkHidden("pull-request-interval")
 	addAIUFlags(f, &o.aiu)
 	return cmd
 }

@@ -276,6 +276,8 @@ func (b *Daemon) buildImages() error {
 		Plans:   b.plans,
 		Metrics: controller.NewImageMetrics(b.reg),
 		Log:     log,
+		// Zero is the controller's default.
+		PullRequestInterval: o.PullRequestInterval,
 	}
 	images.Tenancy = &tenancy.Rules{
 		Config:      func() *config.Tenancy { return &engine.Config().Tenancy },

@@ -92,6 +92,7 @@ func TestNewRefusesOptionsThatCannotRun(t *testing.T) {
 	}{
 		{name: "once without a folder or a dry run", o: Options{Once: true}, want: "--once needs --apps-dir"},
 		{name: "unknown ImageUpdater mode", o: Options{ImageUpdaters: "sometimes"}, want: `--imageupdater-resources: "sometimes"`},
+		{name: "negative pull request interval", o: Options{PullRequestInterval: -time.Second}, want: "--pull-request-interval: must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

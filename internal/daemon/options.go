@@ -57,6 +57,10 @@ type Options struct {
 	// ImageUpdaters is how argocd-image-updater 1.x ImageUpdater
 	// resources are read: auto (empty), on or off.
 	ImageUpdaters string
+	// PullRequestInterval is how often the open pull requests are looked
+	// at; zero is controller.DefaultPullRequestInterval. End-to-end tests
+	// shorten it so a merge is seen in seconds, not minutes.
+	PullRequestInterval time.Duration
 	// Overrides are the config settings given on the command line.
 	Overrides Overrides
 	// IgnoredFlags are flags given that have no effect (argocd-image-
@@ -159,6 +163,9 @@ func (o *Options) check() error {
 	}
 	if !slices.Contains(imageUpdaterModes, o.ImageUpdaters) {
 		return fmt.Errorf("--imageupdater-resources: %q, want %s", o.ImageUpdaters, strings.Join(imageUpdaterModes, ", "))
+	}
+	if o.PullRequestInterval < 0 {
+		return fmt.Errorf("--pull-request-interval: must not be negative, got %s", o.PullRequestInterval)
 	}
 	if o.ArgoCDNamespace == "" {
 		o.ArgoCDNamespace = "argocd"

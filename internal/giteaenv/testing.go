@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,3 +127,28 @@ func (g *Gitea) CreateRepo(tb testing.TB, prefix string) *gitea.Repository {
 
 // repoSeq numbers the repositories of a test binary, which share Admin.
 var repoSeq atomic.Int64
+
+// OpenPullRequests lists the open pull requests of Admin's repository
+// repo: the first page, more than a test opens.
+func (g *Gitea) OpenPullRequests(tb testing.TB, repo string) []*gitea.PullRequest {
+	tb.Helper()
+	c, err := g.Client(tb.Context())
+	if err != nil {
+		tb.Fatalf("connecting to Gitea: %v", err)
+	}
+	prs, _, err := c.ListRepoPullRequests(Admin, repo, gitea.ListPullRequestsOptions{State: gitea.StateOpen})
+	if err != nil {
+		tb.Fatalf("listing the pull requests of %s: %v", repo, err)
+	}
+	return prs
+}
+
+// DescribePulls says pull requests in a test's failure message:
+// "#1 head -> base; ".
+func DescribePulls(prs []*gitea.PullRequest) string {
+	var b strings.Builder
+	for _, p := range prs {
+		fmt.Fprintf(&b, "#%d %s -> %s; ", p.Index, p.Head.Ref, p.Base.Ref)
+	}
+	return b.String()
+}
