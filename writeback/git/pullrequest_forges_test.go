@@ -325,9 +325,10 @@ func TestPullRequestModeOnForgesRateLimited(t *testing.T) {
 	}
 }
 
-// A forge's server error, once, is retried within the write's attempts:
-// the write succeeds, the commit it pushed once is the one it reports and
-// proposes, and there is one pull request.
+// A forge's server error, once, on any of its steps (the look for the
+// open pull request, opening it, editing it) is retried within the
+// write's attempts: the write succeeds, the commit it pushed once is the
+// one it reports and proposes, and there is one pull request.
 func TestPullRequestModeOnForgesServerError(t *testing.T) {
 	faults := []struct {
 		name   string
@@ -337,6 +338,10 @@ func TestPullRequestModeOnForgesServerError(t *testing.T) {
 	}{
 		{name: "502 finding", answer: testnotify.Answer{Status: http.StatusBadGateway, Body: "<html>502 Bad Gateway</html>"},
 			at: func(forgeCase) int { return 0 }},
+		{name: "503 opening", answer: testnotify.Answer{Status: http.StatusServiceUnavailable, Header: map[string]string{"Retry-After": "1"}, Body: "Service Unavailable"},
+			at: func(forgeCase) int { return 1 }},
+		{name: "502 editing", answer: testnotify.Answer{Status: http.StatusBadGateway, Body: "<html>502 Bad Gateway</html>"}, update: true,
+			at: func(fc forgeCase) int { return fc.editAt }},
 	}
 	for _, fc := range forgeCases {
 		for _, ft := range faults {
