@@ -374,3 +374,21 @@ func TestPullRequestModeOnForgesServerError(t *testing.T) {
 		}
 	}
 }
+
+// A pull-request write whose push to the open pull request's head landed
+// but whose answer was lost finds its commit there at the next attempt,
+// and proposes it: the pull request is edited, and the write reports it,
+// not a push to a branch.
+func TestPullRequestModePushAnswerLost(t *testing.T) {
+	e := newForgeEnv(t, forgeCases[0])
+	first := mustApply(t, e.w, e.change("1.2.0"))
+	n, pushes := len(e.forge.Requests()), e.git.Count(testgit.KindReceivePack)
+	e.git.DropPushAcks(1)
+	res := mustApply(t, e.w, e.change("1.3.0"))
+	checkProposed(t, res, PullRequestUpdated, "1.3.0")
+	e.checkCalls(t, n, want(e.fc.update, first.CommitSHA, res.CommitSHA))
+	e.checkHead(t, "1.3.0", res.CommitSHA, first.CommitSHA)
+	if got := e.git.Count(testgit.KindReceivePack) - pushes; res.Attempts != 2 || got != 1 {
+		t.Errorf("%d attempts, %d pushes; want 2 and 1", res.Attempts, got)
+	}
+}

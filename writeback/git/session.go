@@ -227,7 +227,7 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 	}
 	if s.findUnacked(base, res) {
 		s.w.log().Info("git write-back pushed; the server's answer had been lost", "repo", s.b.repoURL, "branch", s.b.target, "commit", res.CommitSHA)
-		return nil
+		return s.proposePushed(ctx, res)
 	}
 	if p := s.proposing; p != nil && s.landed(base, p.sha) {
 		p.report(res)
