@@ -53,14 +53,27 @@ type session struct {
 	looked  bool
 	rebuild bool
 	lastMsg string
+	// proposing is this batch's commit pushed by an attempt whose pull
+	// request's step failed after the push: the next attempt finds it on
+	// the head and proposes it as this write's commit, rather than
+	// finding nothing left to commit (no commit, no updates reported, an
+	// open pull request's title and body left as they were).
+	proposing *unackedPush
 }
 
-// unackedPush is a push whose answer was lost, with what its commit holds.
+// unackedPush is a push whose answer was lost (or, as
+// session.proposing, one whose pull request is still to be proposed),
+// with what its commit holds.
 type unackedPush struct {
 	sha     plumbing.Hash
 	updates []Update
 	files   []string
 	failed  []*ChangeError
+}
+
+// report puts p's commit in res as the one the batch wrote.
+func (p *unackedPush) report(res *Result) {
+	res.CommitSHA, res.Updates, res.FilesChanged, res.Failed, res.NoOp = p.sha.String(), p.updates, p.files, p.failed, false
 }
 
 // findUnacked reports in res the push of s.unacked that the remote head
@@ -69,7 +82,7 @@ func (s *session) findUnacked(base plumbing.Hash, res *Result) bool {
 	for i := len(s.unacked) - 1; i >= 0; i-- {
 		p := s.unacked[i]
 		if s.landed(base, p.sha) {
-			res.CommitSHA, res.Updates, res.FilesChanged, res.Failed, res.NoOp = p.sha.String(), p.updates, p.files, p.failed, false
+			p.report(res)
 			s.unacked = nil
 			return true
 		}
@@ -214,7 +227,11 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 	}
 	if s.findUnacked(base, res) {
 		s.w.log().Info("git write-back pushed; the server's answer had been lost", "repo", s.b.repoURL, "branch", s.b.target, "commit", res.CommitSHA)
-		return nil
+		return s.proposePushed(ctx, res)
+	}
+	if p := s.proposing; p != nil && s.landed(base, p.sha) {
+		p.report(res)
+		return s.proposePushed(ctx, res)
 	}
 	wt, err := s.checkout(base, false)
 	if err != nil {
@@ -265,7 +282,19 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 	// The head is this batch's now: a retry of the pull request's step
 	// goes on top of it.
 	s.rebuild = false
-	return s.proposeIfAsked(ctx, res)
+	return s.proposePushed(ctx, res)
+}
+
+// proposePushed proposes the commit res reports, which this batch has
+// pushed; should the pull request's step fail, the next attempt proposes
+// it again (session.proposing).
+func (s *session) proposePushed(ctx context.Context, res *Result) error {
+	if err := s.proposeIfAsked(ctx, res); err != nil {
+		s.proposing = &unackedPush{sha: plumbing.NewHash(res.CommitSHA), updates: res.Updates, files: res.FilesChanged, failed: res.Failed}
+		return err
+	}
+	s.proposing = nil
+	return nil
 }
 
 // proposeIfAsked opens or updates the pull request of a pull-request
