@@ -75,12 +75,19 @@ func (c *cluster) createNamespace(ctx context.Context, name string) error {
 // createGitSecret stores the Git server's credentials as an Argo CD
 // repository Secret in ns, where crowsnest looks for them.
 func (c *cluster) createGitSecret(ctx context.Context, ns, repoURL string) error {
+	return c.createArgoSecret(ctx, ns, "repository", repoURL, gitUser, gitPassword)
+}
+
+// createArgoSecret stores Git credentials as an Argo CD Secret of type
+// typ ("repository" for url exactly, "repo-creds" for every repository
+// under it) in ns.
+func (c *cluster) createArgoSecret(ctx context.Context, ns, typ, url, user, password string) error {
 	_, err := c.core.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-repo", Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}},
-		StringData: map[string]string{"url": repoURL, "username": gitUser, "password": gitPassword},
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + typ, Labels: map[string]string{"argocd.argoproj.io/secret-type": typ}},
+		StringData: map[string]string{"url": url, "username": user, "password": password},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("creating the Git repository Secret: %w", err)
+		return fmt.Errorf("creating the Git %s Secret: %w", typ, err)
 	}
 	return nil
 }

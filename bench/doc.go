@@ -12,7 +12,12 @@
 // every Application, measured in the same run), the ImagesUpdated Events
 // expected and recorded (counts summed) and the time until the last one,
 // and peak RSS split into anonymous and file-backed pages. Round 7 is a
-// cold start with 50 ms added to every registry request.
+// cold start with 50 ms added to every registry request. Round 8 (opt-in)
+// runs every Application in pull-request write-back on a real Gitea
+// (internal/giteaenv) behind a counter of requests by kind, one repository
+// per image: pull requests opened, then brought up to date by a newer tag,
+// read through Gitea's API, and crowsnest's forge API calls per pull
+// request.
 // It writes results.json and results.md and checks the numbers against
 // the requirements of the performance issue, stated as those ratios,
 // Event counts, memory and registry requests: never as seconds, which

@@ -114,7 +114,7 @@ func (e *env) roundColdStart(ctx context.Context, d *daemon, tr *tracker, et *ev
 // roundSteady: one more poll interval with nothing new.
 func (e *env) roundSteady(ctx context.Context, d *daemon) (result, error) {
 	r := e.newResult("2", "steady state", e.s.K)
-	m, err := startMeter(ctx, d, e.reg, nil)
+	m, err := startMeter(ctx, d, e.reg)
 	if err != nil {
 		return r, err
 	}
@@ -158,7 +158,7 @@ func (e *env) roundNewTag(ctx context.Context, d *daemon, tr *tracker, et *event
 	if err := e.pushAll(ctx, t); err != nil {
 		return r, err
 	}
-	m, err := startMeter(ctx, d, e.reg, nil)
+	m, err := startMeter(ctx, d, e.reg)
 	if err != nil {
 		return r, err
 	}

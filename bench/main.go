@@ -46,7 +46,7 @@ func parseFlags(args []string) (*options, error) {
 		extra     string
 	)
 	fs.StringVar(&scen, "scenarios", "S1,S2,S3", "scenarios to run: S1 (N=100 K=10 T=50), S2 (N=1000 K=50 T=200), S3 (N=10000 K=500 T=200)")
-	fs.StringVar(&rds, "rounds", "1,2,3,4,5,7", "rounds: 1 cold start, 2 steady state, 3 new tag (poll and webhook), 4 Git mode, 5 notifications, 6 push to deployed with a real Argo CD (opt-in; first scenario only), 7 cold start with 50 ms registry latency; 4, 5 and 7 run for S1 and S2 only")
+	fs.StringVar(&rds, "rounds", "1,2,3,4,5,7", "rounds: 1 cold start, 2 steady state, 3 new tag (poll and webhook), 4 Git mode, 5 notifications, 6 push to deployed with a real Argo CD (opt-in; first scenario only), 7 cold start with 50 ms registry latency, 8 pull requests on a real Gitea (opt-in); 4, 5, 7 and 8 run for S1 and S2 only")
 	argoOpts.register(fs)
 	fs.StringVar(&o.out, "out", "bin/bench", "folder for results.json, results.md and profiles")
 	fs.StringVar(&o.bin, "bin", "", "crowsnest binary to measure (default: go build ./cmd/crowsnest)")
@@ -73,8 +73,8 @@ func parseFlags(args []string) (*options, error) {
 	o.rounds = map[string]bool{}
 	for _, r := range strings.Split(rds, ",") {
 		r = strings.TrimSpace(r)
-		if len(r) != 1 || r < "1" || r > "7" {
-			return nil, fmt.Errorf("-rounds: unknown round %q (want 1 to 7)", r)
+		if len(r) != 1 || r < "1" || r > "8" {
+			return nil, fmt.Errorf("-rounds: unknown round %q (want 1 to 8)", r)
 		}
 		o.rounds[r] = true
 	}
@@ -237,6 +237,11 @@ func runScenario(ctx context.Context, o *options, s scenario, dir string) ([]res
 	}
 	if o.rounds["7"] && small {
 		if err := step("round 7, cold start with registry latency", one(e.latencyRound)); err != nil {
+			return results, err
+		}
+	}
+	if o.rounds["8"] && small {
+		if err := step("round 8, pull requests on Gitea", func() ([]result, error) { return e.prRound(ctx) }); err != nil {
 			return results, err
 		}
 	}

@@ -38,8 +38,10 @@ func (m *meter) markDone() {
 	m.doneRegistry, m.doneLists = m.reg.counts(), m.reg.listsPerRepo()
 }
 
-func startMeter(ctx context.Context, d *daemon, reg *registry, git *gitServer) (*meter, error) {
-	m := &meter{d: d, reg: reg, git: git}
+// startMeter starts a meter of a round on a running process (no Git
+// server: launch's meter counts pushes from process start).
+func startMeter(ctx context.Context, d *daemon, reg *registry) (*meter, error) {
+	m := &meter{d: d, reg: reg}
 	st, err := d.stats()
 	if err != nil {
 		return nil, err
@@ -51,9 +53,6 @@ func startMeter(ctx context.Context, d *daemon, reg *registry, git *gitServer) (
 	}
 	m.kube = kubeRequests(samples)
 	m.registry = reg.snapshot()
-	if git != nil {
-		m.pushes = git.pushes.Load()
-	}
 	m.rssRound = d.resetPeakRSS()
 	return m, nil
 }
@@ -118,7 +117,7 @@ func kubeRequests(p promSamples) map[string]int {
 }
 
 // settle waits until crowsnest is idle: its work queue is empty and its
-// kube-apiserver and registry request counts did not move for quiet (at
+// kube-apiserver, registry and forge request counts did not move for quiet (at
 // most limit), so a round's trailing work (Events, the re-reconcile
 // after each patch) is counted in that round.
 func settle(ctx context.Context, d *daemon, reg *registry, quiet, limit time.Duration) error {
@@ -137,7 +136,8 @@ func settle(ctx context.Context, d *daemon, reg *registry, quiet, limit time.Dur
 		counts := reg.counts()
 		depth := samples.sum("crowsnest_workqueue_depth", "")[""] + samples.sum("crowsnest_notify_pending_transitions", "")[""] +
 			samples.sum("crowsnest_notify_outbox_depth", "")[""]
-		state := fmt.Sprint(depth, sortedPairs(kube), sortedPairs(counts))
+		forge := samples.sum("crowsnest_forge_requests_total", "")[""]
+		state := fmt.Sprint(depth, forge, sortedPairs(kube), sortedPairs(counts))
 		if state != last || depth > 0 {
 			last, stableSince = state, time.Now()
 		}

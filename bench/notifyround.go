@@ -63,7 +63,7 @@ func (e *env) notifyRound(ctx context.Context) (result, error) {
 	if err := settle(ctx, d, e.reg, 2*time.Second, 2*time.Minute); err != nil {
 		return r, err
 	}
-	m, err := startMeter(ctx, d, e.reg, nil)
+	m, err := startMeter(ctx, d, e.reg)
 	if err != nil {
 		return r, err
 	}

@@ -78,8 +78,35 @@ type result struct {
 	Pushes        int            `json:"pushes,omitempty"`
 	Notifications int            `json:"notifications,omitempty"`
 	Duplicates    int            `json:"duplicates,omitempty"`
-	Notes         []string       `json:"notes,omitempty"`
-	Checks        []check        `json:"checks,omitempty"`
+	// PullRequests are the pull-request round's (8) numbers.
+	PullRequests *prStats `json:"pullRequests,omitempty"`
+	Notes        []string `json:"notes,omitempty"`
+	Checks       []check  `json:"checks,omitempty"`
+}
+
+// prStats are what a part of the pull-request round (8) did on the forge.
+type prStats struct {
+	// Open pull requests at the end, and how many the part opened, as
+	// Gitea's API lists them.
+	Open   int `json:"open"`
+	Opened int `json:"opened"`
+	// Proposed is crowsnest_pull_requests_total by action (opened and
+	// updated count once per Application).
+	Proposed map[string]int `json:"proposed"`
+	// ForgeCalls is crowsnest's crowsnest_forge_requests_total by HTTP
+	// method, ForgeCallsTotal their sum and ForgeCallsPerPR that over
+	// Open; ForgeFailed those answered with no 2xx.
+	ForgeCalls      map[string]int `json:"forgeCalls"`
+	ForgeCallsTotal int            `json:"forgeCallsTotal"`
+	ForgeCallsPerPR float64        `json:"forgeCallsPerPR"`
+	ForgeFailed     int            `json:"forgeCallsFailed"`
+	// WriteCallsPerPR leaves out the GETs of one pull request: crowsnest
+	// follows each open one with one every 2 minutes, so they depend on
+	// how long the part took, not on the writes.
+	WriteCallsPerPR float64 `json:"writeCallsPerPR"`
+	// Received is what Gitea received from crowsnest, by kind (forge API
+	// calls and Git over HTTP), counted in front of it.
+	Received map[string]int `json:"forgeReceived"`
 }
 
 // check is one requirement of the issue as this round shows it.
@@ -139,8 +166,8 @@ func (rep *report) markdown() string {
 		fmt.Fprintf(&b, "; registry %s", rep.Registry)
 	}
 	b.WriteString("\n\n")
-	b.WriteString("| scenario | round | done | wall s | after trigger s | x floor | Events recorded/expected | last Event s | p50 / p99 ms | CPU s | peak RSS MB (anon+file) | registry requests | kube-apiserver requests | commits | messages |\n")
-	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |\n")
+	b.WriteString("| scenario | round | done | wall s | after trigger s | x floor | Events recorded/expected | last Event s | p50 / p99 ms | CPU s | peak RSS MB (anon+file) | registry requests | kube-apiserver requests | commits | messages | pull requests |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | --- |\n")
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		lat := ""
@@ -161,12 +188,14 @@ func (rep *report) markdown() string {
 		if r.LastEventSeconds > 0 {
 			lastEvent = fmt.Sprintf("%.2f", r.LastEventSeconds)
 		}
-		fmt.Fprintf(&b, "| %s (N=%d K=%d T=%d) | %s %s | %d/%d | %.2f | %s | %s | %s | %s | %s | %.2f | %.1f (%.0f+%.0f) | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s (N=%d K=%d T=%d) | %s %s | %d/%d | %.2f | %s | %s | %s | %s | %s | %.2f | %.1f (%.0f+%.0f) | %s | %s | %s | %s | %s |\n",
 			r.Scenario, r.N, r.K, r.T, r.Round, r.Title, r.Done, r.Want, r.WallSeconds, after, floor, events, lastEvent, lat,
-			r.CPUSeconds, r.PeakRSSMB, r.PeakAnonMB, r.PeakFileMB, registryCell(r), kubeCell(r.Kube, r.KubeTotal), zeroBlank(r.Commits), messagesCell(r))
+			r.CPUSeconds, r.PeakRSSMB, r.PeakAnonMB, r.PeakFileMB, registryCell(r), kubeCell(r.Kube, r.KubeTotal), zeroBlank(r.Commits), messagesCell(r),
+			pullRequestsCell(r.PullRequests))
 	}
 	b.WriteString("\nRegistry requests: total (ping/list/HEAD/manifest GET/blob). kube-apiserver requests: crowsnest's own, by verb and resource.\n")
 	b.WriteString("x floor: the time to patch every Application (wall for a cold start, after trigger for a new tag) over the floor, the harness's own unthrottled client listing and patching every Application in the same run. Events: ImagesUpdated Events in the apiserver (counts summed) of those expected, one per Application updated; last Event is from the round's start, as wall.\n")
+	b.WriteString("Pull requests: open at the end (opened by the round); crowsnest's forge API calls (crowsnest_forge_requests_total) by method, and per open pull request, in all and writing (without the GETs that follow open pull requests every 2 minutes); as Gitea received them, by kind; Git pushes.\n")
 	b.WriteString("Peak RSS is VmHWM of the crowsnest process, reset at each round's start where the kernel allows it; in brackets the sampled peaks (every 20 ms) of its anonymous (heap, stacks) and file-backed (the binary's pages) parts.\n")
 
 	b.WriteString("\n## Requirements\n\n| scenario | round | requirement | want | got | |\n| --- | --- | --- | --- | --- | --- |\n")
@@ -205,6 +234,14 @@ func registryCell(r *result) string {
 }
 
 func kubeCell(m map[string]int, total int) string {
+	if len(m) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d: %s", total, countsCell(m))
+}
+
+// countsCell lists counts by key, the largest first.
+func countsCell(m map[string]int) string {
 	keys := slices.Collect(maps.Keys(m))
 	sort.Slice(keys, func(i, j int) bool {
 		if m[keys[i]] != m[keys[j]] {
@@ -217,9 +254,9 @@ func kubeCell(m map[string]int, total int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	if len(parts) == 0 {
-		return "0"
+		return "none"
 	}
-	return fmt.Sprintf("%d: %s", total, strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
 
 func messagesCell(r *result) string {
@@ -227,6 +264,26 @@ func messagesCell(r *result) string {
 		return ""
 	}
 	return fmt.Sprintf("%d (%d dup)", r.Notifications, r.Duplicates)
+}
+
+func pullRequestsCell(p *prStats) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d open (%d opened); %d forge calls, %.2f per pull request (%s), %.2f writing; received: %s; %d pushes",
+		p.Open, p.Opened, p.ForgeCallsTotal, p.ForgeCallsPerPR, countsCell(p.ForgeCalls), p.WriteCallsPerPR,
+		countsCell(pickKinds(p.Received, forgeAPIKinds)), p.Received[forgeGitPush])
+}
+
+// pickKinds returns the counts of m of the kinds given.
+func pickKinds(m map[string]int, kinds []string) map[string]int {
+	out := map[string]int{}
+	for _, k := range kinds {
+		if m[k] != 0 {
+			out[k] = m[k]
+		}
+	}
+	return out
 }
 
 func zeroBlank(n int) string {

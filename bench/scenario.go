@@ -44,6 +44,12 @@ func (s scenario) repo(i int) string { return fmt.Sprintf("bench/svc-%03d", i) }
 func (s scenario) app(i int) string  { return fmt.Sprintf("app-%05d", i) }
 func (s scenario) repoOf(i int) int  { return i % s.K }
 
+// gitRepo is the k-th Git repository of the pull-request round, which
+// holds the Applications whose image is repo(k); gitRepoURL its URL under
+// base.
+func (s scenario) gitRepo(k int) string                 { return fmt.Sprintf("deploy-%03d", k) }
+func (s scenario) gitRepoURL(base string, k int) string { return base + "/" + s.gitRepo(k) + ".git" }
+
 // tag is the i-th version of every repository.
 func tag(i int) string { return fmt.Sprintf("1.%d.0", i) }
 
@@ -54,13 +60,16 @@ const (
 	kindKube   appKind = iota // image-list annotation, Kubernetes write-back
 	kindGit                   // image-list annotation, Git write-back to one monorepo
 	kindNotify                // notification subscriptions only
+	kindPR                    // image-list annotation, Git write-back in pull requests, a repository per image
 )
 
 // appParams are what an Application object needs besides its index.
 type appParams struct {
-	ns       string
-	regHost  string
-	repoURL  string // Git mode: the monorepo
+	ns      string
+	regHost string
+	// repoURL is, in Git mode, the monorepo; in pull-request mode, where
+	// the K repositories are (gitRepoURL).
+	repoURL  string
 	kind     appKind
 	strategy string // "" is semver
 }
@@ -84,6 +93,12 @@ func (s scenario) appObject(p appParams, i int) (obj, status map[string]any) {
 		annotations["argocd-image-updater.argoproj.io/image-list"] = image
 		annotations["argocd-image-updater.argoproj.io/write-back-method"] = "git"
 		source["repoURL"] = p.repoURL
+	case kindPR:
+		annotations["argocd-image-updater.argoproj.io/image-list"] = image
+		annotations["argocd-image-updater.argoproj.io/write-back-method"] = "git"
+		annotations["argocd-image-updater.argoproj.io/write-back-target"] = "kustomization"
+		annotations["crowsnest.dev/pull-request"] = "true"
+		source["repoURL"] = s.gitRepoURL(p.repoURL, s.repoOf(i))
 	case kindNotify:
 		annotations["notifications.argoproj.io/subscribe.on-sync-running.hook"] = ""
 		annotations["notifications.argoproj.io/subscribe.on-sync-succeeded.hook"] = ""
