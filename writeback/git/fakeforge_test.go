@@ -36,7 +36,10 @@ type fakeForge struct {
 	mu     sync.Mutex
 	n      int                       // requests so far
 	faults map[int]testnotify.Answer // by request number, from 1
-	pulls  []*fakePull               // pull request number i+1
+	// doneAnyway are the faults answered after the request was done
+	// (a forge that opens the pull request and answers 5xx).
+	doneAnyway map[int]bool
+	pulls      []*fakePull // pull request number i+1
 }
 
 // fakePull is a pull request the fake forge keeps.
@@ -57,9 +60,23 @@ func (f *fakeForge) answer(r testnotify.Request) testnotify.Answer {
 	defer f.mu.Unlock()
 	f.n++
 	if a, ok := f.faults[f.n]; ok {
+		if f.doneAnyway[f.n] {
+			f.dialect(f, r)
+		}
 		return a
 	}
 	return f.dialect(f, r)
+}
+
+// failNextDone is failNext for a request the forge does all the same.
+func (f *fakeForge) failNextDone(k int, a testnotify.Answer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults[f.n+k] = a
+	if f.doneAnyway == nil {
+		f.doneAnyway = map[int]bool{}
+	}
+	f.doneAnyway[f.n+k] = true
 }
 
 // failNext answers the k-th request from now (1: the next) with a

@@ -116,7 +116,10 @@ func (s *session) openPullRequest(ctx context.Context) error {
 	if err != nil {
 		return forgeError("finding the open pull request", err)
 	}
-	s.pr, s.rebuild = pr, pr == nil
+	// Without an open pull request the head is made again from the
+	// base, unless this write pushed it (a look again after a failed
+	// open): it is this write's commit still to propose.
+	s.pr, s.rebuild = pr, pr == nil && s.proposing == nil
 	return nil
 }
 
@@ -139,6 +142,10 @@ func (s *session) propose(ctx context.Context, res *Result, message string) erro
 		}
 		switch {
 		case err != nil && pr == nil:
+			// The forge may have opened it all the same (a 5xx after
+			// the fact): the next attempt looks for it again rather
+			// than open a second.
+			s.looked = false
 			return forgeError("opening the pull request", err)
 		case err != nil && s.w.Log != nil:
 			// Opened, and a step after it (labels, reviewers,

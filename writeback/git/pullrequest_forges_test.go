@@ -328,7 +328,9 @@ func TestPullRequestModeOnForgesRateLimited(t *testing.T) {
 // A forge's server error, once, on any of its steps (the look for the
 // open pull request, opening it, editing it) is retried within the
 // write's attempts: the write succeeds, the commit it pushed once is the
-// one it reports and proposes, and there is one pull request.
+// one it reports and proposes, and there is one pull request. A failed
+// open is looked for again before it is made again: a forge may have
+// opened it and answered 5xx all the same.
 func TestPullRequestModeOnForgesServerError(t *testing.T) {
 	faults := []struct {
 		name   string
@@ -360,9 +362,15 @@ func TestPullRequestModeOnForgesServerError(t *testing.T) {
 				if res.Attempts != 2 {
 					t.Errorf("%d attempts, want 2", res.Attempts)
 				}
-				// The failed request is made again, and only it.
+				// The failed request is made again, and only it; a failed
+				// open is looked for first (the forge may have opened it
+				// all the same).
 				at := ft.at(fc)
-				e.checkCalls(t, n, want(slices.Insert(slices.Clone(calls), at, calls[at]), before, res.CommitSHA))
+				wantCalls := slices.Insert(slices.Clone(calls), at, calls[at])
+				if ft.name == "503 opening" {
+					wantCalls = slices.Insert(slices.Clone(calls), at+1, calls[0], calls[at])
+				}
+				e.checkCalls(t, n, want(wantCalls, before, res.CommitSHA))
 				e.checkHead(t, tag, append([]string{res.CommitSHA}, commits...)...)
 				if got := len(e.git.Pushes()) - pushes; got != 1 {
 					t.Errorf("%d pushes, want 1", got)
@@ -390,5 +398,24 @@ func TestPullRequestModePushAnswerLost(t *testing.T) {
 	e.checkHead(t, "1.3.0", res.CommitSHA, first.CommitSHA)
 	if got := e.git.Count(testgit.KindReceivePack) - pushes; res.Attempts != 2 || got != 1 {
 		t.Errorf("%d attempts, %d pushes; want 2 and 1", res.Attempts, got)
+	}
+}
+
+// A forge that opens the pull request and answers 5xx all the same: the
+// retry looks again, finds it, and opens no second one.
+func TestPullRequestModeOnForgesOpenedDespite5xx(t *testing.T) {
+	for _, fc := range forgeCases {
+		t.Run(fc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newForgeEnv(t, fc)
+			e.forge.failNextDone(2, testnotify.Answer{Status: http.StatusBadGateway, Body: "<html>502 Bad Gateway</html>"})
+			res := mustApply(t, e.w, e.change("1.2.0"))
+			if res.Err != nil || res.PullRequest == nil || res.PullRequest.Number != 1 {
+				t.Errorf("result = %+v, want pull request #1", res)
+			}
+			if got := e.forge.opened(); got != 1 {
+				t.Errorf("%d pull requests opened, want 1", got)
+			}
+		})
 	}
 }

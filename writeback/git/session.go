@@ -182,8 +182,11 @@ func (w *Writer) applyBatch(ctx context.Context, b *batch) Result {
 			err = fmt.Errorf("%w (%d attempts): %w", ErrPushFailed, attempt, err)
 		}
 		// Giving up (attempts spent, or ctx ended): a push whose answer
-		// was lost may still have landed, and the remote says which.
-		if s.confirm(ctx, &res) {
+		// was lost may still have landed, and the remote says which. Not
+		// for a pull request: its commit landed on the head is not
+		// written until the pull request proposes it, which the next
+		// write does.
+		if s.b.pr == nil && s.confirm(ctx, &res) {
 			return res
 		}
 		res.Err = err
