@@ -177,14 +177,7 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 	if err != nil || merged.MergedCommitID == nil {
 		t.Fatalf("the merged pull request: %+v, %v", merged, err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- images.RunPullRequests(ctx) }()
-	testwait.For(t, "crowsnest to report the merge", func() bool { return len(events.of(req.Key)) == 3 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	followUntil(t, images, "crowsnest to report the merge", func() bool { return len(events.of(req.Key)) == 3 })
 	evs = events.of(req.Key)
 	if evs[2].Reason != controller.EventPullRequestMerged || !strings.Contains(evs[2].Message, (*merged.MergedCommitID)[:12]) ||
 		!strings.Contains(evs[2].Message, image+": 1.0.0 -> 1.2.0") {
@@ -265,14 +258,7 @@ func TestPullRequestClosedByAPerson(t *testing.T) {
 	if _, _, err := e.c.EditPullRequest(e.owner, e.repo, first.Index, gitea.EditPullRequestOption{State: &closed}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- e.images.RunPullRequests(ctx) }()
-	testwait.For(t, "crowsnest to report the close", func() bool { return len(e.events.of(e.req.Key)) == 2 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	followUntil(t, e.images, "crowsnest to report the close", func() bool { return len(e.events.of(e.req.Key)) == 2 })
 	if ev := e.events.of(e.req.Key)[1]; ev.Reason != controller.EventPullRequestClosed {
 		t.Errorf("Event = %+v, want PullRequestClosed", ev)
 	}
@@ -318,15 +304,8 @@ func TestPullRequestNoLongerWanted(t *testing.T) {
 	gets := func() float64 {
 		return counter(t, e.promReg, "crowsnest_forge_requests_total", map[string]string{"forge": "gitea", "method": "GET", "code": "200"})
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- e.images.RunPullRequests(ctx) }()
 	from := gets()
-	testwait.For(t, "two looks at the open pull request", func() bool { return gets() >= from+2 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	followUntil(t, e.images, "two looks at the open pull request", func() bool { return gets() >= from+2 })
 	if p, _, err := e.c.GetPullRequest(e.owner, e.repo, pr.Index); err != nil || p.State != gitea.StateOpen {
 		t.Fatalf("a pull request still wanted: %+v, %v; want it open", p, err)
 	}
@@ -346,21 +325,29 @@ func TestPullRequestNoLongerWanted(t *testing.T) {
 	if _, err := e.images.Reconcile(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel = context.WithCancel(t.Context())
-	go func() { done <- e.images.RunPullRequests(ctx) }()
-	testwait.For(t, "crowsnest to close the pull request nobody wants", func() bool {
+	followUntil(t, e.images, "crowsnest to close the pull request nobody wants", func() bool {
 		p, _, err := e.c.GetPullRequest(e.owner, e.repo, pr.Index)
 		return err == nil && p.State == gitea.StateClosed
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	comments, _, err := e.c.ListIssueComments(e.owner, e.repo, pr.Index, gitea.ListIssueCommentOptions{})
 	if err != nil || len(comments) != 1 || !strings.Contains(comments[0].Body, "ask for nothing any more") || !strings.Contains(comments[0].Body, e.req.Key) {
 		t.Errorf("comments = %+v, %v; want one saying %s asks for nothing any more", comments, err, e.req.Key)
 	}
 	if p, _, _ := e.c.GetPullRequest(e.owner, e.repo, pr.Index); p != nil && p.HasMerged {
 		t.Error("the pull request was merged")
+	}
+}
+
+// followUntil runs images' follow-up of open pull requests until cond
+// holds.
+func followUntil(t *testing.T, images *controller.ImageReconciler, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- images.RunPullRequests(ctx) }()
+	testwait.For(t, what, cond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

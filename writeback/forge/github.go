@@ -56,6 +56,16 @@ type GitHubApp struct {
 // installation. Its token is exchanged on first use, kept until a minute
 // before it expires, and renewed once when GitHub refuses it (401).
 func NewGitHubApp(app GitHubApp, o Options) (*GitHub, error) {
+	cred, err := newGitHubAppToken(app, o)
+	if err != nil {
+		return nil, err
+	}
+	return &GitHub{c: cred.c}, nil
+}
+
+// newGitHubAppToken is app's credential, with the client that exchanges
+// its tokens (and calls the API with them).
+func newGitHubAppToken(app GitHubApp, o Options) (*githubAppToken, error) {
 	if app.InstallationID <= 0 {
 		return nil, fmt.Errorf("GitHub App: installationID: want a positive integer")
 	}
@@ -64,14 +74,13 @@ func NewGitHubApp(app GitHubApp, o Options) (*GitHub, error) {
 		api = GitHubAPI
 	}
 	cred := &githubAppToken{api: api, installation: app.InstallationID}
-	c := newClient(o, cred, githubHeader)
-	cred.c = c
+	cred.c = newClient(o, cred, githubHeader)
 	src, err := githubapp.New(app.AppID, app.PrivateKey, cred, nil)
 	if err != nil {
 		return nil, fmt.Errorf("GitHub App: %w", err)
 	}
 	cred.src = src
-	return &GitHub{c: c}, nil
+	return cred, nil
 }
 
 // githubAppToken is the credential of a GitHub App installation: its
@@ -229,19 +238,9 @@ func (g *GitHub) Close(ctx context.Context, r Repo, number int, comment string) 
 // the app. Tokens are exchanged on first use and kept until a minute
 // before they expire.
 func GitHubAppTokens(app GitHubApp, o Options) (*githubapp.Source, error) {
-	if app.InstallationID <= 0 {
-		return nil, fmt.Errorf("GitHub App: installationID: want a positive integer")
-	}
-	api := strings.TrimSuffix(app.API, "/")
-	if api == "" {
-		api = GitHubAPI
-	}
-	cred := &githubAppToken{api: api, installation: app.InstallationID}
-	cred.c = newClient(o, cred, githubHeader)
-	src, err := githubapp.New(app.AppID, app.PrivateKey, cred, nil)
+	cred, err := newGitHubAppToken(app, o)
 	if err != nil {
-		return nil, fmt.Errorf("GitHub App: %w", err)
+		return nil, err
 	}
-	cred.src = src
-	return src, nil
+	return cred.src, nil
 }
