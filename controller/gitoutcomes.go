@@ -107,11 +107,7 @@ func (r *ImageReconciler) reportGitResult(key string, res *collect.Result) {
 		r.gitFail(key, res.Err)
 	case len(res.Updates) > 0:
 		r.gitCount(gitResultSuccess, len(res.Updates))
-		lines := make([]string, len(res.Updates))
-		for i, u := range res.Updates {
-			lines[i] = fmt.Sprintf("%s: %s -> %s", u.Image, orNone(u.From), u.To)
-		}
-		msg := fmt.Sprintf("%s (commit %s on %s of %s)", strings.Join(lines, "; "), shortSHA(res.Commit), res.Branch, res.Repo)
+		msg := fmt.Sprintf("%s (commit %s on %s of %s)", describeUpdates(res.Updates), shortSHA(res.Commit), res.Branch, res.Repo)
 		r.Log.Info("images updated", "app", key, "method", "git", "commit", res.Commit, "branch", res.Branch, "repo", res.Repo)
 		r.keyEvent(key, eventTypeNormal, EventImagesUpdated, msg)
 		r.GitWritten(key, res.Commit, res.Updates)

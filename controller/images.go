@@ -273,6 +273,7 @@ func (r *ImageReconciler) forget(ctx context.Context, key string) {
 	r.newInvalid(key, nil)
 	r.newSaid(saidKey{saidRefused, key}, "")
 	r.newSaid(saidKey{saidNoCandidate, key}, "")
+	r.prForget(key)
 	if err := r.forgetIntent(ctx, key); err != nil {
 		r.Log.Warn("forgetting the write intent failed", "app", key, "error", err)
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/triggers"
@@ -160,6 +163,16 @@ func (r *ImageReconciler) prSettled(key string) {
 	}
 }
 
+// prForget drops what is kept of key, an Application that is gone: its
+// declined versions, and its part in the open pull requests (prSettled).
+func (r *ImageReconciler) prForget(key string) {
+	r.prSettled(key)
+	r.prs.mu.Lock()
+	delete(r.prs.declined, key)
+	r.prs.mu.Unlock()
+	r.newSaid(saidKey{saidDeclined, key}, "")
+}
+
 // prRef names the pull request of res by the change of o that wrote it.
 func prRef(o *collect.Outcome, res *collect.Result) (gitwb.PullRequestRef, bool) {
 	for i := range o.Changes {
@@ -199,31 +212,46 @@ func (r *ImageReconciler) RunPullRequests(ctx context.Context) error {
 // and follows what changed.
 func (r *ImageReconciler) checkPullRequests(ctx context.Context) {
 	r.prs.mu.Lock()
-	open := slices.Collect(maps.Values(r.prs.open))
-	r.prs.mu.Unlock()
+	var due []*openPR
 	now := r.now()
-	for _, p := range open {
-		if now.Before(p.notBefore) {
-			continue
+	for _, p := range r.prs.open {
+		if !now.Before(p.notBefore) {
+			due = append(due, p)
 		}
-		// The state first: a merge the Applications already run is
-		// announced, not taken for a pull request nobody wants.
-		got, err := r.PullRequests.PullRequestState(ctx, p.ref)
-		if err != nil {
-			r.prLookFailed(p, err)
-			continue
-		}
-		switch got.State {
-		case forge.Merged:
-			r.prDone(p)
-			r.prMerged(ctx, p, got)
-		case forge.Closed:
-			r.prDone(p)
-			r.prClosed(p, got)
-		default:
-			if why := r.unwanted(p); why != "" {
-				r.closeUnwanted(ctx, p, why)
-			}
+	}
+	r.prs.mu.Unlock()
+	// Side by side, a few at once: one team's slow or unreachable forge
+	// does not hold the looks at another's pull requests.
+	var looks errgroup.Group
+	looks.SetLimit(prLookWorkers)
+	for _, p := range due {
+		looks.Go(func() error { r.lookAt(ctx, p); return nil })
+	}
+	_ = looks.Wait()
+}
+
+// prLookWorkers is how many open pull requests are looked at at once.
+const prLookWorkers = 8
+
+// lookAt asks the forge for p's state and follows what changed.
+func (r *ImageReconciler) lookAt(ctx context.Context, p *openPR) {
+	// The state first: a merge the Applications already run is
+	// announced, not taken for a pull request nobody wants.
+	got, err := r.PullRequests.PullRequestState(ctx, p.ref)
+	if err != nil {
+		r.prLookFailed(p, err)
+		return
+	}
+	switch got.State {
+	case forge.Merged:
+		r.prDone(p)
+		r.prMerged(ctx, p, got)
+	case forge.Closed:
+		r.prDone(p)
+		r.prClosed(p, got)
+	default:
+		if why := r.unwanted(p); why != "" {
+			r.closeUnwanted(ctx, p, why)
 		}
 	}
 }
@@ -293,7 +321,7 @@ func (r *ImageReconciler) prDone(p *openPR) {
 // CD look at the merge now.
 func (r *ImageReconciler) prMerged(ctx context.Context, p *openPR, got *forge.PullRequest) {
 	r.prCount("merged")
-	commit := cmp0(got.MergeCommit, got.HeadSHA)
+	commit := cmp.Or(got.MergeCommit, got.HeadSHA)
 	r.Log.Info("pull request merged", "pullRequest", p.url, "mergeCommit", got.MergeCommit)
 	for _, key := range slices.Sorted(maps.Keys(p.proposed)) {
 		updates := p.proposed[key]
@@ -367,13 +395,6 @@ func describeUpdates(updates []gitwb.Update) string {
 		return "no new values"
 	}
 	return strings.Join(lines, "; ")
-}
-
-func cmp0(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // dropDeclined leaves out of key's changes the versions a person declined
