@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-
-	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 )
 
 // PlannedRequest is one request a pull-request write would send its
@@ -80,8 +78,7 @@ func (s *session) plannedRequests(ctx context.Context, pp *PlannedPullRequest) (
 	if pp.Action == "update" {
 		_, err = f.Edit(ctx, r, pp.Number, pp.Title, pp.Body)
 	} else {
-		_, err = f.Open(ctx, r, forge.Proposal{Head: pp.Head, Base: pp.Base, Title: pp.Title, Body: pp.Body, Labels: pp.Labels,
-			Reviewers: pp.Reviewers, Assignees: pp.Assignees, Draft: pp.Draft, AutoMerge: pp.AutoMerge})
+		_, err = f.Open(ctx, r, s.proposal(pp.Title, pp.Body))
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

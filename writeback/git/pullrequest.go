@@ -106,9 +106,7 @@ func (s *session) openPullRequest(ctx context.Context) error {
 	}
 	if c, ok := f.(forge.ProposalChecker); ok {
 		// Refused before anything is pushed, not at each retry after.
-		p := s.b.pr
-		if err := c.Check(r, forge.Proposal{Head: s.b.target, Base: s.b.base, Labels: p.Labels, Reviewers: p.Reviewers,
-			Assignees: p.Assignees, Draft: p.Draft, AutoMerge: p.AutoMerge}); err != nil {
+		if err := c.Check(r, s.proposal("", "")); err != nil {
 			return forgeError("checking the pull request's settings", err)
 		}
 	}
@@ -130,12 +128,9 @@ func (s *session) propose(ctx context.Context, res *Result, message string) erro
 	if err != nil {
 		return err
 	}
-	title, body, _ := strings.Cut(message, "\n")
-	title, body = strings.TrimSpace(title), strings.TrimSpace(body)
+	title, body, edit := s.proposalText(message)
 	if s.pr == nil {
-		p := s.b.pr
-		pr, err := f.Open(ctx, r, forge.Proposal{Head: s.b.target, Base: s.b.base, Title: title, Body: body,
-			Labels: p.Labels, Reviewers: p.Reviewers, Assignees: p.Assignees, Draft: p.Draft, AutoMerge: p.AutoMerge})
+		pr, err := f.Open(ctx, r, s.proposal(title, body))
 		if pr != nil {
 			s.pr = pr
 			res.PullRequest, res.PullRequestAction = pr, PullRequestOpened
@@ -147,12 +142,12 @@ func (s *session) propose(ctx context.Context, res *Result, message string) erro
 			// than open a second.
 			s.looked = false
 			return forgeError("opening the pull request", err)
-		case err != nil && s.w.Log != nil:
+		case err != nil:
 			// Opened, and a step after it (labels, reviewers,
 			// assignees, auto-merge) refused, as argocd-image-updater
 			// takes a labelling failure: the review it asks for is
 			// there, failing the write would only repeat the push.
-			s.w.Log.Warn("pull request opened, but a setting of it was refused", "pullRequest", pr.URL, "error", err)
+			s.w.log().Warn("pull request opened, but a setting of it was refused", "pullRequest", pr.URL, "error", err)
 		}
 		return nil
 	}
@@ -160,8 +155,7 @@ func (s *session) propose(ctx context.Context, res *Result, message string) erro
 		res.PullRequest, res.PullRequestAction = s.pr, PullRequestUnchanged
 		return nil
 	}
-	title = keepDraftMarker(s.b.pr, s.pr.Title, title)
-	if s.pr.Title == title && s.pr.Body == body {
+	if !edit {
 		// The push moved the head; the title and body still say it.
 		pr := *s.pr
 		pr.HeadSHA = res.CommitSHA
@@ -309,17 +303,16 @@ func (s *session) planPullRequest(ctx context.Context, p *Plan) {
 	if pr == nil {
 		return
 	}
-	title, body, _ := strings.Cut(p.Message, "\n")
-	pp := &PlannedPullRequest{Action: "open", Head: s.b.target, Base: s.b.base, Title: strings.TrimSpace(title), Body: strings.TrimSpace(body),
+	title, body, edit := s.proposalText(p.Message)
+	pp := &PlannedPullRequest{Action: "open", Head: s.b.target, Base: s.b.base, Title: title, Body: body,
 		Labels: pr.Labels, Reviewers: pr.Reviewers, Assignees: pr.Assignees, Draft: pr.Draft, AutoMerge: pr.AutoMerge}
 	if _, r, err := s.w.forge(s.b, s.creds); err == nil {
 		pp.Repo = r.String()
 	}
 	if s.pr != nil {
 		pp.Action, pp.Number, pp.URL = "update", s.pr.Number, s.pr.URL
-		pp.Title = keepDraftMarker(pr, s.pr.Title, pp.Title)
 	}
-	if s.pr != nil && s.pr.Title == pp.Title && s.pr.Body == pp.Body {
+	if s.pr != nil && !edit {
 		pp.Note = "the push moves the open pull request's head; its title and body stay: no request"
 		p.PullRequest = pp
 		return
@@ -340,6 +333,27 @@ func rateLimitedFor(err error) time.Duration {
 		return rl.RetryAfter
 	}
 	return 0
+}
+
+// proposal is what the batch asks of its pull request, with title and
+// body.
+func (s *session) proposal(title, body string) forge.Proposal {
+	p := s.b.pr
+	return forge.Proposal{Head: s.b.target, Base: s.b.base, Title: title, Body: body,
+		Labels: p.Labels, Reviewers: p.Reviewers, Assignees: p.Assignees, Draft: p.Draft, AutoMerge: p.AutoMerge}
+}
+
+// proposalText is the title and body of a commit message as its pull
+// request says them (the first line, the rest), and whether the open pull
+// request needs them edited (one is open and says otherwise).
+func (s *session) proposalText(message string) (title, body string, edit bool) {
+	title, body, _ = strings.Cut(message, "\n")
+	title, body = strings.TrimSpace(title), strings.TrimSpace(body)
+	if s.pr == nil {
+		return title, body, false
+	}
+	title = keepDraftMarker(s.b.pr, s.pr.Title, title)
+	return title, body, s.pr.Title != title || s.pr.Body != body
 }
 
 // keepDraftMarker keeps the draft marker of a draft pull request's title
