@@ -26,15 +26,11 @@ const (
 	KeyPullRequestAutoMerge = "pull-request.auto-merge"
 )
 
-// ForgeKinds are the forges crowsnest opens pull requests on
-// (writeback/forge's kinds; a test keeps the two lists equal).
-var ForgeKinds = []string{"github", "gitlab", "gitea", "forgejo", "bitbucket", "bitbucket-server", "azure-devops"}
-
 // PullRequest proposes a Git write-back for review: the change is
 // committed on a branch of crowsnest's and a pull request from it into
 // the write-back branch is opened, or brought up to date.
 type PullRequest struct {
-	// Forge is the kind of forge the repository is on (ForgeKinds) when
+	// Forge is the kind of forge the repository is on (config.ForgeKinds) when
 	// the spec says it (argocd-image-updater's pullRequest.github or
 	// .gitlab); "" leaves it to the config's git.forges and the
 	// well-known hosts. The operator's git.forges entry for the host
@@ -81,8 +77,8 @@ func readPullRequest(ann map[string]string, wb *WriteBack, fail func(key, format
 	pr := &PullRequest{}
 	if f, ok := ann[OwnPrefix+KeyPullRequestForge]; ok {
 		pr.Forge = strings.TrimSpace(f)
-		if !slices.Contains(ForgeKinds, pr.Forge) {
-			fail(KeyPullRequestForge, "unknown forge %s: want one of %s", quote(f), strings.Join(ForgeKinds, ", "))
+		if !slices.Contains(config.ForgeKinds, pr.Forge) {
+			fail(KeyPullRequestForge, "unknown forge %s: want one of %s", quote(f), strings.Join(config.ForgeKinds, ", "))
 		}
 	}
 	for _, l := range []struct {

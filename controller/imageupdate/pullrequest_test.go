@@ -88,11 +88,8 @@ func mergeMaps(a, b map[string]string) map[string]string {
 	return out
 }
 
-// The annotations name the forges writeback/forge resolves.
+// The config and the annotations name the forges writeback/forge resolves.
 func TestForgeKindsAreTheResolvers(t *testing.T) {
-	if diff := cmp.Diff(forge.Kinds, ForgeKinds); diff != "" {
-		t.Errorf("ForgeKinds (-forge.Kinds +imageupdate):\n%s", diff)
-	}
 	if diff := cmp.Diff(forge.Kinds, config.ForgeKinds); diff != "" {
 		t.Errorf("config.ForgeKinds (-forge.Kinds +config):\n%s", diff)
 	}
