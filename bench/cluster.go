@@ -178,11 +178,15 @@ type tracker struct {
 	tag    map[string]string               // app -> current tag
 	seenAt map[string]map[string]time.Time // tag -> app -> first seen
 	marked map[string]time.Time            // app -> floor annotation first seen
-	cond   chan struct{}                   // closed and replaced on every change
+	// refreshed is when app last gained Argo CD's refresh annotation
+	// (round 6: when crowsnest asked Argo CD to look at its commit).
+	refreshed  map[string]time.Time
+	refreshing map[string]struct{}
+	cond       chan struct{} // closed and replaced on every change
 }
 
 func (c *cluster) track(ctx context.Context, ns string) (*tracker, error) {
-	t := &tracker{tag: map[string]string{}, seenAt: map[string]map[string]time.Time{}, marked: map[string]time.Time{}, cond: make(chan struct{})}
+	t := &tracker{tag: map[string]string{}, seenAt: map[string]map[string]time.Time{}, marked: map[string]time.Time{}, refreshed: map[string]time.Time{}, refreshing: map[string]struct{}{}, cond: make(chan struct{})}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, 0, ns, nil)
 	inf := f.ForResource(testenv.ApplicationsGVR).Informer()
 	// Keep only what the tracker reads: 10,000 whole Applications would
@@ -199,8 +203,14 @@ func (c *cluster) track(ctx context.Context, ns string) (*tracker, error) {
 		if images, found, _ := unstructured.NestedStringSlice(u.Object, "spec", "source", "kustomize", "images"); found {
 			_ = unstructured.SetNestedStringSlice(slim.Object, images, "spec", "source", "kustomize", "images")
 		}
-		if v, ok := u.GetAnnotations()[floorAnnotation]; ok {
-			slim.SetAnnotations(map[string]string{floorAnnotation: v})
+		kept := map[string]string{}
+		for _, k := range []string{floorAnnotation, refreshAnnotation} {
+			if v, ok := u.GetAnnotations()[k]; ok {
+				kept[k] = v
+			}
+		}
+		if len(kept) > 0 {
+			slim.SetAnnotations(kept)
 		}
 		return slim, nil
 	}); err != nil {
@@ -216,6 +226,7 @@ func (c *cluster) track(ctx context.Context, ns string) (*tracker, error) {
 		if _, ok := u.GetAnnotations()[floorAnnotation]; ok {
 			t.mark(u.GetName(), now)
 		}
+		t.refresh(u.GetName(), u.GetAnnotations()[refreshAnnotation] != "", now)
 	}
 	if err := watchInformer(ctx, inf, f.Start, record); err != nil {
 		return nil, fmt.Errorf("watching Applications in %s: %w", ns, err)
@@ -254,6 +265,33 @@ func (t *tracker) observe(app, tag string, at time.Time) {
 	}
 	close(t.cond)
 	t.cond = make(chan struct{})
+}
+
+// refreshAnnotation is Argo CD's; crowsnest sets it after a commit.
+const refreshAnnotation = "argocd.argoproj.io/refresh"
+
+// refresh records when app gains the refresh annotation (on is whether
+// it carries it now).
+func (t *tracker) refresh(app string, on bool, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, had := t.refreshing[app]
+	switch {
+	case on && !had:
+		t.refreshing[app] = struct{}{}
+		t.refreshed[app] = at
+	case !on:
+		delete(t.refreshing, app)
+	}
+}
+
+// refreshedSince is when app last gained the refresh annotation, if that
+// was at or after since.
+func (t *tracker) refreshedSince(app string, since time.Time) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.refreshed[app]
+	return at, ok && !at.Before(since)
 }
 
 // mark records that app carries the floor's annotation.
