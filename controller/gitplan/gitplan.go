@@ -82,6 +82,10 @@ type Image struct {
 	HelmImageName string
 	HelmImageTag  string
 	HelmImageSpec string
+	// Revision and Source are the new image's source revision and
+	// repository (its org.opencontainers.image.revision and .source),
+	// where the registry says them: for pull request bodies.
+	Revision, Source string
 }
 
 // Changes turns the changes decided for app into its Git writes: one per

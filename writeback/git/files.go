@@ -133,7 +133,8 @@ func editChange(dir string, c Change, edited map[string]*fileEdit) (rel string, 
 			return "", nil, nil, fmt.Errorf("%s: %w", rel, err)
 		}
 		if ch {
-			updates = append(updates, Update{App: c.App, Key: c.key(), Image: im.Name, Alias: im.Alias, File: rel, From: from, To: im.shown()})
+			updates = append(updates, Update{App: c.App, Key: c.key(), Image: im.Name, Alias: im.Alias, File: rel, From: from, To: im.shown(),
+				Revision: im.Revision, Source: im.Source})
 		}
 	}
 	if bytes.Equal(out, content) {

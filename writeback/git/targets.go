@@ -57,6 +57,10 @@ type Image struct {
 	HelmImageName string
 	HelmImageTag  string
 	HelmImageSpec string
+	// Revision and Source are the new image's source revision and
+	// repository (its org.opencontainers.image.revision and .source),
+	// where known: pull request bodies show them (Update's).
+	Revision, Source string
 }
 
 // repo is the repository written: NewName if set, else Name.
@@ -191,6 +195,9 @@ type Update struct {
 	File  string
 	From  string
 	To    string
+	// Revision and Source are the Image's: the new value's source
+	// revision and repository, where known.
+	Revision, Source string
 }
 
 // editFile applies one image's edits to a target file's content.
