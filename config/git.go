@@ -27,6 +27,14 @@ type Git struct {
 	// (sorted names) and .Updates (each .App, .Image, .Alias, .File,
 	// .From, .To); empty is argocd-image-updater's message.
 	CommitMessage string `yaml:"commitMessage"`
+	// PullRequestTitle and PullRequestBody are Go text/templates of the
+	// pull requests' title and body, over .RepoURL, .Base, .Head, .Apps
+	// and .Updates (each .App, .Image, .Alias, .File, .From, .To,
+	// .Revision, .Source, .ShortRevision, .Link, .RevisionLink): every
+	// value the pull request changes, from the base's value. Empty is
+	// crowsnest's title and table (docs/pull-requests.md).
+	PullRequestTitle string `yaml:"pullRequestTitle"`
+	PullRequestBody  string `yaml:"pullRequestBody"`
 	// SigningKey, when set, is an ASCII-armored OpenPGP private key
 	// (env:<VAR> or file:<absolute path>) that signs every commit;
 	// SigningKeyPassphrase decrypts it when it is protected.
@@ -119,9 +127,14 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 	if _, err := mail.ParseAddress(g.Author.Email); err != nil || strings.ContainsAny(g.Author.Email, "<>\n ") {
 		errs.invalid(fieldpath.Join(path, "author.email"), "want an email address like bot@example.com, got %q", g.Author.Email)
 	}
-	if g.CommitMessage != "" {
-		if _, err := template.New("commit-message").Parse(g.CommitMessage); err != nil {
-			errs.invalid(fieldpath.Join(path, "commitMessage"), "%v", err)
+	for _, t := range []struct{ key, text string }{
+		{"commitMessage", g.CommitMessage}, {"pullRequestTitle", g.PullRequestTitle}, {"pullRequestBody", g.PullRequestBody},
+	} {
+		if t.text == "" {
+			continue
+		}
+		if _, err := template.New(t.key).Parse(t.text); err != nil {
+			errs.invalid(fieldpath.Join(path, t.key), "%v", err)
 		}
 	}
 	for _, f := range []struct {

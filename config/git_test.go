@@ -42,11 +42,15 @@ git:
   commitMessage: "{{.Apps"
   signingKeyPassphrase: $pass
   refresh: soft
+  pullRequestTitle: "{{if}}"
+  pullRequestBody: "{{range .Updates}}"
 `))
 	want := []FieldError{
 		{Path: "git.author.name", Line: 4, Msg: "must not contain"},
 		{Path: "git.author.email", Line: 4, Msg: "want an email address"},
 		{Path: "git.commitMessage", Line: 5, Msg: "unclosed action"},
+		{Path: "git.pullRequestTitle", Line: 8, Msg: "missing value for if"},
+		{Path: "git.pullRequestBody", Line: 9, Msg: "unexpected EOF"},
 		{Path: "git.signingKeyPassphrase", Line: 6, Msg: "Secret references work in notifications only"},
 		{Path: "git.signingKeyPassphrase", Line: 6, Msg: "set without signingKey"},
 		{Path: "git.refresh", Line: 7, Msg: `want normal, hard or none, got "soft"`},

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/config/internal/fieldpath"
@@ -129,6 +130,12 @@ type Registry struct {
 	// MaxConcurrency bounds requests in flight for the images this entry
 	// serves.
 	MaxConcurrency int `yaml:"maxConcurrency"`
+	// Link is the page of an image on this registry, shown in pull
+	// request bodies: a Go text/template over .Registry (the host),
+	// .Repository (the path) and .Tag, rendering an https:// URL
+	// ("https://harbor.example.com/harbor/projects/{{.Repository}}").
+	// Empty uses the well-known registries' pages, none for others.
+	Link string `yaml:"link"`
 	// Default makes this the registry of image names without a registry
 	// host ("nginx", "team/app"), instead of docker.io: they are read as
 	// written under Prefix. At most one entry may set it.
@@ -189,6 +196,11 @@ func (r *Registry) validate(path string, keys registryKeys, errs *fieldErrors) {
 	case strings.Contains(r.Prefix, "/") && !r.Default:
 		errs.invalid(fieldpath.Join(path, keys.defaultNamespace), "only for an entry whose prefix is a registry host, or the default entry: "+
 			"names under %q already have more than one path segment", r.Prefix)
+	}
+	if r.Link != "" {
+		if _, err := r.LinkTemplate(); err != nil {
+			errs.invalid(fieldpath.Join(path, "link"), "%v", err)
+		}
 	}
 	if r.RateLimit < 0 {
 		errs.invalid(fieldpath.Join(path, keys.rateLimit), "must be positive (requests per second), got %v", r.RateLimit)
@@ -452,4 +464,26 @@ func (l RegistryList) longestPrefix(repo string) *Registry {
 		}
 	}
 	return best
+}
+
+// RegistryLinkData is what a Registry.Link template sees.
+type RegistryLinkData struct {
+	Registry, Repository, Tag string
+}
+
+// LinkTemplate parses Link and checks it renders an https:// URL for an
+// example image.
+func (r *Registry) LinkTemplate() (*template.Template, error) {
+	t, err := template.New("link").Option("missingkey=error").Parse(r.Link)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, RegistryLinkData{Registry: "registry.example.com", Repository: "team/app", Tag: "1.0.0"}); err != nil {
+		return nil, err
+	}
+	if u, err := url.Parse(b.String()); err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("want an https:// URL, got %q for an example image", b.String())
+	}
+	return t, nil
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"text/template"
+
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/writeback/forge"
@@ -29,6 +32,27 @@ func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSo
 		}
 		w.Message = t
 	}
+	for _, p := range []struct {
+		key, what, text string
+		to              **template.Template
+	}{
+		{"git.pullRequestTitle", "pull request title", cfg.Git.PullRequestTitle, &w.PullRequestTitle},
+		{"git.pullRequestBody", "pull request body", cfg.Git.PullRequestBody, &w.PullRequestBody},
+	} {
+		if p.text == "" {
+			continue
+		}
+		t, err := gitwb.ParsePullRequestTemplate(p.what, p.text)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.key, err)
+		}
+		*p.to = t
+	}
+	links, err := newRegistryLinks(cfg.Registries.List)
+	if err != nil {
+		return nil, err
+	}
+	w.RegistryLinks = links
 	if !cfg.Git.SigningKey.IsZero() {
 		key, err := cfg.Git.SigningKey.Value()
 		if err != nil {
@@ -70,4 +94,46 @@ func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSo
 	}
 	w.Forges = &gitwb.TokenForges{Resolver: &forge.Resolver{Hosts: hosts, Options: forge.Options{Metrics: fm}}}
 	return w, nil
+}
+
+// registryLinks are the image pages of pull request bodies: the
+// registries.list entry's link template for an image under its prefix,
+// else the well-known registries' pages.
+type registryLinks struct {
+	list      config.RegistryList
+	templates map[*config.Registry]*template.Template
+}
+
+func newRegistryLinks(list config.RegistryList) (*registryLinks, error) {
+	l := &registryLinks{list: list, templates: map[*config.Registry]*template.Template{}}
+	for i := range list {
+		if list[i].Link == "" {
+			continue
+		}
+		t, err := list[i].LinkTemplate()
+		if err != nil {
+			return nil, fmt.Errorf("registries.list[%d].link: %w", i, err)
+		}
+		l.templates[&list[i]] = t
+	}
+	return l, nil
+}
+
+// Link implements gitwb.RegistryLinks.
+func (l *registryLinks) Link(image, version string) string {
+	qualified := l.list.Qualify(image)
+	t := l.templates[l.list.Match(image)]
+	if t == nil {
+		return gitwb.WellKnownRegistryLink(qualified, version)
+	}
+	repo, err := name.NewRepository(qualified)
+	if err != nil {
+		return ""
+	}
+	tag, _, _ := strings.Cut(version, "@")
+	var b strings.Builder
+	if err := t.Execute(&b, config.RegistryLinkData{Registry: repo.RegistryStr(), Repository: repo.RepositoryStr(), Tag: tag}); err != nil {
+		return ""
+	}
+	return b.String()
 }

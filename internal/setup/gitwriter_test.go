@@ -73,3 +73,57 @@ func TestGitWriterTrustsTheConfiguredCA(t *testing.T) {
 		t.Errorf("newGitWriter with a non-PEM CA file: %v, want the field and the problem", err)
 	}
 }
+
+// The pull request settings of the git and registries sections reach the
+// writer, and a template naming a field that does not exist stops the
+// start (and `config validate`, which builds the writer) with the key.
+func TestGitWriterPullRequestTemplatesAndLinks(t *testing.T) {
+	cfg, err := config.Parse([]byte(`apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+git:
+  pullRequestTitle: "deploy {{len .Updates}} images to {{.Base}}"
+registries:
+  list:
+    - prefix: harbor.example.com/team
+      link: "https://harbor.example.com/harbor/projects/{{.Repository}}?tag={{.Tag}}"
+    - prefix: registry.local:5000
+      default: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewGitWriter(cfg, t.TempDir(), nil, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.PullRequestTitle == nil || w.PullRequestBody != nil {
+		t.Errorf("templates: title %v, body %v; want the configured title and the default body", w.PullRequestTitle, w.PullRequestBody)
+	}
+	for _, tc := range []struct{ image, version, want string }{
+		{"harbor.example.com/team/web", "1.2.0@sha256:abc", "https://harbor.example.com/harbor/projects/team/web?tag=1.2.0"},
+		{"harbor.example.com/other/web", "1.2.0", ""}, // outside the entry's prefix, not well known
+		{"docker.io/library/nginx", "1.27", "https://hub.docker.com/_/nginx/tags?name=1.27"},
+		{"nginx", "1.27", ""}, // the default registry here is registry.local:5000, not Docker Hub
+	} {
+		if got := w.RegistryLinks.Link(tc.image, tc.version); got != tc.want {
+			t.Errorf("Link(%q, %q) = %q, want %q", tc.image, tc.version, got, tc.want)
+		}
+	}
+
+	for _, tc := range []struct{ yaml, want string }{
+		{"git:\n  pullRequestBody: \"{{range .Updates}}{{.Tag}}{{end}}\"\n", "git.pullRequestBody: rendering pull request body template"},
+		{"git:\n  pullRequestTitle: \"{{.Application}}\"\n", "git.pullRequestTitle: rendering pull request title template"},
+	} {
+		cfg, err := config.Parse([]byte("apiVersion: crowsnest.dev/v1alpha1\nkind: Config\n" + tc.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckConfig(cfg, t.TempDir()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CheckConfig(%q) = %v, want an error starting %q", tc.yaml, err, tc.want)
+		}
+	}
+	if _, err := config.Parse([]byte("apiVersion: crowsnest.dev/v1alpha1\nkind: Config\nregistries:\n  list:\n    - prefix: r.example.com\n      link: \"javascript:{{.Tag}}\"\n")); err == nil ||
+		!strings.Contains(err.Error(), "registries.list[0].link") || !strings.Contains(err.Error(), "https://") {
+		t.Errorf("a link that is not https: %v, want an error naming registries.list[0].link", err)
+	}
+}

@@ -37,6 +37,9 @@ import (
 // Bodies longer than the 4,000 characters Azure DevOps keeps are cut.
 type AzureDevOps struct{ c *client }
 
+// bodyLimit is Azure DevOps' limit on a pull request's description.
+func (*AzureDevOps) bodyLimit() int { return 4000 }
+
 var _ Forge = (*AzureDevOps)(nil)
 
 // NewAzureDevOps returns the Azure DevOps client that authenticates with

@@ -119,3 +119,19 @@ func IsPermanent(err error) bool {
 	var p *PermanentError
 	return errors.As(err, &p)
 }
+
+// DefaultBodyLimit is the longest pull request body, in characters, sent
+// to a forge that states no smaller limit: GitHub's.
+const DefaultBodyLimit = 65536
+
+// bodyLimiter is a forge whose pull request bodies are shorter than
+// DefaultBodyLimit.
+type bodyLimiter interface{ bodyLimit() int }
+
+// BodyLimit is the longest pull request body f takes, in characters.
+func BodyLimit(f Forge) int {
+	if l, ok := f.(bodyLimiter); ok {
+		return l.bodyLimit()
+	}
+	return DefaultBodyLimit
+}

@@ -121,14 +121,26 @@ func (s *session) openPullRequest(ctx context.Context) error {
 	return nil
 }
 
-// propose opens the pull request of a written batch, or updates the open
-// one's title and body to the commit's message.
-func (s *session) propose(ctx context.Context, res *Result, message string) error {
+// propose opens the pull request of a written batch, or brings the open
+// one's title and body up to date with what it now changes.
+func (s *session) propose(ctx context.Context, res *Result) error {
 	f, r, err := s.w.forge(s.b, s.creds)
 	if err != nil {
 		return err
 	}
-	title, body, edit := s.proposalText(message)
+	if s.pr != nil && res.NoOp {
+		res.PullRequest, res.PullRequestAction = s.pr, PullRequestUnchanged
+		return nil
+	}
+	updates := res.Updates
+	if len(updates) == 0 {
+		// A commit an earlier attempt pushed, proposed now.
+		updates = s.lastUpdates
+	}
+	title, body, edit, err := s.proposalText(updates, forge.BodyLimit(f))
+	if err != nil {
+		return terminal(err)
+	}
 	if s.pr == nil {
 		pr, err := f.Open(ctx, r, s.proposal(title, body))
 		if pr != nil {
@@ -149,10 +161,6 @@ func (s *session) propose(ctx context.Context, res *Result, message string) erro
 			// there, failing the write would only repeat the push.
 			s.w.log().Warn("pull request opened, but a setting of it was refused", "pullRequest", pr.URL, "error", err)
 		}
-		return nil
-	}
-	if res.NoOp {
-		res.PullRequest, res.PullRequestAction = s.pr, PullRequestUnchanged
 		return nil
 	}
 	if !edit {
@@ -303,12 +311,19 @@ func (s *session) planPullRequest(ctx context.Context, p *Plan) {
 	if pr == nil {
 		return
 	}
-	title, body, edit := s.proposalText(p.Message)
-	pp := &PlannedPullRequest{Action: "open", Head: s.b.target, Base: s.b.base, Title: title, Body: body,
+	pp := &PlannedPullRequest{Action: "open", Head: s.b.target, Base: s.b.base,
 		Labels: pr.Labels, Reviewers: pr.Reviewers, Assignees: pr.Assignees, Draft: pr.Draft, AutoMerge: pr.AutoMerge}
-	if _, r, err := s.w.forge(s.b, s.creds); err == nil {
-		pp.Repo = r.String()
+	limit := forge.DefaultBodyLimit
+	if f, r, err := s.w.forge(s.b, s.creds); err == nil {
+		pp.Repo, limit = r.String(), forge.BodyLimit(f)
 	}
+	title, body, edit, err := s.proposalText(p.Updates, limit)
+	if err != nil {
+		pp.Note = err.Error()
+		p.PullRequest = pp
+		return
+	}
+	pp.Title, pp.Body = title, body
 	if s.pr != nil {
 		pp.Action, pp.Number, pp.URL = "update", s.pr.Number, s.pr.URL
 	}
@@ -343,17 +358,18 @@ func (s *session) proposal(title, body string) forge.Proposal {
 		Labels: p.Labels, Reviewers: p.Reviewers, Assignees: p.Assignees, Draft: p.Draft, AutoMerge: p.AutoMerge}
 }
 
-// proposalText is the title and body of a commit message as its pull
-// request says them (the first line, the rest), and whether the open pull
-// request needs them edited (one is open and says otherwise).
-func (s *session) proposalText(message string) (title, body string, edit bool) {
-	title, body, _ = strings.Cut(message, "\n")
-	title, body = strings.TrimSpace(title), strings.TrimSpace(body)
+// proposalText is the title and body of the batch's pull request once a
+// commit made updates (proposalFor), and whether the open pull request
+// needs them edited (one is open and says otherwise).
+func (s *session) proposalText(updates []Update, limit int) (title, body string, edit bool, err error) {
+	if title, body, err = s.proposalFor(updates, limit); err != nil {
+		return "", "", false, err
+	}
 	if s.pr == nil {
-		return title, body, false
+		return title, body, false, nil
 	}
 	title = keepDraftMarker(s.b.pr, s.pr.Title, title)
-	return title, body, s.pr.Title != title || s.pr.Body != body
+	return title, body, s.pr.Title != title || s.pr.Body != body, nil
 }
 
 // keepDraftMarker keeps the draft marker of a draft pull request's title

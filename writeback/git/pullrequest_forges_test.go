@@ -259,8 +259,11 @@ func checkProposed(t *testing.T, res Result, action, tag string) {
 	if pr.Number != 1 || pr.Head != prHead || pr.Base != "main" || pr.HeadSHA != res.CommitSHA || pr.State != forge.Open {
 		t.Errorf("pull request = %+v, want #1 from %s into main at %s", pr, prHead, res.CommitSHA)
 	}
-	if !strings.Contains(pr.Body, "to '"+tag+"'") || !strings.HasPrefix(pr.Title, "build: automatic update of web") {
-		t.Errorf("pull request title %q and body %q, want the commit message's for web at %s", pr.Title, pr.Body, tag)
+	// From the base's value, even after an update: the body says what
+	// merging changes.
+	row := "| web | [ghcr.io/acme/web](https://ghcr.io/acme/web) | `1.0.0` | `" + tag + "` | - |"
+	if !strings.Contains(pr.Body, row) || pr.Title != "build: automatic update of web" {
+		t.Errorf("pull request title %q and body %q, want web's row %s", pr.Title, pr.Body, row)
 	}
 	if len(res.Updates) != 1 || res.Updates[0].To != tag {
 		t.Errorf("updates = %+v, want web to %s", res.Updates, tag)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,13 +39,19 @@ func giteaRepo(t *testing.T) (*giteaenv.Gitea, *gitea.Client, *gitea.Repository,
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, c, repo, giteaRepoWriter(t, g)
+}
+
+// giteaRepoWriter is a writer whose pull requests go to g.
+func giteaRepoWriter(t *testing.T, g *giteaenv.Gitea) *Writer {
+	t.Helper()
 	u, err := url.Parse(g.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := newWriter(t, nil)
 	w.Forges = &TokenForges{Resolver: &forge.Resolver{Hosts: map[string]forge.Host{u.Host: {Kind: forge.KindGitea}}}}
-	return g, c, repo, w
+	return w
 }
 
 // webTag reads web's newTag in the kustomization on ref.
@@ -297,5 +304,69 @@ func TestPullRequestSettingsRefusedBeforeThePush(t *testing.T) {
 	}
 	if n := s.Count(testgit.KindReceivePack); n != 0 {
 		t.Errorf("%d pushes before a refused pull request", n)
+	}
+}
+
+// The body of a pull request on a real Gitea says what merging it changes,
+// from the base's values, across updates: a value changed again keeps the
+// base's value as From, one set back to the base's leaves the list, one
+// the update did not touch stays; what it lists is read back from the
+// forge's copy of the body, not kept in the writer.
+func TestPullRequestBodyListsWhatMergingChanges(t *testing.T) {
+	g, c, repo, _ := giteaRepo(t)
+	write := func(tags ...string) *gitea.PullRequest {
+		t.Helper()
+		ch := kustomizeWeb(g.CloneURL(repo.Name), tags...)
+		ch.PullRequest = &PullRequest{Head: "crowsnest/main"}
+		ch.Images[0].Revision = "0123456789abcdef0123456789abcdef01234567"
+		ch.Images[0].Source = "https://github.com/acme/web"
+		// A writer of its own per write: nothing carries over but the
+		// forge's pull request.
+		w := giteaRepoWriter(t, g)
+		res := mustApply(t, w, ch)
+		if res.Err != nil || res.PullRequest == nil {
+			t.Fatalf("write of %v = %+v, want a pull request", tags, res)
+		}
+		pr, _, err := c.GetPullRequest(repo.Owner.UserName, repo.Name, int64(res.PullRequest.Number))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	rows := func(pr *gitea.PullRequest) []string {
+		var out []string
+		for _, l := range strings.Split(pr.Body, "\n") {
+			if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| Application") && !strings.HasPrefix(l, "| ---") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	webRow := func(to string) string {
+		return "| web | [ghcr.io/acme/web](https://ghcr.io/acme/web) | `1.0.0` | `" + to + "` | [`0123456789ab`](https://github.com/acme/web/commit/0123456789abcdef0123456789abcdef01234567) |"
+	}
+	apiRow := "| web | [ghcr.io/acme/api](https://ghcr.io/acme/api) | `v2` | `v3` | - |"
+	redisRow := "| web | [redis](https://hub.docker.com/_/redis/tags?name=7.2) | `7.0` | `7.2` | - |"
+
+	first := write("1.2.0", "v3")
+	if got, want := rows(first), []string{apiRow, webRow("1.2.0")}; !slices.Equal(got, want) {
+		t.Errorf("opened: rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// web again, api back to the base's v2, redis new.
+	second := write("1.3.0", "v2", "7.2")
+	if second.Index != first.Index {
+		t.Fatalf("second write opened #%d, want #%d updated", second.Index, first.Index)
+	}
+	if got, want := rows(second), []string{webRow("1.3.0"), redisRow}; !slices.Equal(got, want) {
+		t.Errorf("updated: rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Rows by Application, then image. web alone: redis, untouched,
+	// stays.
+	third := write("1.4.0")
+	if got, want := rows(third), []string{webRow("1.4.0"), redisRow}; !slices.Equal(got, want) {
+		t.Errorf("updated again: rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.HasPrefix(third.Body, "crowsnest proposes these image updates for `main`:") {
+		t.Errorf("body = %q", third.Body)
 	}
 }

@@ -47,12 +47,13 @@ type session struct {
 	unacked []unackedPush
 	// pr is the open pull request of a pull-request batch (looked up
 	// once, nil when none), rebuild says the head is made again from
-	// the base (no pull request is open), lastMsg is the last commit's
-	// message.
-	pr      *forge.PullRequest
-	looked  bool
-	rebuild bool
-	lastMsg string
+	// the base (no pull request is open), lastMsg and lastUpdates are
+	// the last commit's message and updates.
+	pr          *forge.PullRequest
+	looked      bool
+	rebuild     bool
+	lastMsg     string
+	lastUpdates []Update
 	// proposing is this batch's commit pushed by an attempt whose pull
 	// request's step failed after the push: the next attempt finds it on
 	// the head and proposes it as this write's commit, rather than
@@ -274,6 +275,9 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 		s.corrupt = true
 		return err
 	}
+	if err := s.checkProposal(updates); err != nil {
+		return err
+	}
 	if err := s.push(ctx); err != nil {
 		if !isRejected(err) {
 			s.unacked = append(s.unacked, unackedPush{sha: plumbing.NewHash(sha), updates: updates, files: files, failed: failed})
@@ -307,7 +311,20 @@ func (s *session) proposeIfAsked(ctx context.Context, res *Result) error {
 	if s.b.pr == nil || (res.NoOp && s.pr == nil && s.lastMsg == "") {
 		return nil
 	}
-	return s.propose(ctx, res, s.lastMsg)
+	return s.propose(ctx, res)
+}
+
+// checkProposal renders the pull request of a pull-request batch before
+// its commit is pushed: a template that fails fails the write before the
+// head moves, not after.
+func (s *session) checkProposal(updates []Update) error {
+	if s.b.pr == nil {
+		return nil
+	}
+	if _, _, err := s.proposalFor(updates, forge.DefaultBodyLimit); err != nil {
+		return terminal(err)
+	}
+	return nil
 }
 
 // sync brings the clone to the remote's branches and returns the remote
@@ -551,9 +568,9 @@ func (s *session) checkout(base plumbing.Hash, detached bool) (*gogit.Worktree, 
 // message is the commit message of updates.
 func (s *session) message(updates []Update) (string, error) {
 	apps := []string{}
-	for _, u := range updates {
-		if !slices.Contains(apps, u.App) {
-			apps = append(apps, u.App)
+	for i := range updates {
+		if !slices.Contains(apps, updates[i].App) {
+			apps = append(apps, updates[i].App)
 		}
 	}
 	slices.Sort(apps)
@@ -576,7 +593,7 @@ func (s *session) commit(wt *gogit.Worktree, updates []Update) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("committing: %w", err)
 	}
-	s.lastMsg = msg
+	s.lastMsg, s.lastUpdates = msg, updates
 	return h.String(), nil
 }
 

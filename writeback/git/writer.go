@@ -154,6 +154,12 @@ type Writer struct {
 	// Message is the commit message template (ParseMessage); nil is
 	// DefaultMessage.
 	Message *template.Template
+	// PullRequestTitle and PullRequestBody are the pull request templates
+	// (ParsePullRequestTemplate); nil is DefaultPullRequestTitle and
+	// DefaultPullRequestBody. RegistryLinks gives the body's image
+	// links; nil is WellKnownRegistryLink's.
+	PullRequestTitle, PullRequestBody *template.Template
+	RegistryLinks                     RegistryLinks
 	// SignKey signs commits with OpenPGP when set (ReadSignKey).
 	SignKey     *openpgp.Entity
 	MaxAttempts int

@@ -86,8 +86,9 @@ func attribute(res *gitwb.Result, outcomes map[string]*Outcome) {
 		failed[f.Key] = errors.Join(failed[f.Key], f.Err)
 	}
 	updates := map[string][]gitwb.Update{}
-	for _, u := range res.Updates {
-		updates[u.Key] = append(updates[u.Key], u)
+	for i := range res.Updates {
+		u := &res.Updates[i]
+		updates[u.Key] = append(updates[u.Key], *u)
 	}
 	repo := gitwb.RepoID(res.RepoURL)
 	for _, k := range res.Keys {
