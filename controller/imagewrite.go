@@ -22,7 +22,7 @@ import (
 func (r *ImageReconciler) update(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, results map[string]imageupdate.Selection) (Result, string, error) {
 	plan, outcome := r.decide(ctx, key, app, spec, results)
 	if spec.WriteBack.PullRequest != nil {
-		plan.Changes = r.dropDeclined(key, plan.Changes)
+		plan.Changes = r.dropDeclined(ctx, key, plan.Changes)
 	}
 	if len(plan.Changes) == 0 {
 		return Result{}, outcome, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/giteaenv"
+	"github.com/crowsnest-dev/crowsnest/internal/kubecore/kubecoretest"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/internal/testwait"
 	"github.com/crowsnest-dev/crowsnest/registry"
@@ -28,6 +29,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 )
 
 // typedNote is one crowsnest event handed to the notifier, with its type.
@@ -245,9 +247,13 @@ func TestPullRequestInDenyWindow(t *testing.T) {
 }
 
 // A pull request a person closes without merging: on-pr-closed, and its
-// version is not proposed again; a newer one opens a new pull request.
+// version is not proposed again, also by the next process (the write
+// journal, in ConfigMaps of the real apiserver, keeps it); a newer one
+// opens a new pull request.
 func TestPullRequestClosedByAPerson(t *testing.T) {
 	e := newPREnv(t)
+	store := &journal.ConfigMaps{Client: kubecoretest.New(t, env.Config), Namespace: env.CreateNamespace(t, "journal")}
+	e.images.Journal = store
 	runBatch(t, e.images, e.req)
 	prs := openPullRequests(t, e.c, e.owner, e.repo)
 	if len(prs) != 1 {
@@ -273,6 +279,15 @@ func TestPullRequestClosedByAPerson(t *testing.T) {
 	}
 	if evs := e.events.of(e.req.Key); len(evs) != 2 {
 		t.Errorf("Events after the declined version again: %+v", evs[2:])
+	}
+	// Another process, the same journal: still nothing.
+	w := e.images.PullRequests.(*gitwb.Writer)
+	e.images = &controller.ImageReconciler{Registry: &registry.Client{}, Events: e.events, Notifier: e.notes, Queue: appLookup(e.req),
+		Log: slog.New(slog.DiscardHandler), PullRequests: w, PullRequestInterval: 50 * time.Millisecond, Journal: store,
+		Git: &collect.Batcher{Writer: w}}
+	runBatch(t, e.images, e.req)
+	if prs := openPullRequests(t, e.c, e.owner, e.repo); len(prs) != 0 {
+		t.Errorf("the declined version was proposed again after a restart: %s", describePulls(prs))
 	}
 
 	// A newer version: a new pull request.

@@ -18,6 +18,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/writeback/forge"
 	gitwb "github.com/crowsnest-dev/crowsnest/writeback/git"
 	"github.com/crowsnest-dev/crowsnest/writeback/git/collect"
+	"github.com/crowsnest-dev/crowsnest/writeback/journal"
 )
 
 // What becomes of a pull-request write-back: the batch's pull request is
@@ -73,6 +74,9 @@ type pullRequests struct {
 	// declined maps an Application key and image to the version its
 	// closed pull request proposed: not proposed again (a newer one is).
 	declined map[string]map[string]declined
+	// loaded are the keys whose declined versions the write journal was
+	// read for.
+	loaded map[string]bool
 }
 
 type declined struct {
@@ -170,6 +174,7 @@ func (r *ImageReconciler) prForget(key string) {
 	r.prSettled(key)
 	r.prs.mu.Lock()
 	delete(r.prs.declined, key)
+	delete(r.prs.loaded, key)
 	r.prs.mu.Unlock()
 	r.newSaid(saidKey{saidDeclined, key}, "")
 }
@@ -249,7 +254,7 @@ func (r *ImageReconciler) lookAt(ctx context.Context, p *openPR) {
 		r.prMerged(ctx, p, got)
 	case forge.Closed:
 		r.prDone(p)
-		r.prClosed(p, got)
+		r.prClosed(ctx, p, got)
 	default:
 		if why := r.unwanted(p); why != "" {
 			r.closeUnwanted(ctx, p, why)
@@ -339,8 +344,9 @@ func (r *ImageReconciler) prMerged(ctx context.Context, p *openPR, got *forge.Pu
 }
 
 // prClosed reports a pull request closed without merging, and remembers
-// its versions as declined.
-func (r *ImageReconciler) prClosed(p *openPR, got *forge.PullRequest) {
+// its versions as declined, in memory and in the write journal (a
+// restart does not propose them again).
+func (r *ImageReconciler) prClosed(ctx context.Context, p *openPR, got *forge.PullRequest) {
 	r.prCount("closed")
 	r.Log.Info("pull request closed without merging; its versions are not proposed again", "pullRequest", p.url)
 	r.prs.mu.Lock()
@@ -357,6 +363,18 @@ func (r *ImageReconciler) prClosed(p *openPR, got *forge.PullRequest) {
 		}
 	}
 	r.prs.mu.Unlock()
+	if r.Journal != nil {
+		for _, key := range slices.Sorted(maps.Keys(p.proposed)) {
+			ds := make([]journal.Declined, 0, len(p.proposed[key]))
+			for i := range p.proposed[key] {
+				u := &p.proposed[key][i]
+				ds = append(ds, journal.Declined{Image: u.Image, To: u.To, URL: p.url})
+			}
+			if err := r.book().Decline(ctx, key, ds); err != nil {
+				r.Log.Warn("recording declined versions failed; after a restart they may be proposed again", "app", key, "error", err)
+			}
+		}
+	}
 	for _, key := range slices.Sorted(maps.Keys(p.proposed)) {
 		r.keyEvent(key, eventTypeWarning, EventPullRequestClosed, fmt.Sprintf("%s (pull request #%d closed without merging: nothing deployed)",
 			describeUpdates(p.proposed[key]), got.Number))
@@ -401,14 +419,48 @@ func describeUpdates(updates []gitwb.Update) string {
 	return strings.Join(lines, "; ")
 }
 
+// declinedOf returns key's declined versions by image: those of this
+// process, and at the first look those a previous one recorded in the
+// write journal (one it cannot read is looked at again next time).
+func (r *ImageReconciler) declinedOf(ctx context.Context, key string) map[string]declined {
+	r.prs.mu.Lock()
+	loaded := r.prs.loaded[key] || r.Journal == nil
+	d := maps.Clone(r.prs.declined[key])
+	r.prs.mu.Unlock()
+	if loaded {
+		return d
+	}
+	stored, err := r.book().DeclinedOf(ctx, key)
+	if err != nil {
+		r.Log.Warn("reading declined versions from the write journal failed; reading again at the next reconcile", "app", key, "error", err)
+		return d
+	}
+	r.prs.mu.Lock()
+	defer r.prs.mu.Unlock()
+	if r.prs.loaded == nil {
+		r.prs.loaded = map[string]bool{}
+	}
+	r.prs.loaded[key] = true
+	for _, s := range stored {
+		if r.prs.declined == nil {
+			r.prs.declined = map[string]map[string]declined{}
+		}
+		if r.prs.declined[key] == nil {
+			r.prs.declined[key] = map[string]declined{}
+		}
+		if _, ok := r.prs.declined[key][s.Image]; !ok {
+			r.prs.declined[key][s.Image] = declined{to: s.To, url: s.URL}
+		}
+	}
+	return maps.Clone(r.prs.declined[key])
+}
+
 // dropDeclined leaves out of key's changes the versions a person declined
 // (their pull request closed without merging): proposing them again would
 // reopen what was refused. A newer version is proposed as usual. Said
 // once while it stays the same.
-func (r *ImageReconciler) dropDeclined(key string, changes []imageupdate.Change) []imageupdate.Change {
-	r.prs.mu.Lock()
-	d := maps.Clone(r.prs.declined[key])
-	r.prs.mu.Unlock()
+func (r *ImageReconciler) dropDeclined(ctx context.Context, key string, changes []imageupdate.Change) []imageupdate.Change {
+	d := r.declinedOf(ctx, key)
 	if len(d) == 0 {
 		return changes
 	}

@@ -95,6 +95,9 @@ func (b *Book) Record(ctx context.Context, key string, in Intent) error {
 	if ok && sameWrite(cur, in) {
 		return nil
 	}
+	if in.Declined == nil {
+		in.Declined = cur.Declined
+	}
 	if err := b.Store.Save(ctx, key, &in); err != nil {
 		return err
 	}
@@ -105,6 +108,45 @@ func (b *Book) Record(ctx context.Context, key string, in Intent) error {
 	}
 	b.mu.Unlock()
 	return nil
+}
+
+// Decline records versions of key's images a person declined, each
+// replacing what was declined of its image before.
+func (b *Book) Decline(ctx context.Context, key string, declined []Declined) error {
+	if err := b.load(ctx); err != nil {
+		return err
+	}
+	defer b.lockKey(key)()
+	b.mu.Lock()
+	in, ok := b.current[key]
+	b.mu.Unlock()
+	if !ok {
+		// No write of key recorded (the journal was emptied): a record
+		// with nothing to recover.
+		in = Intent{Method: "git", Done: true}
+	}
+	in.Declined = slices.Clone(in.Declined)
+	for _, d := range declined {
+		in.Declined = slices.DeleteFunc(in.Declined, func(x Declined) bool { return x.Image == d.Image })
+		in.Declined = append(in.Declined, d)
+	}
+	if err := b.Store.Save(ctx, key, &in); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.current[key] = in
+	b.mu.Unlock()
+	return nil
+}
+
+// DeclinedOf returns the versions of key a person declined.
+func (b *Book) DeclinedOf(ctx context.Context, key string) ([]Declined, error) {
+	if err := b.load(ctx); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.current[key].Declined), nil
 }
 
 // Forget drops key's intent (its Application is gone).

@@ -95,3 +95,59 @@ func TestBook(t *testing.T) {
 		t.Errorf("journal after settling and forgetting (-want +got):\n%s", diff)
 	}
 }
+
+// Declined versions outlive the intents of their key: a new intent and
+// its settling keep them, a new process reads them back, a newer decline
+// of the same image replaces the older, and Forget drops them with the
+// key.
+func TestBookDeclined(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "intents.json")
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	b := &journal.Book{Store: &journal.File{Path: path}}
+	web := journal.Intent{Method: "git", At: now, Changes: []journal.Change{{Image: "team/web", From: "1.0.0", To: "1.1.0"}}}
+	if err := b.Record(ctx, "shop/web", web); err != nil {
+		t.Fatal(err)
+	}
+	d11 := journal.Declined{Image: "team/web", To: "1.1.0", URL: "https://git.example.com/pulls/1"}
+	dAPI := journal.Declined{Image: "team/api", To: "2.0.0", URL: "https://git.example.com/pulls/1"}
+	if err := b.Decline(ctx, "shop/web", []journal.Declined{d11, dAPI}); err != nil {
+		t.Fatal(err)
+	}
+	newer := journal.Intent{Method: "git", At: now.Add(time.Minute), Changes: []journal.Change{{Image: "team/web", From: "1.0.0", To: "1.2.0"}}}
+	if err := b.Record(ctx, "shop/web", newer); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Settle(ctx, "shop/web", []journal.Change{{Image: "team/web", To: "1.2.0"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A key with no intent recorded (a journal emptied by hand).
+	if err := b.Decline(ctx, "shop/db", []journal.Declined{{Image: "team/db", To: "3.0.0"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	next := &journal.Book{Store: &journal.File{Path: path}}
+	got, err := next.DeclinedOf(ctx, "shop/web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]journal.Declined{d11, dAPI}, got); diff != "" {
+		t.Errorf("declined after a new intent, its settling and a restart (-want +got):\n%s", diff)
+	}
+	if in, _ := next.Previous(ctx, "shop/db", now, time.Hour); in != nil {
+		t.Errorf("a decline without an intent is recovered as a write: %+v", in)
+	}
+	d12 := journal.Declined{Image: "team/web", To: "1.2.0", URL: "https://git.example.com/pulls/2"}
+	if err := next.Decline(ctx, "shop/web", []journal.Declined{d12}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := next.DeclinedOf(ctx, "shop/web"); !cmp.Equal([]journal.Declined{dAPI, d12}, got) {
+		t.Errorf("after declining 1.2.0: %+v, want api's and web's 1.2.0", got)
+	}
+	if err := next.Forget(ctx, "shop/web"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := (&journal.Book{Store: &journal.File{Path: path}}).DeclinedOf(ctx, "shop/web"); len(got) != 0 {
+		t.Errorf("declined after Forget: %+v", got)
+	}
+}

@@ -26,6 +26,19 @@ type Intent struct {
 	// process (local mode) that is what keeps a rerun from announcing the
 	// same write twice.
 	Done bool `json:"done,omitempty"`
+	// Declined are the versions of the Application a person declined
+	// (their pull request closed without merging), not proposed again.
+	// They outlive the intent: a new intent recorded for the key keeps
+	// them (Book.Record).
+	Declined []Declined `json:"declined,omitempty"`
+}
+
+// Declined is a version of one image a person declined, and the pull
+// request they closed.
+type Declined struct {
+	Image string `json:"image"`
+	To    string `json:"to"`
+	URL   string `json:"url,omitempty"`
 }
 
 // Change is one image of an Intent.
