@@ -118,6 +118,7 @@ func (c *Config) validate(errs *fieldErrors) {
 	c.Notifications.validate("notifications", errs)
 	validateImagePolicies("imagePolicies", c.ImagePolicies, errs)
 	c.Git.validate("git", errs)
+	c.validateForgeApps(errs)
 	c.Tenancy.validate("tenancy", errs)
 }
 

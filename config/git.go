@@ -54,7 +54,8 @@ type Git struct {
 	// Forges names the forge of each Git server host that pull requests
 	// are opened on ("git.example.com", or "git.example.com:3000" as in
 	// the repository URLs). github.com, gitlab.com, bitbucket.org,
-	// dev.azure.com, *.visualstudio.com and codeberg.org need no entry.
+	// dev.azure.com, *.visualstudio.com and codeberg.org need no entry;
+	// an entry for github.com may leave its kind out.
 	Forges map[string]GitForge `yaml:"forges"`
 	// PullRequestsInDenyWindows opens and updates pull requests while a
 	// deny window holds write-backs: merging one is the deploy, which a
@@ -71,10 +72,24 @@ type GitForge struct {
 	// it (https://HOST/api/v3 for GitHub Enterprise, /api/v4 for GitLab,
 	// /api/v1 for Gitea and Forgejo).
 	API string `yaml:"api"`
+	// UseNotificationsGitHubApp lends the GitHub App of the notifications'
+	// github service (the one for this host) to pull requests whose
+	// pushing credentials carry no token (an SSH key): their API calls
+	// are made as the app's installation. It is the operator's
+	// credential, used for every tenant's repositories on the host, so it
+	// is off unless asked for; credentials with a token keep using it.
+	UseNotificationsGitHubApp bool `yaml:"useNotificationsGitHubApp"`
 }
 
+// githubHosts are the hosts whose forge is GitHub without an entry: an
+// entry for one may leave its kind out.
+var githubHosts = []string{"github.com", "www.github.com"}
+
 // ForgeKinds are the kinds of forge GitForge.Kind takes.
-var ForgeKinds = []string{"github", "gitlab", "gitea", "forgejo", "bitbucket", "bitbucket-server", "azure-devops"}
+var ForgeKinds = []string{ForgeGitHub, "gitlab", "gitea", "forgejo", "bitbucket", "bitbucket-server", "azure-devops"}
+
+// ForgeGitHub is GitHub's kind (GitForge.Kind).
+const ForgeGitHub = "github"
 
 // Git refresh modes (Git.Refresh).
 const (
@@ -117,6 +132,12 @@ func (g *Git) setDefaults() {
 	}
 	if g.Refresh == "" {
 		g.Refresh = GitRefreshNormal
+	}
+	for host, f := range g.Forges {
+		if f.Kind == "" && slices.Contains(githubHosts, host) {
+			f.Kind = ForgeGitHub
+			g.Forges[host] = f
+		}
 	}
 }
 
@@ -188,6 +209,9 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 				errs.invalid(fieldpath.Join(p, "api"), "want an http(s) URL without credentials, query or fragment, got %q", f.API)
 			}
+		}
+		if f.UseNotificationsGitHubApp && f.Kind != ForgeGitHub && slices.Contains(ForgeKinds, f.Kind) {
+			errs.invalid(fieldpath.Join(p, "useNotificationsGitHubApp"), "works on GitHub only (kind github), not %s", f.Kind)
 		}
 	}
 }

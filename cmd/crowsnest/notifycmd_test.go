@@ -191,7 +191,7 @@ func TestNewNotifications(t *testing.T) {
 	cfg.Notifications.Catalog = true
 	cfg.Notifications.ArgoCDConfigMap = config.ArgoCDConfigMapRef{Name: config.DefaultArgoCDNotificationsConfigMap, Secret: config.DefaultArgoCDNotificationsSecret}
 
-	n, out, err := crowsnestd.NewNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, prometheus.NewRegistry(), nil)
+	n, out, err := crowsnestd.NewNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, prometheus.NewRegistry(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestNewNotificationsDryRunSendsAndStoresNothing(t *testing.T) {
 	}
 	var logs testenv.LogBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	n, out, err := crowsnestd.NewNotifications(t.Context(), cfg, kubecoretest.Wrap(cs), ns, true, prometheus.NewRegistry(), log)
+	n, out, err := crowsnestd.NewNotifications(t.Context(), cfg, kubecoretest.Wrap(cs), ns, true, prometheus.NewRegistry(), log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

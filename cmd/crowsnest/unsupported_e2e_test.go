@@ -48,7 +48,7 @@ func TestUnsupportedServiceFailsVisibly(t *testing.T) {
 	cfg.Notifications.ArgoCDConfigMap = config.ArgoCDConfigMapRef{Name: config.DefaultArgoCDNotificationsConfigMap}
 	logs := &testenv.LogBuffer{}
 	reg := prometheus.NewRegistry()
-	n, out, err := crowsnestd.NewNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, reg, slog.New(slog.NewTextHandler(logs, nil)))
+	n, out, err := crowsnestd.NewNotifications(ctx, cfg, kubecoretest.Wrap(cs), ns, false, reg, slog.New(slog.NewTextHandler(logs, nil)), nil)
 	if err != nil {
 		t.Fatalf("an unsupported service must not stop the daemon: %v", err)
 	}

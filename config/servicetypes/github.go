@@ -3,7 +3,9 @@ package servicetypes
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 )
 
 // GitHub is service type github.
@@ -143,4 +145,32 @@ func GitHubID(key, v string) (int64, error) {
 		return 0, fmt.Errorf("%s: want a positive integer", key)
 	}
 	return id, nil
+}
+
+// HasApp reports whether the service authenticates as a GitHub App
+// installation (appID, installationID, privateKey) rather than with a
+// token.
+func (s *GitHubSettings) HasApp() bool {
+	return s.Token == "" && (s.AppID != "" || s.InstallationID != "" || s.PrivateKey != "")
+}
+
+// APIBase is the REST API's root with a trailing slash: GitHub's, or
+// GitHub Enterprise Server's under /api/v3 (added unless the URL has it
+// or the host is an api. host, as Argo CD's go-github does).
+func (s *GitHubSettings) APIBase() (string, error) {
+	if s.EnterpriseBaseURL == "" {
+		return "https://api.github.com/", nil
+	}
+	u, err := url.Parse(s.EnterpriseBaseURL)
+	if err != nil {
+		return "", errors.New("enterpriseBaseURL: not a URL")
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	if !strings.HasSuffix(u.Path, "/api/v3/") && !strings.HasPrefix(u.Host, "api.") && !strings.Contains(u.Host, ".api.") {
+		u.Path += "api/v3/"
+	}
+	u.RawPath = ""
+	return u.String(), nil
 }

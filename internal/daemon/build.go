@@ -79,6 +79,10 @@ type Daemon struct {
 	local     *localkube.Apps
 	localLogs *logEvents
 	gw        *gitwb.Writer
+	// notifyApps are the notification services in force, which the
+	// notifications' setup keeps and the Git writer lends GitHub Apps
+	// from.
+	notifyApps setup.NotificationApps
 
 	notifier *pipeline.Notifier
 	outbox   *outbox.Outbox

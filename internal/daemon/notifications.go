@@ -25,13 +25,15 @@ import (
 // triggers are evaluated as usual but nothing is sent or stored: each
 // message is logged ("dry run: would notify") and its state kept in
 // memory. The config is applied once here; call Notifier.Apply on reload.
+// apps, when not nil, is handed each config's services once they are in
+// force (the Git writer lends their GitHub App).
 func NewNotifications(_ context.Context, cfg *config.Config, clientset kubecore.Interface, namespace string, dryRun bool,
-	reg prometheus.Registerer, log *slog.Logger) (*pipeline.Notifier, *outbox.Outbox, error) {
+	reg prometheus.Registerer, log *slog.Logger, apps *setup.NotificationApps) (*pipeline.Notifier, *outbox.Outbox, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	out := &outbox.Outbox{Metrics: outbox.NewMetrics(reg), Logger: log}
-	ns := &notificationSetup{clientset: clientset, namespace: namespace, dryRun: dryRun, log: log}
+	ns := &notificationSetup{clientset: clientset, namespace: namespace, dryRun: dryRun, log: log, apps: apps}
 	n := &pipeline.Notifier{Outbox: out, Log: log, Metrics: pipeline.NewMetrics(reg), Setup: ns}
 	if clientset != nil && !dryRun {
 		store := &outbox.ConfigMapStore{Client: clientset, Namespace: namespace}
@@ -69,11 +71,17 @@ type notificationSetup struct {
 	store  outbox.Store
 	dryRun bool
 	log    *slog.Logger
+	// apps keeps the services put in force, for the Git writer.
+	apps *setup.NotificationApps
 }
 
-// Services builds the senders of nc; under --dry-run each only logs.
+// Services builds the senders of nc; under --dry-run each only logs. The
+// notifier puts nc in force when they build: so does apps then.
 func (st *notificationSetup) Services(nc *config.Notifications) (map[string]notify.Service, error) {
 	svcs, err := setup.BuildServices(nc, st.store)
+	if err == nil && st.apps != nil {
+		st.apps.Applied(nc)
+	}
 	if st.dryRun {
 		for name := range svcs {
 			svcs[name] = dryRunService{name: name, log: st.log}

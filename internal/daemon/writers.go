@@ -33,7 +33,7 @@ func (b *Daemon) buildLocalWriters(gitMetrics *gitwb.Metrics) error {
 	b.localLogs = &logEvents{log: log}
 	images.Writer, images.Events = b.local, kubeevents.Redact(observe(b.localLogs, o.Observer))
 	var err error
-	if b.gw, err = setup.NewGitWriter(cfg, o.GitCacheDir, envGitCredentials(), gitMetrics, log); err != nil {
+	if b.gw, err = setup.NewGitWriter(cfg, o.GitCacheDir, envGitCredentials(), gitMetrics, log, &b.notifyApps); err != nil {
 		return err
 	}
 	// A Git write a killed run pushed but did not announce is
@@ -77,7 +77,7 @@ func (b *Daemon) buildKubeWriters(gitMetrics *gitwb.Metrics) error {
 	secrets := gitSecrets{engine: engine, rules: images.Tenancy}
 	gitCredentials := &repocreds.ArgoCD{Client: b.clientset, Namespace: o.ArgoCDNamespace, KnownHostsFile: o.GitSSHKnownHosts,
 		Trust: secrets, Bound: secrets}
-	if b.gw, err = setup.NewGitWriter(cfg, o.GitCacheDir, gitCredentials, gitMetrics, log); err != nil {
+	if b.gw, err = setup.NewGitWriter(cfg, o.GitCacheDir, gitCredentials, gitMetrics, log, &b.notifyApps); err != nil {
 		return err
 	}
 	images.Journal = &journal.ConfigMaps{Client: b.clientset, Namespace: o.ownNamespace(cfg)}
@@ -126,7 +126,7 @@ func (b *Daemon) buildNotifier(ctx context.Context) error {
 	if b.dyn != nil {
 		notifyClient = b.clientset
 	}
-	notifier, ob, err := NewNotifications(ctx, cfg, notifyClient, o.ownNamespace(cfg), o.DryRun, b.reg, log)
+	notifier, ob, err := NewNotifications(ctx, cfg, notifyClient, o.ownNamespace(cfg), o.DryRun, b.reg, log, &b.notifyApps)
 	if err != nil {
 		return err
 	}

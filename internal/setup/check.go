@@ -37,7 +37,7 @@ func CheckConfig(c *config.Config, baseDir string) error {
 	if _, err := imageupdate.CompilePolicies(c.ImagePolicies); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := NewGitWriter(c, "", nil, nil, quiet); err != nil {
+	if _, err := NewGitWriter(c, "", nil, nil, quiet, nil); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := c.Registries.Resolved(baseDir); err != nil {

@@ -14,9 +14,12 @@ import (
 )
 
 // NewGitWriter builds the Git writer from the config's git section: author,
-// commit message template, signing key and the Git servers' CAs (read
-// once, at start).
-func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSource, metrics *gitwb.Metrics, log *slog.Logger) (*gitwb.Writer, error) {
+// commit message template, signing key, the Git servers' CAs and the
+// forges (read once, at start). apps are the notification services in
+// force, whose GitHub App the forges that opt in lend to pull requests
+// (nil: none is lent).
+func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSource, metrics *gitwb.Metrics, log *slog.Logger,
+	apps *NotificationApps) (*gitwb.Writer, error) {
 	w := &gitwb.Writer{
 		CacheDir:    cacheDir,
 		Credentials: creds,
@@ -85,14 +88,24 @@ func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSo
 	// well-known ones; a repository on another host gets an error
 	// naming git.forges when a pull request is asked for it.
 	hosts := make(map[string]forge.Host, len(cfg.Git.Forges))
+	lend := map[string]bool{}
 	for host, f := range cfg.Git.Forges {
 		hosts[strings.ToLower(host)] = forge.Host{Kind: f.Kind, API: f.API}
+		if f.UseNotificationsGitHubApp {
+			lend[strings.ToLower(host)] = true
+		}
 	}
 	var fm *forge.Metrics
 	if metrics != nil {
 		fm = metrics.Forge
 	}
-	w.Forges = &gitwb.TokenForges{Resolver: &forge.Resolver{Hosts: hosts, Options: forge.Options{Metrics: fm}}}
+	forges := &gitwb.TokenForges{Resolver: &forge.Resolver{Hosts: hosts, Options: forge.Options{Metrics: fm}}}
+	if len(lend) > 0 {
+		// The operator's app, for the pull requests of credentials
+		// without a token on these hosts only.
+		forges.Apps = notificationsLender{hosts: lend, apps: apps}
+	}
+	w.Forges = forges
 	return w, nil
 }
 

@@ -48,7 +48,7 @@ func TestGitWriterTrustsTheConfiguredCA(t *testing.T) {
 		return cfg
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w, err := NewGitWriter(load(caFile), filepath.Join(dir, "cache"), nil, nil, log)
+	w, err := NewGitWriter(load(caFile), filepath.Join(dir, "cache"), nil, nil, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestGitWriterTrustsTheConfiguredCA(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewGitWriter(load(bad), filepath.Join(dir, "cache"), nil, nil, log)
+	_, err = NewGitWriter(load(bad), filepath.Join(dir, "cache"), nil, nil, log, nil)
 	if err == nil || !strings.Contains(err.Error(), "git.tls["+host+"]") || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Errorf("newGitWriter with a non-PEM CA file: %v, want the field and the problem", err)
 	}
@@ -92,7 +92,7 @@ registries:
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewGitWriter(cfg, t.TempDir(), nil, nil, slog.New(slog.DiscardHandler))
+	w, err := NewGitWriter(cfg, t.TempDir(), nil, nil, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,8 @@
 package forge_test
 
 import (
-	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"strings"
@@ -18,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/crowsnest-dev/crowsnest/internal/githubapp/githubapptest"
 	"github.com/crowsnest-dev/crowsnest/internal/rs256"
 	"github.com/crowsnest-dev/crowsnest/internal/testnotify"
 	"github.com/crowsnest-dev/crowsnest/writeback/forge"
@@ -27,57 +22,6 @@ const (
 	ghAppID        = 1234
 	ghInstallation = 42
 )
-
-// ghAppKey is the test GitHub App's key (2048 bits, as GitHub issues).
-var ghAppKey = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
-
-func ghAppPEM(t *testing.T) (*rsa.PrivateKey, string) {
-	t.Helper()
-	k, err := ghAppKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k, string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
-}
-
-// checkAppJWT checks an Authorization header as GitHub does before it
-// issues an installation token: a Bearer JWT signed RS256 by the app's
-// key, iss the app's ID, issued no later than now and valid for at most
-// ten minutes.
-func checkAppJWT(pub *rsa.PublicKey, header string) error {
-	jwt, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
-		return fmt.Errorf("not a Bearer JWT: %q", header)
-	}
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		return fmt.Errorf("JWT has %d parts, want 3", len(parts))
-	}
-	enc := base64.RawURLEncoding
-	sig, err := enc.DecodeString(parts[2])
-	if err != nil {
-		return fmt.Errorf("JWT signature: %w", err)
-	}
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if err := rsa.VerifyPKCS1v15(pub, crypto.SHA256, sum[:], sig); err != nil {
-		return fmt.Errorf("JWT not signed by the app's key: %w", err)
-	}
-	var head struct{ Alg string }
-	var claims struct {
-		Iss      string
-		Iat, Exp int64
-	}
-	hb, _ := enc.DecodeString(parts[0])
-	cb, _ := enc.DecodeString(parts[1])
-	if json.Unmarshal(hb, &head) != nil || json.Unmarshal(cb, &claims) != nil {
-		return fmt.Errorf("JWT header %s or claims %s are not JSON", hb, cb)
-	}
-	now := time.Now().Unix()
-	if head.Alg != "RS256" || claims.Iss != fmt.Sprint(ghAppID) || claims.Iat > now || claims.Exp <= now || claims.Exp-claims.Iat > 600 {
-		return fmt.Errorf("JWT header %s claims %s: want RS256, iss %d, issued by now, at most ten minutes", hb, cb, ghAppID)
-	}
-	return nil
-}
 
 // fakeGitHubApp answers as GitHub for one app installation: an
 // installation token for a good JWT, API calls only with a token it
@@ -98,7 +42,7 @@ func (f *fakeGitHubApp) answer(r testnotify.Request) testnotify.Answer {
 		if want := fmt.Sprintf("/api/v3/app/installations/%d/access_tokens", ghInstallation); r.Method != http.MethodPost || r.Path != want {
 			f.problems = append(f.problems, "token exchange at "+r.Method+" "+r.Path)
 		}
-		if err := checkAppJWT(f.pub, r.Header.Get("Authorization")); err != nil {
+		if err := githubapptest.CheckJWT(f.pub, ghAppID, r.Header.Get("Authorization")); err != nil {
 			f.problems = append(f.problems, err.Error())
 			return jsonAnswer(http.StatusUnauthorized, `{"message":"A JSON web token could not be decoded"}`)
 		}
@@ -132,7 +76,7 @@ func (f *fakeGitHubApp) check(t *testing.T) {
 // for its ID, serves several calls; a token GitHub revokes is exchanged
 // again once.
 func TestGitHubAppToken(t *testing.T) {
-	key, pemKey := ghAppPEM(t)
+	key, pemKey := githubapptest.Key(t)
 	f := &fakeGitHubApp{pub: &key.PublicKey, valid: map[string]bool{}}
 	srv := testnotify.NewRecorder(t, testnotify.RecorderOptions{Answer: f.answer})
 	g, err := forge.NewGitHubApp(forge.GitHubApp{API: srv.URL + "/api/v3/", AppID: ghAppID, InstallationID: ghInstallation, PrivateKey: pemKey}, forge.Options{})
@@ -173,7 +117,7 @@ func TestGitHubAppToken(t *testing.T) {
 // An app GitHub will not issue a token for fails permanently, and no
 // error shows the JWT or the key.
 func TestGitHubAppRefused(t *testing.T) {
-	_, pemKey := ghAppPEM(t)
+	_, pemKey := githubapptest.Key(t)
 	other, err := rsa.GenerateKey(rand.Reader, 2048) // a key the app does not have
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +150,7 @@ func TestGitHubAppRefused(t *testing.T) {
 // The JWTs differ in their signing second; both are checked against the
 // app's key and then compared as "the app's JWT".
 func TestGitHubAppConformance(t *testing.T) {
-	key, pemKey := ghAppPEM(t)
+	key, pemKey := githubapptest.Key(t)
 	ours, theirs := recordBoth(t, githubAPI(nil), func(rec *testnotify.Recorder) error {
 		g, err := forge.NewGitHubApp(forge.GitHubApp{API: rec.URL + "/api/v3", AppID: ghAppID, InstallationID: ghInstallation, PrivateKey: pemKey}, forge.Options{})
 		if err != nil {
@@ -231,7 +175,7 @@ func TestGitHubAppConformance(t *testing.T) {
 		calls := wireCalls(t, reqs, "/api/v3", ghWireHeaders...)
 		for i, c := range calls {
 			if strings.HasSuffix(c.Path, "/access_tokens") {
-				if err := checkAppJWT(&key.PublicKey, c.Header["Authorization"]); err != nil {
+				if err := githubapptest.CheckJWT(&key.PublicKey, ghAppID, c.Header["Authorization"]); err != nil {
 					t.Error(err)
 				}
 				calls[i].Header["Authorization"] = "Bearer <the app's JWT>"

@@ -88,18 +88,11 @@ func (r *Resolver) hostOf(host, kind string) (Host, bool) {
 // forge takes it). kind is the forge the repository's settings name, ""
 // when they name none (see hostOf).
 func (r *Resolver) Resolve(repoURL, kind, username, token string) (Forge, Repo, error) {
-	u, ok := repourl.Parse(repoURL)
-	if !ok {
-		return nil, Repo{}, fmt.Errorf("repository URL %s: cannot be read", textredact.URL(repoURL))
+	u, host, h, err := r.find(repoURL, kind)
+	if err != nil {
+		return nil, Repo{}, err
 	}
-	host := strings.ToLower(u.Host)
-	h, ok := r.hostOf(host, kind)
-	if !ok {
-		return nil, Repo{}, fmt.Errorf("host %s: forge unknown; name its kind in the config's git.forges", host)
-	}
-	o := r.Options
-	o.Transport = o.Metrics.transport(h.Kind, o.Transport)
-	r = &Resolver{Hosts: r.Hosts, Options: o}
+	r = &Resolver{Hosts: r.Hosts, Options: r.counted(h.Kind)}
 	switch h.Kind {
 	case KindGitHub:
 		repo, err := GitHubRepo(repoURL, h.API)
@@ -124,6 +117,48 @@ func (r *Resolver) Resolve(repoURL, kind, username, token string) (Forge, Repo, 
 		return NewAzureDevOps(token, r.Options), repo, err
 	}
 	return nil, Repo{}, fmt.Errorf("host %s: forge kind %q is not supported", host, h.Kind)
+}
+
+// find returns repoURL read, its host (lower case) and the host's forge.
+func (r *Resolver) find(repoURL, kind string) (repourl.URL, string, Host, error) {
+	u, ok := repourl.Parse(repoURL)
+	if !ok {
+		return u, "", Host{}, fmt.Errorf("repository URL %s: cannot be read", textredact.URL(repoURL))
+	}
+	host := strings.ToLower(u.Host)
+	h, ok := r.hostOf(host, kind)
+	if !ok {
+		return u, host, Host{}, fmt.Errorf("host %s: forge unknown; name its kind in the config's git.forges", host)
+	}
+	return u, host, h, nil
+}
+
+// counted is the resolver's options with its calls counted as kind's.
+func (r *Resolver) counted(kind string) Options {
+	o := r.Options
+	o.Transport = o.Metrics.transport(kind, o.Transport)
+	return o
+}
+
+// GitHubRepo returns the repository of repoURL, whose host's forge must
+// be GitHub (as Resolve finds it), for a client made apart from Resolve:
+// a GitHub App installation's (NewGitHubApp), which keeps its token
+// across writes.
+func (r *Resolver) GitHubRepo(repoURL, kind string) (Repo, error) {
+	_, host, h, err := r.find(repoURL, kind)
+	if err != nil {
+		return Repo{}, err
+	}
+	if h.Kind != KindGitHub {
+		return Repo{}, fmt.Errorf("host %s: the forge is %s, not GitHub", host, h.Kind)
+	}
+	return GitHubRepo(repoURL, h.API)
+}
+
+// NewGitHubApp is NewGitHubApp with the resolver's options, its calls
+// (the token exchange too) counted as GitHub's.
+func (r *Resolver) NewGitHubApp(app GitHubApp) (*GitHub, error) {
+	return NewGitHubApp(app, r.counted(KindGitHub))
 }
 
 // giteaRepo is the Gitea repository of u: the last two path segments;

@@ -203,32 +203,51 @@ func forgeError(doing string, err error) error {
 // TokenForges is Forges from a forge.Resolver: the forge's API is called
 // with the password of the credentials that push (an access token, as in
 // an Argo CD repository Secret for https), trusting what the Git server's
-// TLS settings trust.
+// TLS settings trust. Credentials without one (an SSH key) call it as the
+// GitHub App Apps lends for the host, if any.
 type TokenForges struct {
 	Resolver *forge.Resolver
+	// Apps, when set, lends the operator's GitHub App for the API of the
+	// hosts it names, to credentials without a token (forgeapp.go).
+	Apps AppLender
 
 	mu         sync.Mutex
 	transports map[string]http.RoundTripper // by TLS settings
+	apps       map[string]*forge.GitHub     // by app, key and TLS settings
 }
+
+// errNoToken refuses a pull request whose credentials cannot call the
+// forge's API, and no app is lent for its host.
+var errNoToken = errors.New("a pull request needs an access token: the repository's credentials have no password (SSH keys cannot call a forge's API)")
 
 // Forge implements Forges.
 func (t *TokenForges) Forge(req ForgeRequest) (forge.Forge, forge.Repo, error) {
 	c := req.Creds
 	if c.Password == "" {
-		return nil, forge.Repo{}, errors.New("a pull request needs an access token: the repository's credentials have no password (SSH keys cannot call a forge's API)")
+		return t.lentForge(req)
 	}
+	r, err := t.resolver(req.Transport, req.TLS)
+	if err != nil {
+		return nil, forge.Repo{}, err
+	}
+	return r.Resolve(req.RepoURL, req.Kind, c.Username, c.Password)
+}
+
+// resolver is t's Resolver with the transport tr, or one that trusts as
+// tc says.
+func (t *TokenForges) resolver(tr http.RoundTripper, tc TLS) (*forge.Resolver, error) {
 	r := *t.Resolver
 	switch {
-	case req.Transport != nil:
-		r.Options.Transport = req.Transport
-	case len(req.TLS.CABundle) > 0 || req.TLS.InsecureSkipVerify:
-		tr, err := t.transport(req.TLS)
+	case tr != nil:
+		r.Options.Transport = tr
+	case len(tc.CABundle) > 0 || tc.InsecureSkipVerify:
+		tr, err := t.transport(tc)
 		if err != nil {
-			return nil, forge.Repo{}, err
+			return nil, err
 		}
 		r.Options.Transport = tr
 	}
-	return r.Resolve(req.RepoURL, req.Kind, c.Username, c.Password)
+	return &r, nil
 }
 
 // transport returns the HTTP transport that trusts as tc says, one per

@@ -1,7 +1,6 @@
 package github
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -29,7 +28,7 @@ func newGitHub(name string, s any, o svc.Options) (notify.Service, error) {
 	if err := g.Check(); err != nil {
 		return nil, err
 	}
-	api, err := githubAPIBase(g.EnterpriseBaseURL)
+	api, err := g.APIBase()
 	if err != nil {
 		return nil, err
 	}
@@ -50,27 +49,6 @@ func newGitHub(name string, s any, o svc.Options) (notify.Service, error) {
 		}
 	}
 	return &githubSender{c: c, auth: auth, api: api}, nil
-}
-
-// githubAPIBase is the REST API's root with a trailing slash: GitHub's,
-// or GitHub Enterprise Server's under /api/v3 (added unless the URL has
-// it or the host is an api. host, as Argo CD's go-github does).
-func githubAPIBase(enterprise string) (string, error) {
-	if enterprise == "" {
-		return "https://api.github.com/", nil
-	}
-	u, err := url.Parse(enterprise)
-	if err != nil {
-		return "", errors.New("enterpriseBaseURL: not a URL")
-	}
-	if !strings.HasSuffix(u.Path, "/") {
-		u.Path += "/"
-	}
-	if !strings.HasSuffix(u.Path, "/api/v3/") && !strings.HasPrefix(u.Host, "api.") && !strings.Contains(u.Host, ".api.") {
-		u.Path += "api/v3/"
-	}
-	u.RawPath = ""
-	return u.String(), nil
 }
 
 // githubName is what GitHub allows in an owner or repository name; it

@@ -33,7 +33,7 @@ func repository(settings any, n notify.Notification) string {
 	if err != nil {
 		return ""
 	}
-	api, err := githubAPIBase(s.EnterpriseBaseURL)
+	api, err := s.APIBase()
 	if err != nil {
 		return ""
 	}
