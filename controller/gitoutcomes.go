@@ -202,7 +202,8 @@ func (r *ImageReconciler) GitWritten(key, commit string, written []gitwb.Update)
 	if app == nil {
 		return
 	}
-	for _, u := range written {
+	for i := range written {
+		u := &written[i]
 		r.Notifier.OnEvent(app, gitUpdatedEvent(key, u.Image, u.From, u.To, commit, time.Now()))
 	}
 }

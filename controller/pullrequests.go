@@ -131,16 +131,18 @@ func (r *ImageReconciler) followPullRequest(key string, o *collect.Outcome, res 
 // there).
 func mergeProposed(carried, later []gitwb.Update) []gitwb.Update {
 	out := slices.Clone(carried)
-	for _, u := range later {
+	for j := range later {
+		u := &later[j]
 		i := slices.IndexFunc(out, func(c gitwb.Update) bool {
 			return c.Image == u.Image && c.Alias == u.Alias && c.File == u.File
 		})
 		if i < 0 {
-			out = append(out, u)
+			out = append(out, *u)
 			continue
 		}
-		u.From = out[i].From
-		out[i] = u
+		from := out[i].From
+		out[i] = *u
+		out[i].From = from
 	}
 	return slices.DeleteFunc(out, func(u gitwb.Update) bool { return u.From == u.To })
 }
@@ -347,11 +349,11 @@ func (r *ImageReconciler) prClosed(p *openPR, got *forge.PullRequest) {
 		r.prs.declined = map[string]map[string]declined{}
 	}
 	for key, updates := range p.proposed {
-		for _, u := range updates {
+		for i := range updates {
 			if r.prs.declined[key] == nil {
 				r.prs.declined[key] = map[string]declined{}
 			}
-			r.prs.declined[key][u.Image] = declined{to: u.To, url: p.url}
+			r.prs.declined[key][updates[i].Image] = declined{to: updates[i].To, url: p.url}
 		}
 	}
 	r.prs.mu.Unlock()
@@ -371,7 +373,8 @@ func (r *ImageReconciler) prNotify(key, typ string, pr *forge.PullRequest, commi
 	if app == nil {
 		return
 	}
-	for _, u := range updates {
+	for i := range updates {
+		u := &updates[i]
 		msg := fmt.Sprintf("Pull request #%d (%s into %s) %s.", pr.Number, pr.Head, pr.Base, strings.TrimPrefix(typ, "pr-"))
 		r.Notifier.OnEvent(app, triggers.Event{Type: typ, Image: u.Image, From: u.From, To: u.To, Commit: commit, Time: r.now(),
 			PullRequest: pr.URL, PullRequestNumber: pr.Number, Message: msg,
@@ -388,7 +391,8 @@ func (r *ImageReconciler) prCount(action string) {
 // describeUpdates says updates for an Event.
 func describeUpdates(updates []gitwb.Update) string {
 	lines := make([]string, len(updates))
-	for i, u := range updates {
+	for i := range updates {
+		u := &updates[i]
 		lines[i] = fmt.Sprintf("%s: %s -> %s", u.Image, orNone(u.From), u.To)
 	}
 	if len(lines) == 0 {
