@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -63,17 +62,8 @@ func describedRegistry(t *testing.T) (*testreg.OCI, string) {
 	reg := testreg.StartOCI(t, testreg.OCIOptions{})
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	reg.Push(t, "team/app:1.0.0", testreg.Image(t, t0, "linux/amd64"))
-	img := testreg.Image(t, t0.Add(time.Hour), "linux/amd64")
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.Config.Labels = map[string]string{"org.opencontainers.image.revision": describedRevision, "org.opencontainers.image.source": describedSource}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	reg.Push(t, "team/app:1.1.0", img)
+	reg.Push(t, "team/app:1.1.0", testreg.Labeled(t, testreg.Image(t, t0.Add(time.Hour), "linux/amd64"),
+		map[string]string{"org.opencontainers.image.revision": describedRevision, "org.opencontainers.image.source": describedSource}))
 	return reg, reg.Host() + "/team/app"
 }
 

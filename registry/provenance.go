@@ -51,36 +51,32 @@ func (p *provenance) merge(o provenance) {
 // validRevision accepts a commit ID or a tag: 1-128 characters of
 // [A-Za-z0-9._:/+-], so nothing in it can be markup or a line break.
 func validRevision(s string) bool {
-	if s == "" || len(s) > maxRevisionLen {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && !strings.ContainsRune("._:/+-", rune(c)) {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= maxRevisionLen && alnumOr(s, "._:/+-")
 }
 
 // validSource accepts an absolute http(s) URL with a host and without
 // user information, of at most 512 characters, each one RFC 3986 allows
 // in a URL (no spaces, quotes, angle brackets or backticks).
 func validSource(s string) bool {
-	if s == "" || len(s) > maxSourceLen {
+	if s == "" || len(s) > maxSourceLen || !alnumOr(s, "-._~:/?#[]@!$&'()*+,;=%") {
 		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && !strings.ContainsRune("-._~:/?#[]@!$&'()*+,;=%", rune(c)) {
-			return false
-		}
 	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return false
 	}
 	return (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil && u.Opaque == ""
+}
+
+// alnumOr reports whether every byte of s is an ASCII letter or digit or
+// one of extra.
+func alnumOr(s, extra string) bool {
+	for i := range len(s) {
+		c := s[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && strings.IndexByte(extra, c) < 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -87,23 +87,6 @@ func FuzzProvenance(f *testing.F) {
 	})
 }
 
-// withLabels returns a random image whose config carries labels.
-func withLabels(t *testing.T, labels map[string]string) v1.Image {
-	t.Helper()
-	img := testreg.Image(t, t0, "")
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.Config.Labels = labels
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
 // The source revision and repository come from the manifest's (or the
 // index's) annotations, then its config labels or, for an index, the
 // wanted children's; invalid values are dropped. Reading them costs no
@@ -121,21 +104,21 @@ func TestMetadataProvenance(t *testing.T) {
 		head, manifests, blobs int
 		rev, src               string
 	}{
-		{name: "config labels", img: withLabels(t, src), head: 1, manifests: 1, blobs: 1, rev: goodRev, src: goodSrc},
+		{name: "config labels", img: testreg.Labeled(t, testreg.Image(t, t0, ""), src), head: 1, manifests: 1, blobs: 1, rev: goodRev, src: goodSrc},
 		{name: "manifest annotations", img: mutate.Annotations(testreg.Image(t, t0, ""), src).(v1.Image),
 			head: 1, manifests: 1, blobs: 1, rev: goodRev, src: goodSrc},
-		{name: "annotations before labels", img: mutate.Annotations(withLabels(t, other), src).(v1.Image),
+		{name: "annotations before labels", img: mutate.Annotations(testreg.Labeled(t, testreg.Image(t, t0, ""), other), src).(v1.Image),
 			head: 1, manifests: 1, blobs: 1, rev: goodRev, src: goodSrc},
 		{name: "index annotations", img: mutate.Annotations(index(map[string]time.Time{"linux/amd64": t0, "linux/arm64": t0}), src).(v1.ImageIndex),
 			want: []policy.Platform{{OS: "linux", Architecture: "arm64"}}, head: 1, manifests: 2, blobs: 1, rev: goodRev, src: goodSrc},
 		{name: "index child labels", img: mutate.AppendManifests(index(map[string]time.Time{"linux/amd64": t0}),
-			mutate.IndexAddendum{Add: withLabels(t, src), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}}),
+			mutate.IndexAddendum{Add: testreg.Labeled(t, testreg.Image(t, t0, ""), src), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}}),
 			head: 1, manifests: 3, blobs: 2, rev: goodRev, src: goodSrc},
 		{name: "unwanted child says nothing", img: mutate.AppendManifests(index(map[string]time.Time{"linux/amd64": t0}),
-			mutate.IndexAddendum{Add: withLabels(t, src), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}}),
+			mutate.IndexAddendum{Add: testreg.Labeled(t, testreg.Image(t, t0, ""), src), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}}),
 			want: []policy.Platform{{OS: "linux", Architecture: "amd64"}}, head: 1, manifests: 2, blobs: 1},
 		{name: "hostile annotations dropped", img: mutate.Annotations(testreg.Image(t, t0, ""), hostile).(v1.Image), head: 1, manifests: 1, blobs: 1},
-		{name: "hostile annotations, labels kept", img: mutate.Annotations(withLabels(t, src), hostile).(v1.Image),
+		{name: "hostile annotations, labels kept", img: mutate.Annotations(testreg.Labeled(t, testreg.Image(t, t0, ""), src), hostile).(v1.Image),
 			head: 1, manifests: 1, blobs: 1, rev: goodRev, src: goodSrc},
 		{name: "nothing stated", img: testreg.Image(t, t0, ""), head: 1, manifests: 1, blobs: 1},
 	}
