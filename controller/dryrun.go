@@ -47,7 +47,7 @@ func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.
 	if planner == nil {
 		return nil, dryrun.ErrNoPlanner
 	}
-	chs, err := r.gitWrites(key, app, spec, changes)
+	chs, err := r.gitWrites(ctx, key, app, spec, changes)
 	if err != nil {
 		return nil, err
 	}
@@ -55,13 +55,14 @@ func (r *ImageReconciler) planGit(ctx context.Context, key string, app *watcher.
 }
 
 // gitWrites are the Git writer's changes for app, with the credentials
-// its write-back method names and the paths tenancy.writePaths lets it
-// write.
-func (r *ImageReconciler) gitWrites(key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]gitwb.Change, error) {
+// its write-back method names, the paths tenancy.writePaths lets it
+// write and, for a pull request, its images' sources (describe).
+func (r *ImageReconciler) gitWrites(ctx context.Context, key string, app *watcher.App, spec *imageupdate.Spec, changes []imageupdate.Change) ([]gitwb.Change, error) {
 	chs, err := gitChanges(app, spec, changes)
 	if err != nil {
 		return nil, err
 	}
+	r.describe(ctx, key, spec, changes, chs)
 	allowed := r.Tenancy.WritePaths(app)
 	for i := range chs {
 		chs[i].Key = key

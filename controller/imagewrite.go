@@ -144,7 +144,7 @@ func (r *ImageReconciler) queueGit(ctx context.Context, key string, app *watcher
 		r.Metrics.update(string(spec.WriteBack.Method), "unavailable", len(changes))
 		return OutcomeFailed, nil
 	}
-	chs, err := r.gitWrites(key, app, spec, changes)
+	chs, err := r.gitWrites(ctx, key, app, spec, changes)
 	if err != nil {
 		r.event(app, eventTypeWarning, EventImageUpdateFailed, err.Error())
 		return OutcomeFailed, Terminal(err)

@@ -136,16 +136,17 @@ func (r *ImageReconciler) followPullRequest(key string, o *collect.Outcome, res 
 func mergeProposed(carried, later []gitwb.Update) []gitwb.Update {
 	out := slices.Clone(carried)
 	for j := range later {
-		u := later[j]
+		u := &later[j]
 		i := slices.IndexFunc(out, func(c gitwb.Update) bool {
 			return c.Image == u.Image && c.Alias == u.Alias && c.File == u.File
 		})
 		if i < 0 {
-			out = append(out, u)
+			out = append(out, *u)
 			continue
 		}
-		u.From = out[i].From
-		out[i] = u
+		from := out[i].From
+		out[i] = *u
+		out[i].From = from
 	}
 	return slices.DeleteFunc(out, func(u gitwb.Update) bool { return u.From == u.To })
 }
@@ -355,11 +356,10 @@ func (r *ImageReconciler) prClosed(ctx context.Context, p *openPR, got *forge.Pu
 	}
 	for key, updates := range p.proposed {
 		for i := range updates {
-			u := &updates[i]
 			if r.prs.declined[key] == nil {
 				r.prs.declined[key] = map[string]declined{}
 			}
-			r.prs.declined[key][u.Image] = declined{to: u.To, url: p.url}
+			r.prs.declined[key][updates[i].Image] = declined{to: updates[i].To, url: p.url}
 		}
 	}
 	r.prs.mu.Unlock()

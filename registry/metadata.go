@@ -15,12 +15,15 @@ import (
 )
 
 // manifestInfo is what crowsnest keeps of one manifest digest: for an
-// image its platform and created time, for an index its children.
+// image its platform and created time, for an index its children; for
+// both the source revision and repository the manifest (or an image's
+// config labels) states.
 type manifestInfo struct {
 	index    bool
 	platform policy.Platform
 	created  time.Time
 	children []childManifest
+	prov     provenance
 }
 
 type childManifest struct {
@@ -33,9 +36,11 @@ type childManifest struct {
 const unknownPlatform = "unknown"
 
 // Metadata reads what selection needs to know about repo:tag: its digest
-// (HEAD), platforms and created time. Only children of an index that match
-// want (all runnable ones when want is empty) have their config read.
-// Everything is cached by digest, so a digest is fetched once.
+// (HEAD), platforms and created time, and what pull request bodies show:
+// its source revision and repository. Only children of an index that match
+// want (all runnable ones when want is empty) have their config read; an
+// index that does not state its source takes the first of those children's
+// that do. Everything is cached by digest, so a digest is fetched once.
 func (c *Client) Metadata(ctx context.Context, repo Repository, tag string, want []policy.Platform) (policy.Metadata, error) {
 	digest, err := c.Digest(ctx, repo, tag, 0)
 	if err != nil {
@@ -46,9 +51,11 @@ func (c *Client) Metadata(ctx context.Context, repo Repository, tag string, want
 		return policy.Metadata{}, fmt.Errorf("reading metadata of %s:%s: %w", RepoKey(repo), tag, err)
 	}
 	md := policy.Metadata{Digest: digest}
+	prov := info.prov
 	if !info.index {
 		md.Platforms = []policy.Platform{info.platform}
 		md.Created = info.created
+		md.Revision, md.Source = prov.revision, prov.source
 		return md, nil
 	}
 	md.CreatedByPlatform = map[policy.Platform]time.Time{}
@@ -62,10 +69,12 @@ func (c *Client) Metadata(ctx context.Context, repo Repository, tag string, want
 			return policy.Metadata{}, fmt.Errorf("reading metadata of %s:%s (%s): %w", RepoKey(repo), tag, formatPlatform(ch.platform), err)
 		}
 		md.CreatedByPlatform[ch.platform] = child.created
+		prov.merge(child.prov)
 		if child.created.After(md.Created) {
 			md.Created = child.created
 		}
 	}
+	md.Revision, md.Source = prov.revision, prov.source
 	return md, nil
 }
 
@@ -136,6 +145,7 @@ func fetchManifest(ctx context.Context, p *remote.Puller, ref name.Digest) (mani
 			return manifestInfo{}, fmt.Errorf("parsing index %s: %w", ref.DigestStr(), err)
 		}
 		info := manifestInfo{index: true}
+		info.prov.fill(im.Annotations)
 		for i := range im.Manifests {
 			m := &im.Manifests[i]
 			if m.Platform == nil || m.Platform.OS == unknownPlatform || !m.MediaType.IsImage() {
@@ -152,14 +162,21 @@ func fetchManifest(ctx context.Context, p *remote.Puller, ref name.Digest) (mani
 	if err != nil {
 		return manifestInfo{}, err
 	}
+	m, err := img.Manifest() // parses desc.Manifest: no request
+	if err != nil {
+		return manifestInfo{}, fmt.Errorf("parsing manifest %s: %w", ref.DigestStr(), err)
+	}
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return manifestInfo{}, fmt.Errorf("reading image config of %s: %w", ref.DigestStr(), err)
 	}
-	return manifestInfo{
+	info := manifestInfo{
 		platform: policy.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant},
 		created:  cf.Created.Time,
-	}, nil
+	}
+	info.prov.fill(m.Annotations)
+	info.prov.fill(cf.Config.Labels)
+	return info, nil
 }
 
 func fromV1(p v1.Platform) policy.Platform {

@@ -163,7 +163,12 @@ func change(app *watcher.App, spec *imageupdate.Spec, idx int, changes []imageup
 		if len(c.Helm) > 0 {
 			ch.Helm = true
 		}
-		ch.Images = append(ch.Images, image(spec, c))
+		img := image(spec, c)
+		if spec.WriteBack.PullRequest != nil {
+			// Only pull request bodies show them.
+			img.Revision, img.Source = c.Revision, c.Source
+		}
+		ch.Images = append(ch.Images, img)
 	}
 	ch.OwnSource = branchOf == src
 	if p := spec.WriteBack.PullRequest; p != nil {

@@ -374,3 +374,30 @@ func TestPullRequestHead(t *testing.T) {
 		t.Error("a pull request with base:target was planned")
 	}
 }
+
+// An image's source revision and repository are written for a pull
+// request only: nothing shows them on a push.
+func TestImageSourceOnlyForPullRequests(t *testing.T) {
+	app := &watcher.App{Name: "web", Sources: []watcher.Source{{RepoURL: appsRepo, Path: "web", TargetRevision: "main"}}}
+	c := web(-1)
+	c.Revision, c.Source, c.Described = "0f1e2d3c", "https://github.com/org/web", true
+	for _, tt := range []struct {
+		name string
+		pr   *imageupdate.PullRequest
+		want Image
+	}{
+		{name: "push", want: webImage},
+		{name: "pull request", pr: &imageupdate.PullRequest{}, want: Image{Alias: "web", Name: "ghcr.io/org/web", NewTag: "2.0.0",
+			Revision: "0f1e2d3c", Source: "https://github.com/org/web"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Changes(app, &imageupdate.Spec{WriteBack: imageupdate.WriteBack{Method: imageupdate.MethodGit, PullRequest: tt.pr}}, []imageupdate.Change{c})
+			if err != nil || len(got) != 1 {
+				t.Fatalf("Changes = %+v, %v; want one change", got, err)
+			}
+			if diff := cmp.Diff([]Image{tt.want}, got[0].Images); diff != "" {
+				t.Errorf("images (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -63,6 +63,13 @@ type Change struct {
 	KustomizeName string
 	// Helm are the Helm parameters to set, in order.
 	Helm []watcher.HelmParameter
+	// Revision and Source are the new image's source revision and
+	// repository, as selection read them from the registry (policy.Result);
+	// Described says it read them (Result.Digest is set), so that "" means
+	// the image does not say and nobody need ask again. Pull request
+	// bodies show them.
+	Revision, Source string
+	Described        bool
 }
 
 // Skip is an image left alone, with why.
@@ -134,7 +141,8 @@ func decideImage(app *watcher.App, spec *Spec, img *Image, res policy.Result) (C
 			"which takes neither Helm parameters nor Kustomize images (either would have Argo CD render it with that tool, " +
 			"and fail); argocd-image-updater skips it too. A write-back-target of kustomization:<path> edits a kustomization in Git instead"}
 	}
-	ch := Change{Alias: img.Alias, Image: img.Name, To: to, SourceIndex: idx}
+	ch := Change{Alias: img.Alias, Image: img.Name, To: to, SourceIndex: idx,
+		Revision: res.Revision, Source: res.Source, Described: res.Digest != ""}
 	if res.Pinned {
 		ch.Digest = res.Digest // only the digest strategy deploys by digest
 	}

@@ -105,9 +105,11 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a digest-pinned result",
 			app:  kustomizeApp([]string{"nginx:stable"}), spec: mustSpec(t, "image-list", "nginx:stable", "update-strategy", "digest"),
-			results: map[string]Selection{"nginx": {Result: policy.Result{Tag: "stable", Digest: digest, Pinned: true}}},
+			results: map[string]Selection{"nginx": {Result: policy.Result{Tag: "stable", Digest: digest, Pinned: true,
+				Revision: "v1.27.0", Source: "https://github.com/nginx/nginx"}}},
 			want: Plan{Changes: []Change{{Alias: "nginx", Image: "nginx", From: "stable", To: "stable@" + digest, Digest: digest, SourceIndex: -1,
-				Kustomize: "nginx:stable@" + digest, KustomizeName: "nginx"}}},
+				Kustomize: "nginx:stable@" + digest, KustomizeName: "nginx",
+				Revision: "v1.27.0", Source: "https://github.com/nginx/nginx", Described: true}}},
 		},
 		{
 			name: "the same digest is up to date",

@@ -302,6 +302,23 @@ func Image(tb testing.TB, created time.Time, platform string) v1.Image {
 	return img
 }
 
+// Labeled returns img with labels in its config, as docker build --label
+// and docker/metadata-action write them.
+func Labeled(tb testing.TB, img v1.Image, labels map[string]string) v1.Image {
+	tb.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.Config.Labels = labels
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return img
+}
+
 // Index returns a multi-arch index with one random image per platform,
 // each created at the time given for it.
 func Index(tb testing.TB, created map[string]time.Time) v1.ImageIndex {

@@ -239,3 +239,35 @@ func TestSelectIgnoresTagOrder(t *testing.T) {
 		}
 	}
 }
+
+// The winner's source revision and repository travel in the Result when
+// its metadata was read; a loser's never do.
+func TestSelectCarriesProvenance(t *testing.T) {
+	described := func(md Metadata, rev string) Metadata {
+		md.Revision, md.Source = rev, "https://github.com/team-a/app"
+		return md
+	}
+	runSelectCases(t, []selectCase{{
+		name: "platforms: the winner's",
+		spec: Spec{Platforms: []string{"linux/arm64"}},
+		tags: []string{"1.0.0", "2.0.0"},
+		md: map[string]Metadata{
+			"2.0.0": described(image("sha256:20", t2, amd64), "bbb"),
+			"1.0.0": described(image("sha256:10", t1, arm64), "aaa"),
+		},
+		wantCalls: []string{"2.0.0", "1.0.0"},
+		want: Result{Tag: "1.0.0", Version: "1.0.0", Digest: "sha256:10", Revision: "aaa", Source: "https://github.com/team-a/app",
+			Candidates: []Candidate{
+				candAt("2.0.0", "2.0.0", ReasonPlatform, t2),
+				candAt("1.0.0", "1.0.0", ReasonSelected, t1),
+			}},
+	}, {
+		name:      "digest",
+		spec:      Spec{Strategy: "digest", Constraint: "latest"},
+		tags:      []string{"latest"},
+		md:        map[string]Metadata{"latest": described(image("sha256:l", t1, amd64), "ccc")},
+		wantCalls: []string{"latest"},
+		want: Result{Tag: "latest", Digest: "sha256:l", Pinned: true, Revision: "ccc", Source: "https://github.com/team-a/app",
+			Candidates: []Candidate{candAt("latest", "", ReasonSelected, t1)}},
+	}})
+}

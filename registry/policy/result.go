@@ -25,6 +25,9 @@ type Result struct {
 	// Pinned says the result is deployed by digest (the digest strategy):
 	// Ref returns tag@digest.
 	Pinned bool
+	// Revision and Source are the winner's Metadata.Revision and
+	// .Source, set only when its metadata was read (Digest is set).
+	Revision, Source string
 	// Candidates are the tags considered, best first, each with the
 	// reason it was selected or skipped; tags skipped before ranking
 	// (filters, extract, unparseable) follow, by tag. Only Explain fills

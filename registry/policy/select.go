@@ -23,6 +23,8 @@ type inspection struct {
 	digest  string
 	created time.Time // counting wanted platforms only
 	builtOK bool      // built for a wanted platform
+	// revision and source are Metadata's, for Result.
+	revision, source string
 }
 
 // selection is the state of one Select or Explain call.
@@ -227,7 +229,8 @@ func (s *selection) win(res *Result, e *entry) {
 	s.tally[rcSelected]++
 	res.Tag, res.Version = e.tag, s.p.display(e)
 	if e.md > 0 {
-		res.Digest = s.inspected[e.md-1].digest
+		in := &s.inspected[e.md-1]
+		res.Digest, res.Revision, res.Source = in.digest, in.revision, in.source
 	}
 }
 
@@ -289,9 +292,11 @@ func (s *selection) inspect(e *entry) error {
 		return fmt.Errorf("image %q: reading metadata of tag %q: %w", s.p.image, e.tag, err)
 	}
 	s.inspected = append(s.inspected, inspection{
-		digest:  md.Digest,
-		created: createdFor(s.p.platforms, md),
-		builtOK: builtForAny(s.p.platforms, md),
+		digest:   md.Digest,
+		created:  createdFor(s.p.platforms, md),
+		builtOK:  builtForAny(s.p.platforms, md),
+		revision: md.Revision,
+		source:   md.Source,
 	})
 	e.md = int32(len(s.inspected))
 	return nil
@@ -322,7 +327,9 @@ func (s *selection) digest(tags []string) (Result, error) {
 	if rc != rcSelected {
 		return res, noCandidate(s.p.image, 1, &s.tally)
 	}
-	res.Tag, res.Digest, res.Pinned = e.tag, s.inspected[0].digest, true
+	in := &s.inspected[0]
+	res.Tag, res.Digest, res.Pinned = e.tag, in.digest, true
+	res.Revision, res.Source = in.revision, in.source
 	return res, nil
 }
 

@@ -32,6 +32,11 @@ type Metadata struct {
 	// CreatedByPlatform holds each index child's created time, so
 	// newest-build can count only the wanted platforms.
 	CreatedByPlatform map[Platform]time.Time
+	// Revision and Source are the commit and the repository the image was
+	// built from (org.opencontainers.image.revision and .source, from its
+	// annotations or config labels), where stated and valid; "" otherwise.
+	// Selection ignores them: pull request bodies show them.
+	Revision, Source string
 }
 
 // MetadataFunc looks up a tag's metadata on demand. Selection calls it
