@@ -144,8 +144,12 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 		t.Errorf("notifications (-want +got):\n%s", diff)
 	}
 
-	// A newer tag: the same pull request, brought up to date.
-	reg.Push(t, "team/app:1.2.0", testreg.Image(t, time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC), "linux/amd64"))
+	// A newer tag, built with its source's labels: the same pull request,
+	// brought up to date, its body from main's 1.0.0 to 1.2.0 with the
+	// commit the image says it was built from.
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	reg.Push(t, "team/app:1.2.0", testreg.Labeled(t, testreg.Image(t, time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC), "linux/amd64"),
+		map[string]string{"org.opencontainers.image.revision": rev, "org.opencontainers.image.source": "https://github.com/acme/app"}))
 	images.Registry = &registry.Client{}
 	runBatch(t, images, req)
 	evs = events.of(req.Key)
@@ -159,6 +163,9 @@ func TestPullRequestWriteBackOnGitea(t *testing.T) {
 	pr = prs[0]
 	if got := fileOn(t, c, owner, repo.Name, head); !strings.Contains(got, "newTag: 1.2.0") {
 		t.Errorf("the head does not propose 1.2.0:\n%s", got)
+	}
+	if row := "| web | " + image + " | `1.0.0` | `1.2.0` | [`0123456789ab`](https://github.com/acme/app/commit/" + rev + ") |"; !strings.Contains(pr.Body, row) {
+		t.Errorf("pull request body %q, want the row %s", pr.Body, row)
 	}
 
 	// The same tag again: nothing.
