@@ -35,27 +35,9 @@ func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSo
 		}
 		w.Message = t
 	}
-	for _, p := range []struct {
-		key, what, text string
-		to              **template.Template
-	}{
-		{"git.pullRequestTitle", "pull request title", cfg.Git.PullRequestTitle, &w.PullRequestTitle},
-		{"git.pullRequestBody", "pull request body", cfg.Git.PullRequestBody, &w.PullRequestBody},
-	} {
-		if p.text == "" {
-			continue
-		}
-		t, err := gitwb.ParsePullRequestTemplate(p.what, p.text)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.key, err)
-		}
-		*p.to = t
-	}
-	links, err := newRegistryLinks(cfg.Registries.List)
-	if err != nil {
+	if err := setPullRequestText(w, cfg); err != nil {
 		return nil, err
 	}
-	w.RegistryLinks = links
 	if !cfg.Git.SigningKey.IsZero() {
 		key, err := cfg.Git.SigningKey.Value()
 		if err != nil {
@@ -107,6 +89,33 @@ func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSo
 	}
 	w.Forges = forges
 	return w, nil
+}
+
+// setPullRequestText sets w's pull request templates (git.pullRequestTitle
+// and git.pullRequestBody) and image links (registries.list[].link).
+func setPullRequestText(w *gitwb.Writer, cfg *config.Config) error {
+	for _, p := range []struct {
+		key, what, text string
+		to              **template.Template
+	}{
+		{"git.pullRequestTitle", "pull request title", cfg.Git.PullRequestTitle, &w.PullRequestTitle},
+		{"git.pullRequestBody", "pull request body", cfg.Git.PullRequestBody, &w.PullRequestBody},
+	} {
+		if p.text == "" {
+			continue
+		}
+		t, err := gitwb.ParsePullRequestTemplate(p.what, p.text)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.key, err)
+		}
+		*p.to = t
+	}
+	links, err := newRegistryLinks(cfg.Registries.List)
+	if err != nil {
+		return err
+	}
+	w.RegistryLinks = links
+	return nil
 }
 
 // registryLinks are the image pages of pull request bodies: the
