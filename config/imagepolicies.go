@@ -73,6 +73,9 @@ type PolicyWriteBack struct {
 	// PullRequest, when set, proposes each commit in a pull request into
 	// Branch instead of pushing it there (method git only).
 	PullRequest *PolicyPullRequest `yaml:"pullRequest"`
+	// PinDigest writes each image as tag@digest, the digest its tag
+	// named when it was chosen (crowsnest.dev/pin-digest).
+	PinDigest bool `yaml:"pinDigest"`
 }
 
 // PolicyPullRequest is how the pull requests of a git write-back are

@@ -65,7 +65,11 @@ func describeChanges(changes []imageupdate.Change) string {
 		if from == "" {
 			from = "(not deployed)"
 		}
-		parts = append(parts, fmt.Sprintf("%s: %s -> %s", c.Image, from, c.To))
+		part := fmt.Sprintf("%s: %s -> %s", c.Image, from, c.To)
+		if tag, moved := imageupdate.TagMoved(c.From, c.To); moved {
+			part += " (tag " + tag + " was pushed again: same tag, new digest)"
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -42,10 +42,30 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 			continue
 		}
 		res, err := r.selections.selectTag(ctx, client, img.Ref.Repo(), img.Policy, pol, tags, client.MetadataFunc(img.Ref.Repository, pol.Platforms()))
+		if err == nil && spec.WriteBack.PinDigest && !res.Pinned {
+			res, err = pinDigest(ctx, client, img, res, maxAge)
+		}
 		out[img.Alias] = imageupdate.Selection{Result: res, Err: err}
 		r.Log.Debug("version selected", "app", key, "image", img.Alias, "tag", res.Tag, "error", err)
 	}
 	return out, false
+}
+
+// pinDigest pins res, a tag chosen for an Application whose write-back
+// pins digests, to the digest the tag names: the one selection read, or
+// the registry's answer to a HEAD, kept as long as the tag list (so a
+// steady-state poll costs no request, and a tag pushed again is seen with
+// the next tag list).
+func pinDigest(ctx context.Context, client *registry.Client, img *imageupdate.Image, res policy.Result, maxAge time.Duration) (policy.Result, error) {
+	if res.Digest == "" {
+		d, err := client.Digest(ctx, img.Ref.Repository, res.Tag, maxAge)
+		if err != nil {
+			return res, fmt.Errorf("reading the digest of %s to pin it: %w", res.Tag, err)
+		}
+		res.Digest = d
+	}
+	res.Pinned = true
+	return res, nil
 }
 
 // retryableSelection joins the selection failures of spec's images that

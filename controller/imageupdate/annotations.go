@@ -158,7 +158,7 @@ func FromAnnotations(annotations map[string]string) (*Spec, []error) {
 		fail(unknown[maxUnknownKeys], nil, "and %d more unknown keys", more)
 	}
 	for _, k := range unknownOwnKeys(annotations) {
-		errs = append(errs, &AnnotationError{Key: OwnPrefix + k, Msg: "unknown key (want one of " + strings.Join(pullRequestKeys, ", ") + ")"})
+		errs = append(errs, &AnnotationError{Key: OwnPrefix + k, Msg: "unknown key (want one of " + strings.Join(ownWriteBackKeys, ", ") + ")"})
 	}
 	return spec, errs
 }
@@ -508,6 +508,9 @@ func readWriteBack(ann map[string]string) (WriteBack, []error) {
 	}
 	prErrs, ignored := readPullRequestErrs(ann, &wb)
 	errs = append(errs, prErrs...)
+	readPinDigest(ann, &wb, func(key, format string, args ...any) {
+		errs = append(errs, &AnnotationError{Key: OwnPrefix + key, Msg: fmt.Sprintf(format, args...)})
+	})
 	if len(errs) > 0 {
 		// Nothing is written: a pull request asked for and not readable
 		// must not become a push.

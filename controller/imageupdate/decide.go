@@ -144,7 +144,9 @@ func decideImage(app *watcher.App, spec *Spec, img *Image, res policy.Result) (C
 	ch := Change{Alias: img.Alias, Image: img.Name, To: to, SourceIndex: idx,
 		Revision: res.Revision, Source: res.Source, Described: res.Digest != ""}
 	if res.Pinned {
-		ch.Digest = res.Digest // only the digest strategy deploys by digest
+		// The digest strategy, or a write-back that pins digests
+		// (WriteBack.PinDigest): deployed by digest.
+		ch.Digest = res.Digest
 	}
 	current, deployed, renamed := currentVersion(app, spec, img, src)
 	if !deployed && !img.ForceUpdate {

@@ -106,6 +106,11 @@ type WriteBack struct {
 	// Branch instead of pushing it there (MethodGit only; PushBranch is
 	// then empty).
 	PullRequest *PullRequest
+	// PinDigest writes every image as tag@digest (Kustomize images,
+	// Helm tag parameters and values, .argocd-source files alike), the
+	// digest its tag named when it was chosen: what runs is exactly what
+	// was chosen, and a tag pushed again is a change.
+	PinDigest bool
 }
 
 // Target is a file a Git write-back edits.

@@ -42,7 +42,7 @@ var writeBackFields = map[string]string{
 	OwnPrefix + KeyPullRequest: "pullRequest", OwnPrefix + KeyPullRequestForge: "pullRequest.forge",
 	OwnPrefix + KeyPullRequestLabels: "pullRequest.labels", OwnPrefix + KeyPullRequestReviewers: "pullRequest.reviewers",
 	OwnPrefix + KeyPullRequestAssignees: "pullRequest.assignees", OwnPrefix + KeyPullRequestDraft: "pullRequest.draft",
-	OwnPrefix + KeyPullRequestAutoMerge: "pullRequest.autoMerge",
+	OwnPrefix + KeyPullRequestAutoMerge: "pullRequest.autoMerge", OwnPrefix + KeyPinDigest: "pinDigest",
 }
 
 // CompilePolicies checks and compiles the config's imagePolicies. Errors
@@ -90,6 +90,9 @@ func CompilePolicies(ps []config.ImagePolicy) (*Policies, error) {
 		}
 		if pr := p.WriteBack.PullRequest; pr != nil {
 			maps.Copy(ann, PullRequestAnnotations(PolicyPullRequest(pr)))
+		}
+		if p.WriteBack.PinDigest {
+			ann[OwnPrefix+KeyPinDigest] = "true"
 		}
 		wb, wbErrs := readWriteBack(ann)
 		for _, err := range wbErrs {

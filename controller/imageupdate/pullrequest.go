@@ -133,6 +133,9 @@ func readPullRequestErrs(ann map[string]string, wb *WriteBack) (errs, ignored []
 var pullRequestKeys = []string{KeyPullRequest, KeyPullRequestForge, KeyPullRequestLabels, KeyPullRequestReviewers,
 	KeyPullRequestAssignees, KeyPullRequestDraft, KeyPullRequestAutoMerge}
 
+// ownWriteBackKeys are crowsnest's own write-back annotation keys.
+var ownWriteBackKeys = append(slices.Clone(pullRequestKeys), KeyPinDigest)
+
 // pullRequestNames reads a comma-separated list of names: trimmed, empty
 // entries and repeats left out (as argocd-image-updater's labels).
 func pullRequestNames(list string) ([]string, error) {
@@ -188,7 +191,8 @@ func PullRequestAnnotations(p *PullRequest) map[string]string {
 func unknownOwnKeys(ann map[string]string) []string {
 	var out []string
 	for _, full := range slices.Sorted(maps.Keys(ann)) {
-		if key, ok := strings.CutPrefix(full, OwnPrefix); ok && strings.HasPrefix(key, KeyPullRequest) && !slices.Contains(pullRequestKeys, key) {
+		key, ok := strings.CutPrefix(full, OwnPrefix)
+		if ok && (strings.HasPrefix(key, KeyPullRequest) || strings.HasPrefix(key, "pin")) && !slices.Contains(ownWriteBackKeys, key) {
 			out = append(out, key)
 		}
 	}

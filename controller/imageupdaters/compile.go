@@ -79,7 +79,7 @@ func compile(u *imageupdater.Resource) *resource {
 	for i := range rules {
 		r := rule{Rule: rules[i]}
 		if !r.UseAnnotations {
-			res.problems = append(res.problems, r.build(res.key)...)
+			res.problems = append(res.problems, r.build(res.key, u.Metadata.Annotations)...)
 		}
 		res.rules = append(res.rules, r)
 	}
@@ -102,8 +102,10 @@ var prKeys = map[string]string{
 }
 
 // build reads the rule's write-back and each image, and returns what the
-// readers refused, by field.
-func (r *rule) build(resKey string) []error {
+// readers refused, by field. ann are the ImageUpdater's annotations:
+// crowsnest.dev/pin-digest there pins the digests of every rule (an
+// argocd-image-updater resource has no field for it).
+func (r *rule) build(resKey string, ann map[string]string) []error {
 	r.keyPaths = map[string]string{}
 	wb := map[string]string{}
 	for key, field := range wbKeys {
@@ -119,6 +121,10 @@ func (r *rule) build(resKey string) []error {
 		for key, field := range prKeys {
 			r.keyPaths[imageupdate.OwnPrefix+key] = cmp.Or(r.WriteBackFields[field], r.WriteBackFields["pullRequest"])
 		}
+	}
+	if v, ok := ann[imageupdate.OwnPrefix+imageupdate.KeyPinDigest]; ok {
+		wb[imageupdate.OwnPrefix+imageupdate.KeyPinDigest] = v
+		r.keyPaths[imageupdate.OwnPrefix+imageupdate.KeyPinDigest] = "metadata.annotations[" + imageupdate.OwnPrefix + imageupdate.KeyPinDigest + "]"
 	}
 	r.spec = imageupdate.Spec{Source: imageupdate.SourceAnnotations}
 	var problems []error

@@ -316,3 +316,27 @@ spec:
 		t.Errorf("problems (-want +got):\n%s", d)
 	}
 }
+
+// crowsnest.dev/pin-digest on an ImageUpdater pins every rule's digests;
+// a value that is not true or false writes nothing and names the
+// annotation as the field.
+func TestPinDigestAnnotationOnTheResource(t *testing.T) {
+	doc := func(v string) string {
+		return `
+kind: ImageUpdater
+metadata: {name: shop, namespace: team-a, annotations: {crowsnest.dev/pin-digest: "` + v + `"}}
+spec:
+  applicationRefs:
+  - namePattern: "shop-*"
+    images: [{alias: web, imageName: ghcr.io/acme/web}]
+`
+	}
+	res := compile(parse(t, doc("true")))
+	if len(res.problems) != 0 || !res.rules[0].spec.WriteBack.PinDigest || res.rules[0].spec.WriteBack.Method != imageupdate.MethodArgoCD {
+		t.Errorf("pin-digest true: write-back %+v, problems %v", res.rules[0].spec.WriteBack, res.problems)
+	}
+	res = compile(parse(t, doc("always")))
+	if len(res.problems) != 1 || !strings.Contains(res.problems[0].Error(), "metadata.annotations[crowsnest.dev/pin-digest]") || res.rules[0].spec.WriteBack.Method != "" {
+		t.Errorf("pin-digest always: problems %v, method %q; want the annotation named and nothing written", res.problems, res.rules[0].spec.WriteBack.Method)
+	}
+}
