@@ -214,8 +214,10 @@ func (r *ImageReconciler) GitWritten(key, commit string, written []gitwb.Update)
 // neither the commit nor the file's previous value), so the notifier
 // sends it once.
 func gitUpdatedEvent(key, image, from, to, commit string, at time.Time) triggers.Event {
-	return triggers.Event{Type: triggers.EventImageUpdated, Image: image, From: from, To: to, Commit: commit, Time: at,
+	ev := triggers.Event{Type: triggers.EventImageUpdated, Image: image, From: from, To: to, Commit: commit, Time: at,
 		ID: strings.Join([]string{triggers.EventImageUpdated, key, image, to}, "|")}
+	ev.Reason, ev.Message = tagMovedNote(from, to)
+	return ev
 }
 
 func orNone(s string) string {

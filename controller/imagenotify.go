@@ -46,11 +46,14 @@ func (r *ImageReconciler) changeEvents(app *watcher.App, typ string, changes []i
 		c := &changes[i]
 		ev := triggers.Event{Type: typ, Image: c.Image, From: c.From, To: c.To, Time: r.now()}
 		ev.ID = strings.Join([]string{typ, app.Namespace, app.Name, c.Image, c.From, c.To}, "|")
-		if typ == triggers.EventImageUpdateHeld {
+		switch {
+		case typ == triggers.EventImageUpdateHeld:
 			ev.Window, ev.Reason = why, "SyncWindow"
-		} else if why != "" {
+		case why != "":
 			ev.Reason, ev.Message = "WriteFailed", why
 			ev.ID += "|" + r.now().Format(time.RFC3339) // each failure is news
+		default:
+			ev.Reason, ev.Message = tagMovedNote(c.From, c.To)
 		}
 		evs = append(evs, ev)
 	}
@@ -66,10 +69,24 @@ func describeChanges(changes []imageupdate.Change) string {
 			from = "(not deployed)"
 		}
 		part := fmt.Sprintf("%s: %s -> %s", c.Image, from, c.To)
-		if tag, moved := imageupdate.TagMoved(c.From, c.To); moved {
-			part += " (tag " + tag + " was pushed again: same tag, new digest)"
+		if _, note := tagMovedNote(c.From, c.To); note != "" {
+			part += " (" + note + ")"
 		}
 		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// ReasonTagPushedAgain is the reason of an image-updated event whose
+// pinned tag was pushed again (the same tag at a new digest).
+const ReasonTagPushedAgain = "TagPushedAgain"
+
+// tagMovedNote is the reason and message of a change from one tag@digest
+// to the same tag at another digest; empty for any other change.
+func tagMovedNote(from, to string) (reason, msg string) {
+	tag, moved := imageupdate.TagMoved(from, to)
+	if !moved {
+		return "", ""
+	}
+	return ReasonTagPushedAgain, "tag " + tag + " was pushed again: same tag, new digest"
 }

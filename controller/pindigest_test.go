@@ -14,6 +14,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/controller"
 	"github.com/crowsnest-dev/crowsnest/internal/testreg"
 	"github.com/crowsnest-dev/crowsnest/registry"
+	"github.com/crowsnest-dev/crowsnest/triggers"
+	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/writeback/kube"
 )
 
@@ -35,6 +37,26 @@ func (m *reasonMessages) all() []string {
 	return append([]string(nil), m.list...)
 }
 
+// eventNotes keeps the crowsnest events handed to the notifier.
+type eventNotes struct {
+	mu  sync.Mutex
+	evs []triggers.Event
+}
+
+func (*eventNotes) Announces() bool { return true }
+
+func (n *eventNotes) OnEvent(_ *watcher.App, ev triggers.Event) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.evs = append(n.evs, ev)
+}
+
+func (n *eventNotes) all() []triggers.Event {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]triggers.Event(nil), n.evs...)
+}
+
 // crowsnest.dev/pin-digest on the real apiserver, in Kubernetes mode: the
 // semver winner is written as tag@digest, the digest the registry names
 // for it; the same again writes nothing; the tag pushed again (new
@@ -44,8 +66,10 @@ func TestPinDigestWritesTagAtDigestAndFollowsAMovedTag(t *testing.T) {
 	reg, image := appRegistry(t)
 	ns := env.CreateNamespace(t, "pin")
 	events := &reasonMessages{}
+	notes := &eventNotes{}
 	images := &controller.ImageReconciler{
 		Events:   events,
+		Notifier: notes,
 		Registry: &registry.Client{},
 		Writer:   &kube.Writer{Client: dynClient(t)},
 		Log:      slog.New(slog.DiscardHandler),
@@ -102,6 +126,11 @@ func TestPinDigestWritesTagAtDigestAndFollowsAMovedTag(t *testing.T) {
 	all := events.all()
 	if last := all[len(all)-1]; !strings.HasPrefix(last, controller.EventImagesUpdated+": ") || !strings.Contains(last, "tag 1.1.0 was pushed again") {
 		t.Errorf("Event = %q, want ImagesUpdated saying the tag was pushed again", last)
+	}
+	evs := notes.all()
+	if len(evs) != 2 || evs[0].Reason != "" || evs[1].Type != triggers.EventImageUpdated || evs[1].Reason != controller.ReasonTagPushedAgain ||
+		evs[1].From != strings.TrimPrefix(first, image+":") || evs[1].To != strings.TrimPrefix(moved, image+":") {
+		t.Errorf("notifications = %+v, want image-updated to the pin, then image-updated with reason %s", evs, controller.ReasonTagPushedAgain)
 	}
 
 	// A value that is neither: nothing written, and the key named.
