@@ -40,6 +40,13 @@ type Git struct {
 	// SigningKeyPassphrase decrypts it when it is protected.
 	SigningKey           SecretRef `yaml:"signingKey"`
 	SigningKeyPassphrase SecretRef `yaml:"signingKeyPassphrase"`
+	// CommitMethod is how write-back commits are made: "git" (the
+	// default: a commit pushed with Git) or "api" (created through the
+	// GitHub API with the credentials that would have pushed, so GitHub
+	// signs it and a GitHub App's commits show as Verified; GitHub
+	// repositories only, and without SigningKey), as argocd-image-
+	// updater's --git-commit-method.
+	CommitMethod string `yaml:"commitMethod"`
 	// TLS is the HTTPS trust per Git server host ("git.example.com", or
 	// "git.example.com:8443" as in the repository URLs): a private CA to
 	// trust besides the system roots, or, explicitly, no verification.
@@ -75,6 +82,12 @@ type GitForge struct {
 
 // ForgeKinds are the kinds of forge GitForge.Kind takes.
 var ForgeKinds = []string{"github", "gitlab", "gitea", "forgejo", "bitbucket", "bitbucket-server", "azure-devops"}
+
+// Git commit methods (Git.CommitMethod).
+const (
+	GitCommitMethodGit = "git"
+	GitCommitMethodAPI = "api"
+)
 
 // Git refresh modes (Git.Refresh).
 const (
@@ -118,6 +131,9 @@ func (g *Git) setDefaults() {
 	if g.Refresh == "" {
 		g.Refresh = GitRefreshNormal
 	}
+	if g.CommitMethod == "" {
+		g.CommitMethod = GitCommitMethodGit
+	}
 }
 
 func (g *Git) validate(path string, errs *fieldErrors) {
@@ -147,6 +163,15 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 	}
 	if g.SigningKey.IsZero() && !g.SigningKeyPassphrase.IsZero() {
 		errs.invalid(fieldpath.Join(path, "signingKeyPassphrase"), "set without signingKey")
+	}
+	switch g.CommitMethod {
+	case GitCommitMethodGit:
+	case GitCommitMethodAPI:
+		if !g.SigningKey.IsZero() {
+			errs.invalid(fieldpath.Join(path, "commitMethod"), "api: GitHub signs the commits its API makes; leave %s out or set commitMethod git", fieldpath.Join(path, "signingKey"))
+		}
+	default:
+		errs.invalid(fieldpath.Join(path, "commitMethod"), "want git or api, got %q", g.CommitMethod)
 	}
 	switch g.Refresh {
 	case GitRefreshNormal, GitRefreshHard, GitRefreshNone:
