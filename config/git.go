@@ -40,6 +40,13 @@ type Git struct {
 	// SigningKeyPassphrase decrypts it when it is protected.
 	SigningKey           SecretRef `yaml:"signingKey"`
 	SigningKeyPassphrase SecretRef `yaml:"signingKeyPassphrase"`
+	// CommitMethod is how write-back commits are made: "git" (the
+	// default: a commit pushed with Git) or "api" (created through the
+	// GitHub API with the credentials that would have pushed, so GitHub
+	// signs it and a GitHub App's commits show as Verified; GitHub
+	// repositories only, and without SigningKey), as argocd-image-
+	// updater's --git-commit-method.
+	CommitMethod string `yaml:"commitMethod"`
 	// TLS is the HTTPS trust per Git server host ("git.example.com", or
 	// "git.example.com:8443" as in the repository URLs): a private CA to
 	// trust besides the system roots, or, explicitly, no verification.
@@ -91,6 +98,12 @@ var ForgeKinds = []string{ForgeGitHub, "gitlab", "gitea", "forgejo", "bitbucket"
 // ForgeGitHub is GitHub's kind (GitForge.Kind).
 const ForgeGitHub = "github"
 
+// Git commit methods (Git.CommitMethod).
+const (
+	GitCommitMethodGit = "git"
+	GitCommitMethodAPI = "api"
+)
+
 // Git refresh modes (Git.Refresh).
 const (
 	GitRefreshNormal = "normal"
@@ -139,6 +152,9 @@ func (g *Git) setDefaults() {
 			g.Forges[host] = f
 		}
 	}
+	if g.CommitMethod == "" {
+		g.CommitMethod = GitCommitMethodGit
+	}
 }
 
 func (g *Git) validate(path string, errs *fieldErrors) {
@@ -168,6 +184,15 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 	}
 	if g.SigningKey.IsZero() && !g.SigningKeyPassphrase.IsZero() {
 		errs.invalid(fieldpath.Join(path, "signingKeyPassphrase"), "set without signingKey")
+	}
+	switch g.CommitMethod {
+	case GitCommitMethodGit:
+	case GitCommitMethodAPI:
+		if !g.SigningKey.IsZero() {
+			errs.invalid(fieldpath.Join(path, "commitMethod"), "api: GitHub signs the commits its API makes; leave %s out or set commitMethod git", fieldpath.Join(path, "signingKey"))
+		}
+	default:
+		errs.invalid(fieldpath.Join(path, "commitMethod"), "want git or api, got %q", g.CommitMethod)
 	}
 	switch g.Refresh {
 	case GitRefreshNormal, GitRefreshHard, GitRefreshNone:

@@ -20,6 +20,9 @@ func TestGitSection(t *testing.T) {
 	if c.Git.Refresh != GitRefreshNormal {
 		t.Errorf("default refresh %q, want %q", c.Git.Refresh, GitRefreshNormal)
 	}
+	if c.Git.CommitMethod != GitCommitMethodGit {
+		t.Errorf("default commitMethod %q, want %q", c.Git.CommitMethod, GitCommitMethodGit)
+	}
 	c, err = Parse([]byte(`apiVersion: crowsnest.dev/v1alpha1
 kind: Config
 git:
@@ -55,6 +58,30 @@ git:
 		{Path: "git.signingKeyPassphrase", Line: 6, Msg: "set without signingKey"},
 		{Path: "git.refresh", Line: 7, Msg: `want normal, hard or none, got "soft"`},
 	}
+	if diff := cmp.Diff(want, gotFieldErrors(t, err, want)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// GitHub signs the commits its API makes: an OpenPGP key with
+// commitMethod api is refused, naming both fields.
+func TestGitCommitMethod(t *testing.T) {
+	c, err := Parse([]byte("apiVersion: crowsnest.dev/v1alpha1\nkind: Config\ngit:\n  commitMethod: api\n"))
+	if err != nil || c.Git.CommitMethod != GitCommitMethodAPI {
+		t.Fatalf("err %v, commitMethod %q", err, c.Git.CommitMethod)
+	}
+	_, err = Parse([]byte(`apiVersion: crowsnest.dev/v1alpha1
+kind: Config
+git:
+  commitMethod: api
+  signingKey: file:/etc/key.asc
+`))
+	want := []FieldError{{Path: "git.commitMethod", Line: 4, Msg: "api: GitHub signs the commits its API makes; leave git.signingKey out"}}
+	if diff := cmp.Diff(want, gotFieldErrors(t, err, want)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	_, err = Parse([]byte("apiVersion: crowsnest.dev/v1alpha1\nkind: Config\ngit:\n  commitMethod: graphql\n"))
+	want = []FieldError{{Path: "git.commitMethod", Line: 4, Msg: `want git or api, got "graphql"`}}
 	if diff := cmp.Diff(want, gotFieldErrors(t, err, want)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}

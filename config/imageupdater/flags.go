@@ -12,7 +12,7 @@ var IgnoredFlags = map[string]string{
 	"git-commit-signing-method":  "crowsnest signs with OpenPGP (git.signingKey)",
 	"git-commit-sign-off":        "set git.commitMessage with a Signed-off-by line",
 	"git-commit-message-path":    "its template's fields differ; set git.commitMessage in crowsnest's config",
-	"git-commit-method":          "crowsnest commits with Git",
+	"git-commit-method":          "set git.commitMethod (git or api) in crowsnest's config",
 	"enable-webhook":             "crowsnest serves the webhook receiver when registries.webhook.sources are configured",
 	"webhook-require-secret":     "set each source's secret in registries.webhook.sources",
 	"docker-webhook-secret":      "set the source's secret in registries.webhook.sources",

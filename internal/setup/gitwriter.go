@@ -25,8 +25,10 @@ func NewGitWriter(cfg *config.Config, cacheDir string, creds gitwb.CredentialsSo
 		Credentials: creds,
 		AuthorName:  cfg.Git.Author.Name,
 		AuthorEmail: cfg.Git.Author.Email,
-		Metrics:     metrics,
-		Log:         log,
+		// config validation refuses api with a signing key.
+		CommitMethod: cfg.Git.CommitMethod,
+		Metrics:      metrics,
+		Log:          log,
 	}
 	if cfg.Git.CommitMessage != "" {
 		t, err := gitwb.ParseMessage(cfg.Git.CommitMessage)

@@ -261,6 +261,13 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 		res.NoOp, res.CommitSHA = true, ""
 		return s.proposeIfAsked(ctx, res)
 	}
+	if s.w.CommitMethod == CommitMethodAPI {
+		sha, err := s.commitThroughAPI(ctx, base, updates, files, failed)
+		if err != nil {
+			return err
+		}
+		return s.committed(ctx, res, sha)
+	}
 	for _, f := range files {
 		// Every path in files was just written by edit: skip the status
 		// check, which walks the whole worktree per call (quadratic over a
@@ -284,8 +291,14 @@ func (s *session) attempt(ctx context.Context, res *Result) error {
 		}
 		return err
 	}
+	return s.committed(ctx, res, sha)
+}
+
+// committed reports sha, the commit this attempt put on the target branch
+// (pushed or made through the API), in res and proposes it.
+func (s *session) committed(ctx context.Context, res *Result, sha string) error {
 	res.CommitSHA = sha
-	s.w.log().Info("git write-back pushed", "repo", s.b.repoURL, "branch", s.b.target, "commit", sha, "files", len(files), "updates", len(updates))
+	s.w.log().Info("git write-back pushed", "repo", s.b.repoURL, "branch", s.b.target, "commit", sha, "files", len(res.FilesChanged), "updates", len(res.Updates), "method", cmp.Or(s.w.CommitMethod, CommitMethodGit))
 	// The head is this batch's now: a retry of the pull request's step
 	// goes on top of it.
 	s.rebuild = false
@@ -663,9 +676,9 @@ func resultOf(err error) string {
 }
 
 // isRejected says whether a push lost a race: go-git's own fast-forward
-// check, or the server's refusal to move the ref.
+// check, or the server's (or the GitHub API's) refusal to move the ref.
 func isRejected(err error) bool {
 	msg := err.Error()
-	return errors.Is(err, gogit.ErrForceNeeded) || strings.Contains(msg, "non-fast-forward") ||
+	return errors.Is(err, gogit.ErrForceNeeded) || errors.Is(err, forge.ErrBranchMoved) || strings.Contains(msg, "non-fast-forward") ||
 		strings.Contains(msg, "command error on refs/")
 }

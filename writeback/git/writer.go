@@ -161,10 +161,14 @@ type Writer struct {
 	PullRequestTitle, PullRequestBody *template.Template
 	RegistryLinks                     RegistryLinks
 	// SignKey signs commits with OpenPGP when set (ReadSignKey).
-	SignKey     *openpgp.Entity
-	MaxAttempts int
-	Backoff     time.Duration
-	MaxBackoff  time.Duration
+	SignKey *openpgp.Entity
+	// CommitMethod is CommitMethodGit ("" too) or CommitMethodAPI: the
+	// commit is then made through the GitHub API (Forges must resolve
+	// the repository to GitHub) and SignKey must be nil.
+	CommitMethod string
+	MaxAttempts  int
+	Backoff      time.Duration
+	MaxBackoff   time.Duration
 	// Timeout bounds each network operation.
 	Timeout time.Duration
 	// PushGrace is how long a push already under way may go on after the
