@@ -218,6 +218,11 @@ func (g *Git) validate(path string, errs *fieldErrors) {
 			errs.invalid(p, "set caFile, caData or insecureSkipVerify")
 		}
 	}
+	g.validateForges(path, errs)
+}
+
+// validateForges checks git.forges.
+func (g *Git) validateForges(path string, errs *fieldErrors) {
 	for _, host := range slices.Sorted(maps.Keys(g.Forges)) {
 		f := g.Forges[host]
 		p := fieldpath.Join(path, "forges") + "[" + host + "]"
