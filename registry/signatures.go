@@ -48,6 +48,11 @@ func (c *Client) Verify(ctx context.Context, repo Repository, digest string, key
 			return nil, fmt.Errorf("checking the signature of %s@%s: %w", RepoKey(repo), digest, err)
 		}
 		c.Metrics.signatureCheck(verdictLabel(v))
+		if !v.OK() {
+			// Once per digest and key set checked (a refusal is asked
+			// again after TagTTL), not on every selection.
+			c.Log.Info("image signature not verified", "repository", RepoKey(repo), "digest", digest, "reason", v.String())
+		}
 		c.meta.Add(key, verdictEntry{verdict: v, checked: c.Now()})
 		return v, nil
 	})
