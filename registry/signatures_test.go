@@ -54,11 +54,13 @@ func TestVerifyCosignSignatures(t *testing.T) {
 		want      verify.Reason
 	}{
 		{name: "signed, legacy .sig tag", setup: func(t *testing.T, reg *testreg.OCI, s *testsign.Signer) string {
+			t.Helper()
 			d := pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 			s.SignAndAttach(t, reg, "app", d, testsign.TagSchema)
 			return d
 		}},
 		{name: "signed, OCI referrer", referrers: true, setup: func(t *testing.T, reg *testreg.OCI, s *testsign.Signer) string {
+			t.Helper()
 			d := pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 			s.SignAndAttach(t, reg, "app", d, testsign.Referrer)
 			return d
@@ -66,34 +68,41 @@ func TestVerifyCosignSignatures(t *testing.T) {
 		// The pusher keeps the referrers tag schema's index
 		// ("sha256-<hex>") where the registry has no referrers API.
 		{name: "signed referrer, registry without referrers API (tag schema)", setup: func(t *testing.T, reg *testreg.OCI, s *testsign.Signer) string {
+			t.Helper()
 			d := pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 			s.SignAndAttach(t, reg, "app", d, testsign.Referrer)
 			return d
 		}},
 		{name: "RSA key", kind: testsign.RSA, setup: func(t *testing.T, reg *testreg.OCI, s *testsign.Signer) string {
+			t.Helper()
 			d := pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 			s.SignAndAttach(t, reg, "app", d, testsign.TagSchema)
 			return d
 		}},
 		{name: "Ed25519 key", kind: testsign.Ed25519, setup: func(t *testing.T, reg *testreg.OCI, s *testsign.Signer) string {
+			t.Helper()
 			d := pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 			s.SignAndAttach(t, reg, "app", d, testsign.TagSchema)
 			return d
 		}},
 		{name: "multi-platform index signed as the index digest", setup: func(t *testing.T, reg *testreg.OCI, s *testsign.Signer) string {
+			t.Helper()
 			d := pushed(t, reg, "app:1", testreg.Index(t, map[string]time.Time{"linux/amd64": t0, "linux/arm64": t0}))
 			s.SignAndAttach(t, reg, "app", d, testsign.TagSchema)
 			return d
 		}},
 		{name: "no signature", setup: func(t *testing.T, reg *testreg.OCI, _ *testsign.Signer) string {
+			t.Helper()
 			return pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 		}, want: verify.ReasonNoSignature},
 		{name: "wrong key", setup: func(t *testing.T, reg *testreg.OCI, _ *testsign.Signer) string {
+			t.Helper()
 			d := pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 			other.SignAndAttach(t, reg, "app", d, testsign.TagSchema)
 			return d
 		}, want: verify.ReasonWrongKey},
 		{name: "tampered payload", setup: func(t *testing.T, reg *testreg.OCI, s *testsign.Signer) string {
+			t.Helper()
 			d := pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 			p := testsign.Payload(t, reg.Ref(t, "app:1"), d)
 			sig := s.Sign(t, p)
@@ -103,6 +112,7 @@ func TestVerifyCosignSignatures(t *testing.T) {
 			return d
 		}, want: verify.ReasonWrongKey},
 		{name: "signature made for another digest", setup: func(t *testing.T, reg *testreg.OCI, s *testsign.Signer) string {
+			t.Helper()
 			signed := pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 			d := pushed(t, reg, "app:2", testreg.Image(t, t0, ""))
 			p := testsign.Payload(t, reg.Ref(t, "app:1"), signed)
@@ -110,6 +120,7 @@ func TestVerifyCosignSignatures(t *testing.T) {
 			return d
 		}, want: verify.ReasonOtherDigest},
 		{name: "one good signature among bad ones", referrers: true, setup: func(t *testing.T, reg *testreg.OCI, s *testsign.Signer) string {
+			t.Helper()
 			d := pushed(t, reg, "app:1", testreg.Image(t, t0, ""))
 			other.SignAndAttach(t, reg, "app", d, testsign.Referrer)
 			s.SignAndAttach(t, reg, "app", d, testsign.TagSchema)

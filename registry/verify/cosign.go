@@ -138,7 +138,8 @@ func signatures(ctx context.Context, src Source, h v1.Hash) ([]signature, error)
 	}
 	var sigs []signature
 	manifests := 0
-	for _, d := range refs {
+	for i := range refs {
+		d := &refs[i]
 		if d.ArtifactType != SignatureArtifactType || manifests >= MaxSignatureManifests {
 			continue
 		}
@@ -169,7 +170,8 @@ func appendSignatures(ctx context.Context, src Source, sigs []signature, manifes
 	if err != nil {
 		return nil, fmt.Errorf("parsing signature manifest: %w", err)
 	}
-	for _, l := range m.Layers {
+	for i := range m.Layers {
+		l := &m.Layers[i]
 		if l.MediaType != types.MediaType(SimpleSigningMediaType) || len(sigs) >= MaxSignaturesPerDigest {
 			continue
 		}

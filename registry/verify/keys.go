@@ -76,7 +76,7 @@ func ParseKey(s string) (crypto.PublicKey, []byte, error) {
 	if block == nil {
 		return nil, nil, errors.New("not a PEM public key")
 	}
-	if len(strings.TrimSpace(string(rest))) > 0 {
+	if strings.TrimSpace(string(rest)) != "" {
 		return nil, nil, errors.New("more than one PEM block: give one key per entry")
 	}
 	if block.Type != "PUBLIC KEY" {
