@@ -57,6 +57,24 @@ type PolicyImage struct {
 		ImageSpec string `yaml:"imageSpec"`
 	} `yaml:"helm"`
 	KustomizeImageName string `yaml:"kustomizeImageName"`
+	// Verify, when set, makes signatures a tag filter: a tag whose
+	// image is not signed by one of the keys is never chosen; the newest
+	// tag that is wins.
+	Verify *PolicyVerify `yaml:"verify"`
+}
+
+// PolicyVerify is how an image's signatures are checked.
+type PolicyVerify struct {
+	// Cosign checks cosign signatures with public keys.
+	Cosign *PolicyCosign `yaml:"cosign"`
+}
+
+// PolicyCosign names the keys a cosign signature may be made with.
+type PolicyCosign struct {
+	// PublicKeys are PEM public keys (ECDSA, RSA, Ed25519), as `cosign
+	// generate-key-pair` writes cosign.pub; key service references
+	// (k8s://, awskms://, ...) are refused.
+	PublicKeys []string `yaml:"publicKeys"`
 }
 
 // PolicyWriteBack mirrors the write-back annotations.

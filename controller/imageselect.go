@@ -41,12 +41,22 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 			out[img.Alias] = imageupdate.Selection{Err: err}
 			continue
 		}
-		res, err := r.selections.selectTag(ctx, client, img.Ref.Repo(), img.Policy, pol, tags, client.MetadataFunc(img.Ref.Repository, pol.Platforms()))
+		facts := policy.Facts{Metadata: client.MetadataFunc(img.Ref.Repository, pol.Platforms())}
+		if img.Verify != nil {
+			facts.Verify = client.VerifyFunc(img.Ref.Repository, img.Verify)
+		}
+		res, err := r.selections.selectTag(ctx, client, img.Ref.Repo(), img.Policy, pol, tags, facts)
 		if err == nil && spec.WriteBack.PinDigest && !res.Pinned {
+			// The digest verification checked, when it did.
 			res, err = pinDigest(ctx, client, img, res, maxAge)
 		}
 		out[img.Alias] = imageupdate.Selection{Result: res, Err: err}
 		r.Log.Debug("version selected", "app", key, "image", img.Alias, "tag", res.Tag, "error", err)
+		for _, c := range res.Unverified {
+			// Debug: it repeats every pass; the registry client says it at
+			// Info once per digest checked.
+			r.Log.Debug("tag skipped: signature not verified", "app", key, "image", img.Alias, "tag", c.Tag, "reason", c.Detail)
+		}
 	}
 	return out, false
 }

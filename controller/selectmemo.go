@@ -56,11 +56,13 @@ func sameSlice(a, b []string) bool {
 }
 
 // selectTag returns pol's selection from tags, remembered for the same
-// client, image, spec and tag list.
+// client, image, spec and tag list. A selection that verifies signatures
+// is not remembered (its key set is not in the key): the registry client
+// caches each digest's verification by key set instead.
 func (m *selectionMemo) selectTag(ctx context.Context, client *registry.Client, image string, spec policy.Spec, pol *policy.Policy,
-	tags []string, meta policy.MetadataFunc) (policy.Result, error) {
-	if pol.NeedsMetadata() {
-		return pol.Select(ctx, tags, meta)
+	tags []string, facts policy.Facts) (policy.Result, error) {
+	if pol.NeedsMetadata() || facts.Verify != nil {
+		return pol.SelectWith(ctx, tags, facts)
 	}
 	key := memoKey{client: client, sum: keySum(image, spec)}
 	m.mu.Lock()
@@ -69,7 +71,7 @@ func (m *selectionMemo) selectTag(ctx context.Context, client *registry.Client, 
 		return e.res, e.err
 	}
 	m.mu.Unlock()
-	res, err := pol.Select(ctx, tags, meta)
+	res, err := pol.SelectWith(ctx, tags, facts)
 	if ctx.Err() != nil {
 		return res, err // a cancelled selection says nothing about the tags
 	}

@@ -27,7 +27,7 @@ func TestSelectionMemoSelectsOncePerTagList(t *testing.T) {
 	ctx := context.Background()
 	sel := func(tags []string) policy.Result {
 		t.Helper()
-		res, err := m.selectTag(ctx, client, "reg.example/app", spec, pol, tags, nil)
+		res, err := m.selectTag(ctx, client, "reg.example/app", spec, pol, tags, policy.Facts{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestSelectionMemoSelectsOncePerTagList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := m.selectTag(ctx, client, "reg.example/app", other, pol2, relisted, nil); err != nil || res.Tag != "1.2.9" {
+	if res, err := m.selectTag(ctx, client, "reg.example/app", other, pol2, relisted, policy.Facts{}); err != nil || res.Tag != "1.2.9" {
 		t.Errorf("~1.2 selected %q, %v; want 1.2.9", res.Tag, err)
 	}
 }
@@ -83,7 +83,7 @@ func TestSelectionMemoLeavesMetadataPoliciesAlone(t *testing.T) {
 		}
 		var m selectionMemo
 		for range 2 {
-			if _, err := m.selectTag(context.Background(), client, "reg.example/app", s, pol, tags, meta); err != nil {
+			if _, err := m.selectTag(context.Background(), client, "reg.example/app", s, pol, tags, policy.Facts{Metadata: meta}); err != nil {
 				t.Fatalf("%+v: %v", s, err)
 			}
 		}
@@ -130,7 +130,7 @@ func TestSelectionMemoKeysAreSmall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.selectTag(t.Context(), client, "reg.example/app", spec, pol, tags, nil); err != nil {
+		if _, err := m.selectTag(t.Context(), client, "reg.example/app", spec, pol, tags, policy.Facts{}); err != nil {
 			t.Fatal(err)
 		}
 	}

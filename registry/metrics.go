@@ -34,6 +34,7 @@ type Metrics struct {
 	retries   *prometheus.CounterVec
 	pollsVec  *prometheus.CounterVec
 	changeVec *prometheus.CounterVec
+	verdicts  *prometheus.CounterVec
 }
 
 // NewMetrics creates the registry metrics and registers them with reg.
@@ -41,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crowsnest_registry_requests_total",
-			Help: "HTTP requests to registries by registry, kind (ping, token, list, head, manifest, blob) and status code (\"error\" when no response).",
+			Help: "HTTP requests to registries by registry, kind (ping, token, list, head, manifest, blob, referrers) and status code (\"error\" when no response).",
 		}, []string{"registry", "kind", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "crowsnest_registry_request_duration_seconds",
@@ -72,8 +73,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "crowsnest_registry_refresh_requests_total",
 			Help: "Immediate repository refreshes asked for, by source (webhook, manual).",
 		}, []string{"source"}),
+		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_registry_signature_checks_total",
+			Help: "Digests whose cosign signatures were checked against the registry (cached results not counted), by result (verified, no-signature, wrong-key, other-digest, bad-payload, error).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.cache, m.waits, m.waitTime, m.retries, m.pollsVec, m.changeVec)
+	reg.MustRegister(m.requests, m.latency, m.cache, m.waits, m.waitTime, m.retries, m.pollsVec, m.changeVec, m.verdicts)
 	return m
 }
 
@@ -162,5 +167,11 @@ func (m *Metrics) poll(result string) {
 func (m *Metrics) refresh(source string) {
 	if m != nil {
 		m.changeVec.WithLabelValues(source).Inc()
+	}
+}
+
+func (m *Metrics) signatureCheck(result string) {
+	if m != nil {
+		m.verdicts.WithLabelValues(result).Inc()
 	}
 }

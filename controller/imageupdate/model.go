@@ -6,6 +6,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
+	"github.com/crowsnest-dev/crowsnest/registry/verify"
 )
 
 // Spec is everything crowsnest updates in one Application and how, whether
@@ -47,6 +48,9 @@ type Image struct {
 	// KustomizeName is the image name kustomize matches ("images:" name);
 	// empty means the image's repository.
 	KustomizeName string
+	// Verify, when set, are the keys one of which must have signed a tag's
+	// image for it to be chosen (cosign signatures).
+	Verify *verify.KeySet
 }
 
 // HelmNames are Helm parameter names (dotted value paths).

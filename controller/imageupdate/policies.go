@@ -11,6 +11,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/config"
 	"github.com/crowsnest-dev/crowsnest/registry/imageref"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
+	"github.com/crowsnest-dev/crowsnest/registry/verify"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 	"github.com/crowsnest-dev/crowsnest/windows/spec"
 )
@@ -141,6 +142,9 @@ func policyImage(path string, pi *config.PolicyImage) (Image, []error) {
 			fail("pullSecret", "%v", err)
 		}
 	}
+	if pi.Verify != nil {
+		img.Verify = policyKeys(pi.Verify, fail)
+	}
 	if img.Helm.ImageSpec != "" && (img.Helm.ImageName != "" || img.Helm.ImageTag != "") {
 		fail("helm", "set either imageSpec or imageName/imageTag, not both")
 	}
@@ -206,4 +210,39 @@ func anyGlob(gs []*spec.Glob, s string) bool {
 		}
 	}
 	return false
+}
+
+// policyKeys reads an image's verify block; every problem is reported
+// with its field, and a block with a problem verifies nothing: the image
+// does not compile, so it is never updated unverified.
+func policyKeys(v *config.PolicyVerify, fail func(field, format string, args ...any)) *verify.KeySet {
+	if v.Cosign == nil {
+		fail("verify.cosign", "required: the only verifier is cosign")
+		return nil
+	}
+	keys := v.Cosign.PublicKeys
+	if len(keys) == 0 {
+		fail("verify.cosign.publicKeys", "required: at least one PEM public key")
+		return nil
+	}
+	if len(keys) > verify.MaxKeys {
+		fail("verify.cosign.publicKeys", "%d keys, at most %d", len(keys), verify.MaxKeys)
+		return nil
+	}
+	bad := false
+	for i, k := range keys {
+		if _, _, err := verify.ParseKey(k); err != nil {
+			fail(fmt.Sprintf("verify.cosign.publicKeys[%d]", i), "%v", err)
+			bad = true
+		}
+	}
+	if bad {
+		return nil
+	}
+	ks, err := verify.ParseKeys(keys)
+	if err != nil {
+		fail("verify.cosign.publicKeys", "%v", err)
+		return nil
+	}
+	return ks
 }

@@ -102,3 +102,31 @@ func TestPolicyGitSecretNamesItsNamespace(t *testing.T) {
 		t.Errorf("git:secret:<namespace>/<name> refused: %v", err)
 	}
 }
+
+// A verify block with a problem fails the policy, naming the field: an
+// image is never updated with verification silently off.
+func TestPolicyVerifyErrorsNameTheField(t *testing.T) {
+	_, err := CompilePolicies([]config.ImagePolicy{{
+		Name:  "signed",
+		Match: config.PolicyMatch{Applications: []string{"*"}},
+		Images: []config.PolicyImage{
+			{Image: "nginx", Verify: &config.PolicyVerify{}},
+			{Image: "redis", Verify: &config.PolicyVerify{Cosign: &config.PolicyCosign{}}},
+			{Image: "busybox", Verify: &config.PolicyVerify{Cosign: &config.PolicyCosign{PublicKeys: []string{"awskms:///alias/release"}}}},
+			{Image: "alpine", Verify: &config.PolicyVerify{Cosign: &config.PolicyCosign{PublicKeys: []string{"-----BEGIN PUBLIC KEY-----\nbm9wZQ==\n-----END PUBLIC KEY-----\n"}}}},
+		},
+	}})
+	if err == nil {
+		t.Fatal("a broken verify block compiled")
+	}
+	for _, want := range []string{
+		"imagePolicies[0].images[0].verify.cosign: required",
+		"imagePolicies[0].images[1].verify.cosign.publicKeys: required",
+		`imagePolicies[0].images[2].verify.cosign.publicKeys[0]: "awskms://": key service references are not supported`,
+		"imagePolicies[0].images[3].verify.cosign.publicKeys[0]: parsing public key",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

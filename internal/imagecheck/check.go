@@ -16,6 +16,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/registry"
 	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
+	"github.com/crowsnest-dev/crowsnest/registry/verify"
 )
 
 // ErrNothingSelected is Run's error when no tag qualifies, so that
@@ -42,6 +43,10 @@ type Options struct {
 	// Kubeconfig and UserAgent are the kube client's, for pullsecret: and
 	// secret: credentials.
 	Kubeconfig, UserAgent string
+	// VerifyKeys, when set, are PEM public keys: a tag whose image has no
+	// cosign signature by one of them is skipped, as the daemon does for
+	// a policy's verify.cosign.publicKeys.
+	VerifyKeys []string
 	// Log receives the registry client's logs.
 	Log *slog.Logger
 }
@@ -69,6 +74,8 @@ type Candidate struct {
 	Version string        `json:"version,omitempty"`
 	Reason  policy.Reason `json:"reason"`
 	Created time.Time     `json:"created,omitzero"`
+	// Detail says why a signature did not verify.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Run lists the image's tags and selects as the daemon would. When no
@@ -87,6 +94,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var keys *verify.KeySet
+	if len(o.VerifyKeys) > 0 {
+		if keys, err = verify.ParseKeys(o.VerifyKeys); err != nil {
+			return nil, fmt.Errorf("verify keys: %w", err)
+		}
+	}
 	if list, err = o.override(list, img); err != nil {
 		return nil, err
 	}
@@ -97,7 +110,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	regs := setup.NewRegistriesFor(cfg, list, secrets, nil, o.Log)
-	rep, selErr, err := selectTag(ctx, regs, img, pol)
+	rep, selErr, err := selectTag(ctx, regs, img, pol, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +142,7 @@ func (o *Options) policy(list config.RegistryList) (registry.Image, *policy.Poli
 // selectTag lists the repository's tags and selects as the daemon would.
 // selErr is the selection's policy.ErrNoCandidate (in the report); err
 // any other failure.
-func selectTag(ctx context.Context, regs *setup.Registries, img registry.Image, pol *policy.Policy) (rep Report, selErr, err error) {
+func selectTag(ctx context.Context, regs *setup.Registries, img registry.Image, pol *policy.Policy, keys *verify.KeySet) (rep Report, selErr, err error) {
 	repo := img.Repository
 	rep = Report{Image: img.Repo(), Current: img.Tag, Strategy: string(pol.Strategy()), Candidates: []Candidate{}}
 	tags, err := regs.Client.ListTags(ctx, repo)
@@ -137,7 +150,11 @@ func selectTag(ctx context.Context, regs *setup.Registries, img registry.Image, 
 		return rep, nil, err
 	}
 	rep.Tags = len(tags)
-	res, selErr := pol.Explain(ctx, tags, regs.Client.MetadataFunc(repo, pol.Platforms()))
+	facts := policy.Facts{Metadata: regs.Client.MetadataFunc(repo, pol.Platforms())}
+	if keys != nil {
+		facts.Verify = regs.Client.VerifyFunc(repo, keys)
+	}
+	res, selErr := pol.ExplainWith(ctx, tags, facts)
 	if res.Candidates != nil {
 		for _, c := range res.Candidates {
 			rep.Candidates = append(rep.Candidates, Candidate(c))

@@ -43,6 +43,11 @@ var funcFieldsAllowed = map[string]string{
 	"notify/services/svc.Kind.Repository":    "constructor table",
 	"config/servicetypes.Type.Settings":      "constructor table",
 	"config/servicetypes.Type.Block":         "constructor table",
+	// One selection's lookups, built per call by the caller (like
+	// MetadataFunc, which Select already takes), never wired into a
+	// long-lived component.
+	"registry/policy.Facts.Metadata": "per-call lookup",
+	"registry/policy.Facts.Verify":   "per-call lookup",
 	// strictyaml's hooks into the decoder's walk of one document.
 	"config/internal/strictyaml.Decoder.Report": "decoder hook",
 	"config/internal/strictyaml.Decoder.Self":   "decoder hook",

@@ -34,3 +34,25 @@ func TestPurePackagesLinkNoSender(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonLinksNoSigningCode fails when the daemon links sigstore's
+// modules or the test signer: they sign test images (internal/testsign)
+// and must stay test-only dependencies; the daemon verifies with the
+// standard library (registry/verify).
+func TestDaemonLinksNoSigningCode(t *testing.T) {
+	root := moduleRoot(t)
+	module := modulePath(t, root)
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", "./cmd/crowsnest")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/crowsnest: %v", err)
+	}
+	for dep := range strings.Lines(string(out)) {
+		dep = strings.TrimSpace(dep)
+		if strings.HasPrefix(dep, "github.com/sigstore/") || dep == module+"/internal/testsign" {
+			t.Errorf("./cmd/crowsnest links %s", dep)
+		}
+	}
+}

@@ -13,7 +13,9 @@ const (
 	Head     = "head"
 	Manifest = "manifest"
 	Blob     = "blob"
-	Other    = "other"
+	// Referrers is the OCI 1.1 referrers API, where signatures are found.
+	Referrers = "referrers"
+	Other     = "other"
 )
 
 // Kind names a registry request: Ping (GET /v2/), List (tags), Head and
@@ -32,6 +34,8 @@ func Kind(r *http.Request) string {
 		return Manifest
 	case strings.Contains(p, "/blobs/"):
 		return Blob
+	case strings.Contains(p, "/referrers/"):
+		return Referrers
 	case !strings.HasPrefix(p, "/v2/"):
 		return Token
 	default:

@@ -18,6 +18,7 @@ func TestKind(t *testing.T) {
 		{name: "head", method: http.MethodHead, path: "/v2/team/app/manifests/v1", want: "head"},
 		{name: "manifest", method: http.MethodGet, path: "/v2/team/app/manifests/v1", want: "manifest"},
 		{name: "blob", method: http.MethodGet, path: "/v2/team/app/blobs/sha256:abc", want: "blob"},
+		{name: "referrers", method: http.MethodGet, path: "/v2/team/app/referrers/sha256:abc", want: "referrers"},
 		{name: "token", method: http.MethodGet, path: "/token", want: "token"},
 		{name: "catalog", method: http.MethodGet, path: "/v2/_catalog", want: "other"},
 	}

@@ -49,6 +49,9 @@ type OCIOptions struct {
 	// Username and Password, the longest path winning, as registries
 	// with per-project robots do. AuthBasic only.
 	RepoCredentials map[string]Credentials
+	// Referrers turns on the OCI 1.1 referrers API; without it clients
+	// fall back to the referrers tag schema.
+	Referrers bool
 }
 
 // Credentials are a user name and password.
@@ -81,7 +84,7 @@ type OCI struct {
 func StartOCI(tb testing.TB, opts OCIOptions) *OCI {
 	tb.Helper()
 	o := &OCI{opts: opts, tokens: map[string]bool{}}
-	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)), ggcrregistry.WithReferrersSupport(opts.Referrers))
 	o.Server = httptest.NewServer(o.handler(reg))
 	tb.Cleanup(o.Server.Close)
 	return o

@@ -33,6 +33,10 @@ type Result struct {
 	// (filters, extract, unparseable) follow, by tag. Only Explain fills
 	// it; Select leaves it nil so the daemon allocates little.
 	Candidates []Candidate
+	// Unverified are the tags refused because their signature did not
+	// verify, best first, with Detail saying why; Select fills it too, so
+	// the daemon reports them.
+	Unverified []Candidate
 }
 
 // Ref is what to deploy: "tag", or "tag@sha256:..." when pinned.
@@ -52,6 +56,8 @@ type Candidate struct {
 	Reason  Reason
 	// Created is the image's created time when its metadata was read.
 	Created time.Time
+	// Detail says more about Reason: why the signature did not verify.
+	Detail string
 }
 
 // Reason says why a candidate was selected or skipped; tests and
@@ -72,6 +78,7 @@ const (
 	ReasonPrerelease     Reason = "prerelease not named by the constraint"
 	ReasonPlatform       Reason = "not built for a wanted platform"
 	ReasonNotFound       Reason = "tag not in the repository"
+	ReasonUnverified     Reason = "signature not verified"
 )
 
 // reasonCode is a Reason in one byte, for the per-tag bookkeeping.
@@ -91,6 +98,7 @@ const (
 	rcPrerelease
 	rcPlatform
 	rcNotFound
+	rcUnverified
 	numReasons
 )
 
@@ -107,6 +115,7 @@ var reasons = [numReasons]Reason{
 	rcPrerelease:     ReasonPrerelease,
 	rcPlatform:       ReasonPlatform,
 	rcNotFound:       ReasonNotFound,
+	rcUnverified:     ReasonUnverified,
 }
 
 // tally counts skipped tags per reason for ErrNoCandidate's message.

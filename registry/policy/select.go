@@ -25,6 +25,10 @@ type inspection struct {
 	builtOK bool      // built for a wanted platform
 	// revision and source are Metadata's, for Result.
 	revision, source string
+	// verified says the signature was checked; refused is why it did
+	// not pass ("" when it did).
+	verified bool
+	refused  string
 }
 
 // selection is the state of one Select or Explain call.
@@ -32,6 +36,7 @@ type selection struct {
 	p         *Policy
 	ctx       context.Context
 	meta      MetadataFunc
+	verify    VerifyFunc
 	explain   bool
 	ranked    []entry
 	inspected []inspection
@@ -52,7 +57,14 @@ type selection struct {
 // returned wrapped. For the digest strategy tags may be nil: the tracked
 // tag is then looked up directly.
 func (p *Policy) Select(ctx context.Context, tags []string, meta MetadataFunc) (Result, error) {
-	s := selection{p: p, ctx: ctx, meta: meta}
+	return p.SelectWith(ctx, tags, Facts{Metadata: meta})
+}
+
+// SelectWith is Select with every lookup selection may make; with
+// facts.Verify set, a tag whose signature does not verify is skipped
+// (ReasonUnverified) and listed in Result.Unverified.
+func (p *Policy) SelectWith(ctx context.Context, tags []string, facts Facts) (Result, error) {
+	s := selection{p: p, ctx: ctx, meta: facts.Metadata, verify: facts.Verify}
 	return s.run(tags)
 }
 
@@ -61,7 +73,13 @@ func (p *Policy) Select(ctx context.Context, tags []string, meta MetadataFunc) (
 // skipped; `crowsnest test` prints it. On ErrNoCandidate the returned
 // Result still holds the candidates.
 func (p *Policy) Explain(ctx context.Context, tags []string, meta MetadataFunc) (Result, error) {
-	s := selection{p: p, ctx: ctx, meta: meta, explain: true}
+	return p.ExplainWith(ctx, tags, Facts{Metadata: meta})
+}
+
+// ExplainWith is Explain with every lookup selection may make (see
+// SelectWith).
+func (p *Policy) ExplainWith(ctx context.Context, tags []string, facts Facts) (Result, error) {
+	s := selection{p: p, ctx: ctx, meta: facts.Metadata, verify: facts.Verify, explain: true}
 	return s.run(tags)
 }
 
@@ -69,6 +87,9 @@ func (s *selection) run(tags []string) (Result, error) {
 	p := s.p
 	if p.NeedsMetadata() && s.meta == nil {
 		return Result{}, fmt.Errorf("image %q: the %s policy needs metadata, but no lookup was given", p.image, p.strategy)
+	}
+	if s.verify != nil && s.meta == nil {
+		return Result{}, fmt.Errorf("image %q: verifying signatures needs digests, but no metadata lookup was given", p.image)
 	}
 	if p.strategy == StrategyDigest {
 		return s.digest(tags)
@@ -129,6 +150,9 @@ func (s *selection) candidate(e *entry, rc reasonCode) Candidate {
 	c := Candidate{Tag: e.tag, Reason: reasons[rc]}
 	if e.md > 0 {
 		c.Created = s.inspected[e.md-1].created
+		if rc == rcUnverified {
+			c.Detail = s.inspected[e.md-1].refused
+		}
 	}
 	if rc == rcInvalidTag || rc == rcNotSemver || rc == rcNotNumeric || rc == rcNoExtractMatch || rc == rcNotAllowed || rc == rcIgnored {
 		return c
@@ -187,6 +211,9 @@ func (s *selection) walk(total int) (Result, error) {
 		} else {
 			s.tally[rc]++
 		}
+		if rc == rcUnverified {
+			res.Unverified = append(res.Unverified, s.candidate(e, rc))
+		}
 		if s.explain {
 			res.Candidates = append(res.Candidates, s.candidate(e, rc))
 		} else if found {
@@ -218,10 +245,40 @@ func (s *selection) verdict(e *entry, found bool) (reasonCode, error) {
 			rc = rcPlatform
 		}
 	}
+	if rc == rcNone && s.verify != nil && !found {
+		if rc, err := s.check(e); err != nil || rc != rcNone {
+			return rc, err
+		}
+	}
 	if rc == rcNone && found {
 		rc = rcOutranked
 	}
 	return rc, nil
+}
+
+// check verifies e's signature, once per selection: the digest comes
+// from its metadata.
+func (s *selection) check(e *entry) (reasonCode, error) {
+	if e.md == 0 {
+		if err := s.inspect(e); err != nil {
+			return rcNone, err
+		}
+	}
+	in := &s.inspected[e.md-1]
+	if !in.verified {
+		if in.digest == "" {
+			return rcNone, fmt.Errorf("image %q: verifying tag %q: %w", s.p.image, e.tag, errNoDigest)
+		}
+		refused, err := s.verify(s.ctx, in.digest)
+		if err != nil {
+			return rcNone, fmt.Errorf("image %q: verifying tag %q: %w", s.p.image, e.tag, err)
+		}
+		in.verified, in.refused = true, refused
+	}
+	if in.refused != "" {
+		return rcUnverified, nil
+	}
+	return rcNone, nil
 }
 
 // win records e as the selected tag.
@@ -317,12 +374,23 @@ func (s *selection) digest(tags []string) (Result, error) {
 		}
 		if !s.inspected[0].builtOK {
 			rc = rcPlatform
+		} else if s.verify != nil {
+			vrc, err := s.check(&e)
+			if err != nil {
+				return Result{}, err
+			}
+			if vrc != rcNone {
+				rc = vrc
+			}
 		}
 	}
 	s.tally[rc]++
 	var res Result
 	if s.explain {
 		res.Candidates = []Candidate{s.candidate(&e, rc)}
+	}
+	if rc == rcUnverified {
+		res.Unverified = []Candidate{s.candidate(&e, rc)}
 	}
 	if rc != rcSelected {
 		return res, noCandidate(s.p.image, 1, &s.tally)

@@ -44,6 +44,21 @@ type Metadata struct {
 // only for the candidates it must inspect.
 type MetadataFunc func(ctx context.Context, tag string) (Metadata, error)
 
+// VerifyFunc checks the signature of the manifest (or index) a tag points
+// to: it returns "" when digest passes, or why it does not. Selection
+// calls it lazily, best candidate first, only until one passes; an error
+// (the registry could not be asked) stops the selection.
+type VerifyFunc func(ctx context.Context, digest string) (refused string, err error)
+
+// Facts are the lookups a selection may make: metadata by tag, and, when
+// the image's signatures must be verified, a signature check by digest.
+type Facts struct {
+	Metadata MetadataFunc
+	// Verify, when set, makes a signature that does not verify a filter:
+	// the newest tag that passes wins.
+	Verify VerifyFunc
+}
+
 // String writes the platform the way policies do: "os/arch[/variant]".
 func (p Platform) String() string {
 	s := p.OS + "/" + p.Architecture

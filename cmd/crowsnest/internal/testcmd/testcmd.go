@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 )
 
 type options struct {
+	verifyKeys   []string
 	userAgent    string
 	strategy     string
 	constraint   string
@@ -76,6 +78,7 @@ the TLS settings of its registry host. Kubernetes secrets are read with
 	f.StringVar(&o.extractOrder, "extract-order", "", "how extracted values sort: semver, numeric or lexical")
 	f.StringSliceVar(&o.platforms, "platform", nil, "os/arch[/variant] the tag must be built for, one of them is enough (repeatable or comma-separated)")
 	f.StringSliceVar(&o.platforms, "platforms", nil, "same as --platform")
+	f.StringArrayVar(&o.verifyKeys, "verify-key", nil, "PEM public key file (cosign.pub): skip tags whose image has no cosign signature by it (repeatable: any one key)")
 	f.StringVar(&o.credentials, "credentials", "", "credentials reference for this image's registry")
 	f.StringVar(&o.configPath, "config", "", "crowsnest config file whose registries section applies")
 	f.StringVar(&o.regConf, "registries-conf", "", "argocd-image-updater registries.conf to read")
@@ -106,6 +109,14 @@ func (o *options) run(ctx context.Context, cmd *cobra.Command, image string) err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	var keys []string
+	for _, path := range o.verifyKeys {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--verify-key: %w", err)
+		}
+		keys = append(keys, string(b))
+	}
 	rep, err := imagecheck.Run(ctx, imagecheck.Options{
 		Image: image,
 		Policy: policy.Spec{
@@ -113,7 +124,7 @@ func (o *options) run(ctx context.Context, cmd *cobra.Command, image string) err
 			Extract: o.extract, ExtractOrder: o.extractOrder, Platforms: o.platforms,
 		},
 		ConfigPath: o.configPath, RegistriesConf: o.regConf, Credentials: o.credentials, Insecure: o.insecure,
-		Kubeconfig: o.kubeconfig, UserAgent: o.userAgent, Log: log,
+		Kubeconfig: o.kubeconfig, UserAgent: o.userAgent, Log: log, VerifyKeys: keys,
 	})
 	if rep == nil {
 		return err
@@ -148,7 +159,11 @@ func printTestReport(w io.Writer, rep *Report) error {
 		if !c.Created.IsZero() {
 			created = c.Created.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable(c.Tag), printable(c.Version), created, c.Reason)
+		result := string(c.Reason)
+		if c.Detail != "" {
+			result += ": " + c.Detail
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable(c.Tag), printable(c.Version), created, printable(result))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
