@@ -30,12 +30,15 @@ const (
 	EventWriteBackNotWired = "WriteBackUnavailable"
 	// EventWriteBackRefused is a write the tenancy rules refused (a Git
 	// writer found its file outside what the Application renders from).
-	EventWriteBackRefused   = "WriteBackRefused"
-	EventPolicyRefused      = "ImagePolicyRefused"
-	EventUnsupportedSource  = "UnsupportedSource"
-	eventTypeNormal         = corev1.EventTypeNormal
-	eventTypeWarning        = corev1.EventTypeWarning
-	defaultSelectionTimeout = 2 * time.Minute
+	EventWriteBackRefused  = "WriteBackRefused"
+	EventPolicyRefused     = "ImagePolicyRefused"
+	EventUnsupportedSource = "UnsupportedSource"
+	// EventSignatureNotVerified names the tags a signature policy skipped
+	// and why (a Warning, said again only when they change).
+	EventSignatureNotVerified = "SignatureNotVerified"
+	eventTypeNormal           = corev1.EventTypeNormal
+	eventTypeWarning          = corev1.EventTypeWarning
+	defaultSelectionTimeout   = 2 * time.Minute
 )
 
 // EventRecorder records Kubernetes Events on Applications; it is the one
@@ -273,6 +276,7 @@ func (r *ImageReconciler) forget(ctx context.Context, key string) {
 	r.newInvalid(key, nil)
 	r.newSaid(saidKey{saidRefused, key}, "")
 	r.newSaid(saidKey{saidNoCandidate, key}, "")
+	r.newSaid(saidKey{saidUnverified, key}, "")
 	r.prForget(key)
 	if err := r.forgetIntent(ctx, key); err != nil {
 		r.Log.Warn("forgetting the write intent failed", "app", key, "error", err)

@@ -23,6 +23,9 @@ const (
 	// saidDeclined: versions not proposed again, their pull request
 	// closed without merging.
 	saidDeclined = "declined"
+	// saidUnverified: tags skipped because their signature did not
+	// verify.
+	saidUnverified = "unverified"
 )
 
 // newInvalid records key's annotation problems and reports whether they

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
@@ -28,6 +29,16 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 	ctx, cancel := context.WithTimeout(ctx, defaultSelectionTimeout)
 	defer cancel()
 	out := make(map[string]imageupdate.Selection, len(spec.Images))
+	var unverified []string
+	defer func() {
+		// Said when the skipped tags change; "" forgets it.
+		if n := len(unverified); n > maxUnverifiedSaid {
+			unverified = append(unverified[:maxUnverifiedSaid], fmt.Sprintf("and %d more", n-maxUnverifiedSaid))
+		}
+		if what := strings.Join(unverified, "; "); r.newSaid(saidKey{saidUnverified, key}, what) {
+			r.keyEvent(key, eventTypeWarning, EventSignatureNotVerified, "tags skipped, their signature not verified: "+what)
+		}
+	}()
 	for i := range spec.Images {
 		img := &spec.Images[i]
 		pol, err := policy.Compile(img.Ref.Repo(), img.Policy)
@@ -54,12 +65,17 @@ func (r *ImageReconciler) selectAll(ctx context.Context, key string, spec *image
 		r.Log.Debug("version selected", "app", key, "image", img.Alias, "tag", res.Tag, "error", err)
 		for _, c := range res.Unverified {
 			// Debug: it repeats every pass; the registry client says it at
-			// Info once per digest checked.
+			// Info once per digest checked, and the Event below once while
+			// the skipped tags stay the same.
 			r.Log.Debug("tag skipped: signature not verified", "app", key, "image", img.Alias, "tag", c.Tag, "reason", c.Detail)
+			unverified = append(unverified, fmt.Sprintf("%s:%s (%s)", img.Name, c.Tag, c.Detail))
 		}
 	}
 	return out, false
 }
+
+// maxUnverifiedSaid bounds the skipped tags one Event names.
+const maxUnverifiedSaid = 10
 
 // pinDigest pins res, a tag chosen for an Application whose write-back
 // pins digests, to the digest the tag names: the one selection read, or
