@@ -298,14 +298,15 @@ func TestAppExamplesDecideAsDocumented(t *testing.T) {
 			{Alias: "api", Image: "ghcr.io/my-org/api", From: "2.3.1", To: "2.3.2", SourceIndex: -1,
 				Helm: []watcher.HelmParameter{strParam("image.repository", "ghcr.io/my-org/api"), strParam("image.tag", "2.3.2")}},
 			{Alias: "migrations", Image: "ghcr.io/my-org/api-migrations", From: "build-118", To: "build-120", SourceIndex: -1,
-				Helm: []watcher.HelmParameter{strParam("migrations.image", "ghcr.io/my-org/api-migrations:build-120")}},
+				Helm:      []watcher.HelmParameter{strParam("migrations.image", "ghcr.io/my-org/api-migrations:build-120")},
+				Described: true}, // newest-build read the tag's metadata
 		},
 		"argocd/payments": {{Alias: "payments", Image: "ghcr.io/my-org/payments", From: "1.8.2", To: "1.8.5", SourceIndex: 0,
 			Helm: []watcher.HelmParameter{strParam("image.repository", "ghcr.io/my-org/payments"), strParam("image.tag", "1.8.5")}}},
 		"argocd/storefront": {{Alias: "front", Image: "registry.example.com/shop/storefront", From: "stable",
 			To: "stable@sha256:" + strings.Repeat("b", 64), Digest: "sha256:" + strings.Repeat("b", 64), SourceIndex: -1,
 			Kustomize:     "storefront=registry.example.com/shop/storefront:stable@sha256:" + strings.Repeat("b", 64),
-			KustomizeName: "storefront"}},
+			KustomizeName: "storefront", Described: true}},
 	}
 	c := readApps(t, "apps")
 	for key, app := range c.apps {
