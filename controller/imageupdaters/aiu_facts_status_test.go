@@ -25,7 +25,7 @@ type statusFact struct {
 func shopStatus(t *testing.T, s *Set, list apps, now time.Time) (statusFact, status) {
 	t.Helper()
 	for _, a := range list {
-		s.Match(a) // records each Application's tenancy refusals
+		s.Match(t.Context(), a) // records each Application's tenancy refusals
 	}
 	w := &StatusWriter{Set: s, Apps: list}
 	o := w.observe()["team-a/shop"]
