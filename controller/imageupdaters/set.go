@@ -344,7 +344,8 @@ func (s *Set) specOf(ctx context.Context, m *match, app *watcher.App) (*imageupd
 func (s *Set) withKeys(ctx context.Context, m *match, spec *imageupdate.Spec) []error {
 	var errs []error
 	kept := spec.Images[:0]
-	for _, img := range spec.Images {
+	for i := range spec.Images {
+		img := &spec.Images[i]
 		if k := m.r.image(img.Alias).Verify; k != nil {
 			keys, err := s.verifyKeys(ctx, m.res.key, m.res.namespace, k, "the image "+img.Alias+" is not updated")
 			if err != nil {
@@ -353,7 +354,7 @@ func (s *Set) withKeys(ctx context.Context, m *match, spec *imageupdate.Spec) []
 			}
 			img.Verify = keys
 		}
-		kept = append(kept, img)
+		kept = append(kept, *img)
 	}
 	spec.Images = kept
 	return errs

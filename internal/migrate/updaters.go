@@ -102,8 +102,9 @@ func (m *migration) updaterSpec(app *watcher.App, ma *App) (spec *imageupdate.Sp
 			f.Why, f.Breaks = "an ImageUpdater is as trusted as its namespace's annotations: Secrets of its own namespace, its Applications' AppProject repositories", true
 			ma.Cannot = append(ma.Cannot, f)
 		case errors.Is(err, errSecretNotGiven):
-			f.What = "signature verification: " + fe.Msg
-			f.Why = "migrate was not given this Secret (pass it with the manifests to check the key); crowsnest reads it at run time and verifies the tags with it, and an image whose key it cannot read is not updated"
+			notGiven, _, _ := strings.Cut(fe.Msg, ";")
+			f.What = "signature verification: " + strings.TrimPrefix(notGiven, errSecretNotGiven.Error()+": ") + " was not given to migrate, so its public key is not checked here"
+			f.Why = "crowsnest reads the key from the Secret at run time and verifies the tags with it; an image whose key it cannot read is not updated (pass the Secret with the manifests to check it now)"
 			ma.Differs = append(ma.Differs, f)
 		case errors.Is(err, imageupdaters.ErrVerifyKey):
 			f.Why, f.Breaks = "crowsnest verifies cosign signatures with the PEM public key the Secret holds, and does not update an image whose key it cannot read", true
@@ -153,7 +154,7 @@ func (m *migration) resourceProblemsFor(d imageupdaters.Decision, ma *App) {
 
 // errSecretNotGiven says migrate was not given a Secret an ImageUpdater
 // names (imagesVerification's cosignKey): the daemon reads it at run time.
-var errSecretNotGiven = errors.New("Secret not given to migrate")
+var errSecretNotGiven = errors.New("not given to migrate")
 
 // givenSecrets reads the Secrets given to migrate, by "namespace/name".
 type givenSecrets map[string]map[string][]byte
@@ -161,7 +162,7 @@ type givenSecrets map[string]map[string][]byte
 func (g givenSecrets) Get(_ context.Context, namespace, name string) (*corev1.Secret, error) {
 	data, ok := g[namespace+"/"+name]
 	if !ok {
-		return nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, errSecretNotGiven)
+		return nil, fmt.Errorf("%w: Secret %s/%s", errSecretNotGiven, namespace, name)
 	}
 	return &corev1.Secret{Data: data}, nil
 }
