@@ -178,7 +178,8 @@ func runFacts(t *testing.T, rows []factRow) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &problemLog{}
 			// The Secret every row's cosignKey names holds a real key.
-			secrets := fakeSecrets{"team-a/cosign": {"cosign.pub": []byte(testsign.NewSigner(t, testsign.ECDSA).PublicPEM)}}
+			secrets := fakeSecrets{"team-a/cosign": {"cosign.pub": []byte(testsign.NewSigner(t, testsign.ECDSA).PublicPEM)},
+				"team-a/kms": {"cosign.pub": []byte("awskms:///alias/cosign")}, "team-a/text": {"cosign.pub": []byte("not a key")}}
 			s := &Set{Tenancy: &tenancy.Rules{}, Secrets: secrets, Log: slog.New(rec)}
 			for _, d := range tt.docs {
 				s.Apply(parse(t, d), nil)
@@ -544,7 +545,13 @@ func TestAIUImageUpdaterImageFacts(t *testing.T) {
 		{name: "imagesVerification naming a key the Secret lacks: the image is not updated, the key named", source: aiuMergeVerify,
 			docs:     ref(`imagesVerification: {cosignKey: {secretName: cosign, key: other.pub}}`, webImage),
 			problems: []string{at("spec.imagesVerification.cosignKey.key")}},
-		{name: "imagesVerification on without a cosignKey: the image is not updated", source: aiuMergeVerify,
+		{name: "imagesVerification whose key is a key service reference: the image is not updated, the key named", source: aiuMergeVerify,
+			docs:     ref(`imagesVerification: {cosignKey: {secretName: kms, key: cosign.pub}}`, webImage),
+			problems: []string{at("spec.imagesVerification.cosignKey.key")}},
+		{name: "imagesVerification whose key is not PEM: the image is not updated, the key named", source: aiuMergeVerify,
+			docs:     ref(`imagesVerification: {cosignKey: {secretName: text, key: cosign.pub}}`, webImage),
+			problems: []string{at("spec.imagesVerification.cosignKey.key")}},
+		{name: "imagesVerification on without a cosignKey: the image is not updated", source: aiuCRD + " (x-kubernetes-validations: cosignKey required when enabled), " + aiuMergeVerify + " (newImageFromImagesVerification)",
 			docs:     ref(`imagesVerification: {enabled: true}`, webImage),
 			problems: []string{at("spec.imagesVerification")}},
 	})
