@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
@@ -179,7 +180,8 @@ func runFacts(t *testing.T, rows []factRow) {
 			rec := &problemLog{}
 			// The Secret every row's cosignKey names holds a real key.
 			secrets := fakeSecrets{"team-a/cosign": {"cosign.pub": []byte(testsign.NewSigner(t, testsign.ECDSA).PublicPEM)},
-				"team-a/kms": {"cosign.pub": []byte("awskms:///alias/cosign")}, "team-a/text": {"cosign.pub": []byte("not a key")}}
+				"team-a/kms": {"cosign.pub": []byte("awskms:///alias/cosign")}, "team-a/text": {"cosign.pub": []byte("not a key")},
+				"team-a/argocd-secret": {"cosign.pub": []byte(testsign.NewSigner(t, testsign.ECDSA).PublicPEM)}}
 			s := &Set{Tenancy: &tenancy.Rules{}, Secrets: secrets, Log: slog.New(rec)}
 			for _, d := range tt.docs {
 				s.Apply(parse(t, d), nil)
@@ -224,7 +226,7 @@ func (f fakeSecrets) Get(_ context.Context, namespace, name string) (*corev1.Sec
 	if !ok {
 		return nil, fmt.Errorf("secrets %q not found", name)
 	}
-	return &corev1.Secret{Data: data}, nil
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: data}, nil
 }
 
 // web is the image most rows list, as Match gives it with no setting.
@@ -548,6 +550,9 @@ func TestAIUImageUpdaterImageFacts(t *testing.T) {
 		{name: "imagesVerification whose key is a key service reference: the image is not updated, the key named", source: aiuMergeVerify,
 			docs:     ref(`imagesVerification: {cosignKey: {secretName: kms, key: cosign.pub}}`, webImage),
 			problems: []string{at("spec.imagesVerification.cosignKey.key")}},
+		{name: "imagesVerification naming a Secret Argo CD keeps for itself: refused, as for annotations' credentials, the secretName named", source: aiuMergeVerify + " (AIU reads any Secret of the namespace)",
+			docs:     ref(`imagesVerification: {cosignKey: {secretName: argocd-secret, key: cosign.pub}}`, webImage),
+			problems: []string{at("spec.imagesVerification.cosignKey.secretName")}},
 		{name: "imagesVerification whose key is not PEM: the image is not updated, the key named", source: aiuMergeVerify,
 			docs:     ref(`imagesVerification: {cosignKey: {secretName: text, key: cosign.pub}}`, webImage),
 			problems: []string{at("spec.imagesVerification.cosignKey.key")}},

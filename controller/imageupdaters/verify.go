@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
+	"github.com/crowsnest-dev/crowsnest/registry/creds"
 	"github.com/crowsnest-dev/crowsnest/registry/verify"
 )
 
@@ -69,6 +70,11 @@ func (s *Set) verifyKeys(ctx context.Context, resKey, namespace string, k *image
 	defer cancel()
 	sec, err := s.Secrets.Get(rctx, namespace, k.SecretName)
 	if err != nil {
+		return nil, fail(k.SecretPath, err, "%v", err)
+	}
+	if err := creds.CheckReserved(sec); err != nil {
+		// The rule for annotations' credentials: whoever writes an
+		// ImageUpdater reaches no further than the annotations there.
 		return nil, fail(k.SecretPath, err, "%v", err)
 	}
 	data, ok := sec.Data[k.Key]

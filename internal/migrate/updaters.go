@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
@@ -164,5 +165,5 @@ func (g givenSecrets) Get(_ context.Context, namespace, name string) (*corev1.Se
 	if !ok {
 		return nil, fmt.Errorf("%w: Secret %s/%s", errSecretNotGiven, namespace, name)
 	}
-	return &corev1.Secret{Data: data}, nil
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: data}, nil
 }
