@@ -210,7 +210,9 @@ func (r *Rule) Matches(namespace, name string, lbls map[string]string) bool {
 // ImagePolicy returns the rule as one of crowsnest's imagePolicies entries
 // (for `crowsnest migrate`). A policy has no namespace: the caller must
 // keep the rule to r.Namespace some other way, and a useAnnotations rule
-// has no policy equivalent (crowsnest reads annotations anyway).
+// has no policy equivalent (crowsnest reads annotations anyway). An
+// image's Verify is not carried: a policy's verify takes the PEM key
+// inline, and the rule only names the Secret holding it.
 func (r *Rule) ImagePolicy(name string) config.ImagePolicy {
 	p := config.ImagePolicy{Name: name, WriteBack: r.WriteBack}
 	p.Match.Applications = []string{r.NamePattern}
