@@ -95,7 +95,7 @@ type PolicySet interface {
 // to update in app, and their problems for it; ok is false when none
 // selects app (imageupdaters.Set).
 type UpdaterSet interface {
-	Match(app *watcher.App) (spec *imageupdate.Spec, errs []error, ok bool)
+	Match(ctx context.Context, app *watcher.App) (spec *imageupdate.Spec, errs []error, ok bool)
 }
 
 // Refresher has Argo CD look at the commit an Application's Git write
@@ -226,7 +226,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req Request) (res Resul
 	r.Log.Debug("application observed", "app", req.Key, "resourceVersion", app.ResourceVersion, "project", app.Project,
 		"sources", len(app.Sources), "images", len(app.Images),
 		"sync", app.SyncStatus, "health", app.HealthStatus)
-	spec, errs := r.specOf(req.Key, app)
+	spec, errs := r.specOf(ctx, req.Key, app)
 	if spec == nil {
 		r.prSettled(req.Key)
 		r.Tally.forget(req.Key, false)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -16,10 +17,10 @@ import (
 // specOf is what app asks to update: an image updater's (ImageUpdaters),
 // else its annotations, else a matching image policy its tenancy admits;
 // nil when none. errs are the annotations' errors.
-func (r *ImageReconciler) specOf(key string, app *watcher.App) (spec *imageupdate.Spec, errs []error) {
+func (r *ImageReconciler) specOf(ctx context.Context, key string, app *watcher.App) (spec *imageupdate.Spec, errs []error) {
 	spec, errs = imageupdate.FromAnnotations(app.Annotations)
 	if r.ImageUpdaters != nil {
-		if s, e, ok := r.ImageUpdaters.Match(app); ok {
+		if s, e, ok := r.ImageUpdaters.Match(ctx, app); ok {
 			return s, e
 		}
 	}

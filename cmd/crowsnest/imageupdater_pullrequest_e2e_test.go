@@ -102,7 +102,7 @@ spec:
 	} {
 		app := &watcher.App{Namespace: ns, Name: name, Project: "default",
 			Sources: []watcher.Source{{RepoURL: "https://github.com/acme/" + name + ".git", Path: "deploy", TargetRevision: "main"}}}
-		spec, errs, ok := set.Match(app)
+		spec, errs, ok := set.Match(t.Context(), app)
 		if !ok || len(errs) > 0 {
 			t.Fatalf("%s: selected %v, problems %v", name, ok, errs)
 		}

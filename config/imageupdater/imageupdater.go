@@ -100,11 +100,20 @@ type HelmTarget struct {
 	Spec *string `json:"spec,omitempty"`
 }
 
-// Verification is cosign signature verification, which crowsnest
-// does not do: an image that asks for it is not updated.
+// Verification is cosign signature verification of the images below
+// it. Enabled (true when the block is there and it is not set) and
+// CosignKey each override the level above's on their own.
 type Verification struct {
-	Enabled   *bool          `json:"enabled,omitempty"`
-	CosignKey map[string]any `json:"cosignKey,omitempty"`
+	Enabled   *bool      `json:"enabled,omitempty"`
+	CosignKey *CosignKey `json:"cosignKey,omitempty"`
+}
+
+// CosignKey names a PEM public key: the key Key of the Secret SecretName
+// in the resource's own namespace (argocd-image-updater has no field for
+// another namespace).
+type CosignKey struct {
+	SecretName string `json:"secretName"`
+	Key        string `json:"key"`
 }
 
 // Parse reads one ImageUpdater object, YAML or JSON, as kubectl
@@ -146,10 +155,14 @@ type Rule struct {
 	// Applications it selects, so that no broader rule pushes where a
 	// review was asked for, and writes nothing.
 	NoWrite string
-	// Unverified, for a useAnnotations rule, is the path of the
-	// applicationRef's imagesVerification that asks for signature
-	// verification, which crowsnest does not do: the annotations' images
-	// are then not updated (argocd-image-updater would verify them).
+	// Verify, for a useAnnotations rule, is the applicationRef's own
+	// imagesVerification when it is on (argocd-image-updater reads no
+	// other level for annotated images): every image of the annotations
+	// must then be signed with its key.
+	Verify *VerifyKey
+	// Unverified, for a useAnnotations rule, is the path of an
+	// imagesVerification that is on and cannot be honoured (no usable
+	// cosignKey): the annotations' images are then not updated.
 	Unverified string
 	// Images are the images that translated without problems.
 	Images []RuleImage
@@ -170,6 +183,9 @@ type RuleImage struct {
 	// Path is the image's field path, "spec.applicationRefs[0].images[2]".
 	Path string
 	config.PolicyImage
+	// Verify, when set, is the cosign key the image's tags must be signed
+	// with (the merged imagesVerification); nil is no verification.
+	Verify *VerifyKey
 	// Fields maps each config.PolicyImage key set ("image", "constraint",
 	// "strategy", "allowTags", "ignoreTags", "pullSecret", "platforms",
 	// "forceUpdate", "helm.imageName", "helm.imageTag", "helm.imageSpec",
@@ -194,7 +210,9 @@ func (r *Rule) Matches(namespace, name string, lbls map[string]string) bool {
 // ImagePolicy returns the rule as one of crowsnest's imagePolicies entries
 // (for `crowsnest migrate`). A policy has no namespace: the caller must
 // keep the rule to r.Namespace some other way, and a useAnnotations rule
-// has no policy equivalent (crowsnest reads annotations anyway).
+// has no policy equivalent (crowsnest reads annotations anyway). An
+// image's Verify is not carried: a policy's verify takes the PEM key
+// inline, and the rule only names the Secret holding it.
 func (r *Rule) ImagePolicy(name string) config.ImagePolicy {
 	p := config.ImagePolicy{Name: name, WriteBack: r.WriteBack}
 	p.Match.Applications = []string{r.NamePattern}
@@ -243,7 +261,7 @@ func (u *Resource) Rules() ([]Rule, []Problem) {
 		return nil, errs
 	}
 	global := layer{"spec.commonUpdateSettings", s.CommonUpdateSettings}
-	verifyAt := verifyPath("spec.imagesVerification", s.ImagesVerification, "")
+	verifyAt := mergeVerify(verifyState{}, "spec.imagesVerification", s.ImagesVerification)
 	var rules []Rule
 	seen := map[string]bool{}
 	images := 0
@@ -273,7 +291,7 @@ func (u *Resource) Rules() ([]Rule, []Problem) {
 
 // translateRef merges and checks one applicationRef; ok is false when the
 // whole ref must be left out.
-func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, verifyAt string, errs *problems) (Rule, bool) {
+func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, verifyAt verifyState, errs *problems) (Rule, bool) {
 	r := Rule{Path: rp, Namespace: namespace, NamePattern: ref.NamePattern, specificity: specificity(ref)}
 	ok := true
 	if ref.NamePattern == "" {
@@ -300,9 +318,11 @@ func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, veri
 		r.UseAnnotations = true
 		// argocd-image-updater reads the applicationRef's own
 		// imagesVerification for annotated images, not the spec's.
-		if v := verifyPath(fieldpath.Join(rp, "imagesVerification"), ref.ImagesVerification, ""); v != "" {
-			errs.invalid(v, "signature verification is on for this applicationRef and crowsnest does not verify signatures; the images of the Applications' annotations are not updated")
-			r.Unverified = v
+		own := mergeVerify(verifyState{}, fieldpath.Join(rp, "imagesVerification"), ref.ImagesVerification)
+		if key, bad := own.key(errs, "the images of the Applications' annotations are not updated"); bad != "" {
+			r.Unverified = bad
+		} else {
+			r.Verify = key
 		}
 		return r, ok
 	}
@@ -314,7 +334,7 @@ func translateRef(rp, namespace string, s *Spec, ref *AppRef, global layer, veri
 	r.WriteBack, r.WriteBackFields, r.NoWrite = wb, fields, noWrite
 	ok = ok && wbOK
 	refLayer := layer{fieldpath.Join(rp, "commonUpdateSettings"), ref.CommonUpdateSettings}
-	refVerify := verifyPath(fieldpath.Join(rp, "imagesVerification"), ref.ImagesVerification, verifyAt)
+	refVerify := mergeVerify(verifyAt, fieldpath.Join(rp, "imagesVerification"), ref.ImagesVerification)
 	aliases := map[string]bool{}
 	for j := range ref.Images {
 		ip := fieldpath.Index(fieldpath.Join(rp, "images"), j)
@@ -360,7 +380,7 @@ type layer struct {
 
 // translateImage merges the settings layers under one image and checks
 // what config can check; ok is false when the image must be left out.
-func translateImage(ip string, im *Image, layers []layer, verifyAt string, errs *problems) (RuleImage, bool) {
+func translateImage(ip string, im *Image, layers []layer, verifyAt verifyState, errs *problems) (RuleImage, bool) {
 	out := RuleImage{Path: ip, Fields: map[string]string{}}
 	ok := true
 	fail := func(field, format string, args ...any) {
@@ -394,9 +414,11 @@ func translateImage(ip string, im *Image, layers []layer, verifyAt string, errs 
 	if !translateTargets(ip, im.ManifestTargets, &out, errs) {
 		ok = false
 	}
-	if verifyAt = verifyPath(fieldpath.Join(ip, "imagesVerification"), im.ImagesVerification, verifyAt); verifyAt != "" {
-		errs.invalid(verifyAt, "signature verification is on for this image and crowsnest does not verify signatures; the image %s is not updated", im.Alias)
+	v := mergeVerify(verifyAt, fieldpath.Join(ip, "imagesVerification"), im.ImagesVerification)
+	if key, bad := v.key(errs, "the image "+im.Alias+" is not updated"); bad != "" {
 		ok = false
+	} else {
+		out.Verify = key
 	}
 	return out, ok
 }
@@ -508,21 +530,6 @@ func translateTargets(ip string, t *Targets, out *RuleImage, errs *problems) boo
 		}
 	}
 	return true
-}
-
-// verifyPath returns the path of the imagesVerification block that turns
-// signature verification on at this level ("" for off): v when it is set,
-// else the level above's (inherited). crowsnest does not verify
-// signatures, so the images it covers are left out.
-func verifyPath(p string, v *Verification, above string) string {
-	switch {
-	case v == nil:
-		return above
-	case v.Enabled == nil || *v.Enabled:
-		return p
-	default:
-		return ""
-	}
 }
 
 // cutConstraint cuts "<image>[:<constraint>]": the constraint follows the

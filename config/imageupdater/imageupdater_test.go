@@ -198,7 +198,7 @@ applicationRefs:
   - {alias: ok4, imageName: nginx, commonUpdateSettings: {pullSecret: "hunter2"}}
   - {alias: ok5, imageName: nginx, manifestTargets: {plugin: {name: IMG}}}
   - {alias: ok6, imageName: nginx, manifestTargets: {helm: {name: a}, kustomize: {name: b}}}
-  - {alias: ok7, imageName: nginx, imagesVerification: {cosignKey: {secretName: k, key: cosign.pub}}}
+  - {alias: ok7, imageName: nginx, imagesVerification: {cosignKey: {secretName: other/k, key: cosign.pub}}}
   - {alias: ok8, imageName: ""}
   - {alias: ok9, imageName: nginx, commonUpdateSettings: {allowTags: "regexp:` + strings.Repeat("a", 1025) + `"}}
   - {alias: good, imageName: nginx, imagesVerification: {enabled: false}}
@@ -209,7 +209,7 @@ applicationRefs:
 				"spec.applicationRefs[0].images[4].commonUpdateSettings.pullSecret:",
 				"spec.applicationRefs[0].images[5].manifestTargets.plugin:",
 				"spec.applicationRefs[0].images[6].manifestTargets:",
-				"spec.applicationRefs[0].images[7].imagesVerification:",
+				"spec.applicationRefs[0].images[7].imagesVerification.cosignKey.secretName: \"other/k\": only Secrets of the ImageUpdater's own namespace",
 				"spec.applicationRefs[0].images[8].imageName: required",
 				"spec.applicationRefs[0].images[9].commonUpdateSettings.allowTags: 1032 bytes, over the 1024-byte limit; the image ok9 is not updated",
 				"spec.applicationRefs[0].images[11].alias:",

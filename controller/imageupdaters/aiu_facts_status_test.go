@@ -2,6 +2,7 @@ package imageupdaters
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ type statusFact struct {
 func shopStatus(t *testing.T, s *Set, list apps, now time.Time) (statusFact, status) {
 	t.Helper()
 	for _, a := range list {
-		s.Match(a) // records each Application's tenancy refusals
+		s.Match(t.Context(), a) // records each Application's tenancy refusals
 	}
 	w := &StatusWriter{Set: s, Apps: list}
 	o := w.observe()["team-a/shop"]
@@ -83,6 +84,9 @@ func TestAIUImageUpdaterStatusFacts(t *testing.T) {
 		{name: "an image refused for one Application (its pullSecret) still counts; Ready ReconcileCompletedWithErrors, Error PartialErrors", source: aiuStatusGo + " (NumErrors > 0), " + aiuUpdateGo + " (NumImagesConsidered += 1, then the pullSecret namespace check: NumErrors += 1)",
 			spec: `{applicationRefs: [{namePattern: shop-web, images: [{alias: web, imageName: ghcr.io/acme/web, commonUpdateSettings: {pullSecret: "pullsecret:team-b/regcred"}}]}]}`,
 			want: statusFact{Matched: 1, Images: 1, Generation: 4, Conditions: partial}},
+		{name: "an image whose imagesVerification key cannot be read still counts; Ready ReconcileCompletedWithErrors, Error PartialErrors", source: aiuStatusGo + " (NumErrors > 0), " + aiuArgocdGo + " (newImageFromImagesVerification: failed to fetch public key secret field)",
+			spec: `{applicationRefs: [{namePattern: shop-web, images: [{alias: web, imageName: ghcr.io/acme/web, imagesVerification: {cosignKey: {secretName: gone, key: cosign.pub}}}]}]}`,
+			want: statusFact{Matched: 1, Images: 1, Generation: 4, Conditions: partial}},
 		{name: "no usable applicationRef: Ready ReconcileFailed, Error ReconcileError", source: aiuStatusGo + " (reconcileErr != nil), " + aiuFilter + " (invalid name pattern)",
 			spec: `{applicationRefs: [{namePattern: "shop-[", images: [` + webImage + `]}]}`,
 			want: statusFact{Generation: 4, Conditions: failed}},
@@ -122,4 +126,22 @@ func TestAIUImageUpdaterRecentUpdatesFacts(t *testing.T) {
 	if st.LastCheckedAt == nil || !st.LastCheckedAt.Equal(&metav1.Time{Time: t0.Add(2 * time.Minute)}) {
 		t.Errorf("lastCheckedAt = %v, want the time of the write", st.LastCheckedAt)
 	}
+}
+
+// A key that cannot be read is named, field and all, in the Error
+// condition, as AIU puts the failure in its status.
+func TestVerifyKeyProblemInStatus(t *testing.T) {
+	s := newSet(t, iu("shop", `{imagesVerification: {cosignKey: {secretName: gone, key: cosign.pub}}, applicationRefs: [`+webRef+`]}`))
+	s.Secrets = fakeSecrets{}
+	_, st := shopStatus(t, s, apps{shopWeb()}, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	want := "spec.imagesVerification.cosignKey.secretName"
+	for _, c := range st.Conditions {
+		if c.Type == ConditionError {
+			if !strings.Contains(c.Message, want) || !strings.Contains(c.Message, "not updated") {
+				t.Errorf("Error condition message %q does not name %s", c.Message, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no Error condition in %v", st.Conditions)
 }

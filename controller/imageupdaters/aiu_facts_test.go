@@ -3,6 +3,7 @@ package imageupdaters
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -10,10 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/config/imageupdater"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/tenancy"
+	"github.com/crowsnest-dev/crowsnest/internal/testsign"
 	"github.com/crowsnest-dev/crowsnest/registry/policy"
 	"github.com/crowsnest-dev/crowsnest/watcher"
 )
@@ -55,6 +59,8 @@ type factImage struct {
 	Force       bool
 	Helm        imageupdate.HelmNames
 	Kustomize   string
+	// Verified says the image's tags must be signed (Image.Verify).
+	Verified bool
 }
 
 func factImages(spec *imageupdate.Spec) []factImage {
@@ -65,7 +71,7 @@ func factImages(spec *imageupdate.Spec) []factImage {
 	for i := range spec.Images {
 		im := &spec.Images[i]
 		out = append(out, factImage{Alias: im.Alias, Name: im.Name, Policy: im.Policy, PullSecret: im.PullSecret,
-			Force: im.ForceUpdate, Helm: im.Helm, Kustomize: im.KustomizeName})
+			Force: im.ForceUpdate, Helm: im.Helm, Kustomize: im.KustomizeName, Verified: im.Verify != nil})
 	}
 	return out
 }
@@ -172,7 +178,11 @@ func runFacts(t *testing.T, rows []factRow) {
 		tt := &rows[i]
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &problemLog{}
-			s := &Set{Tenancy: &tenancy.Rules{}, Log: slog.New(rec)}
+			// The Secret every row's cosignKey names holds a real key.
+			secrets := fakeSecrets{"team-a/cosign": {"cosign.pub": []byte(testsign.NewSigner(t, testsign.ECDSA).PublicPEM)},
+				"team-a/kms": {"cosign.pub": []byte("awskms:///alias/cosign")}, "team-a/text": {"cosign.pub": []byte("not a key")},
+				"team-a/argocd-secret": {"cosign.pub": []byte(testsign.NewSigner(t, testsign.ECDSA).PublicPEM)}}
+			s := &Set{Tenancy: &tenancy.Rules{}, Secrets: secrets, Log: slog.New(rec)}
 			for _, d := range tt.docs {
 				s.Apply(parse(t, d), nil)
 			}
@@ -180,7 +190,7 @@ func runFacts(t *testing.T, rows []factRow) {
 			if a == nil {
 				a = shopWeb()
 			}
-			spec, errs, ok := s.Match(a)
+			spec, errs, ok := s.Match(t.Context(), a)
 			if ok == tt.unselected {
 				t.Fatalf("selected = %v, want %v (AIU %s); images %v, errors %v", ok, !tt.unselected, tt.source, factImages(spec), errs)
 			}
@@ -202,6 +212,21 @@ func runFacts(t *testing.T, rows []factRow) {
 			}
 		})
 	}
+}
+
+// verified is img with its tags to be signed.
+func verified(img factImage) factImage { img.Verified = true; return img }
+
+// fakeSecrets are Secrets by namespace/name, for rows that need no
+// apiserver (the e2e reads them from one).
+type fakeSecrets map[string]map[string][]byte
+
+func (f fakeSecrets) Get(_ context.Context, namespace, name string) (*corev1.Secret, error) {
+	data, ok := f[namespace+"/"+name]
+	if !ok {
+		return nil, fmt.Errorf("secrets %q not found", name)
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: data}, nil
 }
 
 // web is the image most rows list, as Match gives it with no setting.
@@ -321,10 +346,14 @@ func TestAIUImageUpdaterSelectionFacts(t *testing.T) {
 			docs:   shopIU(`{imagesVerification: {enabled: true, ` + cosignKey + `}, applicationRefs: [{namePattern: shop-web, useAnnotations: true}]}`),
 			app:    annotated("shop-web", ann("image-list", "web=ghcr.io/acme/web")),
 			images: []factImage{web}},
-		{name: "useAnnotations honours the applicationRef's imagesVerification: not verified, so not updated", source: aiuFilter + " (mergedImagesVerification = applicationRef.ImagesVerification)",
-			docs:     shopIU(`{applicationRefs: [{namePattern: shop-web, useAnnotations: true, imagesVerification: {enabled: true, ` + cosignKey + `}}]}`),
+		{name: "useAnnotations honours the applicationRef's imagesVerification: the annotations' images are verified", source: aiuFilter + " (mergedImagesVerification = applicationRef.ImagesVerification)",
+			docs:   shopIU(`{applicationRefs: [{namePattern: shop-web, useAnnotations: true, imagesVerification: {enabled: true, ` + cosignKey + `}}]}`),
+			app:    annotated("shop-web", ann("image-list", "web=ghcr.io/acme/web")),
+			images: []factImage{verified(web)}},
+		{name: "useAnnotations with the applicationRef's imagesVerification naming a missing Secret: not updated", source: aiuFilter + " (mergedImagesVerification = applicationRef.ImagesVerification)",
+			docs:     shopIU(`{applicationRefs: [{namePattern: shop-web, useAnnotations: true, imagesVerification: {cosignKey: {secretName: gone, key: cosign.pub}}}]}`),
 			app:      annotated("shop-web", ann("image-list", "web=ghcr.io/acme/web")),
-			problems: []string{at("spec.applicationRefs[0].imagesVerification")}},
+			problems: []string{at("spec.applicationRefs[0].imagesVerification.cosignKey.secretName")}},
 
 		// Several ImageUpdaters in one namespace.
 		{name: "(c) several ImageUpdaters select one Application: each one's images are updated, resources in name order", source: aiuReconcileGo + " (ProcessImageUpdaterCRs runs every CR), " + aiuFilter,
@@ -501,16 +530,35 @@ func TestAIUImageUpdaterImageFacts(t *testing.T) {
 			problems: []string{img0("manifestTargets.plugin")}},
 
 		// imagesVerification.
-		{name: "spec.imagesVerification enabled: the images are not updated (crowsnest verifies no signatures)", source: aiuMergeVerify + ", " + aiuUpdateGo + " (VerifyWithPublicKey)",
-			docs:     ref(`imagesVerification: {enabled: true, `+cosignKey+`}`, webImage),
-			problems: []string{at("spec.imagesVerification")}},
+		{name: "spec.imagesVerification enabled: the images are verified with the Secret's key", source: aiuMergeVerify + ", " + aiuUpdateGo + " (VerifyWithPublicKey)",
+			docs:   ref(`imagesVerification: {enabled: true, `+cosignKey+`}`, webImage),
+			images: []factImage{verified(web)}},
 		{name: "imagesVerification without enabled is enabled (the CRD defaults it to true)", source: aiuTypesGo + " (+kubebuilder:default:=true), " + aiuMergeVerify,
-			docs:     ref("", `{alias: web, imageName: ghcr.io/acme/web, imagesVerification: {`+cosignKey+`}}`),
-			problems: []string{img0("imagesVerification")}},
-		{name: "imagesVerification at a lower level overrides the one above", source: aiuMergeVerify,
+			docs:   ref("", `{alias: web, imageName: ghcr.io/acme/web, imagesVerification: {`+cosignKey+`}}`),
+			images: []factImage{verified(web)}},
+		{name: "imagesVerification at a lower level overrides the one above, field by field", source: aiuMergeVerify,
 			docs: shopIU(`{imagesVerification: {enabled: true, ` + cosignKey + `}, applicationRefs: [{namePattern: "shop-*", imagesVerification: {enabled: false}, ` +
-				`images: [` + webImage + `, {alias: api, imageName: ghcr.io/acme/api, imagesVerification: {enabled: true, ` + cosignKey + `}}]}]}`),
-			images: []factImage{web}, problems: []string{at("spec.applicationRefs[0].images[1].imagesVerification")}},
+				`images: [` + webImage + `, {alias: api, imageName: ghcr.io/acme/api, imagesVerification: {enabled: true}}]}]}`),
+			images: []factImage{web, verified(factImage{Alias: "api", Name: "ghcr.io/acme/api"})}},
+		{name: "imagesVerification naming a missing Secret: the image is not updated, the secretName named", source: aiuMergeVerify + ", " + aiuUpdateGo + " (VerifyWithPublicKey fails)",
+			docs: shopIU(`{imagesVerification: {` + cosignKey + `}, applicationRefs: [{namePattern: "shop-*", images: [` + webImage +
+				`, {alias: api, imageName: ghcr.io/acme/api, imagesVerification: {cosignKey: {secretName: gone, key: cosign.pub}}}]}]}`),
+			images: []factImage{verified(web)}, problems: []string{at("spec.applicationRefs[0].images[1].imagesVerification.cosignKey.secretName")}},
+		{name: "imagesVerification naming a key the Secret lacks: the image is not updated, the key named", source: aiuMergeVerify,
+			docs:     ref(`imagesVerification: {cosignKey: {secretName: cosign, key: other.pub}}`, webImage),
+			problems: []string{at("spec.imagesVerification.cosignKey.key")}},
+		{name: "imagesVerification whose key is a key service reference: the image is not updated, the key named", source: aiuMergeVerify,
+			docs:     ref(`imagesVerification: {cosignKey: {secretName: kms, key: cosign.pub}}`, webImage),
+			problems: []string{at("spec.imagesVerification.cosignKey.key")}},
+		{name: "imagesVerification naming a Secret Argo CD keeps for itself: refused, as for annotations' credentials, the secretName named", source: aiuMergeVerify + " (AIU reads any Secret of the namespace)",
+			docs:     ref(`imagesVerification: {cosignKey: {secretName: argocd-secret, key: cosign.pub}}`, webImage),
+			problems: []string{at("spec.imagesVerification.cosignKey.secretName")}},
+		{name: "imagesVerification whose key is not PEM: the image is not updated, the key named", source: aiuMergeVerify,
+			docs:     ref(`imagesVerification: {cosignKey: {secretName: text, key: cosign.pub}}`, webImage),
+			problems: []string{at("spec.imagesVerification.cosignKey.key")}},
+		{name: "imagesVerification on without a cosignKey: the image is not updated", source: aiuCRD + " (x-kubernetes-validations: cosignKey required when enabled), " + aiuMergeVerify + " (newImageFromImagesVerification)",
+			docs:     ref(`imagesVerification: {enabled: true}`, webImage),
+			problems: []string{at("spec.imagesVerification")}},
 	})
 }
 

@@ -157,7 +157,7 @@ func TestAIUSeveralImageUpdatersDifferentWriteBack(t *testing.T) {
 	s := newSet(t,
 		iu("b-shop", `{writeBackConfig: {method: git}, applicationRefs: [`+apiExactRef+`]}`),
 		iu("a-shop", `{writeBackConfig: {method: argocd}, applicationRefs: [`+webGlobRef+`]}`))
-	spec, _, ok := s.Match(shopWeb())
+	spec, _, ok := s.Match(t.Context(), shopWeb())
 	if !ok {
 		t.Fatal("not selected")
 	}

@@ -37,7 +37,7 @@ func BenchmarkMatch(b *testing.B) {
 	s := newSet(b, shop)
 	a := app("team-a", "shop-web", nil)
 	for b.Loop() {
-		if _, _, ok := s.Match(a); !ok {
+		if _, _, ok := s.Match(b.Context(), a); !ok {
 			b.Fatal("no match")
 		}
 	}

@@ -46,7 +46,7 @@ spec:
     - {alias: badre, imageName: "ghcr.io/acme/badre", commonUpdateSettings: {updateStrategy: semver, allowTags: "regexp:(("}}
     - {alias: badfn, imageName: "ghcr.io/acme/badfn", commonUpdateSettings: {updateStrategy: semver, allowTags: "v1"}}
 `)
-	spec, errs, ok := s.Match(app("team-a", "shop", nil))
+	spec, errs, ok := s.Match(t.Context(), app("team-a", "shop", nil))
 	if !ok || spec == nil {
 		t.Fatalf("Match = %v, %v, %v", spec, errs, ok)
 	}
@@ -115,7 +115,7 @@ spec:
   - namePattern: shop
     images: [{alias: other, imageName: ghcr.io/acme/other}]
 `)
-	spec, errs, ok := s.Match(app("team-a", "shop", nil))
+	spec, errs, ok := s.Match(t.Context(), app("team-a", "shop", nil))
 	if !ok || spec == nil {
 		t.Fatalf("Match = %v, %v, %v", spec, errs, ok)
 	}
@@ -184,7 +184,7 @@ spec:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, _, ok := s.Match(app("team-a", "shop-legacy", tt.ann))
+			spec, _, ok := s.Match(t.Context(), app("team-a", "shop-legacy", tt.ann))
 			if !ok || spec == nil || len(spec.Images) != 1 || spec.Images[0].Alias != tt.want {
 				t.Fatalf("Match = %+v, %v; want image %s", spec, ok, tt.want)
 			}
@@ -212,7 +212,7 @@ spec:
     images: [{alias: web, imageName: "ghcr.io/acme/web", manifestTargets: {plugin: {name: IMG}}}]
 `)
 	p := imageupdate.Prefix
-	spec, errs, ok := s.Match(app("team-a", "shop-legacy", map[string]string{p + "image-list": "own=ghcr.io/acme/own", p + "write-back-method": "svn"}))
+	spec, errs, ok := s.Match(t.Context(), app("team-a", "shop-legacy", map[string]string{p + "image-list": "own=ghcr.io/acme/own", p + "write-back-method": "svn"}))
 	if !ok || spec == nil || len(spec.Images) != 0 {
 		t.Fatalf("Match = %+v, %v; want a spec without images", spec, ok)
 	}

@@ -1,6 +1,7 @@
 package imageupdaters
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,9 +25,15 @@ type Set struct {
 	// there, no more. Checking here lets each refusal name the resource's
 	// field. Nil checks nothing.
 	Tenancy Tenancy
+	// Secrets reads the Secrets holding imagesVerification's public
+	// keys, in each resource's own namespace (what the tenancy rules let
+	// its Applications' annotations name too); nil reads none, and the
+	// images that ask for verification are not updated.
+	Secrets SecretGetter
 	Log     *slog.Logger
 	Metrics *Metrics
 
+	keyCache  keyCache
 	mu        sync.RWMutex
 	resources map[string]*resource // namespace/name -> compiled
 	// byNamespace are the resources of each namespace, by name.
@@ -238,7 +245,7 @@ func Concerns(p, ref string) bool {
 // writes an Application one way, so a resource whose write-back differs
 // from the first one's (by name), or that names an image another resource
 // already updates, has those images refused, named on that resource.
-func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
+func (s *Set) Match(ctx context.Context, app *watcher.App) (*imageupdate.Spec, []error, bool) {
 	s.mu.RLock()
 	ms := s.matches(app)
 	s.mu.RUnlock()
@@ -251,7 +258,7 @@ func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
 	var first *match
 	for i := range ms {
 		m := &ms[i]
-		spec, own := s.specOf(m, app)
+		spec, own := s.specOf(ctx, m, app)
 		errs = append(errs, m.passed...)
 		if spec != nil {
 			switch {
@@ -291,18 +298,31 @@ func (s *Set) Match(app *watcher.App) (*imageupdate.Spec, []error, bool) {
 }
 
 // specOf is what one resource says to update in app, and its problems.
-func (s *Set) specOf(m *match, app *watcher.App) (*imageupdate.Spec, []error) {
+func (s *Set) specOf(ctx context.Context, m *match, app *watcher.App) (*imageupdate.Spec, []error) {
 	if m.r.UseAnnotations {
 		errs := m.annErrs
 		if m.ann == nil {
 			return nil, errs
 		}
 		spec := *m.ann
+		spec.Images = slices.Clone(m.ann.Images)
 		spec.ResolveIn(app.Namespace)
-		if m.r.Unverified != "" {
-			// The ref asks for signatures crowsnest cannot check: the
-			// annotations' images are not updated (said on the resource).
+		switch {
+		case m.r.Unverified != "":
+			// The ref asks for signatures it names no usable key for:
+			// the annotations' images are not updated (said on the
+			// resource).
 			spec.Images = nil
+		case m.r.Verify != nil && len(spec.Images) > 0:
+			keys, err := s.verifyKeys(ctx, m.res.key, m.res.namespace, m.r.Verify, "the images of the Application's annotations are not updated")
+			if err != nil {
+				spec.Images = nil
+				errs = append(slices.Clone(errs), err)
+				break
+			}
+			for i := range spec.Images {
+				spec.Images[i].Verify = keys
+			}
 		}
 		return &spec, errs
 	}
@@ -312,8 +332,32 @@ func (s *Set) specOf(m *match, app *watcher.App) (*imageupdate.Spec, []error) {
 	spec := m.r.spec
 	spec.Images = slices.Clone(m.r.spec.Images)
 	spec.ResolveIn(app.Namespace)
-	errs := s.checkTenancy(m.res.key, m.r, app, &spec)
+	errs := s.withKeys(ctx, m, &spec)
+	errs = append(errs, s.checkTenancy(m.res.key, m.r, app, &spec)...)
 	return &spec, errs
+}
+
+// withKeys gives each image of spec whose imagesVerification is on the
+// public key it names, read from its Secret; an image whose key cannot be
+// read is taken out (not updated, never updated unverified), the problem
+// naming the field.
+func (s *Set) withKeys(ctx context.Context, m *match, spec *imageupdate.Spec) []error {
+	var errs []error
+	kept := spec.Images[:0]
+	for i := range spec.Images {
+		img := &spec.Images[i]
+		if k := m.r.image(img.Alias).Verify; k != nil {
+			keys, err := s.verifyKeys(ctx, m.res.key, m.res.namespace, k, "the image "+img.Alias+" is not updated")
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			img.Verify = keys
+		}
+		kept = append(kept, *img)
+	}
+	spec.Images = kept
+	return errs
 }
 
 // merge adds spec's images to out, but for an image another resource

@@ -162,7 +162,7 @@ spec:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, errs, ok := s.Match(tt.app)
+			spec, errs, ok := s.Match(t.Context(), tt.app)
 			if ok != tt.wantOK {
 				t.Fatalf("ok = %v", ok)
 			}
@@ -182,7 +182,7 @@ spec:
 			}
 		})
 	}
-	thief, _, _ := s.Match(app("team-a", "shop-thief", nil))
+	thief, _, _ := s.Match(t.Context(), app("team-a", "shop-thief", nil))
 	if thief.WriteBack.Method != "" {
 		t.Errorf("the refused git:secret left write-back method %q", thief.WriteBack.Method)
 	}
@@ -216,7 +216,7 @@ func TestStatusDesired(t *testing.T) {
 		app("team-a", "shop-empty-legacy", nil),
 		app("team-b", "shop-web", nil),
 	}}
-	s.Match(app("team-a", "shop-thief", nil)) // records its refusals
+	s.Match(t.Context(), app("team-a", "shop-thief", nil)) // records its refusals
 	w.Set.Apply(parse(t, strings.Replace(shop, "shop-legacy", "shop-*legacy", 1)), nil)
 	obs := w.observe()["team-a/shop"]
 	// shop-web runs web and arm; shop-legacy one of its two annotated

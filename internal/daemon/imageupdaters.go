@@ -18,7 +18,9 @@ func (b *Daemon) buildImageUpdaterSet() error {
 		return nil
 	}
 	b.iuMetrics = imageupdaters.NewMetrics(b.reg)
-	b.iuSet = &imageupdaters.Set{Tenancy: b.images.Tenancy, Log: b.log, Metrics: b.iuMetrics}
+	// imagesVerification's keys are read through the same client as
+	// pull secrets (creds.KubeSecrets).
+	b.iuSet = &imageupdaters.Set{Tenancy: b.images.Tenancy, Secrets: b.secrets, Log: b.log, Metrics: b.iuMetrics}
 	b.images.ImageUpdaters = b.iuSet
 	return nil
 }

@@ -1,9 +1,14 @@
 package migrate
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdate"
 	"github.com/crowsnest-dev/crowsnest/controller/imageupdaters"
@@ -17,7 +22,7 @@ import (
 // resource's problems as the daemon compiles them: what they leave out
 // would not be updated; a warning is read as argocd-image-updater reads it.
 func (m *migration) readImageUpdaters() {
-	m.updaters = &imageupdaters.Set{Tenancy: m.tenancy, Log: slog.New(slog.DiscardHandler)}
+	m.updaters = &imageupdaters.Set{Tenancy: m.tenancy, Secrets: givenSecrets(m.in.Secrets), Log: slog.New(slog.DiscardHandler)}
 	for _, u := range m.in.imageUpdaters {
 		key := u.GetNamespace() + "/" + u.GetName()
 		where := "ImageUpdater " + key
@@ -68,7 +73,8 @@ func (m *migration) readImageUpdaters() {
 // is something that would stop working); the annotations' own problems
 // (a useAnnotations rule) are returned, as FromAnnotations' are.
 func (m *migration) updaterSpec(app *watcher.App, ma *App) (spec *imageupdate.Spec, annErrs []error, ref *updaterRuleRef, ok bool) {
-	spec, errs, ok := m.updaters.Match(app)
+	// The Secrets are those given to migrate, in memory: nothing waits.
+	spec, errs, ok := m.updaters.Match(context.Background(), app)
 	if !ok {
 		if len(m.in.imageUpdaters) > 0 && app.Annotations[imageUpdateListKey] != "" {
 			ma.Differs = append(ma.Differs, Finding{Where: "annotations", What: "read: no ImageUpdater selects this Application, and crowsnest reads its argocd-image-updater annotations",
@@ -95,6 +101,14 @@ func (m *migration) updaterSpec(app *watcher.App, ma *App) (spec *imageupdate.Sp
 		switch {
 		case errors.Is(err, tenancy.ErrRefused):
 			f.Why, f.Breaks = "an ImageUpdater is as trusted as its namespace's annotations: Secrets of its own namespace, its Applications' AppProject repositories", true
+			ma.Cannot = append(ma.Cannot, f)
+		case errors.Is(err, errSecretNotGiven):
+			notGiven, _, _ := strings.Cut(fe.Msg, ";")
+			f.What = "signature verification: " + strings.TrimPrefix(notGiven, errSecretNotGiven.Error()+": ") + " was not given to migrate, so its public key is not checked here"
+			f.Why = "crowsnest reads the key from the Secret at run time and verifies the tags with it; an image whose key it cannot read is not updated (pass the Secret with the manifests to check it now)"
+			ma.Differs = append(ma.Differs, f)
+		case errors.Is(err, imageupdaters.ErrVerifyKey):
+			f.Why, f.Breaks = "crowsnest verifies cosign signatures with the PEM public key the Secret holds, and does not update an image whose key it cannot read", true
 			ma.Cannot = append(ma.Cannot, f)
 		case errors.Is(err, imageupdaters.ErrNotUpdated):
 			f.Why, f.Breaks = "argocd-image-updater runs each ImageUpdater on its own, so each writes its images its own way; crowsnest updates an Application's images together and writes them one way", true
@@ -137,4 +151,19 @@ func (m *migration) resourceProblemsFor(d imageupdaters.Decision, ma *App) {
 		f.Breaks = true
 		ma.Cannot = append(ma.Cannot, f)
 	}
+}
+
+// errSecretNotGiven says migrate was not given a Secret an ImageUpdater
+// names (imagesVerification's cosignKey): the daemon reads it at run time.
+var errSecretNotGiven = errors.New("not given to migrate")
+
+// givenSecrets reads the Secrets given to migrate, by "namespace/name".
+type givenSecrets map[string]map[string][]byte
+
+func (g givenSecrets) Get(_ context.Context, namespace, name string) (*corev1.Secret, error) {
+	data, ok := g[namespace+"/"+name]
+	if !ok {
+		return nil, fmt.Errorf("%w: Secret %s/%s", errSecretNotGiven, namespace, name)
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: data}, nil
 }
