@@ -140,13 +140,16 @@ func TestNotifierEventsAndDeletes(t *testing.T) {
 	if diff := cmp.Diff([]string{"web:image-updated", "web:app-deleted"}, got); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
-	st, err := h.state.LoadAll(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := st["u1"]; ok {
-		t.Errorf("state of a deleted Application kept: %v", st)
-	}
+	// The state is pruned once the deletion's delivery is recorded,
+	// which follows its send: wait for it, not for the message alone.
+	testwait.For(t, "the deleted Application's state pruned", func() bool {
+		st, err := h.state.LoadAll(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, kept := st["u1"]
+		return !kept
+	})
 }
 
 func TestNotifierApplyRejectsBrokenConfig(t *testing.T) {
