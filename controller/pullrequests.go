@@ -57,7 +57,7 @@ type openPR struct {
 	ref gitwb.PullRequestRef
 	url string
 	// proposed are each Application's updates the pull request carries,
-	// by key: from the base's values to the head's (mergeProposed).
+	// by key: from the base's values to the head's (gitwb.MergeProposal).
 	proposed map[string][]gitwb.Update
 	// notBefore defers the next look after a forge's rate limit.
 	notBefore time.Time
@@ -123,32 +123,8 @@ func (r *ImageReconciler) followPullRequest(key string, o *collect.Outcome, res 
 		p = &openPR{ref: ref, url: res.PullRequest.URL, proposed: map[string][]gitwb.Update{}}
 		r.prs.open[p.url] = p
 	}
-	p.proposed[key] = mergeProposed(p.proposed[key], res.Updates)
+	p.proposed[key] = gitwb.MergeProposal(p.proposed[key], res.Updates)
 	delete(p.settled, key)
-}
-
-// mergeProposed adds a later commit's updates to those a pull request
-// carries for one Application, which its merge announces: per image (and
-// alias and file) the first From, the base's value the merge replaces,
-// and the latest To; an image the later commit left alone stays, and one
-// brought back to the base's value is dropped (the merge changes nothing
-// there).
-func mergeProposed(carried, later []gitwb.Update) []gitwb.Update {
-	out := slices.Clone(carried)
-	for j := range later {
-		u := &later[j]
-		i := slices.IndexFunc(out, func(c gitwb.Update) bool {
-			return c.Image == u.Image && c.Alias == u.Alias && c.File == u.File
-		})
-		if i < 0 {
-			out = append(out, *u)
-			continue
-		}
-		from := out[i].From
-		out[i] = *u
-		out[i].From = from
-	}
-	return slices.DeleteFunc(out, func(u gitwb.Update) bool { return u.From == u.To })
 }
 
 // prSettled records that key asks for nothing now: up to date (the

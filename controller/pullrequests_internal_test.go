@@ -41,12 +41,12 @@ func TestMergeProposed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			carried := append([]gitwb.Update(nil), tt.carried...)
-			got := mergeProposed(tt.carried, tt.later)
+			got := gitwb.MergeProposal(tt.carried, tt.later)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("mergeProposed (-want +got):\n%s", diff)
+				t.Errorf("MergeProposal (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(carried, tt.carried); diff != "" {
-				t.Errorf("mergeProposed changed what it was given (-before +after):\n%s", diff)
+				t.Errorf("MergeProposal changed what it was given (-before +after):\n%s", diff)
 			}
 		})
 	}

@@ -95,7 +95,8 @@ func (s *session) proposalFor(updates []Update, limit int) (title, body string, 
 	if s.pr != nil {
 		earlier = readProposalState(s.pr.Body)
 	}
-	all := mergeProposal(earlier, updates)
+	all := MergeProposal(earlier, updates)
+	sortProposal(all)
 	d := ProposalData{RepoURL: s.b.repoURL, Base: s.b.base, Head: s.b.target, Apps: []string{}}
 	for i := range all {
 		u := &all[i]
@@ -136,11 +137,13 @@ func updateID(u *Update) string {
 	return u.Key + "\x00" + u.Alias + "\x00" + u.Image + "\x00" + u.File
 }
 
-// mergeProposal is what a pull request changes after a commit made
+// MergeProposal is what a pull request changes after a commit made
 // updates on top of the earlier ones: a value changed again keeps its
-// earlier From (the base's), one set back to the base's value is no
-// longer a change, and the rest are kept as they were.
-func mergeProposal(earlier, updates []Update) []Update {
+// earlier From (the base's, which a merge replaces) and takes the new To,
+// one set back to the base's value is no longer a change, and the rest
+// are kept as they were, in the order first seen. Neither argument is
+// changed.
+func MergeProposal(earlier, updates []Update) []Update {
 	out := slices.Clone(earlier)
 	at := make(map[string]int, len(out))
 	for i := range out {
@@ -156,12 +159,16 @@ func mergeProposal(earlier, updates []Update) []Update {
 		at[updateID(&u)] = len(out)
 		out = append(out, u)
 	}
-	out = slices.DeleteFunc(out, func(u Update) bool { return u.From == u.To })
-	slices.SortStableFunc(out, func(a, b Update) int {
+	return slices.DeleteFunc(out, func(u Update) bool { return u.From == u.To })
+}
+
+// sortProposal orders a pull request's values as its body lists them: by
+// Application, then image and file.
+func sortProposal(updates []Update) {
+	slices.SortStableFunc(updates, func(a, b Update) int {
 		return cmp.Or(cmp.Compare(a.App, b.App), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Image, b.Image),
 			cmp.Compare(a.Alias, b.Alias), cmp.Compare(a.File, b.File))
 	})
-	return out
 }
 
 // The state a pull request's body ends with: its changes, gzipped JSON in

@@ -16,17 +16,18 @@ func TestMergeProposal(t *testing.T) {
 		return Update{App: key, Key: "argocd/" + key, Image: image, File: key + "/kustomization.yaml", From: from, To: to}
 	}
 	earlier := []Update{u("web", "web", "1.0", "1.1"), u("api", "api", "2.0", "2.1"), u("db", "db", "3.0", "3.1")}
-	got := mergeProposal(earlier, []Update{
+	got := MergeProposal(earlier, []Update{
 		u("web", "web", "1.1", "1.2"),     // again: keeps the base's 1.0
 		u("api", "api", "2.1", "2.0"),     // back to the base's: gone
 		u("cache", "redis", "7.0", "7.2"), // new
 	})
+	sortProposal(got)
 	want := []Update{u("cache", "redis", "7.0", "7.2"), u("db", "db", "3.0", "3.1"), u("web", "web", "1.0", "1.2")}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("mergeProposal (-want +got):\n%s", diff)
+		t.Errorf("MergeProposal (-want +got):\n%s", diff)
 	}
 	// The same image in two Applications, or two files, are two values.
-	two := mergeProposal([]Update{u("web", "nginx", "1", "2")}, []Update{u("api", "nginx", "1", "3")})
+	two := MergeProposal([]Update{u("web", "nginx", "1", "2")}, []Update{u("api", "nginx", "1", "3")})
 	if len(two) != 2 {
 		t.Errorf("two Applications' nginx merged into %+v", two)
 	}
