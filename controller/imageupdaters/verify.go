@@ -90,11 +90,20 @@ func (s *Set) verifyKeys(ctx context.Context, resKey, namespace string, k *image
 	if err != nil {
 		return nil, fail(k.KeyPath, err, "Secret %s/%s key %s: %v", namespace, k.SecretName, k.Key, err)
 	}
+	now := time.Now()
 	s.keyCache.mu.Lock()
 	if s.keyCache.keys == nil {
 		s.keyCache.keys = map[string]cachedKey{}
 	}
-	s.keyCache.keys[id] = cachedKey{keys: ks, read: time.Now()}
+	// Keys past their time are read again anyway: dropping them here
+	// bounds the cache by the keys named within a minute, however many
+	// names edits of ImageUpdaters come and go.
+	for k, c := range s.keyCache.keys {
+		if now.Sub(c.read) >= KeyTTL {
+			delete(s.keyCache.keys, k)
+		}
+	}
+	s.keyCache.keys[id] = cachedKey{keys: ks, read: now}
 	s.keyCache.mu.Unlock()
 	return ks, nil
 }
